@@ -1,0 +1,115 @@
+/* common.c — errors, checked allocation, time and hashing for all modules. */
+#define _POSIX_C_SOURCE 200809L
+#include "gr_common.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+gr_status gr_error_set(gr_error *err, gr_status st, const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+        err->status = st;
+    }
+    return st;
+}
+
+void gr_error_prefix(gr_error *err, const char *fmt, ...) {
+    if (!err) return;
+    char head[GR_ERROR_MSG_MAX], old[GR_ERROR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(head, sizeof head, fmt, ap);
+    va_end(ap);
+    memcpy(old, err->msg, sizeof old);
+    size_t h = strlen(head), o = strlen(old);
+    if (h >= sizeof err->msg) h = sizeof err->msg - 1;
+    if (h + o >= sizeof err->msg) o = sizeof err->msg - 1 - h;
+    memcpy(err->msg, head, h);
+    memcpy(err->msg + h, old, o);
+    err->msg[h + o] = '\0';
+}
+
+_Noreturn void gr_assert_fail(const char *expr, const char *file, int line) {
+    fprintf(stderr, "gpurun: internal error (a bug): assertion '%s' failed at %s:%d\n", expr, file, line);
+    fflush(stderr);
+    exit(GR_ERR_INTERNAL);
+}
+
+static _Noreturn void gr_oom(size_t n) {
+    fprintf(stderr, "gpurun: out of memory: %zu bytes requested from the host\n", n);
+    exit(GR_ERR_OOM);
+}
+
+void *gr_xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) gr_oom(n);
+    return p;
+}
+
+void *gr_xcalloc(size_t count, size_t size) {
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    if (!p) gr_oom(count * size);
+    return p;
+}
+
+void *gr_xrealloc(void *p, size_t n) {
+    void *q = realloc(p, n ? n : 1);
+    if (!q) gr_oom(n);
+    return q;
+}
+
+char *gr_xstrdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = gr_xmalloc(n);
+    memcpy(d, s, n);
+    return d;
+}
+
+void *gr_aligned_alloc(size_t bytes) {
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0) return NULL;
+    return p;
+}
+
+void gr_aligned_free(void *p) { free(p); }
+
+double gr_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* splitmix64 finalizer over (key, counter): statistically good enough for
+ * dropout masks, shuffles and augmentation, and free of shared state. */
+uint64_t gr_hash64(uint64_t key, uint64_t counter) {
+    uint64_t z = key * 0x9E3779B97F4A7C15ull + counter + 0x632BE59BD9B4E019ull;
+    z += 0x9E3779B97F4A7C15ull * (counter + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+int gr_edit_distance(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63) return 64;
+    int row[64];
+    for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int up = row[j];
+            int sub = diag + (a[i - 1] != b[j - 1]);
+            int best = GR_MIN(up + 1, row[j - 1] + 1);
+            row[j] = GR_MIN(best, sub);
+            diag = up;
+        }
+    }
+    return row[lb];
+}

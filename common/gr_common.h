@@ -1,0 +1,75 @@
+/* gr_common.h — what every gpurun module shares.
+ *
+ * Exports: gr_status (the process exit codes of DESIGN 1.2), gr_error (the
+ * message a recoverable failure carries up to runner/, which alone calls
+ * exit()), GR_ASSERT for invariants (prints file:line, exit 1), and the
+ * checked allocators (exit 4 with the byte count when the host is out of
+ * memory). */
+#ifndef GR_COMMON_H
+#define GR_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum gr_status {
+    GR_OK = 0,
+    GR_ERR_INTERNAL = 1, /* a bug */
+    GR_ERR_USAGE = 2,    /* usage or job-spec error */
+    GR_ERR_DATA = 3,     /* missing file/dataset, wrong dtype/shape, corrupt HDF5 */
+    GR_ERR_OOM = 4,      /* out of memory (device or host) */
+    GR_ERR_DIVERGED = 5, /* non-finite loss */
+    GR_ERR_CKPT = 6,     /* checkpoint error */
+    GR_ERR_DEVICE = 7,   /* device or communication error */
+    GR_ERR_SIGNAL = 75   /* stopped by a signal after a checkpoint */
+} gr_status;
+
+#define GR_ERROR_MSG_MAX 1024
+
+typedef struct gr_error {
+    gr_status status;
+    char msg[GR_ERROR_MSG_MAX];
+} gr_error;
+
+/* Fills *err (when err is not NULL) and returns st, so callers can write
+ * `return gr_error_set(err, GR_ERR_DATA, "%s: ...", path);`. */
+gr_status gr_error_set(gr_error *err, gr_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Prefixes the message already in err with more context ("a: " + old). */
+void gr_error_prefix(gr_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+_Noreturn void gr_assert_fail(const char *expr, const char *file, int line);
+#define GR_ASSERT(c) do { if (!(c)) gr_assert_fail(#c, __FILE__, __LINE__); } while (0)
+
+/* Allocation that cannot fail silently: on failure prints
+ * "out of memory: N bytes requested" and exits 4. For bookkeeping only;
+ * tensors come from the plan's arenas. */
+void *gr_xmalloc(size_t n);
+void *gr_xcalloc(size_t count, size_t size);
+void *gr_xrealloc(void *p, size_t n);
+char *gr_xstrdup(const char *s);
+
+/* 64-byte aligned allocation (arenas, batch buffers); NULL on failure. */
+void *gr_aligned_alloc(size_t bytes);
+void gr_aligned_free(void *p);
+
+/* Monotonic seconds. */
+double gr_now(void);
+
+/* Counter-based random numbers: a pure function of (key, counter), so any
+ * thread can draw the i-th number of a stream without shared state. */
+uint64_t gr_hash64(uint64_t key, uint64_t counter);
+/* Uniform float in [0, 1) from the same stream. */
+static inline float gr_uniform(uint64_t key, uint64_t counter) {
+    return (float)(gr_hash64(key, counter) >> 40) * (1.0f / 16777216.0f);
+}
+
+/* Levenshtein distance, for "did you mean" suggestions. */
+int gr_edit_distance(const char *a, const char *b);
+
+#define GR_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define GR_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define GR_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+#endif

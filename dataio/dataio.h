@@ -1,0 +1,128 @@
+/* dataio.h — datasets in the HDF5 layout of DESIGN 1.5, the loader API the
+ * training loop consumes, and the converters behind `gpurun data`.
+ *
+ * Exports:
+ *   gr_dataset_*  an opened split (group holding `images` and `labels`);
+ *   gr_loader_*   an endless stream of batches over a dataset, epoch after
+ *                 epoch, in an order that is a pure function of
+ *                 (seed, epoch, rank, world). This issue's implementation is
+ *                 synchronous; the asynchronous loader (reader threads,
+ *                 pinned ring of `prefetch` buffers) replaces the inside of
+ *                 gr_loader_next/release without changing this API.
+ *   gr_data_convert_*  the `gpurun data` converters.
+ * All failures are GR_ERR_DATA (exit 3) with a message naming the file, and
+ * the group and dataset when they are involved. HDF5's own error-stack
+ * printing is switched off; its failures are translated. */
+#ifndef GR_DATAIO_H
+#define GR_DATAIO_H
+
+#include "../common/gr_common.h"
+
+/* ---- datasets ---- */
+typedef enum gr_dtype { GR_DT_UINT8, GR_DT_FLOAT16, GR_DT_FLOAT32 } gr_dtype;
+
+typedef struct gr_dataset gr_dataset;
+
+/* Opens group `group` ("/" or "/train", ...) of the HDF5 file at path and
+ * checks: both datasets exist, images rank 3 ([N,H,W], taken as C=1) or 4
+ * ([N,C,H,W]; attribute layout="NHWC" on images means [N,H,W,C]), dtype
+ * uint8/float16/float32, labels rank 1 of an integer type, same N, N >= 1,
+ * labels >= 0. Reads labels into memory. Example messages:
+ *   "data/f.h5: no such file"
+ *   "data/f.h5: group /val: no such group"
+ *   "data/f.h5: /train/images: no such dataset"
+ *   "data/f.h5: /train: images has N=60000 but labels has N=59999"
+ *   "data/f.h5: /train/labels[17]: label -1 is negative"
+ *   "data/f.h5: not an HDF5 file or corrupt (HDF5: <minor message>)" */
+gr_status gr_dataset_open(const char *path, const char *group, gr_dataset **out, gr_error *err);
+void gr_dataset_close(gr_dataset *ds);
+
+int64_t gr_dataset_len(const gr_dataset *ds);
+/* Per-sample shape in C,H,W meaning (C=1 for rank-3 images). */
+void gr_dataset_sample_shape(const gr_dataset *ds, int64_t chw[3]);
+gr_dtype gr_dataset_dtype(const gr_dataset *ds);
+const int32_t *gr_dataset_labels(const gr_dataset *ds); /* N labels */
+/* Group attributes `mean` / `std` (stored units, one per channel); returns
+ * the count read, at most max (0 when absent, -1 when present but not
+ * numeric or unreadable). */
+int gr_dataset_attr_floats(const gr_dataset *ds, const char *name, double *out, int max);
+/* Error (exit 3) naming the first label >= classes:
+ *   "data/f.h5: /train/labels[123]: label 12 is outside [0, 10) (the model has 10 outputs)" */
+gr_status gr_dataset_check_labels(const gr_dataset *ds, int64_t classes, gr_error *err);
+
+/* Images datasets of at most this many bytes are read into memory whole at
+ * open; larger ones are read per batch from the file (hyperslab selections),
+ * so files bigger than RAM work. The limit is, in order: the last value
+ * passed to gr_dataset_set_memory_limit (>= 0; negative restores the
+ * default), else the environment variable GPURUN_DATA_MEM_LIMIT (bytes),
+ * else 2 GiB. It applies to datasets opened afterwards. */
+void gr_dataset_set_memory_limit(int64_t bytes);
+int64_t gr_dataset_memory_limit(void);
+/* Whether the images of ds were read into memory at open. */
+bool gr_dataset_in_memory(const gr_dataset *ds);
+
+/* Reads samples idx[0..n) into x (n * C*H*W floats, C,H,W order whatever the
+ * file layout) as (raw - mean[c]) / std[c], and their labels into y. */
+gr_status gr_dataset_read(gr_dataset *ds, const int64_t *idx, int64_t n,
+                          const double *mean, const double *std,
+                          float *x, int32_t *y, gr_error *err);
+
+/* ---- loader ---- */
+typedef struct gr_loader_config {
+    int64_t batch;        /* samples per batch (the micro-batch) */
+    bool shuffle;         /* false: file order */
+    bool drop_last;       /* true: an epoch's last partial batch is skipped */
+    uint64_t seed;
+    int rank, world;      /* this rank's shard of each epoch: 0, 1 for one process */
+    int n_norm;           /* channels in mean/std (1 = same for all) */
+    double mean[16], std[16];
+    int prefetch, workers;/* honoured by the async loader; ignored by the sync one */
+} gr_loader_config;
+
+typedef struct gr_batch {
+    float *x;             /* n * C*H*W floats, normalized */
+    int32_t *y;           /* n labels */
+    int64_t n;            /* samples in this batch (< batch only for a kept last batch) */
+    int64_t epoch;        /* 0-based epoch this batch belongs to */
+    int64_t index;        /* batch index within the epoch */
+    int64_t sample_in_epoch; /* position of the first sample within this rank's epoch */
+    bool last_in_epoch;
+} gr_batch;
+
+typedef struct gr_loader gr_loader;
+
+/* Order: epoch e's sample order is a permutation of [0, N) computed from
+ * (seed, e) alone (identity when !shuffle); rank r of w takes positions
+ * r, r+w, r+2w, ... of it (N/w each, remainder dropped when w > 1), then
+ * cuts them into batches. Starts at epoch 0, sample 0. */
+gr_status gr_loader_open(gr_dataset *ds, const gr_loader_config *cfg, gr_loader **out, gr_error *err);
+void gr_loader_close(gr_loader *ld);
+int64_t gr_loader_batches_per_epoch(const gr_loader *ld);
+/* This rank's samples per epoch: its shard (N, or N/world), less the
+ * skipped partial batch when drop_last. */
+int64_t gr_loader_samples_per_epoch(const gr_loader *ld);
+/* Moves to (epoch, sample_in_epoch); sample_in_epoch must be a multiple of
+ * the batch. The batches that follow are exactly those an uninterrupted run
+ * would have produced from that point. */
+gr_status gr_loader_seek(gr_loader *ld, int64_t epoch, int64_t sample_in_epoch, gr_error *err);
+/* The next batch, crossing into the next epoch after the last one. The batch
+ * stays valid until gr_loader_release; at most `prefetch` may be held. */
+gr_status gr_loader_next(gr_loader *ld, gr_batch **out, gr_error *err);
+void gr_loader_release(gr_loader *ld, gr_batch *b);
+/* Seconds gr_loader_next spent waiting for data so far. */
+double gr_loader_wait_s(const gr_loader *ld);
+
+/* ---- converters (`gpurun data ...`) ---- */
+/* Writes /train and /test from the four IDX files in dir (gzipped "*.gz" or
+ * not): train-images-idx3-ubyte, train-labels-idx1-ubyte,
+ * t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte. images uint8 [N,1,28,28]
+ * chunked by whole samples, labels uint8 [N]; group attributes `classes`
+ * (names, when known for `dataset`), `mean`, `std` (stored units, over the
+ * train split). Writes out.tmp then renames, so a failed conversion leaves
+ * nothing; refuses to overwrite an existing out unless force. `dataset` is
+ * "fashion-mnist" or "mnist" (it only selects the class names).
+ * Errors are exit 3 naming the IDX file ("bad magic", "truncated", ...). */
+gr_status gr_data_convert_idx(const char *dataset, const char *dir, const char *out, bool force,
+                              bool progress, gr_error *err);
+
+#endif

@@ -1,0 +1,586 @@
+/* dataset.c — one split of an HDF5 dataset (DESIGN 1.5): open and validate
+ * `images` and `labels`, keep the labels (and, when they fit under the memory
+ * limit, the raw images) in memory, and read normalized C,H,W float batches.
+ *
+ * Images up to gr_dataset_memory_limit() bytes are read whole at open, and a
+ * batch is then plain loops over memory. Larger ones stay on disk: each read
+ * selects the union of the (sorted, de-duplicated) sample rows as one HDF5
+ * hyperslab selection, so files bigger than RAM work. */
+#include "dataio.h"
+#include "h5util.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define GR_DATA_MEM_LIMIT_DEFAULT ((int64_t)2 << 30) /* 2 GiB */
+
+static int64_t g_mem_limit = -1; /* < 0: environment or default */
+
+struct gr_dataset {
+    char *path;
+    char *group;          /* normalized: "/" or "/train" */
+    char *images_name;    /* "/train/images" (for messages) */
+    char *labels_name;
+    hid_t file, grp, images;
+    hid_t memtype;        /* native type images are read as */
+    gr_dtype dtype;
+    int rank;
+    hsize_t dims[4];      /* file dims of images */
+    int64_t n, c, h, w;
+    bool nhwc;
+    size_t elem_size;     /* bytes per stored element */
+    int64_t sample_elems; /* C*H*W */
+    int32_t *labels;      /* n */
+    uint8_t *mem;         /* all raw images, or NULL (on-disk path) */
+    /* scratch for the on-disk path, grown to the largest batch */
+    int64_t *sorted;
+    int64_t sorted_cap;
+    uint8_t *raw;
+    size_t raw_cap;
+    /* normalization scratch: per-channel mean, 1/std, uint8 lookup table */
+    double *nmean, *ninv;
+    float *lut;           /* c * 256 */
+};
+
+void gr_dataset_set_memory_limit(int64_t bytes) { g_mem_limit = bytes; }
+
+int64_t gr_dataset_memory_limit(void) {
+    if (g_mem_limit >= 0) return g_mem_limit;
+    const char *s = getenv("GPURUN_DATA_MEM_LIMIT");
+    if (s && *s) {
+        char *end = NULL;
+        errno = 0;
+        long long v = strtoll(s, &end, 10);
+        if (errno == 0 && end && *end == '\0' && v >= 0) return (int64_t)v;
+    }
+    return GR_DATA_MEM_LIMIT_DEFAULT;
+}
+
+static char *join_name(const char *group, const char *name) {
+    size_t n = strlen(group) + strlen(name) + 2;
+    char *s = gr_xmalloc(n);
+    snprintf(s, n, "%s%s%s", group, strcmp(group, "/") == 0 ? "" : "/", name);
+    return s;
+}
+
+/* "" / NULL -> "/", "train/" -> "/train", collapses repeated slashes. */
+static char *normalize_group(const char *g) {
+    if (!g) g = "";
+    size_t n = strlen(g);
+    char *s = gr_xmalloc(n + 2);
+    size_t k = 0;
+    s[k++] = '/';
+    for (size_t i = 0; i < n; i++) {
+        if (g[i] == '/' && s[k - 1] == '/') continue;
+        s[k++] = g[i];
+    }
+    if (k > 1 && s[k - 1] == '/') k--;
+    s[k] = '\0';
+    return s;
+}
+
+/* Every link along an absolute path exists (H5Lexists on "/a/b" fails when
+ * "/a" is missing, so walk the components). 1 yes, 0 no, <0 HDF5 error. */
+static htri_t path_exists(hid_t file, const char *path) {
+    if (strcmp(path, "/") == 0) return 1;
+    size_t n = strlen(path);
+    char *buf = gr_xmalloc(n + 1);
+    htri_t r = 1;
+    for (size_t i = 1; i <= n && r > 0; i++) {
+        if (path[i] == '/' || path[i] == '\0') {
+            memcpy(buf, path, i);
+            buf[i] = '\0';
+            r = H5Lexists(file, buf, H5P_DEFAULT);
+        }
+    }
+    free(buf);
+    return r;
+}
+
+static void describe_type(hid_t t, char *buf, size_t n) {
+    size_t sz = H5Tget_size(t);
+    switch (H5Tget_class(t)) {
+    case H5T_INTEGER:
+        snprintf(buf, n, "%sint%zu", H5Tget_sign(t) == H5T_SGN_NONE ? "u" : "", sz * 8);
+        break;
+    case H5T_FLOAT: snprintf(buf, n, "float%zu", sz * 8); break;
+    case H5T_STRING: snprintf(buf, n, "string"); break;
+    case H5T_COMPOUND: snprintf(buf, n, "compound"); break;
+    case H5T_ENUM: snprintf(buf, n, "enum"); break;
+    case H5T_ARRAY: snprintf(buf, n, "array"); break;
+    case H5T_VLEN: snprintf(buf, n, "variable-length"); break;
+    case H5T_BITFIELD: snprintf(buf, n, "bitfield%zu", sz * 8); break;
+    case H5T_OPAQUE: snprintf(buf, n, "opaque"); break;
+    case H5T_REFERENCE: snprintf(buf, n, "reference"); break;
+    default: snprintf(buf, n, "unknown type"); break;
+    }
+}
+
+static bool is_ieee_half(hid_t t) {
+    size_t spos, epos, esize, mpos, msize;
+    if (H5Tget_fields(t, &spos, &epos, &esize, &mpos, &msize) < 0) return false;
+    return spos == 15 && epos == 10 && esize == 5 && mpos == 0 && msize == 10 && H5Tget_ebias(t) == 15;
+}
+
+/* Reads a scalar string attribute of obj into buf. 1 read, 0 absent,
+ * -1 not a single string (buf then holds the reason), -2 HDF5 failure. */
+static int read_string_attr(hid_t obj, const char *name, char *buf, size_t n) {
+    htri_t ex = H5Aexists(obj, name);
+    if (ex < 0) return -2;
+    if (ex == 0) return 0;
+    int rc = -2;
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT), t = -1, sp = -1, mt = -1;
+    if (a < 0) goto done;
+    if ((t = H5Aget_type(a)) < 0 || (sp = H5Aget_space(a)) < 0) goto done;
+    if (H5Tget_class(t) != H5T_STRING || H5Sget_simple_extent_npoints(sp) != 1) {
+        snprintf(buf, n, "not a single string");
+        rc = -1;
+        goto done;
+    }
+    htri_t var = H5Tis_variable_str(t);
+    if (var < 0) goto done;
+    if (var) {
+        char *s = NULL;
+        if ((mt = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_size(mt, H5T_VARIABLE) < 0) goto done;
+        if (H5Aread(a, mt, &s) < 0) goto done;
+        snprintf(buf, n, "%s", s ? s : "");
+        H5free_memory(s);
+    } else {
+        size_t sz = H5Tget_size(t);
+        char *s = gr_xcalloc(sz + 1, 1);
+        if (H5Aread(a, t, s) < 0) { free(s); goto done; }
+        snprintf(buf, n, "%s", s);
+        free(s);
+    }
+    size_t k = strlen(buf);
+    while (k > 0 && buf[k - 1] == ' ') buf[--k] = '\0';
+    rc = 1;
+done:
+    if (mt >= 0) H5Tclose(mt);
+    if (sp >= 0) H5Sclose(sp);
+    if (t >= 0) H5Tclose(t);
+    if (a >= 0) H5Aclose(a);
+    return rc;
+}
+
+/* Opens group->name as a dataset, with the messages of dataio.h. */
+static gr_status open_member(gr_dataset *ds, const char *name, const char *full, hid_t *out,
+                             gr_error *err) {
+    htri_t ex = H5Lexists(ds->grp, name, H5P_DEFAULT);
+    if (ex < 0) return gr_h5_fail(err, GR_ERR_DATA, "%s: %s: cannot look up", ds->path, full);
+    if (ex == 0) return gr_error_set(err, GR_ERR_DATA, "%s: %s: no such dataset", ds->path, full);
+    *out = H5Dopen2(ds->grp, name, H5P_DEFAULT);
+    if (*out < 0)
+        return gr_h5_fail(err, GR_ERR_DATA, "%s: %s: cannot open as a dataset", ds->path, full);
+    return GR_OK;
+}
+
+static gr_status check_images(gr_dataset *ds, gr_error *err) {
+    gr_status st = GR_OK;
+    hid_t t = -1, sp = -1;
+    char tname[64];
+    GR_H5_CHECK(t = H5Dget_type(ds->images), err, "%s: %s: cannot read type", ds->path, ds->images_name);
+    H5T_class_t cls = H5Tget_class(t);
+    size_t sz = H5Tget_size(t);
+    if (cls == H5T_INTEGER && sz == 1 && H5Tget_sign(t) == H5T_SGN_NONE) {
+        ds->dtype = GR_DT_UINT8;
+        ds->memtype = H5T_NATIVE_UINT8;
+    } else if (cls == H5T_FLOAT && sz == 4) {
+        ds->dtype = GR_DT_FLOAT32;
+        ds->memtype = H5T_NATIVE_FLOAT;
+    } else if (cls == H5T_FLOAT && sz == 2 && is_ieee_half(t)) {
+        ds->dtype = GR_DT_FLOAT16;
+        GR_H5_CHECK(ds->memtype = gr_h5_float16_type(), err, "%s: cannot build the float16 type", ds->path);
+    } else {
+        describe_type(t, tname, sizeof tname);
+        if (cls == H5T_FLOAT && sz == 2) snprintf(tname, sizeof tname, "2-byte float, not IEEE half");
+        st = gr_error_set(err, GR_ERR_DATA, "%s: %s: unsupported dtype (%s); expected uint8, float16 or float32",
+                          ds->path, ds->images_name, tname);
+        goto fail;
+    }
+    ds->elem_size = sz;
+    GR_H5_CHECK(sp = H5Dget_space(ds->images), err, "%s: %s: cannot read shape", ds->path, ds->images_name);
+    int rank = H5Sget_simple_extent_ndims(sp);
+    GR_H5_CHECK(rank, err, "%s: %s: cannot read shape", ds->path, ds->images_name);
+    if (rank != 3 && rank != 4) {
+        st = gr_error_set(err, GR_ERR_DATA, "%s: %s: rank %d; expected [N,H,W] or [N,C,H,W] (rank 3 or 4)",
+                          ds->path, ds->images_name, rank);
+        goto fail;
+    }
+    ds->rank = rank;
+    GR_H5_CHECK(H5Sget_simple_extent_dims(sp, ds->dims, NULL), err, "%s: %s: cannot read shape", ds->path,
+                ds->images_name);
+    char layout[64] = "";
+    int lr = read_string_attr(ds->images, "layout", layout, sizeof layout);
+    if (lr == -2) {
+        st = gr_h5_fail(err, GR_ERR_DATA, "%s: %s: cannot read attribute layout", ds->path, ds->images_name);
+        goto fail;
+    }
+    if (lr == -1 || (lr == 1 && strcmp(layout, "NHWC") != 0 && strcmp(layout, "NCHW") != 0)) {
+        st = gr_error_set(err, GR_ERR_DATA, "%s: %s: attribute layout: %s%s%s; expected \"NCHW\" or \"NHWC\"",
+                          ds->path, ds->images_name, lr == 1 ? "\"" : "", layout, lr == 1 ? "\"" : "");
+        goto fail;
+    }
+    ds->nhwc = lr == 1 && rank == 4 && strcmp(layout, "NHWC") == 0;
+    ds->n = (int64_t)ds->dims[0];
+    if (rank == 3) {
+        ds->c = 1, ds->h = (int64_t)ds->dims[1], ds->w = (int64_t)ds->dims[2];
+    } else if (ds->nhwc) {
+        ds->h = (int64_t)ds->dims[1], ds->w = (int64_t)ds->dims[2], ds->c = (int64_t)ds->dims[3];
+    } else {
+        ds->c = (int64_t)ds->dims[1], ds->h = (int64_t)ds->dims[2], ds->w = (int64_t)ds->dims[3];
+    }
+    const int64_t dim_max = (int64_t)1 << 24;
+    if (ds->n < 1 || ds->c < 1 || ds->h < 1 || ds->w < 1 || ds->c > dim_max || ds->h > dim_max ||
+        ds->w > dim_max || ds->dims[0] > (hsize_t)INT64_MAX / 2 || ds->c * ds->h * ds->w > ((int64_t)1 << 32)) {
+        st = gr_error_set(err, GR_ERR_DATA, "%s: %s: unusable shape N=%lld C=%lld H=%lld W=%lld%s", ds->path,
+                          ds->images_name, (long long)ds->n, (long long)ds->c, (long long)ds->h, (long long)ds->w,
+                          ds->n < 1 ? " (no samples)" : "");
+        goto fail;
+    }
+    ds->sample_elems = ds->c * ds->h * ds->w;
+fail:
+    if (sp >= 0) H5Sclose(sp);
+    if (t >= 0) H5Tclose(t);
+    return st;
+}
+
+static gr_status read_labels(gr_dataset *ds, hid_t lab, gr_error *err) {
+    gr_status st = GR_OK;
+    hid_t t = -1, sp = -1;
+    int64_t *tmp = NULL;
+    GR_H5_CHECK(t = H5Dget_type(lab), err, "%s: %s: cannot read type", ds->path, ds->labels_name);
+    if (H5Tget_class(t) != H5T_INTEGER) {
+        char tname[64];
+        describe_type(t, tname, sizeof tname);
+        st = gr_error_set(err, GR_ERR_DATA, "%s: %s: unsupported dtype (%s); expected an integer type", ds->path,
+                          ds->labels_name, tname);
+        goto fail;
+    }
+    GR_H5_CHECK(sp = H5Dget_space(lab), err, "%s: %s: cannot read shape", ds->path, ds->labels_name);
+    int rank = H5Sget_simple_extent_ndims(sp);
+    GR_H5_CHECK(rank, err, "%s: %s: cannot read shape", ds->path, ds->labels_name);
+    if (rank != 1) {
+        st = gr_error_set(err, GR_ERR_DATA, "%s: %s: rank %d; expected [N] (rank 1)", ds->path, ds->labels_name,
+                          rank);
+        goto fail;
+    }
+    hsize_t n = 0;
+    GR_H5_CHECK(H5Sget_simple_extent_dims(sp, &n, NULL), err, "%s: %s: cannot read shape", ds->path,
+                ds->labels_name);
+    if ((int64_t)n != ds->n) {
+        st = gr_error_set(err, GR_ERR_DATA, "%s: %s: images has N=%lld but labels has N=%lld", ds->path, ds->group,
+                          (long long)ds->n, (long long)n);
+        goto fail;
+    }
+    tmp = malloc((size_t)n * sizeof *tmp);
+    if (!tmp) {
+        st = gr_error_set(err, GR_ERR_OOM, "%s: %s: out of memory: %llu bytes for labels", ds->path,
+                          ds->labels_name, (unsigned long long)n * 8);
+        goto fail;
+    }
+    GR_H5_CHECK(H5Dread(lab, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, tmp), err, "%s: %s: read failed",
+                ds->path, ds->labels_name);
+    ds->labels = gr_xmalloc((size_t)n * sizeof *ds->labels);
+    for (int64_t i = 0; i < (int64_t)n; i++) {
+        if (tmp[i] < 0) {
+            st = gr_error_set(err, GR_ERR_DATA, "%s: %s[%lld]: label %lld is negative", ds->path, ds->labels_name,
+                              (long long)i, (long long)tmp[i]);
+            goto fail;
+        }
+        if (tmp[i] > INT32_MAX) {
+            st = gr_error_set(err, GR_ERR_DATA, "%s: %s[%lld]: label %lld is too large (over %d)", ds->path,
+                              ds->labels_name, (long long)i, (long long)tmp[i], INT32_MAX);
+            goto fail;
+        }
+        ds->labels[i] = (int32_t)tmp[i];
+    }
+fail:
+    free(tmp);
+    if (sp >= 0) H5Sclose(sp);
+    if (t >= 0) H5Tclose(t);
+    return st;
+}
+
+gr_status gr_dataset_open(const char *path, const char *group, gr_dataset **out, gr_error *err) {
+    *out = NULL;
+    gr_h5_init();
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        if (errno == ENOENT || errno == ENOTDIR) return gr_error_set(err, GR_ERR_DATA, "%s: no such file", path);
+        return gr_error_set(err, GR_ERR_DATA, "%s: %s", path, strerror(errno));
+    }
+    if (S_ISDIR(sb.st_mode)) return gr_error_set(err, GR_ERR_DATA, "%s: is a directory, not an HDF5 file", path);
+    if (access(path, R_OK) != 0) return gr_error_set(err, GR_ERR_DATA, "%s: %s", path, strerror(errno));
+
+    gr_status st = GR_OK;
+    hid_t lab = -1;
+    gr_dataset *ds = gr_xcalloc(1, sizeof *ds);
+    ds->file = ds->grp = ds->images = ds->memtype = -1;
+    ds->path = gr_xstrdup(path);
+    ds->group = normalize_group(group);
+    ds->images_name = join_name(ds->group, "images");
+    ds->labels_name = join_name(ds->group, "labels");
+
+    ds->file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (ds->file < 0) {
+        st = gr_h5_fail(err, GR_ERR_DATA, "%s: not an HDF5 file or corrupt", path);
+        goto fail;
+    }
+    htri_t ex = path_exists(ds->file, ds->group);
+    if (ex < 0) {
+        st = gr_h5_fail(err, GR_ERR_DATA, "%s: group %s: cannot look up (corrupt file?)", path, ds->group);
+        goto fail;
+    }
+    if (ex == 0) {
+        st = gr_error_set(err, GR_ERR_DATA, "%s: group %s: no such group", path, ds->group);
+        goto fail;
+    }
+    ds->grp = H5Gopen2(ds->file, ds->group, H5P_DEFAULT);
+    if (ds->grp < 0) {
+        st = gr_h5_fail(err, GR_ERR_DATA, "%s: group %s: cannot open as a group", path, ds->group);
+        goto fail;
+    }
+    if ((st = open_member(ds, "images", ds->images_name, &ds->images, err)) != GR_OK) goto fail;
+    if ((st = open_member(ds, "labels", ds->labels_name, &lab, err)) != GR_OK) goto fail;
+    if ((st = check_images(ds, err)) != GR_OK) goto fail;
+    if ((st = read_labels(ds, lab, err)) != GR_OK) goto fail;
+
+    ds->nmean = gr_xmalloc((size_t)ds->c * sizeof *ds->nmean);
+    ds->ninv = gr_xmalloc((size_t)ds->c * sizeof *ds->ninv);
+    if (ds->dtype == GR_DT_UINT8) ds->lut = gr_xmalloc((size_t)ds->c * 256 * sizeof *ds->lut);
+
+    const int64_t sample_bytes = ds->sample_elems * (int64_t)ds->elem_size; /* <= 2^34 */
+    const int64_t limit = gr_dataset_memory_limit();
+    if (ds->n <= limit / sample_bytes) { /* n * sample_bytes <= limit, without overflow */
+        const int64_t bytes = ds->n * sample_bytes;
+        ds->mem = gr_aligned_alloc((size_t)bytes);
+        if (!ds->mem) {
+            st = gr_error_set(err, GR_ERR_OOM, "%s: %s: out of memory: %lld bytes to hold the images", path,
+                              ds->images_name, (long long)bytes);
+            goto fail;
+        }
+        GR_H5_CHECK(H5Dread(ds->images, ds->memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, ds->mem), err,
+                    "%s: %s: read failed (corrupt file?)", path, ds->images_name);
+    }
+    H5Dclose(lab);
+    *out = ds;
+    return GR_OK;
+fail:
+    if (lab >= 0) H5Dclose(lab);
+    gr_dataset_close(ds);
+    return st;
+}
+
+void gr_dataset_close(gr_dataset *ds) {
+    if (!ds) return;
+    if (ds->dtype == GR_DT_FLOAT16 && ds->memtype >= 0) H5Tclose(ds->memtype);
+    if (ds->images >= 0) H5Dclose(ds->images);
+    if (ds->grp >= 0) H5Gclose(ds->grp);
+    if (ds->file >= 0) H5Fclose(ds->file);
+    gr_aligned_free(ds->mem);
+    free(ds->labels);
+    free(ds->sorted);
+    gr_aligned_free(ds->raw);
+    free(ds->nmean);
+    free(ds->ninv);
+    free(ds->lut);
+    free(ds->images_name);
+    free(ds->labels_name);
+    free(ds->group);
+    free(ds->path);
+    free(ds);
+}
+
+int64_t gr_dataset_len(const gr_dataset *ds) { return ds->n; }
+
+void gr_dataset_sample_shape(const gr_dataset *ds, int64_t chw[3]) {
+    chw[0] = ds->c, chw[1] = ds->h, chw[2] = ds->w;
+}
+
+gr_dtype gr_dataset_dtype(const gr_dataset *ds) { return ds->dtype; }
+
+const int32_t *gr_dataset_labels(const gr_dataset *ds) { return ds->labels; }
+
+bool gr_dataset_in_memory(const gr_dataset *ds) { return ds->mem != NULL; }
+
+int gr_dataset_attr_floats(const gr_dataset *ds, const char *name, double *out, int max) {
+    gr_h5_init();
+    htri_t ex = H5Aexists(ds->grp, name);
+    if (ex <= 0) return ex < 0 ? -1 : 0;
+    int rc = -1;
+    double *tmp = NULL;
+    hid_t a = H5Aopen(ds->grp, name, H5P_DEFAULT), t = -1, sp = -1;
+    if (a < 0 || (t = H5Aget_type(a)) < 0 || (sp = H5Aget_space(a)) < 0) goto done;
+    H5T_class_t cls = H5Tget_class(t);
+    if (cls != H5T_INTEGER && cls != H5T_FLOAT) goto done;
+    hssize_t np = H5Sget_simple_extent_npoints(sp);
+    if (np < 0 || np > (1 << 20)) goto done;
+    tmp = gr_xmalloc((size_t)(np ? np : 1) * sizeof *tmp);
+    if (H5Aread(a, H5T_NATIVE_DOUBLE, tmp) < 0) goto done;
+    rc = (int)GR_MIN((hssize_t)max, np);
+    if (rc < 0) rc = 0;
+    memcpy(out, tmp, (size_t)rc * sizeof *out);
+done:
+    free(tmp);
+    if (sp >= 0) H5Sclose(sp);
+    if (t >= 0) H5Tclose(t);
+    if (a >= 0) H5Aclose(a);
+    return rc;
+}
+
+gr_status gr_dataset_check_labels(const gr_dataset *ds, int64_t classes, gr_error *err) {
+    for (int64_t i = 0; i < ds->n; i++)
+        if (ds->labels[i] >= classes)
+            return gr_error_set(err, GR_ERR_DATA, "%s: %s[%lld]: label %d is outside [0, %lld) (the model has %lld outputs)",
+                                ds->path, ds->labels_name, (long long)i, ds->labels[i], (long long)classes,
+                                (long long)classes);
+    return GR_OK;
+}
+
+/* One sample from raw stored values to normalized floats in C,H,W order. */
+static void convert_sample(const gr_dataset *ds, const uint8_t *src, float *dst) {
+    const int64_t C = ds->c, HW = ds->h * ds->w;
+    switch (ds->dtype) {
+    case GR_DT_UINT8:
+        if (!ds->nhwc) {
+            for (int64_t c = 0; c < C; c++) {
+                const float *lut = ds->lut + c * 256;
+                const uint8_t *s = src + c * HW;
+                float *d = dst + c * HW;
+                for (int64_t i = 0; i < HW; i++) d[i] = lut[s[i]];
+            }
+        } else {
+            for (int64_t i = 0; i < HW; i++)
+                for (int64_t c = 0; c < C; c++) dst[c * HW + i] = ds->lut[c * 256 + src[i * C + c]];
+        }
+        break;
+    case GR_DT_FLOAT32: {
+        const float *s = (const float *)(const void *)src;
+        for (int64_t c = 0; c < C; c++) {
+            const double m = ds->nmean[c], k = ds->ninv[c];
+            float *d = dst + c * HW;
+            if (!ds->nhwc)
+                for (int64_t i = 0; i < HW; i++) d[i] = (float)(((double)s[c * HW + i] - m) * k);
+            else
+                for (int64_t i = 0; i < HW; i++) d[i] = (float)(((double)s[i * C + c] - m) * k);
+        }
+        break;
+    }
+    case GR_DT_FLOAT16: {
+        const uint16_t *s = (const uint16_t *)(const void *)src;
+        for (int64_t c = 0; c < C; c++) {
+            const double m = ds->nmean[c], k = ds->ninv[c];
+            float *d = dst + c * HW;
+            for (int64_t i = 0; i < HW; i++) {
+                uint16_t v = ds->nhwc ? s[i * C + c] : s[c * HW + i];
+                d[i] = (float)(((double)gr_h5_half_to_float(v) - m) * k);
+            }
+        }
+        break;
+    }
+    }
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int64_t find_sorted(const int64_t *v, int64_t n, int64_t key) {
+    int64_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (v[mid] < key) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* On-disk path: reads the distinct rows of idx (sorted) into ds->raw, in
+ * sorted order, with one hyperslab-union selection; *u gets their count. */
+static gr_status read_rows(gr_dataset *ds, const int64_t *idx, int64_t n, int64_t *u, gr_error *err) {
+    if (n > ds->sorted_cap) {
+        ds->sorted = gr_xrealloc(ds->sorted, (size_t)n * sizeof *ds->sorted);
+        ds->sorted_cap = n;
+    }
+    memcpy(ds->sorted, idx, (size_t)n * sizeof *idx);
+    qsort(ds->sorted, (size_t)n, sizeof *ds->sorted, cmp_i64);
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (k == 0 || ds->sorted[i] != ds->sorted[k - 1]) ds->sorted[k++] = ds->sorted[i];
+    *u = k;
+    size_t need = (size_t)k * (size_t)ds->sample_elems * ds->elem_size;
+    if (need > ds->raw_cap) {
+        gr_aligned_free(ds->raw);
+        ds->raw = gr_aligned_alloc(need);
+        ds->raw_cap = ds->raw ? need : 0;
+        if (!ds->raw)
+            return gr_error_set(err, GR_ERR_OOM, "%s: %s: out of memory: %zu bytes for a batch", ds->path,
+                                ds->images_name, need);
+    }
+    gr_status st = GR_OK;
+    hid_t fsp = -1, msp = -1;
+    GR_H5_CHECK(fsp = H5Dget_space(ds->images), err, "%s: %s: cannot read shape", ds->path, ds->images_name);
+    GR_H5_CHECK(H5Sselect_none(fsp), err, "%s: %s: selection failed", ds->path, ds->images_name);
+    hsize_t start[4] = {0, 0, 0, 0}, count[4];
+    for (int d = 1; d < ds->rank; d++) count[d] = ds->dims[d];
+    for (int64_t i = 0; i < k;) {
+        int64_t j = i;
+        while (j + 1 < k && ds->sorted[j + 1] == ds->sorted[j] + 1) j++;
+        start[0] = (hsize_t)ds->sorted[i];
+        count[0] = (hsize_t)(j - i + 1);
+        GR_H5_CHECK(H5Sselect_hyperslab(fsp, H5S_SELECT_OR, start, NULL, count, NULL), err,
+                    "%s: %s: selection failed", ds->path, ds->images_name);
+        i = j + 1;
+    }
+    hsize_t total = (hsize_t)k * (hsize_t)ds->sample_elems;
+    GR_H5_CHECK(msp = H5Screate_simple(1, &total, NULL), err, "%s: %s: selection failed", ds->path,
+                ds->images_name);
+    GR_H5_CHECK(H5Dread(ds->images, ds->memtype, msp, fsp, H5P_DEFAULT, ds->raw), err,
+                "%s: %s: read failed (corrupt file?)", ds->path, ds->images_name);
+fail:
+    if (msp >= 0) H5Sclose(msp);
+    if (fsp >= 0) H5Sclose(fsp);
+    return st;
+}
+
+gr_status gr_dataset_read(gr_dataset *ds, const int64_t *idx, int64_t n, const double *mean, const double *std,
+                          float *x, int32_t *y, gr_error *err) {
+    gr_h5_init();
+    for (int64_t i = 0; i < n; i++)
+        if (idx[i] < 0 || idx[i] >= ds->n)
+            return gr_error_set(err, GR_ERR_INTERNAL, "%s: %s: sample index %lld is outside [0, %lld)", ds->path,
+                                ds->images_name, (long long)idx[i], (long long)ds->n);
+    for (int64_t c = 0; c < ds->c; c++) {
+        double m = mean ? mean[c] : 0.0, s = std ? std[c] : 1.0;
+        if (!isfinite(m) || !isfinite(s) || s == 0.0)
+            return gr_error_set(err, GR_ERR_USAGE, "%s: %s: normalize channel %lld: mean %g / std %g is unusable",
+                                ds->path, ds->images_name, (long long)c, m, s);
+        ds->nmean[c] = m;
+        ds->ninv[c] = 1.0 / s;
+        if (ds->lut)
+            for (int v = 0; v < 256; v++) ds->lut[c * 256 + v] = (float)(((double)v - m) / s);
+    }
+    const size_t sample_bytes = (size_t)ds->sample_elems * ds->elem_size;
+    if (ds->mem) {
+        for (int64_t i = 0; i < n; i++)
+            convert_sample(ds, ds->mem + (size_t)idx[i] * sample_bytes, x + i * ds->sample_elems);
+    } else if (n > 0) {
+        int64_t u = 0;
+        gr_status st = read_rows(ds, idx, n, &u, err);
+        if (st != GR_OK) return st;
+        for (int64_t i = 0; i < n; i++) {
+            int64_t r = find_sorted(ds->sorted, u, idx[i]);
+            convert_sample(ds, ds->raw + (size_t)r * sample_bytes, x + i * ds->sample_elems);
+        }
+    }
+    if (y)
+        for (int64_t i = 0; i < n; i++) y[i] = ds->labels[idx[i]];
+    return GR_OK;
+}

@@ -1,0 +1,142 @@
+/* graph.c — graph IR storage: tensors, nodes, layers, the op table and the
+ * small helpers op descriptors build with. */
+#include "graph.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define X(E, name, flags) &gr_op_desc_##name,
+const gr_op_desc *const gr_op_descs[GR_OP_COUNT] = {
+#include "ops.def"
+};
+#undef X
+
+static const char *const gr_op_names[] = {
+#define X(E, name, flags) #name,
+#include "ops.def"
+#undef X
+};
+_Static_assert(GR_ARRAY_LEN(gr_op_names) == GR_OP_COUNT, "op name table out of step with ops.def");
+
+const char *gr_op_name(gr_op op) {
+    GR_ASSERT(op >= 0 && op < GR_OP_COUNT);
+    return gr_op_names[op];
+}
+
+int gr_op_lookup(const char *name) {
+    for (int i = 0; i < GR_OP_COUNT; i++)
+        if ((gr_op_descs[i]->flags & GR_OPF_LAYER) && strcmp(gr_op_names[i], name) == 0) return i;
+    return -1;
+}
+
+int64_t gr_tensor_numel(const gr_tensor *t) {
+    int64_t n = 1;
+    for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
+    return n;
+}
+
+int64_t gr_tensor_sample_numel(const gr_tensor *t) {
+    int64_t n = 1;
+    for (int i = t->batched ? 1 : 0; i < t->ndim; i++) n *= t->shape[i];
+    return n;
+}
+
+const char *gr_shape_str(const gr_tensor *t, char *buf, size_t n) {
+    size_t k = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < t->ndim && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+    if (k < n) snprintf(buf + k, n - k, "]");
+    return buf;
+}
+
+int gr_graph_add_tensor(gr_graph *g, const char *name, gr_tensor_kind kind, gr_elem elem,
+                        int ndim, const int64_t *shape, bool batched) {
+    GR_ASSERT(ndim >= 0 && ndim <= GR_MAX_DIMS);
+    if (g->n_tensors == g->cap_tensors) {
+        g->cap_tensors = g->cap_tensors ? 2 * g->cap_tensors : 64;
+        g->tensors = gr_xrealloc(g->tensors, (size_t)g->cap_tensors * sizeof *g->tensors);
+    }
+    gr_tensor *t = &g->tensors[g->n_tensors];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->kind = kind;
+    t->elem = elem;
+    t->ndim = ndim;
+    for (int i = 0; i < ndim; i++) t->shape[i] = shape[i];
+    t->batched = batched;
+    t->alias_of = -1;
+    t->grad = -1;
+    t->layer = -1;
+    t->param_offset = -1;
+    return g->n_tensors++;
+}
+
+int gr_graph_add_param(gr_graph *g, int layer, const char *pname, int ndim, const int64_t *shape) {
+    char name[GR_TNAME_MAX];
+    snprintf(name, sizeof name, "%s.%s", g->layers[layer].name, pname);
+    int t = gr_graph_add_tensor(g, name, GR_TK_PARAM, GR_F32, ndim, shape, false);
+    gr_tensor *p = &g->tensors[t];
+    p->layer = layer;
+    p->requires_grad = true;
+    snprintf(p->pname, sizeof p->pname, "%s", pname);
+    g->layers[layer].n_params += gr_tensor_numel(p);
+    return t;
+}
+
+int gr_graph_add_node(gr_graph *g, gr_op op, int layer, const int *in, int nin,
+                      const int *out, int nout) {
+    GR_ASSERT(nin <= GR_MAX_IN && nout <= GR_MAX_OUT);
+    if (g->n_nodes == g->cap_nodes) {
+        g->cap_nodes = g->cap_nodes ? 2 * g->cap_nodes : 64;
+        g->nodes = gr_xrealloc(g->nodes, (size_t)g->cap_nodes * sizeof *g->nodes);
+    }
+    gr_node *nd = &g->nodes[g->n_nodes];
+    memset(nd, 0, sizeof *nd);
+    nd->op = op;
+    nd->layer = layer;
+    nd->nin = nin;
+    nd->nout = nout;
+    for (int i = 0; i < nin; i++) nd->in[i] = in[i];
+    for (int i = 0; i < nout; i++) nd->out[i] = out[i];
+    nd->fwd = -1;
+    return g->n_nodes++;
+}
+
+int gr_graph_grad(gr_graph *g, int t) {
+    if (g->tensors[t].grad >= 0) return g->tensors[t].grad;
+    gr_tensor src = g->tensors[t]; /* copy: add_tensor may move the array */
+    char name[GR_TNAME_MAX + 8];
+    snprintf(name, sizeof name, "%s.grad", src.name);
+    gr_tensor_kind kind = src.kind == GR_TK_PARAM ? GR_TK_GRAD : GR_TK_ACT;
+    int gt = gr_graph_add_tensor(g, name, kind, GR_F32, src.ndim, src.shape, src.batched);
+    g->tensors[gt].param_offset = src.param_offset;
+    g->tensors[gt].layer = src.layer;
+    snprintf(g->tensors[gt].pname, sizeof g->tensors[gt].pname, "%s", src.pname);
+    g->tensors[t].grad = gt;
+    return gt;
+}
+
+void gr_graph_free(gr_graph *g) {
+    free(g->tensors);
+    free(g->nodes);
+    free(g->layers);
+    memset(g, 0, sizeof *g);
+}
+
+void gr_graph_init_params(const gr_graph *g, float *params, uint64_t seed) {
+    for (int i = 0; i < g->n_tensors; i++) {
+        const gr_tensor *t = &g->tensors[i];
+        if (t->kind != GR_TK_PARAM) continue;
+        /* fan_in of the owning layer: the weight's second dimension (dense). */
+        const gr_node *nd = &g->nodes[g->layers[t->layer].node];
+        const gr_tensor *w = &g->tensors[nd->in[1]];
+        int64_t fan_in = gr_tensor_numel(w) / w->shape[0];
+        float bound = 1.0f / sqrtf((float)fan_in);
+        uint64_t key = gr_hash64(seed, 0x5EED0000ull + (uint64_t)i);
+        int64_t n = gr_tensor_numel(t);
+        float *p = params + t->param_offset;
+        for (int64_t k = 0; k < n; k++) p[k] = (2.0f * gr_uniform(key, (uint64_t)k) - 1.0f) * bound;
+    }
+}

@@ -1,0 +1,151 @@
+/* graph.h — the graph IR: tensors and nodes, built from the job spec's
+ * model section (build.c), extended with backward nodes (autodiff.c).
+ *
+ * Building a node computes nothing: it parses the op's attrs, infers the
+ * output shape at once and creates parameter tensors. Every tensor's leading
+ * dimension is the batch when `batched` is set; shapes hold the planned
+ * micro-batch and a run may use any n <= it (the last eval batch).
+ *
+ * Exports: gr_op (enum from ops.def), gr_op_desc and gr_op_descs[],
+ * gr_graph_* (build/free/add helpers), gr_autodiff. */
+#ifndef GR_GRAPH_H
+#define GR_GRAPH_H
+
+#include "../common/gr_common.h"
+#include "spec.h"
+
+#define GR_MAX_DIMS 4
+#define GR_MAX_IN 4
+#define GR_MAX_OUT 2
+#define GR_TNAME_MAX 192
+
+enum {
+    GR_OPF_LAYER = 1u << 0,
+    GR_OPF_VIEW = 1u << 1,
+    GR_OPF_BACKWARD = 1u << 2,
+    GR_OPF_LOSS = 1u << 3,
+};
+
+typedef enum gr_op {
+#define X(E, name, flags) GR_OP_##E,
+#include "ops.def"
+#undef X
+    GR_OP_COUNT
+} gr_op;
+
+/* Where a tensor lives: the plan gives each class its own arena. */
+typedef enum gr_tensor_kind {
+    GR_TK_PARAM,  /* trainable parameter (params arena, fp32 master) */
+    GR_TK_GRAD,   /* gradient of a parameter (grads arena, same layout) */
+    GR_TK_STATE,  /* non-trainable layer state, e.g. BN running stats (params arena) */
+    GR_TK_INPUT,  /* the batch's images */
+    GR_TK_LABEL,  /* the batch's labels (int32) */
+    GR_TK_ACT,    /* activations, activation gradients, saved masks (reused by liveness) */
+    GR_TK_STAT,   /* small per-step results read back by the runner (loss sum, correct) */
+} gr_tensor_kind;
+
+typedef enum gr_elem { GR_F32, GR_I32, GR_U8 } gr_elem;
+
+typedef struct gr_tensor {
+    char name[GR_TNAME_MAX]; /* "dense0.weight", "relu1", "relu1.grad", ... */
+    gr_tensor_kind kind;
+    gr_elem elem;
+    int ndim;
+    int64_t shape[GR_MAX_DIMS];
+    bool batched;            /* shape[0] is the batch */
+    int alias_of;            /* >= 0: shares that tensor's storage (views) */
+    int grad;                /* id of this tensor's gradient tensor, -1 none */
+    bool requires_grad;      /* a gradient flows back to it */
+    int64_t param_offset;    /* PARAM/GRAD/STATE: element offset in their arena */
+    int layer;               /* PARAM/STATE: index of the layer that owns it; -1 */
+    char pname[32];          /* PARAM/STATE: PyTorch tensor name ("weight", "bias") */
+} gr_tensor;
+
+/* Op attributes: one flat struct (ops are few and small; issue 4's conv/bn
+ * add their fields here). */
+typedef struct gr_attrs {
+    int64_t units;           /* dense */
+    bool bias;               /* dense */
+    double rate;             /* dropout */
+    double label_smoothing;  /* softmax_cross_entropy */
+} gr_attrs;
+
+typedef struct gr_node {
+    gr_op op;
+    int layer;               /* the model layer this node belongs to; -1 loss */
+    int in[GR_MAX_IN], nin;
+    int out[GR_MAX_OUT], nout;
+    gr_attrs attrs;
+    int fwd;                 /* backward nodes: the forward node; else -1 */
+    int64_t flops;           /* per sample */
+} gr_node;
+
+typedef struct gr_layer {
+    char name[GR_NAME_MAX];  /* its `name:`, else <op><k> */
+    gr_op op;
+    int node;                /* forward node */
+    int64_t n_params;
+} gr_layer;
+
+typedef struct gr_graph {
+    gr_tensor *tensors; int n_tensors, cap_tensors;
+    gr_node *nodes; int n_nodes, cap_nodes;
+    gr_layer *layers; int n_layers, cap_layers;
+    int n_forward;           /* nodes [0, n_forward) are the forward pass incl. loss */
+    int input, label;        /* tensor ids */
+    int logits, loss_probs, loss_stats; /* tensor ids; loss_stats = [loss sum, correct] */
+    int64_t micro_batch;
+    int64_t n_params;        /* elements in the params arena (PARAM + STATE) */
+    int64_t n_trainable;     /* elements of PARAM tensors (== grads arena) */
+    int64_t n_classes;
+    uint64_t seed;
+} gr_graph;
+
+/* One descriptor per op (graph/op_*.c). Forward ops implement parse (attrs
+ * from YAML; NULL = takes none) and infer (shape of the output, parameters);
+ * backward emits the nodes computing the gradients of the inputs that need
+ * them (Caffe's propagate_down), through gr_graph_add_node. */
+typedef struct gr_op_desc {
+    const char *name;
+    unsigned flags;
+    gr_status (*parse)(gr_attrs *a, const gr_cfg *attrs, const char *key, gr_error *err);
+    gr_status (*infer)(gr_graph *g, int node, const char *key, gr_error *err);
+    void (*backward)(gr_graph *g, int node);
+} gr_op_desc;
+
+#define X(E, name, flags) extern const gr_op_desc gr_op_desc_##name;
+#include "ops.def"
+#undef X
+extern const gr_op_desc *const gr_op_descs[GR_OP_COUNT];
+const char *gr_op_name(gr_op op);
+/* LAYER ops only; -1 when name is none. */
+int gr_op_lookup(const char *name);
+
+/* Builds the forward graph + loss from spec->model and spec->train.loss for
+ * samples of shape in_shape[0..in_ndim) at micro-batch spec->train.micro_batch.
+ * Errors point at the YAML: "job.yaml:12:7: model.layers[3].dense.units: ...". */
+gr_status gr_graph_build(const gr_job_spec *spec, const int64_t *in_shape, int in_ndim,
+                         gr_graph *g, gr_error *err);
+/* Appends the backward pass (autodiff.c). need_input_grad also gives the
+ * input batch a gradient (gradcheck uses it). */
+void gr_autodiff(gr_graph *g, bool need_input_grad);
+void gr_graph_free(gr_graph *g);
+
+/* Builder helpers for op descriptors and tests. */
+int gr_graph_add_tensor(gr_graph *g, const char *name, gr_tensor_kind kind, gr_elem elem,
+                        int ndim, const int64_t *shape, bool batched);
+int gr_graph_add_param(gr_graph *g, int layer, const char *pname, int ndim, const int64_t *shape);
+int gr_graph_add_node(gr_graph *g, gr_op op, int layer, const int *in, int nin,
+                      const int *out, int nout);
+/* The gradient tensor of t (created on first use with t's shape). */
+int gr_graph_grad(gr_graph *g, int t);
+int64_t gr_tensor_numel(const gr_tensor *t);  /* with the planned batch */
+int64_t gr_tensor_sample_numel(const gr_tensor *t); /* per sample (numel / batch if batched) */
+/* "[128, 512]" into buf */
+const char *gr_shape_str(const gr_tensor *t, char *buf, size_t n);
+
+/* Deterministic PyTorch-style initialization of every parameter
+ * (nn.Linear: weight and bias ~ U(-1/sqrt(in), 1/sqrt(in))) from seed. */
+void gr_graph_init_params(const gr_graph *g, float *params, uint64_t seed);
+
+#endif

@@ -1,0 +1,91 @@
+/* op_misc.c — flatten (a view: [n, C, H, W] -> [n, C*H*W], PyTorch's order)
+ * and dropout (inverted: kept values scaled by 1/(1-rate) in training, the
+ * identity in eval; the mask is a counter-based function of the step's RNG
+ * key, so it is reproducible and thread-count independent). */
+#include "graph.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static gr_status gr_flatten_infer(gr_graph *g, int node, const char *key, gr_error *err) {
+    (void)key; (void)err;
+    gr_node *nd = &g->nodes[node];
+    gr_tensor x = g->tensors[nd->in[0]];
+    int64_t shape[2] = {x.shape[0], gr_tensor_sample_numel(&x)};
+    int y = gr_graph_add_tensor(g, g->layers[nd->layer].name, GR_TK_ACT, GR_F32, 2, shape, true);
+    g->tensors[y].alias_of = nd->in[0];
+    nd = &g->nodes[node];
+    nd->out[0] = y;
+    nd->nout = 1;
+    return GR_OK;
+}
+
+static void gr_flatten_backward(gr_graph *g, int node) {
+    gr_node nd = g->nodes[node];
+    if (!g->tensors[nd.in[0]].requires_grad) return;
+    int dy = gr_graph_grad(g, nd.out[0]);
+    int dx = gr_graph_grad(g, nd.in[0]);
+    g->tensors[dx].alias_of = dy;
+    int in[1] = {dy}, out[1] = {dx};
+    int k = gr_graph_add_node(g, GR_OP_FLATTEN_BWD, nd.layer, in, 1, out, 1);
+    g->nodes[k].fwd = node;
+}
+
+static gr_status gr_dropout_parse(gr_attrs *a, const gr_cfg *attrs, const char *key, gr_error *err) {
+    if (!attrs || attrs->kind != GR_CFG_MAP)
+        return gr_cfg_error(err, attrs, key, "dropout needs attributes, e.g. {rate: 0.5}");
+    bool have = false;
+    for (int i = 0; i < attrs->n; i++) {
+        char sub[300];
+        snprintf(sub, sizeof sub, "%s.%s", key, attrs->keys[i]);
+        if (strcmp(attrs->keys[i], "rate") == 0) {
+            /* rate 1 would zero everything and divide by zero */
+            gr_status st = gr_cfg_float(attrs->items[i], sub, 0.0, 0.999, &a->rate, err);
+            if (st) return st;
+            have = true;
+        } else {
+            gr_cfg at = *attrs;
+            at.line = attrs->key_line[i];
+            at.col = attrs->key_col[i];
+            return gr_cfg_error(err, &at, sub, "unknown attribute (dropout takes rate)");
+        }
+    }
+    if (!have) return gr_cfg_error(err, attrs, key, "rate: required attribute missing");
+    return GR_OK;
+}
+
+static gr_status gr_dropout_infer(gr_graph *g, int node, const char *key, gr_error *err) {
+    (void)key; (void)err;
+    gr_node *nd = &g->nodes[node];
+    gr_tensor x = g->tensors[nd->in[0]];
+    const char *lname = g->layers[nd->layer].name;
+    int y = gr_graph_add_tensor(g, lname, GR_TK_ACT, GR_F32, x.ndim, x.shape, x.batched);
+    char mname[GR_NAME_MAX + 8];
+    snprintf(mname, sizeof mname, "%s.mask", lname);
+    int m = gr_graph_add_tensor(g, mname, GR_TK_ACT, GR_U8, x.ndim, x.shape, x.batched);
+    nd = &g->nodes[node];
+    nd->out[0] = y;
+    nd->out[1] = m;
+    nd->nout = 2;
+    nd->flops = 2 * gr_tensor_sample_numel(&x);
+    return GR_OK;
+}
+
+static void gr_dropout_backward(gr_graph *g, int node) {
+    gr_node nd = g->nodes[node];
+    if (!g->tensors[nd.in[0]].requires_grad) return;
+    int dy = gr_graph_grad(g, nd.out[0]);
+    int dx = gr_graph_grad(g, nd.in[0]);
+    int in[2] = {dy, nd.out[1]}, out[1] = {dx};
+    int k = gr_graph_add_node(g, GR_OP_DROPOUT_BWD, nd.layer, in, 2, out, 1);
+    g->nodes[k].fwd = node;
+    g->nodes[k].attrs = nd.attrs;
+    g->nodes[k].flops = nd.flops / 2;
+}
+
+const gr_op_desc gr_op_desc_flatten = {"flatten", GR_OPF_LAYER | GR_OPF_VIEW, NULL, gr_flatten_infer,
+                                       gr_flatten_backward};
+const gr_op_desc gr_op_desc_flatten_bwd = {"flatten_bwd", GR_OPF_BACKWARD | GR_OPF_VIEW, NULL, NULL, NULL};
+const gr_op_desc gr_op_desc_dropout = {"dropout", GR_OPF_LAYER, gr_dropout_parse, gr_dropout_infer,
+                                       gr_dropout_backward};
+const gr_op_desc gr_op_desc_dropout_bwd = {"dropout_bwd", GR_OPF_BACKWARD, NULL, NULL, NULL};

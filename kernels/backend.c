@@ -1,0 +1,62 @@
+/* backend.c — backend creation by device name and the thin dispatch
+ * wrappers the planner and runner call. */
+#include "backend.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+gr_status gr_backend_create(const char *device, int threads, gr_backend **out, gr_error *err) {
+    *out = NULL;
+    if (strcmp(device, "cpu") == 0) return gr_cpu_backend_create(threads, out, err);
+    if (strncmp(device, "cuda", 4) == 0) {
+        int dev = 0;
+        if (device[4] == ':') dev = atoi(device + 5);
+#ifdef GR_HAVE_CUDA
+        return gr_cuda_backend_create(dev, out, err);
+#else
+        (void)dev;
+        return gr_error_set(err, GR_ERR_DEVICE, "device '%s': this gpurun was built without CUDA "
+                            "(rebuild with -DGPURUN_CUDA=ON on a machine with the CUDA toolkit)", device);
+#endif
+    }
+    return gr_error_set(err, GR_ERR_USAGE, "device '%s': expected auto, cpu, cuda or cuda:N", device);
+}
+
+void gr_backend_free(gr_backend *be) {
+    if (be) be->vt->destroy(be);
+}
+
+const char *gr_backend_name(const gr_backend *be) { return be->vt->name; }
+
+bool gr_backend_supports_op(const gr_backend *be, gr_op op) {
+    return op >= 0 && op < GR_OP_COUNT && be->vt->kernels[op] != NULL;
+}
+
+gr_kernel_fn gr_backend_kernel(const gr_backend *be, gr_op op) {
+    GR_ASSERT(gr_backend_supports_op(be, op));
+    return be->vt->kernels[op];
+}
+
+void *gr_backend_alloc(gr_backend *be, size_t bytes) { return be->vt->alloc(be, bytes); }
+void gr_backend_dealloc(gr_backend *be, void *p) { if (p) be->vt->dealloc(be, p); }
+void gr_backend_zero(gr_backend *be, void *p, size_t bytes) { be->vt->zero(be, p, bytes); }
+void gr_backend_upload(gr_backend *be, void *dst, const void *src, size_t bytes) {
+    be->vt->upload(be, dst, src, bytes);
+}
+void gr_backend_download(gr_backend *be, void *dst, const void *src, size_t bytes) {
+    be->vt->download(be, dst, src, bytes);
+}
+void gr_backend_sync(gr_backend *be) { be->vt->sync(be); }
+
+void gr_backend_sgd(gr_backend *be, float *w, const float *g, float *buf, int64_t n,
+                    const gr_sgd_hparams *h) {
+    be->vt->sgd(be, w, g, buf, n, h);
+}
+
+void gr_backend_adamw(gr_backend *be, float *w, const float *g, float *m, float *v, int64_t n,
+                      const gr_adamw_hparams *h) {
+    be->vt->adamw(be, w, g, m, v, n, h);
+}
+
+double gr_backend_sumsq(gr_backend *be, const float *g, int64_t n) { return be->vt->sumsq(be, g, n); }

@@ -1,0 +1,71 @@
+/* act.c — CPU kernels of the elementwise activations and their backward. */
+#include <math.h>
+
+#include "cpu_kernels.h"
+
+static int64_t gr_count(const gr_kargs *a, const gr_tensor *t) {
+    return t->batched ? a->n * gr_tensor_sample_numel(t) : gr_tensor_numel(t);
+}
+
+void gr_cpu_relu(const gr_kargs *a) {
+    const float *restrict x = a->in[0];
+    float *restrict y = a->out[0];
+    int64_t n = gr_count(a, a->tin[0]);
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+void gr_cpu_relu_bwd(const gr_kargs *a) {
+    const float *restrict dy = a->in[0], *restrict y = a->in[1];
+    float *restrict dx = a->out[0];
+    int64_t n = gr_count(a, a->tin[0]);
+    for (int64_t i = 0; i < n; i++) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+void gr_cpu_sigmoid(const gr_kargs *a) {
+    const float *restrict x = a->in[0];
+    float *restrict y = a->out[0];
+    int64_t n = gr_count(a, a->tin[0]);
+    for (int64_t i = 0; i < n; i++) y[i] = 1.0f / (1.0f + expf(-x[i]));
+}
+
+void gr_cpu_sigmoid_bwd(const gr_kargs *a) {
+    const float *restrict dy = a->in[0], *restrict y = a->in[1];
+    float *restrict dx = a->out[0];
+    int64_t n = gr_count(a, a->tin[0]);
+    for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * y[i] * (1.0f - y[i]);
+}
+
+void gr_cpu_tanh(const gr_kargs *a) {
+    const float *restrict x = a->in[0];
+    float *restrict y = a->out[0];
+    int64_t n = gr_count(a, a->tin[0]);
+    for (int64_t i = 0; i < n; i++) y[i] = tanhf(x[i]);
+}
+
+void gr_cpu_tanh_bwd(const gr_kargs *a) {
+    const float *restrict dy = a->in[0], *restrict y = a->in[1];
+    float *restrict dx = a->out[0];
+    int64_t n = gr_count(a, a->tin[0]);
+    for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
+}
+
+/* gelu(x) = x Phi(x), the exact form (PyTorch's approximate='none') */
+void gr_cpu_gelu(const gr_kargs *a) {
+    const float *restrict x = a->in[0];
+    float *restrict y = a->out[0];
+    int64_t n = gr_count(a, a->tin[0]);
+    for (int64_t i = 0; i < n; i++) y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
+}
+
+/* d/dx x Phi(x) = Phi(x) + x phi(x) */
+void gr_cpu_gelu_bwd(const gr_kargs *a) {
+    const float *restrict dy = a->in[0], *restrict x = a->in[1];
+    float *restrict dx = a->out[0];
+    int64_t n = gr_count(a, a->tin[0]);
+    const float inv_sqrt_2pi = 0.3989422804014327f;
+    for (int64_t i = 0; i < n; i++) {
+        float cdf = 0.5f * (1.0f + erff(x[i] * 0.70710678118654752f));
+        float pdf = inv_sqrt_2pi * expf(-0.5f * x[i] * x[i]);
+        dx[i] = dy[i] * (cdf + x[i] * pdf);
+    }
+}

@@ -1,0 +1,69 @@
+/* cpu_backend.c — the CPU backend: host memory, the kernel table generated
+ * from ops.def, optimizer updates; GEMMs run on OpenBLAS's threads. */
+#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cpu_kernels.h"
+
+static const gr_kernel_fn gr_cpu_kernels[GR_OP_COUNT] = {
+#define X(E, name, flags) [GR_OP_##E] = gr_cpu_##name,
+#include "../../graph/ops.def"
+#undef X
+};
+
+static void *gr_cpu_alloc(gr_backend *be, size_t bytes) { (void)be; return gr_aligned_alloc(bytes); }
+static void gr_cpu_dealloc(gr_backend *be, void *p) { (void)be; gr_aligned_free(p); }
+static void gr_cpu_zero(gr_backend *be, void *p, size_t bytes) { (void)be; memset(p, 0, bytes); }
+static void gr_cpu_copy(gr_backend *be, void *dst, const void *src, size_t bytes) {
+    (void)be;
+    memcpy(dst, src, bytes);
+}
+static void gr_cpu_sync(gr_backend *be) { (void)be; }
+
+static void gr_cpu_sgd(gr_backend *be, float *w, const float *g, float *buf, int64_t n,
+                       const gr_sgd_hparams *h) {
+    (void)be;
+    gr_cpu_sgd_update(w, g, buf, n, h);
+}
+
+static void gr_cpu_adamw(gr_backend *be, float *w, const float *g, float *m, float *v, int64_t n,
+                         const gr_adamw_hparams *h) {
+    (void)be;
+    gr_cpu_adamw_update(w, g, m, v, n, h);
+}
+
+static double gr_cpu_sumsq_be(gr_backend *be, const float *g, int64_t n) {
+    (void)be;
+    return gr_cpu_sumsq(g, n);
+}
+
+static void gr_cpu_destroy(gr_backend *be) { free(be); }
+
+static const gr_backend_vtable gr_cpu_vtable = {
+    .name = "cpu",
+    .kernels = gr_cpu_kernels,
+    .alloc = gr_cpu_alloc,
+    .dealloc = gr_cpu_dealloc,
+    .zero = gr_cpu_zero,
+    .upload = gr_cpu_copy,
+    .download = gr_cpu_copy,
+    .sync = gr_cpu_sync,
+    .sgd = gr_cpu_sgd,
+    .adamw = gr_cpu_adamw,
+    .sumsq = gr_cpu_sumsq_be,
+    .destroy = gr_cpu_destroy,
+};
+
+gr_status gr_cpu_backend_create(int threads, gr_backend **out, gr_error *err) {
+    (void)err;
+    gr_backend *be = gr_xcalloc(1, sizeof *be);
+    be->vt = &gr_cpu_vtable;
+    if (threads <= 0) threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (threads <= 0) threads = 1;
+    be->threads = threads;
+    openblas_set_num_threads(threads);
+    *out = be;
+    return GR_OK;
+}

@@ -1,0 +1,108 @@
+/* optim.c — CPU reference optimizer updates (SGD with momentum/nesterov,
+ * AdamW) over flat fp32 arrays, and the global gradient norm / clip factor.
+ * Semantics and formulas: see optim.h (PyTorch's, foreach=False). Each
+ * update is one branch-free loop per case so the compiler can vectorize it;
+ * per-call scalars (bias corrections, decay factor) are computed once.
+ * GCC vectorizes them at -O3, or at -O2 with -fvect-cost-model=cheap; the
+ * AdamW loop also needs -fno-math-errno (else sqrtf may set errno). */
+#include "optim.h"
+
+#include <math.h>
+
+#include "../../common/gr_common.h"
+
+/* momentum == 0: w -= lr * (gm*g + wd*w) */
+static void sgd_plain(float *restrict w, const float *restrict g, int64_t n,
+                      float lr, float wd, float gm) {
+    for (int64_t i = 0; i < n; i++) {
+        float d = gm * g[i] + wd * w[i];
+        w[i] -= lr * d;
+    }
+}
+
+/* buf = mu*buf + d;  w -= lr * buf */
+static void sgd_momentum(float *restrict w, const float *restrict g, float *restrict buf,
+                         int64_t n, float lr, float mu, float wd, float gm) {
+    for (int64_t i = 0; i < n; i++) {
+        float d = gm * g[i] + wd * w[i];
+        float b = mu * buf[i] + d;
+        buf[i] = b;
+        w[i] -= lr * b;
+    }
+}
+
+/* buf = mu*buf + d;  w -= lr * (d + mu*buf) */
+static void sgd_nesterov(float *restrict w, const float *restrict g, float *restrict buf,
+                         int64_t n, float lr, float mu, float wd, float gm) {
+    for (int64_t i = 0; i < n; i++) {
+        float d = gm * g[i] + wd * w[i];
+        float b = mu * buf[i] + d;
+        buf[i] = b;
+        w[i] -= lr * (d + mu * b);
+    }
+}
+
+void gr_cpu_sgd_update(float *w, const float *g, float *buf, int64_t n, const gr_sgd_hparams *h) {
+    GR_ASSERT(w && g && h && n >= 0);
+    const float lr = h->lr, mu = h->momentum, wd = h->weight_decay, gm = h->grad_mult;
+    if (mu == 0.0f) {
+        sgd_plain(w, g, n, lr, wd, gm);
+        return;
+    }
+    GR_ASSERT(buf != NULL);
+    if (h->nesterov)
+        sgd_nesterov(w, g, buf, n, lr, mu, wd, gm);
+    else
+        sgd_momentum(w, g, buf, n, lr, mu, wd, gm);
+}
+
+/* w = w*decay - step_size * m / (sqrt(v)/bc2_sqrt + eps), after the moment updates */
+static void adamw_loop(float *restrict w, const float *restrict g, float *restrict m,
+                       float *restrict v, int64_t n, float b1, float b2, float eps, float gm,
+                       float decay, float step_size, float bc2_sqrt) {
+    const float c1 = 1.0f - b1, c2 = 1.0f - b2;
+    for (int64_t i = 0; i < n; i++) {
+        float gi = gm * g[i];
+        float mi = b1 * m[i] + c1 * gi;
+        float vi = b2 * v[i] + c2 * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        float denom = sqrtf(vi) / bc2_sqrt + eps;
+        w[i] = w[i] * decay - step_size * (mi / denom);
+    }
+}
+
+void gr_cpu_adamw_update(float *w, const float *g, float *m, float *v, int64_t n,
+                         const gr_adamw_hparams *h) {
+    GR_ASSERT(w && g && m && v && h && n >= 0 && h->t >= 1);
+    /* Per-call scalars in double, as PyTorch computes them in Python:
+     * step_size = lr / (1 - b1^t), bc2_sqrt = sqrt(1 - b2^t). */
+    const double t = (double)h->t;
+    const double bc1 = 1.0 - pow((double)h->beta1, t);
+    const double bc2 = 1.0 - pow((double)h->beta2, t);
+    const float decay = (float)(1.0 - (double)h->lr * (double)h->weight_decay);
+    const float step_size = (float)((double)h->lr / bc1);
+    const float bc2_sqrt = (float)sqrt(bc2);
+
+    adamw_loop(w, g, m, v, n, h->beta1, h->beta2, h->eps, h->grad_mult, decay, step_size,
+               bc2_sqrt);
+}
+
+double gr_cpu_sumsq(const float *g, int64_t n) {
+    GR_ASSERT(g || n == 0);
+    double s = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        double x = (double)g[i];
+        s += x * x;
+    }
+    return s;
+}
+
+/* A NaN norm gives 1 (the gradients are NaN anyway and the non-finite loss
+ * check reports it); an infinite norm gives 0, as PyTorch. */
+float gr_clip_factor(double norm, double max_norm) {
+    if (!(max_norm > 0.0))
+        return 1.0f;
+    double c = max_norm / (norm + 1e-6);
+    return c < 1.0 ? (float)c : 1.0f;
+}

@@ -1,0 +1,549 @@
+/* train.c — the training loop (see train.h).
+ *
+ * One optimizer step = accum = batch_size / micro_batch micro-batches, each a
+ * forward + backward pass of the train plan that adds into the grads arena
+ * (zeroed once per step); the loss gradient is scaled by 1/batch_size so the
+ * sum over micro-batches is the gradient of the whole batch's mean loss.
+ * An epoch is floor(N / batch_size) steps; the micro-batches left over at
+ * the end of an epoch are skipped (drop_last), like PyTorch's loop in
+ * ../shared/bench/torch_ref.py. */
+#include "train.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../dataio/dataio.h"
+#include "../graph/graph.h"
+#include "../graph/plan.h"
+#include "json.h"
+#include "schedule.h"
+
+/* Everything a job holds while it runs. */
+typedef struct gr_job {
+    const gr_job_spec *spec;
+    gr_dataset *train_ds, *val_ds;
+    gr_loader *train_ld, *val_ld;
+    int64_t in_shape[3];
+    int in_ndim;
+    double mean[GR_MAX_CHANNELS], std[GR_MAX_CHANNELS];
+    int n_norm;
+    gr_graph g;
+    bool have_graph;
+    gr_backend *be;
+    gr_model m;
+    gr_plan train_plan, eval_plan;
+    char run_dir[GR_PATH_MAX];
+    FILE *metrics;
+} gr_job;
+
+static void gr_job_free(gr_job *j) {
+    if (j->metrics) fclose(j->metrics);
+    gr_plan_free(&j->train_plan);
+    gr_plan_free(&j->eval_plan);
+    gr_model_free(&j->m);
+    gr_backend_free(j->be);
+    if (j->have_graph) gr_graph_free(&j->g);
+    gr_loader_close(j->train_ld);
+    gr_loader_close(j->val_ld);
+    gr_dataset_close(j->train_ds);
+    gr_dataset_close(j->val_ds);
+    memset(j, 0, sizeof *j);
+}
+
+static int gr_optim_slots(const gr_optim_spec *o) {
+    if (o->type == GR_OPTIM_ADAMW) return 2;
+    return o->momentum > 0.0 ? 1 : 0;
+}
+
+/* Opens the data, decides the input shape and normalization, builds the
+ * graph with its backward pass. */
+static gr_status gr_job_compile(gr_job *j, const gr_job_spec *spec, bool need_val, gr_error *err) {
+    gr_status st;
+    j->spec = spec;
+    if (!spec->data.train.path[0])
+        return gr_error_set(err, GR_ERR_USAGE, "%s: data.train.path: required to run or plan this job", spec->file);
+    if ((st = gr_dataset_open(spec->data.train.path, spec->data.train.group, &j->train_ds, err))) return st;
+    if (need_val && spec->data.val.path[0] &&
+        (st = gr_dataset_open(spec->data.val.path, spec->data.val.group, &j->val_ds, err)))
+        return st;
+
+    int64_t chw[3];
+    gr_dataset_sample_shape(j->train_ds, chw);
+    if (spec->model.n_input > 0) {
+        int64_t want = 1, have = chw[0] * chw[1] * chw[2];
+        for (int i = 0; i < spec->model.n_input; i++) want *= spec->model.input[i];
+        if (want != have)
+            return gr_error_set(err, GR_ERR_DATA, "%s: %s/images: samples are [%lld, %lld, %lld] but "
+                                "model.input asks for %lld values per sample", spec->data.train.path,
+                                spec->data.train.group, (long long)chw[0], (long long)chw[1],
+                                (long long)chw[2], (long long)want);
+        j->in_ndim = spec->model.n_input;
+        for (int i = 0; i < j->in_ndim; i++) j->in_shape[i] = spec->model.input[i];
+    } else {
+        j->in_ndim = 3;
+        memcpy(j->in_shape, chw, sizeof chw);
+    }
+    if (j->val_ds) {
+        int64_t vchw[3];
+        gr_dataset_sample_shape(j->val_ds, vchw);
+        if (memcmp(vchw, chw, sizeof chw) != 0)
+            return gr_error_set(err, GR_ERR_DATA, "%s: %s/images: samples are [%lld, %lld, %lld] but the "
+                                "train split's are [%lld, %lld, %lld]", spec->data.val.path,
+                                spec->data.val.group, (long long)vchw[0], (long long)vchw[1],
+                                (long long)vchw[2], (long long)chw[0], (long long)chw[1], (long long)chw[2]);
+    }
+
+    /* normalization: the spec, else the dataset's attributes, else [0,1] for uint8 */
+    int c = (int)chw[0];
+    if (spec->data.n_mean > 0) {
+        if (spec->data.n_mean != 1 && spec->data.n_mean != c)
+            return gr_error_set(err, GR_ERR_USAGE, "%s: data.normalize.mean: has %d values but the images "
+                                "have %d channels", spec->file, spec->data.n_mean, c);
+        j->n_norm = spec->data.n_mean;
+        memcpy(j->mean, spec->data.mean, sizeof j->mean);
+        memcpy(j->std, spec->data.std, sizeof j->std);
+    } else {
+        int nm = gr_dataset_attr_floats(j->train_ds, "mean", j->mean, GR_MAX_CHANNELS);
+        int ns = gr_dataset_attr_floats(j->train_ds, "std", j->std, GR_MAX_CHANNELS);
+        if (nm > 0 && nm == ns && (nm == 1 || nm == c)) {
+            j->n_norm = nm;
+        } else {
+            j->n_norm = 1;
+            j->mean[0] = 0.0;
+            j->std[0] = gr_dataset_dtype(j->train_ds) == GR_DT_UINT8 ? 255.0 : 1.0;
+        }
+    }
+    if (c > GR_MAX_CHANNELS)
+        return gr_error_set(err, GR_ERR_DATA, "%s: %s/images: %d channels; at most %d are supported",
+                            spec->data.train.path, spec->data.train.group, c, GR_MAX_CHANNELS);
+    for (int i = j->n_norm; i < c; i++) { j->mean[i] = j->mean[0]; j->std[i] = j->std[0]; }
+    j->n_norm = c;
+
+    if ((st = gr_graph_build(spec, j->in_shape, j->in_ndim, &j->g, err))) return st;
+    j->have_graph = true;
+    gr_autodiff(&j->g, false);
+    if ((st = gr_dataset_check_labels(j->train_ds, j->g.n_classes, err))) return st;
+    if (j->val_ds && (st = gr_dataset_check_labels(j->val_ds, j->g.n_classes, err))) return st;
+    return GR_OK;
+}
+
+static gr_status gr_job_open_loaders(gr_job *j, gr_error *err) {
+    const gr_job_spec *s = j->spec;
+    gr_loader_config lc;
+    memset(&lc, 0, sizeof lc);
+    lc.batch = s->train.micro_batch;
+    lc.shuffle = s->data.shuffle;
+    lc.drop_last = true;
+    lc.seed = s->seed;
+    lc.rank = 0;
+    lc.world = 1;
+    lc.n_norm = j->n_norm;
+    memcpy(lc.mean, j->mean, sizeof lc.mean);
+    memcpy(lc.std, j->std, sizeof lc.std);
+    lc.prefetch = (int)s->data.prefetch;
+    lc.workers = (int)s->data.workers;
+    gr_status st = gr_loader_open(j->train_ds, &lc, &j->train_ld, err);
+    if (st) return st;
+    if (j->val_ds) {
+        lc.shuffle = false;
+        lc.drop_last = false;
+        if ((st = gr_loader_open(j->val_ds, &lc, &j->val_ld, err))) return st;
+    }
+    return GR_OK;
+}
+
+/* ---- device ---- */
+static gr_status gr_job_backend(gr_job *j, const char *device, int threads, gr_error *err) {
+    const char *dev = device;
+    if (strcmp(dev, "auto") == 0) {
+        dev = "cpu";
+#ifdef GR_HAVE_CUDA
+        gr_backend *cuda = NULL;
+        gr_error e2;
+        if (gr_backend_create("cuda:0", 0, &cuda, &e2) == GR_OK) {
+            bool all = true;
+            for (int i = 0; i < j->g.n_nodes; i++)
+                if (!(gr_op_descs[j->g.nodes[i].op]->flags & GR_OPF_VIEW) &&
+                    !gr_backend_supports_op(cuda, j->g.nodes[i].op)) all = false;
+            if (all) { j->be = cuda; return GR_OK; }
+            fprintf(stderr, "gpurun: device auto: the cuda backend lacks kernels this job needs; using the cpu\n");
+            gr_backend_free(cuda);
+        }
+#endif
+    }
+    return gr_backend_create(dev, threads, &j->be, err);
+}
+
+/* ---- run directory ---- */
+static gr_status gr_mkdirs(const char *path, gr_error *err) {
+    char buf[GR_PATH_MAX];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; ; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+            *p = '\0';
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+                return gr_error_set(err, GR_ERR_USAGE, "%s: cannot create run directory: %s", buf, strerror(errno));
+            *p = c;
+            if (!c) break;
+        }
+    }
+    return GR_OK;
+}
+
+static bool gr_file_exists(const char *dir, const char *name) {
+    char p[GR_PATH_MAX + 64];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    struct stat sb;
+    return stat(p, &sb) == 0;
+}
+
+static gr_status gr_job_run_dir(gr_job *j, const gr_run_options *opt, gr_error *err) {
+    const gr_job_spec *s = j->spec;
+    if (opt->run_dir) snprintf(j->run_dir, sizeof j->run_dir, "%s", opt->run_dir);
+    else if (s->log.dir[0]) snprintf(j->run_dir, sizeof j->run_dir, "%s", s->log.dir);
+    else snprintf(j->run_dir, sizeof j->run_dir, "runs/%s", s->name);
+    bool has_run = gr_file_exists(j->run_dir, "config.yaml") || gr_file_exists(j->run_dir, "metrics.jsonl") ||
+                   gr_file_exists(j->run_dir, "summary.json");
+    if (has_run && !opt->resume)
+        return gr_error_set(err, GR_ERR_USAGE, "%s: already holds a run (config.yaml/metrics.jsonl); "
+                            "pass --resume auto to continue it, or --run-dir to start a new one elsewhere; "
+                            "nothing was changed", j->run_dir);
+    if (opt->resume && strcmp(opt->resume, "auto") != 0)
+        return gr_error_set(err, GR_ERR_CKPT, "%s: cannot resume from a checkpoint: this version of gpurun "
+                            "does not write or read checkpoints yet", opt->resume);
+    gr_status st = gr_mkdirs(j->run_dir, err);
+    if (st) return st;
+    if (has_run && !opt->quiet)
+        fprintf(stderr, "gpurun: --resume auto: %s has no checkpoint to resume from; starting fresh "
+                "(metrics.jsonl is appended to)\n", j->run_dir);
+
+    char path[GR_PATH_MAX + 64], tmp[GR_PATH_MAX + 80];
+    snprintf(path, sizeof path, "%s/config.yaml", j->run_dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) return gr_error_set(err, GR_ERR_USAGE, "%s: cannot write: %s", tmp, strerror(errno));
+    gr_spec_dump(s, f);
+    if (fclose(f) != 0 || rename(tmp, path) != 0)
+        return gr_error_set(err, GR_ERR_USAGE, "%s: cannot write: %s", path, strerror(errno));
+    snprintf(path, sizeof path, "%s/metrics.jsonl", j->run_dir);
+    j->metrics = fopen(path, "a");
+    if (!j->metrics) return gr_error_set(err, GR_ERR_USAGE, "%s: cannot write: %s", path, strerror(errno));
+    return GR_OK;
+}
+
+static gr_status gr_write_summary(const char *dir, const char *text, gr_error *err) {
+    char path[GR_PATH_MAX + 64], tmp[GR_PATH_MAX + 80];
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) return gr_error_set(err, GR_ERR_USAGE, "%s: cannot write: %s", tmp, strerror(errno));
+    fprintf(f, "%s\n", text);
+    if (fclose(f) != 0 || rename(tmp, path) != 0)
+        return gr_error_set(err, GR_ERR_USAGE, "%s: cannot write: %s", path, strerror(errno));
+    return GR_OK;
+}
+
+/* ---- passes ---- */
+static void gr_plan_load_batch(gr_plan *p, const gr_batch *b) {
+    const gr_graph *g = p->g;
+    size_t per = (size_t)gr_tensor_sample_numel(&g->tensors[g->input]);
+    gr_backend_upload(p->m->be, gr_plan_ptr(p, g->input), b->x, (size_t)b->n * per * sizeof(float));
+    gr_backend_upload(p->m->be, gr_plan_ptr(p, g->label), b->y, (size_t)b->n * sizeof(int32_t));
+}
+
+static void gr_plan_read_stats(gr_plan *p, double *loss_sum, double *correct) {
+    float stats[2];
+    gr_backend_download(p->m->be, stats, gr_plan_ptr(p, p->g->loss_stats), sizeof stats);
+    *loss_sum += stats[0];
+    *correct += stats[1];
+}
+
+void gr_train_micro_step(gr_plan *p, const gr_batch *b, const gr_exec_ctx *ctx, double *loss_sum,
+                         double *correct) {
+    gr_plan_load_batch(p, b);
+    gr_plan_run(p, b->n, ctx);
+    gr_plan_read_stats(p, loss_sum, correct);
+}
+
+void gr_train_apply(gr_model *m, const gr_job_spec *s, double lr, int64_t step) {
+    const gr_optim_spec *o = &s->train.optimizer;
+    int64_t nt = m->g->n_trainable;
+    float mult = 1.0f;
+    if (s->train.grad_clip > 0.0)
+        mult = gr_clip_factor(sqrt(gr_backend_sumsq(m->be, m->grads, nt)), s->train.grad_clip);
+    if (o->type == GR_OPTIM_SGD) {
+        gr_sgd_hparams h = {(float)lr, (float)o->momentum, (float)o->weight_decay, mult, o->nesterov};
+        gr_backend_sgd(m->be, m->params, m->grads, m->optim, nt, &h);
+    } else {
+        gr_adamw_hparams h = {(float)lr, (float)o->betas[0], (float)o->betas[1], (float)o->eps,
+                              (float)o->weight_decay, mult, step + 1};
+        gr_backend_adamw(m->be, m->params, m->grads, m->optim, m->optim + nt, nt, &h);
+    }
+}
+
+/* Mean loss and accuracy over the whole val split. */
+static gr_status gr_job_evaluate(gr_job *j, double *loss, double *acc, gr_error *err) {
+    gr_status st = gr_loader_seek(j->val_ld, 0, 0, err);
+    if (st) return st;
+    gr_exec_ctx ctx = {.training = false, .rng_key = 0, .grad_scale = 0.0f};
+    double loss_sum = 0.0, correct = 0.0;
+    int64_t seen = 0, nb = gr_loader_batches_per_epoch(j->val_ld);
+    for (int64_t i = 0; i < nb; i++) {
+        gr_batch *b;
+        if ((st = gr_loader_next(j->val_ld, &b, err))) return st;
+        gr_train_micro_step(&j->eval_plan, b, &ctx, &loss_sum, &correct);
+        seen += b->n;
+        gr_loader_release(j->val_ld, b);
+    }
+    *loss = loss_sum / (double)(seen ? seen : 1);
+    *acc = correct / (double)(seen ? seen : 1);
+    return GR_OK;
+}
+
+static void gr_fmt_duration(double s, char *buf, size_t n) {
+    if (!isfinite(s) || s < 0) s = 0;
+    long t = (long)(s + 0.5);
+    snprintf(buf, n, "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
+}
+
+static void gr_job_log_eval(gr_job *j, int64_t step, double epoch, double loss, double acc, bool quiet) {
+    gr_json js;
+    gr_json_begin(&js);
+    gr_json_str(&js, "kind", "eval");
+    gr_json_str(&js, "split", "val");
+    gr_json_int(&js, "step", step);
+    gr_json_num(&js, "epoch", epoch);
+    gr_json_num(&js, "loss", loss);
+    gr_json_num(&js, "accuracy", acc);
+    fprintf(j->metrics, "%s\n", gr_json_end(&js));
+    fflush(j->metrics);
+    if (!quiet) printf("eval  step %lld  epoch %.2f  val loss %.4f  accuracy %.4f\n", (long long)step, epoch, loss, acc);
+}
+
+gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_error *err) {
+    gr_job j;
+    memset(&j, 0, sizeof j);
+    gr_status st;
+    const gr_job_spec *s = spec;
+    if (s->precision != GR_PREC_FP32) {
+        st = gr_error_set(err, GR_ERR_USAGE, "%s: precision: %s is not supported by this version yet "
+                          "(use fp32)", s->file, gr_precision_name(s->precision));
+        goto done;
+    }
+    if (s->parallel.data > 1) {
+        st = gr_error_set(err, GR_ERR_USAGE, "%s: parallel.data: %lld ranks asked for, but this version "
+                          "runs on one device only", s->file, (long long)s->parallel.data);
+        goto done;
+    }
+    if ((st = gr_job_compile(&j, s, true, err))) goto done;
+    if ((st = gr_job_backend(&j, opt->device ? opt->device : s->device, opt->threads, err))) goto done;
+    if ((st = gr_model_init(&j.m, &j.g, j.be, gr_optim_slots(&s->train.optimizer), err))) goto done;
+    {
+        float *host = gr_xmalloc((size_t)j.g.n_params * sizeof(float));
+        gr_graph_init_params(&j.g, host, s->seed);
+        gr_backend_upload(j.be, j.m.params, host, (size_t)j.g.n_params * sizeof(float));
+        free(host);
+    }
+    if ((st = gr_plan_compile(&j.train_plan, &j.m, &j.g, GR_PLAN_TRAIN, true, err))) goto done;
+    if (j.val_ds && (st = gr_plan_compile(&j.eval_plan, &j.m, &j.g, GR_PLAN_EVAL, true, err))) goto done;
+    if ((st = gr_job_open_loaders(&j, err))) goto done;
+
+    int64_t per_epoch = gr_loader_samples_per_epoch(j.train_ld);
+    int64_t spe = per_epoch / s->train.batch_size;
+    if (spe < 1) {
+        st = gr_error_set(err, GR_ERR_DATA, "%s: %s: the split has %lld samples, fewer than "
+                          "train.batch_size %lld", s->data.train.path, s->data.train.group,
+                          (long long)per_epoch, (long long)s->train.batch_size);
+        goto done;
+    }
+    int64_t total = s->train.epochs > 0 ? s->train.epochs * spe : s->train.steps;
+    if (s->train.steps > 0 && s->train.steps < total) total = s->train.steps;
+    int64_t accum = s->train.batch_size / s->train.micro_batch;
+    if ((st = gr_job_run_dir(&j, opt, err))) goto done;
+
+    if (!opt->quiet)
+        printf("gpurun: %s on %s: %lld parameters, %lld steps (%lld per epoch), batch %lld = %lld x %lld "
+               "micro-batches, run dir %s\n", s->name, gr_backend_name(j.be), (long long)j.g.n_trainable,
+               (long long)total, (long long)spe, (long long)s->train.batch_size, (long long)accum,
+               (long long)s->train.micro_batch, j.run_dir);
+
+    int64_t nt = j.g.n_trainable;
+    double t0 = gr_now(), t_window = t0, loss_window = 0.0;
+    int64_t steps_window = 0;
+    double last_loss = NAN, last_acc = NAN, last_vloss = NAN, best_acc = NAN;
+    bool evaluated_at_end = false;
+    const char *status = "finished";
+    int64_t step = 0;
+    for (step = 0; step < total; step++) {
+        int64_t epoch = step / spe;
+        if (step > 0 && step % spe == 0 && (st = gr_loader_seek(j.train_ld, epoch, 0, err))) goto done;
+        gr_backend_zero(j.be, j.m.grads, (size_t)nt * sizeof(float));
+        double loss_sum = 0.0, correct = 0.0;
+        for (int64_t k = 0; k < accum; k++) {
+            gr_batch *b;
+            if ((st = gr_loader_next(j.train_ld, &b, err))) goto done;
+            GR_ASSERT(b->n == s->train.micro_batch && b->epoch == epoch);
+            gr_exec_ctx ctx = {.training = true,
+                               .rng_key = gr_hash64(s->seed, (uint64_t)(step * accum + k)),
+                               .grad_scale = 1.0f / (float)s->train.batch_size};
+            gr_train_micro_step(&j.train_plan, b, &ctx, &loss_sum, &correct);
+            gr_loader_release(j.train_ld, b);
+        }
+        double loss = loss_sum / (double)s->train.batch_size;
+        if (!isfinite(loss)) {
+            status = "diverged";
+            st = gr_error_set(err, GR_ERR_DIVERGED, "training diverged at step %lld (epoch %lld): the loss is "
+                              "%g; lower train.optimizer.lr or set train.grad_clip", (long long)step + 1,
+                              (long long)epoch + 1, loss);
+            break;
+        }
+        double lr = gr_schedule_lr(&s->train.schedule, s->train.optimizer.lr, step, total, spe);
+        gr_train_apply(&j.m, s, lr, step);
+        loss_window += loss;
+        steps_window++;
+        last_loss = loss;
+
+        int64_t done_steps = step + 1;
+        double epoch_f = (double)done_steps / (double)spe;
+        if (done_steps % s->log.every_steps == 0 || done_steps == total) {
+            double now = gr_now();
+            double sps = (double)(steps_window * s->train.batch_size) / (now - t_window);
+            double eta = (now - t0) / (double)done_steps * (double)(total - done_steps);
+            gr_json js;
+            gr_json_begin(&js);
+            gr_json_str(&js, "kind", "train");
+            gr_json_int(&js, "step", done_steps);
+            gr_json_num(&js, "epoch", epoch_f);
+            gr_json_num(&js, "loss", loss_window / (double)steps_window);
+            gr_json_num(&js, "lr", lr);
+            gr_json_num(&js, "samples_per_s", sps);
+            gr_json_num(&js, "loss_scale", 1.0);
+            gr_json_num(&js, "time_s", now - t0);
+            fprintf(j.metrics, "%s\n", gr_json_end(&js));
+            fflush(j.metrics);
+            if (!opt->quiet) {
+                char etab[32];
+                gr_fmt_duration(eta, etab, sizeof etab);
+                printf("step %lld/%lld  epoch %.2f/%lld  loss %.4f  lr %.4g  %.0f samples/s  ETA %s\n",
+                       (long long)done_steps, (long long)total, epoch_f, (long long)((total + spe - 1) / spe),
+                       loss_window / (double)steps_window, lr, sps, etab);
+                fflush(stdout);
+            }
+            t_window = now;
+            loss_window = 0.0;
+            steps_window = 0;
+        }
+        bool end_of_epoch = done_steps % spe == 0;
+        bool do_eval = s->eval.every_steps > 0 ? done_steps % s->eval.every_steps == 0
+                                               : end_of_epoch && (done_steps / spe) % s->eval.every_epochs == 0;
+        if (done_steps == total) do_eval = true;
+        if (j.val_ld && do_eval) {
+            if ((st = gr_job_evaluate(&j, &last_vloss, &last_acc, err))) goto done;
+            if (isnan(best_acc) || last_acc > best_acc) best_acc = last_acc;
+            gr_job_log_eval(&j, done_steps, epoch_f, last_vloss, last_acc, opt->quiet);
+            evaluated_at_end = done_steps == total;
+        }
+    }
+    (void)evaluated_at_end;
+    double wall = gr_now() - t0;
+    {
+        double wait = gr_loader_wait_s(j.train_ld);
+        gr_json js;
+        gr_json_begin(&js);
+        gr_json_str(&js, "status", status);
+        gr_json_str(&js, "name", s->name);
+        gr_json_str(&js, "device", gr_backend_name(j.be));
+        gr_json_int(&js, "steps", step);
+        gr_json_num(&js, "epochs", (double)step / (double)spe);
+        gr_json_num(&js, "wall_s", wall);
+        gr_json_num(&js, "samples_per_s", (double)(step * s->train.batch_size) / (wall > 0 ? wall : 1));
+        gr_json_num(&js, "final_train_loss", last_loss);
+        gr_json_num(&js, "best_val_accuracy", best_acc);
+        gr_json_num(&js, "last_val_accuracy", last_acc);
+        gr_json_num(&js, "last_val_loss", last_vloss);
+        gr_json_int(&js, "params", j.g.n_trainable);
+        gr_json_num(&js, "data_wait_s", wait);
+        gr_json_num(&js, "data_wait_pct", wall > 0 ? 100.0 * wait / wall : 0.0);
+        gr_error e2;
+        gr_status st2 = gr_write_summary(j.run_dir, gr_json_end(&js), &e2);
+        if (!st && st2) { st = st2; *err = e2; }
+    }
+    if (!st && !opt->quiet)
+        printf("done: %lld steps in %.1f s, final train loss %.4f, val accuracy %.4f (best %.4f)\n",
+               (long long)step, wall, last_loss, last_acc, best_acc);
+done:
+    gr_job_free(&j);
+    return st;
+}
+
+/* ---- `gpurun plan` ---- */
+static void gr_fmt_count(int64_t v, char *buf, size_t n) {
+    char tmp[32];
+    int len = snprintf(tmp, sizeof tmp, "%lld", (long long)v);
+    size_t k = 0;
+    for (int i = 0; i < len && k + 1 < n; i++) {
+        if (i > 0 && (len - i) % 3 == 0 && tmp[i - 1] != '-' && k + 2 < n) buf[k++] = ',';
+        buf[k++] = tmp[i];
+    }
+    buf[k] = '\0';
+}
+
+gr_status gr_train_plan_report(const gr_job_spec *spec, FILE *f, gr_error *err) {
+    gr_job j;
+    memset(&j, 0, sizeof j);
+    gr_status st = gr_job_compile(&j, spec, false, err);
+    if (st) goto done;
+    gr_plan tp, ep;
+    if ((st = gr_plan_compile(&tp, NULL, &j.g, GR_PLAN_TRAIN, false, err))) goto done;
+    if ((st = gr_plan_compile(&ep, NULL, &j.g, GR_PLAN_EVAL, false, err))) { gr_plan_free(&tp); goto done; }
+    const gr_graph *g = &j.g;
+    char a[64], b[64], c[64];
+    fprintf(f, "%s: %s, micro-batch %lld\n\n", spec->name, spec->file, (long long)g->micro_batch);
+    fprintf(f, "%-20s %-22s %-20s %12s %14s\n", "layer", "op", "output", "params", "FLOPs/sample");
+    fprintf(f, "%-20s %-22s %-20s %12s %14s\n", "input", "-", gr_shape_str(&g->tensors[g->input], a, sizeof a),
+            "0", "0");
+    int64_t fwd = 0, train = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const gr_node *nd = &g->nodes[i];
+        train += nd->flops;
+        if (i >= g->n_forward) continue;
+        fwd += nd->flops;
+        const char *name = nd->layer >= 0 ? g->layers[nd->layer].name : "loss";
+        int64_t np = nd->layer >= 0 ? g->layers[nd->layer].n_params : 0;
+        gr_fmt_count(np, b, sizeof b);
+        gr_fmt_count(nd->flops, c, sizeof c);
+        fprintf(f, "%-20s %-22s %-20s %12s %14s\n", name, gr_op_name(nd->op),
+                gr_shape_str(&g->tensors[nd->out[0]], a, sizeof a), b, c);
+    }
+    gr_fmt_count(g->n_trainable, a, sizeof a);
+    fprintf(f, "\ntotal parameters: %s\n", a);
+    gr_fmt_count(fwd, a, sizeof a);
+    gr_fmt_count(train, b, sizeof b);
+    fprintf(f, "FLOPs per sample: forward %s, train step %s (forward + backward)\n", a, b);
+    size_t pb, gb, ob;
+    gr_model_bytes(g, gr_optim_slots(&spec->train.optimizer), &pb, &gb, &ob);
+    fprintf(f, "memory at micro-batch %lld (bytes):\n", (long long)g->micro_batch);
+    gr_fmt_count((int64_t)pb, a, sizeof a);
+    fprintf(f, "  params           %14s\n", a);
+    gr_fmt_count((int64_t)gb, a, sizeof a);
+    fprintf(f, "  grads            %14s\n", a);
+    gr_fmt_count((int64_t)ob, a, sizeof a);
+    fprintf(f, "  optimizer state  %14s  (%s)\n", a, gr_optim_name(spec->train.optimizer.type));
+    gr_fmt_count((int64_t)tp.act_bytes, a, sizeof a);
+    gr_fmt_count((int64_t)tp.act_bytes_naive, b, sizeof b);
+    fprintf(f, "  activations      %14s  (train; %s without reuse)\n", a, b);
+    gr_fmt_count((int64_t)ep.act_bytes, a, sizeof a);
+    fprintf(f, "  activations      %14s  (eval)\n", a);
+    gr_fmt_count((int64_t)(pb + gb + ob + tp.act_bytes), a, sizeof a);
+    fprintf(f, "  total            %14s  (training)\n", a);
+    gr_plan_free(&tp);
+    gr_plan_free(&ep);
+done:
+    gr_job_free(&j);
+    return st;
+}

@@ -1,0 +1,38 @@
+/* train.h — the training loop and the compile-only report behind
+ * `gpurun run` and `gpurun plan`.
+ *
+ * gr_train_run drives epochs, micro-batches with gradient accumulation, the
+ * optimizer, the LR schedule, gradient clipping, periodic eval, the progress
+ * line and the run directory (config.yaml, metrics.jsonl, summary.json). */
+#ifndef GR_TRAIN_H
+#define GR_TRAIN_H
+
+#include <stdio.h>
+
+#include "../dataio/dataio.h"
+#include "../graph/plan.h"
+#include "../graph/spec.h"
+
+typedef struct gr_run_options {
+    const char *run_dir;  /* NULL: log.dir, else runs/<name> */
+    const char *resume;   /* NULL, "auto" or a checkpoint path */
+    const char *device;   /* NULL: the spec's device */
+    int threads;          /* 0: all cores */
+    bool quiet;           /* no progress lines */
+} gr_run_options;
+
+gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_error *err);
+
+/* Compiles the job without running it and prints the layer table, parameter
+ * count, FLOPs per sample and bytes per arena at the micro-batch. */
+gr_status gr_train_plan_report(const gr_job_spec *spec, FILE *f, gr_error *err);
+
+/* The two halves of an optimizer step, shared by the loop and the tests:
+ * one micro-batch's forward + backward (parameter gradients ADD into the
+ * grads arena; adds its loss sum and correct count), then clipping and the
+ * optimizer update of the whole model at learning rate lr (step 0-based). */
+void gr_train_micro_step(gr_plan *p, const gr_batch *b, const gr_exec_ctx *ctx, double *loss_sum,
+                         double *correct);
+void gr_train_apply(gr_model *m, const gr_job_spec *s, double lr, int64_t step);
+
+#endif
