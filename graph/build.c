@@ -193,8 +193,7 @@ gr_status gr_graph_build(const gr_job_spec *spec, const int64_t *in_shape, int i
 
     /* the loss */
     if (strcmp(spec->train.loss, "softmax_cross_entropy") != 0) {
-        st = gr_error_set(err, GR_ERR_USAGE, "%s: train.loss.type: unknown loss '%s'", spec->file,
-                          spec->train.loss);
+        st = gr_spec_error(err, spec, "train.loss.type", "unknown loss '%s'", spec->train.loss);
         goto fail;
     }
     const gr_tensor *lt = &g->tensors[cur];

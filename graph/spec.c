@@ -1489,3 +1489,14 @@ const char *gr_sched_name(gr_sched_type t) {
     static const char *const names[] = {"constant", "step", "multistep", "cosine", "linear"};
     return (unsigned)t < GR_ARRAY_LEN(names) ? names[t] : "?";
 }
+
+gr_status gr_spec_error(gr_error *err, const gr_job_spec *spec, const char *key, const char *fmt, ...) {
+    char msg[GR_ERROR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const gr_cfg *n = spec->root ? gr_spec_node(spec->root, key) : NULL;
+    if (n) return gr_cfg_error(err, n, key, "%s", msg);
+    return gr_error_set(err, GR_ERR_USAGE, "%s: %s: %s", spec->file, key, msg);
+}

@@ -183,6 +183,11 @@ void gr_spec_free(gr_job_spec *spec);
  * filled; the model section as given) as YAML that gr_spec_load accepts. */
 void gr_spec_dump(const gr_job_spec *spec, FILE *f);
 
+/* A job-spec error about the value at dotted path `key` (which the job may
+ * or may not set), in the usual "file:line:col: key: message" form; exit 2. */
+gr_status gr_spec_error(gr_error *err, const gr_job_spec *spec, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 const char *gr_precision_name(gr_precision p);
 const char *gr_optim_name(gr_optim_type t);
 const char *gr_sched_name(gr_sched_type t);
