@@ -124,8 +124,10 @@ static gr_status gr_build_input(gr_graph *g, const gr_layer_item *li, const char
     return GR_OK;
 }
 
-gr_status gr_graph_build(const gr_job_spec *spec, const int64_t *in_shape, int in_ndim,
-                         gr_graph *g, gr_error *err) {
+/* infer = false: parse only (no shapes known); every layer's output is a
+ * placeholder copy of its input so `input:` references still resolve. */
+static gr_status gr_graph_build_ex(const gr_job_spec *spec, const int64_t *in_shape, int in_ndim,
+                                   bool infer, gr_graph *g, gr_error *err) {
     memset(g, 0, sizeof *g);
     g->micro_batch = spec->train.micro_batch;
     g->seed = spec->seed;
@@ -186,7 +188,13 @@ gr_status gr_graph_build(const gr_job_spec *spec, const int64_t *in_shape, int i
             int nd = gr_graph_add_node(g, (gr_op)op, l, ins, 1, outs, 0);
             g->nodes[nd].attrs = attrs;
             g->layers[l].node = nd;
-            if ((st = d->infer(g, nd, akey, err))) goto fail;
+            if (infer) {
+                if ((st = d->infer(g, nd, &li.op_at, akey, err))) goto fail;
+            } else {
+                gr_tensor x = g->tensors[in];
+                g->nodes[nd].out[0] = gr_graph_add_tensor(g, name, GR_TK_ACT, GR_F32, x.ndim, x.shape, true);
+                g->nodes[nd].nout = 1;
+            }
             in = cur = g->nodes[nd].out[0];
         }
     }
@@ -196,6 +204,7 @@ gr_status gr_graph_build(const gr_job_spec *spec, const int64_t *in_shape, int i
         st = gr_spec_error(err, spec, "train.loss.type", "unknown loss '%s'", spec->train.loss);
         goto fail;
     }
+    if (!infer) return GR_OK;
     const gr_tensor *lt = &g->tensors[cur];
     if (lt->ndim != 2) {
         char buf[64];
@@ -231,5 +240,20 @@ gr_status gr_graph_build(const gr_job_spec *spec, const int64_t *in_shape, int i
     return GR_OK;
 fail:
     gr_graph_free(g);
+    return st;
+}
+
+gr_status gr_graph_build(const gr_job_spec *spec, const int64_t *in_shape, int in_ndim,
+                         gr_graph *g, gr_error *err) {
+    return gr_graph_build_ex(spec, in_shape, in_ndim, true, g, err);
+}
+
+gr_status gr_graph_check(const gr_job_spec *spec, gr_error *err) {
+    gr_graph g;
+    int64_t one[1] = {1};
+    bool shapes = spec->model.n_input > 0;
+    gr_status st = gr_graph_build_ex(spec, shapes ? spec->model.input : one, shapes ? spec->model.n_input : 1,
+                                     shapes, &g, err);
+    if (st == GR_OK) gr_graph_free(&g);
     return st;
 }

@@ -109,7 +109,7 @@ typedef struct gr_op_desc {
     const char *name;
     unsigned flags;
     gr_status (*parse)(gr_attrs *a, const gr_cfg *attrs, const char *key, gr_error *err);
-    gr_status (*infer)(gr_graph *g, int node, const char *key, gr_error *err);
+    gr_status (*infer)(gr_graph *g, int node, const gr_cfg *at, const char *key, gr_error *err);
     void (*backward)(gr_graph *g, int node);
 } gr_op_desc;
 
@@ -126,6 +126,9 @@ int gr_op_lookup(const char *name);
  * Errors point at the YAML: "job.yaml:12:7: model.layers[3].dense.units: ...". */
 gr_status gr_graph_build(const gr_job_spec *spec, const int64_t *in_shape, int in_ndim,
                          gr_graph *g, gr_error *err);
+/* Checks the model section without data (for `gpurun validate`): op names,
+ * attributes, layer names and inputs; shapes too when model.input is given. */
+gr_status gr_graph_check(const gr_job_spec *spec, gr_error *err);
 /* Appends the backward pass (autodiff.c). need_input_grad also gives the
  * input batch a gradient (gradcheck uses it). */
 void gr_autodiff(gr_graph *g, bool need_input_grad);

@@ -3,8 +3,8 @@
  * input x. */
 #include "graph.h"
 
-static gr_status gr_act_infer(gr_graph *g, int node, const char *key, gr_error *err) {
-    (void)key; (void)err;
+static gr_status gr_act_infer(gr_graph *g, int node, const gr_cfg *at, const char *key, gr_error *err) {
+    (void)at; (void)key; (void)err;
     gr_node *nd = &g->nodes[node];
     gr_tensor x = g->tensors[nd->in[0]];
     int y = gr_graph_add_tensor(g, g->layers[nd->layer].name, GR_TK_ACT, GR_F32, x.ndim, x.shape,

@@ -31,13 +31,13 @@ static gr_status gr_dense_parse(gr_attrs *a, const gr_cfg *attrs, const char *ke
     return GR_OK;
 }
 
-static gr_status gr_dense_infer(gr_graph *g, int node, const char *key, gr_error *err) {
+static gr_status gr_dense_infer(gr_graph *g, int node, const gr_cfg *at, const char *key, gr_error *err) {
     gr_node *nd = &g->nodes[node];
     const gr_tensor x = g->tensors[nd->in[0]];
     if (x.ndim != 2) {
         char buf[64];
-        return gr_error_set(err, GR_ERR_USAGE, "%s: dense needs a flat input [batch, features], got %s "
-                            "(put a flatten before it)", key, gr_shape_str(&x, buf, sizeof buf));
+        return gr_cfg_error(err, at, key, "dense needs a flat input [batch, features], got %s "
+                            "(put a flatten before it)", gr_shape_str(&x, buf, sizeof buf));
     }
     int layer = nd->layer;
     int64_t units = nd->attrs.units, fin = x.shape[1];

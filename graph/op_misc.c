@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static gr_status gr_flatten_infer(gr_graph *g, int node, const char *key, gr_error *err) {
-    (void)key; (void)err;
+static gr_status gr_flatten_infer(gr_graph *g, int node, const gr_cfg *at, const char *key, gr_error *err) {
+    (void)at; (void)key; (void)err;
     gr_node *nd = &g->nodes[node];
     gr_tensor x = g->tensors[nd->in[0]];
     int64_t shape[2] = {x.shape[0], gr_tensor_sample_numel(&x)};
@@ -54,8 +54,8 @@ static gr_status gr_dropout_parse(gr_attrs *a, const gr_cfg *attrs, const char *
     return GR_OK;
 }
 
-static gr_status gr_dropout_infer(gr_graph *g, int node, const char *key, gr_error *err) {
-    (void)key; (void)err;
+static gr_status gr_dropout_infer(gr_graph *g, int node, const gr_cfg *at, const char *key, gr_error *err) {
+    (void)at; (void)key; (void)err;
     gr_node *nd = &g->nodes[node];
     gr_tensor x = g->tensors[nd->in[0]];
     const char *lname = g->layers[nd->layer].name;

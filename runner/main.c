@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../dataio/dataio.h"
+#include "../graph/graph.h"
 #include "../graph/spec.h"
 #include "train.h"
 
@@ -137,7 +138,8 @@ int main(int argc, char **argv) {
     gr_status st = gr_spec_load(job, sets, nsets, &spec, &err);
     if (st) gr_die(st, err.msg);
     if (strcmp(cmd, "validate") == 0) {
-        gr_spec_dump(&spec, stdout);
+        st = gr_graph_check(&spec, &err);
+        if (!st) gr_spec_dump(&spec, stdout);
     } else if (strcmp(cmd, "plan") == 0) {
         st = gr_train_plan_report(&spec, stdout, &err);
     } else {

@@ -127,6 +127,10 @@ static gr_status gr_job_compile(gr_job *j, const gr_job_spec *spec, bool need_va
     j->have_graph = true;
     gr_autodiff(&j->g, false);
     if ((st = gr_dataset_check_labels(j->train_ds, j->g.n_classes, err))) return st;
+    if (gr_dataset_len(j->train_ds) < spec->train.batch_size)
+        return gr_error_set(err, GR_ERR_DATA, "%s: %s: the split has %lld samples, fewer than train.batch_size "
+                            "%lld", spec->data.train.path, spec->data.train.group,
+                            (long long)gr_dataset_len(j->train_ds), (long long)spec->train.batch_size);
     if (j->val_ds && (st = gr_dataset_check_labels(j->val_ds, j->g.n_classes, err))) return st;
     return GR_OK;
 }

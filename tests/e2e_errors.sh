@@ -1,0 +1,411 @@
+#!/usr/bin/env bash
+# e2e_errors.sh — every error path of the gpurun command line (DESIGN 1.1-1.5):
+# exit codes (1.2) and messages that name the file, key or dataset at fault.
+#
+#   bash tests/e2e_errors.sh GPURUN_BINARY SOURCE_DIR TMPDIR
+#
+# Uses only tiny HDF5 files (made with /usr/bin/python3 + h5py) and tiny specs
+# (train.steps: 2), so it runs in a few seconds. Prints `N passed, M failed`
+# last and exits non-zero when M > 0.
+set -u
+
+if [ $# -ne 3 ]; then
+    echo "usage: bash $0 GPURUN_BINARY SOURCE_DIR TMPDIR" >&2
+    exit 2
+fi
+G=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+SRC=$(cd "$2" && pwd)
+T=$3
+PY=/usr/bin/python3
+
+rm -rf "$T"
+mkdir -p "$T"
+T=$(cd "$T" && pwd)
+cd "$T" || exit 2   # runs without --run-dir must not touch the source tree
+
+PASS=0
+FAIL=0
+OUT=$T/last.out
+ERR=$T/last.err
+RC=0
+
+ok()   { PASS=$((PASS + 1)); }
+bad()  { FAIL=$((FAIL + 1)); echo "FAIL: $*"; }
+
+# run CMD... : runs it (with a time limit), stdout/stderr to $OUT/$ERR, exit code to $RC
+run() {
+    timeout 60 "$@" >"$OUT" 2>"$ERR"
+    RC=$?
+}
+
+show() {
+    echo "      command: $CMD"
+    echo "      exit code: $RC"
+    echo "      stderr: $(head -c 600 "$ERR" | sed 's/^/        /' | sed '1s/^ *//')"
+}
+
+# expect_fail CODE SUBSTRING... -- CMD...
+# Runs CMD; checks its exit code is CODE and that stderr contains every
+# SUBSTRING (fixed strings). Also checks that no HDF5 error stack leaked.
+expect_fail() {
+    local code=$1; shift
+    local subs=()
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do subs+=("$1"); shift; done
+    shift
+    CMD="$*"
+    run "$@"
+    local why=""
+    [ "$RC" -eq "$code" ] || why="exit code $RC, expected $code"
+    local s
+    for s in "${subs[@]}"; do
+        grep -qF -- "$s" "$ERR" || why="${why:+$why; }stderr lacks '$s'"
+    done
+    if grep -qF "HDF5-DIAG" "$ERR"; then why="${why:+$why; }HDF5 error stack printed"; fi
+    if [ -z "$why" ]; then ok; else bad "$why"; show; fi
+}
+
+# expect_ok SUBSTRING... -- CMD...  : exit code 0 and stdout contains every SUBSTRING
+expect_ok() {
+    local subs=()
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do subs+=("$1"); shift; done
+    shift
+    CMD="$*"
+    run "$@"
+    local why=""
+    [ "$RC" -eq 0 ] || why="exit code $RC, expected 0"
+    local s
+    for s in "${subs[@]}"; do
+        grep -qF -- "$s" "$OUT" || why="${why:+$why; }stdout lacks '$s'"
+    done
+    if [ -z "$why" ]; then ok; else bad "$why"; show; fi
+}
+
+# check DESCRIPTION CMD... : passes when CMD succeeds
+check() {
+    local desc=$1; shift
+    if "$@" >"$T/check.out" 2>&1; then ok; else bad "$desc"; sed 's/^/      /' "$T/check.out" | head -20; fi
+}
+
+# ---------------------------------------------------------------- fixtures
+"$PY" - "$T" <<'EOF' || { echo "FAIL: cannot make HDF5 fixtures with $PY (h5py, numpy)"; echo "0 passed, 1 failed"; exit 1; }
+import sys, h5py, numpy as np
+T = sys.argv[1]
+rng = np.random.default_rng(0)
+img = rng.integers(0, 256, (64, 1, 4, 4), dtype=np.uint8)
+lab = (np.arange(64) % 10).astype(np.uint8)
+
+def w(name, images=None, labels=None, group="train", val=False):
+    with h5py.File(f"{T}/{name}.h5", "w") as f:
+        g = f.create_group(group)
+        if images is not None: g["images"] = images
+        if labels is not None: g["labels"] = labels
+        if val:
+            v = f.create_group("val")
+            v["images"] = img[:32]
+            v["labels"] = lab[:32]
+
+w("tiny", img, lab, val=True)
+w("nogroup", img, lab, group="other")
+w("noimages", None, lab)
+w("nolabels", img, None)
+w("mismatch", img, lab[:63])
+neg = lab.astype(np.int32); neg[5] = -1
+w("neglabel", img, neg)
+w("int16", img.astype(np.int16), lab)
+w("rank2", img.reshape(64, 16), lab)
+w("labels2d", img, lab.reshape(8, 8))
+w("flabels", img, lab.astype(np.float32))
+big = np.zeros(64, np.uint8); big[3] = 9
+w("label9", img, big)
+w("few", img[:8], lab[:8])
+open(f"{T}/garbage.h5", "wb").write(np.random.default_rng(1).integers(0, 256, 8192, dtype=np.uint8).tobytes())
+open(f"{T}/empty.h5", "wb").close()
+raw = open(f"{T}/tiny.h5", "rb").read()
+open(f"{T}/tiny_half.h5", "wb").write(raw[: len(raw) // 2])
+EOF
+
+# spec NAME [DATAFILE [SED-EXPR]] : writes $T/NAME.yaml, a tiny job on DATAFILE (default tiny.h5,
+# group /train; val /val only for tiny.h5). Line numbers below are relied on by the tests.
+spec() {
+    local name=$1 data=${2:-tiny} expr=${3:-}
+    local val=""
+    [ "$data" = tiny ] && val="  val: {path: $T/tiny.h5, group: /val}"
+    {
+        echo "name: tiny"                                   # 1
+        echo "seed: 0"                                      # 2
+        echo "data:"                                        # 3
+        echo "  train: {path: $T/$data.h5, group: /train}"  # 4
+        echo "${val:-  shuffle: true}"                      # 5
+        echo "model:"                                       # 6
+        echo "  layers:"                                    # 7
+        echo "    - flatten"                                # 8
+        echo "    - dense: {units: 8}"                      # 9
+        echo "    - relu"                                   # 10
+        echo "    - dense: {units: 10}"                     # 11
+        echo "train:"                                       # 12
+        echo "  batch_size: 16"                             # 13
+        echo "  steps: 2"                                   # 14
+        echo "  optimizer: {type: sgd, lr: 0.1}"            # 15
+        echo "log: {every_steps: 1}"                        # 16
+    } >"$T/$name.yaml"
+    if [ -n "$expr" ]; then sed -i "$expr" "$T/$name.yaml"; fi
+}
+
+spec ok
+"$G" data fashion-mnist "$T/fm.h5" >/dev/null 2>&1 || bad "gpurun data fashion-mnist $T/fm.h5 failed (fixture)"
+sed "s#data/fashion-mnist.h5#$T/fm.h5#g" "$SRC/configs/fashion-mnist-mlp.yaml" >"$T/mlp.yaml"
+
+# ---------------------------------------------------------------- usage (1.1)
+expect_fail 2 "usage: gpurun" -- "$G"
+expect_fail 2 "unknown option '--bogus'" "usage: gpurun" -- "$G" --bogus
+expect_fail 2 "unknown option '--bogus'" -- "$G" "$T/ok.yaml" --bogus
+expect_fail 2 "unexpected argument 'extra.yaml'" -- "$G" "$T/ok.yaml" extra.yaml
+expect_fail 2 "unexpected argument 'extra.yaml'" -- "$G" validate "$T/ok.yaml" extra.yaml
+expect_fail 2 "frobnicate" -- "$G" frobnicate
+expect_fail 2 "expected a job spec" -- "$G" validate
+expect_fail 2 "--set" -- "$G" validate "$T/ok.yaml" --set
+expect_fail 2 "--run-dir" -- "$G" "$T/ok.yaml" --run-dir
+expect_fail 2 "--threads" -- "$G" "$T/ok.yaml" --threads 0
+expect_ok "usage: gpurun" "gpurun validate" "exit codes" -- "$G" --help
+expect_ok "usage: gpurun" -- "$G" -h
+expect_ok "gpurun " -- "$G" --version
+check "--version prints 'gpurun X.Y.Z'" grep -qE '^gpurun [0-9]+\.[0-9]+' "$OUT"
+
+# ---------------------------------------------------------------- job spec (1.4): exit 2
+expect_fail 2 "$T/nope.yaml" -- "$G" "$T/nope.yaml"
+expect_fail 2 "$T/nope.yaml" -- "$G" validate "$T/nope.yaml"
+expect_fail 2 "$T/nope.yaml" -- "$G" plan "$T/nope.yaml"
+
+spec unknown_key tiny 's/^seed: 0/sedd: 0/'
+expect_fail 2 "$T/unknown_key.yaml:2:1: sedd: unknown key" "did you mean 'seed'" -- "$G" validate "$T/unknown_key.yaml"
+expect_fail 2 "$T/unknown_key.yaml:2:1: sedd:" -- "$G" "$T/unknown_key.yaml" --run-dir "$T/rd_unknown_key"
+check "a spec error leaves no run directory" test ! -e "$T/rd_unknown_key"
+expect_fail 2 "$T/unknown_key.yaml:2:1: sedd:" -- "$G" plan "$T/unknown_key.yaml"
+
+spec nested_key tiny 's/{type: sgd, lr: 0.1}/{type: sgd, lr: 0.1, momentom: 0.9}/'
+expect_fail 2 "$T/nested_key.yaml:15:" "train.optimizer.momentom" -- "$G" validate "$T/nested_key.yaml"
+
+spec wrong_type tiny 's/batch_size: 16/batch_size: abc/'
+expect_fail 2 "$T/wrong_type.yaml:13:15: train.batch_size:" "abc" -- "$G" validate "$T/wrong_type.yaml"
+spec neg_lr tiny 's/lr: 0.1/lr: -0.1/'
+expect_fail 2 "$T/neg_lr.yaml:15:30: train.optimizer.lr:" -- "$G" validate "$T/neg_lr.yaml"
+spec nan_lr tiny 's/lr: 0.1/lr: .nan/'
+expect_fail 2 "$T/nan_lr.yaml:15:30: train.optimizer.lr:" -- "$G" validate "$T/nan_lr.yaml"
+spec nan_lr2 tiny 's/lr: 0.1/lr: nan/'
+expect_fail 2 "$T/nan_lr2.yaml:15:30: train.optimizer.lr:" -- "$G" validate "$T/nan_lr2.yaml"
+spec inf_lr tiny 's/lr: 0.1/lr: .inf/'
+expect_fail 2 "$T/inf_lr.yaml:15:30: train.optimizer.lr:" -- "$G" validate "$T/inf_lr.yaml"
+spec batch0 tiny 's/batch_size: 16/batch_size: 0/'
+expect_fail 2 "$T/batch0.yaml:13:15: train.batch_size:" -- "$G" validate "$T/batch0.yaml"
+expect_fail 2 "$T/batch0.yaml:13:15: train.batch_size:" -- "$G" "$T/batch0.yaml" --run-dir "$T/rd_batch0"
+
+expect_fail 2 "train.optimizer.lrr" -- "$G" validate "$T/ok.yaml" --set train.optimizer.lrr=0.1
+expect_fail 2 "nosuch.key" -- "$G" validate "$T/ok.yaml" --set nosuch.key=1
+expect_fail 2 "train.optimizer.lr" "abc" -- "$G" validate "$T/ok.yaml" --set train.optimizer.lr=abc
+expect_fail 2 "train.optimizer.lr" -- "$G" validate "$T/ok.yaml" --set train.optimizer.lr=-1
+expect_fail 2 "train.batch_size" -- "$G" "$T/ok.yaml" --set train.batch_size=0 --run-dir "$T/rd_set0"
+expect_fail 2 "KEY=VALUE" -- "$G" validate "$T/ok.yaml" --set train.optimizer.lr
+
+expect_ok "micro_batch: 128" "shuffle: true" "lr: 0.0123" "batch_size: 128" -- \
+    "$G" validate "$T/mlp.yaml" --set train.optimizer.lr=0.0123
+expect_ok "micro_batch: 16" "shuffle: true" "momentum: 0" -- "$G" validate "$T/ok.yaml"
+expect_ok "seed: 7" "flip: true" -- "$G" validate "$T/ok.yaml" --set seed=7 --set data.augment.flip=true
+expect_ok "mean:" "0.5" "std:" "0.25" -- \
+    "$G" validate "$T/ok.yaml" --set "data.normalize.mean=[0.5]" --set "data.normalize.std=[0.25]"
+expect_fail 2 "--resume" -- "$G" plan "$T/ok.yaml" --resume some/path.h5
+expect_ok "total parameters: 535,818" -- "$G" plan "$T/mlp.yaml"
+
+# ---------------------------------------------------------------- model errors: exit 2
+spec op_typo tiny 's/- relu/- rellu/'
+expect_fail 2 "$T/op_typo.yaml:10:" "unknown op 'rellu'" "did you mean 'relu'" -- "$G" plan "$T/op_typo.yaml"
+expect_fail 2 "unknown op 'rellu'" "did you mean 'relu'" -- "$G" "$T/op_typo.yaml" --run-dir "$T/rd_op_typo"
+# validate is the schema check (1.1); op names and attributes are schema (1.4: unknown keys are errors)
+expect_fail 2 "$T/op_typo.yaml:10:" "unknown op 'rellu'" -- "$G" validate "$T/op_typo.yaml"
+spec dense_attr tiny 's/dense: {units: 8}/dense: {units: 8, foo: 1}/'
+expect_fail 2 "$T/dense_attr.yaml:9:" "dense.foo" -- "$G" plan "$T/dense_attr.yaml"
+expect_fail 2 "$T/dense_attr.yaml:9:" "dense.foo" -- "$G" validate "$T/dense_attr.yaml"
+spec dense_nounits tiny 's/dense: {units: 8}/dense: {bias: true}/'
+expect_fail 2 "$T/dense_nounits.yaml:9:" "units" -- "$G" plan "$T/dense_nounits.yaml"
+spec no_flatten tiny '/- flatten/d'
+expect_fail 2 "$T/no_flatten.yaml" "dense" "flatten" -- "$G" plan "$T/no_flatten.yaml"
+spec not_2d tiny '/- flatten/d; /- dense/d'
+expect_fail 2 "$T/not_2d.yaml" "model.layers" -- "$G" plan "$T/not_2d.yaml"
+expect_fail 2 "model.layers" -- "$G" "$T/not_2d.yaml" --run-dir "$T/rd_not_2d"
+
+# ---------------------------------------------------------------- data errors (1.5): exit 3
+spec nofile nothere
+expect_fail 3 "$T/nothere.h5" -- "$G" "$T/nofile.yaml" --run-dir "$T/rd_nofile"
+check "a data error leaves no run directory" test ! -e "$T/rd_nofile"
+expect_fail 3 "$T/nothere.h5" -- "$G" plan "$T/nofile.yaml"
+spec noval tiny 's#path: [^,]*tiny.h5, group: /val#path: '"$T"'/noval.h5, group: /val#'
+expect_fail 3 "$T/noval.h5" -- "$G" "$T/noval.yaml" --run-dir "$T/rd_noval"
+spec badvalgroup tiny 's#group: /val#group: /nosuchval#'
+expect_fail 3 "$T/tiny.h5" "/nosuchval" -- "$G" "$T/badvalgroup.yaml" --run-dir "$T/rd_badvalgroup"
+spec badgroup tiny 's#group: /train#group: /nosuch#'
+expect_fail 3 "$T/tiny.h5" "/nosuch" -- "$G" "$T/badgroup.yaml" --run-dir "$T/rd_badgroup"
+spec nogroup nogroup
+expect_fail 3 "$T/nogroup.h5" "/train" -- "$G" "$T/nogroup.yaml" --run-dir "$T/rd_nogroup"
+spec noimages noimages
+expect_fail 3 "$T/noimages.h5" "/train/images" -- "$G" "$T/noimages.yaml" --run-dir "$T/rd_noimages"
+spec nolabels nolabels
+expect_fail 3 "$T/nolabels.h5" "/train/labels" -- "$G" "$T/nolabels.yaml" --run-dir "$T/rd_nolabels"
+spec mismatch mismatch
+expect_fail 3 "$T/mismatch.h5" "64" "63" -- "$G" "$T/mismatch.yaml" --run-dir "$T/rd_mismatch"
+spec label9 label9 's/units: 10/units: 5/'
+expect_fail 3 "$T/label9.h5" "label 9" "5 outputs" -- "$G" "$T/label9.yaml" --run-dir "$T/rd_label9"
+expect_fail 3 "$T/label9.h5" "label 9" -- "$G" plan "$T/label9.yaml"
+spec neglabel neglabel
+expect_fail 3 "$T/neglabel.h5" "/train/labels" "-1" -- "$G" "$T/neglabel.yaml" --run-dir "$T/rd_neglabel"
+spec int16 int16
+expect_fail 3 "$T/int16.h5" "/train/images" "int16" -- "$G" "$T/int16.yaml" --run-dir "$T/rd_int16"
+spec rank2 rank2
+expect_fail 3 "$T/rank2.h5" "/train/images" "rank 2" -- "$G" "$T/rank2.yaml" --run-dir "$T/rd_rank2"
+spec labels2d labels2d
+expect_fail 3 "$T/labels2d.h5" "/train/labels" -- "$G" "$T/labels2d.yaml" --run-dir "$T/rd_labels2d"
+spec flabels flabels
+expect_fail 3 "$T/flabels.h5" "/train/labels" -- "$G" "$T/flabels.yaml" --run-dir "$T/rd_flabels"
+spec few few
+expect_fail 3 "$T/few.h5" "16" -- "$G" "$T/few.yaml" --run-dir "$T/rd_few"
+
+# truncated / garbage / empty files: exit 3, the file named, no HDF5 error stack, no crash
+head -c $(( $(stat -c %s "$T/fm.h5") / 2 )) "$T/fm.h5" >"$T/fm_half.h5"
+spec fm_half fm_half
+expect_fail 3 "$T/fm_half.h5" -- "$G" "$T/fm_half.yaml" --run-dir "$T/rd_fm_half"
+expect_fail 3 "$T/fm_half.h5" -- "$G" plan "$T/fm_half.yaml"
+spec tiny_half tiny_half
+expect_fail 3 "$T/tiny_half.h5" -- "$G" "$T/tiny_half.yaml" --run-dir "$T/rd_tiny_half"
+spec garbage garbage
+expect_fail 3 "$T/garbage.h5" -- "$G" "$T/garbage.yaml" --run-dir "$T/rd_garbage"
+spec empty empty
+expect_fail 3 "$T/empty.h5" -- "$G" "$T/empty.yaml" --run-dir "$T/rd_empty"
+mkdir -p "$T/adir.h5"
+spec adir adir
+expect_fail 3 "$T/adir.h5" -- "$G" "$T/adir.yaml" --run-dir "$T/rd_adir"
+
+spec input_mismatch tiny 's/^model:/model:\n  input: [3, 4, 4]/'
+expect_fail 3 "$T/tiny.h5" "model.input" -- "$G" "$T/input_mismatch.yaml" --run-dir "$T/rd_input"
+
+# ---------------------------------------------------------------- run directory (1.3)
+R=$T/run1
+expect_ok -- "$G" "$T/ok.yaml" --run-dir "$R" --quiet
+for f in config.yaml metrics.jsonl summary.json; do
+    check "run writes $f" test -s "$R/$f"
+done
+check "config.yaml is the resolved spec" grep -qF "micro_batch: 16" "$R/config.yaml"
+check "metrics.jsonl: strict JSON, train and eval lines with the 1.3 keys" "$PY" - "$R/metrics.jsonl" <<'EOF'
+import json, sys
+def strict(s):
+    def no(c): raise ValueError("non-finite number " + c)
+    return json.loads(s, parse_constant=no)
+lines = [strict(l) for l in open(sys.argv[1]) if l.strip()]
+train = [l for l in lines if l.get("kind") == "train"]
+ev = [l for l in lines if l.get("kind") == "eval"]
+assert train, "no train line"
+assert ev, "no eval line"
+for l in train:
+    miss = {"kind", "step", "epoch", "loss", "lr", "samples_per_s", "loss_scale", "time_s"} - set(l)
+    assert not miss, ("train line lacks", miss, l)
+for l in ev:
+    miss = {"kind", "split", "step", "epoch", "loss", "accuracy"} - set(l)
+    assert not miss, ("eval line lacks", miss, l)
+assert train[-1]["step"] == 2, train
+assert ev[-1]["split"] == "val" and ev[-1]["step"] == 2, ev
+EOF
+check "summary.json: status finished, steps 2" "$PY" -c '
+import json, sys
+s = json.load(open(sys.argv[1]), parse_constant=lambda c: 1 / 0)
+assert s["status"] == "finished", s
+assert s["steps"] == 2, s
+' "$R/summary.json"
+
+mkdir -p "$T/before"
+cp "$R/config.yaml" "$R/metrics.jsonl" "$R/summary.json" "$T/before/"
+expect_fail 2 "$R" -- "$G" "$T/ok.yaml" --run-dir "$R"
+for f in config.yaml metrics.jsonl summary.json; do
+    check "a refused second run leaves $f untouched" cmp "$T/before/$f" "$R/$f"
+done
+expect_fail 2 "$R" -- "$G" "$T/ok.yaml" --run-dir "$R" --set train.steps=3
+check "a refused run with another spec leaves config.yaml untouched" cmp "$T/before/config.yaml" "$R/config.yaml"
+expect_ok -- "$G" "$T/ok.yaml" --run-dir "$R" --resume auto --quiet
+check "--resume auto run finished" grep -qF '"status":"finished"' "$R/summary.json"
+# --resume auto into a fresh directory: first start of the preemptible idiom
+expect_ok -- "$G" "$T/ok.yaml" --run-dir "$T/run_auto" --resume auto --quiet
+check "--resume auto on a fresh dir writes summary.json" test -s "$T/run_auto/summary.json"
+
+touch "$T/a_file"
+expect_fail 2 "$T/a_file" -- "$G" "$T/ok.yaml" --run-dir "$T/a_file"
+expect_fail 2 "$T/a_file" -- "$G" "$T/ok.yaml" --run-dir "$T/a_file/sub"
+
+# ---------------------------------------------------------------- divergence: exit 5
+spec diverge tiny 's/lr: 0.1/lr: 1e30/'
+expect_fail 5 "diverged" -- "$G" "$T/diverge.yaml" --run-dir "$T/run_div" --quiet
+check "summary.json: status diverged (strict JSON)" "$PY" -c '
+import json, sys
+s = json.load(open(sys.argv[1]), parse_constant=lambda c: 1 / 0)
+assert s["status"] == "diverged", s
+' "$T/run_div/summary.json"
+check "metrics.jsonl after divergence is strict JSON" "$PY" -c '
+import json, sys
+for l in open(sys.argv[1]):
+    if l.strip(): json.loads(l, parse_constant=lambda c: 1 / 0)
+' "$T/run_div/metrics.jsonl"
+
+# ---------------------------------------------------------------- device: exit 7 / 2
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+    echo "note: a GPU is present; skipping the no-GPU --device cuda checks"
+else
+    expect_fail 7 "CUDA" -- "$G" "$T/ok.yaml" --device cuda --run-dir "$T/rd_cuda"
+    expect_fail 7 "CUDA" -- "$G" "$T/ok.yaml" --device cuda:0 --run-dir "$T/rd_cuda0"
+    expect_fail 7 "CUDA" -- "$G" "$T/ok.yaml" --set device=cuda --run-dir "$T/rd_cuda_set"
+fi
+expect_fail 2 "tpu" -- "$G" "$T/ok.yaml" --device tpu --run-dir "$T/rd_tpu"
+spec dev_tpu tiny 's/^seed: 0/device: tpu/'
+expect_fail 2 "$T/dev_tpu.yaml:2:" "device" -- "$G" validate "$T/dev_tpu.yaml"
+
+# ---------------------------------------------------------------- checkpoints not supported yet: exit 6
+expect_fail 6 "some/path.h5" "checkpoint" -- "$G" "$T/ok.yaml" --resume some/path.h5 --run-dir "$T/rd_resume"
+check "--resume PATH (refused) leaves no run directory" test ! -e "$T/rd_resume"
+
+# ---------------------------------------------------------------- data converter
+cp "$T/fm.h5" "$T/fm_copy.h5"
+expect_fail 2 "$T/fm.h5" "--force" -- "$G" data fashion-mnist "$T/fm.h5"
+check "data: the existing output is untouched without --force" cmp "$T/fm.h5" "$T/fm_copy.h5"
+expect_fail 3 "/nonexistent" -- "$G" data mnist "$T/m.h5" --from /nonexistent
+expect_fail 3 "/nonexistent" -- "$G" data fashion-mnist "$T/m.h5" --from /nonexistent
+mkdir -p "$T/idx_empty"
+expect_fail 3 "$T/idx_empty/train-images-idx3-ubyte" -- "$G" data mnist "$T/m.h5" --from "$T/idx_empty"
+expect_fail 2 "--from" -- "$G" data mnist "$T/m.h5"
+expect_fail 2 "cifar10" -- "$G" data cifar10 "$T/c.h5"
+expect_fail 2 "nosuchset" -- "$G" data nosuchset "$T/c.h5"
+expect_fail 2 "usage: gpurun" -- "$G" data
+
+# truncated plain IDX (header says 100 images of 28x28, 500 data bytes follow)
+mkdir -p "$T/idx_trunc"
+"$PY" -c '
+import struct, sys
+open(sys.argv[1] + "/train-images-idx3-ubyte", "wb").write(struct.pack(">IIII", 0x803, 100, 28, 28) + bytes(500))
+' "$T/idx_trunc"
+expect_fail 3 "$T/idx_trunc/train-images-idx3-ubyte" "truncated" -- "$G" data mnist "$T/m_trunc.h5" --from "$T/idx_trunc"
+# IDX header cut short
+mkdir -p "$T/idx_short"
+printf '\0\0\10\3\0\0' >"$T/idx_short/train-images-idx3-ubyte"
+expect_fail 3 "$T/idx_short/train-images-idx3-ubyte" -- "$G" data mnist "$T/m_short.h5" --from "$T/idx_short"
+# truncated .gz (first half of the real labels file) and a .gz that is not gzip
+if [ -d /usr/share/datasets/fashion-mnist ]; then
+    mkdir -p "$T/idx_gz" "$T/idx_notgz"
+    cp /usr/share/datasets/fashion-mnist/*.gz "$T/idx_gz/"
+    cp /usr/share/datasets/fashion-mnist/*.gz "$T/idx_notgz/"
+    L=$T/idx_gz/t10k-labels-idx1-ubyte.gz
+    head -c $(( $(stat -c %s "$L") / 2 )) "$L" >"$L.part" && mv "$L.part" "$L"
+    expect_fail 3 "$L" -- "$G" data fashion-mnist "$T/m_gz.h5" --from "$T/idx_gz"
+    printf 'this is not gzip data at all' >"$T/idx_notgz/t10k-labels-idx1-ubyte.gz"
+    expect_fail 3 "$T/idx_notgz/t10k-labels-idx1-ubyte.gz" -- "$G" data fashion-mnist "$T/m_notgz.h5" --from "$T/idx_notgz"
+fi
+check "failed conversions leave no output (nor temp) files" \
+    bash -c "! ls -d '$T'/m.h5* '$T'/m_trunc.h5* '$T'/m_short.h5* '$T'/m_gz.h5* '$T'/m_notgz.h5* 2>/dev/null | grep -q ."
+
+# ---------------------------------------------------------------- nothing leaked into the source tree
+check "no runs/ directory made in the test's working directory" test ! -e "$T/runs"
+
+echo "$PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]
