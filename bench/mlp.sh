@@ -3,7 +3,11 @@
 # Fashion-MNIST MLP (784-512-256-10, batch 128, SGD momentum 0.9, lr 0.05,
 # constant lr for both), one epoch, the same number of threads, in one run.
 # Prints each side's training samples/s (median of REPEAT runs; eval and data
-# loading excluded on both sides) and the ratio gpurun / PyTorch.
+# loading excluded on both sides) and the ratio gpurun / PyTorch. PyTorch runs
+# twice per repeat: with THREADS intra-op threads (the same as gpurun), and
+# with 1, since Debian's torch 1.13 calls OpenBLAS, whose own threads then
+# use the cores anyway (torch with 2 threads oversubscribes them here).
+# The ratio is taken against the faster of the two.
 #   THREADS=2 REPEAT=3 bench/mlp.sh
 # OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are left as the machine sets them, for
 # both sides alike (printed below).
@@ -21,7 +25,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 echo "threads $THREADS, repeat $REPEAT, OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-unset}"
-g_runs=() t_runs=()
+g_runs=() t_runs=() t1_runs=()
 for i in $(seq "$REPEAT"); do
     build/gpurun configs/fashion-mnist-mlp.yaml --quiet --threads "$THREADS" --run-dir "$tmp/run$i" \
         --set train.epochs=1 --set train.schedule.type=constant --set log.every_steps=1000
@@ -29,12 +33,15 @@ for i in $(seq "$REPEAT"); do
         "$tmp/run$i/summary.json")
     t=$($PY "$REF" mlp --epochs 1 --threads "$THREADS" |
         $PY -c 'import json,sys; r=json.loads(sys.stdin.read()); print(r["samples_per_s"], r["test_accuracy"])')
-    echo "run $i: gpurun $g   pytorch $t   (samples/s, test accuracy)"
-    g_runs+=("${g%% *}") t_runs+=("${t%% *}")
+    t1=$($PY "$REF" mlp --epochs 1 --threads 1 |
+        $PY -c 'import json,sys; r=json.loads(sys.stdin.read()); print(r["samples_per_s"], r["test_accuracy"])')
+    echo "run $i: gpurun $g   pytorch($THREADS threads) $t   pytorch(1 thread) $t1   (samples/s, test accuracy)"
+    g_runs+=("${g%% *}") t_runs+=("${t%% *}") t1_runs+=("${t1%% *}")
 done
-$PY - "${g_runs[*]}" "${t_runs[*]}" <<'PYEOF'
+$PY - "${g_runs[*]}" "${t_runs[*]}" "${t1_runs[*]}" "$THREADS" <<'PYEOF'
 import statistics, sys
-g = statistics.median(float(x) for x in sys.argv[1].split())
-t = statistics.median(float(x) for x in sys.argv[2].split())
-print(f"mlp  gpurun {g:,.0f} samples/s   pytorch {t:,.0f} samples/s   ratio {g / t:.2f}x")
+g, t, t1 = (statistics.median(float(x) for x in a.split()) for a in sys.argv[1:4])
+best = max(t, t1)
+print(f"mlp  gpurun {g:,.0f} samples/s ({sys.argv[4]} threads)   pytorch {t:,.0f} ({sys.argv[4]} threads), "
+      f"{t1:,.0f} (1 thread)   ratio vs the faster pytorch {g / best:.2f}x")
 PYEOF

@@ -68,6 +68,10 @@ static inline float gr_uniform(uint64_t key, uint64_t counter) {
 /* Levenshtein distance, for "did you mean" suggestions. */
 int gr_edit_distance(const char *a, const char *b);
 
+/* Elementwise loops shorter than this run on one thread (OpenMP's fork costs
+ * more than it saves below it). */
+#define GR_OMP_MIN ((int64_t)1 << 15)
+
 #define GR_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define GR_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define GR_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))

@@ -11,6 +11,7 @@ void gr_cpu_relu(const gr_kargs *a) {
     const float *restrict x = a->in[0];
     float *restrict y = a->out[0];
     int64_t n = gr_count(a, a->tin[0]);
+    #pragma omp parallel for simd if (n >= GR_OMP_MIN)
     for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
@@ -18,6 +19,7 @@ void gr_cpu_relu_bwd(const gr_kargs *a) {
     const float *restrict dy = a->in[0], *restrict y = a->in[1];
     float *restrict dx = a->out[0];
     int64_t n = gr_count(a, a->tin[0]);
+    #pragma omp parallel for simd if (n >= GR_OMP_MIN)
     for (int64_t i = 0; i < n; i++) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
 }
 
@@ -25,6 +27,7 @@ void gr_cpu_sigmoid(const gr_kargs *a) {
     const float *restrict x = a->in[0];
     float *restrict y = a->out[0];
     int64_t n = gr_count(a, a->tin[0]);
+    #pragma omp parallel for simd if (n >= GR_OMP_MIN)
     for (int64_t i = 0; i < n; i++) y[i] = 1.0f / (1.0f + expf(-x[i]));
 }
 
@@ -32,6 +35,7 @@ void gr_cpu_sigmoid_bwd(const gr_kargs *a) {
     const float *restrict dy = a->in[0], *restrict y = a->in[1];
     float *restrict dx = a->out[0];
     int64_t n = gr_count(a, a->tin[0]);
+    #pragma omp parallel for simd if (n >= GR_OMP_MIN)
     for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * y[i] * (1.0f - y[i]);
 }
 
@@ -39,6 +43,7 @@ void gr_cpu_tanh(const gr_kargs *a) {
     const float *restrict x = a->in[0];
     float *restrict y = a->out[0];
     int64_t n = gr_count(a, a->tin[0]);
+    #pragma omp parallel for simd if (n >= GR_OMP_MIN)
     for (int64_t i = 0; i < n; i++) y[i] = tanhf(x[i]);
 }
 
@@ -46,6 +51,7 @@ void gr_cpu_tanh_bwd(const gr_kargs *a) {
     const float *restrict dy = a->in[0], *restrict y = a->in[1];
     float *restrict dx = a->out[0];
     int64_t n = gr_count(a, a->tin[0]);
+    #pragma omp parallel for simd if (n >= GR_OMP_MIN)
     for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
 }
 
@@ -54,6 +60,7 @@ void gr_cpu_gelu(const gr_kargs *a) {
     const float *restrict x = a->in[0];
     float *restrict y = a->out[0];
     int64_t n = gr_count(a, a->tin[0]);
+    #pragma omp parallel for simd if (n >= GR_OMP_MIN)
     for (int64_t i = 0; i < n; i++) y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
 }
 
@@ -63,6 +70,7 @@ void gr_cpu_gelu_bwd(const gr_kargs *a) {
     float *restrict dx = a->out[0];
     int64_t n = gr_count(a, a->tin[0]);
     const float inv_sqrt_2pi = 0.3989422804014327f;
+    #pragma omp parallel for simd if (n >= GR_OMP_MIN)
     for (int64_t i = 0; i < n; i++) {
         float cdf = 0.5f * (1.0f + erff(x[i] * 0.70710678118654752f));
         float pdf = inv_sqrt_2pi * expf(-0.5f * x[i] * x[i]);

@@ -1,11 +1,11 @@
 /* cpu_backend.c — the CPU backend: host memory, the kernel table generated
- * from ops.def, optimizer updates; GEMMs run on OpenBLAS's threads. */
-#include <cblas.h>
+ * from ops.def, optimizer updates; GEMMs through gemm.h (oneDNN by default). */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cpu_kernels.h"
+#include "gemm.h"
 
 static const gr_kernel_fn gr_cpu_kernels[GR_OP_COUNT] = {
 #define X(E, name, flags) [GR_OP_##E] = gr_cpu_##name,
@@ -57,13 +57,14 @@ static const gr_backend_vtable gr_cpu_vtable = {
 };
 
 gr_status gr_cpu_backend_create(int threads, gr_backend **out, gr_error *err) {
-    (void)err;
-    gr_backend *be = gr_xcalloc(1, sizeof *be);
-    be->vt = &gr_cpu_vtable;
+    const char *gemm = getenv("GPURUN_GEMM");
     if (threads <= 0) threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (threads <= 0) threads = 1;
+    if (!gr_cpu_gemm_init(gemm, threads))
+        return gr_error_set(err, GR_ERR_USAGE, "GPURUN_GEMM=%s: expected onednn or openblas", gemm);
+    gr_backend *be = gr_xcalloc(1, sizeof *be);
+    be->vt = &gr_cpu_vtable;
     be->threads = threads;
-    openblas_set_num_threads(threads);
     *out = be;
     return GR_OK;
 }

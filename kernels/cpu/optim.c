@@ -14,6 +14,7 @@
 /* momentum == 0: w -= lr * (gm*g + wd*w) */
 static void sgd_plain(float *restrict w, const float *restrict g, int64_t n,
                       float lr, float wd, float gm) {
+    #pragma omp parallel for simd if (n >= GR_OMP_MIN)
     for (int64_t i = 0; i < n; i++) {
         float d = gm * g[i] + wd * w[i];
         w[i] -= lr * d;
@@ -23,6 +24,7 @@ static void sgd_plain(float *restrict w, const float *restrict g, int64_t n,
 /* buf = mu*buf + d;  w -= lr * buf */
 static void sgd_momentum(float *restrict w, const float *restrict g, float *restrict buf,
                          int64_t n, float lr, float mu, float wd, float gm) {
+    #pragma omp parallel for simd if (n >= GR_OMP_MIN)
     for (int64_t i = 0; i < n; i++) {
         float d = gm * g[i] + wd * w[i];
         float b = mu * buf[i] + d;
@@ -34,6 +36,7 @@ static void sgd_momentum(float *restrict w, const float *restrict g, float *rest
 /* buf = mu*buf + d;  w -= lr * (d + mu*buf) */
 static void sgd_nesterov(float *restrict w, const float *restrict g, float *restrict buf,
                          int64_t n, float lr, float mu, float wd, float gm) {
+    #pragma omp parallel for simd if (n >= GR_OMP_MIN)
     for (int64_t i = 0; i < n; i++) {
         float d = gm * g[i] + wd * w[i];
         float b = mu * buf[i] + d;
@@ -61,6 +64,7 @@ static void adamw_loop(float *restrict w, const float *restrict g, float *restri
                        float *restrict v, int64_t n, float b1, float b2, float eps, float gm,
                        float decay, float step_size, float bc2_sqrt) {
     const float c1 = 1.0f - b1, c2 = 1.0f - b2;
+    #pragma omp parallel for simd if (n >= GR_OMP_MIN)
     for (int64_t i = 0; i < n; i++) {
         float gi = gm * g[i];
         float mi = b1 * m[i] + c1 * gi;
@@ -91,6 +95,7 @@ void gr_cpu_adamw_update(float *w, const float *g, float *m, float *v, int64_t n
 double gr_cpu_sumsq(const float *g, int64_t n) {
     GR_ASSERT(g || n == 0);
     double s = 0.0;
+    #pragma omp parallel for reduction(+ : s) if (n >= GR_OMP_MIN)
     for (int64_t i = 0; i < n; i++) {
         double x = (double)g[i];
         s += x * x;

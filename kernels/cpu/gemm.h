@@ -1,0 +1,26 @@
+/* gemm.h — the CPU backend's one matrix multiply, row-major:
+ *   C[M,N] = alpha * op(A) op(B) + beta * C,  op(X) = X or X^T.
+ *
+ * Two providers behind it: oneDNN's dnnl_sgemm (the default: it picks its
+ * AVX2/AVX-512 kernels from the CPU's feature flags) and OpenBLAS's
+ * cblas_sgemm (kept as the reference path; OpenBLAS 0.3.21 identifies
+ * unknown CPU models as Prescott and then runs SSE3 kernels, ~5x slower on
+ * the MLP's shapes here). GPURUN_GEMM=openblas|onednn picks one at backend
+ * creation. */
+#ifndef GR_CPU_GEMM_H
+#define GR_CPU_GEMM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum gr_gemm_provider { GR_GEMM_ONEDNN, GR_GEMM_OPENBLAS } gr_gemm_provider;
+
+/* Selects the provider and its thread count; returns false for an unknown name. */
+bool gr_cpu_gemm_init(const char *provider, int threads);
+gr_gemm_provider gr_cpu_gemm_provider(void);
+const char *gr_cpu_gemm_name(void);
+
+void gr_cpu_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                  const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+
+#endif
