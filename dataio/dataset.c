@@ -568,13 +568,16 @@ gr_status gr_dataset_read(gr_dataset *ds, const int64_t *idx, int64_t n, const d
             for (int v = 0; v < 256; v++) ds->lut[c * 256 + v] = (float)(((double)v - m) / s);
     }
     const size_t sample_bytes = (size_t)ds->sample_elems * ds->elem_size;
+    const bool par = n * ds->sample_elems >= GR_OMP_MIN; /* decode on all cores for big batches */
     if (ds->mem) {
+        #pragma omp parallel for if (par)
         for (int64_t i = 0; i < n; i++)
             convert_sample(ds, ds->mem + (size_t)idx[i] * sample_bytes, x + i * ds->sample_elems);
     } else if (n > 0) {
         int64_t u = 0;
         gr_status st = read_rows(ds, idx, n, &u, err);
         if (st != GR_OK) return st;
+        #pragma omp parallel for if (par)
         for (int64_t i = 0; i < n; i++) {
             int64_t r = find_sorted(ds->sorted, u, idx[i]);
             convert_sample(ds, ds->raw + (size_t)r * sample_bytes, x + i * ds->sample_elems);
