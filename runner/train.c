@@ -460,7 +460,8 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
         }
         bool end_of_epoch = done_steps % spe == 0;
         bool do_eval = s->eval.every_steps > 0 ? done_steps % s->eval.every_steps == 0
-                                               : end_of_epoch && (done_steps / spe) % s->eval.every_epochs == 0;
+                                               : s->eval.every_epochs > 0 && end_of_epoch &&
+                                                     (done_steps / spe) % s->eval.every_epochs == 0;
         if (done_steps == total) do_eval = true;
         if (j.val_ld && do_eval) {
             double te = gr_now();

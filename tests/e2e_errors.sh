@@ -336,6 +336,14 @@ touch "$T/a_file"
 expect_fail 2 "$T/a_file" -- "$G" "$T/ok.yaml" --run-dir "$T/a_file"
 expect_fail 2 "$T/a_file" -- "$G" "$T/ok.yaml" --run-dir "$T/a_file/sub"
 
+# eval.every_epochs: 0 = no periodic eval, one at the end only
+expect_ok -- "$G" "$T/ok.yaml" --run-dir "$T/run_eval0" --quiet --set eval.every_epochs=0 --set train.steps=9
+check "eval.every_epochs=0 evaluates once, at the end" "$PY" -c '
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1]) if "\"eval\"" in l]
+assert [e["step"] for e in ev] == [9], ev
+' "$T/run_eval0/metrics.jsonl"
+
 # ---------------------------------------------------------------- divergence: exit 5
 spec diverge tiny 's/lr: 0.1/lr: 1e30/'
 expect_fail 5 "diverged" -- "$G" "$T/diverge.yaml" --run-dir "$T/run_div" --quiet
