@@ -47,5 +47,17 @@ PYEOF
 # the resolved spec in the run directory is itself a valid spec that reproduces the job
 "$gpurun" validate "$tmp/run/config.yaml" >/dev/null && ok || bad "config.yaml does not validate"
 
+# the same spec and seed give the same losses, bit for bit (dropout included)
+for i in 1 2; do
+    "$gpurun" "$src/configs/fashion-mnist-mlp.yaml" "${sets[@]}" --run-dir "$tmp/det$i" --quiet \
+        --set train.steps=200 --set log.every_steps=20 --set 'model.layers.2={dropout: {rate: 0.2}}'
+done
+cmp -s <(grep -o '"loss":[^,]*' "$tmp/det1/metrics.jsonl") <(grep -o '"loss":[^,]*' "$tmp/det2/metrics.jsonl") \
+    && ok || bad "two runs of the same spec differ"
+"$gpurun" "$src/configs/fashion-mnist-mlp.yaml" "${sets[@]}" --run-dir "$tmp/det3" --quiet \
+    --set train.steps=200 --set log.every_steps=20 --set 'model.layers.2={dropout: {rate: 0.2}}' --set seed=1
+cmp -s <(grep -o '"loss":[^,]*' "$tmp/det1/metrics.jsonl") <(grep -o '"loss":[^,]*' "$tmp/det3/metrics.jsonl") \
+    && bad "a different seed gave the same losses" || ok
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
