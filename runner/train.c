@@ -21,6 +21,7 @@
 #include "../graph/plan.h"
 #include "json.h"
 #include "schedule.h"
+#include "tfevents.h"
 
 /* Everything a job holds while it runs. */
 typedef struct gr_job {
@@ -38,10 +39,12 @@ typedef struct gr_job {
     gr_plan train_plan, eval_plan;
     char run_dir[GR_PATH_MAX];
     FILE *metrics;
+    gr_tfevents *tb; /* NULL unless log.tensorboard */
 } gr_job;
 
 static void gr_job_free(gr_job *j) {
     if (j->metrics) fclose(j->metrics);
+    gr_tfevents_close(j->tb, NULL);
     gr_plan_free(&j->train_plan);
     gr_plan_free(&j->eval_plan);
     gr_model_free(&j->m);
@@ -237,6 +240,7 @@ static gr_status gr_job_run_dir(gr_job *j, const gr_run_options *opt, gr_error *
     snprintf(path, sizeof path, "%s/metrics.jsonl", j->run_dir);
     j->metrics = fopen(path, "a");
     if (!j->metrics) return gr_error_set(err, GR_ERR_USAGE, "%s: cannot write: %s", path, strerror(errno));
+    if (s->log.tensorboard) return gr_tfevents_open(j->run_dir, &j->tb, err);
     return GR_OK;
 }
 
@@ -326,6 +330,11 @@ static void gr_job_log_eval(gr_job *j, int64_t step, double epoch, double loss, 
     gr_json_num(&js, "accuracy", acc);
     fprintf(j->metrics, "%s\n", gr_json_end(&js));
     fflush(j->metrics);
+    if (j->tb) {
+        double t = gr_tfevents_wall_time();
+        gr_tfevents_scalar(j->tb, "val/loss", step, t, (float)loss);
+        gr_tfevents_scalar(j->tb, "val/accuracy", step, t, (float)acc);
+    }
     if (!quiet) printf("eval  step %lld  epoch %.2f  val loss %.4f  accuracy %.4f\n", (long long)step, epoch, loss, acc);
 }
 
@@ -446,6 +455,13 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
             gr_json_num(&js, "time_s", now - t0);
             fprintf(j.metrics, "%s\n", gr_json_end(&js));
             fflush(j.metrics);
+            if (j.tb) {
+                double t = gr_tfevents_wall_time();
+                gr_tfevents_scalar(j.tb, "train/loss", done_steps, t, (float)(loss_window / (double)steps_window));
+                gr_tfevents_scalar(j.tb, "train/lr", done_steps, t, (float)lr);
+                gr_tfevents_scalar(j.tb, "train/samples_per_s", done_steps, t, (float)sps);
+                if ((st = gr_tfevents_flush(j.tb, err))) goto done; /* live in TensorBoard, like metrics.jsonl */
+            }
             if (!opt->quiet) {
                 char etab[32];
                 gr_fmt_duration(eta, etab, sizeof etab);
@@ -471,6 +487,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
             eval_s += te;
             if (isnan(best_acc) || last_acc > best_acc) best_acc = last_acc;
             gr_job_log_eval(&j, done_steps, epoch_f, last_vloss, last_acc, opt->quiet);
+            if (j.tb && (st = gr_tfevents_flush(j.tb, err))) goto done;
         }
     }
     double wall = gr_now() - t0;
@@ -498,6 +515,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
         gr_error e2;
         gr_status st2 = gr_write_summary(j.run_dir, gr_json_end(&js), &e2);
         if (!st && st2) { st = st2; *err = e2; }
+        if (j.tb && (st2 = gr_tfevents_flush(j.tb, &e2)) && !st) { st = st2; *err = e2; }
     }
     if (!st && !opt->quiet)
         printf("done: %lld steps in %.1f s, final train loss %.4f, val accuracy %.4f (best %.4f)\n",

@@ -44,6 +44,9 @@ s = json.load(open(d + "/summary.json"))
 assert s["status"] == "finished" and s["steps"] == 2340 and s["epochs"] == 5, s
 assert s["params"] == 535818
 PYEOF
+# TensorBoard scalars beside metrics.jsonl, every record's CRC checked by an independent reader
+$PY "$src/tests/tfevents_read.py" "$tmp/run" --require train/loss:23 --require val/accuracy:5 >/dev/null \
+    && ok || bad "events.out.tfevents.* missing or corrupt"
 # the resolved spec in the run directory is itself a valid spec that reproduces the job
 "$gpurun" validate "$tmp/run/config.yaml" >/dev/null && ok || bad "config.yaml does not validate"
 

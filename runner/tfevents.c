@@ -1,0 +1,187 @@
+/* tfevents.c — TensorBoard event files (see tfevents.h).
+ *
+ * Protobuf fields written (tensorflow/core/util/event.proto, summary.proto):
+ *   Event:         wall_time = 1 (double), step = 2 (int64),
+ *                  file_version = 3 (string), summary = 5 (Summary)
+ *   Summary:       value = 1 (repeated Value)
+ *   Summary.Value: tag = 1 (string), simple_value = 2 (float)
+ * All multi-byte values are little-endian, whatever the host. */
+#include "tfevents.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../common/crc32c.h"
+
+struct gr_tfevents {
+    FILE *f;
+    char *path;
+    int write_errno; /* first failed write's errno, 0 while all is well */
+};
+
+/* ---- protobuf encoding: a byte cursor over a caller's buffer ---- */
+
+/* Protobuf wire types. */
+enum { GR_PB_VARINT = 0, GR_PB_FIXED64 = 1, GR_PB_BYTES = 2, GR_PB_FIXED32 = 5 };
+
+static unsigned char *gr_pb_varint(unsigned char *p, uint64_t v) {
+    while (v >= 0x80) {
+        *p++ = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (unsigned char)v;
+    return p;
+}
+
+static unsigned char *gr_pb_key(unsigned char *p, unsigned field, unsigned wire) {
+    return gr_pb_varint(p, (uint64_t)field << 3 | wire);
+}
+
+static unsigned char *gr_pb_le(unsigned char *p, uint64_t v, int nbytes) {
+    for (int i = 0; i < nbytes; i++) *p++ = (unsigned char)(v >> (8 * i));
+    return p;
+}
+
+static unsigned char *gr_pb_double(unsigned char *p, unsigned field, double d) {
+    uint64_t bits;
+    memcpy(&bits, &d, sizeof bits);
+    return gr_pb_le(gr_pb_key(p, field, GR_PB_FIXED64), bits, 8);
+}
+
+static unsigned char *gr_pb_float(unsigned char *p, unsigned field, float f) {
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    return gr_pb_le(gr_pb_key(p, field, GR_PB_FIXED32), bits, 4);
+}
+
+static unsigned char *gr_pb_bytes(unsigned char *p, unsigned field, const void *data, size_t n) {
+    p = gr_pb_varint(gr_pb_key(p, field, GR_PB_BYTES), n);
+    memcpy(p, data, n);
+    return p + n;
+}
+
+/* Bytes of a varint holding v. */
+static size_t gr_pb_varint_len(uint64_t v) {
+    size_t n = 1;
+    while (v >= 0x80) { v >>= 7; n++; }
+    return n;
+}
+
+/* ---- records ---- */
+
+static uint32_t gr_tfevents_masked_crc(const void *data, size_t n) {
+    uint32_t c = gr_crc32c(0, data, n);
+    return ((c >> 15) | (c << 17)) + 0xa282ead8u;
+}
+
+static gr_status gr_tfevents_record(gr_tfevents *w, const unsigned char *data, size_t n) {
+    if (w->write_errno) return GR_ERR_USAGE;
+    unsigned char head[12], tail[4];
+    gr_pb_le(head, n, 8);
+    gr_pb_le(head + 8, gr_tfevents_masked_crc(head, 8), 4);
+    gr_pb_le(tail, gr_tfevents_masked_crc(data, n), 4);
+    errno = 0;
+    if (fwrite(head, 1, sizeof head, w->f) != sizeof head || fwrite(data, 1, n, w->f) != n ||
+        fwrite(tail, 1, sizeof tail, w->f) != sizeof tail) {
+        w->write_errno = errno ? errno : EIO;
+        return GR_ERR_USAGE;
+    }
+    return GR_OK;
+}
+
+static gr_status gr_tfevents_report(const gr_tfevents *w, gr_error *err) {
+    if (!w->write_errno) return GR_OK;
+    return gr_error_set(err, GR_ERR_USAGE, "%s: cannot write: %s", w->path, strerror(w->write_errno));
+}
+
+/* ---- public ---- */
+
+double gr_tfevents_wall_time(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+const char *gr_tfevents_path(const gr_tfevents *w) { return w->path; }
+
+gr_status gr_tfevents_open(const char *dir, gr_tfevents **out, gr_error *err) {
+    *out = NULL;
+    char host[256];
+    if (gethostname(host, sizeof host) != 0 || !host[0]) snprintf(host, sizeof host, "localhost");
+    host[sizeof host - 1] = 0;
+    for (char *c = host; *c; c++)
+        if (*c == '/') *c = '_';
+    long long secs = (long long)time(NULL);
+
+    size_t cap = strlen(dir) + strlen(host) + 64;
+    char *path = gr_xmalloc(cap);
+    int fd = -1;
+    for (int k = 0; k < 100 && fd < 0; k++) {
+        if (k == 0) snprintf(path, cap, "%s/events.out.tfevents.%lld.%s", dir, secs, host);
+        else snprintf(path, cap, "%s/events.out.tfevents.%lld.%s.%d", dir, secs, host, k);
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0 && errno != EEXIST) break;
+    }
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (!f) {
+        gr_status st = gr_error_set(err, GR_ERR_USAGE, "%s: cannot write: %s", path, strerror(errno));
+        if (fd >= 0) close(fd);
+        free(path);
+        return st;
+    }
+    gr_tfevents *w = gr_xcalloc(1, sizeof *w);
+    w->f = f;
+    w->path = path;
+
+    static const char version[] = "brain.Event:2";
+    unsigned char buf[64], *p = buf;
+    p = gr_pb_double(p, 1, gr_tfevents_wall_time());
+    p = gr_pb_bytes(p, 3, version, sizeof version - 1);
+    gr_tfevents_record(w, buf, (size_t)(p - buf));
+    gr_status st = gr_tfevents_flush(w, err);
+    if (st) {
+        gr_tfevents_close(w, NULL);
+        return st;
+    }
+    *out = w;
+    return GR_OK;
+}
+
+gr_status gr_tfevents_scalar(gr_tfevents *w, const char *tag, int64_t step, double wall_time, float value) {
+    size_t tag_len = strlen(tag);
+    GR_ASSERT(tag_len <= GR_TFEVENTS_TAG_MAX);
+    /* Sizes inside out: Value, then Summary (one Value), then the Event. */
+    size_t value_len = 1 + gr_pb_varint_len(tag_len) + tag_len + 1 + 4;
+    size_t summary_len = 1 + gr_pb_varint_len(value_len) + value_len;
+    unsigned char buf[GR_TFEVENTS_TAG_MAX + 64], *p = buf;
+    p = gr_pb_double(p, 1, wall_time);
+    p = gr_pb_varint(gr_pb_key(p, 2, GR_PB_VARINT), (uint64_t)step);
+    p = gr_pb_varint(gr_pb_key(p, 5, GR_PB_BYTES), summary_len);
+    p = gr_pb_varint(gr_pb_key(p, 1, GR_PB_BYTES), value_len);
+    p = gr_pb_bytes(p, 1, tag, tag_len);
+    p = gr_pb_float(p, 2, value);
+    GR_ASSERT((size_t)(p - buf) <= sizeof buf);
+    return gr_tfevents_record(w, buf, (size_t)(p - buf));
+}
+
+gr_status gr_tfevents_flush(gr_tfevents *w, gr_error *err) {
+    errno = 0;
+    if (!w->write_errno && fflush(w->f) != 0) w->write_errno = errno ? errno : EIO;
+    return gr_tfevents_report(w, err);
+}
+
+gr_status gr_tfevents_close(gr_tfevents *w, gr_error *err) {
+    if (!w) return GR_OK;
+    gr_tfevents_flush(w, NULL);
+    errno = 0;
+    if (fclose(w->f) != 0 && !w->write_errno) w->write_errno = errno ? errno : EIO;
+    gr_status st = gr_tfevents_report(w, err);
+    free(w->path);
+    free(w);
+    return st;
+}
