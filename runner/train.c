@@ -209,11 +209,27 @@ static bool gr_file_exists(const char *dir, const char *name) {
     return stat(p, &sb) == 0;
 }
 
+static void gr_run_dir_path(const gr_job_spec *s, const gr_run_options *opt, char *buf, size_t n) {
+    if (opt->run_dir) snprintf(buf, n, "%s", opt->run_dir);
+    else if (s->log.dir[0]) snprintf(buf, n, "%s", s->log.dir);
+    else snprintf(buf, n, "runs/%s", s->name);
+}
+
+/* Did the run in dir finish (summary.json written with status finished)? */
+static bool gr_run_finished(const char *dir) {
+    char path[GR_PATH_MAX + 64], text[4096];
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    return strstr(text, "\"status\":\"finished\"") != NULL;
+}
+
 static gr_status gr_job_run_dir(gr_job *j, const gr_run_options *opt, gr_error *err) {
     const gr_job_spec *s = j->spec;
-    if (opt->run_dir) snprintf(j->run_dir, sizeof j->run_dir, "%s", opt->run_dir);
-    else if (s->log.dir[0]) snprintf(j->run_dir, sizeof j->run_dir, "%s", s->log.dir);
-    else snprintf(j->run_dir, sizeof j->run_dir, "runs/%s", s->name);
+    gr_run_dir_path(s, opt, j->run_dir, sizeof j->run_dir);
     bool has_run = gr_file_exists(j->run_dir, "config.yaml") || gr_file_exists(j->run_dir, "metrics.jsonl") ||
                    gr_file_exists(j->run_dir, "summary.json");
     if (has_run && !opt->resume)
@@ -369,6 +385,15 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
     gr_status st;
     const gr_job_spec *s = spec;
     if ((st = gr_job_unsupported(s, err))) goto done;
+    if (opt->resume && strcmp(opt->resume, "auto") == 0) {
+        /* the preemptible idiom reruns every job with --resume auto: a run
+         * that already finished is left as it is */
+        gr_run_dir_path(s, opt, j.run_dir, sizeof j.run_dir);
+        if (gr_run_finished(j.run_dir)) {
+            fprintf(stderr, "gpurun: %s: this run already finished (summary.json); nothing to do\n", j.run_dir);
+            goto done;
+        }
+    }
     if ((st = gr_job_compile(&j, s, true, err))) goto done;
     if ((st = gr_job_backend(&j, opt->device ? opt->device : s->device, opt->threads, err))) goto done;
     if ((st = gr_model_init(&j.m, &j.g, j.be, gr_optim_slots(&s->train.optimizer), err))) goto done;

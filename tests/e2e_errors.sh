@@ -326,8 +326,17 @@ for f in config.yaml metrics.jsonl summary.json; do
 done
 expect_fail 2 "$R" -- "$G" "$T/ok.yaml" --run-dir "$R" --set train.steps=3
 check "a refused run with another spec leaves config.yaml untouched" cmp "$T/before/config.yaml" "$R/config.yaml"
+# --resume auto on a finished run: nothing to do, nothing touched (sweeps rerun every job so)
+expect_ok -- "$G" "$T/ok.yaml" --run-dir "$R" --resume auto --quiet
+check "--resume auto on a finished run says so" grep -qF "this run already finished" "$ERR"
+for f in config.yaml metrics.jsonl summary.json; do
+    check "--resume auto on a finished run leaves $f untouched" cmp "$T/before/$f" "$R/$f"
+done
+# --resume auto on a run that did not finish (no summary.json): starts again, appending
+rm "$R/summary.json"
 expect_ok -- "$G" "$T/ok.yaml" --run-dir "$R" --resume auto --quiet
 check "--resume auto run finished" grep -qF '"status":"finished"' "$R/summary.json"
+check "--resume auto appended to metrics.jsonl" test "$(grep -c '"kind":"train"' "$R/metrics.jsonl")" -eq 4
 # --resume auto into a fresh directory: first start of the preemptible idiom
 expect_ok -- "$G" "$T/ok.yaml" --run-dir "$T/run_auto" --resume auto --quiet
 check "--resume auto on a fresh dir writes summary.json" test -s "$T/run_auto/summary.json"
