@@ -409,12 +409,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
 
     int64_t per_epoch = gr_loader_samples_per_epoch(j.train_ld);
     int64_t spe = per_epoch / s->train.batch_size;
-    if (spe < 1) {
-        st = gr_error_set(err, GR_ERR_DATA, "%s: %s: the split has %lld samples, fewer than "
-                          "train.batch_size %lld", s->data.train.path, s->data.train.group,
-                          (long long)per_epoch, (long long)s->train.batch_size);
-        goto done;
-    }
+    GR_ASSERT(spe >= 1); /* gr_job_compile refused splits smaller than a batch */
     int64_t total = s->train.epochs > 0 ? s->train.epochs * spe : s->train.steps;
     if (s->train.steps > 0 && s->train.steps < total) total = s->train.steps;
     int64_t accum = s->train.batch_size / s->train.micro_batch;
