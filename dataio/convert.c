@@ -2,6 +2,7 @@
  * or plain, read through zlib, which passes plain files through) to the HDF5
  * layout of DESIGN 1.5, written to OUT.tmp and renamed into place. */
 #include "dataio.h"
+#include "convert.h"
 #include "h5util.h"
 
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* dataio.h — datasets in the HDF5 layout of DESIGN 1.5, the loader API the
- * training loop consumes, and the converters behind `gpurun data`.
+ * training loop consumes (the `gpurun data` converters: dataio/convert.h).
  *
  * Exports:
  *   gr_dataset_*  an opened split (group holding `images` and `labels`);
@@ -9,7 +9,6 @@
  *                 synchronous; the asynchronous loader (reader threads,
  *                 pinned ring of `prefetch` buffers) replaces the inside of
  *                 gr_loader_next/release without changing this API.
- *   gr_data_convert_*  the `gpurun data` converters.
  * All failures are GR_ERR_DATA (exit 3) with a message naming the file, and
  * the group and dataset when they are involved. HDF5's own error-stack
  * printing is switched off; its failures are translated. */
@@ -111,18 +110,5 @@ gr_status gr_loader_next(gr_loader *ld, gr_batch **out, gr_error *err);
 void gr_loader_release(gr_loader *ld, gr_batch *b);
 /* Seconds gr_loader_next spent waiting for data so far. */
 double gr_loader_wait_s(const gr_loader *ld);
-
-/* ---- converters (`gpurun data ...`) ---- */
-/* Writes /train and /test from the four IDX files in dir (gzipped "*.gz" or
- * not): train-images-idx3-ubyte, train-labels-idx1-ubyte,
- * t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte. images uint8 [N,1,28,28]
- * chunked by whole samples, labels uint8 [N]; group attributes `classes`
- * (names, when known for `dataset`), `mean`, `std` (stored units, over the
- * train split). Writes out.tmp then renames, so a failed conversion leaves
- * nothing; refuses to overwrite an existing out unless force. `dataset` is
- * "fashion-mnist" or "mnist" (it only selects the class names).
- * Errors are exit 3 naming the IDX file ("bad magic", "truncated", ...). */
-gr_status gr_data_convert_idx(const char *dataset, const char *dir, const char *out, bool force,
-                              bool progress, gr_error *err);
 
 #endif

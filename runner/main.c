@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../dataio/dataio.h"
+#include "../dataio/convert.h"
 #include "../graph/graph.h"
 #include "../graph/spec.h"
 #include "train.h"

@@ -3,6 +3,7 @@
  * loader order/sharding/seek/ring, and the IDX converter (hand-made files,
  * broken ones, and the real Fashion-MNIST files when installed). */
 #include "../dataio/dataio.h"
+#include "../dataio/convert.h"
 #include "gr_test.h"
 
 #include <hdf5.h>
