@@ -3,10 +3,9 @@
  * layout of DESIGN 1.5, written to OUT.tmp and renamed into place. */
 #include "dataio.h"
 #include "convert.h"
-#include "h5util.h"
+#include "convert_out.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +16,6 @@
 #define IDX_MAGIC_IMAGES 0x00000803u
 #define IDX_MAGIC_LABELS 0x00000801u
 #define IDX_READ_CHUNK ((size_t)16 << 20)
-#define IDX_CHUNK_SAMPLES 1024
 
 static const char *const fashion_classes[] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                                               "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
@@ -145,89 +143,47 @@ done:
     return st;
 }
 
-static gr_status write_split(hid_t file, const char *out, const char *gname, const idx_file *img,
-                             const idx_file *lab, const char *const *classes, const double *mean,
-                             const double *stdv, gr_error *err) {
-    gr_status st = GR_OK;
-    hid_t g = -1, sp = -1, dcpl = -1, d = -1, a = -1, st_t = -1;
-    const hsize_t n = img->dims[0];
-    hsize_t dims[4] = {n, 1, img->dims[1], img->dims[2]};
-    hsize_t chunk[4] = {GR_MIN(n, (hsize_t)IDX_CHUNK_SAMPLES), 1, img->dims[1], img->dims[2]};
-    GR_H5_CHECK(g = H5Gcreate2(file, gname, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), err,
-                "%s: cannot create group %s", out, gname);
-    GR_H5_CHECK(sp = H5Screate_simple(4, dims, NULL), err, "%s: %s/images: cannot create", out, gname);
-    GR_H5_CHECK(dcpl = H5Pcreate(H5P_DATASET_CREATE), err, "%s: %s/images: cannot create", out, gname);
-    GR_H5_CHECK(H5Pset_chunk(dcpl, 4, chunk), err, "%s: %s/images: cannot create", out, gname);
-    GR_H5_CHECK(d = H5Dcreate2(g, "images", H5T_STD_U8LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT), err,
-                "%s: %s/images: cannot create", out, gname);
-    GR_H5_CHECK(H5Dwrite(d, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, img->data), err,
-                "%s: %s/images: write failed", out, gname);
-    H5Dclose(d), d = -1;
-    H5Sclose(sp), sp = -1;
-
-    GR_H5_CHECK(sp = H5Screate_simple(1, &n, NULL), err, "%s: %s/labels: cannot create", out, gname);
-    GR_H5_CHECK(d = H5Dcreate2(g, "labels", H5T_STD_U8LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), err,
-                "%s: %s/labels: cannot create", out, gname);
-    GR_H5_CHECK(H5Dwrite(d, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, lab->data), err,
-                "%s: %s/labels: write failed", out, gname);
-    H5Dclose(d), d = -1;
-    H5Sclose(sp), sp = -1;
-
-    if (classes) {
-        hsize_t nc = 10;
-        GR_H5_CHECK(st_t = H5Tcopy(H5T_C_S1), err, "%s: %s: attribute classes", out, gname);
-        GR_H5_CHECK(H5Tset_size(st_t, H5T_VARIABLE), err, "%s: %s: attribute classes", out, gname);
-        GR_H5_CHECK(H5Tset_cset(st_t, H5T_CSET_UTF8), err, "%s: %s: attribute classes", out, gname);
-        GR_H5_CHECK(sp = H5Screate_simple(1, &nc, NULL), err, "%s: %s: attribute classes", out, gname);
-        GR_H5_CHECK(a = H5Acreate2(g, "classes", st_t, sp, H5P_DEFAULT, H5P_DEFAULT), err,
-                    "%s: %s: attribute classes", out, gname);
-        GR_H5_CHECK(H5Awrite(a, st_t, classes), err, "%s: %s: attribute classes", out, gname);
-        H5Aclose(a), a = -1;
-        H5Sclose(sp), sp = -1;
+/* Writes one split from an images/labels pair already read and checked;
+ * with stats, also fills mean/std (one channel) from it first. */
+static gr_status idx_write_split(const gr_conv_out *o, const char *name, const idx_file *img, const idx_file *lab,
+                                 const char *const *classes, bool stats, double *mean, double *std, gr_error *err) {
+    const int64_t n = img->dims[0];
+    gr_conv_split s;
+    gr_status st = gr_conv_split_create(o, name, n, 1, img->dims[1], img->dims[2], 10, stats, &s, err);
+    if (st != GR_OK) return st;
+    int32_t *labels = gr_xmalloc((size_t)n * sizeof *labels);
+    for (int64_t i = 0; i < n; i++) labels[i] = lab->data[i];
+    st = gr_conv_split_write(&s, n, img->data, labels, err);
+    free(labels);
+    if (st != GR_OK) {
+        gr_conv_split_free(&s);
+        return st;
     }
-    const hsize_t one = 1;
-    const char *names[2] = {"mean", "std"};
-    const double *vals[2] = {mean, stdv};
-    for (int k = 0; k < 2; k++) {
-        GR_H5_CHECK(sp = H5Screate_simple(1, &one, NULL), err, "%s: %s: attribute %s", out, gname, names[k]);
-        GR_H5_CHECK(a = H5Acreate2(g, names[k], H5T_IEEE_F64LE, sp, H5P_DEFAULT, H5P_DEFAULT), err,
-                    "%s: %s: attribute %s", out, gname, names[k]);
-        GR_H5_CHECK(H5Awrite(a, H5T_NATIVE_DOUBLE, vals[k]), err, "%s: %s: attribute %s", out, gname, names[k]);
-        H5Aclose(a), a = -1;
-        H5Sclose(sp), sp = -1;
-    }
-fail:
-    if (st_t >= 0) H5Tclose(st_t);
-    if (a >= 0) H5Aclose(a);
-    if (d >= 0) H5Dclose(d);
-    if (dcpl >= 0) H5Pclose(dcpl);
-    if (sp >= 0) H5Sclose(sp);
-    if (g >= 0) H5Gclose(g);
-    return st;
+    if (stats) gr_conv_split_stats(&s, mean, std);
+    return gr_conv_split_finish(&s, classes, 10, mean, std, err);
 }
 
 gr_status gr_data_convert_idx(const char *dataset, const char *dir, const char *out, bool force, bool progress,
                               gr_error *err) {
-    gr_h5_init();
     const char *const *classes;
     if (strcmp(dataset, "fashion-mnist") == 0) classes = fashion_classes;
     else if (strcmp(dataset, "mnist") == 0) classes = mnist_classes;
     else
         return gr_error_set(err, GR_ERR_USAGE, "data: unknown IDX dataset \"%s\"; expected fashion-mnist or mnist",
                             dataset);
-    struct stat sb;
-    if (stat(out, &sb) == 0 && !force)
-        return gr_error_set(err, GR_ERR_USAGE, "%s: already exists (pass --force to overwrite)", out);
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return gr_error_set(err, GR_ERR_DATA, "%s: no such directory (expected the IDX files there)", dir);
-
+    gr_conv_out o;
+    gr_status st = gr_conv_out_begin(&o, out, force, progress, err);
+    if (st != GR_OK) return st;
     static const char *const names[4] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
                                          "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
     idx_file f[4];
     memset(f, 0, sizeof f);
-    gr_status st = GR_OK;
-    char *tmp = NULL;
-    hid_t file = -1;
+    double mean = 0, stdv = 1;
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        st = gr_error_set(err, GR_ERR_DATA, "%s: no such directory (expected the IDX files there)", dir);
+        goto done;
+    }
     for (int k = 0; k < 4 && st == GR_OK; k++)
         st = idx_read(dir, names[k], k % 2 == 0 ? IDX_MAGIC_IMAGES : IDX_MAGIC_LABELS, progress, &f[k], err);
     if (st != GR_OK) goto done;
@@ -250,48 +206,15 @@ gr_status gr_data_convert_idx(const char *dataset, const char *dir, const char *
                                   f[k].data[i], i);
                 goto done;
             }
-
-    /* mean / std over the train images, in stored units (population std). */
-    uint64_t sum = 0, sum2 = 0;
-    for (size_t i = 0; i < f[0].bytes; i++) {
-        uint64_t v = f[0].data[i];
-        sum += v;
-        sum2 += v * v;
-    }
-    const double cnt = (double)f[0].bytes;
-    double mean = (double)sum / cnt;
-    double var = (double)sum2 / cnt - mean * mean;
-    double stdv = sqrt(var > 0 ? var : 0);
-    if (stdv == 0) stdv = 1;
-
-    size_t tl = strlen(out) + 5;
-    tmp = gr_xmalloc(tl);
-    snprintf(tmp, tl, "%s.tmp", out);
-    if (progress) fprintf(stderr, "gpurun data: writing %s\n", out);
-    file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    if (file < 0) {
-        st = gr_h5_fail(err, GR_ERR_DATA, "%s: cannot create", tmp);
-        goto done;
-    }
-    if ((st = write_split(file, tmp, "/train", &f[0], &f[1], classes, &mean, &stdv, err)) != GR_OK) goto done;
-    if ((st = write_split(file, tmp, "/test", &f[2], &f[3], classes, &mean, &stdv, err)) != GR_OK) goto done;
-    herr_t cr = H5Fclose(file);
-    file = -1;
-    if (cr < 0) {
-        st = gr_h5_fail(err, GR_ERR_DATA, "%s: closing failed", tmp);
-        goto done;
-    }
-    if (rename(tmp, out) != 0) {
-        st = gr_error_set(err, GR_ERR_DATA, "%s: cannot rename to %s: %s", tmp, out, strerror(errno));
-        goto done;
-    }
+    /* mean / std over the train images, in stored units (population std) */
+    if ((st = idx_write_split(&o, "/train", &f[0], &f[1], classes, true, &mean, &stdv, err)) != GR_OK) goto done;
+    if ((st = idx_write_split(&o, "/test", &f[2], &f[3], classes, false, &mean, &stdv, err)) != GR_OK) goto done;
+    if ((st = gr_conv_out_commit(&o, err)) != GR_OK) goto done;
     if (progress)
         fprintf(stderr, "gpurun data: %s: /train %u, /test %u samples of 1x%ux%u; mean %.2f std %.2f\n", out,
                 f[0].dims[0], f[2].dims[0], f[0].dims[1], f[0].dims[2], mean, stdv);
 done:
-    if (file >= 0) H5Fclose(file);
-    if (st != GR_OK && tmp) remove(tmp);
-    free(tmp);
+    gr_conv_out_abort(&o);
     for (int k = 0; k < 4; k++) idx_free(&f[k]);
     return st;
 }

@@ -1,0 +1,76 @@
+/* convert_out.h — private to the `gpurun data` converters (dataio/convert*.c):
+ * the output side they share. Not part of the dataio API.
+ *
+ * Exports:
+ *   gr_conv_out     the output file: gr_conv_out_begin refuses an existing OUT
+ *                   unless force and creates OUT.tmp; gr_conv_out_commit
+ *                   closes it and renames it to OUT; gr_conv_out_abort closes
+ *                   and removes OUT.tmp (call it on every failure path; it is
+ *                   a no-op after a commit).
+ *   gr_conv_split   one split group (DESIGN 1.5): images uint8 [N,C,H,W]
+ *                   chunked by whole samples, labels [N] (uint8 when the
+ *                   class count fits, else uint16 / int32), appended to block
+ *                   by block with hyperslab writes; optional per-channel
+ *                   statistics of what was written; a progress bar on stderr;
+ *                   gr_conv_split_finish writes the `classes`, `mean`, `std`
+ *                   group attributes and closes the split.
+ *   gr_conv_chunk_samples  samples per HDF5 chunk: 1 when a sample is >= 64 KiB,
+ *                   else as many whole samples as fit in 1 MiB (at most N).
+ *   gr_conv_block_samples  samples per write block: a multiple of the chunk
+ *                   of about 64 MiB (at most N), so blocks fill whole chunks. */
+#ifndef GR_CONVERT_OUT_H
+#define GR_CONVERT_OUT_H
+
+#include <hdf5.h>
+
+#include "../common/gr_common.h"
+
+typedef struct gr_conv_out {
+    char *path;      /* OUT */
+    char *tmp;       /* OUT.tmp, the file being written */
+    hid_t file;
+    bool progress;
+} gr_conv_out;
+
+/* Errors: "OUT: already exists (pass --force to overwrite)" (GR_ERR_USAGE),
+ * "OUT.tmp: cannot create (HDF5: ...)" (GR_ERR_DATA). On failure *o needs no
+ * abort. */
+gr_status gr_conv_out_begin(gr_conv_out *o, const char *out, bool force, bool progress, gr_error *err);
+gr_status gr_conv_out_commit(gr_conv_out *o, gr_error *err);
+void gr_conv_out_abort(gr_conv_out *o);
+
+typedef struct gr_conv_split {
+    const gr_conv_out *out;
+    const char *name;          /* "/train" */
+    hid_t group, images, labels;
+    int64_t n, c, h, w;        /* images [n, c, h, w] */
+    int64_t next;              /* samples written so far */
+    int64_t chunk;             /* samples per chunk */
+    uint64_t *sum, *sum2;      /* per channel, when stats were asked for */
+    int last_pct;              /* progress bar state */
+} gr_conv_split;
+
+int64_t gr_conv_chunk_samples(int64_t n, int64_t sample_bytes);
+int64_t gr_conv_block_samples(int64_t n, int64_t sample_bytes);
+
+/* Creates group `name` with its two datasets. `classes` is the label range
+ * [0, classes) (it picks the labels' file type); stats: accumulate
+ * per-channel sums of everything written, for gr_conv_split_stats. On
+ * failure the split is already released. */
+gr_status gr_conv_split_create(const gr_conv_out *o, const char *name, int64_t n, int64_t c, int64_t h, int64_t w,
+                               int64_t classes, bool stats, gr_conv_split *s, gr_error *err);
+/* Appends `count` samples: images count*C*H*W bytes, labels count values. */
+gr_status gr_conv_split_write(gr_conv_split *s, int64_t count, const uint8_t *images, const int32_t *labels,
+                              gr_error *err);
+/* Per-channel mean and population std (stored units) of what was written;
+ * a std of 0 becomes 1, so normalizing by it is always defined. */
+void gr_conv_split_stats(const gr_conv_split *s, double *mean, double *std);
+/* Writes attributes `classes` (when names is not NULL: nclasses UTF-8
+ * strings) and `mean`, `std` (C values each), then releases the split.
+ * Checks that all N samples were written (an internal error otherwise). */
+gr_status gr_conv_split_finish(gr_conv_split *s, const char *const *names, int64_t nclasses, const double *mean,
+                               const double *std, gr_error *err);
+/* Releases without writing attributes (failure paths); idempotent. */
+void gr_conv_split_free(gr_conv_split *s);
+
+#endif
