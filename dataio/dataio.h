@@ -16,9 +16,9 @@
 #define GR_DATAIO_H
 
 #include "../common/gr_common.h"
+#include "augment.h"
 
 /* ---- datasets ---- */
-typedef enum gr_dtype { GR_DT_UINT8, GR_DT_FLOAT16, GR_DT_FLOAT32 } gr_dtype;
 
 typedef struct gr_dataset gr_dataset;
 
@@ -34,6 +34,13 @@ typedef struct gr_dataset gr_dataset;
  *   "data/f.h5: /train/labels[17]: label -1 is negative"
  *   "data/f.h5: not an HDF5 file or corrupt (HDF5: <minor message>)" */
 gr_status gr_dataset_open(const char *path, const char *group, gr_dataset **out, gr_error *err);
+/* data.cache: AUTO holds the images in memory when they fit under
+ * gr_dataset_memory_limit() (gr_dataset_open does this), MEMORY always (exit
+ * 4 when the allocation fails), NONE never: every batch is read from the
+ * file. */
+typedef enum gr_cache_mode { GR_CACHE_AUTO, GR_CACHE_MEMORY, GR_CACHE_NONE } gr_cache_mode;
+gr_status gr_dataset_open_cache(const char *path, const char *group, gr_cache_mode cache, gr_dataset **out,
+                                gr_error *err);
 void gr_dataset_close(gr_dataset *ds);
 
 int64_t gr_dataset_len(const gr_dataset *ds);
@@ -60,6 +67,26 @@ int64_t gr_dataset_memory_limit(void);
 /* Whether the images of ds were read into memory at open. */
 bool gr_dataset_in_memory(const gr_dataset *ds);
 
+/* Raw access for the loader's worker threads: gr_dataset_fetch makes the
+ * stored bytes of samples idx[0..n) reachable through rows (in memory: no
+ * copy; on disk: the distinct rows read into rows->raw with one selection).
+ * Concurrent calls are safe when each has its own rows (HDF5 is built
+ * thread-safe and serializes its part). gr_rows_sample gives one fetched
+ * sample's bytes: C,H,W (or H,W,C when nhwc) elements of the stored dtype. */
+typedef struct gr_rows {
+    int64_t *sorted;      /* distinct sample indices read, ascending */
+    int64_t n, cap;
+    uint8_t *raw;         /* their bytes, in that order */
+    size_t raw_cap;
+} gr_rows;
+gr_status gr_dataset_fetch(gr_dataset *ds, const int64_t *idx, int64_t n, gr_rows *rows, gr_error *err);
+const void *gr_rows_sample(const gr_dataset *ds, const gr_rows *rows, int64_t idx);
+void gr_rows_free(gr_rows *rows);
+size_t gr_dataset_sample_bytes(const gr_dataset *ds);
+bool gr_dataset_nhwc(const gr_dataset *ds);
+const char *gr_dataset_path(const gr_dataset *ds);
+const char *gr_dataset_images_name(const gr_dataset *ds); /* "/train/images" */
+
 /* Reads samples idx[0..n) into x (n * C*H*W floats, C,H,W order whatever the
  * file layout) as (raw - mean[c]) / std[c], and their labels into y. */
 gr_status gr_dataset_read(gr_dataset *ds, const int64_t *idx, int64_t n,
@@ -67,48 +94,71 @@ gr_status gr_dataset_read(gr_dataset *ds, const int64_t *idx, int64_t n,
                           float *x, int32_t *y, gr_error *err);
 
 /* ---- loader ---- */
-typedef struct gr_loader_config {
-    int64_t batch;        /* samples per batch (the micro-batch) */
-    bool shuffle;         /* false: file order */
-    bool drop_last;       /* true: an epoch's last partial batch is skipped */
-    uint64_t seed;
-    int rank, world;      /* this rank's shard of each epoch: 0, 1 for one process */
-    int n_norm;           /* channels in mean/std (1 = same for all) */
-    double mean[16], std[16];
-    int prefetch, workers;/* honoured by the async loader; ignored by the sync one */
-} gr_loader_config;
 
 typedef struct gr_batch {
-    float *x;             /* n * C*H*W floats, normalized */
+    float *x;             /* n * C*H*W floats, normalized (after the crop: gr_loader_sample_shape) */
     int32_t *y;           /* n labels */
     int64_t n;            /* samples in this batch (< batch only for a kept last batch) */
     int64_t epoch;        /* 0-based epoch this batch belongs to */
     int64_t index;        /* batch index within the epoch */
     int64_t sample_in_epoch; /* position of the first sample within this rank's epoch */
     bool last_in_epoch;
+    void *device;         /* free for the ready hook (e.g. the batch's device copy) */
 } gr_batch;
+
+typedef struct gr_loader_config {
+    int64_t batch;        /* samples per batch (the micro-batch) */
+    bool shuffle;         /* false: file order */
+    bool drop_last;       /* true: an epoch's last partial batch is skipped (training); false: kept (eval) */
+    uint64_t seed;
+    int rank, world;      /* this rank's shard of each epoch: 0, 1 for one process */
+    int n_norm;           /* channels in mean/std (1 = same for all) */
+    double mean[16], std[16];
+    gr_augment aug;       /* crop and flip per sample (zeroed: none) */
+    int prefetch;         /* batch buffers in the ring (>= 1) */
+    int workers;          /* decode threads; 0 = batches are made inside gr_loader_next */
+    /* Batch buffers come from host_alloc when set (the CUDA backend hands
+     * out page-locked memory), else from aligned host memory. */
+    void *(*host_alloc)(size_t bytes, void *ctx);
+    void (*host_free)(void *p, void *ctx);
+    void *alloc_ctx;
+    /* Called by the thread that filled a batch, before the training loop
+     * can take it: the hook for a device copy on a separate stream. A
+     * failure is returned by the gr_loader_next that reaches this batch. */
+    gr_status (*ready)(gr_batch *b, void *ctx, gr_error *err);
+    void *ready_ctx;
+} gr_loader_config;
 
 typedef struct gr_loader gr_loader;
 
 /* Order: epoch e's sample order is a permutation of [0, N) computed from
  * (seed, e) alone (identity when !shuffle); rank r of w takes positions
- * r, r+w, r+2w, ... of it (N/w each, remainder dropped when w > 1), then
- * cuts them into batches. Starts at epoch 0, sample 0. */
+ * r, r+w, r+2w, ... of it (N/w each, the remainder dropped when w > 1), then
+ * cuts them into batches. The batches' contents are a pure function of
+ * (seed, epoch, rank, world, batch index): thread counts and timing change
+ * when a batch is made, never what is in it. Starts at epoch 0, sample 0.
+ * Errors: the crop does not fit the images (exit 3), bad configuration
+ * (exit 2), buffers (exit 4), threads (exit 1). */
 gr_status gr_loader_open(gr_dataset *ds, const gr_loader_config *cfg, gr_loader **out, gr_error *err);
 void gr_loader_close(gr_loader *ld);
+/* Per-sample shape of the batches, C,H,W (the crop size when cropping). */
+void gr_loader_sample_shape(const gr_loader *ld, int64_t chw[3]);
 int64_t gr_loader_batches_per_epoch(const gr_loader *ld);
 /* This rank's samples per epoch: its shard (N, or N/world), less the
  * skipped partial batch when drop_last. */
 int64_t gr_loader_samples_per_epoch(const gr_loader *ld);
 /* Moves to (epoch, sample_in_epoch); sample_in_epoch must be a multiple of
  * the batch. The batches that follow are exactly those an uninterrupted run
- * would have produced from that point. */
+ * would have produced from that point. Seeking to the position the stream
+ * is already at keeps the batches prefetched for it; any other position
+ * discards them. Batches still held stay valid until released. */
 gr_status gr_loader_seek(gr_loader *ld, int64_t epoch, int64_t sample_in_epoch, gr_error *err);
 /* The next batch, crossing into the next epoch after the last one. The batch
  * stays valid until gr_loader_release; at most `prefetch` may be held. */
 gr_status gr_loader_next(gr_loader *ld, gr_batch **out, gr_error *err);
 void gr_loader_release(gr_loader *ld, gr_batch *b);
-/* Seconds gr_loader_next spent waiting for data so far. */
+/* Seconds gr_loader_next spent waiting for data so far (with workers = 0,
+ * all the time spent making batches). */
 double gr_loader_wait_s(const gr_loader *ld);
 
 #endif

@@ -8,6 +8,7 @@
  * hyperslab selection, so files bigger than RAM work. */
 #include "dataio.h"
 #include "h5util.h"
+#include "augment.h"
 
 #include <errno.h>
 #include <math.h>
@@ -18,6 +19,8 @@
 #include <unistd.h>
 
 #define GR_DATA_MEM_LIMIT_DEFAULT ((int64_t)2 << 30) /* 2 GiB */
+#define GR_CHUNK_CACHE_BYTES ((size_t)32 << 20)
+#define GR_CHUNK_CACHE_SLOTS 12421 /* a prime, about 100x the chunks that fit */
 
 static int64_t g_mem_limit = -1; /* < 0: environment or default */
 
@@ -37,14 +40,7 @@ struct gr_dataset {
     int64_t sample_elems; /* C*H*W */
     int32_t *labels;      /* n */
     uint8_t *mem;         /* all raw images, or NULL (on-disk path) */
-    /* scratch for the on-disk path, grown to the largest batch */
-    int64_t *sorted;
-    int64_t sorted_cap;
-    uint8_t *raw;
-    size_t raw_cap;
-    /* normalization scratch: per-channel mean, 1/std, uint8 lookup table */
-    double *nmean, *ninv;
-    float *lut;           /* c * 256 */
+    gr_rows rows;         /* gr_dataset_read's scratch for the on-disk path */
 };
 
 void gr_dataset_set_memory_limit(int64_t bytes) { g_mem_limit = bytes; }
@@ -174,7 +170,13 @@ static gr_status open_member(gr_dataset *ds, const char *name, const char *full,
     htri_t ex = H5Lexists(ds->grp, name, H5P_DEFAULT);
     if (ex < 0) return gr_h5_fail(err, GR_ERR_DATA, "%s: %s: cannot look up", ds->path, full);
     if (ex == 0) return gr_error_set(err, GR_ERR_DATA, "%s: %s: no such dataset", ds->path, full);
-    *out = H5Dopen2(ds->grp, name, H5P_DEFAULT);
+    /* images: a chunk cache large enough for the chunks one batch touches
+     * (compressed chunks are inflated once per batch, not once per sample) */
+    hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+    if (dapl >= 0 && strcmp(name, "images") == 0)
+        H5Pset_chunk_cache(dapl, GR_CHUNK_CACHE_SLOTS, GR_CHUNK_CACHE_BYTES, 1.0);
+    *out = H5Dopen2(ds->grp, name, dapl >= 0 ? dapl : H5P_DEFAULT);
+    if (dapl >= 0) H5Pclose(dapl);
     if (*out < 0)
         return gr_h5_fail(err, GR_ERR_DATA, "%s: %s: cannot open as a dataset", ds->path, full);
     return GR_OK;
@@ -308,6 +310,11 @@ fail:
 }
 
 gr_status gr_dataset_open(const char *path, const char *group, gr_dataset **out, gr_error *err) {
+    return gr_dataset_open_cache(path, group, GR_CACHE_AUTO, out, err);
+}
+
+gr_status gr_dataset_open_cache(const char *path, const char *group, gr_cache_mode cache, gr_dataset **out,
+                                gr_error *err) {
     *out = NULL;
     gr_h5_init();
     struct stat sb;
@@ -351,18 +358,22 @@ gr_status gr_dataset_open(const char *path, const char *group, gr_dataset **out,
     if ((st = check_images(ds, err)) != GR_OK) goto fail;
     if ((st = read_labels(ds, lab, err)) != GR_OK) goto fail;
 
-    ds->nmean = gr_xmalloc((size_t)ds->c * sizeof *ds->nmean);
-    ds->ninv = gr_xmalloc((size_t)ds->c * sizeof *ds->ninv);
-    if (ds->dtype == GR_DT_UINT8) ds->lut = gr_xmalloc((size_t)ds->c * 256 * sizeof *ds->lut);
-
     const int64_t sample_bytes = ds->sample_elems * (int64_t)ds->elem_size; /* <= 2^34 */
     const int64_t limit = gr_dataset_memory_limit();
-    if (ds->n <= limit / sample_bytes) { /* n * sample_bytes <= limit, without overflow */
+    const bool fits = ds->n <= limit / sample_bytes; /* n * sample_bytes <= limit, without overflow */
+    if (cache == GR_CACHE_MEMORY || (cache == GR_CACHE_AUTO && fits)) {
+        if (ds->n > (int64_t)(SIZE_MAX / 2) / sample_bytes) {
+            st = gr_error_set(err, GR_ERR_OOM, "%s: %s: %lld samples of %lld bytes do not fit in memory (data.cache: "
+                              "memory)", path, ds->images_name, (long long)ds->n, (long long)sample_bytes);
+            goto fail;
+        }
         const int64_t bytes = ds->n * sample_bytes;
         ds->mem = gr_aligned_alloc((size_t)bytes);
         if (!ds->mem) {
-            st = gr_error_set(err, GR_ERR_OOM, "%s: %s: out of memory: %lld bytes to hold the images", path,
-                              ds->images_name, (long long)bytes);
+            st = gr_error_set(err, GR_ERR_OOM, "%s: %s: out of memory: %lld bytes to hold the images%s", path,
+                              ds->images_name, (long long)bytes,
+                              cache == GR_CACHE_MEMORY ? " (data.cache: memory; set none to read from the file)"
+                                                       : "");
             goto fail;
         }
         GR_H5_CHECK(H5Dread(ds->images, ds->memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, ds->mem), err,
@@ -385,11 +396,7 @@ void gr_dataset_close(gr_dataset *ds) {
     if (ds->file >= 0) H5Fclose(ds->file);
     gr_aligned_free(ds->mem);
     free(ds->labels);
-    free(ds->sorted);
-    gr_aligned_free(ds->raw);
-    free(ds->nmean);
-    free(ds->ninv);
-    free(ds->lut);
+    gr_rows_free(&ds->rows);
     free(ds->images_name);
     free(ds->labels_name);
     free(ds->group);
@@ -443,84 +450,39 @@ gr_status gr_dataset_check_labels(const gr_dataset *ds, int64_t classes, gr_erro
     return GR_OK;
 }
 
-/* One sample from raw stored values to normalized floats in C,H,W order. */
-static void convert_sample(const gr_dataset *ds, const uint8_t *src, float *dst) {
-    const int64_t C = ds->c, HW = ds->h * ds->w;
-    switch (ds->dtype) {
-    case GR_DT_UINT8:
-        if (!ds->nhwc) {
-            for (int64_t c = 0; c < C; c++) {
-                const float *lut = ds->lut + c * 256;
-                const uint8_t *s = src + c * HW;
-                float *d = dst + c * HW;
-                for (int64_t i = 0; i < HW; i++) d[i] = lut[s[i]];
-            }
-        } else {
-            for (int64_t i = 0; i < HW; i++)
-                for (int64_t c = 0; c < C; c++) dst[c * HW + i] = ds->lut[c * 256 + src[i * C + c]];
-        }
-        break;
-    case GR_DT_FLOAT32: {
-        const float *s = (const float *)(const void *)src;
-        for (int64_t c = 0; c < C; c++) {
-            const double m = ds->nmean[c], k = ds->ninv[c];
-            float *d = dst + c * HW;
-            if (!ds->nhwc)
-                for (int64_t i = 0; i < HW; i++) d[i] = (float)(((double)s[c * HW + i] - m) * k);
-            else
-                for (int64_t i = 0; i < HW; i++) d[i] = (float)(((double)s[i * C + c] - m) * k);
-        }
-        break;
-    }
-    case GR_DT_FLOAT16: {
-        const uint16_t *s = (const uint16_t *)(const void *)src;
-        for (int64_t c = 0; c < C; c++) {
-            const double m = ds->nmean[c], k = ds->ninv[c];
-            float *d = dst + c * HW;
-            for (int64_t i = 0; i < HW; i++) {
-                uint16_t v = ds->nhwc ? s[i * C + c] : s[c * HW + i];
-                d[i] = (float)(((double)gr_h5_half_to_float(v) - m) * k);
-            }
-        }
-        break;
-    }
-    }
-}
-
 static int cmp_i64(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
 }
 
-static int64_t find_sorted(const int64_t *v, int64_t n, int64_t key) {
-    int64_t lo = 0, hi = n - 1;
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (v[mid] < key) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
+void gr_rows_free(gr_rows *r) {
+    free(r->sorted);
+    gr_aligned_free(r->raw);
+    memset(r, 0, sizeof *r);
 }
 
-/* On-disk path: reads the distinct rows of idx (sorted) into ds->raw, in
- * sorted order, with one hyperslab-union selection; *u gets their count. */
-static gr_status read_rows(gr_dataset *ds, const int64_t *idx, int64_t n, int64_t *u, gr_error *err) {
-    if (n > ds->sorted_cap) {
-        ds->sorted = gr_xrealloc(ds->sorted, (size_t)n * sizeof *ds->sorted);
-        ds->sorted_cap = n;
+/* On-disk path: the distinct rows of idx, sorted, read with one selection
+ * that is the union of their hyperslabs (runs of consecutive rows merged).
+ * HDF5 walks such a selection chunk by chunk, so each chunk a batch touches
+ * is read (and, if compressed, inflated into the chunk cache) once per batch,
+ * however many of the batch's samples it holds. */
+static gr_status read_rows(gr_dataset *ds, const int64_t *idx, int64_t n, gr_rows *r, gr_error *err) {
+    if (n > r->cap) {
+        r->sorted = gr_xrealloc(r->sorted, (size_t)n * sizeof *r->sorted);
+        r->cap = n;
     }
-    memcpy(ds->sorted, idx, (size_t)n * sizeof *idx);
-    qsort(ds->sorted, (size_t)n, sizeof *ds->sorted, cmp_i64);
+    memcpy(r->sorted, idx, (size_t)n * sizeof *idx);
+    qsort(r->sorted, (size_t)n, sizeof *r->sorted, cmp_i64);
     int64_t k = 0;
     for (int64_t i = 0; i < n; i++)
-        if (k == 0 || ds->sorted[i] != ds->sorted[k - 1]) ds->sorted[k++] = ds->sorted[i];
-    *u = k;
+        if (k == 0 || r->sorted[i] != r->sorted[k - 1]) r->sorted[k++] = r->sorted[i];
+    r->n = k;
     size_t need = (size_t)k * (size_t)ds->sample_elems * ds->elem_size;
-    if (need > ds->raw_cap) {
-        gr_aligned_free(ds->raw);
-        ds->raw = gr_aligned_alloc(need);
-        ds->raw_cap = ds->raw ? need : 0;
-        if (!ds->raw)
+    if (need > r->raw_cap) {
+        gr_aligned_free(r->raw);
+        r->raw = gr_aligned_alloc(need);
+        r->raw_cap = r->raw ? need : 0;
+        if (!r->raw)
             return gr_error_set(err, GR_ERR_OOM, "%s: %s: out of memory: %zu bytes for a batch", ds->path,
                                 ds->images_name, need);
     }
@@ -532,8 +494,8 @@ static gr_status read_rows(gr_dataset *ds, const int64_t *idx, int64_t n, int64_
     for (int d = 1; d < ds->rank; d++) count[d] = ds->dims[d];
     for (int64_t i = 0; i < k;) {
         int64_t j = i;
-        while (j + 1 < k && ds->sorted[j + 1] == ds->sorted[j] + 1) j++;
-        start[0] = (hsize_t)ds->sorted[i];
+        while (j + 1 < k && r->sorted[j + 1] == r->sorted[j] + 1) j++;
+        start[0] = (hsize_t)r->sorted[i];
         count[0] = (hsize_t)(j - i + 1);
         GR_H5_CHECK(H5Sselect_hyperslab(fsp, H5S_SELECT_OR, start, NULL, count, NULL), err,
                     "%s: %s: selection failed", ds->path, ds->images_name);
@@ -542,7 +504,7 @@ static gr_status read_rows(gr_dataset *ds, const int64_t *idx, int64_t n, int64_
     hsize_t total = (hsize_t)k * (hsize_t)ds->sample_elems;
     GR_H5_CHECK(msp = H5Screate_simple(1, &total, NULL), err, "%s: %s: selection failed", ds->path,
                 ds->images_name);
-    GR_H5_CHECK(H5Dread(ds->images, ds->memtype, msp, fsp, H5P_DEFAULT, ds->raw), err,
+    GR_H5_CHECK(H5Dread(ds->images, ds->memtype, msp, fsp, H5P_DEFAULT, r->raw), err,
                 "%s: %s: read failed (corrupt file?)", ds->path, ds->images_name);
 fail:
     if (msp >= 0) H5Sclose(msp);
@@ -550,40 +512,54 @@ fail:
     return st;
 }
 
-gr_status gr_dataset_read(gr_dataset *ds, const int64_t *idx, int64_t n, const double *mean, const double *std,
-                          float *x, int32_t *y, gr_error *err) {
+gr_status gr_dataset_fetch(gr_dataset *ds, const int64_t *idx, int64_t n, gr_rows *rows, gr_error *err) {
     gr_h5_init();
     for (int64_t i = 0; i < n; i++)
         if (idx[i] < 0 || idx[i] >= ds->n)
             return gr_error_set(err, GR_ERR_INTERNAL, "%s: %s: sample index %lld is outside [0, %lld)", ds->path,
                                 ds->images_name, (long long)idx[i], (long long)ds->n);
+    if (ds->mem || n == 0) return GR_OK;
+    return read_rows(ds, idx, n, rows, err);
+}
+
+const void *gr_rows_sample(const gr_dataset *ds, const gr_rows *rows, int64_t idx) {
+    const size_t sample_bytes = (size_t)ds->sample_elems * ds->elem_size;
+    if (ds->mem) return ds->mem + (size_t)idx * sample_bytes;
+    int64_t lo = 0, hi = rows->n - 1;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (rows->sorted[mid] < idx) lo = mid + 1;
+        else hi = mid;
+    }
+    GR_ASSERT(rows->n > 0 && rows->sorted[lo] == idx);
+    return rows->raw + (size_t)lo * sample_bytes;
+}
+
+gr_status gr_dataset_read(gr_dataset *ds, const int64_t *idx, int64_t n, const double *mean, const double *std,
+                          float *x, int32_t *y, gr_error *err) {
     for (int64_t c = 0; c < ds->c; c++) {
         double m = mean ? mean[c] : 0.0, s = std ? std[c] : 1.0;
         if (!isfinite(m) || !isfinite(s) || s == 0.0)
             return gr_error_set(err, GR_ERR_USAGE, "%s: %s: normalize channel %lld: mean %g / std %g is unusable",
                                 ds->path, ds->images_name, (long long)c, m, s);
-        ds->nmean[c] = m;
-        ds->ninv[c] = 1.0 / s;
-        if (ds->lut)
-            for (int v = 0; v < 256; v++) ds->lut[c * 256 + v] = (float)(((double)v - m) / s);
     }
-    const size_t sample_bytes = (size_t)ds->sample_elems * ds->elem_size;
+    gr_status st = gr_dataset_fetch(ds, idx, n, &ds->rows, err);
+    if (st != GR_OK) return st;
+    const int64_t chw[3] = {ds->c, ds->h, ds->w};
+    gr_decoder dec;
+    gr_decoder_init(&dec, ds->dtype, chw, ds->nhwc, ds->h, ds->w, mean, std);
+    const gr_xform whole = {0, 0, ds->h, ds->w, false};
     const bool par = n * ds->sample_elems >= GR_OMP_MIN; /* decode on all cores for big batches */
-    if (ds->mem) {
-        #pragma omp parallel for if (par)
-        for (int64_t i = 0; i < n; i++)
-            convert_sample(ds, ds->mem + (size_t)idx[i] * sample_bytes, x + i * ds->sample_elems);
-    } else if (n > 0) {
-        int64_t u = 0;
-        gr_status st = read_rows(ds, idx, n, &u, err);
-        if (st != GR_OK) return st;
-        #pragma omp parallel for if (par)
-        for (int64_t i = 0; i < n; i++) {
-            int64_t r = find_sorted(ds->sorted, u, idx[i]);
-            convert_sample(ds, ds->raw + (size_t)r * sample_bytes, x + i * ds->sample_elems);
-        }
-    }
+    #pragma omp parallel for if (par)
+    for (int64_t i = 0; i < n; i++)
+        gr_decode_sample(&dec, gr_rows_sample(ds, &ds->rows, idx[i]), &whole, x + i * ds->sample_elems, NULL);
+    gr_decoder_free(&dec);
     if (y)
         for (int64_t i = 0; i < n; i++) y[i] = ds->labels[idx[i]];
     return GR_OK;
 }
+
+size_t gr_dataset_sample_bytes(const gr_dataset *ds) { return (size_t)ds->sample_elems * ds->elem_size; }
+bool gr_dataset_nhwc(const gr_dataset *ds) { return ds->nhwc; }
+const char *gr_dataset_path(const gr_dataset *ds) { return ds->path; }
+const char *gr_dataset_images_name(const gr_dataset *ds) { return ds->images_name; }

@@ -1,41 +1,84 @@
-/* loader.c — the batch stream over a dataset (synchronous implementation).
+/* loader.c — the batch stream: worker threads filling a ring of batch
+ * buffers, delivered strictly in order.
  *
- * Epoch e's order is a Fisher–Yates shuffle of [0, N) whose draws are
+ * Order. Epoch e's order is a Fisher–Yates shuffle of [0, N) whose draws are
  * gr_hash64(seed ^ GR_LOADER_SHUFFLE_KEY, e * N + i): a pure function of
  * (seed, e), so any position of any epoch can be recomputed after a seek or a
  * resume. Rank r of w takes permutation positions r, r+w, ... (N/w of them
- * when w > 1) and cuts them into batches.
+ * when w > 1) and cuts them into batches. A sample's crop and flip are drawn
+ * from (seed, epoch, sample index) (augment.c).
  *
- * Batch buffers are a ring of max(prefetch, 1) slots allocated once at open;
- * gr_loader_next fills a free slot and gr_loader_release returns it. The
- * asynchronous loader keeps this layout and fills slots from worker threads. */
+ * Pipeline. Batches are numbered through the epochs, seq = epoch * batches +
+ * index, and batch seq lives in ring slot seq % prefetch. A worker claims the
+ * next seq to issue as soon as its slot is free, copies the batch's sample
+ * indices (under the lock: the permutation of an epoch is computed once and
+ * kept for the two most recent epochs), then, unlocked: fetches the samples'
+ * stored bytes (in memory: nothing to do; on disk: one HDF5 selection per
+ * batch, which HDF5 serves chunk by chunk and serializes across threads),
+ * decodes each sample through its transform into the slot's buffers, calls
+ * the ready hook, and marks the slot full. gr_loader_next hands out slots in
+ * seq order only, so the stream is the same for any number of workers; with
+ * no workers it fills the slot itself.
+ *
+ * Seek. Moving anywhere but the current position bumps a generation number:
+ * full slots of the old generation are freed at once, and batches being
+ * made for it are dropped by their worker when it finishes them. */
 #include "dataio.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define GR_LOADER_SHUFFLE_KEY 0x53485546464c4531ull /* "SHUFFLE1" */
 
+typedef enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_FULL, SLOT_HELD } slot_state;
+
 typedef struct loader_slot {
     gr_batch b;
-    bool held;
+    slot_state state;
+    int64_t seq;
+    uint64_t gen;
+    gr_status st;        /* of the fill */
+    gr_error err;
 } loader_slot;
+
+/* What one thread needs to make batches. */
+typedef struct loader_worker {
+    struct gr_loader *ld;
+    pthread_t thread;
+    bool started;
+    int64_t *idx;        /* one batch of dataset indices */
+    gr_rows rows;        /* on-disk reads */
+    void *scratch;       /* gr_decode_sample */
+} loader_worker;
+
+typedef struct epoch_perm {
+    int64_t epoch;       /* -1: empty */
+    int64_t *perm;
+} epoch_perm;
 
 struct gr_loader {
     gr_dataset *ds;
     gr_loader_config cfg;
     int64_t n;                 /* dataset samples */
-    int64_t sample_elems;
+    int64_t in_chw[3], out_elems;
     int64_t shard;             /* this rank's samples per epoch before batching */
     int64_t batches;           /* per epoch */
-    double *mean, *std;        /* one per image channel */
-    int64_t *perm;             /* order of perm_epoch (shuffle only) */
-    int64_t perm_epoch;
-    int64_t *idx;              /* one batch of dataset indices */
+    double mean[16], std[16];  /* per image channel */
+    gr_decoder dec;
+
+    pthread_mutex_t mu;
+    pthread_cond_t work;       /* workers: a slot was freed, or stop */
+    pthread_cond_t ready;      /* the consumer: a slot was filled */
+    epoch_perm perms[2];
     loader_slot *slots;
     int nslots;
-    int64_t epoch, next_batch; /* position of the next batch to produce */
+    int64_t issue, deliver;    /* next seq to give a worker / to the consumer */
+    uint64_t gen;
+    bool stop;
+    loader_worker *workers;    /* cfg.workers of them, or one for the consumer */
+    int nworkers;
     double wait_s;
 };
 
@@ -53,27 +96,141 @@ static void loader_permute(int64_t *perm, int64_t n, uint64_t seed, int64_t epoc
     }
 }
 
+/* Under the lock: the permutation of epoch, computed if it is not one of
+ * the two kept (replacing the older). */
+static const int64_t *loader_perm(gr_loader *ld, int64_t epoch) {
+    for (int k = 0; k < 2; k++)
+        if (ld->perms[k].epoch == epoch) return ld->perms[k].perm;
+    epoch_perm *p = ld->perms[0].epoch < ld->perms[1].epoch ? &ld->perms[0] : &ld->perms[1];
+    if (!p->perm) p->perm = gr_xmalloc((size_t)ld->n * sizeof *p->perm);
+    loader_permute(p->perm, ld->n, ld->cfg.seed, epoch);
+    p->epoch = epoch;
+    return p->perm;
+}
+
+/* Under the lock: the dataset indices of batch seq into idx; returns the
+ * count and fills the batch's position fields. */
+static int64_t loader_indices(gr_loader *ld, int64_t seq, int64_t *idx, gr_batch *b) {
+    const int64_t epoch = seq / ld->batches, index = seq % ld->batches;
+    const int64_t B = ld->cfg.batch, first = index * B;
+    const int64_t count = GR_MIN(B, ld->shard - first);
+    const int64_t w = ld->cfg.world, r = ld->cfg.rank;
+    const int64_t *perm = ld->cfg.shuffle ? loader_perm(ld, epoch) : NULL;
+    for (int64_t k = 0; k < count; k++) {
+        int64_t pos = r + (first + k) * w;
+        idx[k] = perm ? perm[pos] : pos;
+    }
+    b->n = count;
+    b->epoch = epoch;
+    b->index = index;
+    b->sample_in_epoch = first;
+    b->last_in_epoch = index == ld->batches - 1;
+    return count;
+}
+
+/* Unlocked: makes the batch whose indices are in w->idx. */
+static gr_status loader_fill(gr_loader *ld, loader_worker *w, gr_batch *b, gr_error *err) {
+    gr_status st = gr_dataset_fetch(ld->ds, w->idx, b->n, &w->rows, err);
+    if (st != GR_OK) return st;
+    const int32_t *labels = gr_dataset_labels(ld->ds);
+    for (int64_t i = 0; i < b->n; i++) {
+        const int64_t s = w->idx[i];
+        gr_xform t;
+        gr_augment_draw(&ld->cfg.aug, ld->in_chw[1], ld->in_chw[2], ld->cfg.seed, b->epoch, s, &t);
+        gr_decode_sample(&ld->dec, gr_rows_sample(ld->ds, &w->rows, s), &t, b->x + i * ld->out_elems, w->scratch);
+        b->y[i] = labels[s];
+    }
+    if (ld->cfg.ready) return ld->cfg.ready(b, ld->cfg.ready_ctx, err);
+    return GR_OK;
+}
+
+/* Under the lock: the slot of seq `issue` is free and nobody is stopping. */
+static bool loader_can_issue(const gr_loader *ld) {
+    return !ld->stop && ld->slots[ld->issue % ld->nslots].state == SLOT_FREE;
+}
+
+static void *loader_worker_main(void *arg) {
+    loader_worker *w = arg;
+    gr_loader *ld = w->ld;
+    pthread_mutex_lock(&ld->mu);
+    for (;;) {
+        while (!loader_can_issue(ld) && !ld->stop) pthread_cond_wait(&ld->work, &ld->mu);
+        if (ld->stop) break;
+        const int64_t seq = ld->issue++;
+        loader_slot *s = &ld->slots[seq % ld->nslots];
+        s->state = SLOT_FILLING;
+        s->seq = seq;
+        s->gen = ld->gen;
+        loader_indices(ld, seq, w->idx, &s->b);
+        pthread_mutex_unlock(&ld->mu);
+
+        gr_error e;
+        gr_status st = loader_fill(ld, w, &s->b, &e);
+
+        pthread_mutex_lock(&ld->mu);
+        if (s->gen == ld->gen) {
+            s->st = st;
+            if (st != GR_OK) s->err = e;
+            s->state = SLOT_FULL;
+            pthread_cond_broadcast(&ld->ready);
+        } else { /* a seek went elsewhere meanwhile */
+            s->state = SLOT_FREE;
+            pthread_cond_broadcast(&ld->work);
+        }
+    }
+    pthread_mutex_unlock(&ld->mu);
+    return NULL;
+}
+
+static void worker_free(loader_worker *w) {
+    free(w->idx);
+    gr_rows_free(&w->rows);
+    free(w->scratch);
+}
+
+static void *batch_alloc(const gr_loader_config *cfg, size_t bytes) {
+    return cfg->host_alloc ? cfg->host_alloc(bytes, cfg->alloc_ctx) : gr_aligned_alloc(bytes);
+}
+
+static void batch_free(const gr_loader_config *cfg, void *p) {
+    if (!p) return;
+    if (cfg->host_free) cfg->host_free(p, cfg->alloc_ctx);
+    else gr_aligned_free(p);
+}
+
 gr_status gr_loader_open(gr_dataset *ds, const gr_loader_config *cfg, gr_loader **out, gr_error *err) {
     *out = NULL;
-    int64_t chw[3];
+    int64_t chw[3], oh, ow;
     gr_dataset_sample_shape(ds, chw);
     const int64_t n = gr_dataset_len(ds), C = chw[0];
     if (cfg->batch < 1)
         return gr_error_set(err, GR_ERR_USAGE, "loader: batch %lld must be at least 1", (long long)cfg->batch);
     if (cfg->world < 1 || cfg->rank < 0 || cfg->rank >= cfg->world)
         return gr_error_set(err, GR_ERR_USAGE, "loader: rank %d of world %d is invalid", cfg->rank, cfg->world);
+    if (cfg->workers < 0 || cfg->workers > 256 || cfg->prefetch < 0 || cfg->prefetch > 256)
+        return gr_error_set(err, GR_ERR_USAGE, "loader: %d workers and %d prefetch buffers are out of range",
+                            cfg->workers, cfg->prefetch);
     if (cfg->n_norm < 0 || cfg->n_norm > (int)GR_ARRAY_LEN(cfg->mean) ||
         (cfg->n_norm > 1 && cfg->n_norm != C))
         return gr_error_set(err, GR_ERR_USAGE,
                             "loader: normalize has %d values per statistic but the images have %lld channels",
                             cfg->n_norm, (long long)C);
+    if (C > (int64_t)GR_ARRAY_LEN(cfg->mean) && cfg->n_norm > 1)
+        return gr_error_set(err, GR_ERR_DATA, "loader: %lld channels; at most %d are supported", (long long)C,
+                            (int)GR_ARRAY_LEN(cfg->mean));
     for (int c = 0; c < cfg->n_norm; c++)
         if (!isfinite(cfg->mean[c]) || !isfinite(cfg->std[c]) || cfg->std[c] == 0.0)
             return gr_error_set(err, GR_ERR_USAGE, "loader: normalize channel %d: mean %g / std %g is unusable", c,
                                 cfg->mean[c], cfg->std[c]);
-    if (cfg->batch > INT64_MAX / 4 / (chw[0] * chw[1] * chw[2]))
+    if (cfg->aug.crop != GR_CROP_NONE && (cfg->aug.size < 1 || cfg->aug.size > ((int64_t)1 << 16)))
+        return gr_error_set(err, GR_ERR_USAGE, "loader: crop size %lld is out of range", (long long)cfg->aug.size);
+    gr_status st = gr_augment_check(&cfg->aug, chw[1], chw[2], gr_dataset_path(ds), gr_dataset_images_name(ds), err);
+    if (st != GR_OK) return st;
+    gr_augment_out_shape(&cfg->aug, chw[1], chw[2], &oh, &ow);
+    const int64_t out_elems = C * oh * ow;
+    if (cfg->batch > INT64_MAX / 4 / out_elems)
         return gr_error_set(err, GR_ERR_OOM, "loader: a batch of %lld samples of %lldx%lldx%lld floats is too large",
-                            (long long)cfg->batch, (long long)chw[0], (long long)chw[1], (long long)chw[2]);
+                            (long long)cfg->batch, (long long)C, (long long)oh, (long long)ow);
     const int64_t shard = cfg->world > 1 ? n / cfg->world : n;
     if (shard < 1)
         return gr_error_set(err, GR_ERR_DATA, "loader: the dataset has %lld samples, fewer than the %d ranks",
@@ -88,31 +245,59 @@ gr_status gr_loader_open(gr_dataset *ds, const gr_loader_config *cfg, gr_loader 
     ld->ds = ds;
     ld->cfg = *cfg;
     ld->n = n;
-    ld->sample_elems = chw[0] * chw[1] * chw[2];
+    memcpy(ld->in_chw, chw, sizeof chw);
+    ld->out_elems = out_elems;
     ld->shard = shard;
     ld->batches = batches;
-    ld->mean = gr_xmalloc((size_t)C * sizeof *ld->mean);
-    ld->std = gr_xmalloc((size_t)C * sizeof *ld->std);
-    for (int64_t c = 0; c < C; c++) {
+    for (int64_t c = 0; c < C && c < (int64_t)GR_ARRAY_LEN(ld->mean); c++) {
         int k = cfg->n_norm == 1 ? 0 : (int)c;
         ld->mean[c] = cfg->n_norm ? cfg->mean[k] : 0.0;
         ld->std[c] = cfg->n_norm ? cfg->std[k] : 1.0;
     }
-    ld->perm_epoch = -1;
-    if (cfg->shuffle) ld->perm = gr_xmalloc((size_t)n * sizeof *ld->perm);
-    ld->idx = gr_xmalloc((size_t)cfg->batch * sizeof *ld->idx);
+    /* more channels than mean[] holds only happens with n_norm <= 1 */
+    double *mean = ld->mean, *std = ld->std;
+    double *big = NULL;
+    if (C > (int64_t)GR_ARRAY_LEN(ld->mean)) {
+        big = gr_xmalloc(2 * (size_t)C * sizeof *big);
+        for (int64_t c = 0; c < C; c++) big[c] = ld->mean[0], big[C + c] = ld->std[0];
+        mean = big, std = big + C;
+    }
+    gr_decoder_init(&ld->dec, gr_dataset_dtype(ds), chw, gr_dataset_nhwc(ds), oh, ow, mean, std);
+    free(big);
+    ld->perms[0].epoch = ld->perms[1].epoch = -1;
+    pthread_mutex_init(&ld->mu, NULL);
+    pthread_cond_init(&ld->work, NULL);
+    pthread_cond_init(&ld->ready, NULL);
+
     ld->nslots = GR_MAX(cfg->prefetch, 1);
     ld->slots = gr_xcalloc((size_t)ld->nslots, sizeof *ld->slots);
-    const size_t xbytes = (size_t)cfg->batch * (size_t)ld->sample_elems * sizeof(float);
+    const size_t xbytes = (size_t)cfg->batch * (size_t)out_elems * sizeof(float);
     const size_t ybytes = (size_t)cfg->batch * sizeof(int32_t);
     for (int s = 0; s < ld->nslots; s++) {
-        ld->slots[s].b.x = gr_aligned_alloc(xbytes);
-        ld->slots[s].b.y = gr_aligned_alloc(ybytes);
+        ld->slots[s].b.x = batch_alloc(cfg, xbytes);
+        ld->slots[s].b.y = batch_alloc(cfg, ybytes);
         if (!ld->slots[s].b.x || !ld->slots[s].b.y) {
             gr_loader_close(ld);
             return gr_error_set(err, GR_ERR_OOM, "loader: out of memory: %d batch buffers of %zu bytes",
                                 GR_MAX(cfg->prefetch, 1), xbytes + ybytes);
         }
+    }
+    ld->nworkers = GR_MAX(cfg->workers, 1);
+    ld->workers = gr_xcalloc((size_t)ld->nworkers, sizeof *ld->workers);
+    for (int i = 0; i < ld->nworkers; i++) {
+        loader_worker *w = &ld->workers[i];
+        w->ld = ld;
+        w->idx = gr_xmalloc((size_t)cfg->batch * sizeof *w->idx);
+        w->scratch = gr_xmalloc(gr_decoder_scratch_bytes(&ld->dec));
+    }
+    for (int i = 0; i < cfg->workers; i++) {
+        int rc = pthread_create(&ld->workers[i].thread, NULL, loader_worker_main, &ld->workers[i]);
+        if (rc != 0) {
+            gr_loader_close(ld);
+            return gr_error_set(err, GR_ERR_INTERNAL, "loader: cannot start worker thread %d of %d: %s", i + 1,
+                                cfg->workers, strerror(rc));
+        }
+        ld->workers[i].started = true;
     }
     *out = ld;
     return GR_OK;
@@ -120,16 +305,31 @@ gr_status gr_loader_open(gr_dataset *ds, const gr_loader_config *cfg, gr_loader 
 
 void gr_loader_close(gr_loader *ld) {
     if (!ld) return;
+    pthread_mutex_lock(&ld->mu);
+    ld->stop = true;
+    pthread_cond_broadcast(&ld->work);
+    pthread_mutex_unlock(&ld->mu);
+    for (int i = 0; i < ld->nworkers; i++) {
+        if (ld->workers[i].started) pthread_join(ld->workers[i].thread, NULL);
+        worker_free(&ld->workers[i]);
+    }
+    free(ld->workers);
     for (int s = 0; s < ld->nslots; s++) {
-        gr_aligned_free(ld->slots[s].b.x);
-        gr_aligned_free(ld->slots[s].b.y);
+        batch_free(&ld->cfg, ld->slots[s].b.x);
+        batch_free(&ld->cfg, ld->slots[s].b.y);
     }
     free(ld->slots);
-    free(ld->idx);
-    free(ld->perm);
-    free(ld->mean);
-    free(ld->std);
+    free(ld->perms[0].perm);
+    free(ld->perms[1].perm);
+    gr_decoder_free(&ld->dec);
+    pthread_cond_destroy(&ld->work);
+    pthread_cond_destroy(&ld->ready);
+    pthread_mutex_destroy(&ld->mu);
     free(ld);
+}
+
+void gr_loader_sample_shape(const gr_loader *ld, int64_t chw[3]) {
+    chw[0] = ld->dec.c, chw[1] = ld->dec.oh, chw[2] = ld->dec.ow;
 }
 
 int64_t gr_loader_batches_per_epoch(const gr_loader *ld) { return ld->batches; }
@@ -140,65 +340,91 @@ int64_t gr_loader_samples_per_epoch(const gr_loader *ld) {
 
 gr_status gr_loader_seek(gr_loader *ld, int64_t epoch, int64_t sample_in_epoch, gr_error *err) {
     const int64_t b = ld->cfg.batch;
-    if (epoch < 0 || sample_in_epoch < 0 || sample_in_epoch % b != 0 || sample_in_epoch / b >= ld->batches)
+    if (epoch < 0 || sample_in_epoch < 0 || sample_in_epoch % b != 0 || sample_in_epoch / b >= ld->batches ||
+        epoch > INT64_MAX / ld->batches - 1)
         return gr_error_set(err, GR_ERR_DATA,
                             "loader: cannot seek to epoch %lld sample %lld: the position must be a multiple of "
                             "the batch (%lld) below %lld",
                             (long long)epoch, (long long)sample_in_epoch, (long long)b,
                             (long long)(ld->batches * b));
-    ld->epoch = epoch;
-    ld->next_batch = sample_in_epoch / b;
+    const int64_t seq = epoch * ld->batches + sample_in_epoch / b;
+    pthread_mutex_lock(&ld->mu);
+    if (seq != ld->deliver) {
+        ld->gen++;
+        for (int s = 0; s < ld->nslots; s++)
+            if (ld->slots[s].state == SLOT_FULL) ld->slots[s].state = SLOT_FREE;
+        ld->issue = ld->deliver = seq;
+        pthread_cond_broadcast(&ld->work);
+    }
+    pthread_mutex_unlock(&ld->mu);
     return GR_OK;
 }
 
 gr_status gr_loader_next(gr_loader *ld, gr_batch **out, gr_error *err) {
     const double t0 = gr_now();
     *out = NULL;
-    loader_slot *slot = NULL;
-    for (int s = 0; s < ld->nslots && !slot; s++)
-        if (!ld->slots[s].held) slot = &ld->slots[s];
-    if (!slot)
+    pthread_mutex_lock(&ld->mu);
+    const int64_t seq = ld->deliver;
+    loader_slot *s = &ld->slots[seq % ld->nslots];
+    if (s->state == SLOT_HELD) {
+        pthread_mutex_unlock(&ld->mu);
         return gr_error_set(err, GR_ERR_INTERNAL, "loader: all %d batch buffers are held (release one first)",
                             ld->nslots);
-    if (ld->cfg.shuffle && ld->perm_epoch != ld->epoch) {
-        loader_permute(ld->perm, ld->n, ld->cfg.seed, ld->epoch);
-        ld->perm_epoch = ld->epoch;
     }
-    const int64_t B = ld->cfg.batch, first = ld->next_batch * B;
-    const int64_t count = GR_MIN(B, ld->shard - first);
-    const int64_t w = ld->cfg.world, r = ld->cfg.rank;
-    for (int64_t k = 0; k < count; k++) {
-        int64_t pos = r + (first + k) * w;
-        ld->idx[k] = ld->cfg.shuffle ? ld->perm[pos] : pos;
+    gr_status st = GR_OK;
+    if (ld->cfg.workers == 0) {
+        /* no threads: make the batch here (a stale fill cannot exist) */
+        GR_ASSERT(s->state == SLOT_FREE);
+        s->seq = seq;
+        s->gen = ld->gen;
+        loader_indices(ld, seq, ld->workers[0].idx, &s->b);
+        ld->issue = ld->deliver + 1;
+        pthread_mutex_unlock(&ld->mu);
+        st = loader_fill(ld, &ld->workers[0], &s->b, err);
+        pthread_mutex_lock(&ld->mu);
+    } else {
+        while (!(s->state == SLOT_FULL && s->seq == seq && s->gen == ld->gen))
+            pthread_cond_wait(&ld->ready, &ld->mu);
+        st = s->st;
+        if (st != GR_OK) *err = s->err;
     }
-    gr_batch *b = &slot->b;
-    gr_status st = gr_dataset_read(ld->ds, ld->idx, count, ld->mean, ld->std, b->x, b->y, err);
-    if (st != GR_OK) return st;
-    b->n = count;
-    b->epoch = ld->epoch;
-    b->index = ld->next_batch;
-    b->sample_in_epoch = first;
-    b->last_in_epoch = ld->next_batch == ld->batches - 1;
-    slot->held = true;
-    if (++ld->next_batch == ld->batches) {
-        ld->next_batch = 0;
-        ld->epoch++;
+    if (st == GR_OK) {
+        s->state = SLOT_HELD;
+        ld->deliver++;
+        *out = &s->b;
+    } else {
+        /* the failed batch stays current: the next call tries it again */
+        s->state = SLOT_FREE;
+        ld->issue = ld->deliver;
+        ld->gen++;
+        for (int k = 0; k < ld->nslots; k++)
+            if (ld->slots[k].state == SLOT_FULL) ld->slots[k].state = SLOT_FREE;
+        pthread_cond_broadcast(&ld->work);
     }
     ld->wait_s += gr_now() - t0;
-    *out = b;
-    return GR_OK;
+    pthread_mutex_unlock(&ld->mu);
+    return st;
 }
 
 void gr_loader_release(gr_loader *ld, gr_batch *b) {
     if (!b) return;
+    pthread_mutex_lock(&ld->mu);
     for (int s = 0; s < ld->nslots; s++) {
         if (&ld->slots[s].b == b) {
-            GR_ASSERT(ld->slots[s].held);
-            ld->slots[s].held = false;
+            GR_ASSERT(ld->slots[s].state == SLOT_HELD);
+            ld->slots[s].state = SLOT_FREE;
+            pthread_cond_broadcast(&ld->work);
+            pthread_mutex_unlock(&ld->mu);
             return;
         }
     }
+    pthread_mutex_unlock(&ld->mu);
     GR_ASSERT(!"gr_loader_release: batch does not belong to this loader");
 }
 
-double gr_loader_wait_s(const gr_loader *ld) { return ld->wait_s; }
+double gr_loader_wait_s(const gr_loader *ld) {
+    pthread_mutex_lock((pthread_mutex_t *)&ld->mu);
+    double w = ld->wait_s;
+    pthread_mutex_unlock((pthread_mutex_t *)&ld->mu);
+    return w;
+}

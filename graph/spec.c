@@ -762,12 +762,18 @@ static const gr_spec_row gr_spec_rows[] = {
     SECTION("data.augment", 0),
     SECTION("data.augment.crop", 0),
     INT("data.augment.crop.size", GR_SF_REQ, 1, 65536, NULL, data.crop_size),
+    ENUM("data.augment.crop.type", "random|resized", "random", data.crop_type),
     INT("data.augment.crop.padding", 0, 0, 65536, "0", data.crop_padding),
+    {.path = "data.augment.crop.scale", .type = GR_ST_FLOATS, .flags = GR_SF_LOX | GR_SF_FIXED, .lo = 0, .hi = 1,
+     .def = "[0.08, 1.0]", .when = "resized", .off = GR_OFF(data.crop_scale), .size = 2},
+    {.path = "data.augment.crop.ratio", .type = GR_ST_FLOATS, .flags = GR_SF_LOX | GR_SF_FIXED, .lo = 0,
+     .hi = INFINITY, .def = "[0.75, 1.3333333333333333]", .when = "resized", .off = GR_OFF(data.crop_ratio),
+     .size = 2},
     BOOL("data.augment.flip", "false", NULL, data.flip),
     SECTION("data.normalize", 0),
     FLOATS("data.normalize.mean", GR_SF_REQ, -INFINITY, INFINITY, NULL, NULL, data.mean, data.n_mean),
     FLOATS("data.normalize.std", GR_SF_REQ | GR_SF_LOX, 0, INFINITY, NULL, NULL, data.std, data.n_std),
-    ENUMSTR("data.cache", "none|memory", "none", data.cache),
+    ENUMSTR("data.cache", "auto|memory|none", "auto", data.cache),
 
     SECTION("model", GR_SF_REQ),
     {.path = "model.input", .type = GR_ST_INTS, .ilo = 1, .ihi = 1 << 30, .off = GR_OFF(model.input),
@@ -1155,6 +1161,22 @@ static gr_status gr_spec_cross(gr_job_spec *spec, gr_error *err) {
                                 "milestones must increase, got %s after %s", b, a);
         }
 
+    if (spec->data.crop_type == 1) {
+        const gr_cfg *pad = gr_spec_node(root, "data.augment.crop.padding");
+        if (pad && spec->data.crop_padding > 0)
+            return gr_cfg_error(err, pad, "data.augment.crop.padding",
+                                "applies to crop type random only (type resized takes scale and ratio)");
+        const char *names[2] = {"data.augment.crop.scale", "data.augment.crop.ratio"};
+        const double *v[2] = {spec->data.crop_scale, spec->data.crop_ratio};
+        for (int i = 0; i < 2; i++)
+            if (v[i][0] > v[i][1]) {
+                char a[40], b[40];
+                gr_fmt_double(a, sizeof a, v[i][0]);
+                gr_fmt_double(b, sizeof b, v[i][1]);
+                return gr_cfg_error(err, gr_spec_node(root, names[i]), names[i],
+                                    "expected [low, high] with low <= high, got [%s, %s]", a, b);
+            }
+    }
     if (spec->data.n_mean != spec->data.n_std)
         return gr_cfg_error(err, gr_spec_node(root, "data.normalize.std"), "data.normalize.std",
                             "has %d values but data.normalize.mean has %d", spec->data.n_std, spec->data.n_mean);

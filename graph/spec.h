@@ -114,11 +114,15 @@ typedef struct gr_job_spec {
         int64_t prefetch;         /* 4, in [1, 64] */
         int64_t workers;          /* 2, in [0, 256] */
         int64_t crop_size;        /* augment.crop.size, 0 = off */
-        int64_t crop_padding;     /* augment.crop.padding, 0 */
+        int64_t crop_padding;     /* augment.crop.padding, 0 (type random only) */
+        int crop_type;            /* augment.crop.type: 0 random (crop of the padded image),
+                                     1 resized (torchvision's RandomResizedCrop) */
+        double crop_scale[2];     /* augment.crop.scale [0.08, 1] (resized) */
+        double crop_ratio[2];     /* augment.crop.ratio [3/4, 4/3] (resized) */
         bool flip;                /* augment.flip, false */
         int n_mean, n_std;        /* 0 = not given (dataset attrs or /255 apply) */
         double mean[GR_MAX_CHANNELS], std[GR_MAX_CHANNELS]; /* std > 0 */
-        char cache[16];           /* none | memory; default none */
+        char cache[16];           /* auto | memory | none; default auto */
     } data;
 
     struct {

@@ -49,6 +49,16 @@ void gr_backend_download(gr_backend *be, void *dst, const void *src, size_t byte
 }
 void gr_backend_sync(gr_backend *be) { be->vt->sync(be); }
 
+void *gr_backend_host_alloc(gr_backend *be, size_t bytes) {
+    return be->vt->host_alloc ? be->vt->host_alloc(be, bytes) : gr_aligned_alloc(bytes);
+}
+
+void gr_backend_host_free(gr_backend *be, void *p) {
+    if (!p) return;
+    if (be->vt->host_free) be->vt->host_free(be, p);
+    else gr_aligned_free(p);
+}
+
 void gr_backend_sgd(gr_backend *be, float *w, const float *g, float *buf, int64_t n,
                     const gr_sgd_hparams *h) {
     be->vt->sgd(be, w, g, buf, n, h);

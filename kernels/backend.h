@@ -53,6 +53,11 @@ void gr_backend_zero(gr_backend *be, void *p, size_t bytes);
 void gr_backend_upload(gr_backend *be, void *dst, const void *src, size_t bytes);
 void gr_backend_download(gr_backend *be, void *dst, const void *src, size_t bytes);
 void gr_backend_sync(gr_backend *be);
+/* Host memory for buffers that are copied to the device often (the
+ * loader's batches): page-locked on a GPU, 64-byte aligned otherwise.
+ * NULL on failure. */
+void *gr_backend_host_alloc(gr_backend *be, size_t bytes);
+void gr_backend_host_free(gr_backend *be, void *p);
 
 /* Optimizer updates and gradient norm over flat device arrays. */
 void gr_backend_sgd(gr_backend *be, float *w, const float *g, float *buf, int64_t n,
@@ -71,6 +76,8 @@ typedef struct gr_backend_vtable {
     void (*upload)(gr_backend *be, void *dst, const void *src, size_t bytes);
     void (*download)(gr_backend *be, void *dst, const void *src, size_t bytes);
     void (*sync)(gr_backend *be);
+    void *(*host_alloc)(gr_backend *be, size_t bytes); /* NULL: gr_aligned_alloc */
+    void (*host_free)(gr_backend *be, void *p);
     void (*sgd)(gr_backend *be, float *w, const float *g, float *buf, int64_t n, const gr_sgd_hparams *h);
     void (*adamw)(gr_backend *be, float *w, const float *g, float *m, float *v, int64_t n,
                   const gr_adamw_hparams *h);

@@ -28,6 +28,7 @@ typedef struct gr_job {
     const gr_job_spec *spec;
     gr_dataset *train_ds, *val_ds;
     gr_loader *train_ld, *val_ld;
+    gr_augment aug, val_aug;  /* per-sample transforms of the two splits */
     int64_t in_shape[3];
     int in_ndim;
     double mean[GR_MAX_CHANNELS], std[GR_MAX_CHANNELS];
@@ -48,10 +49,10 @@ static void gr_job_free(gr_job *j) {
     gr_plan_free(&j->train_plan);
     gr_plan_free(&j->eval_plan);
     gr_model_free(&j->m);
+    gr_loader_close(j->train_ld); /* before the backend: its buffers may be the backend's */
+    gr_loader_close(j->val_ld);
     gr_backend_free(j->be);
     if (j->have_graph) gr_graph_free(&j->g);
-    gr_loader_close(j->train_ld);
-    gr_loader_close(j->val_ld);
     gr_dataset_close(j->train_ds);
     gr_dataset_close(j->val_ds);
     memset(j, 0, sizeof *j);
@@ -62,6 +63,24 @@ static int gr_optim_slots(const gr_optim_spec *o) {
     return o->momentum > 0.0 ? 1 : 0;
 }
 
+/* data.augment: the training transform, and the evaluation one (a centre
+ * crop of the same size, which is the identity when the images are that
+ * size already, as with padded random crops). */
+static void gr_job_augment(const gr_job_spec *spec, gr_augment *train, gr_augment *val) {
+    memset(train, 0, sizeof *train);
+    memset(val, 0, sizeof *val);
+    train->flip = spec->data.flip;
+    if (spec->data.crop_size > 0) {
+        train->crop = spec->data.crop_type == 1 ? GR_CROP_RESIZED : GR_CROP_RANDOM;
+        train->size = spec->data.crop_size;
+        train->padding = spec->data.crop_padding;
+        memcpy(train->scale, spec->data.crop_scale, sizeof train->scale);
+        memcpy(train->ratio, spec->data.crop_ratio, sizeof train->ratio);
+        val->crop = GR_CROP_CENTER;
+        val->size = spec->data.crop_size;
+    }
+}
+
 /* Opens the data, decides the input shape and normalization, builds the
  * graph with its backward pass. */
 static gr_status gr_job_compile(gr_job *j, const gr_job_spec *spec, bool need_val, gr_error *err) {
@@ -69,13 +88,23 @@ static gr_status gr_job_compile(gr_job *j, const gr_job_spec *spec, bool need_va
     j->spec = spec;
     if (!spec->data.train.path[0])
         return gr_spec_error(err, spec, "data.train.path", "required to run or plan this job");
-    if ((st = gr_dataset_open(spec->data.train.path, spec->data.train.group, &j->train_ds, err))) return st;
+    const gr_cache_mode cache = !strcmp(spec->data.cache, "memory") ? GR_CACHE_MEMORY
+                                : !strcmp(spec->data.cache, "none") ? GR_CACHE_NONE : GR_CACHE_AUTO;
+    if ((st = gr_dataset_open_cache(spec->data.train.path, spec->data.train.group, cache, &j->train_ds, err)))
+        return st;
     if (need_val && spec->data.val.path[0] &&
-        (st = gr_dataset_open(spec->data.val.path, spec->data.val.group, &j->val_ds, err)))
+        (st = gr_dataset_open_cache(spec->data.val.path, spec->data.val.group, cache, &j->val_ds, err)))
         return st;
 
-    int64_t chw[3];
-    gr_dataset_sample_shape(j->train_ds, chw);
+    /* the samples the model sees: the stored ones, or the crop of them */
+    int64_t chw[3], stored[3];
+    gr_dataset_sample_shape(j->train_ds, stored);
+    gr_job_augment(spec, &j->aug, &j->val_aug);
+    if ((st = gr_augment_check(&j->aug, stored[1], stored[2], spec->data.train.path,
+                               gr_dataset_images_name(j->train_ds), err)))
+        return st;
+    chw[0] = stored[0];
+    gr_augment_out_shape(&j->aug, stored[1], stored[2], &chw[1], &chw[2]);
     if (spec->model.n_input > 0) {
         int64_t want = 1, have = chw[0] * chw[1] * chw[2];
         for (int i = 0; i < spec->model.n_input; i++) want *= spec->model.input[i];
@@ -91,13 +120,16 @@ static gr_status gr_job_compile(gr_job *j, const gr_job_spec *spec, bool need_va
         memcpy(j->in_shape, chw, sizeof chw);
     }
     if (j->val_ds) {
-        int64_t vchw[3];
-        gr_dataset_sample_shape(j->val_ds, vchw);
+        int64_t vs[3], vchw[3];
+        gr_dataset_sample_shape(j->val_ds, vs);
+        vchw[0] = vs[0];
+        gr_augment_out_shape(&j->val_aug, vs[1], vs[2], &vchw[1], &vchw[2]);
         if (memcmp(vchw, chw, sizeof chw) != 0)
             return gr_error_set(err, GR_ERR_DATA, "%s: %s/images: samples are [%lld, %lld, %lld] but the "
-                                "train split's are [%lld, %lld, %lld]", spec->data.val.path,
+                                "train split's are [%lld, %lld, %lld]%s", spec->data.val.path,
                                 spec->data.val.group, (long long)vchw[0], (long long)vchw[1],
-                                (long long)vchw[2], (long long)chw[0], (long long)chw[1], (long long)chw[2]);
+                                (long long)vchw[2], (long long)chw[0], (long long)chw[1], (long long)chw[2],
+                                j->aug.crop != GR_CROP_NONE ? " (after the crop)" : "");
     }
 
     /* normalization: the spec, else the dataset's attributes, else [0,1] for uint8 */
@@ -138,6 +170,10 @@ static gr_status gr_job_compile(gr_job *j, const gr_job_spec *spec, bool need_va
     return GR_OK;
 }
 
+/* Batch buffers from the backend: page-locked memory on a GPU. */
+static void *gr_job_host_alloc(size_t bytes, void *ctx) { return gr_backend_host_alloc(ctx, bytes); }
+static void gr_job_host_free(void *p, void *ctx) { gr_backend_host_free(ctx, p); }
+
 static gr_status gr_job_open_loaders(gr_job *j, gr_error *err) {
     const gr_job_spec *s = j->spec;
     gr_loader_config lc;
@@ -153,11 +189,18 @@ static gr_status gr_job_open_loaders(gr_job *j, gr_error *err) {
     memcpy(lc.std, j->std, sizeof lc.std);
     lc.prefetch = (int)s->data.prefetch;
     lc.workers = (int)s->data.workers;
+    lc.aug = j->aug;
+    if (j->be) {
+        lc.host_alloc = gr_job_host_alloc;
+        lc.host_free = gr_job_host_free;
+        lc.alloc_ctx = j->be;
+    }
     gr_status st = gr_loader_open(j->train_ds, &lc, &j->train_ld, err);
     if (st) return st;
     if (j->val_ds) {
         lc.shuffle = false;
         lc.drop_last = false;
+        lc.aug = j->val_aug;
         if ((st = gr_loader_open(j->val_ds, &lc, &j->val_ld, err))) return st;
     }
     return GR_OK;
@@ -370,10 +413,6 @@ static gr_status gr_job_unsupported(const gr_job_spec *s, gr_error *err) {
     if (s->checkpoint.every_minutes > 0)
         return gr_spec_error(err, s, "checkpoint.every_minutes", "checkpoints are not written by this "
                              "version yet; remove the key (or set 0)");
-    if (s->data.crop_size > 0)
-        return gr_spec_error(err, s, "data.augment.crop", "augmentation is not supported by this version yet");
-    if (s->data.flip)
-        return gr_spec_error(err, s, "data.augment.flip", "augmentation is not supported by this version yet");
     if (s->model.init_from[0])
         return gr_spec_error(err, s, "model.init_from", "loading weights is not supported by this version yet");
     return GR_OK;
@@ -422,7 +461,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
                (long long)s->train.micro_batch, j.run_dir);
 
     int64_t nt = j.g.n_trainable;
-    double t0 = gr_now(), t_window = t0, loss_window = 0.0;
+    double t0 = gr_now(), t_window = t0, loss_window = 0.0, wait_window = 0.0;
     int64_t steps_window = 0;
     double eval_s = 0.0;
     double last_loss = NAN, last_acc = NAN, last_vloss = NAN, best_acc = NAN;
@@ -462,6 +501,9 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
         if (done_steps % s->log.every_steps == 0 || done_steps == total) {
             double now = gr_now();
             double sps = (double)(steps_window * s->train.batch_size) / (now - t_window);
+            double wait = gr_loader_wait_s(j.train_ld);
+            double wait_pct = 100.0 * (wait - wait_window) / (now - t_window);
+            wait_window = wait;
             double eta = (now - t0) / (double)done_steps * (double)(total - done_steps);
             gr_json js;
             gr_json_begin(&js);
@@ -473,6 +515,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
             gr_json_num(&js, "samples_per_s", sps);
             gr_json_num(&js, "loss_scale", 1.0);
             gr_json_num(&js, "time_s", now - t0);
+            gr_json_num(&js, "data_wait_pct", wait_pct);
             fprintf(j.metrics, "%s\n", gr_json_end(&js));
             fflush(j.metrics);
             if (j.tb) {
@@ -485,9 +528,10 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
             if (!opt->quiet) {
                 char etab[32];
                 gr_fmt_duration(eta, etab, sizeof etab);
-                printf("step %lld/%lld  epoch %.2f/%lld  loss %.4f  lr %.4g  %.0f samples/s  ETA %s\n",
-                       (long long)done_steps, (long long)total, epoch_f, (long long)((total + spe - 1) / spe),
-                       loss_window / (double)steps_window, lr, sps, etab);
+                printf("step %lld/%lld  epoch %.2f/%lld  loss %.4f  lr %.4g  %.0f samples/s  data wait %.1f%%  "
+                       "ETA %s\n", (long long)done_steps, (long long)total, epoch_f,
+                       (long long)((total + spe - 1) / spe), loss_window / (double)steps_window, lr, sps, wait_pct,
+                       etab);
                 fflush(stdout);
             }
             t_window = now;
@@ -531,7 +575,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
         gr_json_num(&js, "last_val_loss", last_vloss);
         gr_json_int(&js, "params", j.g.n_trainable);
         gr_json_num(&js, "data_wait_s", wait);
-        gr_json_num(&js, "data_wait_pct", wall > 0 ? 100.0 * wait / wall : 0.0);
+        gr_json_num(&js, "data_wait_pct", wall - eval_s > 0 ? 100.0 * wait / (wall - eval_s) : 0.0);
         gr_error e2;
         gr_status st2 = gr_write_summary(j.run_dir, gr_json_end(&js), &e2);
         if (!st && st2) { st = st2; *err = e2; }

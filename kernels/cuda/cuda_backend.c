@@ -24,6 +24,8 @@ static void gr_cuda_download_be(gr_backend *be, void *dst, const void *src, size
     gr_cuda_d2h(dst, src, bytes);
 }
 static void gr_cuda_sync_be(gr_backend *be) { (void)be; gr_cuda_sync(); }
+static void *gr_cuda_host_alloc_be(gr_backend *be, size_t bytes) { (void)be; return gr_cuda_host_alloc(bytes); }
+static void gr_cuda_host_free_be(gr_backend *be, void *p) { (void)be; gr_cuda_host_free(p); }
 
 static void gr_cuda_sgd_be(gr_backend *be, float *w, const float *g, float *buf, int64_t n,
                            const gr_sgd_hparams *h) {
@@ -53,6 +55,8 @@ static const gr_backend_vtable gr_cuda_vtable = {
     .upload = gr_cuda_upload_be,
     .download = gr_cuda_download_be,
     .sync = gr_cuda_sync_be,
+    .host_alloc = gr_cuda_host_alloc_be,
+    .host_free = gr_cuda_host_free_be,
     .sgd = gr_cuda_sgd_be,
     .adamw = gr_cuda_adamw_be,
     .sumsq = gr_cuda_sumsq_be,

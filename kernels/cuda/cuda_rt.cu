@@ -98,6 +98,19 @@ extern "C" void *gr_cuda_malloc(size_t bytes) {
 }
 
 extern "C" void gr_cuda_free(void *p) { CUDA_CHECK(cudaFree(p)); }
+
+// Page-locked host memory (portable: usable from any context), so the
+// loader's batches copy to the device by DMA, asynchronously.
+extern "C" void *gr_cuda_host_alloc(size_t bytes) {
+    void *p = NULL;
+    if (cudaHostAlloc(&p, bytes ? bytes : 64, cudaHostAllocPortable) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return NULL;
+    }
+    return p;
+}
+
+extern "C" void gr_cuda_host_free(void *p) { CUDA_CHECK(cudaFreeHost(p)); }
 extern "C" void gr_cuda_zero(void *p, size_t bytes) { CUDA_CHECK(cudaMemset(p, 0, bytes)); }
 extern "C" void gr_cuda_h2d(void *dst, const void *src, size_t bytes) {
     CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));

@@ -16,6 +16,8 @@ int gr_cuda_device_count(int *count, char *msg, size_t msg_len);
 int gr_cuda_select(int device, char *name, size_t name_len, char *msg, size_t msg_len);
 void *gr_cuda_malloc(size_t bytes);
 void gr_cuda_free(void *p);
+void *gr_cuda_host_alloc(size_t bytes); /* page-locked; NULL on failure */
+void gr_cuda_host_free(void *p);
 void gr_cuda_zero(void *p, size_t bytes);
 void gr_cuda_h2d(void *dst, const void *src, size_t bytes);
 void gr_cuda_d2h(void *dst, const void *src, size_t bytes);

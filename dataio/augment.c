@@ -1,0 +1,273 @@
+/* augment.c — crop/flip draws and the sample decoder (see augment.h). */
+#include "augment.h"
+#include "h5util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GR_AUGMENT_KEY 0x4155474d454e5431ull /* "AUGMENT1" */
+
+/* Counters within one sample's stream: flip, then 4 per resized-crop try,
+ * then the random-crop offsets. */
+enum { DRAW_FLIP = 0, DRAW_TRY = 1, DRAW_CROP_I = 48, DRAW_CROP_J = 49, DRAWS_PER_SAMPLE = 64 };
+
+static double draw_u01(uint64_t key, uint64_t ctr) { /* [0, 1), 53 bits */
+    return (double)(gr_hash64(key, ctr) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static int64_t draw_int(uint64_t key, uint64_t ctr, int64_t n) { /* [0, n), n >= 1 */
+    return (int64_t)(gr_hash64(key, ctr) % (uint64_t)n);
+}
+
+/* Python's round(): half to even (nearbyint in the default rounding mode). */
+static int64_t round_even(double v) { return (int64_t)nearbyint(v); }
+
+void gr_augment_out_shape(const gr_augment *a, int64_t H, int64_t W, int64_t *oh, int64_t *ow) {
+    if (a->crop == GR_CROP_NONE) *oh = H, *ow = W;
+    else *oh = *ow = a->size;
+}
+
+gr_status gr_augment_check(const gr_augment *a, int64_t H, int64_t W, const char *path, const char *dset,
+                           gr_error *err) {
+    if (a->crop == GR_CROP_RANDOM && (a->size > H + 2 * a->padding || a->size > W + 2 * a->padding))
+        return gr_error_set(err, GR_ERR_DATA, "%s: %s: crop %lld is larger than the padded image %lldx%lld "
+                            "(%lldx%lld + padding %lld); lower data.augment.crop.size or raise its padding",
+                            path, dset, (long long)a->size, (long long)(H + 2 * a->padding),
+                            (long long)(W + 2 * a->padding), (long long)H, (long long)W, (long long)a->padding);
+    return GR_OK;
+}
+
+static void draw_resized(const gr_augment *a, int64_t H, int64_t W, uint64_t key, uint64_t base, gr_xform *t) {
+    const double area = (double)H * (double)W;
+    const double lr0 = log(a->ratio[0]), lr1 = log(a->ratio[1]);
+    for (int k = 0; k < 10; k++) {
+        uint64_t c = base + DRAW_TRY + 4 * (uint64_t)k;
+        double target = area * (a->scale[0] + (a->scale[1] - a->scale[0]) * draw_u01(key, c));
+        double aspect = exp(lr0 + (lr1 - lr0) * draw_u01(key, c + 1));
+        int64_t w = round_even(sqrt(target * aspect)), h = round_even(sqrt(target / aspect));
+        if (w > 0 && w <= W && h > 0 && h <= H) {
+            t->y0 = draw_int(key, c + 2, H - h + 1);
+            t->x0 = draw_int(key, c + 3, W - w + 1);
+            t->h = h, t->w = w;
+            return;
+        }
+    }
+    /* torchvision's fallback: the centre box with the ratio clamped */
+    double in_ratio = (double)W / (double)H;
+    int64_t w = W, h = H;
+    if (in_ratio < a->ratio[0]) h = round_even((double)w / a->ratio[0]);
+    else if (in_ratio > a->ratio[1]) w = round_even((double)h * a->ratio[1]);
+    t->h = h, t->w = w;
+    t->y0 = (H - h) / 2;
+    t->x0 = (W - w) / 2;
+}
+
+void gr_augment_draw(const gr_augment *a, int64_t H, int64_t W, uint64_t seed, int64_t epoch, int64_t sample,
+                     gr_xform *t) {
+    const uint64_t key = gr_hash64(seed ^ GR_AUGMENT_KEY, (uint64_t)epoch);
+    const uint64_t base = (uint64_t)sample * DRAWS_PER_SAMPLE;
+    t->y0 = t->x0 = 0;
+    t->h = H, t->w = W;
+    switch (a->crop) {
+    case GR_CROP_NONE: break;
+    case GR_CROP_RANDOM: {
+        const int64_t P = a->padding, S = a->size;
+        t->y0 = draw_int(key, base + DRAW_CROP_I, H + 2 * P - S + 1) - P;
+        t->x0 = draw_int(key, base + DRAW_CROP_J, W + 2 * P - S + 1) - P;
+        t->h = t->w = S;
+        break;
+    }
+    case GR_CROP_RESIZED: draw_resized(a, H, W, key, base, t); break;
+    case GR_CROP_CENTER: {
+        const int64_t S = a->size;
+        /* torchvision pads a smaller image by floor((S - H) / 2) first */
+        t->y0 = S > H ? -((S - H) / 2) : round_even((double)(H - S) / 2.0);
+        t->x0 = S > W ? -((S - W) / 2) : round_even((double)(W - S) / 2.0);
+        t->h = t->w = S;
+        break;
+    }
+    }
+    t->flip = a->flip && (gr_hash64(key, base + DRAW_FLIP) >> 63);
+}
+
+/* ---- decoder ---- */
+
+void gr_decoder_init(gr_decoder *d, gr_dtype dtype, const int64_t chw[3], bool nhwc, int64_t oh, int64_t ow,
+                     const double *mean, const double *std) {
+    memset(d, 0, sizeof *d);
+    d->dtype = dtype;
+    d->c = chw[0], d->h = chw[1], d->w = chw[2];
+    d->nhwc = nhwc;
+    d->oh = oh, d->ow = ow;
+    d->scale = gr_xmalloc((size_t)d->c * sizeof *d->scale);
+    d->bias = gr_xmalloc((size_t)d->c * sizeof *d->bias);
+    d->mean = gr_xmalloc((size_t)d->c * sizeof *d->mean);
+    d->inv = gr_xmalloc((size_t)d->c * sizeof *d->inv);
+    if (dtype == GR_DT_UINT8) d->lut = gr_xmalloc((size_t)d->c * 256 * sizeof *d->lut);
+    for (int64_t c = 0; c < d->c; c++) {
+        double m = mean ? mean[c] : 0.0, s = std ? std[c] : 1.0;
+        d->mean[c] = m;
+        d->inv[c] = 1.0 / s;
+        d->scale[c] = (float)(1.0 / s);
+        d->bias[c] = (float)(-m / s);
+        if (d->lut)
+            for (int v = 0; v < 256; v++) d->lut[c * 256 + v] = (float)(((double)v - m) / s);
+    }
+}
+
+void gr_decoder_free(gr_decoder *d) {
+    free(d->scale);
+    free(d->bias);
+    free(d->mean);
+    free(d->inv);
+    free(d->lut);
+    memset(d, 0, sizeof *d);
+}
+
+size_t gr_decoder_scratch_bytes(const gr_decoder *d) {
+    /* resize: x offsets (2 x int64), x weights, two interpolated rows */
+    return (size_t)d->ow * (2 * sizeof(int64_t) + 3 * sizeof(float)) + 64;
+}
+
+typedef struct strides { int64_t c, y, x; } strides;
+
+static strides element_strides(const gr_decoder *d) {
+    strides s;
+    if (d->nhwc) s.c = 1, s.x = d->c, s.y = d->w * d->c;
+    else s.x = 1, s.y = d->w, s.c = d->h * d->w;
+    return s;
+}
+
+static inline float load_raw(const gr_decoder *d, const void *src, int64_t off) {
+    switch (d->dtype) {
+    case GR_DT_UINT8: return (float)((const uint8_t *)src)[off];
+    case GR_DT_FLOAT16: return gr_h5_half_to_float(((const uint16_t *)src)[off]);
+    case GR_DT_FLOAT32: break;
+    }
+    return ((const float *)src)[off];
+}
+
+static inline float load_norm(const gr_decoder *d, const void *src, int64_t off, int64_t c) {
+    if (d->lut) return d->lut[c * 256 + ((const uint8_t *)src)[off]];
+    return (float)(((double)load_raw(d, src, off) - d->mean[c]) * d->inv[c]);
+}
+
+/* Box the size of the output: a window (zeros outside the image), maybe
+ * mirrored. */
+static void decode_window(const gr_decoder *d, const void *src, const gr_xform *t, float *dst) {
+    const strides s = element_strides(d);
+    const int64_t oh = d->oh, ow = d->ow;
+    /* output columns [xa, xb) read inside the image */
+    int64_t xa, xb;
+    if (!t->flip) xa = GR_MAX(0, -t->x0), xb = GR_MIN(ow, d->w - t->x0);
+    else xa = GR_MAX(0, t->x0 + ow - d->w), xb = GR_MIN(ow, t->x0 + ow);
+    if (xb < xa) xb = xa;
+    for (int64_t c = 0; c < d->c; c++) {
+        const float zero = d->bias[c];
+        for (int64_t y = 0; y < oh; y++) {
+            float *o = dst + (c * oh + y) * ow;
+            const int64_t sy = t->y0 + y;
+            if (sy < 0 || sy >= d->h) {
+                for (int64_t x = 0; x < ow; x++) o[x] = zero;
+                continue;
+            }
+            for (int64_t x = 0; x < xa; x++) o[x] = zero;
+            for (int64_t x = xb; x < ow; x++) o[x] = zero;
+            const int64_t row = c * s.c + sy * s.y;
+            if (d->lut && s.x == 1 && !t->flip) { /* the common case: plain uint8 rows */
+                const uint8_t *p = (const uint8_t *)src + row + t->x0;
+                const float *lut = d->lut + c * 256;
+                for (int64_t x = xa; x < xb; x++) o[x] = lut[p[x]];
+            } else {
+                for (int64_t x = xa; x < xb; x++) {
+                    int64_t sx = t->flip ? t->x0 + ow - 1 - x : t->x0 + x;
+                    o[x] = load_norm(d, src, row + sx * s.x, c);
+                }
+            }
+        }
+    }
+}
+
+/* torch's area_pixel_compute_source_index for linear modes, align_corners
+ * false: the centre of output pixel i maps to scale * (i + 0.5) - 0.5,
+ * clamped at 0. */
+static inline float source_index(float scale, int64_t i) {
+    float v = scale * ((float)i + 0.5f) - 0.5f;
+    return v < 0.0f ? 0.0f : v;
+}
+
+/* One source row through the x interpolation: out[x] in stored units. */
+static void resize_row(const gr_decoder *d, const void *src, int64_t row, const int64_t *x0, const int64_t *x1,
+                       const float *lx, float *out) {
+    const int64_t ow = d->ow;
+    if (d->dtype == GR_DT_UINT8) {
+        const uint8_t *p = (const uint8_t *)src + row;
+        for (int64_t x = 0; x < ow; x++) {
+            float a = (float)p[x0[x]], b = (float)p[x1[x]];
+            out[x] = a + (b - a) * lx[x];
+        }
+    } else {
+        for (int64_t x = 0; x < ow; x++) {
+            float a = load_raw(d, src, row + x0[x]), b = load_raw(d, src, row + x1[x]);
+            out[x] = a + (b - a) * lx[x];
+        }
+    }
+}
+
+/* Bilinear resize of the box (inside the image) to oh x ow, separable: each
+ * needed source row is interpolated along x once (two rows kept, since the
+ * rows an output row needs only move down), then rows are blended along y
+ * and normalized in the same pass. */
+static void decode_resized(const gr_decoder *d, const void *src, const gr_xform *t, float *dst, void *scratch) {
+    const strides s = element_strides(d);
+    const int64_t oh = d->oh, ow = d->ow;
+    int64_t *x0 = scratch, *x1 = x0 + ow;
+    float *lx = (float *)(x1 + ow), *ra = lx + ow, *rb = ra + ow;
+    const float sx = (float)t->w / (float)ow, sy = (float)t->h / (float)oh;
+    for (int64_t x = 0; x < ow; x++) {
+        float f = source_index(sx, t->flip ? ow - 1 - x : x);
+        int64_t i = (int64_t)f;
+        int64_t p = i < t->w - 1 ? 1 : 0;
+        x0[x] = (t->x0 + i) * s.x;
+        x1[x] = (t->x0 + i + p) * s.x;
+        lx[x] = f - (float)i;
+    }
+    for (int64_t c = 0; c < d->c; c++) {
+        const float k = d->scale[c], b = d->bias[c];
+        float *r0 = ra, *r1 = rb;
+        int64_t have0 = -1, have1 = -1; /* source rows now in r0, r1 */
+        for (int64_t y = 0; y < oh; y++) {
+            float f = source_index(sy, y);
+            int64_t i = (int64_t)f;
+            int64_t y0 = t->y0 + i, y1 = y0 + (i < t->h - 1 ? 1 : 0);
+            float ly = f - (float)i;
+            if (have0 != y0) {
+                if (have1 == y0) {
+                    float *tmp = r0;
+                    r0 = r1, r1 = tmp;
+                    have0 = have1;
+                    have1 = -1;
+                } else {
+                    resize_row(d, src, c * s.c + y0 * s.y, x0, x1, lx, r0);
+                    have0 = y0;
+                }
+            }
+            const float *q1 = r0;
+            if (y1 != y0) {
+                if (have1 != y1) {
+                    resize_row(d, src, c * s.c + y1 * s.y, x0, x1, lx, r1);
+                    have1 = y1;
+                }
+                q1 = r1;
+            }
+            float *o = dst + (c * oh + y) * ow;
+            for (int64_t x = 0; x < ow; x++) o[x] = (r0[x] + (q1[x] - r0[x]) * ly) * k + b;
+        }
+    }
+}
+
+void gr_decode_sample(const gr_decoder *d, const void *src, const gr_xform *t, float *dst, void *scratch) {
+    if (t->h == d->oh && t->w == d->ow) decode_window(d, src, t, dst);
+    else decode_resized(d, src, t, dst, scratch);
+}
