@@ -11,7 +11,9 @@
 #include "augment.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +43,20 @@ struct gr_dataset {
     int32_t *labels;      /* n */
     uint8_t *mem;         /* all raw images, or NULL (on-disk path) */
     gr_rows rows;         /* gr_dataset_read's scratch for the on-disk path */
+    /* direct reads: images stored raw (no filters, little-endian, chunks of
+     * whole samples or contiguous) are read with pread at their file
+     * offsets, in parallel, without HDF5's global lock */
+    bool little_endian;   /* stored byte order is the machine's (x86: LE) */
+    int fd;               /* -1: every read goes through HDF5 */
+    int64_t chunk_samples;/* samples per chunk; contiguous: n */
+    int64_t n_chunks;
+    uint64_t *chunk_addr; /* per chunk: file offset, GR_ADDR_UNKNOWN until looked up, GR_ADDR_NONE unwritten */
+    pthread_mutex_t addr_mu;
+    int64_t file_size;
 };
+
+#define GR_ADDR_UNKNOWN UINT64_MAX
+#define GR_ADDR_NONE (UINT64_MAX - 1)
 
 void gr_dataset_set_memory_limit(int64_t bytes) { g_mem_limit = bytes; }
 
@@ -206,6 +221,7 @@ static gr_status check_images(gr_dataset *ds, gr_error *err) {
         goto fail;
     }
     ds->elem_size = sz;
+    ds->little_endian = sz == 1 || H5Tget_order(t) == H5T_ORDER_LE;
     GR_H5_CHECK(sp = H5Dget_space(ds->images), err, "%s: %s: cannot read shape", ds->path, ds->images_name);
     int rank = H5Sget_simple_extent_ndims(sp);
     GR_H5_CHECK(rank, err, "%s: %s: cannot read shape", ds->path, ds->images_name);
@@ -309,6 +325,68 @@ fail:
     return st;
 }
 
+static gr_status read_direct(gr_dataset *ds, int64_t idx, void *dst, gr_error *err);
+
+/* Decides whether the images can be read directly (see struct gr_dataset),
+ * and proves it on sample 0 against an HDF5 read; any doubt leaves fd -1. */
+static void setup_direct(gr_dataset *ds, int64_t file_size) {
+    ds->fd = -1;
+    if (!ds->little_endian) return;
+    hid_t dcpl = H5Dget_create_plist(ds->images);
+    if (dcpl < 0) return;
+    bool ok = H5Pget_nfilters(dcpl) == 0 && H5Pget_external_count(dcpl) == 0;
+    H5D_layout_t layout = H5Pget_layout(dcpl);
+    if (ok && layout == H5D_CHUNKED) {
+        hsize_t chunk[4];
+        ok = H5Pget_chunk(dcpl, ds->rank, chunk) == ds->rank;
+        for (int d = 1; ok && d < ds->rank; d++) ok = chunk[d] == ds->dims[d];
+        if (ok) ds->chunk_samples = (int64_t)chunk[0];
+    } else if (ok && layout == H5D_CONTIGUOUS) {
+        haddr_t a = H5Dget_offset(ds->images);
+        ok = a != HADDR_UNDEF;
+        ds->chunk_samples = ds->n;
+        if (ok) {
+            ds->chunk_addr = gr_xmalloc(sizeof *ds->chunk_addr);
+            ds->chunk_addr[0] = (uint64_t)a;
+        }
+    } else {
+        ok = false;
+    }
+    H5Pclose(dcpl);
+    if (!ok || ds->chunk_samples < 1) {
+        free(ds->chunk_addr);
+        ds->chunk_addr = NULL;
+        return;
+    }
+    ds->n_chunks = (ds->n + ds->chunk_samples - 1) / ds->chunk_samples;
+    if (!ds->chunk_addr) {
+        ds->chunk_addr = gr_xmalloc((size_t)ds->n_chunks * sizeof *ds->chunk_addr);
+        for (int64_t i = 0; i < ds->n_chunks; i++) ds->chunk_addr[i] = GR_ADDR_UNKNOWN;
+    }
+    ds->file_size = file_size;
+    ds->fd = open(ds->path, O_RDONLY | O_CLOEXEC);
+    if (ds->fd < 0) return;
+    /* the proof: sample 0 read both ways */
+    size_t sb = (size_t)ds->sample_elems * ds->elem_size;
+    uint8_t *a = gr_aligned_alloc(sb), *b = gr_aligned_alloc(sb);
+    gr_error e;
+    hid_t fsp = H5Dget_space(ds->images), msp = -1;
+    hsize_t start[4] = {0, 0, 0, 0}, count[4] = {1, 0, 0, 0}, total = (hsize_t)ds->sample_elems;
+    for (int d = 1; d < ds->rank; d++) count[d] = ds->dims[d];
+    bool same = a && b && fsp >= 0 && read_direct(ds, 0, a, &e) == GR_OK &&
+                H5Sselect_hyperslab(fsp, H5S_SELECT_SET, start, NULL, count, NULL) >= 0 &&
+                (msp = H5Screate_simple(1, &total, NULL)) >= 0 &&
+                H5Dread(ds->images, ds->memtype, msp, fsp, H5P_DEFAULT, b) >= 0 && memcmp(a, b, sb) == 0;
+    if (msp >= 0) H5Sclose(msp);
+    if (fsp >= 0) H5Sclose(fsp);
+    gr_aligned_free(a);
+    gr_aligned_free(b);
+    if (!same) {
+        close(ds->fd);
+        ds->fd = -1;
+    }
+}
+
 gr_status gr_dataset_open(const char *path, const char *group, gr_dataset **out, gr_error *err) {
     return gr_dataset_open_cache(path, group, GR_CACHE_AUTO, out, err);
 }
@@ -329,6 +407,8 @@ gr_status gr_dataset_open_cache(const char *path, const char *group, gr_cache_mo
     hid_t lab = -1;
     gr_dataset *ds = gr_xcalloc(1, sizeof *ds);
     ds->file = ds->grp = ds->images = ds->memtype = -1;
+    ds->fd = -1;
+    pthread_mutex_init(&ds->addr_mu, NULL);
     ds->path = gr_xstrdup(path);
     ds->group = normalize_group(group);
     ds->images_name = join_name(ds->group, "images");
@@ -357,6 +437,7 @@ gr_status gr_dataset_open_cache(const char *path, const char *group, gr_cache_mo
     if ((st = open_member(ds, "labels", ds->labels_name, &lab, err)) != GR_OK) goto fail;
     if ((st = check_images(ds, err)) != GR_OK) goto fail;
     if ((st = read_labels(ds, lab, err)) != GR_OK) goto fail;
+    setup_direct(ds, (int64_t)sb.st_size);
 
     const int64_t sample_bytes = ds->sample_elems * (int64_t)ds->elem_size; /* <= 2^34 */
     const int64_t limit = gr_dataset_memory_limit();
@@ -397,6 +478,9 @@ void gr_dataset_close(gr_dataset *ds) {
     gr_aligned_free(ds->mem);
     free(ds->labels);
     gr_rows_free(&ds->rows);
+    if (ds->fd >= 0) close(ds->fd);
+    free(ds->chunk_addr);
+    pthread_mutex_destroy(&ds->addr_mu);
     free(ds->images_name);
     free(ds->labels_name);
     free(ds->group);
@@ -486,6 +570,14 @@ static gr_status read_rows(gr_dataset *ds, const int64_t *idx, int64_t n, gr_row
             return gr_error_set(err, GR_ERR_OOM, "%s: %s: out of memory: %zu bytes for a batch", ds->path,
                                 ds->images_name, need);
     }
+    if (ds->fd >= 0) {
+        const size_t sb = (size_t)ds->sample_elems * ds->elem_size;
+        for (int64_t i = 0; i < k; i++) {
+            gr_status st = read_direct(ds, r->sorted[i], r->raw + (size_t)i * sb, err);
+            if (st != GR_OK) return st;
+        }
+        return GR_OK;
+    }
     gr_status st = GR_OK;
     hid_t fsp = -1, msp = -1;
     GR_H5_CHECK(fsp = H5Dget_space(ds->images), err, "%s: %s: cannot read shape", ds->path, ds->images_name);
@@ -510,6 +602,54 @@ fail:
     if (msp >= 0) H5Sclose(msp);
     if (fsp >= 0) H5Sclose(fsp);
     return st;
+}
+
+/* The file offset of sample idx's chunk (looked up once per chunk). */
+static gr_status chunk_address(gr_dataset *ds, int64_t chunk, uint64_t *addr, gr_error *err) {
+    gr_status st = GR_OK;
+    pthread_mutex_lock(&ds->addr_mu);
+    if (ds->chunk_addr[chunk] == GR_ADDR_UNKNOWN) {
+        hsize_t off[4] = {(hsize_t)(chunk * ds->chunk_samples), 0, 0, 0};
+        unsigned mask = 0;
+        haddr_t a = HADDR_UNDEF;
+        hsize_t size = 0;
+        gr_h5_init();
+        if (H5Dget_chunk_info_by_coord(ds->images, off, &mask, &a, &size) < 0)
+            st = gr_h5_fail(err, GR_ERR_DATA, "%s: %s: cannot locate the chunk of sample %lld (corrupt file?)",
+                            ds->path, ds->images_name, (long long)(chunk * ds->chunk_samples));
+        else
+            ds->chunk_addr[chunk] = a == HADDR_UNDEF ? GR_ADDR_NONE : (uint64_t)a;
+    }
+    *addr = ds->chunk_addr[chunk];
+    pthread_mutex_unlock(&ds->addr_mu);
+    return st;
+}
+
+static gr_status read_direct(gr_dataset *ds, int64_t idx, void *dst, gr_error *err) {
+    const size_t sb = (size_t)ds->sample_elems * ds->elem_size;
+    const int64_t chunk = idx / ds->chunk_samples;
+    uint64_t addr;
+    gr_status st = chunk_address(ds, chunk, &addr, err);
+    if (st != GR_OK) return st;
+    if (addr == GR_ADDR_NONE) { /* never written: HDF5's fill value, zero */
+        memset(dst, 0, sb);
+        return GR_OK;
+    }
+    const uint64_t at = addr + (uint64_t)(idx - chunk * ds->chunk_samples) * sb;
+    size_t got = 0;
+    while (got < sb) {
+        ssize_t r = pread(ds->fd, (uint8_t *)dst + got, sb - got, (off_t)(at + got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0)
+            return gr_error_set(err, GR_ERR_DATA, "%s: %s: reading sample %lld: %s", ds->path, ds->images_name,
+                                (long long)idx, strerror(errno));
+        if (r == 0)
+            return gr_error_set(err, GR_ERR_DATA, "%s: %s: sample %lld lies past the end of the file (byte %llu "
+                                "of %lld): the file is truncated", ds->path, ds->images_name, (long long)idx,
+                                (unsigned long long)(at + sb), (long long)ds->file_size);
+        got += (size_t)r;
+    }
+    return GR_OK;
 }
 
 gr_status gr_dataset_fetch(gr_dataset *ds, const int64_t *idx, int64_t n, gr_rows *rows, gr_error *err) {

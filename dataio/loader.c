@@ -281,6 +281,10 @@ gr_status gr_loader_open(gr_dataset *ds, const gr_loader_config *cfg, gr_loader 
             return gr_error_set(err, GR_ERR_OOM, "loader: out of memory: %d batch buffers of %zu bytes",
                                 GR_MAX(cfg->prefetch, 1), xbytes + ybytes);
         }
+        /* touch every page now: first-touch faults would otherwise land in
+         * the first `prefetch` batches (they are slow in VMs) */
+        memset(ld->slots[s].b.x, 0, xbytes);
+        memset(ld->slots[s].b.y, 0, ybytes);
     }
     ld->nworkers = GR_MAX(cfg->workers, 1);
     ld->workers = gr_xcalloc((size_t)ld->nworkers, sizeof *ld->workers);
