@@ -285,6 +285,32 @@ expect_fail 3 "$T/adir.h5" -- "$G" "$T/adir.yaml" --run-dir "$T/rd_adir"
 spec input_mismatch tiny 's/^model:/model:\n  input: [3, 4, 4]/'
 expect_fail 3 "$T/tiny.h5" "model.input" -- "$G" "$T/input_mismatch.yaml" --run-dir "$T/rd_input"
 
+# augmentation: a crop that cannot be taken is a data error naming the sizes;
+# crops that fit train (the model sees the crop; val gets the centre crop)
+spec crop_big tiny 's/^model:/  augment: {crop: {size: 9, padding: 2}, flip: true}\nmodel:/'
+expect_fail 3 "$T/tiny.h5" "/train/images" "crop 9 is larger than the padded image 8x8" -- \
+    "$G" "$T/crop_big.yaml" --run-dir "$T/rd_crop_big"
+spec crop_ok tiny 's/^model:/  augment: {crop: {size: 4, padding: 1}, flip: true}\nmodel:/'
+expect_ok -- "$G" "$T/crop_ok.yaml" --run-dir "$T/rd_crop_ok" --quiet
+spec crop_rrc tiny 's/^model:/  augment: {crop: {size: 3, type: resized, scale: [0.5, 1.0]}, flip: true}\nmodel:/'
+expect_ok "[16, 1, 3, 3]" -- "$G" plan "$T/crop_rrc.yaml"
+expect_ok -- "$G" "$T/crop_rrc.yaml" --run-dir "$T/rd_crop_rrc" --quiet
+check "a resized-crop run evaluates on the centre crop" grep -q '"kind":"eval"' "$T/rd_crop_rrc/metrics.jsonl"
+expect_fail 2 "crop.ratio" -- "$G" validate "$T/crop_rrc.yaml" --set data.augment.crop.ratio=[2,1]
+expect_fail 2 "crop.padding" "type random only" -- "$G" validate "$T/crop_rrc.yaml" \
+    --set data.augment.crop.padding=2
+expect_fail 2 "data.cache" "auto, memory, none" -- "$G" validate "$T/ok.yaml" --set data.cache=disk
+for c in memory none; do
+    expect_ok -- "$G" "$T/crop_ok.yaml" --run-dir "$T/rd_cache_$c" --quiet --set data.cache=$c
+    check "data.cache $c: the same losses as auto" cmp <(grep -o '"loss":[^,]*' "$T/rd_crop_ok/metrics.jsonl") \
+        <(grep -o '"loss":[^,]*' "$T/rd_cache_$c/metrics.jsonl")
+done
+for w in 0 1 3; do
+    expect_ok -- "$G" "$T/crop_ok.yaml" --run-dir "$T/rd_workers_$w" --quiet --set data.workers=$w --set data.prefetch=2
+    check "data.workers $w: the same losses as 2 workers" cmp <(grep -o '"loss":[^,]*' "$T/rd_crop_ok/metrics.jsonl") \
+        <(grep -o '"loss":[^,]*' "$T/rd_workers_$w/metrics.jsonl")
+done
+
 # ---------------------------------------------------------------- run directory (1.3)
 R=$T/run1
 expect_ok -- "$G" "$T/ok.yaml" --run-dir "$R" --quiet
