@@ -7,7 +7,8 @@
 # twice per repeat: with THREADS intra-op threads (the same as gpurun), and
 # with 1, since Debian's torch 1.13 calls OpenBLAS, whose own threads then
 # use the cores anyway (torch with 2 threads oversubscribes them here).
-# The ratio is taken against the faster of the two.
+# The ratio is taken against the faster of the two. gpurun's line also shows
+# data_wait_pct: the share of training time the loop waited for a batch.
 #   THREADS=2 REPEAT=3 bench/mlp.sh
 # OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are left as the machine sets them, for
 # both sides alike (printed below).
@@ -29,13 +30,13 @@ g_runs=() t_runs=() t1_runs=()
 for i in $(seq "$REPEAT"); do
     build/gpurun configs/fashion-mnist-mlp.yaml --quiet --threads "$THREADS" --run-dir "$tmp/run$i" \
         --set train.epochs=1 --set train.schedule.type=constant --set log.every_steps=1000
-    g=$($PY -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["train_samples_per_s"], s["last_val_accuracy"])' \
+    g=$($PY -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["train_samples_per_s"], s["last_val_accuracy"], s["data_wait_pct"])' \
         "$tmp/run$i/summary.json")
     t=$($PY "$REF" mlp --epochs 1 --threads "$THREADS" |
         $PY -c 'import json,sys; r=json.loads(sys.stdin.read()); print(r["samples_per_s"], r["test_accuracy"])')
     t1=$($PY "$REF" mlp --epochs 1 --threads 1 |
         $PY -c 'import json,sys; r=json.loads(sys.stdin.read()); print(r["samples_per_s"], r["test_accuracy"])')
-    echo "run $i: gpurun $g   pytorch($THREADS threads) $t   pytorch(1 thread) $t1   (samples/s, test accuracy)"
+    echo "run $i: gpurun $g   pytorch($THREADS threads) $t   pytorch(1 thread) $t1   (samples/s, test accuracy[, gpurun's data wait %])"
     g_runs+=("${g%% *}") t_runs+=("${t%% *}") t1_runs+=("${t1%% *}")
 done
 $PY - "${g_runs[*]}" "${t_runs[*]}" "${t1_runs[*]}" "$THREADS" <<'PYEOF'

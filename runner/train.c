@@ -355,14 +355,17 @@ void gr_train_apply(gr_model *m, const gr_job_spec *s, double lr, int64_t step) 
 
 /* Mean loss and accuracy over the whole val split. */
 static gr_status gr_job_evaluate(gr_job *j, double *loss, double *acc, gr_error *err) {
-    gr_status st = gr_loader_seek(j->val_ld, 0, 0, err);
-    if (st) return st;
+    /* every evaluation takes one whole epoch of the val loader, which is
+     * unshuffled and unaugmented, so each starts where the last ended and
+     * finds its first batches already prefetched */
+    gr_status st;
     gr_exec_ctx ctx = {.training = false, .rng_key = 0, .grad_scale = 0.0f};
     double loss_sum = 0.0, correct = 0.0;
     int64_t seen = 0, nb = gr_loader_batches_per_epoch(j->val_ld);
     for (int64_t i = 0; i < nb; i++) {
         gr_batch *b;
         if ((st = gr_loader_next(j->val_ld, &b, err))) return st;
+        GR_ASSERT(b->index == i);
         gr_train_micro_step(&j->eval_plan, b, &ctx, &loss_sum, &correct);
         seen += b->n;
         gr_loader_release(j->val_ld, b);
