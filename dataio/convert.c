@@ -155,12 +155,7 @@ static gr_status idx_write_split(const gr_conv_out *o, const char *name, const i
     for (int64_t i = 0; i < n; i++) labels[i] = lab->data[i];
     st = gr_conv_split_write(&s, n, img->data, labels, err);
     free(labels);
-    if (st != GR_OK) {
-        gr_conv_split_free(&s);
-        return st;
-    }
-    if (stats) gr_conv_split_stats(&s, mean, std);
-    return gr_conv_split_finish(&s, classes, 10, mean, std, err);
+    return gr_conv_split_end(&s, st, classes, 10, mean, std, err);
 }
 
 gr_status gr_data_convert_idx(const char *dataset, const char *dir, const char *out, bool force, bool progress,

@@ -20,4 +20,71 @@
 gr_status gr_data_convert_idx(const char *dataset, const char *dir, const char *out, bool force,
                               bool progress, gr_error *err);
 
+/* Records in each CIFAR-10 binary batch file of the real dataset. */
+#define GR_CIFAR10_BATCH_RECORDS 10000
+
+/* Writes /train (data_batch_1.bin .. data_batch_5.bin) and /test
+ * (test_batch.bin) from the CIFAR-10 binary version in dir. Each record is 1
+ * label byte (0..9) and 3072 pixel bytes: 1024 R, 1024 G, 1024 B, each a
+ * row-major 32x32 plane, i.e. exactly one [3,32,32] sample. Each file must
+ * hold batch_records records (GR_CIFAR10_BATCH_RECORDS for the real data;
+ * tests pass fewer). images uint8 [N,3,32,32] chunked by whole samples,
+ * labels uint8 [N]; attributes `classes` (the lines of batches.meta.txt when
+ * present, which must name 10 classes, else airplane .. truck), `mean`, `std`
+ * (3 values each, stored units, over the train split). Errors are exit 3
+ * naming the file: no such file, a size that is not a multiple of 3073 bytes,
+ * a record count other than batch_records, a label above 9. */
+gr_status gr_data_convert_cifar10(const char *dir, int64_t batch_records, const char *out, bool force,
+                                  bool progress, gr_error *err);
+
+/* A synthetic classification dataset whose labels are learnable from the
+ * pixels, for benchmarks and tests. */
+typedef struct gr_synthetic_config {
+    int64_t n;        /* train samples, >= 1 */
+    int64_t test;     /* test samples, >= 1; -1: ceil(n / 10) */
+    int64_t c, h, w;  /* sample shape, each in [1, 65536], C*H*W <= 2^30 */
+    int64_t classes;  /* in [2, 65536] */
+    uint64_t seed;
+} gr_synthetic_config;
+
+/* Writes /train and /test: images uint8 [N,C,H,W] (chunks of one sample when
+ * a sample is >= 64 KiB, else of as many whole samples as fit in 1 MiB; no
+ * compression), labels [N] (uint8, or uint16 above 256 classes), attributes
+ * `mean`, `std` (per channel, over train). The label of sample i is uniform
+ * over the classes; its pixels are a class pattern (per-channel offset plus a
+ * low-frequency 2-D cosine whose frequencies and phase depend on the class)
+ * plus uniform noise of +-48, all counter-based random numbers of (seed,
+ * split, i), so the file is a pure function of the config. The test split
+ * does not depend on n. Generated on all cores a block (~64 MiB) at a time
+ * and written block by block: memory stays at a few blocks whatever N.
+ * Errors: a config outside the ranges above is GR_ERR_USAGE. */
+gr_status gr_data_convert_synthetic(const gr_synthetic_config *cfg, const char *out, bool force, bool progress,
+                                    gr_error *err);
+
+typedef struct gr_imagefolder_config {
+    const char *dir;       /* one sub-folder per class */
+    int64_t size;          /* S: samples are [3,S,S], S in [1, 65536] */
+    int64_t short_side;    /* R: resize so the short side is R, R in [S, 65536]; 0: R = S */
+    const char *group;     /* split group, "/train" when NULL; must start with '/' */
+} gr_imagefolder_config;
+
+/* Writes one split (cfg->group) from a folder of class folders: the
+ * sub-folders of dir sorted by name (bytewise) are labels 0..K-1 and the
+ * `classes` attribute; every *.jpg, *.jpeg (libjpeg) and *.png (libpng) file
+ * in them (extension case-insensitive; names sorted) is one sample. Other
+ * entries (and hidden ones, starting with '.') are skipped and counted in
+ * *skipped. Each image is decoded to RGB (grayscale copied to 3 channels,
+ * PNG palette and low bit depths expanded, 16 bits cut to 8, alpha dropped;
+ * large JPEGs are decoded at 1/2, 1/4 or 1/8 scale while their short side
+ * stays >= R), resized so its short side is R (area averaging when
+ * shrinking, bilinear with half-pixel centres when growing, separable), and
+ * centre-cropped to SxS (offset floor((side - S) / 2)). images uint8
+ * [N,3,S,S] chunked by whole samples, labels [N], `mean`, `std` (3 values,
+ * stored units). Decoded on all cores a block at a time, written block by
+ * block. Errors (exit 3): "DIR: no class sub-folders", "DIR/cls: no JPEG or
+ * PNG images", "DIR/cls/x.jpg: cannot decode: <decoder message>" (a truncated
+ * JPEG is an error, not a grey bottom). Bad sizes or group are GR_ERR_USAGE. */
+gr_status gr_data_convert_imagefolder(const gr_imagefolder_config *cfg, const char *out, bool force, bool progress,
+                                      int64_t *skipped, gr_error *err);
+
 #endif

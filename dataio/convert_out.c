@@ -102,7 +102,7 @@ gr_status gr_conv_split_create(const gr_conv_out *o, const char *name, int64_t n
         s->sum2 = gr_xcalloc((size_t)c, sizeof *s->sum2);
     }
     gr_status st = GR_OK;
-    hid_t sp = -1, dcpl = -1, lcpl = -1;
+    hid_t sp = -1, dcpl = -1, lcpl = -1, dapl = -1;
     const char *f = o->tmp;
     const hsize_t dims[4] = {(hsize_t)n, (hsize_t)c, (hsize_t)h, (hsize_t)w};
     const hsize_t chunk[4] = {(hsize_t)s->chunk, (hsize_t)c, (hsize_t)h, (hsize_t)w};
@@ -119,7 +119,13 @@ gr_status gr_conv_split_create(const gr_conv_out *o, const char *name, int64_t n
     GR_H5_CHECK(H5Pset_chunk(dcpl, 4, chunk), err, "%s: %s/images: cannot create", f, name);
     /* every byte gets written: skip HDF5's fill pass */
     GR_H5_CHECK(H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER), err, "%s: %s/images: cannot create", f, name);
-    GR_H5_CHECK(s->images = H5Dcreate2(s->group, "images", H5T_STD_U8LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT), err,
+    /* no chunk cache: blocks are whole chunks, written straight to the file
+     * (a chunk a block boundary cuts is read back and completed, which is
+     * correct, only slower) */
+    GR_H5_CHECK(dapl = H5Pcreate(H5P_DATASET_ACCESS), err, "%s: %s/images: cannot create", f, name);
+    GR_H5_CHECK(H5Pset_chunk_cache(dapl, 0, 0, H5D_CHUNK_CACHE_W0_DEFAULT), err, "%s: %s/images: cannot create", f,
+                name);
+    GR_H5_CHECK(s->images = H5Dcreate2(s->group, "images", H5T_STD_U8LE, sp, H5P_DEFAULT, dcpl, dapl), err,
                 "%s: %s/images: cannot create", f, name);
     H5Sclose(sp), sp = -1;
     GR_H5_CHECK(sp = H5Screate_simple(1, dims, NULL), err, "%s: %s/labels: cannot create", f, name);
@@ -129,6 +135,7 @@ gr_status gr_conv_split_create(const gr_conv_out *o, const char *name, int64_t n
 fail:
     if (sp >= 0) H5Sclose(sp);
     if (dcpl >= 0) H5Pclose(dcpl);
+    if (dapl >= 0) H5Pclose(dapl);
     if (lcpl >= 0) H5Pclose(lcpl);
     if (st != GR_OK) gr_conv_split_free(s);
     return st;
@@ -202,8 +209,7 @@ fail:
     return st;
 }
 
-void gr_conv_split_stats(const gr_conv_split *s, double *mean, double *std) {
-    GR_ASSERT(s->sum);
+static void split_stats(const gr_conv_split *s, double *mean, double *std) {
     const double cnt = (double)s->next * (double)(s->h * s->w);
     for (int64_t c = 0; c < s->c; c++) {
         mean[c] = cnt > 0 ? (double)s->sum[c] / cnt : 0;
@@ -213,16 +219,17 @@ void gr_conv_split_stats(const gr_conv_split *s, double *mean, double *std) {
     }
 }
 
-gr_status gr_conv_split_finish(gr_conv_split *s, const char *const *names, int64_t nclasses, const double *mean,
-                               const double *std, gr_error *err) {
-    gr_status st = GR_OK;
+gr_status gr_conv_split_end(gr_conv_split *s, gr_status st, const char *const *names, int64_t nclasses,
+                            double *mean, double *std, gr_error *err) {
     hid_t sp = -1, a = -1, str_t = -1;
     const char *f = s->out->tmp, *g = s->name;
+    if (st != GR_OK) goto fail;
     if (s->next != s->n) {
         st = gr_error_set(err, GR_ERR_INTERNAL, "%s: %s: %lld of %lld samples written", f, g, (long long)s->next,
                           (long long)s->n);
         goto fail;
     }
+    if (s->sum) split_stats(s, mean, std);
     if (names) {
         const hsize_t nc = (hsize_t)nclasses;
         GR_H5_CHECK(str_t = H5Tcopy(H5T_C_S1), err, "%s: %s: attribute classes", f, g);

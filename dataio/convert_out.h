@@ -12,7 +12,7 @@
  *                   class count fits, else uint16 / int32), appended to block
  *                   by block with hyperslab writes; optional per-channel
  *                   statistics of what was written; a progress bar on stderr;
- *                   gr_conv_split_finish writes the `classes`, `mean`, `std`
+ *                   gr_conv_split_end writes the `classes`, `mean`, `std`
  *                   group attributes and closes the split.
  *   gr_conv_chunk_samples  samples per HDF5 chunk: 1 when a sample is >= 64 KiB,
  *                   else as many whole samples as fit in 1 MiB (at most N).
@@ -55,21 +55,21 @@ int64_t gr_conv_block_samples(int64_t n, int64_t sample_bytes);
 
 /* Creates group `name` with its two datasets. `classes` is the label range
  * [0, classes) (it picks the labels' file type); stats: accumulate
- * per-channel sums of everything written, for gr_conv_split_stats. On
+ * per-channel sums of everything written, for gr_conv_split_end. On
  * failure the split is already released. */
 gr_status gr_conv_split_create(const gr_conv_out *o, const char *name, int64_t n, int64_t c, int64_t h, int64_t w,
                                int64_t classes, bool stats, gr_conv_split *s, gr_error *err);
 /* Appends `count` samples: images count*C*H*W bytes, labels count values. */
 gr_status gr_conv_split_write(gr_conv_split *s, int64_t count, const uint8_t *images, const int32_t *labels,
                               gr_error *err);
-/* Per-channel mean and population std (stored units) of what was written;
- * a std of 0 becomes 1, so normalizing by it is always defined. */
-void gr_conv_split_stats(const gr_conv_split *s, double *mean, double *std);
-/* Writes attributes `classes` (when names is not NULL: nclasses UTF-8
- * strings) and `mean`, `std` (C values each), then releases the split.
- * Checks that all N samples were written (an internal error otherwise). */
-gr_status gr_conv_split_finish(gr_conv_split *s, const char *const *names, int64_t nclasses, const double *mean,
-                               const double *std, gr_error *err);
+/* Ends the split. When st is not GR_OK: releases it and returns st. Else
+ * checks that all N samples were written (an internal error otherwise); when
+ * the split kept stats, fills mean/std (C values each: per-channel mean and
+ * population std of what was written, stored units; a std of 0 becomes 1) from
+ * them, else takes them as given; writes attributes `classes` (when names is
+ * not NULL: nclasses UTF-8 strings), `mean` and `std`; releases the split. */
+gr_status gr_conv_split_end(gr_conv_split *s, gr_status st, const char *const *names, int64_t nclasses,
+                            double *mean, double *std, gr_error *err);
 /* Releases without writing attributes (failure paths); idempotent. */
 void gr_conv_split_free(gr_conv_split *s);
 

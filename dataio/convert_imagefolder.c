@@ -1,0 +1,488 @@
+/* convert_imagefolder.c — `gpurun data imagefolder OUT.h5 --from DIR --size S`:
+ * a folder of class folders of JPEG (libjpeg-turbo) and PNG (libpng) files
+ * to one split of the HDF5 layout of DESIGN 1.5: each image decoded to RGB,
+ * resized so its short side is R, centre-cropped to SxS.
+ *
+ * Both libraries report errors by calling a function that must not return;
+ * here it records the message and longjmps back to the decoding function,
+ * so a corrupt file is an error naming it, never an exit or a crash. */
+#include "convert.h"
+#include "convert_out.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include <jpeglib.h>
+#include <jerror.h>
+#include <png.h>
+
+#define IF_MAX_SIDE 65536
+#define IF_MAX_PIXELS ((int64_t)1 << 28) /* decoded images up to 256 Mpixel */
+#define IF_MSG_MAX 256
+
+/* ---- decoding: an interleaved RGB image ---- */
+typedef struct if_image {
+    uint8_t *rgb;  /* h * w * 3 */
+    int64_t w, h;
+} if_image;
+
+static bool if_size_ok(int64_t w, int64_t h, char *msg, size_t n) {
+    if (w >= 1 && h >= 1 && w * h <= IF_MAX_PIXELS) return true;
+    snprintf(msg, n, "%lldx%lld pixels is more than this converter takes (%lld)", (long long)w,
+             (long long)h, (long long)IF_MAX_PIXELS);
+    return false;
+}
+
+typedef struct if_jpeg_job {
+    struct jpeg_decompress_struct ci;
+    struct jpeg_error_mgr mgr;
+    jmp_buf jb;
+    char msg[IF_MSG_MAX - 16]; /* room for the "JPEG: " / "PNG: " prefix */
+    FILE *fp;
+    int64_t short_side;  /* decode at a reduced scale while the short side stays >= this */
+    if_image *img;
+} if_jpeg_job;
+
+static void if_jpeg_error_exit(j_common_ptr ci) {
+    if_jpeg_job *j = (if_jpeg_job *)ci->client_data;
+    char m[JMSG_LENGTH_MAX];
+    ci->err->format_message(ci, m);
+    snprintf(j->msg, sizeof j->msg, "%s", m);
+    longjmp(j->jb, 1);
+}
+
+/* Warnings are ignored, except the end of the data arriving early: libjpeg
+ * would otherwise fill the rest of a truncated file with grey. */
+static void if_jpeg_emit(j_common_ptr ci, int level) {
+    if (level < 0 && ci->err->msg_code == JWRN_JPEG_EOF) if_jpeg_error_exit(ci);
+}
+
+/* The libjpeg calls; returns false with j->msg set. Touches only *j. */
+static bool if_jpeg_run(if_jpeg_job *j) {
+    if (setjmp(j->jb)) return false;
+    jpeg_create_decompress(&j->ci);
+    j->ci.client_data = j;
+    jpeg_stdio_src(&j->ci, j->fp);
+    jpeg_read_header(&j->ci, TRUE);
+    j->ci.out_color_space = JCS_RGB;
+    const int64_t shorter = GR_MIN((int64_t)j->ci.image_width, (int64_t)j->ci.image_height);
+    for (int d = 8; d >= 2; d /= 2)
+        if ((shorter + d - 1) / d >= j->short_side) {
+            j->ci.scale_num = 1;
+            j->ci.scale_denom = (unsigned)d;
+            break;
+        }
+    jpeg_start_decompress(&j->ci);
+    if (j->ci.output_components != 3) {
+        snprintf(j->msg, sizeof j->msg, "decodes to %d components, not RGB", j->ci.output_components);
+        return false;
+    }
+    if (!if_size_ok(j->ci.output_width, j->ci.output_height, j->msg, sizeof j->msg)) return false;
+    j->img->w = j->ci.output_width;
+    j->img->h = j->ci.output_height;
+    j->img->rgb = gr_xmalloc((size_t)(j->img->w * j->img->h * 3));
+    while (j->ci.output_scanline < j->ci.output_height) {
+        JSAMPROW row = j->img->rgb + (size_t)j->ci.output_scanline * (size_t)j->img->w * 3;
+        jpeg_read_scanlines(&j->ci, &row, 1);
+    }
+    jpeg_finish_decompress(&j->ci);
+    return true;
+}
+
+static bool if_decode_jpeg(FILE *fp, int64_t short_side, if_image *img, char *msg) {
+    if_jpeg_job *j = gr_xcalloc(1, sizeof *j);
+    j->fp = fp;
+    j->img = img;
+    j->short_side = short_side;
+    j->ci.err = jpeg_std_error(&j->mgr);
+    j->mgr.error_exit = if_jpeg_error_exit;
+    j->mgr.emit_message = if_jpeg_emit;
+    bool ok = if_jpeg_run(j);
+    if (!ok) snprintf(msg, IF_MSG_MAX, "JPEG: %s", j->msg);
+    jpeg_destroy_decompress(&j->ci);
+    free(j);
+    return ok;
+}
+
+typedef struct if_png_job {
+    png_structp png;
+    png_infop info;
+    png_bytep *rows;
+    jmp_buf jb;
+    char msg[IF_MSG_MAX - 16]; /* room for the "JPEG: " / "PNG: " prefix */
+    FILE *fp;
+    if_image *img;
+} if_png_job;
+
+static void if_png_error(png_structp png, png_const_charp m) {
+    if_png_job *j = png_get_error_ptr(png);
+    snprintf(j->msg, sizeof j->msg, "%s", m);
+    longjmp(j->jb, 1);
+}
+
+static void if_png_warning(png_structp png, png_const_charp m) {
+    (void)png, (void)m;
+}
+
+/* The libpng calls; returns false with j->msg set. Touches only *j. */
+static bool if_png_run(if_png_job *j) {
+    if (setjmp(j->jb)) return false;
+    png_init_io(j->png, j->fp);
+    png_set_user_limits(j->png, IF_MAX_SIDE, IF_MAX_SIDE);
+    png_read_info(j->png, j->info);
+    const int color = png_get_color_type(j->png, j->info);
+    png_set_expand(j->png);      /* palette -> RGB, gray < 8 bits -> 8, tRNS -> alpha */
+    png_set_strip_16(j->png);
+    png_set_strip_alpha(j->png);
+    if (color == PNG_COLOR_TYPE_GRAY || color == PNG_COLOR_TYPE_GRAY_ALPHA) png_set_gray_to_rgb(j->png);
+    png_set_interlace_handling(j->png);
+    png_read_update_info(j->png, j->info);
+    const int64_t w = png_get_image_width(j->png, j->info), h = png_get_image_height(j->png, j->info);
+    if (!if_size_ok(w, h, j->msg, sizeof j->msg)) return false;
+    if (png_get_channels(j->png, j->info) != 3 || (int64_t)png_get_rowbytes(j->png, j->info) != w * 3) {
+        snprintf(j->msg, sizeof j->msg, "does not decode to 8-bit RGB");
+        return false;
+    }
+    j->img->w = w;
+    j->img->h = h;
+    j->img->rgb = gr_xmalloc((size_t)(w * h * 3));
+    j->rows = gr_xmalloc((size_t)h * sizeof *j->rows);
+    for (int64_t y = 0; y < h; y++) j->rows[y] = j->img->rgb + y * w * 3;
+    png_read_image(j->png, j->rows);
+    png_read_end(j->png, NULL);
+    return true;
+}
+
+static bool if_decode_png(FILE *fp, if_image *img, char *msg) {
+    if_png_job *j = gr_xcalloc(1, sizeof *j);
+    j->fp = fp;
+    j->img = img;
+    j->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, j, if_png_error, if_png_warning);
+    if (j->png) j->info = png_create_info_struct(j->png);
+    bool ok = j->png && j->info && if_png_run(j);
+    if (!ok) snprintf(msg, IF_MSG_MAX, "PNG: %s", j->png && j->info ? j->msg : "out of memory");
+    png_destroy_read_struct(&j->png, &j->info, NULL);
+    free(j->rows);
+    free(j);
+    return ok;
+}
+
+/* Decodes path (PNG by its signature, else JPEG) into img. */
+static bool if_decode(const char *path, int64_t short_side, if_image *img, char *msg) {
+    memset(img, 0, sizeof *img);
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        snprintf(msg, IF_MSG_MAX, "%s", strerror(errno));
+        return false;
+    }
+    uint8_t sig[8] = {0};
+    size_t got = fread(sig, 1, sizeof sig, fp);
+    rewind(fp);
+    bool ok = got == sizeof sig && png_sig_cmp(sig, 0, sizeof sig) == 0 ? if_decode_png(fp, img, msg)
+                                                                       : if_decode_jpeg(fp, short_side, img, msg);
+    fclose(fp);
+    if (!ok) {
+        free(img->rgb);
+        img->rgb = NULL;
+    }
+    return ok;
+}
+
+/* ---- resize (short side R) + centre crop (S), separable ---- */
+typedef struct if_taps {
+    int stride;     /* taps per output position, at most */
+    int *count;     /* S */
+    int64_t *idx;   /* S * stride source positions */
+    float *w;       /* S * stride weights, summing to 1 */
+} if_taps;
+
+static void if_taps_free(if_taps *t) {
+    free(t->count);
+    free(t->idx);
+    free(t->w);
+}
+
+/* An axis of `in` source pixels resized to `full`, of which output o in
+ * [0, S) is resized position o + off. Shrinking: the average of the source
+ * interval [x, x + 1) * in / full, pixels weighted by their overlap with it.
+ * Growing (or equal): bilinear at (x + 0.5) * in / full - 0.5, edges clamped. */
+static void if_taps_init(if_taps *t, int64_t in, int64_t full, int64_t off, int64_t S) {
+    const double scale = (double)in / (double)full;
+    t->stride = full < in ? (int)ceil(scale) + 2 : 2;
+    t->count = gr_xcalloc((size_t)S, sizeof *t->count);
+    t->idx = gr_xcalloc((size_t)(S * t->stride), sizeof *t->idx);
+    t->w = gr_xcalloc((size_t)(S * t->stride), sizeof *t->w);
+    for (int64_t o = 0; o < S; o++) {
+        const double x = (double)(o + off);
+        int64_t *idx = t->idx + o * t->stride;
+        float *w = t->w + o * t->stride;
+        int n = 0;
+        if (full < in) {
+            const double lo = x * scale, hi = GR_MIN((x + 1) * scale, (double)in);
+            double total = 0;
+            for (int64_t i = (int64_t)floor(lo); i < (int64_t)ceil(hi) && n < t->stride; i++) {
+                const double wt = GR_MIN(hi, (double)(i + 1)) - GR_MAX(lo, (double)i);
+                if (wt <= 0) continue;
+                idx[n] = i, w[n] = (float)wt, n++;
+                total += wt;
+            }
+            for (int k = 0; k < n; k++) w[k] = (float)(w[k] / total);
+        } else {
+            const double src = (x + 0.5) * scale - 0.5, i0 = floor(src), f = src - i0;
+            idx[0] = GR_MIN(GR_MAX((int64_t)i0, 0), in - 1), w[0] = (float)(1 - f);
+            idx[1] = GR_MIN(GR_MAX((int64_t)i0 + 1, 0), in - 1), w[1] = (float)f;
+            n = 2;
+        }
+        t->count[o] = n;
+    }
+}
+
+/* img resized so its short side is R, centre-cropped to SxS, into dst as
+ * [3,S,S] planes. */
+static void if_resize_crop(const if_image *img, int64_t R, int64_t S, uint8_t *dst) {
+    int64_t fw, fh;
+    if (img->w <= img->h) fw = R, fh = GR_MAX(llround((double)img->h * (double)R / (double)img->w), R);
+    else fh = R, fw = GR_MAX(llround((double)img->w * (double)R / (double)img->h), R);
+    if_taps tx, ty;
+    if_taps_init(&tx, img->w, fw, (fw - S) / 2, S);
+    if_taps_init(&ty, img->h, fh, (fh - S) / 2, S);
+    const int64_t rw = img->w * 3;
+    float *row = gr_xmalloc((size_t)rw * sizeof *row);
+    for (int64_t oy = 0; oy < S; oy++) {
+        memset(row, 0, (size_t)rw * sizeof *row);
+        for (int k = 0; k < ty.count[oy]; k++) {
+            const uint8_t *src = img->rgb + ty.idx[oy * ty.stride + k] * rw;
+            const float wt = ty.w[oy * ty.stride + k];
+            for (int64_t i = 0; i < rw; i++) row[i] += wt * (float)src[i];
+        }
+        for (int64_t ox = 0; ox < S; ox++) {
+            float acc[3] = {0, 0, 0};
+            for (int k = 0; k < tx.count[ox]; k++) {
+                const float *p = row + tx.idx[ox * tx.stride + k] * 3, wt = tx.w[ox * tx.stride + k];
+                acc[0] += wt * p[0], acc[1] += wt * p[1], acc[2] += wt * p[2];
+            }
+            for (int c = 0; c < 3; c++) {
+                const float v = acc[c] < 0.0f ? 0.0f : acc[c] > 255.0f ? 255.0f : acc[c];
+                dst[(c * S + oy) * S + ox] = (uint8_t)(v + 0.5f);
+            }
+        }
+    }
+    free(row);
+    if_taps_free(&tx);
+    if_taps_free(&ty);
+}
+
+/* ---- the folder scan ---- */
+typedef struct if_file {
+    char *path;
+    int32_t label;
+} if_file;
+
+typedef struct if_scan {
+    char **classes;   /* folder names, sorted */
+    int64_t nclasses;
+    if_file *files;   /* in class order, then name order */
+    int64_t n, cap;
+    int64_t skipped;
+} if_scan;
+
+static void if_scan_free(if_scan *s) {
+    for (int64_t k = 0; k < s->nclasses; k++) free(s->classes[k]);
+    for (int64_t i = 0; i < s->n; i++) free(s->files[i].path);
+    free(s->classes);
+    free(s->files);
+    memset(s, 0, sizeof *s);
+}
+
+static int if_cmp_names(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char *if_join(const char *dir, const char *name) {
+    size_t len = strlen(dir) + strlen(name) + 2;
+    char *p = gr_xmalloc(len);
+    snprintf(p, len, "%s/%s", dir, name);
+    return p;
+}
+
+/* The entries of dir other than hidden ones (counted in *hidden), sorted. */
+static gr_status if_list(const char *dir, char ***names, int64_t *count, int64_t *hidden, gr_error *err) {
+    *names = NULL;
+    *count = 0;
+    DIR *d = opendir(dir);
+    if (!d) return gr_error_set(err, GR_ERR_DATA, "%s: %s", dir, strerror(errno));
+    int64_t cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        if (e->d_name[0] == '.') {
+            (*hidden)++;
+            continue;
+        }
+        if (*count == cap) {
+            cap = cap ? 2 * cap : 64;
+            *names = gr_xrealloc(*names, (size_t)cap * sizeof **names);
+        }
+        (*names)[(*count)++] = gr_xstrdup(e->d_name);
+    }
+    closedir(d);
+    if (*count) qsort(*names, (size_t)*count, sizeof **names, if_cmp_names);
+    return GR_OK;
+}
+
+static void if_free_names(char **names, int64_t count) {
+    for (int64_t i = 0; i < count; i++) free(names[i]);
+    free(names);
+}
+
+static bool if_is_image_name(const char *name) {
+    const char *dot = strrchr(name, '.');
+    return dot && (strcasecmp(dot, ".jpg") == 0 || strcasecmp(dot, ".jpeg") == 0 || strcasecmp(dot, ".png") == 0);
+}
+
+/* Adds the images of class folder dir/name as label `label`. */
+static gr_status if_scan_class(if_scan *s, const char *dir, const char *name, int32_t label, gr_error *err) {
+    char *cdir = if_join(dir, name), **names;
+    int64_t count, images = 0;
+    gr_status st = if_list(cdir, &names, &count, &s->skipped, err);
+    for (int64_t i = 0; i < count && st == GR_OK; i++) {
+        char *path = if_join(cdir, names[i]);
+        struct stat sb;
+        if (!if_is_image_name(names[i]) || stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+            s->skipped++;
+            free(path);
+            continue;
+        }
+        if (s->n == s->cap) {
+            s->cap = s->cap ? 2 * s->cap : 1024;
+            s->files = gr_xrealloc(s->files, (size_t)s->cap * sizeof *s->files);
+        }
+        s->files[s->n++] = (if_file){path, label};
+        images++;
+    }
+    if (st == GR_OK && images == 0)
+        st = gr_error_set(err, GR_ERR_DATA, "%s: no JPEG or PNG images (*.jpg, *.jpeg, *.png) in this class folder",
+                          cdir);
+    if_free_names(names, count);
+    free(cdir);
+    return st;
+}
+
+static gr_status if_scan_dir(const char *dir, if_scan *s, gr_error *err) {
+    memset(s, 0, sizeof *s);
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return gr_error_set(err, GR_ERR_DATA, "%s: no such directory (expected one sub-folder of images per class)",
+                            dir);
+    char **names;
+    int64_t count;
+    gr_status st = if_list(dir, &names, &count, &s->skipped, err);
+    s->classes = gr_xmalloc((size_t)GR_MAX(count, 1) * sizeof *s->classes);
+    for (int64_t i = 0; i < count && st == GR_OK; i++) {
+        char *path = if_join(dir, names[i]);
+        bool is_dir = stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+        free(path);
+        if (!is_dir) {
+            s->skipped++;
+            continue;
+        }
+        if (s->nclasses == INT32_MAX) {
+            st = gr_error_set(err, GR_ERR_DATA, "%s: more than %d class folders", dir, INT32_MAX);
+            break;
+        }
+        s->classes[s->nclasses] = gr_xstrdup(names[i]);
+        st = if_scan_class(s, dir, names[i], (int32_t)s->nclasses, err);
+        s->nclasses++;
+    }
+    if (st == GR_OK && s->nclasses == 0)
+        st = gr_error_set(err, GR_ERR_DATA, "%s: no class sub-folders (expected %s/<class>/<image>.jpg or .png)", dir,
+                          dir);
+    if_free_names(names, count);
+    if (st != GR_OK) if_scan_free(s);
+    return st;
+}
+
+/* ---- the converter ---- */
+
+/* Decodes, resizes and crops one block of files on all cores, then appends
+ * it; the first file (in order) that fails is the error. */
+static gr_status if_block(gr_conv_split *split, const if_file *files, int64_t count, int64_t R, int64_t S,
+                          uint8_t *images, int32_t *labels, char **errs, gr_error *err) {
+    const int64_t sample = 3 * S * S;
+    #pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t i = 0; i < count; i++) {
+        char msg[IF_MSG_MAX];
+        if_image img;
+        labels[i] = files[i].label;
+        errs[i] = NULL;
+        if (!if_decode(files[i].path, R, &img, msg)) {
+            errs[i] = gr_xstrdup(msg);
+            continue;
+        }
+        if_resize_crop(&img, R, S, images + i * sample);
+        free(img.rgb);
+    }
+    gr_status st = GR_OK;
+    for (int64_t i = 0; i < count; i++) {
+        if (errs[i] && st == GR_OK)
+            st = gr_error_set(err, GR_ERR_DATA, "%s: cannot decode: %s", files[i].path, errs[i]);
+        free(errs[i]);
+    }
+    return st == GR_OK ? gr_conv_split_write(split, count, images, labels, err) : st;
+}
+
+gr_status gr_data_convert_imagefolder(const gr_imagefolder_config *cfg, const char *out, bool force, bool progress,
+                                      int64_t *skipped, gr_error *err) {
+    const int64_t S = cfg->size, R = cfg->short_side ? cfg->short_side : cfg->size;
+    const char *group = cfg->group ? cfg->group : "/train";
+    if (skipped) *skipped = 0;
+    if (S < 1 || S > IF_MAX_SIDE)
+        return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --size must be in [1, %d], got %lld", IF_MAX_SIDE,
+                            (long long)S);
+    if (R < S || R > IF_MAX_SIDE)
+        return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --short-side must be in [--size %lld, %d], got %lld",
+                            (long long)S, IF_MAX_SIDE, (long long)R);
+    if (group[0] != '/')
+        return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --group must be an absolute HDF5 path "
+                                               "(\"/train\"), got \"%s\"", group);
+    gr_conv_out o;
+    gr_status st = gr_conv_out_begin(&o, out, force, progress, err);
+    if (st != GR_OK) return st;
+    if_scan scan;
+    if ((st = if_scan_dir(cfg->dir, &scan, err)) != GR_OK) {
+        gr_conv_out_abort(&o);
+        return st;
+    }
+    if (skipped) *skipped = scan.skipped;
+    double mean[3], std[3];
+    gr_conv_split s;
+    st = gr_conv_split_create(&o, group, scan.n, 3, S, S, scan.nclasses, true, &s, err);
+    if (st == GR_OK) {
+        const int64_t block = gr_conv_block_samples(scan.n, 3 * S * S);
+        uint8_t *images = gr_xmalloc((size_t)(block * 3 * S * S));
+        int32_t *labels = gr_xmalloc((size_t)block * sizeof *labels);
+        char **errs = gr_xcalloc((size_t)block, sizeof *errs);
+        for (int64_t first = 0; first < scan.n && st == GR_OK; first += block)
+            st = if_block(&s, scan.files + first, GR_MIN(block, scan.n - first), R, S, images, labels, errs, err);
+        free(images);
+        free(labels);
+        free(errs);
+        st = gr_conv_split_end(&s, st, (const char *const *)scan.classes, scan.nclasses, mean, std, err);
+    }
+    if (st == GR_OK) st = gr_conv_out_commit(&o, err);
+    if (st == GR_OK && progress)
+        fprintf(stderr, "gpurun data: %s: %s %lld samples of 3x%lldx%lld in %lld classes; mean %.2f %.2f %.2f, "
+                        "std %.2f %.2f %.2f\n",
+                out, group, (long long)scan.n, (long long)S, (long long)S, (long long)scan.nclasses, mean[0], mean[1],
+                mean[2], std[0], std[1], std[2]);
+    gr_conv_out_abort(&o);
+    if_scan_free(&scan);
+    return st;
+}
