@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# e2e_data.sh — the `gpurun data` converters on the command line (DESIGN 1.1,
+# 1.2, 1.5): usage errors exit 2, data errors exit 3 naming the file, a failed
+# conversion leaves neither OUT nor OUT.tmp, and small conversions that
+# succeed are read back with h5py (an independent reader).
+#
+#   bash tests/e2e_data.sh GPURUN_BINARY SOURCE_DIR TMPDIR
+#
+# Tiny inputs only: runs in a second or two. Prints `N passed, M failed` last
+# and exits non-zero when M > 0.
+set -u
+
+if [ $# -ne 3 ]; then
+    echo "usage: bash $0 GPURUN_BINARY SOURCE_DIR TMPDIR" >&2
+    exit 2
+fi
+G=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+T=$3
+PY=/usr/bin/python3
+rm -rf "$T"
+mkdir -p "$T"
+T=$(cd "$T" && pwd)
+cd "$T" || exit 2
+PASS=0
+FAIL=0
+
+# want CODE OUT TEXT... -- CMD...
+# Runs CMD; passes when it exits CODE and stderr holds every TEXT (fixed
+# strings). When CODE is not 0 and OUT is not "-", OUT and OUT.tmp must not
+# exist afterwards.
+want() {
+    local code=$1 out=$2 texts=() why="" t
+    shift 2
+    while [ "$1" != "--" ]; do texts+=("$1"); shift; done
+    shift
+    timeout 120 "$@" >"$T/stdout" 2>"$T/stderr"
+    local rc=$?
+    [ "$rc" -eq "$code" ] || why="exit code $rc, expected $code"
+    for t in "${texts[@]}"; do
+        grep -qF -- "$t" "$T/stderr" || why="${why:+$why; }stderr lacks '$t'"
+    done
+    if [ "$code" -ne 0 ] && [ "$out" != - ] && { [ -e "$out" ] || [ -e "$out.tmp" ]; }; then
+        why="${why:+$why; }$out or $out.tmp left behind"
+    fi
+    grep -qF "HDF5-DIAG" "$T/stderr" && why="${why:+$why; }HDF5 error stack printed"
+    if [ -z "$why" ]; then
+        PASS=$((PASS + 1))
+    else
+        FAIL=$((FAIL + 1))
+        echo "FAIL: $*"
+        echo "      $why"
+        head -c 400 "$T/stderr" | sed 's/^/      stderr: /'
+    fi
+}
+
+# py DESCRIPTION SCRIPT ARGS... : passes when the Python script exits 0
+py() {
+    local desc=$1
+    shift
+    if "$PY" - "$@" >"$T/py.out" 2>&1; then PASS=$((PASS + 1)); else
+        FAIL=$((FAIL + 1))
+        echo "FAIL: $desc"
+        sed 's/^/      /' "$T/py.out" | head -20
+    fi
+}
+
+S=$T/s.h5
+# ---------------------------------------------------------------- usage errors: exit 2
+want 2 - "usage: gpurun" -- "$G" data synthetic
+want 2 "$S" "--n N and --shape C,H,W are required" -- "$G" data synthetic "$S" --shape 3,8,8
+want 2 "$S" "--n must be in [1, " -- "$G" data synthetic "$S" --n 0 --shape 3,8,8
+want 2 "$S" "--n: expected an integer, got 'ten'" -- "$G" data synthetic "$S" --n ten --shape 3,8,8
+want 2 "$S" "--shape: expected C,H,W, got '3,8'" -- "$G" data synthetic "$S" --n 10 --shape 3,8
+want 2 "$S" "each of C,H,W must be in [1, 65536]" -- "$G" data synthetic "$S" --n 10 --shape 3,0,8
+want 2 "$S" "--classes must be in [2, 65536], got 1" -- "$G" data synthetic "$S" --n 10 --shape 3,8,8 --classes 1
+want 2 "$S" "--test: expected a count >= 1, got '0'" -- "$G" data synthetic "$S" --n 10 --shape 3,8,8 --test 0
+want 2 "$S" "--seed: expected a non-negative integer" -- "$G" data synthetic "$S" --n 10 --shape 3,8,8 --seed -1
+want 2 "$S" "data synthetic: option --from does not apply" -- "$G" data synthetic "$S" --n 10 --shape 3,8,8 --from .
+want 2 "$S" "--shape: expected a value" -- "$G" data synthetic "$S" --n 10 --shape
+want 2 "$T/c.h5" "data cifar10: --from DIR" -- "$G" data cifar10 "$T/c.h5"
+want 2 "$T/c.h5" "data cifar10: option --size does not apply" -- "$G" data cifar10 "$T/c.h5" --from . --size 8
+want 2 "$T/i.h5" "--from DIR and --size S are required" -- "$G" data imagefolder "$T/i.h5" --from .
+want 2 "$T/i.h5" "--short-side must be in [--size 8, 65536], got 4" -- \
+    "$G" data imagefolder "$T/i.h5" --from . --size 8 --short-side 4
+want 2 "$T/i.h5" "--short-side: expected a count >= 1, got '0'" -- \
+    "$G" data imagefolder "$T/i.h5" --from . --size 8 --short-side 0
+want 2 "$T/i.h5" "--group must be an absolute HDF5 path" -- "$G" data imagefolder "$T/i.h5" --from . --size 8 --group val
+want 2 "$T/i.h5" "unknown dataset 'imagenet'" -- "$G" data imagenet "$T/i.h5"
+
+# ---------------------------------------------------------------- data errors: exit 3 naming the file
+want 3 "$T/c.h5" "$T/none: no such directory" -- "$G" data cifar10 "$T/c.h5" --from "$T/none"
+want 3 "$T/i.h5" "$T/none: no such directory" -- "$G" data imagefolder "$T/i.h5" --from "$T/none" --size 8
+mkdir -p "$T/cifar_empty" "$T/folder_empty" "$T/folder_bad/cat"
+want 3 "$T/c.h5" "$T/cifar_empty/data_batch_1.bin: no such file" -- "$G" data cifar10 "$T/c.h5" --from "$T/cifar_empty"
+head -c 3000 /dev/zero >"$T/cifar_empty/data_batch_1.bin"
+want 3 "$T/c.h5" "$T/cifar_empty/data_batch_1.bin: size 3000 is not a multiple of 3073 bytes" -- \
+    "$G" data cifar10 "$T/c.h5" --from "$T/cifar_empty"
+want 3 "$T/i.h5" "$T/folder_empty: no class sub-folders" -- "$G" data imagefolder "$T/i.h5" --from "$T/folder_empty" --size 8
+printf 'not a png' >"$T/folder_bad/cat/x.png"
+want 3 "$T/i.h5" "$T/folder_bad/cat/x.png: cannot decode: JPEG: Not a JPEG file" -- \
+    "$G" data imagefolder "$T/i.h5" --from "$T/folder_bad" --size 8
+
+# ---------------------------------------------------------------- conversions that succeed
+want 0 - "/train" "100%" -- "$G" data synthetic "$S" --n 50 --shape 3,8,8 --classes 4 --seed 2
+grep -qF "wrote $S" "$T/stdout" && PASS=$((PASS + 1)) || { FAIL=$((FAIL + 1)); echo "FAIL: stdout lacks 'wrote $S'"; }
+want 2 - "$S: already exists (pass --force to overwrite)" -- "$G" data synthetic "$S" --n 50 --shape 3,8,8
+want 0 - -- "$G" data synthetic "$T/s2.h5" --n 70 --shape 3,8,8 --classes 4 --seed 2 --test 5
+py "synthetic: shapes, labels, attributes; the same seed gives the same test split" "$S" "$T/s2.h5" <<'EOF'
+import sys, h5py, numpy as np
+a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
+assert a["train/images"].shape == (50, 3, 8, 8) and a["train/images"].dtype == np.uint8, a["train/images"]
+assert a["test/images"].shape == (5, 3, 8, 8), a["test/images"]  # ceil(50 / 10)
+assert a["train/labels"].shape == (50,) and a["train/labels"][:].max() < 4
+assert len(a["train"].attrs["mean"]) == 3 and len(a["test"].attrs["std"]) == 3
+assert np.array_equal(a["test/images"][:], b["test/images"][:])
+assert np.array_equal(a["train/images"][:], b["train/images"][:50])
+EOF
+# a folder of PNG files written by Python's zlib (no imaging library needed)
+mkdir -p "$T/folder/b" "$T/folder/a"
+py "write PNG fixtures" "$T/folder" <<'EOF'
+import sys, struct, zlib
+def png(path, w, h, rgb):
+    def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
+    raw = b"".join(b"\0" + bytes(rgb) * w for _ in range(h))
+    open(path, "wb").write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+                           + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+png(sys.argv[1] + "/a/1.png", 12, 10, (250, 0, 0))
+png(sys.argv[1] + "/a/2.PNG", 10, 14, (0, 250, 0))
+png(sys.argv[1] + "/b/3.png", 9, 9, (0, 0, 250))
+open(sys.argv[1] + "/b/notes.txt", "w").write("skipped")
+EOF
+want 0 - "skipped 1 files that are not JPEG or PNG" -- "$G" data imagefolder "$T/i.h5" --from "$T/folder" --size 6
+py "imagefolder: shapes, labels, classes, colours" "$T/i.h5" <<'EOF'
+import sys, h5py, numpy as np
+f = h5py.File(sys.argv[1], "r")
+x, y = f["train/images"][:], f["train/labels"][:]
+assert x.shape == (3, 3, 6, 6) and x.dtype == np.uint8, x.shape
+assert list(y) == [0, 0, 1], y
+assert [c.decode() if isinstance(c, bytes) else c for c in f["train"].attrs["classes"]] == ["a", "b"]
+for i, c in enumerate([0, 1, 2]):
+    assert (x[i, c] == 250).all() and (np.delete(x[i], c, axis=0) == 0).all(), (i, x[i])
+EOF
+
+echo "$PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]
