@@ -178,35 +178,35 @@ static void split_progress(gr_conv_split *s) {
     fflush(stderr);
 }
 
-gr_status gr_conv_split_write(gr_conv_split *s, int64_t count, const uint8_t *images, const int32_t *labels,
-                              gr_error *err) {
-    GR_ASSERT(count >= 1 && s->next + count <= s->n);
+/* Writes rows [first, first + count) of dataset d (rank 4 or 1) from buf. */
+static gr_status split_write_rows(const gr_conv_split *s, hid_t d, const char *what, int rank, int64_t count,
+                                  hid_t memtype, const void *buf, gr_error *err) {
     gr_status st = GR_OK;
     hid_t fsp = -1, msp = -1;
     const char *f = s->out->tmp, *g = s->name;
-    hsize_t start[4] = {(hsize_t)s->next, 0, 0, 0};
-    hsize_t cnt[4] = {(hsize_t)count, (hsize_t)s->c, (hsize_t)s->h, (hsize_t)s->w};
-    GR_H5_CHECK(fsp = H5Dget_space(s->images), err, "%s: %s/images: write failed", f, g);
-    GR_H5_CHECK(H5Sselect_hyperslab(fsp, H5S_SELECT_SET, start, NULL, cnt, NULL), err,
-                "%s: %s/images: write failed", f, g);
-    GR_H5_CHECK(msp = H5Screate_simple(4, cnt, NULL), err, "%s: %s/images: write failed", f, g);
-    GR_H5_CHECK(H5Dwrite(s->images, H5T_NATIVE_UINT8, msp, fsp, H5P_DEFAULT, images), err,
-                "%s: %s/images: write failed", f, g);
-    H5Sclose(fsp), fsp = -1;
-    H5Sclose(msp), msp = -1;
-    GR_H5_CHECK(fsp = H5Dget_space(s->labels), err, "%s: %s/labels: write failed", f, g);
-    GR_H5_CHECK(H5Sselect_hyperslab(fsp, H5S_SELECT_SET, start, NULL, cnt, NULL), err,
-                "%s: %s/labels: write failed", f, g);
-    GR_H5_CHECK(msp = H5Screate_simple(1, cnt, NULL), err, "%s: %s/labels: write failed", f, g);
-    GR_H5_CHECK(H5Dwrite(s->labels, H5T_NATIVE_INT32, msp, fsp, H5P_DEFAULT, labels), err,
-                "%s: %s/labels: write failed", f, g);
-    if (s->sum) split_accumulate(s, count, images);
-    s->next += count;
-    split_progress(s);
+    const hsize_t start[4] = {(hsize_t)s->next, 0, 0, 0};
+    const hsize_t cnt[4] = {(hsize_t)count, (hsize_t)s->c, (hsize_t)s->h, (hsize_t)s->w};
+    GR_H5_CHECK(fsp = H5Dget_space(d), err, "%s: %s/%s: write failed", f, g, what);
+    GR_H5_CHECK(H5Sselect_hyperslab(fsp, H5S_SELECT_SET, start, NULL, cnt, NULL), err, "%s: %s/%s: write failed", f,
+                g, what);
+    GR_H5_CHECK(msp = H5Screate_simple(rank, cnt, NULL), err, "%s: %s/%s: write failed", f, g, what);
+    GR_H5_CHECK(H5Dwrite(d, memtype, msp, fsp, H5P_DEFAULT, buf), err, "%s: %s/%s: write failed", f, g, what);
 fail:
     if (fsp >= 0) H5Sclose(fsp);
     if (msp >= 0) H5Sclose(msp);
     return st;
+}
+
+gr_status gr_conv_split_write(gr_conv_split *s, int64_t count, const uint8_t *images, const int32_t *labels,
+                              gr_error *err) {
+    GR_ASSERT(count >= 1 && s->next + count <= s->n);
+    gr_status st = split_write_rows(s, s->images, "images", 4, count, H5T_NATIVE_UINT8, images, err);
+    if (st == GR_OK) st = split_write_rows(s, s->labels, "labels", 1, count, H5T_NATIVE_INT32, labels, err);
+    if (st != GR_OK) return st;
+    if (s->sum) split_accumulate(s, count, images);
+    s->next += count;
+    split_progress(s);
+    return GR_OK;
 }
 
 static void split_stats(const gr_conv_split *s, double *mean, double *std) {

@@ -23,14 +23,7 @@
 #include <png.h>
 
 /* ---------------------------------------------------------------- helpers */
-static const char *tmp_path(const char *name) {
-    static char buf[16][512];
-    static int k;
-    char *p = buf[k++ % 16];
-    snprintf(p, 512, "%s/convert_%s", GR_TEST_TMP, name);
-    return p;
-}
-
+/* dir/name, in one of 16 rotating buffers. */
 static const char *join(const char *dir, const char *name) {
     static char buf[16][1024];
     static int k;
@@ -38,6 +31,17 @@ static const char *join(const char *dir, const char *name) {
     int n = snprintf(p, 1024, "%s/%s", dir, name);
     GR_ASSERT(n > 0 && n < 1024);
     return p;
+}
+
+/* GR_TEST_TMP/convert_name, in a slot of its own (never reused: the tests
+ * keep these for their whole run). */
+static const char *tmp_path(const char *name) {
+    static char slots[32][512];
+    static int used;
+    GR_ASSERT(used < 32);
+    int n = snprintf(slots[used], sizeof slots[used], "%s/convert_%s", GR_TEST_TMP, name);
+    GR_ASSERT(n > 0 && n < 512);
+    return slots[used++];
 }
 
 static bool file_exists(const char *p) {
