@@ -43,20 +43,21 @@ struct gr_dataset {
     int32_t *labels;      /* n */
     uint8_t *mem;         /* all raw images, or NULL (on-disk path) */
     gr_rows rows;         /* gr_dataset_read's scratch for the on-disk path */
-    /* direct reads: images stored raw (no filters, little-endian, chunks of
-     * whole samples or contiguous) are read with pread at their file
-     * offsets, in parallel, without HDF5's global lock */
+    /* direct reads of raw-stored samples (setup_direct) */
     bool little_endian;   /* stored byte order is the machine's (x86: LE) */
-    int fd;               /* -1: every read goes through HDF5 */
-    int64_t chunk_samples;/* samples per chunk; contiguous: n */
-    int64_t n_chunks;
-    uint64_t *chunk_addr; /* per chunk: file offset, GR_ADDR_UNKNOWN until looked up, GR_ADDR_NONE unwritten */
+    enum { DIRECT_NONE, DIRECT_LINEAR, DIRECT_TABLE, DIRECT_CHUNK } direct;
+    int fd;               /* LINEAR, TABLE: the file, for pread */
+    uint64_t base;        /* LINEAR: file offset of sample 0 */
+    int64_t per_chunk;    /* TABLE: samples per chunk */
+    uint64_t *chunk_addr; /* TABLE: per chunk, 0 until looked up */
     pthread_mutex_t addr_mu;
     int64_t file_size;
 };
 
-#define GR_ADDR_UNKNOWN UINT64_MAX
-#define GR_ADDR_NONE (UINT64_MAX - 1)
+/* DIRECT_TABLE is used up to this many chunks: HDF5 1.10 finds a chunk's
+ * address by walking the whole chunk index, so the lookups, one per chunk
+ * on first use, cost O(chunks^2) in all. */
+#define GR_DIRECT_TABLE_MAX_CHUNKS 4096
 
 void gr_dataset_set_memory_limit(int64_t bytes) { g_mem_limit = bytes; }
 
@@ -327,63 +328,77 @@ fail:
 
 static gr_status read_direct(gr_dataset *ds, int64_t idx, void *dst, gr_error *err);
 
-/* Decides whether the images can be read directly (see struct gr_dataset),
- * and proves it on sample 0 against an HDF5 read; any doubt leaves fd -1. */
+/* Direct reads need the images stored raw: no filters, no external files,
+ * the machine's byte order, and (chunked) chunks of whole samples. Then:
+ *   LINEAR  contiguous storage: sample i is at base + i * bytes, read with
+ *           pread, in parallel, without HDF5's global lock;
+ *   TABLE   chunks of several samples, at most GR_DIRECT_TABLE_MAX_CHUNKS of
+ *           them: each chunk's address is asked of HDF5 once, then pread;
+ *   CHUNK   one sample per chunk: H5Dread_chunk, the raw chunk by a B-tree
+ *           lookup (HDF5's lock held for the read, but none of the
+ *           selection and conversion machinery of H5Dread).
+ * The pread modes are proven at open on samples 0 and N-1 against H5Dread;
+ * any doubt, and GPURUN_DATA_DIRECT=0, leaves DIRECT_NONE: H5Dread of
+ * hyperslabs. */
 static void setup_direct(gr_dataset *ds, int64_t file_size) {
+    ds->direct = DIRECT_NONE;
     ds->fd = -1;
-    if (!ds->little_endian) return;
+    ds->file_size = file_size;
+    const char *env = getenv("GPURUN_DATA_DIRECT");
+    if (!ds->little_endian || (env && strcmp(env, "0") == 0)) return;
+    const uint64_t sb = (uint64_t)ds->sample_elems * ds->elem_size;
     hid_t dcpl = H5Dget_create_plist(ds->images);
     if (dcpl < 0) return;
     bool ok = H5Pget_nfilters(dcpl) == 0 && H5Pget_external_count(dcpl) == 0;
     H5D_layout_t layout = H5Pget_layout(dcpl);
     if (ok && layout == H5D_CHUNKED) {
         hsize_t chunk[4];
-        ok = H5Pget_chunk(dcpl, ds->rank, chunk) == ds->rank;
+        ok = H5Pget_chunk(dcpl, ds->rank, chunk) == ds->rank && chunk[0] >= 1;
         for (int d = 1; ok && d < ds->rank; d++) ok = chunk[d] == ds->dims[d];
-        if (ok) ds->chunk_samples = (int64_t)chunk[0];
-    } else if (ok && layout == H5D_CONTIGUOUS) {
-        haddr_t a = H5Dget_offset(ds->images);
-        ok = a != HADDR_UNDEF;
-        ds->chunk_samples = ds->n;
-        if (ok) {
-            ds->chunk_addr = gr_xmalloc(sizeof *ds->chunk_addr);
-            ds->chunk_addr[0] = (uint64_t)a;
-        }
-    } else {
+        ds->per_chunk = ok ? (int64_t)chunk[0] : 0;
+    } else if (!(ok && layout == H5D_CONTIGUOUS)) {
         ok = false;
     }
     H5Pclose(dcpl);
-    if (!ok || ds->chunk_samples < 1) {
-        free(ds->chunk_addr);
-        ds->chunk_addr = NULL;
+    if (!ok) return;
+    if (layout == H5D_CONTIGUOUS) {
+        haddr_t a = H5Dget_offset(ds->images);
+        if (a == HADDR_UNDEF || (uint64_t)a + (uint64_t)ds->n * sb > (uint64_t)file_size) return;
+        ds->base = (uint64_t)a;
+        ds->direct = DIRECT_LINEAR;
+    } else if (ds->per_chunk == 1) {
+        ds->direct = DIRECT_CHUNK;
         return;
+    } else {
+        const int64_t chunks = (ds->n + ds->per_chunk - 1) / ds->per_chunk;
+        if (chunks > GR_DIRECT_TABLE_MAX_CHUNKS) return;
+        ds->chunk_addr = gr_xcalloc((size_t)chunks, sizeof *ds->chunk_addr);
+        ds->direct = DIRECT_TABLE;
     }
-    ds->n_chunks = (ds->n + ds->chunk_samples - 1) / ds->chunk_samples;
-    if (!ds->chunk_addr) {
-        ds->chunk_addr = gr_xmalloc((size_t)ds->n_chunks * sizeof *ds->chunk_addr);
-        for (int64_t i = 0; i < ds->n_chunks; i++) ds->chunk_addr[i] = GR_ADDR_UNKNOWN;
-    }
-    ds->file_size = file_size;
     ds->fd = open(ds->path, O_RDONLY | O_CLOEXEC);
-    if (ds->fd < 0) return;
-    /* the proof: sample 0 read both ways */
-    size_t sb = (size_t)ds->sample_elems * ds->elem_size;
     uint8_t *a = gr_aligned_alloc(sb), *b = gr_aligned_alloc(sb);
-    gr_error e;
-    hid_t fsp = H5Dget_space(ds->images), msp = -1;
-    hsize_t start[4] = {0, 0, 0, 0}, count[4] = {1, 0, 0, 0}, total = (hsize_t)ds->sample_elems;
-    for (int d = 1; d < ds->rank; d++) count[d] = ds->dims[d];
-    bool same = a && b && fsp >= 0 && read_direct(ds, 0, a, &e) == GR_OK &&
-                H5Sselect_hyperslab(fsp, H5S_SELECT_SET, start, NULL, count, NULL) >= 0 &&
-                (msp = H5Screate_simple(1, &total, NULL)) >= 0 &&
-                H5Dread(ds->images, ds->memtype, msp, fsp, H5P_DEFAULT, b) >= 0 && memcmp(a, b, sb) == 0;
-    if (msp >= 0) H5Sclose(msp);
-    if (fsp >= 0) H5Sclose(fsp);
+    bool same = ds->fd >= 0 && a && b;
+    for (int k = 0; k < 2 && same; k++) {
+        const int64_t i = k == 0 ? 0 : ds->n - 1;
+        gr_error e;
+        hid_t fsp = H5Dget_space(ds->images), msp = -1;
+        hsize_t start[4] = {(hsize_t)i, 0, 0, 0}, count[4] = {1, 0, 0, 0}, total = (hsize_t)ds->sample_elems;
+        for (int d = 1; d < ds->rank; d++) count[d] = ds->dims[d];
+        same = fsp >= 0 && read_direct(ds, i, a, &e) == GR_OK &&
+               H5Sselect_hyperslab(fsp, H5S_SELECT_SET, start, NULL, count, NULL) >= 0 &&
+               (msp = H5Screate_simple(1, &total, NULL)) >= 0 &&
+               H5Dread(ds->images, ds->memtype, msp, fsp, H5P_DEFAULT, b) >= 0 && memcmp(a, b, sb) == 0;
+        if (msp >= 0) H5Sclose(msp);
+        if (fsp >= 0) H5Sclose(fsp);
+    }
     gr_aligned_free(a);
     gr_aligned_free(b);
     if (!same) {
-        close(ds->fd);
+        if (ds->fd >= 0) close(ds->fd);
+    free(ds->chunk_addr);
+    pthread_mutex_destroy(&ds->addr_mu);
         ds->fd = -1;
+        ds->direct = DIRECT_NONE;
     }
 }
 
@@ -545,11 +560,14 @@ void gr_rows_free(gr_rows *r) {
     memset(r, 0, sizeof *r);
 }
 
-/* On-disk path: the distinct rows of idx, sorted, read with one selection
- * that is the union of their hyperslabs (runs of consecutive rows merged).
- * HDF5 walks such a selection chunk by chunk, so each chunk a batch touches
- * is read (and, if compressed, inflated into the chunk cache) once per batch,
- * however many of the batch's samples it holds. */
+/* On-disk path: the distinct rows of idx, sorted, so that reads go through
+ * the file in order and the samples of one chunk are read one after the
+ * other: directly (pread, setup_direct), or through HDF5, one regular
+ * hyperslab per run of consecutive rows. (A single union-of-hyperslabs
+ * selection would be one call, but HDF5 1.10 maps irregular selections onto
+ * chunks element by element: about 100x slower.) A compressed chunk is
+ * inflated into the chunk cache, which is sized to hold the chunks of a
+ * batch, so it is inflated once per batch, not once per sample. */
 static gr_status read_rows(gr_dataset *ds, const int64_t *idx, int64_t n, gr_rows *r, gr_error *err) {
     if (n > r->cap) {
         r->sorted = gr_xrealloc(r->sorted, (size_t)n * sizeof *r->sorted);
@@ -570,7 +588,7 @@ static gr_status read_rows(gr_dataset *ds, const int64_t *idx, int64_t n, gr_row
             return gr_error_set(err, GR_ERR_OOM, "%s: %s: out of memory: %zu bytes for a batch", ds->path,
                                 ds->images_name, need);
     }
-    if (ds->fd >= 0) {
+    if (ds->direct != DIRECT_NONE) {
         const size_t sb = (size_t)ds->sample_elems * ds->elem_size;
         for (int64_t i = 0; i < k; i++) {
             gr_status st = read_direct(ds, r->sorted[i], r->raw + (size_t)i * sb, err);
@@ -581,61 +599,66 @@ static gr_status read_rows(gr_dataset *ds, const int64_t *idx, int64_t n, gr_row
     gr_status st = GR_OK;
     hid_t fsp = -1, msp = -1;
     GR_H5_CHECK(fsp = H5Dget_space(ds->images), err, "%s: %s: cannot read shape", ds->path, ds->images_name);
-    GR_H5_CHECK(H5Sselect_none(fsp), err, "%s: %s: selection failed", ds->path, ds->images_name);
     hsize_t start[4] = {0, 0, 0, 0}, count[4];
     for (int d = 1; d < ds->rank; d++) count[d] = ds->dims[d];
+    const size_t sb = (size_t)ds->sample_elems * ds->elem_size;
     for (int64_t i = 0; i < k;) {
         int64_t j = i;
         while (j + 1 < k && r->sorted[j + 1] == r->sorted[j] + 1) j++;
         start[0] = (hsize_t)r->sorted[i];
         count[0] = (hsize_t)(j - i + 1);
-        GR_H5_CHECK(H5Sselect_hyperslab(fsp, H5S_SELECT_OR, start, NULL, count, NULL), err,
+        GR_H5_CHECK(H5Sselect_hyperslab(fsp, H5S_SELECT_SET, start, NULL, count, NULL), err,
                     "%s: %s: selection failed", ds->path, ds->images_name);
+        /* the memory space has the selection's shape: HDF5 then maps it
+         * onto chunks by blocks (a flat one costs a callback per element) */
+        GR_H5_CHECK(msp = H5Screate_simple(ds->rank, count, NULL), err, "%s: %s: selection failed", ds->path,
+                    ds->images_name);
+        GR_H5_CHECK(H5Dread(ds->images, ds->memtype, msp, fsp, H5P_DEFAULT, r->raw + (size_t)i * sb), err,
+                    "%s: %s: reading samples %lld-%lld failed (truncated or corrupt file?)", ds->path,
+                    ds->images_name, (long long)r->sorted[i], (long long)r->sorted[j]);
+        H5Sclose(msp);
+        msp = -1;
         i = j + 1;
     }
-    hsize_t total = (hsize_t)k * (hsize_t)ds->sample_elems;
-    GR_H5_CHECK(msp = H5Screate_simple(1, &total, NULL), err, "%s: %s: selection failed", ds->path,
-                ds->images_name);
-    GR_H5_CHECK(H5Dread(ds->images, ds->memtype, msp, fsp, H5P_DEFAULT, r->raw), err,
-                "%s: %s: read failed (corrupt file?)", ds->path, ds->images_name);
 fail:
     if (msp >= 0) H5Sclose(msp);
     if (fsp >= 0) H5Sclose(fsp);
     return st;
 }
 
-/* The file offset of sample idx's chunk (looked up once per chunk). */
-static gr_status chunk_address(gr_dataset *ds, int64_t chunk, uint64_t *addr, gr_error *err) {
-    gr_status st = GR_OK;
-    pthread_mutex_lock(&ds->addr_mu);
-    if (ds->chunk_addr[chunk] == GR_ADDR_UNKNOWN) {
-        hsize_t off[4] = {(hsize_t)(chunk * ds->chunk_samples), 0, 0, 0};
-        unsigned mask = 0;
-        haddr_t a = HADDR_UNDEF;
-        hsize_t size = 0;
-        gr_h5_init();
-        if (H5Dget_chunk_info_by_coord(ds->images, off, &mask, &a, &size) < 0)
-            st = gr_h5_fail(err, GR_ERR_DATA, "%s: %s: cannot locate the chunk of sample %lld (corrupt file?)",
-                            ds->path, ds->images_name, (long long)(chunk * ds->chunk_samples));
-        else
-            ds->chunk_addr[chunk] = a == HADDR_UNDEF ? GR_ADDR_NONE : (uint64_t)a;
-    }
-    *addr = ds->chunk_addr[chunk];
-    pthread_mutex_unlock(&ds->addr_mu);
-    return st;
-}
-
 static gr_status read_direct(gr_dataset *ds, int64_t idx, void *dst, gr_error *err) {
     const size_t sb = (size_t)ds->sample_elems * ds->elem_size;
-    const int64_t chunk = idx / ds->chunk_samples;
-    uint64_t addr;
-    gr_status st = chunk_address(ds, chunk, &addr, err);
-    if (st != GR_OK) return st;
-    if (addr == GR_ADDR_NONE) { /* never written: HDF5's fill value, zero */
-        memset(dst, 0, sb);
+    uint64_t at = 0;
+    if (ds->direct == DIRECT_CHUNK) {
+        hsize_t off[4] = {(hsize_t)idx, 0, 0, 0};
+        uint32_t filters = 0;
+        gr_h5_init();
+        if (H5Dread_chunk(ds->images, H5P_DEFAULT, off, &filters, dst) < 0)
+            return gr_h5_fail(err, GR_ERR_DATA, "%s: %s: reading sample %lld failed (truncated or corrupt file?)",
+                              ds->path, ds->images_name, (long long)idx);
         return GR_OK;
     }
-    const uint64_t at = addr + (uint64_t)(idx - chunk * ds->chunk_samples) * sb;
+    if (ds->direct == DIRECT_LINEAR) {
+        at = ds->base + (uint64_t)idx * sb;
+    } else {
+        const int64_t c = idx / ds->per_chunk;
+        pthread_mutex_lock(&ds->addr_mu);
+        if (!ds->chunk_addr[c]) {
+            hsize_t off[4] = {(hsize_t)(c * ds->per_chunk), 0, 0, 0};
+            unsigned mask = 0;
+            haddr_t a = HADDR_UNDEF;
+            hsize_t size = 0;
+            gr_h5_init();
+            if (H5Dget_chunk_info_by_coord(ds->images, off, &mask, &a, &size) >= 0 && a != HADDR_UNDEF)
+                ds->chunk_addr[c] = (uint64_t)a;
+        }
+        at = ds->chunk_addr[c];
+        pthread_mutex_unlock(&ds->addr_mu);
+        if (!at)
+            return gr_h5_fail(err, GR_ERR_DATA, "%s: %s: cannot locate the chunk of sample %lld (truncated or "
+                              "corrupt file?)", ds->path, ds->images_name, (long long)idx);
+        at += (uint64_t)(idx - c * ds->per_chunk) * sb;
+    }
     size_t got = 0;
     while (got < sb) {
         ssize_t r = pread(ds->fd, (uint8_t *)dst + got, sb - got, (off_t)(at + got));
