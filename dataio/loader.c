@@ -27,6 +27,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -294,15 +295,22 @@ gr_status gr_loader_open(gr_dataset *ds, const gr_loader_config *cfg, gr_loader 
         w->idx = gr_xmalloc((size_t)cfg->batch * sizeof *w->idx);
         w->scratch = gr_xmalloc(gr_decoder_scratch_bytes(&ld->dec));
     }
+    /* workers start with every signal blocked, so SIGTERM/SIGINT reach the
+     * training loop's thread, not a decode thread */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     for (int i = 0; i < cfg->workers; i++) {
         int rc = pthread_create(&ld->workers[i].thread, NULL, loader_worker_main, &ld->workers[i]);
         if (rc != 0) {
+            pthread_sigmask(SIG_SETMASK, &old, NULL);
             gr_loader_close(ld);
             return gr_error_set(err, GR_ERR_INTERNAL, "loader: cannot start worker thread %d of %d: %s", i + 1,
                                 cfg->workers, strerror(rc));
         }
         ld->workers[i].started = true;
     }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     *out = ld;
     return GR_OK;
 }
