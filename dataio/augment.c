@@ -192,10 +192,11 @@ static void decode_window(const gr_decoder *d, const void *src, const gr_xform *
 
 /* torch's area_pixel_compute_source_index for linear modes, align_corners
  * false: the centre of output pixel i maps to scale * (i + 0.5) - 0.5,
- * clamped at 0. */
-static inline float source_index(float scale, int64_t i) {
-    float v = scale * ((float)i + 0.5f) - 0.5f;
-    return v < 0.0f ? 0.0f : v;
+ * clamped at 0; torch 1.13 on the CPU holds the scale in float and the rest
+ * in double, then rounds the weight to float. */
+static inline double source_index(float scale, int64_t i) {
+    double v = (double)scale * ((double)i + 0.5) - 0.5;
+    return v < 0.0 ? 0.0 : v;
 }
 
 /* The resize loops, built twice on x86-64 GCC (AVX2+FMA and baseline) and
@@ -246,20 +247,20 @@ static void decode_resized(const gr_decoder *d, const void *src, const gr_xform 
     float *lx = (float *)(xi + ow), *ra = lx + ow, *rb = ra + ow, *f = rb + ow;
     const float sx = (float)t->w / (float)ow, sy = (float)t->h / (float)oh;
     for (int64_t x = 0; x < ow; x++) {
-        float v = source_index(sx, t->flip ? ow - 1 - x : x);
+        double v = source_index(sx, t->flip ? ow - 1 - x : x);
         int64_t i = GR_MIN((int64_t)v, bw - 1);
         xi[x] = (int32_t)i;
-        lx[x] = v - (float)i;
+        lx[x] = (float)(v - (double)i);
     }
     for (int64_t c = 0; c < d->c; c++) {
         const float k = d->scale[c], b = d->bias[c];
         float *r0 = ra, *r1 = rb;
         int64_t have0 = -1, have1 = -1; /* source rows now in r0, r1 */
         for (int64_t y = 0; y < oh; y++) {
-            float v = source_index(sy, y);
+            double v = source_index(sy, y);
             int64_t i = (int64_t)v;
             int64_t y0 = t->y0 + i, y1 = y0 + (i < t->h - 1 ? 1 : 0);
-            float ly = v - (float)i;
+            float ly = (float)(v - (double)i);
             if (have0 != y0) {
                 if (have1 == y0) {
                     float *tmp = r0;

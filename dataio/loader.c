@@ -9,8 +9,9 @@
  * from (seed, epoch, sample index) (augment.c).
  *
  * Pipeline. Batches are numbered through the epochs, seq = epoch * batches +
- * index, and batch seq lives in ring slot seq % prefetch. A worker claims the
- * next seq to issue as soon as its slot is free, copies the batch's sample
+ * index. A worker claims the next seq to issue as soon as any of the
+ * `prefetch` slots is free (the training loop may return batches in any
+ * order), copies the batch's sample
  * indices (under the lock: the permutation of an epoch is computed once and
  * kept for the two most recent epochs), then, unlocked: fetches the samples'
  * stored bytes (in memory: nothing to do; on disk: one HDF5 selection per
@@ -145,9 +146,11 @@ static gr_status loader_fill(gr_loader *ld, loader_worker *w, gr_batch *b, gr_er
     return GR_OK;
 }
 
-/* Under the lock: the slot of seq `issue` is free and nobody is stopping. */
-static bool loader_can_issue(const gr_loader *ld) {
-    return !ld->stop && ld->slots[ld->issue % ld->nslots].state == SLOT_FREE;
+/* Under the lock: a free slot, or NULL. */
+static loader_slot *loader_free_slot(gr_loader *ld) {
+    for (int k = 0; k < ld->nslots; k++)
+        if (ld->slots[k].state == SLOT_FREE) return &ld->slots[k];
+    return NULL;
 }
 
 static void *loader_worker_main(void *arg) {
@@ -155,10 +158,10 @@ static void *loader_worker_main(void *arg) {
     gr_loader *ld = w->ld;
     pthread_mutex_lock(&ld->mu);
     for (;;) {
-        while (!loader_can_issue(ld) && !ld->stop) pthread_cond_wait(&ld->work, &ld->mu);
+        loader_slot *s = NULL;
+        while (!ld->stop && !(s = loader_free_slot(ld))) pthread_cond_wait(&ld->work, &ld->mu);
         if (ld->stop) break;
         const int64_t seq = ld->issue++;
-        loader_slot *s = &ld->slots[seq % ld->nslots];
         s->state = SLOT_FILLING;
         s->seq = seq;
         s->gen = ld->gen;
@@ -377,16 +380,20 @@ gr_status gr_loader_next(gr_loader *ld, gr_batch **out, gr_error *err) {
     *out = NULL;
     pthread_mutex_lock(&ld->mu);
     const int64_t seq = ld->deliver;
-    loader_slot *s = &ld->slots[seq % ld->nslots];
-    if (s->state == SLOT_HELD) {
+    int held = 0;
+    for (int k = 0; k < ld->nslots; k++) held += ld->slots[k].state == SLOT_HELD;
+    if (held == ld->nslots) {
         pthread_mutex_unlock(&ld->mu);
         return gr_error_set(err, GR_ERR_INTERNAL, "loader: all %d batch buffers are held (release one first)",
                             ld->nslots);
     }
     gr_status st = GR_OK;
+    loader_slot *s = NULL;
     if (ld->cfg.workers == 0) {
-        /* no threads: make the batch here (a stale fill cannot exist) */
-        GR_ASSERT(s->state == SLOT_FREE);
+        /* no threads: make the batch here (no fill of another generation
+         * can be pending, so a slot that is not held is free) */
+        s = loader_free_slot(ld);
+        GR_ASSERT(s);
         s->seq = seq;
         s->gen = ld->gen;
         loader_indices(ld, seq, ld->workers[0].idx, &s->b);
@@ -395,8 +402,17 @@ gr_status gr_loader_next(gr_loader *ld, gr_batch **out, gr_error *err) {
         st = loader_fill(ld, &ld->workers[0], &s->b, err);
         pthread_mutex_lock(&ld->mu);
     } else {
-        while (!(s->state == SLOT_FULL && s->seq == seq && s->gen == ld->gen))
+        /* the slot of seq was claimed before any later one, so it is being
+         * filled or full unless a seek or failure reset the stream, after
+         * which a free slot exists and a worker claims seq next */
+        for (;;) {
+            for (int k = 0; k < ld->nslots && !s; k++) {
+                loader_slot *c = &ld->slots[k];
+                if (c->state == SLOT_FULL && c->seq == seq && c->gen == ld->gen) s = c;
+            }
+            if (s) break;
             pthread_cond_wait(&ld->ready, &ld->mu);
+        }
         st = s->st;
         if (st != GR_OK) *err = s->err;
     }
