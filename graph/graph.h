@@ -61,13 +61,22 @@ typedef struct gr_tensor {
     char pname[32];          /* PARAM/STATE: PyTorch tensor name ("weight", "bias") */
 } gr_tensor;
 
-/* Op attributes: one flat struct (ops are few and small; issue 4's conv/bn
- * add their fields here). */
+/* Op attributes: one flat struct (ops are few and small). Spatial pairs
+ * are [h, w]. */
 typedef struct gr_attrs {
     int64_t units;           /* dense */
-    bool bias;               /* dense */
+    bool bias;               /* dense, conv */
     double rate;             /* dropout */
     double label_smoothing;  /* softmax_cross_entropy */
+    int64_t filters;         /* conv: output channels */
+    int64_t kernel[2];       /* conv, maxpool, avgpool */
+    int64_t stride[2];       /* conv (1), maxpool/avgpool (kernel) */
+    int64_t padding[2];      /* conv, maxpool, avgpool (0) */
+    int64_t groups;          /* conv (1) */
+    bool count_include_pad;  /* avgpool (true) */
+    double momentum, eps;    /* batchnorm (0.1, 1e-5) */
+    int64_t axis;            /* concat (1) */
+    int64_t offset;          /* concat_bwd: first channel of this input's slice */
 } gr_attrs;
 
 typedef struct gr_node {
