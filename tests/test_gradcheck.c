@@ -38,18 +38,18 @@ static void test_autodiff_structure(void) {
 
 int main(void) {
     static const gr_gc_case cases[] = {
-        {"dense", "[{dense: {units: 5}}]", 1, {6}, 0.0, 0.0},
-        {"dense (no bias)", "[{dense: {units: 5, bias: false}}]", 1, {6}, 0.0, 0.0},
-        {"relu", "[relu, {dense: {units: 3}}]", 1, {6}, 0.0, 0.05},
-        {"sigmoid", "[sigmoid, {dense: {units: 3}}]", 1, {6}, 0.0, 0.0},
-        {"tanh", "[tanh, {dense: {units: 3}}]", 1, {6}, 0.0, 0.0},
-        {"gelu", "[gelu, {dense: {units: 3}}]", 1, {6}, 0.0, 0.0},
-        {"flatten", "[flatten, {dense: {units: 3}}]", 3, {2, 3, 2}, 0.0, 0.0},
-        {"dropout", "[{dropout: {rate: 0.4}}, {dense: {units: 3}}]", 1, {8}, 0.0, 0.0},
-        {"softmax_cross_entropy", "[{dense: {units: 6}}]", 1, {5}, 0.0, 0.0},
-        {"cross_entropy smoothing 0.1", "[{dense: {units: 6}}]", 1, {5}, 0.1, 0.0},
+        {"dense", "[{dense: {units: 5}}]", 1, {6}, 0.0, 0.0, NULL},
+        {"dense (no bias)", "[{dense: {units: 5, bias: false}}]", 1, {6}, 0.0, 0.0, NULL},
+        {"relu", "[relu, {dense: {units: 3}}]", 1, {6}, 0.0, 0.05, NULL},
+        {"sigmoid", "[sigmoid, {dense: {units: 3}}]", 1, {6}, 0.0, 0.0, NULL},
+        {"tanh", "[tanh, {dense: {units: 3}}]", 1, {6}, 0.0, 0.0, NULL},
+        {"gelu", "[gelu, {dense: {units: 3}}]", 1, {6}, 0.0, 0.0, NULL},
+        {"flatten", "[flatten, {dense: {units: 3}}]", 3, {2, 3, 2}, 0.0, 0.0, NULL},
+        {"dropout", "[{dropout: {rate: 0.4}}, {dense: {units: 3}}]", 1, {8}, 0.0, 0.0, NULL},
+        {"softmax_cross_entropy", "[{dense: {units: 6}}]", 1, {5}, 0.0, 0.0, NULL},
+        {"cross_entropy smoothing 0.1", "[{dense: {units: 6}}]", 1, {5}, 0.1, 0.0, NULL},
         {"mlp chain", "[flatten, {dense: {units: 7}}, gelu, {dense: {units: 6}}, tanh, {dense: {units: 5}}, "
-                      "sigmoid, {dense: {units: 4}}]", 3, {1, 3, 3}, 0.05, 0.0},
+                      "sigmoid, {dense: {units: 4}}]", 3, {1, 3, 3}, 0.05, 0.0, NULL},
     };
     for (size_t i = 0; i < GR_ARRAY_LEN(cases); i++) gr_gc_run(&cases[i]);
     test_autodiff_structure();
