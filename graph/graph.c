@@ -85,6 +85,16 @@ int gr_graph_add_param(gr_graph *g, int layer, const char *pname, int ndim, cons
     return t;
 }
 
+int gr_graph_add_state(gr_graph *g, int layer, const char *pname, int ndim, const int64_t *shape) {
+    char name[GR_TNAME_MAX];
+    snprintf(name, sizeof name, "%s.%s", g->layers[layer].name, pname);
+    int t = gr_graph_add_tensor(g, name, GR_TK_STATE, GR_F32, ndim, shape, false);
+    gr_tensor *p = &g->tensors[t];
+    p->layer = layer;
+    snprintf(p->pname, sizeof p->pname, "%s", pname);
+    return t;
+}
+
 int gr_graph_add_node(gr_graph *g, gr_op op, int layer, const int *in, int nin,
                       const int *out, int nout) {
     GR_ASSERT(nin <= GR_MAX_IN && nout <= GR_MAX_OUT);
@@ -128,15 +138,22 @@ void gr_graph_free(gr_graph *g) {
 void gr_graph_init_params(const gr_graph *g, float *params, uint64_t seed) {
     for (int i = 0; i < g->n_tensors; i++) {
         const gr_tensor *t = &g->tensors[i];
-        if (t->kind != GR_TK_PARAM) continue;
-        /* fan_in of the owning layer: the weight's second dimension (dense). */
+        if (t->kind != GR_TK_PARAM && t->kind != GR_TK_STATE) continue;
+        int64_t n = gr_tensor_numel(t);
+        float *p = params + t->param_offset;
+        if (g->layers[t->layer].op == GR_OP_BATCHNORM || t->kind == GR_TK_STATE) {
+            /* nn.BatchNorm: weight 1, bias 0, running_mean 0, running_var 1 */
+            float v = strcmp(t->pname, "weight") == 0 || strcmp(t->pname, "running_var") == 0 ? 1.0f : 0.0f;
+            for (int64_t k = 0; k < n; k++) p[k] = v;
+            continue;
+        }
+        /* nn.Linear / nn.Conv2d: weight and bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)),
+         * fan_in = the weight's elements per output (in/groups * kh * kw) */
         const gr_node *nd = &g->nodes[g->layers[t->layer].node];
         const gr_tensor *w = &g->tensors[nd->in[1]];
         int64_t fan_in = gr_tensor_numel(w) / w->shape[0];
         float bound = 1.0f / sqrtf((float)fan_in);
         uint64_t key = gr_hash64(seed, 0x5EED0000ull + (uint64_t)i);
-        int64_t n = gr_tensor_numel(t);
-        float *p = params + t->param_offset;
         for (int64_t k = 0; k < n; k++) p[k] = (2.0f * gr_uniform(key, (uint64_t)k) - 1.0f) * bound;
     }
 }

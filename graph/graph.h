@@ -147,6 +147,8 @@ void gr_graph_free(gr_graph *g);
 int gr_graph_add_tensor(gr_graph *g, const char *name, gr_tensor_kind kind, gr_elem elem,
                         int ndim, const int64_t *shape, bool batched);
 int gr_graph_add_param(gr_graph *g, int layer, const char *pname, int ndim, const int64_t *shape);
+/* Non-trainable state of a layer (BN running stats): params arena, no grad. */
+int gr_graph_add_state(gr_graph *g, int layer, const char *pname, int ndim, const int64_t *shape);
 int gr_graph_add_node(gr_graph *g, gr_op op, int layer, const int *in, int nin,
                       const int *out, int nout);
 /* The gradient tensor of t (created on first use with t's shape). */
@@ -156,8 +158,9 @@ int64_t gr_tensor_sample_numel(const gr_tensor *t); /* per sample (numel / batch
 /* "[128, 512]" into buf */
 const char *gr_shape_str(const gr_tensor *t, char *buf, size_t n);
 
-/* Deterministic PyTorch-style initialization of every parameter
- * (nn.Linear: weight and bias ~ U(-1/sqrt(in), 1/sqrt(in))) from seed. */
+/* Deterministic PyTorch-style initialization of every parameter and state
+ * tensor from seed (nn.Linear/nn.Conv2d: weight and bias ~ U(+-1/sqrt(fan_in));
+ * batchnorm: weight 1, bias 0, running_mean 0, running_var 1). */
 void gr_graph_init_params(const gr_graph *g, float *params, uint64_t seed);
 
 #endif
