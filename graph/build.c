@@ -1,12 +1,22 @@
 /* build.c — model section of the job spec -> forward graph + loss.
  *
  * Each item of model.layers is `- op`, or a one-op map `- op: {attrs}` with
- * optional `name:`, `input:` (an earlier layer's name) and `repeat: N`.
- * Each layer becomes one forward node whose descriptor parses its attrs and
- * infers its output shape; errors point at the YAML node. */
+ * optional `name:`, `input:` (an earlier layer's name; for add and concat a
+ * list of them) and `repeat: N`. Each layer becomes one forward node whose
+ * descriptor parses its attrs and infers its output shape; errors point at
+ * the YAML node.
+ *
+ * Blocks (model.blocks) are templates: `name: {args: {a: default}, layers:
+ * [...]}`, used like an op (`- name: {a: 3}`, with repeat). A use is built
+ * from a copy of the block's layers with every `$a` replaced by the
+ * argument's value, in a scope of its own: inside, `input` is the use's
+ * input and names refer to the block's own layers; layers are named
+ * `<use>.<layer>`, the use being its `name:` or `<block><k>`. Later layers
+ * can name the use, whose output is its last layer's. */
 #include "graph.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int gr_build_add_layer(gr_graph *g, const char *name, gr_op op) {
@@ -68,7 +78,7 @@ static gr_status gr_build_split_item(const gr_cfg *item, const char *key, gr_lay
     for (int i = 0; i < item->n; i++) {
         const char *k = item->keys[i];
         const gr_cfg *v = item->items[i];
-        char sub[512];
+        char sub[720];
         snprintf(sub, sizeof sub, "%s.%s", key, k);
         if (strcmp(k, "name") == 0) {
             if (v->kind != GR_CFG_SCALAR || !v->scalar[0])
@@ -97,30 +107,346 @@ static gr_status gr_build_split_item(const gr_cfg *item, const char *key, gr_lay
     return GR_OK;
 }
 
-/* The tensor a layer reads: the previous layer's output, or `input:`. */
-static bool gr_build_consumed(const gr_graph *g, int t) {
-    for (int i = 0; i < g->n_nodes; i++)
-        for (int k = 0; k < g->nodes[i].nin; k++)
-            if (g->nodes[i].in[k] == t) return true;
+/* ---- scopes: the names `input:` can refer to ---- */
+
+typedef struct gr_name {
+    char name[GR_NAME_MAX];
+    int tensor;
+} gr_name;
+
+typedef struct gr_scope {
+    char prefix[GR_NAME_MAX]; /* "" at the top, "bottleneck0." inside a block use */
+    int input;                /* the tensor called `input`: the block's input (the model's at the top) */
+    gr_name *names;
+    int n_names, cap_names;
+    int op_count[GR_OP_COUNT];/* for <op><k> names */
+    int *block_uses;          /* per block: uses so far, for <block><k> names */
+} gr_scope;
+
+typedef struct gr_builder {
+    const gr_job_spec *spec;
+    gr_graph *g;
+    bool infer;
+    const gr_cfg *blocks;     /* model.blocks, or NULL */
+    int stack[16];            /* blocks being expanded, outermost first */
+    int depth;
+} gr_builder;
+
+static void gr_scope_init(gr_scope *sc, const gr_builder *b, const char *prefix, int input) {
+    memset(sc, 0, sizeof *sc);
+    snprintf(sc->prefix, sizeof sc->prefix, "%s", prefix);
+    sc->input = input;
+    sc->block_uses = gr_xcalloc((size_t)(b->blocks ? b->blocks->n : 0) + 1, sizeof *sc->block_uses);
+}
+
+static void gr_scope_free(gr_scope *sc) {
+    free(sc->names);
+    free(sc->block_uses);
+}
+
+static void gr_scope_add(gr_scope *sc, const char *name, int tensor) {
+    if (sc->n_names == sc->cap_names) {
+        sc->cap_names = sc->cap_names ? 2 * sc->cap_names : 16;
+        sc->names = gr_xrealloc(sc->names, (size_t)sc->cap_names * sizeof *sc->names);
+    }
+    snprintf(sc->names[sc->n_names].name, GR_NAME_MAX, "%s", name);
+    sc->names[sc->n_names++].tensor = tensor;
+}
+
+static int gr_scope_find(const gr_scope *sc, const char *name) {
+    for (int i = sc->n_names - 1; i >= 0; i--)
+        if (strcmp(sc->names[i].name, name) == 0) return sc->names[i].tensor;
+    return strcmp(name, "input") == 0 ? sc->input : -1;
+}
+
+/* Whether a layer of items[from..] is called name (for the message about
+ * inputs that name later layers). */
+static bool gr_named_later(const gr_cfg *items, int from, const char *name) {
+    for (int i = from; i < items->n; i++) {
+        const gr_cfg *v = items->items[i]->kind == GR_CFG_MAP ? gr_cfg_get(items->items[i], "name") : NULL;
+        if (v && v->kind == GR_CFG_SCALAR && strcmp(v->scalar, name) == 0) return true;
+    }
     return false;
 }
 
-static gr_status gr_build_input(gr_graph *g, const gr_layer_item *li, const char *key, int prev,
-                                int *out, gr_error *err) {
-    if (!li->input) { *out = prev; return GR_OK; }
-    char sub[300];
+/* The tensors a layer reads: the previous layer's output, or those `input:`
+ * names (a name or, for add and concat, a list). */
+static gr_status gr_build_inputs(const gr_scope *sc, const gr_cfg *items, int item, const gr_layer_item *li,
+                                 bool join, const char *key, int prev, int *in, int *nin, gr_error *err) {
+    if (!li->input) {
+        in[0] = prev;
+        *nin = 1;
+        return GR_OK;
+    }
+    char sub[720];
     snprintf(sub, sizeof sub, "%s.input", key);
-    if (li->input->kind != GR_CFG_SCALAR)
-        return gr_cfg_error(err, li->input, sub, "expected the name of an earlier layer "
-                            "(lists of inputs are for add/concat)");
-    int l = gr_build_find_layer(g, li->input->scalar);
-    if (l < 0) return gr_cfg_error(err, li->input, sub, "no earlier layer is named '%s'", li->input->scalar);
-    int t = g->nodes[g->layers[l].node].out[0];
-    if (gr_build_consumed(g, t))
-        return gr_cfg_error(err, li->input, sub, "layer '%s' already feeds another layer; using one "
-                            "output twice needs the add/concat ops, which this version lacks",
-                            li->input->scalar);
-    *out = t;
+    const gr_cfg *v = li->input;
+    if (v->kind == GR_CFG_MAP || (v->kind == GR_CFG_SEQ && !join))
+        return gr_cfg_error(err, v, sub, "expected the name of an earlier layer%s",
+                            v->kind == GR_CFG_SEQ ? " (lists of inputs are for add and concat)" : "");
+    int n = v->kind == GR_CFG_SEQ ? v->n : 1;
+    if (n > GR_MAX_IN)
+        return gr_cfg_error(err, v, sub, "%d inputs; at most %d can be joined by one layer", n, GR_MAX_IN);
+    if (n == 0) return gr_cfg_error(err, v, sub, "expected a list of layer names");
+    for (int k = 0; k < n; k++) {
+        const gr_cfg *e = v->kind == GR_CFG_SEQ ? v->items[k] : v;
+        if (e->kind != GR_CFG_SCALAR || !e->scalar[0])
+            return gr_cfg_error(err, e, sub, "expected the name of an earlier layer");
+        int t = gr_scope_find(sc, e->scalar);
+        if (t < 0) {
+            if (gr_named_later(items, item, e->scalar))
+                return gr_cfg_error(err, e, sub, "'%s' is a later layer: inputs name earlier layers, so the "
+                                    "model has no cycles", e->scalar);
+            return gr_cfg_error(err, e, sub, "no earlier layer is named '%s'%s", e->scalar,
+                                sc->prefix[0] ? " in this block (its input is called 'input')" : "");
+        }
+        in[k] = t;
+    }
+    *nin = n;
+    return GR_OK;
+}
+
+static gr_status gr_build_seq(gr_builder *b, gr_scope *sc, const gr_cfg *layers, const char *key, int in,
+                              int *out, gr_error *err);
+
+/* ---- blocks ---- */
+
+/* `$name` scalars of t that are not in args (or, when mark is given, marks
+ * the args used). Returns the first unknown one, or NULL. */
+static const gr_cfg *gr_block_refs(const gr_cfg *t, const gr_cfg *args, bool *mark) {
+    if (t->kind == GR_CFG_SCALAR) {
+        if (t->scalar[0] != '$' || t->quoted) return NULL;
+        int i = args ? gr_cfg_find(args, t->scalar + 1) : -1;
+        if (i < 0) return t;
+        if (mark) mark[i] = true;
+        return NULL;
+    }
+    for (int i = 0; i < t->n; i++) {
+        const gr_cfg *u = gr_block_refs(t->items[i], args, mark);
+        if (u) return u;
+    }
+    return NULL;
+}
+
+/* Checks every template once: {args: {...}, layers: [...]}, every `$x`
+ * declared, every argument used. */
+static gr_status gr_blocks_check(const gr_cfg *blocks, gr_error *err) {
+    for (int i = 0; i < blocks->n; i++) {
+        const char *name = blocks->keys[i];
+        const gr_cfg *def = blocks->items[i];
+        char key[300];
+        snprintf(key, sizeof key, "model.blocks.%s", name);
+        gr_cfg at = *blocks;
+        at.line = blocks->key_line[i];
+        at.col = blocks->key_col[i];
+        if (gr_op_lookup(name) >= 0)
+            return gr_cfg_error(err, &at, key, "a block cannot take the name of the op '%s'", name);
+        if (def->kind != GR_CFG_MAP)
+            return gr_cfg_error(err, def, key, "expected {args: {...}, layers: [...]}");
+        for (int k = 0; k < def->n; k++)
+            if (strcmp(def->keys[k], "args") != 0 && strcmp(def->keys[k], "layers") != 0) {
+                gr_cfg kat = *def;
+                kat.line = def->key_line[k];
+                kat.col = def->key_col[k];
+                return gr_cfg_error(err, &kat, key, "unknown key '%s' (a block has args and layers)", def->keys[k]);
+            }
+        const gr_cfg *layers = gr_cfg_get(def, "layers"), *args = gr_cfg_get(def, "args");
+        if (!layers || layers->kind != GR_CFG_SEQ || layers->n == 0)
+            return gr_cfg_error(err, layers ? layers : def, key, "layers: expected a non-empty list of layers");
+        if (args && args->kind != GR_CFG_MAP && !(args->kind == GR_CFG_SCALAR && !args->scalar[0]))
+            return gr_cfg_error(err, args, key, "args: expected a map of arguments with their defaults");
+        if (args && args->kind != GR_CFG_MAP) args = NULL;
+        bool mark[256] = {false};
+        if (args && args->n > (int)GR_ARRAY_LEN(mark))
+            return gr_cfg_error(err, args, key, "args: at most %d arguments", (int)GR_ARRAY_LEN(mark));
+        const gr_cfg *unknown = gr_block_refs(layers, args, mark);
+        if (unknown)
+            return gr_cfg_error(err, unknown, key, "%s: block '%s' has no such argument", unknown->scalar, name);
+        for (int k = 0; args && k < args->n; k++)
+            if (!mark[k]) {
+                gr_cfg kat = *args;
+                kat.line = args->key_line[k];
+                kat.col = args->key_col[k];
+                return gr_cfg_error(err, &kat, key, "argument '%s' is never used in the block's layers (no $%s)",
+                                    args->keys[k], args->keys[k]);
+            }
+    }
+    return GR_OK;
+}
+
+/* Replaces every `$x` scalar under t by a copy of the value of x. */
+static void gr_block_subst(gr_cfg *t, const char *const *names, const gr_cfg *const *values, int n) {
+    for (int i = 0; i < t->n; i++) {
+        gr_cfg *c = t->items[i];
+        if (c->kind == GR_CFG_SCALAR && c->scalar[0] == '$' && !c->quoted) {
+            for (int k = 0; k < n; k++)
+                if (strcmp(names[k], c->scalar + 1) == 0) {
+                    t->items[i] = gr_cfg_clone(values[k]);
+                    gr_cfg_free(c);
+                    break;
+                }
+        } else {
+            gr_block_subst(c, names, values, n);
+        }
+    }
+}
+
+/* One use of block bi: its layers, with the arguments substituted, built in
+ * a scope of their own under the use's name. */
+static gr_status gr_build_use(gr_builder *b, gr_scope *sc, int bi, const char *use, const gr_layer_item *li,
+                              const char *key, int in, int *out, gr_error *err) {
+    const char *bname = b->blocks->keys[bi];
+    const gr_cfg *def = b->blocks->items[bi];
+    const gr_cfg *layers = gr_cfg_get(def, "layers"), *args = gr_cfg_get(def, "args");
+    if (args && args->kind != GR_CFG_MAP) args = NULL;
+    for (int d = 0; d < b->depth; d++)
+        if (b->stack[d] == bi || b->depth == (int)GR_ARRAY_LEN(b->stack)) {
+            char chain[512];
+            size_t k = 0;
+            for (int e = d; e < b->depth && k < sizeof chain; e++)
+                k += (size_t)snprintf(chain + k, sizeof chain - k, "%s -> ", b->blocks->keys[b->stack[e]]);
+            return gr_cfg_error(err, &li->op_at, key, "block '%s' uses itself (%s%s): a cycle", bname, chain,
+                                bname);
+        }
+    int n = args ? args->n : 0;
+    const char **names = gr_xcalloc((size_t)n + 1, sizeof *names);
+    const gr_cfg **values = gr_xcalloc((size_t)n + 1, sizeof *values);
+    for (int k = 0; k < n; k++) names[k] = args->keys[k], values[k] = args->items[k];
+    gr_status st = GR_OK;
+    gr_cfg *copy = NULL;
+    const gr_cfg *given = li->attrs;
+    if (given && given->kind == GR_CFG_SCALAR && !given->scalar[0]) given = NULL;
+    if (given && given->kind != GR_CFG_MAP) {
+        st = gr_cfg_error(err, given, key, "block '%s' takes a map of arguments, e.g. {%s: ...}", bname,
+                          n ? names[0] : "arg");
+        goto done;
+    }
+    for (int i = 0; given && i < given->n; i++) {
+        int k = args ? gr_cfg_find(args, given->keys[i]) : -1;
+        if (k < 0) {
+            char list[256] = "";
+            size_t len = 0;
+            for (int j = 0; j < n && len < sizeof list; j++)
+                len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", j ? ", " : "", names[j]);
+            gr_cfg at = *given;
+            at.line = given->key_line[i];
+            at.col = given->key_col[i];
+            st = gr_cfg_error(err, &at, key, "block '%s' has no argument '%s' (%s%s)", bname, given->keys[i],
+                              n ? "its arguments: " : "it takes none", list);
+            goto done;
+        }
+        values[k] = given->items[i];
+    }
+    copy = gr_cfg_clone(layers);
+    gr_block_subst(copy, names, values, n);
+    {
+        char prefix[2 * GR_NAME_MAX + 2];
+        snprintf(prefix, sizeof prefix, "%s%s.", sc->prefix, use);
+        if (strlen(prefix) >= GR_NAME_MAX) {
+            st = gr_cfg_error(err, &li->op_at, key, "the layer names under '%s' grow too long (blocks nest "
+                              "too deep)", prefix);
+            goto done;
+        }
+        gr_scope inner;
+        gr_scope_init(&inner, b, prefix, in);
+        char bkey[400];
+        snprintf(bkey, sizeof bkey, "model.blocks.%s.layers", bname);
+        b->stack[b->depth++] = bi;
+        st = gr_build_seq(b, &inner, copy, bkey, in, out, err);
+        b->depth--;
+        gr_scope_free(&inner);
+    }
+done:
+    gr_cfg_free(copy);
+    free(names);
+    free(values);
+    return st;
+}
+
+/* ---- layers ---- */
+
+static gr_status gr_build_layer(gr_builder *b, gr_scope *sc, const gr_layer_item *li, int op,
+                                const gr_attrs *attrs, const char *local, const char *akey, const int *in, int nin,
+                                int *out, const gr_cfg *item, const char *key, gr_error *err) {
+    gr_graph *g = b->g;
+    char name[2 * GR_NAME_MAX];
+    snprintf(name, sizeof name, "%s%s", sc->prefix, local);
+    if (strlen(name) >= GR_NAME_MAX)
+        return gr_cfg_error(err, item, key, "layer name '%s' is longer than %d characters", name, GR_NAME_MAX - 1);
+    if (gr_build_find_layer(g, name) >= 0 || gr_scope_find(sc, local) >= 0)
+        return gr_cfg_error(err, item, key, "duplicate layer name '%s'", name);
+    int l = gr_build_add_layer(g, name, (gr_op)op);
+    int outs[1] = {-1};
+    int nd = gr_graph_add_node(g, (gr_op)op, l, in, nin, outs, 0);
+    g->nodes[nd].attrs = *attrs;
+    g->layers[l].node = nd;
+    if (b->infer) {
+        gr_status st = gr_op_descs[op]->infer(g, nd, &li->op_at, akey, err);
+        if (st) return st;
+    } else {
+        gr_tensor x = g->tensors[in[0]];
+        g->nodes[nd].out[0] = gr_graph_add_tensor(g, name, GR_TK_ACT, GR_F32, x.ndim, x.shape, true);
+        g->nodes[nd].nout = 1;
+    }
+    *out = g->nodes[nd].out[0];
+    gr_scope_add(sc, local, *out);
+    return GR_OK;
+}
+
+static gr_status gr_build_seq(gr_builder *b, gr_scope *sc, const gr_cfg *layers, const char *key, int in,
+                              int *out, gr_error *err) {
+    gr_status st;
+    int cur = in;
+    for (int i = 0; i < layers->n; i++) {
+        const gr_cfg *item = layers->items[i];
+        char ikey[512];
+        snprintf(ikey, sizeof ikey, "%s[%d]", key, i);
+        gr_layer_item li;
+        if ((st = gr_build_split_item(item, ikey, &li, err))) return st;
+        if (li.name && li.repeat > 1) return gr_cfg_error(err, item, ikey, "a named layer cannot be repeated");
+        if (li.name && (strchr(li.name, '.') || strcmp(li.name, "input") == 0))
+            return gr_cfg_error(err, item, ikey, "'%s' cannot name a layer (no dots; 'input' is taken)", li.name);
+        const int bi = b->blocks ? gr_cfg_find(b->blocks, li.op) : -1;
+        const int op = bi >= 0 ? -1 : gr_op_lookup(li.op);
+        if (bi < 0 && op < 0) return gr_build_unknown_op(&li.op_at, ikey, li.op, err);
+        const bool join = op == GR_OP_ADD || op == GR_OP_CONCAT;
+        int ins[GR_MAX_IN], nin = 0;
+        if ((st = gr_build_inputs(sc, layers, i + 1, &li, join, ikey, cur, ins, &nin, err))) return st;
+        char akey[640];
+        snprintf(akey, sizeof akey, "%s.%s", ikey, li.op);
+        gr_attrs attrs;
+        memset(&attrs, 0, sizeof attrs);
+        if (op >= 0) {
+            const gr_op_desc *d = gr_op_descs[op];
+            if (d->parse) {
+                if ((st = d->parse(&attrs, li.attrs, akey, err))) return st;
+            } else if (li.attrs && !(li.attrs->kind == GR_CFG_SCALAR && !li.attrs->scalar[0]) &&
+                       !(li.attrs->kind == GR_CFG_MAP && li.attrs->n == 0)) {
+                return gr_cfg_error(err, li.attrs, akey, "%s takes no attributes", li.op);
+            }
+        }
+        for (int64_t r = 0; r < li.repeat; r++) {
+            char local[GR_NAME_MAX];
+            /* <op><k> and <block><k> count named layers too (DESIGN 1.4) */
+            const int k = op >= 0 ? sc->op_count[op]++ : sc->block_uses[bi]++;
+            if (li.name) snprintf(local, sizeof local, "%s", li.name);
+            else snprintf(local, sizeof local, "%s%d", li.op, k);
+            if (op >= 0) {
+                st = gr_build_layer(b, sc, &li, op, &attrs, local, akey, ins, nin, &cur, item, ikey, err);
+            } else {
+                if (gr_scope_find(sc, local) >= 0)
+                    return gr_cfg_error(err, item, ikey, "duplicate layer name '%s%s'", sc->prefix, local);
+                st = gr_build_use(b, sc, bi, local, &li, akey, ins[0], &cur, err);
+                if (!st && nin > 1)
+                    st = gr_cfg_error(err, li.input, ikey, "a block takes one input");
+                if (!st) gr_scope_add(sc, local, cur);
+            }
+            if (st) return st;
+            ins[0] = cur; /* a repeated layer feeds the next repetition */
+            nin = 1;
+        }
+    }
+    *out = cur;
     return GR_OK;
 }
 
@@ -129,13 +455,14 @@ static gr_status gr_build_input(gr_graph *g, const gr_layer_item *li, const char
 static gr_status gr_graph_build_ex(const gr_job_spec *spec, const int64_t *in_shape, int in_ndim,
                                    bool infer, gr_graph *g, gr_error *err) {
     memset(g, 0, sizeof *g);
+    g->ad_node = -1;
     g->micro_batch = spec->train.micro_batch;
     g->seed = spec->seed;
     gr_status st = GR_OK;
-    if (spec->model.blocks && spec->model.blocks->n > 0) {
-        st = gr_cfg_error(err, spec->model.blocks, "model.blocks",
-                          "block templates are not supported by this version yet");
-        goto fail;
+    gr_builder b = {.spec = spec, .g = g, .infer = infer};
+    if (spec->model.blocks && spec->model.blocks->kind == GR_CFG_MAP && spec->model.blocks->n > 0) {
+        b.blocks = spec->model.blocks;
+        if ((st = gr_blocks_check(b.blocks, err))) goto fail;
     }
     int64_t shape[GR_MAX_DIMS];
     shape[0] = g->micro_batch;
@@ -145,58 +472,13 @@ static gr_status gr_graph_build_ex(const gr_job_spec *spec, const int64_t *in_sh
 
     const gr_cfg *layers = spec->model.layers;
     GR_ASSERT(layers && layers->kind == GR_CFG_SEQ);
-    int op_count[GR_OP_COUNT] = {0};
     int cur = g->input;
-    for (int i = 0; i < layers->n; i++) {
-        const gr_cfg *item = layers->items[i];
-        char key[256];
-        snprintf(key, sizeof key, "model.layers[%d]", i);
-        gr_layer_item li;
-        if ((st = gr_build_split_item(item, key, &li, err))) goto fail;
-        int op = gr_op_lookup(li.op);
-        if (op < 0) { st = gr_build_unknown_op(&li.op_at, key, li.op, err); goto fail; }
-        const gr_op_desc *d = gr_op_descs[op];
-        char akey[300];
-        snprintf(akey, sizeof akey, "%s.%s", key, li.op);
-        gr_attrs attrs;
-        memset(&attrs, 0, sizeof attrs);
-        if (d->parse) {
-            if ((st = d->parse(&attrs, li.attrs, akey, err))) goto fail;
-        } else if (li.attrs && !(li.attrs->kind == GR_CFG_SCALAR && !li.attrs->scalar[0]) &&
-                   !(li.attrs->kind == GR_CFG_MAP && li.attrs->n == 0)) {
-            st = gr_cfg_error(err, li.attrs, akey, "%s takes no attributes", li.op);
-            goto fail;
-        }
-        if (li.name && li.repeat > 1) {
-            st = gr_cfg_error(err, item, key, "a named layer cannot be repeated");
-            goto fail;
-        }
-        int in = cur;
-        if ((st = gr_build_input(g, &li, key, cur, &in, err))) goto fail;
-        for (int64_t r = 0; r < li.repeat; r++) {
-            char name[GR_NAME_MAX];
-            if (li.name) snprintf(name, sizeof name, "%s", li.name);
-            else snprintf(name, sizeof name, "%s%d", li.op, op_count[op]);
-            op_count[op]++;
-            if (gr_build_find_layer(g, name) >= 0) {
-                st = gr_cfg_error(err, item, key, "duplicate layer name '%s'", name);
-                goto fail;
-            }
-            int l = gr_build_add_layer(g, name, (gr_op)op);
-            int outs[1] = {-1};
-            int ins[1] = {in};
-            int nd = gr_graph_add_node(g, (gr_op)op, l, ins, 1, outs, 0);
-            g->nodes[nd].attrs = attrs;
-            g->layers[l].node = nd;
-            if (infer) {
-                if ((st = d->infer(g, nd, &li.op_at, akey, err))) goto fail;
-            } else {
-                gr_tensor x = g->tensors[in];
-                g->nodes[nd].out[0] = gr_graph_add_tensor(g, name, GR_TK_ACT, GR_F32, x.ndim, x.shape, true);
-                g->nodes[nd].nout = 1;
-            }
-            in = cur = g->nodes[nd].out[0];
-        }
+    {
+        gr_scope top;
+        gr_scope_init(&top, &b, "", g->input);
+        st = gr_build_seq(&b, &top, layers, "model.layers", g->input, &cur, err);
+        gr_scope_free(&top);
+        if (st) goto fail;
     }
 
     /* the loss */

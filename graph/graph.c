@@ -114,7 +114,31 @@ int gr_graph_add_node(gr_graph *g, gr_op op, int layer, const int *in, int nin,
     return g->n_nodes++;
 }
 
+static bool gr_node_reads(const gr_node *nd, int t) {
+    for (int k = 0; k < nd->nin; k++)
+        if (nd->in[k] == t) return true;
+    return false;
+}
+
 int gr_graph_grad(gr_graph *g, int t) {
+    if (g->ad_node >= 0 && t < g->ad_n && g->ad_readers[t] > 1 && gr_node_reads(&g->nodes[g->ad_node], t)) {
+        int k = 0;
+        for (int i = 0; i < g->ad_np; i++) {
+            if (g->ad_partials[i].t != t) continue;
+            if (g->ad_partials[i].node == g->ad_node) return g->ad_partials[i].grad;
+            k++;
+        }
+        gr_tensor src = g->tensors[t];
+        char name[GR_TNAME_MAX + 24];
+        snprintf(name, sizeof name, "%s.grad.%d", src.name, k);
+        int gt = gr_graph_add_tensor(g, name, GR_TK_ACT, GR_F32, src.ndim, src.shape, src.batched);
+        if (g->ad_np == g->ad_cap) {
+            g->ad_cap = g->ad_cap ? 2 * g->ad_cap : 16;
+            g->ad_partials = gr_xrealloc(g->ad_partials, (size_t)g->ad_cap * sizeof *g->ad_partials);
+        }
+        g->ad_partials[g->ad_np++] = (struct gr_partial){t, g->ad_node, gt};
+        return gt;
+    }
     if (g->tensors[t].grad >= 0) return g->tensors[t].grad;
     gr_tensor src = g->tensors[t]; /* copy: add_tensor may move the array */
     char name[GR_TNAME_MAX + 8];
@@ -129,6 +153,8 @@ int gr_graph_grad(gr_graph *g, int t) {
 }
 
 void gr_graph_free(gr_graph *g) {
+    free(g->ad_readers);
+    free(g->ad_partials);
     free(g->tensors);
     free(g->nodes);
     free(g->layers);

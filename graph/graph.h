@@ -108,6 +108,13 @@ typedef struct gr_graph {
     int64_t n_trainable;     /* elements of PARAM tensors (== grads arena) */
     int64_t n_classes;
     uint64_t seed;
+    /* autodiff's bookkeeping (autodiff.c): a tensor read by several forward
+     * nodes gets one partial gradient per reader, summed by an add node */
+    int ad_node;             /* forward node whose backward is being emitted; -1 */
+    int ad_n;                /* tensors that existed when autodiff began */
+    int *ad_readers;         /* [ad_n]: how many forward node inputs read each */
+    struct gr_partial { int t, node, grad; } *ad_partials;
+    int ad_np, ad_cap;
 } gr_graph;
 
 /* One descriptor per op (graph/op_*.c). Forward ops implement parse (attrs
@@ -151,7 +158,9 @@ int gr_graph_add_param(gr_graph *g, int layer, const char *pname, int ndim, cons
 int gr_graph_add_state(gr_graph *g, int layer, const char *pname, int ndim, const int64_t *shape);
 int gr_graph_add_node(gr_graph *g, gr_op op, int layer, const int *in, int nin,
                       const int *out, int nout);
-/* The gradient tensor of t (created on first use with t's shape). */
+/* The gradient tensor of t (created on first use with t's shape). Called
+ * from a backward for one of the node's inputs that other nodes read too,
+ * it is that node's partial gradient of t (autodiff sums them). */
 int gr_graph_grad(gr_graph *g, int t);
 int64_t gr_tensor_numel(const gr_tensor *t);  /* with the planned batch */
 int64_t gr_tensor_sample_numel(const gr_tensor *t); /* per sample (numel / batch if batched) */

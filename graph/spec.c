@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -337,6 +338,11 @@ static gr_cfg *gr_cfg_copy(const gr_cfg *src, long *budget) {
             gr_cfg_seq_append(n, c);
     }
     return n;
+}
+
+gr_cfg *gr_cfg_clone(const gr_cfg *src) {
+    long budget = LONG_MAX;
+    return src ? gr_cfg_copy(src, &budget) : NULL;
 }
 
 static char *gr_cfg_strndup(const char *s, size_t len) {

@@ -59,6 +59,8 @@ gr_status gr_cfg_parse_file(const char *path, gr_cfg **out, gr_error *err);
 gr_status gr_cfg_parse_text(const char *text, const char *file, int line, int col,
                             gr_cfg **out, gr_error *err);
 void gr_cfg_free(gr_cfg *node);
+/* A deep copy (positions kept), to be freed with gr_cfg_free. */
+gr_cfg *gr_cfg_clone(const gr_cfg *src);
 /* Writes the subtree as block YAML at the given indent (used by gr_spec_dump
  * for the model section). */
 void gr_cfg_dump(const gr_cfg *node, FILE *f, int indent);

@@ -50,6 +50,19 @@ int main(void) {
         {"cross_entropy smoothing 0.1", "[{dense: {units: 6}}]", 1, {5}, 0.1, 0.0, NULL},
         {"mlp chain", "[flatten, {dense: {units: 7}}, gelu, {dense: {units: 6}}, tanh, {dense: {units: 5}}, "
                       "sigmoid, {dense: {units: 4}}]", 3, {1, 3, 3}, 0.05, 0.0, NULL},
+        /* graphs: fan-out (partial gradients summed), add, concat, blocks */
+        {"add (residual)", "[flatten, {dense: {units: 6}, name: a}, tanh, {dense: {units: 6}}, "
+                           "{add: {}, input: [a, dense1]}, {dense: {units: 3}}]", 3, {1, 2, 3}, 0.0, 0.0, NULL},
+        {"add of three, one read thrice", "[flatten, {dense: {units: 5}, name: a}, {sigmoid: {}, input: a, name: s}, "
+                                          "{tanh: {}, input: a, name: t}, {add: {}, input: [a, s, t]}, "
+                                          "{dense: {units: 3}}]", 1, {6}, 0.0, 0.0, NULL},
+        {"the model input read twice", "[{dense: {units: 4}, name: a}, {dense: {units: 4}, input: input}, "
+                                       "{add: {}, input: [a, dense1]}, {dense: {units: 3}}]", 1, {6}, 0.0, 0.0, NULL},
+        {"concat", "[flatten, {dense: {units: 4}, name: a}, {dense: {units: 3}, name: b}, gelu, "
+                   "{concat: {}, input: [a, gelu0]}, {dense: {units: 3}}]", 3, {1, 2, 3}, 0.0, 0.0, NULL},
+        {"blocks with args and repeat", "[flatten, {dense: {units: 6}}, {res: {u: 6}, repeat: 2}, "
+                                        "{res: {u: 6, act: sigmoid}}, {dense: {units: 3}}]", 3, {1, 2, 3}, 0.0, 0.0,
+         "{res: {args: {u: 4, act: tanh}, layers: [{dense: {units: $u}, name: d}, {add: {}, input: [input, d]}, $act]}}"},
     };
     for (size_t i = 0; i < GR_ARRAY_LEN(cases); i++) gr_gc_run(&cases[i]);
     test_autodiff_structure();
