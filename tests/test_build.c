@@ -1,0 +1,131 @@
+/* test_build.c — the model language (DESIGN 1.4) as the builder reads it:
+ * layer names, `input:` references, add/concat joins, blocks with args,
+ * `$arg` substitution and repeat; and each structural error at its
+ * file:line:col (unknown name, add shape mismatch naming both shapes, a
+ * cycle, unused and unknown arguments). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gr_test.h"
+#include "graph/graph.h"
+
+/* Builds layers (and blocks) given as YAML flow text on samples of shape
+ * [C, H, W] = in; returns the status, the graph in g when GR_OK. */
+static gr_status build(const char *layers, const char *blocks, const int64_t *in, int in_ndim, gr_graph *g,
+                       gr_error *err) {
+    gr_cfg *l = NULL, *b = NULL;
+    gr_status st = gr_cfg_parse_text(layers, "m.yaml", 3, 1, &l, err);
+    if (st == GR_OK && blocks) st = gr_cfg_parse_text(blocks, "m.yaml", 1, 1, &b, err);
+    if (st == GR_OK) {
+        gr_job_spec spec;
+        memset(&spec, 0, sizeof spec);
+        snprintf(spec.file, sizeof spec.file, "m.yaml");
+        spec.model.layers = l;
+        spec.model.blocks = b;
+        spec.train.micro_batch = 2;
+        snprintf(spec.train.loss, sizeof spec.train.loss, "softmax_cross_entropy");
+        st = gr_graph_build(&spec, in, in_ndim, g, err);
+    }
+    gr_cfg_free(l);
+    gr_cfg_free(b);
+    return st;
+}
+
+static int layer(const gr_graph *g, const char *name) {
+    for (int i = 0; i < g->n_layers; i++)
+        if (strcmp(g->layers[i].name, name) == 0) return i;
+    return -1;
+}
+
+static void expect_error(const char *what, const char *layers, const char *blocks, const char *const *subs) {
+    gr_graph g;
+    gr_error err = {0};
+    int64_t in[1] = {6};
+    gr_status st = build(layers, blocks, in, 1, &g, &err);
+    CHECK_MSG(st == GR_ERR_USAGE, "%s: status %d (%s)", what, st, err.msg);
+    if (st == GR_OK) gr_graph_free(&g);
+    for (int i = 0; subs[i]; i++) CHECK_MSG(strstr(err.msg, subs[i]) != NULL, "%s: '%s' not in: %s", what, subs[i], err.msg);
+}
+
+static void test_names(void) {
+    gr_graph g;
+    gr_error err = {0};
+    int64_t in[1] = {6};
+    const char *blocks = "{res: {args: {u: 6}, layers: [{dense: {units: $u}, name: d}, relu, "
+                         "{add: {}, input: [input, relu0]}]}, "
+                         "pair: {args: {u: 6}, layers: [{res: {u: $u}}, {res: {u: $u}, name: second}]}}";
+    gr_status st = build("[{dense: {units: 6}, name: stem}, {res: {}, repeat: 2}, {pair: {u: 6}, name: p}, "
+                         "{res: {}}, {add: {}, input: [stem, res2]}, {dense: {units: 3}}]",
+                         blocks, in, 1, &g, &err);
+    CHECK_MSG(st == GR_OK, "%s", err.msg);
+    if (st) return;
+    const char *names[] = {"stem", "res0.d", "res0.relu0", "res0.add0", "res1.d", "res1.add0", "p.res0.d",
+                           "p.second.add0", "res2.d", "add0", "dense1"};
+    for (size_t i = 0; i < GR_ARRAY_LEN(names); i++) CHECK_MSG(layer(&g, names[i]) >= 0, "no layer %s", names[i]);
+    /* $u reached the dense inside the nested use */
+    int l = layer(&g, "p.second.d");
+    CHECK(l >= 0 && g.tensors[g.nodes[g.layers[l].node].out[0]].shape[1] == 6);
+    /* the add reads the block's input and its relu */
+    l = layer(&g, "res1.add0");
+    if (l >= 0) {
+        const gr_node *nd = &g.nodes[g.layers[l].node];
+        CHECK(nd->nin == 2 && nd->in[0] == g.nodes[g.layers[layer(&g, "res0.add0")].node].out[0]);
+    }
+    /* `stem` feeds res0.d and the final add: read twice */
+    gr_autodiff(&g, false);
+    int stem_out = g.nodes[g.layers[layer(&g, "stem")].node].out[0];
+    CHECK(g.ad_readers[stem_out] == 3); /* res0.d, res0.add0, add0 */
+    int sums = 0;
+    for (int i = g.n_forward; i < g.n_nodes; i++)
+        if (g.nodes[i].op == GR_OP_ADD && g.nodes[i].out[0] == g.tensors[stem_out].grad) sums++;
+    CHECK_MSG(sums == 1, "%d add nodes sum stem's gradient", sums);
+    gr_graph_free(&g);
+
+    /* concat: channels add up */
+    int64_t img[3] = {3, 4, 4};
+    st = build("[{dropout: {rate: 0.1}, name: a}, {dropout: {rate: 0.1}, input: input}, "
+               "{concat: {}, input: [a, dropout1, input]}, flatten, {dense: {units: 2}}]", NULL, img, 3, &g, &err);
+    CHECK_MSG(st == GR_OK, "%s", err.msg);
+    if (st == GR_OK) {
+        int c = layer(&g, "concat0");
+        CHECK(c >= 0 && g.tensors[g.nodes[g.layers[c].node].out[0]].shape[1] == 9);
+        gr_graph_free(&g);
+    }
+}
+
+static void test_errors(void) {
+    expect_error("unknown name", "[{dense: {units: 4}}, {add: {}, input: [dense0, nope]}, {dense: {units: 2}}]", NULL,
+                 (const char *[]){"m.yaml:3:", "model.layers[1].input", "no earlier layer is named 'nope'", NULL});
+    expect_error("add shapes", "[{dense: {units: 4}, name: a}, {dense: {units: 5}}, {add: {}, input: [a, dense1]}, "
+                 "{dense: {units: 2}}]", NULL,
+                 (const char *[]){"m.yaml:3:", "model.layers[2].add", "'a' is [2, 4]", "'dense1' is [2, 5]", NULL});
+    expect_error("cycle", "[{dense: {units: 4}, input: b, name: a}, {dense: {units: 4}, name: b}, {dense: {units: 2}}]",
+                 NULL, (const char *[]){"m.yaml:3:", "'b' is a later layer", "cycle", NULL});
+    expect_error("block cycle", "[{loop: {}}, {dense: {units: 2}}]",
+                 "{loop: {layers: [{inner: {}}]}, inner: {layers: [relu, {loop: {}}]}}",
+                 (const char *[]){"m.yaml:1:", "block 'loop' uses itself (loop -> inner -> loop)", NULL});
+    expect_error("unused argument", "[{b: {}}, {dense: {units: 2}}]", "{b: {args: {u: 4, v: 2}, layers: [{dense: {units: $u}}]}}",
+                 (const char *[]){"m.yaml:1:19:", "argument 'v' is never used", NULL});
+    expect_error("unknown argument at the use", "[{b: {w: 3}}, {dense: {units: 2}}]",
+                 "{b: {args: {u: 4}, layers: [{dense: {units: $u}}]}}",
+                 (const char *[]){"m.yaml:3:", "block 'b' has no argument 'w' (its arguments: u)", NULL});
+    expect_error("undeclared $x", "[{b: {}}, {dense: {units: 2}}]", "{b: {layers: [{dense: {units: $x}}]}}",
+                 (const char *[]){"m.yaml:1:", "$x: block 'b' has no such argument", NULL});
+    expect_error("list input to a plain op", "[{dense: {units: 4}}, {relu: {}, input: [dense0, dense0]}, {dense: {units: 2}}]",
+                 NULL, (const char *[]){"lists of inputs are for add and concat", NULL});
+    expect_error("add of one", "[{dense: {units: 4}}, {add: {}}, {dense: {units: 2}}]", NULL,
+                 (const char *[]){"add joins two or more layers", NULL});
+    expect_error("names inside a block are its own", "[{dense: {units: 4}, name: outer}, {b: {}}, {dense: {units: 2}}]",
+                 "{b: {layers: [{add: {}, input: [input, outer]}]}}",
+                 (const char *[]){"no earlier layer is named 'outer' in this block", NULL});
+    expect_error("block named like an op", "[{dense: {units: 2}}]", "{relu: {layers: [tanh]}}",
+                 (const char *[]){"a block cannot take the name of the op 'relu'", NULL});
+    expect_error("duplicate names", "[{dense: {units: 4}, name: a}, {dense: {units: 4}, name: a}, {dense: {units: 2}}]",
+                 NULL, (const char *[]){"duplicate layer name 'a'", NULL});
+}
+
+int main(void) {
+    test_names();
+    test_errors();
+    return gr_test_report();
+}
