@@ -1,10 +1,152 @@
-/* op_conv.c — conv (PyTorch nn.Conv2d). STUB: being written. */
+/* op_conv.c — conv (PyTorch nn.Conv2d):
+ *   y[n, F, Ho, Wo] = conv(x[n, C, H, W], W[F, C/groups, kh, kw]) + b[F],
+ *   Ho = (H + 2*ph - kh) / sh + 1, Wo likewise.
+ * Backward: dx = conv_bwd_data(dy, W) (only when x needs a gradient);
+ * dW += conv_bwd_params(dy, x), db += sum over n, Ho, Wo of dy.
+ * Backward nodes carry the forward node's attrs, so kernels read stride,
+ * padding and groups from their own node. */
 #include "graph.h"
 
-static gr_status gr_stub_infer(gr_graph *g, int node, const gr_cfg *at, const char *key, gr_error *err) {
-    return gr_cfg_error(err, at, key, "op %s is not implemented yet", gr_op_name(g->nodes[node].op));
+#include <stdio.h>
+#include <string.h>
+
+/* kernel/stride/padding: an int (both sides) or a [h, w] list. */
+static gr_status gr_conv_pair(const gr_cfg *v, const char *key, int64_t lo, int64_t out[2], gr_error *err) {
+    const int64_t hi = (int64_t)1 << 20;
+    if (v->kind == GR_CFG_SCALAR) {
+        gr_status st = gr_cfg_int(v, key, lo, hi, &out[0], err);
+        out[1] = out[0];
+        return st;
+    }
+    if (v->kind != GR_CFG_SEQ || v->n != 2)
+        return gr_cfg_error(err, v, key, "expected an integer or a [h, w] list of two integers");
+    for (int i = 0; i < 2; i++) {
+        char sub[320];
+        snprintf(sub, sizeof sub, "%s[%d]", key, i);
+        gr_status st = gr_cfg_int(v->items[i], sub, lo, hi, &out[i], err);
+        if (st) return st;
+    }
+    return GR_OK;
 }
 
-const gr_op_desc gr_op_desc_conv = {"conv", GR_OPF_LAYER, NULL, gr_stub_infer, NULL};
+static gr_status gr_conv_parse(gr_attrs *a, const gr_cfg *attrs, const char *key, gr_error *err) {
+    a->bias = true;
+    a->stride[0] = a->stride[1] = 1;
+    a->padding[0] = a->padding[1] = 0;
+    a->groups = 1;
+    if (!attrs || attrs->kind != GR_CFG_MAP)
+        return gr_cfg_error(err, attrs, key, "conv needs attributes, e.g. {filters: 64, kernel: 3}");
+    bool have_filters = false, have_kernel = false;
+    for (int i = 0; i < attrs->n; i++) {
+        char sub[300];
+        snprintf(sub, sizeof sub, "%s.%s", key, attrs->keys[i]);
+        const char *k = attrs->keys[i];
+        const gr_cfg *v = attrs->items[i];
+        gr_status st;
+        if (strcmp(k, "filters") == 0) {
+            st = gr_cfg_int(v, sub, 1, (int64_t)1 << 20, &a->filters, err);
+            have_filters = true;
+        } else if (strcmp(k, "kernel") == 0) {
+            st = gr_conv_pair(v, sub, 1, a->kernel, err);
+            have_kernel = true;
+        } else if (strcmp(k, "stride") == 0) {
+            st = gr_conv_pair(v, sub, 1, a->stride, err);
+        } else if (strcmp(k, "padding") == 0) {
+            st = gr_conv_pair(v, sub, 0, a->padding, err);
+        } else if (strcmp(k, "groups") == 0) {
+            st = gr_cfg_int(v, sub, 1, (int64_t)1 << 20, &a->groups, err);
+        } else if (strcmp(k, "bias") == 0) {
+            st = gr_cfg_bool(v, sub, &a->bias, err);
+        } else {
+            gr_cfg at = *attrs;
+            at.line = attrs->key_line[i];
+            at.col = attrs->key_col[i];
+            st = gr_cfg_error(err, &at, sub, "unknown attribute (conv takes filters, kernel, stride, "
+                              "padding, groups, bias)");
+        }
+        if (st) return st;
+    }
+    if (!have_filters) return gr_cfg_error(err, attrs, key, "filters: required attribute missing");
+    if (!have_kernel) return gr_cfg_error(err, attrs, key, "kernel: required attribute missing");
+    if (a->filters % a->groups != 0)
+        return gr_cfg_error(err, attrs, key, "filters %lld are not divisible by groups %lld",
+                            (long long)a->filters, (long long)a->groups);
+    return GR_OK;
+}
+
+/* "[n, 784]": the shape with the batch dimension written as n. */
+static const char *gr_conv_shape_str(const gr_tensor *t, char *buf, size_t n) {
+    size_t k = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < t->ndim && k < n; i++) {
+        if (i == 0 && t->batched) k += (size_t)snprintf(buf + k, n - k, "n");
+        else k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+    }
+    if (k < n) snprintf(buf + k, n - k, "]");
+    return buf;
+}
+
+static gr_status gr_conv_infer(gr_graph *g, int node, const gr_cfg *at, const char *key, gr_error *err) {
+    gr_node *nd = &g->nodes[node];
+    const gr_attrs *a = &nd->attrs;
+    const gr_tensor x = g->tensors[nd->in[0]];
+    if (x.ndim != 4) {
+        char buf[96];
+        return gr_cfg_error(err, at, key, "conv needs [batch, C, H, W] input, got %s",
+                            gr_conv_shape_str(&x, buf, sizeof buf));
+    }
+    int64_t c = x.shape[1], h = x.shape[2], w = x.shape[3], f = a->filters, grp = a->groups;
+    if (c % grp != 0)
+        return gr_cfg_error(err, at, key, "input channels %lld are not divisible by groups %lld",
+                            (long long)c, (long long)grp);
+    int64_t hp = h + 2 * a->padding[0], wp = w + 2 * a->padding[1];
+    if (a->kernel[0] > hp || a->kernel[1] > wp)
+        return gr_cfg_error(err, at, key, "kernel %lldx%lld is larger than the padded input %lldx%lld "
+                            "(input %lldx%lld, padding [%lld, %lld])",
+                            (long long)a->kernel[0], (long long)a->kernel[1], (long long)hp, (long long)wp,
+                            (long long)h, (long long)w, (long long)a->padding[0], (long long)a->padding[1]);
+    int64_t ho = (hp - a->kernel[0]) / a->stride[0] + 1, wo = (wp - a->kernel[1]) / a->stride[1] + 1;
+    int layer = nd->layer;
+    int64_t wshape[4] = {f, c / grp, a->kernel[0], a->kernel[1]}, bshape[1] = {f};
+    int64_t yshape[4] = {x.shape[0], f, ho, wo};
+    bool bias = a->bias;
+    int wt = gr_graph_add_param(g, layer, "weight", 4, wshape);
+    int b = bias ? gr_graph_add_param(g, layer, "bias", 1, bshape) : -1;
+    int y = gr_graph_add_tensor(g, g->layers[layer].name, GR_TK_ACT, GR_F32, 4, yshape, true);
+    nd = &g->nodes[node];
+    nd->in[1] = wt;
+    nd->nin = 2;
+    if (b >= 0) nd->in[nd->nin++] = b;
+    nd->out[0] = y;
+    nd->nout = 1;
+    int64_t macs = f * (c / grp) * a->kernel[0] * a->kernel[1] * ho * wo;
+    nd->flops = 2 * macs + (b >= 0 ? f * ho * wo : 0);
+    return GR_OK;
+}
+
+static void gr_conv_backward(gr_graph *g, int node) {
+    gr_node nd = g->nodes[node];
+    int x = nd.in[0], w = nd.in[1], b = nd.nin > 2 ? nd.in[2] : -1;
+    int dy = gr_graph_grad(g, nd.out[0]);
+    const gr_tensor *yt = &g->tensors[nd.out[0]];
+    int64_t per_out = yt->shape[1] * yt->shape[2] * yt->shape[3]; /* F * Ho * Wo */
+    int64_t macs = (nd.flops - (b >= 0 ? per_out : 0)) / 2;
+    if (g->tensors[x].requires_grad) {
+        int dx = gr_graph_grad(g, x);
+        int in[2] = {dy, w}, out[1] = {dx};
+        int k = gr_graph_add_node(g, GR_OP_CONV_BWD_DATA, nd.layer, in, 2, out, 1);
+        g->nodes[k].fwd = node;
+        g->nodes[k].attrs = nd.attrs;
+        g->nodes[k].flops = 2 * macs;
+    }
+    int dw = gr_graph_grad(g, w);
+    int db = b >= 0 ? gr_graph_grad(g, b) : -1;
+    int in[2] = {dy, x}, out[2] = {dw, db};
+    int k = gr_graph_add_node(g, GR_OP_CONV_BWD_PARAMS, nd.layer, in, 2, out, db >= 0 ? 2 : 1);
+    g->nodes[k].fwd = node;
+    g->nodes[k].attrs = nd.attrs;
+    g->nodes[k].flops = 2 * macs + (db >= 0 ? per_out : 0);
+}
+
+const gr_op_desc gr_op_desc_conv = {"conv", GR_OPF_LAYER, gr_conv_parse, gr_conv_infer, gr_conv_backward};
 const gr_op_desc gr_op_desc_conv_bwd_data = {"conv_bwd_data", GR_OPF_BACKWARD, NULL, NULL, NULL};
 const gr_op_desc gr_op_desc_conv_bwd_params = {"conv_bwd_params", GR_OPF_BACKWARD, NULL, NULL, NULL};

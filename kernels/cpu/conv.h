@@ -1,0 +1,45 @@
+/* conv.h — the CPU convolution (PyTorch nn.Conv2d semantics, NCHW) behind
+ * gr_cpu_conv / gr_cpu_conv_bwd_data / gr_cpu_conv_bwd_params.
+ *
+ * Two paths with the same contract:
+ *   ref    — im2col (col2im) + gr_cpu_sgemm per sample and group (conv.c);
+ *            the numerical reference.
+ *   onednn — oneDNN convolution primitives on plain nchw/oihw memory, cached
+ *            per shape (conv_onednn.c); the default.
+ * GPURUN_CONV=ref|onednn picks one when the first conv kernel runs;
+ * gr_cpu_conv_set_path switches later (tests).
+ *
+ * Contract of every path: fwd and bwd_data overwrite their output;
+ * bwd_params ADDS dW (and db when db != NULL) into its outputs, because the
+ * grads arena accumulates over micro-batches. */
+#ifndef GR_CPU_CONV_H
+#define GR_CPU_CONV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct gr_conv_shape {
+    int64_t n, c, h, w;      /* input [n, c, h, w] (n = this run's batch) */
+    int64_t f, ho, wo;       /* output [n, f, ho, wo] */
+    int64_t kh, kw, sh, sw, ph, pw, groups;
+} gr_conv_shape;
+
+typedef enum gr_conv_path { GR_CONV_ONEDNN, GR_CONV_REF } gr_conv_path;
+
+/* "ref" or "onednn" (NULL or "" = onednn); false for any other name. */
+bool gr_cpu_conv_set_path(const char *name);
+gr_conv_path gr_cpu_conv_get_path(void);
+
+/* x [n,c,h,w], w [f, c/groups, kh, kw], b [f] or NULL -> y [n,f,ho,wo] */
+void gr_cpu_conv_ref_fwd(const gr_conv_shape *s, const float *x, const float *w, const float *b, float *y);
+/* dy, w -> dx (overwritten) */
+void gr_cpu_conv_ref_bwd_data(const gr_conv_shape *s, const float *dy, const float *w, float *dx);
+/* dw += dW(dy, x); db += sum(dy) when db != NULL */
+void gr_cpu_conv_ref_bwd_params(const gr_conv_shape *s, const float *dy, const float *x, float *dw, float *db);
+
+void gr_cpu_conv_onednn_fwd(const gr_conv_shape *s, const float *x, const float *w, const float *b, float *y);
+void gr_cpu_conv_onednn_bwd_data(const gr_conv_shape *s, const float *dy, const float *w, float *dx);
+void gr_cpu_conv_onednn_bwd_params(const gr_conv_shape *s, const float *dy, const float *x, float *dw,
+                                   float *db);
+
+#endif
