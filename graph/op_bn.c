@@ -1,9 +1,116 @@
-/* op_bn.c — batchnorm (PyTorch nn.BatchNorm2d / 1d). STUB: being written. */
+/* op_bn.c — batchnorm (PyTorch nn.BatchNorm2d on [n, C, H, W], nn.BatchNorm1d
+ * on [n, C]): per channel c over the m = n*H*W values of a batch,
+ *   y = (x - mean) * invstd * weight[c] + bias[c],  invstd = 1 / sqrt(var + eps).
+ * Training uses the batch mean and biased variance and updates the running
+ * stats (running = (1 - momentum) * running + momentum * batch, the variance
+ * unbiased by m / (m - 1)); eval uses the running stats and changes nothing.
+ *
+ * Node layout (graph.h allows GR_MAX_IN = 4 inputs, GR_MAX_OUT = 2 outputs):
+ *   batchnorm      in  {x, weight, bias, running_mean}   out {y, saved}
+ *   batchnorm_bwd  in  {dy, x, weight, saved}             out {dweight, dx (when x needs it)}
+ * running_var is the STATE tensor created right after running_mean, and the
+ * kernel reaches it through the params arena (its param_offset); likewise
+ * dbias sits in the grads arena at bias's param_offset, next to dweight.
+ * The forward kernel writes the running stats although they are inputs (they
+ * live in the params arena, outside any liveness plan). saved [2, C] holds
+ * the mean and invstd the forward used, for the backward. */
 #include "graph.h"
 
-static gr_status gr_stub_infer(gr_graph *g, int node, const gr_cfg *at, const char *key, gr_error *err) {
-    return gr_cfg_error(err, at, key, "op %s is not implemented yet", gr_op_name(g->nodes[node].op));
+#include <stdio.h>
+#include <string.h>
+
+static gr_status gr_bn_parse(gr_attrs *a, const gr_cfg *attrs, const char *key, gr_error *err) {
+    a->momentum = 0.1;
+    a->eps = 1e-5;
+    if (!attrs || (attrs->kind == GR_CFG_SCALAR && !attrs->scalar[0])) return GR_OK;
+    if (attrs->kind != GR_CFG_MAP)
+        return gr_cfg_error(err, attrs, key, "expected a map of attributes, e.g. {momentum: 0.1, eps: 1e-5}");
+    for (int i = 0; i < attrs->n; i++) {
+        char sub[300];
+        snprintf(sub, sizeof sub, "%s.%s", key, attrs->keys[i]);
+        const char *k = attrs->keys[i];
+        const gr_cfg *v = attrs->items[i];
+        gr_status st;
+        if (strcmp(k, "momentum") == 0) {
+            st = gr_cfg_float(v, sub, 0.0, 1.0, &a->momentum, err);
+        } else if (strcmp(k, "eps") == 0) {
+            st = gr_cfg_float(v, sub, 0.0, 1.0, &a->eps, err);
+            if (!st && !(a->eps > 0.0)) st = gr_cfg_error(err, v, sub, "eps must be positive");
+        } else {
+            gr_cfg at = *attrs;
+            at.line = attrs->key_line[i];
+            at.col = attrs->key_col[i];
+            st = gr_cfg_error(err, &at, sub, "unknown attribute (batchnorm takes momentum, eps)");
+        }
+        if (st) return st;
+    }
+    return GR_OK;
 }
 
-const gr_op_desc gr_op_desc_batchnorm = {"batchnorm", GR_OPF_LAYER, NULL, gr_stub_infer, NULL};
+/* "[n, 784]": the shape with the batch dimension written as n. */
+static const char *gr_bn_shape_str(const gr_tensor *t, char *buf, size_t n) {
+    size_t k = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < t->ndim && k < n; i++) {
+        if (i == 0 && t->batched) k += (size_t)snprintf(buf + k, n - k, "n");
+        else k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+    }
+    if (k < n) snprintf(buf + k, n - k, "]");
+    return buf;
+}
+
+static gr_status gr_bn_infer(gr_graph *g, int node, const gr_cfg *at, const char *key, gr_error *err) {
+    gr_node *nd = &g->nodes[node];
+    const gr_tensor x = g->tensors[nd->in[0]];
+    if (x.ndim != 4 && x.ndim != 2) {
+        char buf[96];
+        return gr_cfg_error(err, at, key, "batchnorm needs [batch, C, H, W] or [batch, C] input, got %s",
+                            gr_bn_shape_str(&x, buf, sizeof buf));
+    }
+    int64_t c = x.shape[1], per_channel = gr_tensor_sample_numel(&x) / c;
+    if (x.shape[0] * per_channel < 2)
+        return gr_cfg_error(err, at, key, "batchnorm needs more than one value per channel in training "
+                            "(micro-batch %lld x %lld per sample)", (long long)x.shape[0],
+                            (long long)per_channel);
+    int layer = nd->layer;
+    int64_t cshape[1] = {c}, sshape[2] = {2, c};
+    int w = gr_graph_add_param(g, layer, "weight", 1, cshape);
+    int b = gr_graph_add_param(g, layer, "bias", 1, cshape);
+    int rm = gr_graph_add_state(g, layer, "running_mean", 1, cshape);
+    int rv = gr_graph_add_state(g, layer, "running_var", 1, cshape);
+    GR_ASSERT(b == w + 1 && rv == rm + 1); /* the kernels find bias's grad and running_var by these */
+    const char *lname = g->layers[layer].name;
+    int y = gr_graph_add_tensor(g, lname, GR_TK_ACT, GR_F32, x.ndim, x.shape, true);
+    char sname[GR_NAME_MAX + 8];
+    snprintf(sname, sizeof sname, "%s.saved", lname);
+    int saved = gr_graph_add_tensor(g, sname, GR_TK_ACT, GR_F32, 2, sshape, false);
+    nd = &g->nodes[node];
+    nd->in[1] = w;
+    nd->in[2] = b;
+    nd->in[3] = rm;
+    nd->nin = 4;
+    nd->out[0] = y;
+    nd->out[1] = saved;
+    nd->nout = 2;
+    /* statistics (sum, sum of squares) and the affine map: ~ 5 per element */
+    nd->flops = 5 * gr_tensor_sample_numel(&x);
+    return GR_OK;
+}
+
+static void gr_bn_backward(gr_graph *g, int node) {
+    gr_node nd = g->nodes[node];
+    int x = nd.in[0], w = nd.in[1], b = nd.in[2];
+    int dy = gr_graph_grad(g, nd.out[0]);
+    int dw = gr_graph_grad(g, w);
+    (void)gr_graph_grad(g, b); /* the grads arena slot the kernel adds dbias to */
+    int in[4] = {dy, x, w, nd.out[1]}, out[2] = {dw, -1};
+    int nout = 1;
+    if (g->tensors[x].requires_grad) out[nout++] = gr_graph_grad(g, x);
+    int k = gr_graph_add_node(g, GR_OP_BATCHNORM_BWD, nd.layer, in, 4, out, nout);
+    g->nodes[k].fwd = node;
+    g->nodes[k].attrs = nd.attrs;
+    /* sums of dy and dy*xhat, then dx: ~ 4 + 4 per element */
+    g->nodes[k].flops = (nout > 1 ? 8 : 4) * gr_tensor_sample_numel(&g->tensors[x]);
+}
+
+const gr_op_desc gr_op_desc_batchnorm = {"batchnorm", GR_OPF_LAYER, gr_bn_parse, gr_bn_infer, gr_bn_backward};
 const gr_op_desc gr_op_desc_batchnorm_bwd = {"batchnorm_bwd", GR_OPF_BACKWARD, NULL, NULL, NULL};

@@ -1,13 +1,183 @@
-/* op_pool.c — maxpool, avgpool, global_avgpool. STUB: being written. */
+/* op_pool.c — maxpool, avgpool, global_avgpool on [n, C, H, W] (PyTorch
+ * nn.MaxPool2d, nn.AvgPool2d with ceil_mode=False, nn.AdaptiveAvgPool2d(1)):
+ *   Ho = (H + 2*ph - kh) / sh + 1, Wo likewise; global_avgpool gives [n, C, 1, 1].
+ * maxpool pads with -inf and saves the argmax of every window (its flat
+ * index h*W + w within the input plane, GR_I32, as PyTorch's indices) as a
+ * second output; its backward routes dy there. avgpool divides by kh*kw
+ * (count_include_pad) or by the window's in-bounds element count.
+ * Backward nodes carry the forward node's attrs. */
 #include "graph.h"
 
-static gr_status gr_stub_infer(gr_graph *g, int node, const gr_cfg *at, const char *key, gr_error *err) {
-    return gr_cfg_error(err, at, key, "op %s is not implemented yet", gr_op_name(g->nodes[node].op));
+#include <stdio.h>
+#include <string.h>
+
+/* kernel/stride/padding: an int (both sides) or a [h, w] list. */
+static gr_status gr_pool_pair(const gr_cfg *v, const char *key, int64_t lo, int64_t out[2], gr_error *err) {
+    const int64_t hi = (int64_t)1 << 20;
+    if (v->kind == GR_CFG_SCALAR) {
+        gr_status st = gr_cfg_int(v, key, lo, hi, &out[0], err);
+        out[1] = out[0];
+        return st;
+    }
+    if (v->kind != GR_CFG_SEQ || v->n != 2)
+        return gr_cfg_error(err, v, key, "expected an integer or a [h, w] list of two integers");
+    for (int i = 0; i < 2; i++) {
+        char sub[320];
+        snprintf(sub, sizeof sub, "%s[%d]", key, i);
+        gr_status st = gr_cfg_int(v->items[i], sub, lo, hi, &out[i], err);
+        if (st) return st;
+    }
+    return GR_OK;
 }
 
-const gr_op_desc gr_op_desc_maxpool = {"maxpool", GR_OPF_LAYER, NULL, gr_stub_infer, NULL};
-const gr_op_desc gr_op_desc_avgpool = {"avgpool", GR_OPF_LAYER, NULL, gr_stub_infer, NULL};
-const gr_op_desc gr_op_desc_global_avgpool = {"global_avgpool", GR_OPF_LAYER, NULL, gr_stub_infer, NULL};
+/* maxpool {kernel, stride: kernel, padding: 0}; avgpool adds count_include_pad: true. */
+static gr_status gr_pool_parse(gr_attrs *a, const gr_cfg *attrs, const char *key, bool avg, gr_error *err) {
+    const char *op = avg ? "avgpool" : "maxpool";
+    a->padding[0] = a->padding[1] = 0;
+    a->count_include_pad = true;
+    if (!attrs || attrs->kind != GR_CFG_MAP)
+        return gr_cfg_error(err, attrs, key, "%s needs attributes, e.g. {kernel: 2}", op);
+    bool have_kernel = false, have_stride = false;
+    for (int i = 0; i < attrs->n; i++) {
+        char sub[300];
+        snprintf(sub, sizeof sub, "%s.%s", key, attrs->keys[i]);
+        const char *k = attrs->keys[i];
+        const gr_cfg *v = attrs->items[i];
+        gr_status st;
+        if (strcmp(k, "kernel") == 0) {
+            st = gr_pool_pair(v, sub, 1, a->kernel, err);
+            have_kernel = true;
+        } else if (strcmp(k, "stride") == 0) {
+            st = gr_pool_pair(v, sub, 1, a->stride, err);
+            have_stride = true;
+        } else if (strcmp(k, "padding") == 0) {
+            st = gr_pool_pair(v, sub, 0, a->padding, err);
+        } else if (avg && strcmp(k, "count_include_pad") == 0) {
+            st = gr_cfg_bool(v, sub, &a->count_include_pad, err);
+        } else {
+            gr_cfg at = *attrs;
+            at.line = attrs->key_line[i];
+            at.col = attrs->key_col[i];
+            st = gr_cfg_error(err, &at, sub, "unknown attribute (%s takes kernel, stride, padding%s)", op,
+                              avg ? ", count_include_pad" : "");
+        }
+        if (st) return st;
+    }
+    if (!have_kernel) return gr_cfg_error(err, attrs, key, "kernel: required attribute missing");
+    if (!have_stride) {
+        a->stride[0] = a->kernel[0];
+        a->stride[1] = a->kernel[1];
+    }
+    /* as PyTorch: a window must never lie wholly in the padding */
+    for (int d = 0; d < 2; d++)
+        if (a->padding[d] > a->kernel[d] / 2)
+            return gr_cfg_error(err, attrs, key, "padding %lld is more than half the kernel %lld "
+                                "(it must be at most %lld)", (long long)a->padding[d],
+                                (long long)a->kernel[d], (long long)(a->kernel[d] / 2));
+    return GR_OK;
+}
+
+static gr_status gr_maxpool_parse(gr_attrs *a, const gr_cfg *attrs, const char *key, gr_error *err) {
+    return gr_pool_parse(a, attrs, key, false, err);
+}
+
+static gr_status gr_avgpool_parse(gr_attrs *a, const gr_cfg *attrs, const char *key, gr_error *err) {
+    return gr_pool_parse(a, attrs, key, true, err);
+}
+
+/* "[n, 784]": the shape with the batch dimension written as n. */
+static const char *gr_pool_shape_str(const gr_tensor *t, char *buf, size_t n) {
+    size_t k = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < t->ndim && k < n; i++) {
+        if (i == 0 && t->batched) k += (size_t)snprintf(buf + k, n - k, "n");
+        else k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+    }
+    if (k < n) snprintf(buf + k, n - k, "]");
+    return buf;
+}
+
+static gr_status gr_pool_need_4d(const gr_graph *g, int node, const gr_cfg *at, const char *key, gr_error *err) {
+    const gr_node *nd = &g->nodes[node];
+    const gr_tensor *x = &g->tensors[nd->in[0]];
+    if (x->ndim == 4) return GR_OK;
+    char buf[96];
+    return gr_cfg_error(err, at, key, "%s needs [batch, C, H, W] input, got %s", gr_op_name(nd->op),
+                        gr_pool_shape_str(x, buf, sizeof buf));
+}
+
+/* maxpool and avgpool: y [n, C, Ho, Wo] (+ maxpool's argmax, same shape, int32). */
+static gr_status gr_pool_infer(gr_graph *g, int node, const gr_cfg *at, const char *key, gr_error *err) {
+    gr_status st = gr_pool_need_4d(g, node, at, key, err);
+    if (st) return st;
+    gr_node *nd = &g->nodes[node];
+    const gr_attrs *a = &nd->attrs;
+    const gr_tensor x = g->tensors[nd->in[0]];
+    int64_t c = x.shape[1], h = x.shape[2], w = x.shape[3];
+    int64_t hp = h + 2 * a->padding[0], wp = w + 2 * a->padding[1];
+    if (a->kernel[0] > hp || a->kernel[1] > wp)
+        return gr_cfg_error(err, at, key, "kernel %lldx%lld is larger than the padded input %lldx%lld "
+                            "(input %lldx%lld, padding [%lld, %lld])",
+                            (long long)a->kernel[0], (long long)a->kernel[1], (long long)hp, (long long)wp,
+                            (long long)h, (long long)w, (long long)a->padding[0], (long long)a->padding[1]);
+    int64_t ho = (hp - a->kernel[0]) / a->stride[0] + 1, wo = (wp - a->kernel[1]) / a->stride[1] + 1;
+    int64_t yshape[4] = {x.shape[0], c, ho, wo};
+    const char *lname = g->layers[nd->layer].name;
+    bool is_max = nd->op == GR_OP_MAXPOOL;
+    int y = gr_graph_add_tensor(g, lname, GR_TK_ACT, GR_F32, 4, yshape, true);
+    int idx = -1;
+    if (is_max) {
+        char iname[GR_NAME_MAX + 8];
+        snprintf(iname, sizeof iname, "%s.argmax", lname);
+        idx = gr_graph_add_tensor(g, iname, GR_TK_ACT, GR_I32, 4, yshape, true);
+    }
+    nd = &g->nodes[node];
+    nd->out[0] = y;
+    nd->nout = 1;
+    if (is_max) nd->out[nd->nout++] = idx;
+    nd->flops = c * ho * wo * a->kernel[0] * a->kernel[1]; /* one compare or add per window element */
+    return GR_OK;
+}
+
+static gr_status gr_global_avgpool_infer(gr_graph *g, int node, const gr_cfg *at, const char *key,
+                                         gr_error *err) {
+    gr_status st = gr_pool_need_4d(g, node, at, key, err);
+    if (st) return st;
+    gr_node *nd = &g->nodes[node];
+    const gr_tensor x = g->tensors[nd->in[0]];
+    int64_t yshape[4] = {x.shape[0], x.shape[1], 1, 1};
+    int y = gr_graph_add_tensor(g, g->layers[nd->layer].name, GR_TK_ACT, GR_F32, 4, yshape, true);
+    nd = &g->nodes[node];
+    nd->out[0] = y;
+    nd->nout = 1;
+    nd->flops = gr_tensor_sample_numel(&x);
+    return GR_OK;
+}
+
+/* maxpool_bwd: in {dy, argmax}; avgpool_bwd, global_avgpool_bwd: in {dy}; out {dx}. */
+static void gr_pool_backward(gr_graph *g, int node) {
+    gr_node nd = g->nodes[node];
+    if (!g->tensors[nd.in[0]].requires_grad) return;
+    int dy = gr_graph_grad(g, nd.out[0]);
+    int dx = gr_graph_grad(g, nd.in[0]);
+    int in[2] = {dy, nd.nout > 1 ? nd.out[1] : -1}, out[1] = {dx};
+    gr_op op = nd.op == GR_OP_MAXPOOL ? GR_OP_MAXPOOL_BWD
+             : nd.op == GR_OP_AVGPOOL ? GR_OP_AVGPOOL_BWD : GR_OP_GLOBAL_AVGPOOL_BWD;
+    int k = gr_graph_add_node(g, op, nd.layer, in, op == GR_OP_MAXPOOL_BWD ? 2 : 1, out, 1);
+    g->nodes[k].fwd = node;
+    g->nodes[k].attrs = nd.attrs;
+    const gr_tensor *yt = &g->tensors[nd.out[0]];
+    int64_t outs = gr_tensor_sample_numel(yt);
+    /* maxpool: one add per output; the others spread each output over its window */
+    g->nodes[k].flops = op == GR_OP_MAXPOOL_BWD ? outs
+                      : op == GR_OP_AVGPOOL_BWD ? nd.flops : gr_tensor_sample_numel(&g->tensors[nd.in[0]]);
+}
+
+const gr_op_desc gr_op_desc_maxpool = {"maxpool", GR_OPF_LAYER, gr_maxpool_parse, gr_pool_infer,
+                                       gr_pool_backward};
+const gr_op_desc gr_op_desc_avgpool = {"avgpool", GR_OPF_LAYER, gr_avgpool_parse, gr_pool_infer,
+                                       gr_pool_backward};
+const gr_op_desc gr_op_desc_global_avgpool = {"global_avgpool", GR_OPF_LAYER, NULL, gr_global_avgpool_infer,
+                                              gr_pool_backward};
 const gr_op_desc gr_op_desc_maxpool_bwd = {"maxpool_bwd", GR_OPF_BACKWARD, NULL, NULL, NULL};
 const gr_op_desc gr_op_desc_avgpool_bwd = {"avgpool_bwd", GR_OPF_BACKWARD, NULL, NULL, NULL};
 const gr_op_desc gr_op_desc_global_avgpool_bwd = {"global_avgpool_bwd", GR_OPF_BACKWARD, NULL, NULL, NULL};

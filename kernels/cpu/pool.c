@@ -1,32 +1,212 @@
-/* pool.c — CPU pooling kernels. STUB: being written. */
+/* pool.c — CPU kernels of maxpool, avgpool, global_avgpool and their
+ * backward, on NCHW planes: every (sample, channel) plane is independent,
+ * so the loops run in parallel over the n*C planes.
+ *
+ * maxpool and avgpool walk one output row at a time and, for each window
+ * offset (kh, kw) in PyTorch's scan order, sweep the outputs of the row
+ * whose input column is in bounds: the inner loop is a strided load and a
+ * compare/add the compiler can vectorize, and ties keep the first maximum
+ * in scan order (a later value must be strictly greater), as PyTorch. */
+#include <math.h>
+#include <string.h>
+
 #include "cpu_kernels.h"
 
+/* One pooling geometry, read from the node's attrs and tensors. */
+typedef struct gr_pool_dims {
+    int64_t planes;          /* n * C */
+    int64_t h, w, ho, wo;
+    int64_t kh, kw, sh, sw, ph, pw;
+} gr_pool_dims;
+
+static gr_pool_dims gr_pool_dims_of(const gr_kargs *a, const gr_tensor *x, const gr_tensor *y) {
+    const gr_attrs *at = &a->node->attrs;
+    gr_pool_dims d = {
+        .planes = a->n * x->shape[1], .h = x->shape[2], .w = x->shape[3], .ho = y->shape[2], .wo = y->shape[3],
+        .kh = at->kernel[0], .kw = at->kernel[1], .sh = at->stride[0], .sw = at->stride[1],
+        .ph = at->padding[0], .pw = at->padding[1],
+    };
+    return d;
+}
+
+/* The outputs [lo, hi) of a row whose window column kw lands inside [0, w). */
+static void gr_pool_cols(const gr_pool_dims *d, int64_t kw, int64_t *lo, int64_t *hi) {
+    int64_t first = d->pw - kw;            /* ow * sw >= pw - kw */
+    int64_t last = d->w - 1 + d->pw - kw;  /* ow * sw <= w - 1 + pw - kw */
+    *lo = first > 0 ? (first + d->sw - 1) / d->sw : 0;
+    *hi = last < 0 ? 0 : last / d->sw + 1;
+    if (*hi > d->wo) *hi = d->wo;
+    if (*lo > *hi) *lo = *hi;
+}
+
+/* y = max over each window (padding = -inf); idx = its flat index ih*W + iw. */
 void gr_cpu_maxpool(const gr_kargs *a) {
-    (void)a;
-    GR_ASSERT(!"gr_cpu_maxpool: not implemented yet");
+    const float *x = a->in[0];
+    float *y = a->out[0];
+    int32_t *idx = a->out[1];
+    gr_pool_dims d = gr_pool_dims_of(a, a->tin[0], a->tout[0]);
+    #pragma omp parallel for if (d.planes * d.h * d.w >= GR_OMP_MIN)
+    for (int64_t p = 0; p < d.planes; p++) {
+        const float *xp = x + p * d.h * d.w;
+        for (int64_t oh = 0; oh < d.ho; oh++) {
+            float *restrict yr = y + (p * d.ho + oh) * d.wo;
+            int32_t *restrict ir = idx + (p * d.ho + oh) * d.wo;
+            int64_t h0 = oh * d.sh - d.ph;
+            /* PyTorch starts each window at -inf with the index of its first in-bounds element */
+            int64_t ih0 = h0 > 0 ? h0 : 0;
+            for (int64_t ow = 0; ow < d.wo; ow++) {
+                int64_t w0 = ow * d.sw - d.pw;
+                yr[ow] = -INFINITY;
+                ir[ow] = (int32_t)(ih0 * d.w + (w0 > 0 ? w0 : 0));
+            }
+            for (int64_t kh = 0; kh < d.kh; kh++) {
+                int64_t ih = h0 + kh;
+                if (ih < 0 || ih >= d.h) continue;
+                const float *restrict xr = xp + ih * d.w;
+                for (int64_t kw = 0; kw < d.kw; kw++) {
+                    int64_t lo, hi;
+                    gr_pool_cols(&d, kw, &lo, &hi);
+                    int64_t off = kw - d.pw, sw = d.sw;
+                    int32_t base = (int32_t)(ih * d.w + off);
+                    for (int64_t ow = lo; ow < hi; ow++) {
+                        float v = xr[ow * sw + off], m = yr[ow];
+                        bool take = v > m || v != v; /* NaN propagates, as PyTorch */
+                        yr[ow] = take ? v : m;
+                        ir[ow] = take ? base + (int32_t)(ow * sw) : ir[ow];
+                    }
+                }
+            }
+        }
+    }
 }
 
-void gr_cpu_avgpool(const gr_kargs *a) {
-    (void)a;
-    GR_ASSERT(!"gr_cpu_avgpool: not implemented yet");
-}
-
-void gr_cpu_global_avgpool(const gr_kargs *a) {
-    (void)a;
-    GR_ASSERT(!"gr_cpu_global_avgpool: not implemented yet");
-}
-
+/* dx = 0, then dx[idx] += dy for every output. */
 void gr_cpu_maxpool_bwd(const gr_kargs *a) {
-    (void)a;
-    GR_ASSERT(!"gr_cpu_maxpool_bwd: not implemented yet");
+    const float *dy = a->in[0];
+    const int32_t *idx = a->in[1];
+    float *dx = a->out[0];
+    gr_pool_dims d = gr_pool_dims_of(a, a->tout[0], a->tin[0]);
+    int64_t in_plane = d.h * d.w, out_plane = d.ho * d.wo;
+    #pragma omp parallel for if (d.planes * in_plane >= GR_OMP_MIN)
+    for (int64_t p = 0; p < d.planes; p++) {
+        float *restrict dxp = dx + p * in_plane;
+        const float *restrict dyp = dy + p * out_plane;
+        const int32_t *restrict ip = idx + p * out_plane;
+        memset(dxp, 0, (size_t)in_plane * sizeof *dxp);
+        for (int64_t j = 0; j < out_plane; j++) dxp[ip[j]] += dyp[j];
+    }
 }
 
+/* Rows [*h0, *h1) of output row oh's window inside the input; the count of
+ * rows the divisor uses (the padded window's, or only the in-bounds ones). */
+static int64_t gr_avgpool_rows(const gr_pool_dims *d, int64_t oh, bool include_pad, int64_t *h0, int64_t *h1) {
+    int64_t s = oh * d->sh - d->ph, e = s + d->kh;
+    *h0 = s > 0 ? s : 0;
+    *h1 = e < d->h ? e : d->h;
+    return include_pad ? d->kh : *h1 - *h0;
+}
+
+/* 1 / the divisor of output (oh, ow) given its row count. */
+static float gr_avgpool_inv(const gr_pool_dims *d, int64_t rows, int64_t ow, bool include_pad) {
+    if (include_pad) return 1.0f / (float)(rows * d->kw);
+    int64_t s = ow * d->sw - d->pw, e = s + d->kw;
+    int64_t c0 = s > 0 ? s : 0, c1 = e < d->w ? e : d->w;
+    return 1.0f / (float)(rows * (c1 - c0));
+}
+
+/* y = the window's sum / (kh*kw, or its in-bounds count without count_include_pad). */
+void gr_cpu_avgpool(const gr_kargs *a) {
+    const float *x = a->in[0];
+    float *y = a->out[0];
+    gr_pool_dims d = gr_pool_dims_of(a, a->tin[0], a->tout[0]);
+    bool inc = a->node->attrs.count_include_pad;
+    #pragma omp parallel for if (d.planes * d.h * d.w >= GR_OMP_MIN)
+    for (int64_t p = 0; p < d.planes; p++) {
+        const float *xp = x + p * d.h * d.w;
+        for (int64_t oh = 0; oh < d.ho; oh++) {
+            float *restrict yr = y + (p * d.ho + oh) * d.wo;
+            int64_t ih0, ih1;
+            int64_t rows = gr_avgpool_rows(&d, oh, inc, &ih0, &ih1);
+            for (int64_t ow = 0; ow < d.wo; ow++) yr[ow] = 0.0f;
+            for (int64_t ih = ih0; ih < ih1; ih++) {
+                const float *restrict xr = xp + ih * d.w;
+                for (int64_t kw = 0; kw < d.kw; kw++) {
+                    int64_t lo, hi;
+                    gr_pool_cols(&d, kw, &lo, &hi);
+                    int64_t off = kw - d.pw, sw = d.sw;
+                    for (int64_t ow = lo; ow < hi; ow++) yr[ow] += xr[ow * sw + off];
+                }
+            }
+            for (int64_t ow = 0; ow < d.wo; ow++) yr[ow] *= gr_avgpool_inv(&d, rows, ow, inc);
+        }
+    }
+}
+
+/* Outputs of a row scaled by their divisors, a chunk at a time (no allocation). */
+#define GR_AVGPOOL_CHUNK 256
+
+/* dx = 0, then every output spreads dy / divisor over its window. */
 void gr_cpu_avgpool_bwd(const gr_kargs *a) {
-    (void)a;
-    GR_ASSERT(!"gr_cpu_avgpool_bwd: not implemented yet");
+    const float *dy = a->in[0];
+    float *dx = a->out[0];
+    gr_pool_dims d = gr_pool_dims_of(a, a->tout[0], a->tin[0]);
+    bool inc = a->node->attrs.count_include_pad;
+    #pragma omp parallel for if (d.planes * d.h * d.w >= GR_OMP_MIN)
+    for (int64_t p = 0; p < d.planes; p++) {
+        float *dxp = dx + p * d.h * d.w;
+        memset(dxp, 0, (size_t)(d.h * d.w) * sizeof *dxp);
+        for (int64_t oh = 0; oh < d.ho; oh++) {
+            const float *dyr = dy + (p * d.ho + oh) * d.wo;
+            int64_t ih0, ih1;
+            int64_t rows = gr_avgpool_rows(&d, oh, inc, &ih0, &ih1);
+            for (int64_t c0 = 0; c0 < d.wo; c0 += GR_AVGPOOL_CHUNK) {
+                int64_t c1 = c0 + GR_AVGPOOL_CHUNK < d.wo ? c0 + GR_AVGPOOL_CHUNK : d.wo;
+                float g[GR_AVGPOOL_CHUNK];
+                for (int64_t ow = c0; ow < c1; ow++) g[ow - c0] = dyr[ow] * gr_avgpool_inv(&d, rows, ow, inc);
+                for (int64_t ih = ih0; ih < ih1; ih++) {
+                    float *restrict dxr = dxp + ih * d.w;
+                    for (int64_t kw = 0; kw < d.kw; kw++) {
+                        int64_t lo, hi;
+                        gr_pool_cols(&d, kw, &lo, &hi);
+                        if (lo < c0) lo = c0;
+                        if (hi > c1) hi = c1;
+                        int64_t off = kw - d.pw, sw = d.sw;
+                        for (int64_t ow = lo; ow < hi; ow++) dxr[ow * sw + off] += g[ow - c0];
+                    }
+                }
+            }
+        }
+    }
 }
 
+/* y[n, C, 1, 1] = the mean of each plane. */
+void gr_cpu_global_avgpool(const gr_kargs *a) {
+    const float *x = a->in[0];
+    float *y = a->out[0];
+    const gr_tensor *xt = a->tin[0];
+    int64_t planes = a->n * xt->shape[1], hw = xt->shape[2] * xt->shape[3];
+    float inv = 1.0f / (float)hw;
+    #pragma omp parallel for if (planes * hw >= GR_OMP_MIN)
+    for (int64_t p = 0; p < planes; p++) {
+        const float *xp = x + p * hw;
+        float s = 0.0f;
+        #pragma omp simd reduction(+ : s)
+        for (int64_t i = 0; i < hw; i++) s += xp[i];
+        y[p] = s * inv;
+    }
+}
+
+/* dx = dy / (H*W) over each plane. */
 void gr_cpu_global_avgpool_bwd(const gr_kargs *a) {
-    (void)a;
-    GR_ASSERT(!"gr_cpu_global_avgpool_bwd: not implemented yet");
+    const float *dy = a->in[0];
+    float *dx = a->out[0];
+    const gr_tensor *xt = a->tout[0];
+    int64_t planes = a->n * xt->shape[1], hw = xt->shape[2] * xt->shape[3];
+    float inv = 1.0f / (float)hw;
+    #pragma omp parallel for if (planes * hw >= GR_OMP_MIN)
+    for (int64_t p = 0; p < planes; p++) {
+        float *restrict dxp = dx + p * hw;
+        float g = dy[p] * inv;
+        for (int64_t i = 0; i < hw; i++) dxp[i] = g;
+    }
 }
