@@ -19,6 +19,7 @@
 #include "../dataio/dataio.h"
 #include "../graph/graph.h"
 #include "../graph/plan.h"
+#include "../checkpoints/weights.h"
 #include "json.h"
 #include "schedule.h"
 #include "tfevents.h"
@@ -416,8 +417,6 @@ static gr_status gr_job_unsupported(const gr_job_spec *s, gr_error *err) {
     if (s->checkpoint.every_minutes > 0)
         return gr_spec_error(err, s, "checkpoint.every_minutes", "checkpoints are not written by this "
                              "version yet; remove the key (or set 0)");
-    if (s->model.init_from[0])
-        return gr_spec_error(err, s, "model.init_from", "loading weights is not supported by this version yet");
     return GR_OK;
 }
 
@@ -442,6 +441,10 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
     {
         float *host = gr_xmalloc((size_t)j.g.n_params * sizeof(float));
         gr_graph_init_params(&j.g, host, s->seed);
+        if (s->model.init_from[0] && (st = gr_weights_load(s->model.init_from, &j.g, host, err))) {
+            free(host);
+            goto done;
+        }
         gr_backend_upload(j.be, j.m.params, host, (size_t)j.g.n_params * sizeof(float));
         free(host);
     }
@@ -583,6 +586,14 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
         gr_status st2 = gr_write_summary(j.run_dir, gr_json_end(&js), &e2);
         if (!st && st2) { st = st2; *err = e2; }
         if (j.tb && (st2 = gr_tfevents_flush(j.tb, &e2)) && !st) { st = st2; *err = e2; }
+    }
+    if (!st && strcmp(status, "finished") == 0) { /* the final weights, loadable by model.init_from */
+        char path[GR_PATH_MAX + 16];
+        snprintf(path, sizeof path, "%s/weights.h5", j.run_dir);
+        float *host = gr_xmalloc((size_t)j.g.n_params * sizeof(float));
+        gr_backend_download(j.be, host, j.m.params, (size_t)j.g.n_params * sizeof(float));
+        st = gr_weights_save(path, &j.g, host, err);
+        free(host);
     }
     if (!st && !opt->quiet)
         printf("done: %lld steps in %.1f s, final train loss %.4f, val accuracy %.4f (best %.4f)\n",

@@ -311,6 +311,33 @@ for w in 0 1 3; do
         <(grep -o '"loss":[^,]*' "$T/rd_workers_$w/metrics.jsonl")
 done
 
+# model.init_from: the final weights.h5 of a run loads into the same model;
+# missing, mis-shaped and corrupted tensors are checkpoint errors (exit 6)
+expect_ok -- "$G" "$T/ok.yaml" --run-dir "$T/rd_w" --quiet
+check "a finished run exports weights.h5" test -s "$T/rd_w/weights.h5"
+expect_ok -- "$G" "$T/ok.yaml" --run-dir "$T/rd_w2" --quiet --set model.init_from="$T/rd_w/weights.h5"
+expect_fail 6 "$T/nope.h5" -- "$G" "$T/ok.yaml" --run-dir "$T/rd_w3" --set model.init_from="$T/nope.h5"
+"$PY" - "$T" <<'EOF2' || bad "cannot make the bad weight files"
+import sys, h5py, numpy as np, shutil
+T = sys.argv[1]
+shutil.copy(f"{T}/rd_w/weights.h5", f"{T}/w_shape.h5")
+with h5py.File(f"{T}/w_shape.h5", "a") as f:
+    del f["/params/dense0/weight"]
+    f["/params/dense0/weight"] = np.zeros((8, 15), np.float32)
+shutil.copy(f"{T}/rd_w/weights.h5", f"{T}/w_missing.h5")
+with h5py.File(f"{T}/w_missing.h5", "a") as f:
+    del f["/params/dense1/bias"]
+shutil.copy(f"{T}/rd_w/weights.h5", f"{T}/w_crc.h5")
+with h5py.File(f"{T}/w_crc.h5", "a") as f:
+    d = f["/params/dense1/weight"]; v = d[...]; v[0, 0] += 1.0; d[...] = v
+EOF2
+expect_fail 6 "$T/w_shape.h5" "/params/dense0/weight" "shape [8, 15], but the model's is [8, 16]" -- \
+    "$G" "$T/ok.yaml" --run-dir "$T/rd_w4" --set model.init_from="$T/w_shape.h5"
+expect_fail 6 "$T/w_missing.h5" "/params/dense1/bias" "missing" -- \
+    "$G" "$T/ok.yaml" --run-dir "$T/rd_w5" --set model.init_from="$T/w_missing.h5"
+expect_fail 6 "$T/w_crc.h5" "/params/dense1/weight" "crc32c mismatch" -- \
+    "$G" "$T/ok.yaml" --run-dir "$T/rd_w6" --set model.init_from="$T/w_crc.h5"
+
 # ---------------------------------------------------------------- run directory (1.3)
 R=$T/run1
 expect_ok -- "$G" "$T/ok.yaml" --run-dir "$R" --quiet

@@ -1,0 +1,30 @@
+/* weights.h — a model's parameters and state in HDF5, in the layout of a
+ * checkpoint's /params and /state groups (DESIGN 1.6): one float32 dataset
+ * per tensor, /params/<layer>/<tensor> (trainable) and /state/<layer>/<tensor>
+ * (batchnorm running stats), in PyTorch's shapes, each with a `crc32c`
+ * attribute (uint32, over its bytes). A tensor's state_dict key is
+ * "<layer>.<tensor>", so h5py reads such a file straight into PyTorch.
+ *
+ * Used by model.init_from (load) and by the run's final export
+ * `weights.h5` (save); the checkpoint writer (issue 5) builds on it. */
+#ifndef GR_WEIGHTS_H
+#define GR_WEIGHTS_H
+
+#include "../graph/graph.h"
+
+/* Writes every PARAM and STATE tensor of g from params (the host copy of
+ * the params arena) to path, through path.tmp + fsync + rename.
+ * Errors: GR_ERR_CHECKPOINT naming the file. */
+gr_status gr_weights_save(const char *path, const gr_graph *g, const float *params, gr_error *err);
+
+/* Reads every PARAM and STATE tensor of g from path into params. Each must
+ * be present with its shape (any float or integer dtype; converted to
+ * float32); a `crc32c` attribute, when present, must match the stored
+ * float32 bytes. Tensors in the file that the model lacks are listed on
+ * stderr and ignored. Errors (GR_ERR_CHECKPOINT, exit 6) name the file and
+ * the tensor: "w.h5: /params/conv0/weight: shape [64, 3, 3, 3], but the
+ * model's is [64, 1, 3, 3]", "... : missing", "... : crc32c mismatch
+ * (stored 0x..., computed 0x...)". */
+gr_status gr_weights_load(const char *path, const gr_graph *g, float *params, gr_error *err);
+
+#endif
