@@ -40,6 +40,17 @@ static void test_gradchecks(void) {
 
 /* ---- kernels against a direct convolution ---- */
 
+/* GR_CONV_DUMP=path: every kernel case is also written there for
+ * tests/conv_parity_torch.py, per case and path: int64 header
+ * {path, n, c, h, w, f, kh, kw, sh, sw, ph, pw, groups, bias, ho, wo}, then
+ * float32 x, w, b, dy (inputs) and y, dx, dW, db (outputs; dW and db started
+ * from 0.5), each of its n-sample or parameter size. */
+static FILE *gr_tc_dump;
+
+static void gr_tc_dump_arr(const float *p, int64_t n) {
+    if (gr_tc_dump) CHECK(fwrite(p, sizeof *p, (size_t)n, gr_tc_dump) == (size_t)n);
+}
+
 typedef struct gr_tc_shape { int64_t n, planned, c, h, w, f, kh, kw, sh, sw, ph, pw, groups; bool bias; } gr_tc_shape;
 
 static float gr_tc_x(const float *x, const gr_tc_shape *t, int64_t i, int64_t c, int64_t y, int64_t xx) {
@@ -144,6 +155,13 @@ static void gr_tc_run(const gr_tc_shape *t, uint64_t seed) {
         for (int64_t i = mx; i < nx; i++) tail &= dx[i] == 7.0f;
         if (!t->bias)
             for (int64_t i = 0; i < t->f; i++) tail &= db[i] == 0.5f;
+        if (gr_tc_dump) {
+            int64_t hdr[16] = {(int64_t)p, t->n, t->c, t->h, t->w, t->f, t->kh, t->kw, t->sh, t->sw,
+                               t->ph, t->pw, t->groups, t->bias, ho, wo};
+            CHECK(fwrite(hdr, sizeof hdr, 1, gr_tc_dump) == 1);
+            gr_tc_dump_arr(x, mx); gr_tc_dump_arr(w, nw); gr_tc_dump_arr(b, t->f); gr_tc_dump_arr(dy, my);
+            gr_tc_dump_arr(y, my); gr_tc_dump_arr(dx, mx); gr_tc_dump_arr(dw, nw); gr_tc_dump_arr(db, t->f);
+        }
         const double tol = 2e-5;
         CHECK_MSG(ey < tol && ex < tol && ew < tol && eb < tol && tail,
                   "%s path %s: rel err y %.3g dx %.3g dW %.3g db %.3g, untouched tail %d", what, gr_conv_paths[p],
@@ -166,7 +184,14 @@ static void test_kernels(void) {
         {1, 2, 12, 6, 6, 9, 2, 3, 1, 2, 0, 2, 3, true},
         {5, 8, 32, 14, 14, 64, 3, 3, 1, 1, 1, 1, 1, true},
     };
+    const char *dump = getenv("GR_CONV_DUMP");
+    if (dump) {
+        gr_tc_dump = fopen(dump, "wb");
+        CHECK_MSG(gr_tc_dump != NULL, "GR_CONV_DUMP=%s: cannot write", dump);
+    }
     for (size_t i = 0; i < GR_ARRAY_LEN(shapes); i++) gr_tc_run(&shapes[i], 100 + 10 * i);
+    if (gr_tc_dump) CHECK(fclose(gr_tc_dump) == 0);
+    gr_tc_dump = NULL;
 }
 
 /* ---- attribute and shape errors ---- */

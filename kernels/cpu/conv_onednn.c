@@ -11,6 +11,7 @@
  * Backward weights overwrites its outputs in oneDNN, so it writes into a
  * per-entry buffer that is then added to dW/db (the ADD contract). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <oneapi/dnnl/dnnl.h>
@@ -31,14 +32,25 @@ typedef enum gr_conv_dir { GR_CONV_FWD, GR_CONV_BWD_DATA, GR_CONV_BWD_WEIGHTS } 
 
 enum { GR_CONV_CACHE_MAX = 128 };
 
+/* One argument of a primitive: the user's plain memory and, when the
+ * primitive chose another layout, its own buffer and the reorder between them
+ * (plain -> inner before an input is read, inner -> plain after an output). */
+typedef struct gr_conv_arg {
+    int arg;                  /* DNNL_ARG_* */
+    bool output;
+    dnnl_memory_t user, inner;
+    dnnl_primitive_t reorder;
+} gr_conv_arg;
+
 typedef struct gr_conv_prim {
     gr_conv_dir dir;
     bool bias;
     gr_conv_shape s;
     dnnl_primitive_desc_t hint, pd; /* hint: the forward pd backward ones were made from */
     dnnl_primitive_t prim;
-    dnnl_memory_t src, wei, bia, dst;  /* the diff_ tensors for backward directions */
-    float *acc;                        /* backward weights: dW then db, added to the grads */
+    gr_conv_arg args[4];              /* src, weights, bias, dst (their diff_ for backward) */
+    int nargs;
+    float *acc;                       /* backward weights: dW then db, added to the grads */
 } gr_conv_prim;
 
 static dnnl_engine_t gr_conv_engine;
@@ -46,19 +58,45 @@ static dnnl_stream_t gr_conv_stream;
 static gr_conv_prim gr_conv_cache[GR_CONV_CACHE_MAX];
 static int gr_conv_cached;
 
-static void gr_conv_mds(const gr_conv_shape *s, dnnl_memory_desc_t *src, dnnl_memory_desc_t *wei,
+/* Plain layouts: x, w, b, y. `any` leaves x, w and y to the primitive. */
+static void gr_conv_mds(const gr_conv_shape *s, bool any, dnnl_memory_desc_t *src, dnnl_memory_desc_t *wei,
                         dnnl_memory_desc_t *bia, dnnl_memory_desc_t *dst) {
     dnnl_dims_t sd = {s->n, s->c, s->h, s->w}, dd = {s->n, s->f, s->ho, s->wo}, bd = {s->f};
-    GR_DNNL_CHECK(dnnl_memory_desc_init_by_tag(src, 4, sd, dnnl_f32, dnnl_nchw));
-    GR_DNNL_CHECK(dnnl_memory_desc_init_by_tag(dst, 4, dd, dnnl_f32, dnnl_nchw));
+    GR_DNNL_CHECK(dnnl_memory_desc_init_by_tag(src, 4, sd, dnnl_f32, any ? dnnl_format_tag_any : dnnl_nchw));
+    GR_DNNL_CHECK(dnnl_memory_desc_init_by_tag(dst, 4, dd, dnnl_f32, any ? dnnl_format_tag_any : dnnl_nchw));
     GR_DNNL_CHECK(dnnl_memory_desc_init_by_tag(bia, 1, bd, dnnl_f32, dnnl_x));
     if (s->groups == 1) {
         dnnl_dims_t wd = {s->f, s->c, s->kh, s->kw};
-        GR_DNNL_CHECK(dnnl_memory_desc_init_by_tag(wei, 4, wd, dnnl_f32, dnnl_oihw));
+        GR_DNNL_CHECK(dnnl_memory_desc_init_by_tag(wei, 4, wd, dnnl_f32, any ? dnnl_format_tag_any : dnnl_oihw));
     } else {
         dnnl_dims_t wd = {s->groups, s->f / s->groups, s->c / s->groups, s->kh, s->kw};
-        GR_DNNL_CHECK(dnnl_memory_desc_init_by_tag(wei, 5, wd, dnnl_f32, dnnl_goihw));
+        GR_DNNL_CHECK(dnnl_memory_desc_init_by_tag(wei, 5, wd, dnnl_f32, any ? dnnl_format_tag_any : dnnl_goihw));
     }
+}
+
+static void gr_conv_arg_make(gr_conv_prim *e, int arg, bool output, const dnnl_memory_desc_t *plain) {
+    gr_conv_arg *a = &e->args[e->nargs++];
+    a->arg = arg;
+    a->output = output;
+    GR_DNNL_CHECK(dnnl_memory_create(&a->user, plain, gr_conv_engine, DNNL_MEMORY_NONE));
+    const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(e->pd, dnnl_query_exec_arg_md, arg);
+    GR_ASSERT(md);
+    if (dnnl_memory_desc_equal(md, plain)) return;
+    GR_DNNL_CHECK(dnnl_memory_create(&a->inner, md, gr_conv_engine, DNNL_MEMORY_ALLOCATE));
+    dnnl_primitive_desc_t rpd;
+    if (output)
+        GR_DNNL_CHECK(dnnl_reorder_primitive_desc_create(&rpd, md, gr_conv_engine, plain, gr_conv_engine, NULL));
+    else
+        GR_DNNL_CHECK(dnnl_reorder_primitive_desc_create(&rpd, plain, gr_conv_engine, md, gr_conv_engine, NULL));
+    GR_DNNL_CHECK(dnnl_primitive_create(&a->reorder, rpd));
+    GR_DNNL_CHECK(dnnl_primitive_desc_destroy(rpd));
+}
+
+/* GPURUN_CONV_LAYOUT=plain keeps oneDNN on nchw/oihw (no reorders; for
+ * measurements), otherwise the primitive picks its layouts. */
+static bool gr_conv_any_layout(void) {
+    const char *v = getenv("GPURUN_CONV_LAYOUT");
+    return !(v && strcmp(v, "plain") == 0);
 }
 
 static void gr_conv_prim_make(gr_conv_prim *e) {
@@ -67,33 +105,57 @@ static void gr_conv_prim_make(gr_conv_prim *e) {
         GR_DNNL_CHECK(dnnl_stream_create(&gr_conv_stream, gr_conv_engine, dnnl_stream_default_flags));
     }
     const gr_conv_shape *s = &e->s;
-    dnnl_memory_desc_t src, wei, bia, dst;
-    gr_conv_mds(s, &src, &wei, &bia, &dst);
+    dnnl_memory_desc_t src, wei, bia, dst, psrc, pwei, pbia, pdst;
+    gr_conv_mds(s, gr_conv_any_layout(), &src, &wei, &bia, &dst);
+    gr_conv_mds(s, false, &psrc, &pwei, &pbia, &pdst);
     dnnl_dims_t strides = {s->sh, s->sw}, pad = {s->ph, s->pw};
     dnnl_convolution_desc_t fd, bd;
     GR_DNNL_CHECK(dnnl_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &src,
                                                      &wei, e->bias ? &bia : NULL, &dst, strides, pad, pad));
-    if (e->dir == GR_CONV_FWD) {
+    switch (e->dir) {
+    case GR_CONV_FWD:
         GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->pd, &fd, NULL, gr_conv_engine, NULL));
-    } else {
+        gr_conv_arg_make(e, DNNL_ARG_SRC, false, &psrc);
+        gr_conv_arg_make(e, DNNL_ARG_WEIGHTS, false, &pwei);
+        if (e->bias) gr_conv_arg_make(e, DNNL_ARG_BIAS, false, &pbia);
+        gr_conv_arg_make(e, DNNL_ARG_DST, true, &pdst);
+        break;
+    case GR_CONV_BWD_DATA:
         GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->hint, &fd, NULL, gr_conv_engine, NULL));
-        if (e->dir == GR_CONV_BWD_DATA)
-            GR_DNNL_CHECK(dnnl_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &src, &wei, &dst,
-                                                                   strides, pad, pad));
-        else
-            GR_DNNL_CHECK(dnnl_convolution_backward_weights_desc_init(
-                &bd, dnnl_convolution_direct, &src, &wei, e->bias ? &bia : NULL, &dst, strides, pad, pad));
+        GR_DNNL_CHECK(dnnl_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &src, &wei, &dst,
+                                                               strides, pad, pad));
         GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->pd, &bd, NULL, gr_conv_engine, e->hint));
-    }
-    GR_DNNL_CHECK(dnnl_primitive_create(&e->prim, e->pd));
-    GR_DNNL_CHECK(dnnl_memory_create(&e->src, &src, gr_conv_engine, DNNL_MEMORY_NONE));
-    GR_DNNL_CHECK(dnnl_memory_create(&e->wei, &wei, gr_conv_engine, DNNL_MEMORY_NONE));
-    GR_DNNL_CHECK(dnnl_memory_create(&e->bia, &bia, gr_conv_engine, DNNL_MEMORY_NONE));
-    GR_DNNL_CHECK(dnnl_memory_create(&e->dst, &dst, gr_conv_engine, DNNL_MEMORY_NONE));
-    if (e->dir == GR_CONV_BWD_WEIGHTS) {
+        gr_conv_arg_make(e, DNNL_ARG_DIFF_DST, false, &pdst);
+        gr_conv_arg_make(e, DNNL_ARG_WEIGHTS, false, &pwei);
+        gr_conv_arg_make(e, DNNL_ARG_DIFF_SRC, true, &psrc);
+        break;
+    case GR_CONV_BWD_WEIGHTS:
+        GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->hint, &fd, NULL, gr_conv_engine, NULL));
+        GR_DNNL_CHECK(dnnl_convolution_backward_weights_desc_init(
+            &bd, dnnl_convolution_direct, &src, &wei, e->bias ? &bia : NULL, &dst, strides, pad, pad));
+        GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->pd, &bd, NULL, gr_conv_engine, e->hint));
+        gr_conv_arg_make(e, DNNL_ARG_SRC, false, &psrc);
+        gr_conv_arg_make(e, DNNL_ARG_DIFF_DST, false, &pdst);
+        gr_conv_arg_make(e, DNNL_ARG_DIFF_WEIGHTS, true, &pwei);
+        if (e->bias) gr_conv_arg_make(e, DNNL_ARG_DIFF_BIAS, true, &pbia);
         e->acc = gr_aligned_alloc((size_t)(s->f * (s->c / s->groups) * s->kh * s->kw + s->f) * sizeof(float));
         GR_ASSERT(e->acc);
+        break;
     }
+    GR_DNNL_CHECK(dnnl_primitive_create(&e->prim, e->pd));
+}
+
+static void gr_conv_prim_free(gr_conv_prim *e) {
+    for (int i = 0; i < e->nargs; i++) {
+        gr_conv_arg *a = &e->args[i];
+        dnnl_memory_destroy(a->user);
+        if (a->inner) dnnl_memory_destroy(a->inner);
+        if (a->reorder) dnnl_primitive_destroy(a->reorder);
+    }
+    dnnl_primitive_destroy(e->prim);
+    dnnl_primitive_desc_destroy(e->pd);
+    if (e->hint) dnnl_primitive_desc_destroy(e->hint);
+    gr_aligned_free(e->acc);
 }
 
 /* The cached primitive for (dir, s, bias); made on first use. */
@@ -105,17 +167,7 @@ static gr_conv_prim *gr_conv_prim_get(gr_conv_dir dir, const gr_conv_shape *s, b
     /* a full table drops its oldest half: shapes churn only with odd eval batches */
     if (gr_conv_cached == GR_CONV_CACHE_MAX) {
         int half = GR_CONV_CACHE_MAX / 2;
-        for (int i = 0; i < half; i++) {
-            gr_conv_prim *e = &gr_conv_cache[i];
-            dnnl_primitive_destroy(e->prim);
-            dnnl_primitive_desc_destroy(e->pd);
-            if (e->hint) dnnl_primitive_desc_destroy(e->hint);
-            dnnl_memory_destroy(e->src);
-            dnnl_memory_destroy(e->wei);
-            dnnl_memory_destroy(e->bia);
-            dnnl_memory_destroy(e->dst);
-            gr_aligned_free(e->acc);
-        }
+        for (int i = 0; i < half; i++) gr_conv_prim_free(&gr_conv_cache[i]);
         memmove(gr_conv_cache, gr_conv_cache + half, (size_t)half * sizeof gr_conv_cache[0]);
         gr_conv_cached = half;
     }
@@ -129,32 +181,37 @@ static gr_conv_prim *gr_conv_prim_get(gr_conv_dir dir, const gr_conv_shape *s, b
     return e;
 }
 
-static void gr_conv_run(gr_conv_prim *e, int src_arg, const void *src, int wei_arg, const void *wei,
-                        int bia_arg, const void *bia, int dst_arg, const void *dst) {
+static void gr_conv_reorder(gr_conv_arg *a, bool to_inner) {
+    dnnl_exec_arg_t r[2] = {{DNNL_ARG_FROM, to_inner ? a->user : a->inner},
+                            {DNNL_ARG_TO, to_inner ? a->inner : a->user}};
+    GR_DNNL_CHECK(dnnl_primitive_execute(a->reorder, gr_conv_stream, 2, r));
+}
+
+/* ptr[i]: the user buffer of args[i], in the order they were made */
+static void gr_conv_run(gr_conv_prim *e, const void *const *ptr) {
     dnnl_exec_arg_t args[4];
-    int n = 0;
-    GR_DNNL_CHECK(dnnl_memory_set_data_handle(e->src, (void *)src));
-    args[n++] = (dnnl_exec_arg_t){src_arg, e->src};
-    GR_DNNL_CHECK(dnnl_memory_set_data_handle(e->wei, (void *)wei));
-    args[n++] = (dnnl_exec_arg_t){wei_arg, e->wei};
-    if (bia) {
-        GR_DNNL_CHECK(dnnl_memory_set_data_handle(e->bia, (void *)bia));
-        args[n++] = (dnnl_exec_arg_t){bia_arg, e->bia};
+    for (int i = 0; i < e->nargs; i++) {
+        gr_conv_arg *a = &e->args[i];
+        GR_DNNL_CHECK(dnnl_memory_set_data_handle(a->user, (void *)ptr[i]));
+        if (a->inner && !a->output) gr_conv_reorder(a, true);
+        args[i] = (dnnl_exec_arg_t){a->arg, a->inner ? a->inner : a->user};
     }
-    GR_DNNL_CHECK(dnnl_memory_set_data_handle(e->dst, (void *)dst));
-    args[n++] = (dnnl_exec_arg_t){dst_arg, e->dst};
-    GR_DNNL_CHECK(dnnl_primitive_execute(e->prim, gr_conv_stream, n, args));
+    GR_DNNL_CHECK(dnnl_primitive_execute(e->prim, gr_conv_stream, e->nargs, args));
+    for (int i = 0; i < e->nargs; i++)
+        if (e->args[i].inner && e->args[i].output) gr_conv_reorder(&e->args[i], false);
     GR_DNNL_CHECK(dnnl_stream_wait(gr_conv_stream));
 }
 
 void gr_cpu_conv_onednn_fwd(const gr_conv_shape *s, const float *x, const float *w, const float *b, float *y) {
     gr_conv_prim *e = gr_conv_prim_get(GR_CONV_FWD, s, b != NULL);
-    gr_conv_run(e, DNNL_ARG_SRC, x, DNNL_ARG_WEIGHTS, w, DNNL_ARG_BIAS, b, DNNL_ARG_DST, y);
+    const void *with_bias[4] = {x, w, b, y}, *without[3] = {x, w, y};
+    gr_conv_run(e, b ? with_bias : without);
 }
 
 void gr_cpu_conv_onednn_bwd_data(const gr_conv_shape *s, const float *dy, const float *w, float *dx) {
     gr_conv_prim *e = gr_conv_prim_get(GR_CONV_BWD_DATA, s, false);
-    gr_conv_run(e, DNNL_ARG_DIFF_SRC, dx, DNNL_ARG_WEIGHTS, w, 0, NULL, DNNL_ARG_DIFF_DST, dy);
+    const void *ptr[3] = {dy, w, dx};
+    gr_conv_run(e, ptr);
 }
 
 void gr_cpu_conv_onednn_bwd_params(const gr_conv_shape *s, const float *dy, const float *x, float *dw,
@@ -162,8 +219,8 @@ void gr_cpu_conv_onednn_bwd_params(const gr_conv_shape *s, const float *dy, cons
     gr_conv_prim *e = gr_conv_prim_get(GR_CONV_BWD_WEIGHTS, s, db != NULL);
     int64_t nw = s->f * (s->c / s->groups) * s->kh * s->kw;
     float *tw = e->acc, *tb = e->acc + nw;
-    gr_conv_run(e, DNNL_ARG_SRC, x, DNNL_ARG_DIFF_WEIGHTS, tw, DNNL_ARG_DIFF_BIAS, db ? tb : NULL,
-                DNNL_ARG_DIFF_DST, dy);
+    const void *ptr[4] = {x, dy, tw, tb};
+    gr_conv_run(e, ptr);
     #pragma omp parallel for simd if (nw >= GR_OMP_MIN)
     for (int64_t i = 0; i < nw; i++) dw[i] += tw[i];
     if (db)
