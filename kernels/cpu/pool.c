@@ -39,6 +39,18 @@ static void gr_pool_cols(const gr_pool_dims *d, int64_t kw, int64_t *lo, int64_t
     if (*lo > *hi) *lo = *hi;
 }
 
+/* One window offset over outputs [lo, hi) of a row: x holds the input row
+ * shifted by the offset, base the flat index of x[0]. */
+static inline void gr_maxpool_sweep(float *restrict yr, int32_t *restrict ir, const float *restrict x,
+                                    int32_t base, int64_t lo, int64_t hi, int64_t sw) {
+    for (int64_t ow = lo; ow < hi; ow++) {
+        float v = x[ow * sw], m = yr[ow];
+        bool take = v > m || v != v; /* NaN propagates, as PyTorch */
+        yr[ow] = take ? v : m;
+        ir[ow] = take ? base + (int32_t)(ow * sw) : ir[ow];
+    }
+}
+
 /* y = max over each window (padding = -inf); idx = its flat index ih*W + iw. */
 void gr_cpu_maxpool(const gr_kargs *a) {
     const float *x = a->in[0];
@@ -66,14 +78,12 @@ void gr_cpu_maxpool(const gr_kargs *a) {
                 for (int64_t kw = 0; kw < d.kw; kw++) {
                     int64_t lo, hi;
                     gr_pool_cols(&d, kw, &lo, &hi);
-                    int64_t off = kw - d.pw, sw = d.sw;
+                    int64_t off = kw - d.pw;
                     int32_t base = (int32_t)(ih * d.w + off);
-                    for (int64_t ow = lo; ow < hi; ow++) {
-                        float v = xr[ow * sw + off], m = yr[ow];
-                        bool take = v > m || v != v; /* NaN propagates, as PyTorch */
-                        yr[ow] = take ? v : m;
-                        ir[ow] = take ? base + (int32_t)(ow * sw) : ir[ow];
-                    }
+                    /* constant strides let the compiler vectorize the strided loads */
+                    if (d.sw == 1) gr_maxpool_sweep(yr, ir, xr + off, base, lo, hi, 1);
+                    else if (d.sw == 2) gr_maxpool_sweep(yr, ir, xr + off, base, lo, hi, 2);
+                    else gr_maxpool_sweep(yr, ir, xr + off, base, lo, hi, d.sw);
                 }
             }
         }
@@ -114,6 +124,16 @@ static float gr_avgpool_inv(const gr_pool_dims *d, int64_t rows, int64_t ow, boo
     return 1.0f / (float)(rows * (c1 - c0));
 }
 
+/* y[ow] += x[ow * sw] over [lo, hi) (x shifted by the window offset). */
+static inline void gr_avgpool_sum(float *restrict y, const float *restrict x, int64_t lo, int64_t hi, int64_t sw) {
+    for (int64_t ow = lo; ow < hi; ow++) y[ow] += x[ow * sw];
+}
+
+/* dx[ow * sw] += g[ow] over [lo, hi). */
+static inline void gr_avgpool_spread(float *restrict dx, const float *restrict g, int64_t lo, int64_t hi, int64_t sw) {
+    for (int64_t ow = lo; ow < hi; ow++) dx[ow * sw] += g[ow];
+}
+
 /* y = the window's sum / (kh*kw, or its in-bounds count without count_include_pad). */
 void gr_cpu_avgpool(const gr_kargs *a) {
     const float *x = a->in[0];
@@ -133,8 +153,10 @@ void gr_cpu_avgpool(const gr_kargs *a) {
                 for (int64_t kw = 0; kw < d.kw; kw++) {
                     int64_t lo, hi;
                     gr_pool_cols(&d, kw, &lo, &hi);
-                    int64_t off = kw - d.pw, sw = d.sw;
-                    for (int64_t ow = lo; ow < hi; ow++) yr[ow] += xr[ow * sw + off];
+                    int64_t off = kw - d.pw;
+                    if (d.sw == 1) gr_avgpool_sum(yr, xr + off, lo, hi, 1);
+                    else if (d.sw == 2) gr_avgpool_sum(yr, xr + off, lo, hi, 2);
+                    else gr_avgpool_sum(yr, xr + off, lo, hi, d.sw);
                 }
             }
             for (int64_t ow = 0; ow < d.wo; ow++) yr[ow] *= gr_avgpool_inv(&d, rows, ow, inc);
@@ -170,8 +192,10 @@ void gr_cpu_avgpool_bwd(const gr_kargs *a) {
                         gr_pool_cols(&d, kw, &lo, &hi);
                         if (lo < c0) lo = c0;
                         if (hi > c1) hi = c1;
-                        int64_t off = kw - d.pw, sw = d.sw;
-                        for (int64_t ow = lo; ow < hi; ow++) dxr[ow * sw + off] += g[ow - c0];
+                        int64_t off = kw - d.pw;
+                        if (d.sw == 1) gr_avgpool_spread(dxr + off, g - c0, lo, hi, 1);
+                        else if (d.sw == 2) gr_avgpool_spread(dxr + off, g - c0, lo, hi, 2);
+                        else gr_avgpool_spread(dxr + off, g - c0, lo, hi, d.sw);
                     }
                 }
             }
