@@ -5,8 +5,11 @@
  *
  * Primitives are made once per (direction, shape incl. the run's n, bias)
  * and kept in a small table for the life of the process; memory objects are
- * created without data and pointed at the buffers on each call. One
- * training thread uses the table (no locking).
+ * created without data and pointed at the buffers on each call. The
+ * primitives' own layouts and their scratchpads live in one pool shared by
+ * all of them (one runs at a time), grown to the largest need on first use,
+ * so caching a primitive per layer costs no activation-sized memory. One
+ * training thread uses the table and the pool (no locking).
  *
  * Backward weights overwrites its outputs in oneDNN, so it writes into a
  * per-entry buffer that is then added to dW/db (the ADD contract). */
@@ -39,6 +42,7 @@ typedef struct gr_conv_arg {
     int arg;                  /* DNNL_ARG_* */
     bool output;
     dnnl_memory_t user, inner;
+    size_t inner_bytes;       /* its slice of the pool */
     dnnl_primitive_t reorder;
 } gr_conv_arg;
 
@@ -50,6 +54,8 @@ typedef struct gr_conv_prim {
     dnnl_primitive_t prim;
     gr_conv_arg args[4];              /* src, weights, bias, dst (their diff_ for backward) */
     int nargs;
+    dnnl_memory_t scratch;            /* the primitive's scratchpad, in the pool */
+    size_t scratch_bytes;
     float *acc;                       /* backward weights: dW then db, added to the grads */
 } gr_conv_prim;
 
@@ -57,6 +63,21 @@ static dnnl_engine_t gr_conv_engine;
 static dnnl_stream_t gr_conv_stream;
 static gr_conv_prim gr_conv_cache[GR_CONV_CACHE_MAX];
 static int gr_conv_cached;
+static char *gr_conv_pool;
+static size_t gr_conv_pool_cap;
+
+static size_t gr_conv_align(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* The pool with at least n bytes (grown only by a larger shape's first call). */
+static char *gr_conv_pool_get(size_t n) {
+    if (n > gr_conv_pool_cap) {
+        gr_aligned_free(gr_conv_pool);
+        gr_conv_pool = gr_aligned_alloc(n);
+        GR_ASSERT(gr_conv_pool);
+        gr_conv_pool_cap = n;
+    }
+    return gr_conv_pool;
+}
 
 /* Plain layouts: x, w, b, y. `any` leaves x, w and y to the primitive. */
 static void gr_conv_mds(const gr_conv_shape *s, bool any, dnnl_memory_desc_t *src, dnnl_memory_desc_t *wei,
@@ -82,7 +103,8 @@ static void gr_conv_arg_make(gr_conv_prim *e, int arg, bool output, const dnnl_m
     const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(e->pd, dnnl_query_exec_arg_md, arg);
     GR_ASSERT(md);
     if (dnnl_memory_desc_equal(md, plain)) return;
-    GR_DNNL_CHECK(dnnl_memory_create(&a->inner, md, gr_conv_engine, DNNL_MEMORY_ALLOCATE));
+    GR_DNNL_CHECK(dnnl_memory_create(&a->inner, md, gr_conv_engine, DNNL_MEMORY_NONE));
+    a->inner_bytes = gr_conv_align(dnnl_memory_desc_get_size(md));
     dnnl_primitive_desc_t rpd;
     if (output)
         GR_DNNL_CHECK(dnnl_reorder_primitive_desc_create(&rpd, md, gr_conv_engine, plain, gr_conv_engine, NULL));
@@ -110,11 +132,14 @@ static void gr_conv_prim_make(gr_conv_prim *e) {
     gr_conv_mds(s, false, &psrc, &pwei, &pbia, &pdst);
     dnnl_dims_t strides = {s->sh, s->sw}, pad = {s->ph, s->pw};
     dnnl_convolution_desc_t fd, bd;
+    dnnl_primitive_attr_t attr;
+    GR_DNNL_CHECK(dnnl_primitive_attr_create(&attr));
+    GR_DNNL_CHECK(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
     GR_DNNL_CHECK(dnnl_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &src,
                                                      &wei, e->bias ? &bia : NULL, &dst, strides, pad, pad));
     switch (e->dir) {
     case GR_CONV_FWD:
-        GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->pd, &fd, NULL, gr_conv_engine, NULL));
+        GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->pd, &fd, attr, gr_conv_engine, NULL));
         gr_conv_arg_make(e, DNNL_ARG_SRC, false, &psrc);
         gr_conv_arg_make(e, DNNL_ARG_WEIGHTS, false, &pwei);
         if (e->bias) gr_conv_arg_make(e, DNNL_ARG_BIAS, false, &pbia);
@@ -124,7 +149,7 @@ static void gr_conv_prim_make(gr_conv_prim *e) {
         GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->hint, &fd, NULL, gr_conv_engine, NULL));
         GR_DNNL_CHECK(dnnl_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &src, &wei, &dst,
                                                                strides, pad, pad));
-        GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->pd, &bd, NULL, gr_conv_engine, e->hint));
+        GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->pd, &bd, attr, gr_conv_engine, e->hint));
         gr_conv_arg_make(e, DNNL_ARG_DIFF_DST, false, &pdst);
         gr_conv_arg_make(e, DNNL_ARG_WEIGHTS, false, &pwei);
         gr_conv_arg_make(e, DNNL_ARG_DIFF_SRC, true, &psrc);
@@ -133,7 +158,7 @@ static void gr_conv_prim_make(gr_conv_prim *e) {
         GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->hint, &fd, NULL, gr_conv_engine, NULL));
         GR_DNNL_CHECK(dnnl_convolution_backward_weights_desc_init(
             &bd, dnnl_convolution_direct, &src, &wei, e->bias ? &bia : NULL, &dst, strides, pad, pad));
-        GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->pd, &bd, NULL, gr_conv_engine, e->hint));
+        GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->pd, &bd, attr, gr_conv_engine, e->hint));
         gr_conv_arg_make(e, DNNL_ARG_SRC, false, &psrc);
         gr_conv_arg_make(e, DNNL_ARG_DIFF_DST, false, &pdst);
         gr_conv_arg_make(e, DNNL_ARG_DIFF_WEIGHTS, true, &pwei);
@@ -142,6 +167,10 @@ static void gr_conv_prim_make(gr_conv_prim *e) {
         GR_ASSERT(e->acc);
         break;
     }
+    GR_DNNL_CHECK(dnnl_primitive_attr_destroy(attr));
+    const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(e->pd, dnnl_query_scratchpad_md, 0);
+    e->scratch_bytes = smd ? dnnl_memory_desc_get_size(smd) : 0;
+    if (e->scratch_bytes) GR_DNNL_CHECK(dnnl_memory_create(&e->scratch, smd, gr_conv_engine, DNNL_MEMORY_NONE));
     GR_DNNL_CHECK(dnnl_primitive_create(&e->prim, e->pd));
 }
 
@@ -152,6 +181,7 @@ static void gr_conv_prim_free(gr_conv_prim *e) {
         if (a->inner) dnnl_memory_destroy(a->inner);
         if (a->reorder) dnnl_primitive_destroy(a->reorder);
     }
+    if (e->scratch) dnnl_memory_destroy(e->scratch);
     dnnl_primitive_destroy(e->prim);
     dnnl_primitive_desc_destroy(e->pd);
     if (e->hint) dnnl_primitive_desc_destroy(e->hint);
@@ -189,14 +219,27 @@ static void gr_conv_reorder(gr_conv_arg *a, bool to_inner) {
 
 /* ptr[i]: the user buffer of args[i], in the order they were made */
 static void gr_conv_run(gr_conv_prim *e, const void *const *ptr) {
-    dnnl_exec_arg_t args[4];
+    dnnl_exec_arg_t args[5];
+    size_t need = gr_conv_align(e->scratch_bytes);
+    for (int i = 0; i < e->nargs; i++) need += e->args[i].inner_bytes;
+    char *pool = gr_conv_pool_get(need);
+    if (e->scratch) {
+        GR_DNNL_CHECK(dnnl_memory_set_data_handle(e->scratch, pool));
+        pool += gr_conv_align(e->scratch_bytes);
+    }
     for (int i = 0; i < e->nargs; i++) {
         gr_conv_arg *a = &e->args[i];
         GR_DNNL_CHECK(dnnl_memory_set_data_handle(a->user, (void *)ptr[i]));
+        if (a->inner) {
+            GR_DNNL_CHECK(dnnl_memory_set_data_handle(a->inner, pool));
+            pool += a->inner_bytes;
+        }
         if (a->inner && !a->output) gr_conv_reorder(a, true);
         args[i] = (dnnl_exec_arg_t){a->arg, a->inner ? a->inner : a->user};
     }
-    GR_DNNL_CHECK(dnnl_primitive_execute(e->prim, gr_conv_stream, e->nargs, args));
+    int nargs = e->nargs;
+    if (e->scratch) args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, e->scratch};
+    GR_DNNL_CHECK(dnnl_primitive_execute(e->prim, gr_conv_stream, nargs, args));
     for (int i = 0; i < e->nargs; i++)
         if (e->args[i].inner && e->args[i].output) gr_conv_reorder(&e->args[i], false);
     GR_DNNL_CHECK(dnnl_stream_wait(gr_conv_stream));
