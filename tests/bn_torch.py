@@ -76,9 +76,11 @@ bn_case("bn2", (6, 5), 0.1, 1e-5, [0.0, 1.0, -2.0, 10.0, 0.0])
 pool_case("max_ties", nn.MaxPool2d(3, 2, 1, return_indices=True), (2, 3, 7, 8), ties=True)
 pool_case("max_2x2", nn.MaxPool2d(2, return_indices=True), (2, 2, 6, 6))
 pool_case("max_rect", nn.MaxPool2d((3, 2), (2, 1), (1, 1), return_indices=True), (2, 2, 6, 5))
+pool_case("max_s3", nn.MaxPool2d(3, 3, 1, return_indices=True), (2, 2, 7, 10))
 pool_case("avg_incl", nn.AvgPool2d(3, 2, 1, count_include_pad=True), (2, 3, 7, 8))
 pool_case("avg_excl", nn.AvgPool2d(3, 2, 1, count_include_pad=False), (2, 3, 7, 8))
 pool_case("avg_rect", nn.AvgPool2d((3, 2), (2, 1), (1, 1), count_include_pad=False), (2, 2, 6, 5))
+pool_case("avg_wide", nn.AvgPool2d(3, 1, 1, count_include_pad=False), (2, 1, 3, 600))
 pool_case("gap", nn.AdaptiveAvgPool2d(1), (2, 3, 5, 4))
 
 with open(sys.argv[1], "wb") as f:

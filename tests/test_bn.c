@@ -7,7 +7,8 @@
  *   - parity with PyTorch (tests/bn_torch.py, run with /usr/bin/python3;
  *     missing torch fails the test): batchnorm train forward/backward, running
  *     stats and eval forward on 4-D and 2-D input; maxpool (ties, argmax),
- *     avgpool (count_include_pad true and false, non-square, padding) and
+ *     avgpool (count_include_pad true and false, non-square, padding, wide
+ *     rows), strides 1, 2 and 3, and
  *     global_avgpool forward and backward.
  * Kernels run one plan step at a time so the test controls dy. */
 #include <stdlib.h>
@@ -426,12 +427,17 @@ static void test_torch_parity(void) {
         {"max_2x2", "[{maxpool: {kernel: 2}}, flatten]", GR_OP_MAXPOOL, GR_OP_MAXPOOL_BWD, {2, 6, 6}, 2, 2 * 2 * 3 * 3},
         {"max_rect", "[{maxpool: {kernel: [3, 2], stride: [2, 1], padding: [1, 1]}}, flatten]", GR_OP_MAXPOOL,
          GR_OP_MAXPOOL_BWD, {2, 6, 5}, 2, 2 * 2 * 3 * 6},
+        {"max_s3", "[{maxpool: {kernel: 3, stride: 3, padding: 1}}, flatten]", GR_OP_MAXPOOL, GR_OP_MAXPOOL_BWD,
+         {2, 7, 10}, 2, 2 * 2 * 3 * 4},
         {"avg_incl", "[{avgpool: {kernel: 3, stride: 2, padding: 1}}, flatten]", GR_OP_AVGPOOL, GR_OP_AVGPOOL_BWD,
          {3, 7, 8}, 2, 2 * 3 * 4 * 4},
         {"avg_excl", "[{avgpool: {kernel: 3, stride: 2, padding: 1, count_include_pad: false}}, flatten]",
          GR_OP_AVGPOOL, GR_OP_AVGPOOL_BWD, {3, 7, 8}, 2, 2 * 3 * 4 * 4},
         {"avg_rect", "[{avgpool: {kernel: [3, 2], stride: [2, 1], padding: [1, 1], count_include_pad: false}}, "
          "flatten]", GR_OP_AVGPOOL, GR_OP_AVGPOOL_BWD, {2, 6, 5}, 2, 2 * 2 * 3 * 6},
+        /* rows wider than avgpool_bwd's chunk of 256 outputs */
+        {"avg_wide", "[{avgpool: {kernel: 3, stride: 1, padding: 1, count_include_pad: false}}, flatten]",
+         GR_OP_AVGPOOL, GR_OP_AVGPOOL_BWD, {1, 3, 600}, 2, 2 * 1 * 3 * 600},
         {"gap", "[global_avgpool, flatten]", GR_OP_GLOBAL_AVGPOOL, GR_OP_GLOBAL_AVGPOOL_BWD, {3, 5, 4}, 2, 2 * 3},
     };
     for (size_t i = 0; i < GR_ARRAY_LEN(pools); i++) gr_parity_pool(&pools[i]);

@@ -39,15 +39,15 @@ static void gr_pool_cols(const gr_pool_dims *d, int64_t kw, int64_t *lo, int64_t
     if (*lo > *hi) *lo = *hi;
 }
 
-/* One window offset over outputs [lo, hi) of a row: x holds the input row
- * shifted by the offset, base the flat index of x[0]. */
+/* One window offset over count outputs of a row: output j sees x[j * sw],
+ * whose flat index in the plane is base + j * sw. */
 static inline void gr_maxpool_sweep(float *restrict yr, int32_t *restrict ir, const float *restrict x,
-                                    int32_t base, int64_t lo, int64_t hi, int64_t sw) {
-    for (int64_t ow = lo; ow < hi; ow++) {
-        float v = x[ow * sw], m = yr[ow];
+                                    int32_t base, int64_t count, int64_t sw) {
+    for (int64_t j = 0; j < count; j++) {
+        float v = x[j * sw], m = yr[j];
         bool take = v > m || v != v; /* NaN propagates, as PyTorch */
-        yr[ow] = take ? v : m;
-        ir[ow] = take ? base + (int32_t)(ow * sw) : ir[ow];
+        yr[j] = take ? v : m;
+        ir[j] = take ? base + (int32_t)(j * sw) : ir[j];
     }
 }
 
@@ -78,12 +78,13 @@ void gr_cpu_maxpool(const gr_kargs *a) {
                 for (int64_t kw = 0; kw < d.kw; kw++) {
                     int64_t lo, hi;
                     gr_pool_cols(&d, kw, &lo, &hi);
-                    int64_t off = kw - d.pw;
-                    int32_t base = (int32_t)(ih * d.w + off);
+                    if (lo >= hi) continue;
+                    int64_t iw = lo * d.sw + kw - d.pw; /* >= 0 by lo's choice */
+                    int32_t base = (int32_t)(ih * d.w + iw);
                     /* constant strides let the compiler vectorize the strided loads */
-                    if (d.sw == 1) gr_maxpool_sweep(yr, ir, xr + off, base, lo, hi, 1);
-                    else if (d.sw == 2) gr_maxpool_sweep(yr, ir, xr + off, base, lo, hi, 2);
-                    else gr_maxpool_sweep(yr, ir, xr + off, base, lo, hi, d.sw);
+                    if (d.sw == 1) gr_maxpool_sweep(yr + lo, ir + lo, xr + iw, base, hi - lo, 1);
+                    else if (d.sw == 2) gr_maxpool_sweep(yr + lo, ir + lo, xr + iw, base, hi - lo, 2);
+                    else gr_maxpool_sweep(yr + lo, ir + lo, xr + iw, base, hi - lo, d.sw);
                 }
             }
         }
@@ -124,14 +125,14 @@ static float gr_avgpool_inv(const gr_pool_dims *d, int64_t rows, int64_t ow, boo
     return 1.0f / (float)(rows * (c1 - c0));
 }
 
-/* y[ow] += x[ow * sw] over [lo, hi) (x shifted by the window offset). */
-static inline void gr_avgpool_sum(float *restrict y, const float *restrict x, int64_t lo, int64_t hi, int64_t sw) {
-    for (int64_t ow = lo; ow < hi; ow++) y[ow] += x[ow * sw];
+/* y[j] += x[j * sw] for count outputs. */
+static inline void gr_avgpool_sum(float *restrict y, const float *restrict x, int64_t count, int64_t sw) {
+    for (int64_t j = 0; j < count; j++) y[j] += x[j * sw];
 }
 
-/* dx[ow * sw] += g[ow] over [lo, hi). */
-static inline void gr_avgpool_spread(float *restrict dx, const float *restrict g, int64_t lo, int64_t hi, int64_t sw) {
-    for (int64_t ow = lo; ow < hi; ow++) dx[ow * sw] += g[ow];
+/* dx[j * sw] += g[j] for count outputs. */
+static inline void gr_avgpool_spread(float *restrict dx, const float *restrict g, int64_t count, int64_t sw) {
+    for (int64_t j = 0; j < count; j++) dx[j * sw] += g[j];
 }
 
 /* y = the window's sum / (kh*kw, or its in-bounds count without count_include_pad). */
@@ -153,10 +154,11 @@ void gr_cpu_avgpool(const gr_kargs *a) {
                 for (int64_t kw = 0; kw < d.kw; kw++) {
                     int64_t lo, hi;
                     gr_pool_cols(&d, kw, &lo, &hi);
-                    int64_t off = kw - d.pw;
-                    if (d.sw == 1) gr_avgpool_sum(yr, xr + off, lo, hi, 1);
-                    else if (d.sw == 2) gr_avgpool_sum(yr, xr + off, lo, hi, 2);
-                    else gr_avgpool_sum(yr, xr + off, lo, hi, d.sw);
+                    if (lo >= hi) continue;
+                    int64_t iw = lo * d.sw + kw - d.pw;
+                    if (d.sw == 1) gr_avgpool_sum(yr + lo, xr + iw, hi - lo, 1);
+                    else if (d.sw == 2) gr_avgpool_sum(yr + lo, xr + iw, hi - lo, 2);
+                    else gr_avgpool_sum(yr + lo, xr + iw, hi - lo, d.sw);
                 }
             }
             for (int64_t ow = 0; ow < d.wo; ow++) yr[ow] *= gr_avgpool_inv(&d, rows, ow, inc);
@@ -192,10 +194,12 @@ void gr_cpu_avgpool_bwd(const gr_kargs *a) {
                         gr_pool_cols(&d, kw, &lo, &hi);
                         if (lo < c0) lo = c0;
                         if (hi > c1) hi = c1;
-                        int64_t off = kw - d.pw;
-                        if (d.sw == 1) gr_avgpool_spread(dxr + off, g - c0, lo, hi, 1);
-                        else if (d.sw == 2) gr_avgpool_spread(dxr + off, g - c0, lo, hi, 2);
-                        else gr_avgpool_spread(dxr + off, g - c0, lo, hi, d.sw);
+                        if (lo >= hi) continue;
+                        int64_t iw = lo * d.sw + kw - d.pw;
+                        const float *gl = g + (lo - c0);
+                        if (d.sw == 1) gr_avgpool_spread(dxr + iw, gl, hi - lo, 1);
+                        else if (d.sw == 2) gr_avgpool_spread(dxr + iw, gl, hi - lo, 2);
+                        else gr_avgpool_spread(dxr + iw, gl, hi - lo, d.sw);
                     }
                 }
             }
