@@ -12,12 +12,18 @@
 
 #include "cpu_kernels.h"
 
+/* Window columns whose output ranges are precomputed (wider kernels compute them per row). */
+#define GR_POOL_KW_TABLE 16
+
 /* One pooling geometry, read from the node's attrs and tensors. */
 typedef struct gr_pool_dims {
     int64_t planes;          /* n * C */
     int64_t h, w, ho, wo;
     int64_t kh, kw, sh, sw, ph, pw;
+    int64_t lo[GR_POOL_KW_TABLE], hi[GR_POOL_KW_TABLE]; /* gr_pool_cols of the first columns */
 } gr_pool_dims;
+
+static void gr_pool_cols_calc(const gr_pool_dims *d, int64_t kw, int64_t *lo, int64_t *hi);
 
 static gr_pool_dims gr_pool_dims_of(const gr_kargs *a, const gr_tensor *x, const gr_tensor *y) {
     const gr_attrs *at = &a->node->attrs;
@@ -26,17 +32,28 @@ static gr_pool_dims gr_pool_dims_of(const gr_kargs *a, const gr_tensor *x, const
         .kh = at->kernel[0], .kw = at->kernel[1], .sh = at->stride[0], .sw = at->stride[1],
         .ph = at->padding[0], .pw = at->padding[1],
     };
+    for (int64_t kw = 0; kw < d.kw && kw < GR_POOL_KW_TABLE; kw++) gr_pool_cols_calc(&d, kw, &d.lo[kw], &d.hi[kw]);
     return d;
 }
 
 /* The outputs [lo, hi) of a row whose window column kw lands inside [0, w). */
-static void gr_pool_cols(const gr_pool_dims *d, int64_t kw, int64_t *lo, int64_t *hi) {
+static void gr_pool_cols_calc(const gr_pool_dims *d, int64_t kw, int64_t *lo, int64_t *hi) {
     int64_t first = d->pw - kw;            /* ow * sw >= pw - kw */
     int64_t last = d->w - 1 + d->pw - kw;  /* ow * sw <= w - 1 + pw - kw */
     *lo = first > 0 ? (first + d->sw - 1) / d->sw : 0;
     *hi = last < 0 ? 0 : last / d->sw + 1;
     if (*hi > d->wo) *hi = d->wo;
     if (*lo > *hi) *lo = *hi;
+}
+
+/* The same from the table (the divisions stay out of the row loops). */
+static inline void gr_pool_cols(const gr_pool_dims *d, int64_t kw, int64_t *lo, int64_t *hi) {
+    if (kw < GR_POOL_KW_TABLE) {
+        *lo = d->lo[kw];
+        *hi = d->hi[kw];
+    } else {
+        gr_pool_cols_calc(d, kw, lo, hi);
+    }
 }
 
 /* One window offset over count outputs of a row: output j sees x[j * sw],
