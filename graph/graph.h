@@ -15,8 +15,8 @@
 #include "spec.h"
 
 #define GR_MAX_DIMS 4
-#define GR_MAX_IN 4
-#define GR_MAX_OUT 2
+#define GR_MAX_IN 5
+#define GR_MAX_OUT 3
 #define GR_TNAME_MAX 192
 
 enum {

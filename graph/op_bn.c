@@ -5,12 +5,9 @@
  * stats (running = (1 - momentum) * running + momentum * batch, the variance
  * unbiased by m / (m - 1)); eval uses the running stats and changes nothing.
  *
- * Node layout (graph.h allows GR_MAX_IN = 4 inputs, GR_MAX_OUT = 2 outputs):
- *   batchnorm      in  {x, weight, bias, running_mean}   out {y, saved}
- *   batchnorm_bwd  in  {dy, x, weight, saved}             out {dweight, dx (when x needs it)}
- * running_var is the STATE tensor created right after running_mean, and the
- * kernel reaches it through the params arena (its param_offset); likewise
- * dbias sits in the grads arena at bias's param_offset, next to dweight.
+ * Node layout:
+ *   batchnorm      in  {x, weight, bias, running_mean, running_var}   out {y, saved}
+ *   batchnorm_bwd  in  {dy, x, weight, saved}   out {dweight, dbias, dx (when x needs it)}
  * The forward kernel writes the running stats although they are inputs (they
  * live in the params arena, outside any liveness plan). saved [2, C] holds
  * the mean and invstd the forward used, for the backward. */
@@ -77,7 +74,6 @@ static gr_status gr_bn_infer(gr_graph *g, int node, const gr_cfg *at, const char
     int b = gr_graph_add_param(g, layer, "bias", 1, cshape);
     int rm = gr_graph_add_state(g, layer, "running_mean", 1, cshape);
     int rv = gr_graph_add_state(g, layer, "running_var", 1, cshape);
-    GR_ASSERT(b == w + 1 && rv == rm + 1); /* the kernels find bias's grad and running_var by these */
     const char *lname = g->layers[layer].name;
     int y = gr_graph_add_tensor(g, lname, GR_TK_ACT, GR_F32, x.ndim, x.shape, true);
     char sname[GR_NAME_MAX + 8];
@@ -87,7 +83,8 @@ static gr_status gr_bn_infer(gr_graph *g, int node, const gr_cfg *at, const char
     nd->in[1] = w;
     nd->in[2] = b;
     nd->in[3] = rm;
-    nd->nin = 4;
+    nd->in[4] = rv;
+    nd->nin = 5;
     nd->out[0] = y;
     nd->out[1] = saved;
     nd->nout = 2;
@@ -100,16 +97,15 @@ static void gr_bn_backward(gr_graph *g, int node) {
     gr_node nd = g->nodes[node];
     int x = nd.in[0], w = nd.in[1], b = nd.in[2];
     int dy = gr_graph_grad(g, nd.out[0]);
-    int dw = gr_graph_grad(g, w);
-    (void)gr_graph_grad(g, b); /* the grads arena slot the kernel adds dbias to */
-    int in[4] = {dy, x, w, nd.out[1]}, out[2] = {dw, -1};
-    int nout = 1;
+    int dw = gr_graph_grad(g, w), db = gr_graph_grad(g, b);
+    int in[4] = {dy, x, w, nd.out[1]}, out[3] = {dw, db, -1};
+    int nout = 2;
     if (g->tensors[x].requires_grad) out[nout++] = gr_graph_grad(g, x);
     int k = gr_graph_add_node(g, GR_OP_BATCHNORM_BWD, nd.layer, in, 4, out, nout);
     g->nodes[k].fwd = node;
     g->nodes[k].attrs = nd.attrs;
     /* sums of dy and dy*xhat, then dx: ~ 4 + 4 per element */
-    g->nodes[k].flops = (nout > 1 ? 8 : 4) * gr_tensor_sample_numel(&g->tensors[x]);
+    g->nodes[k].flops = (nout > 2 ? 8 : 4) * gr_tensor_sample_numel(&g->tensors[x]);
 }
 
 const gr_op_desc gr_op_desc_batchnorm = {"batchnorm", GR_OPF_LAYER, gr_bn_parse, gr_bn_infer, gr_bn_backward};

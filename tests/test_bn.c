@@ -133,11 +133,12 @@ static void test_shapes(void) {
         const gr_node *ap = &t.g.nodes[t.g.layers[0].node], *bn = &t.g.nodes[t.g.layers[1].node];
         const gr_tensor *y = &t.g.tensors[ap->out[0]];
         CHECK(y->shape[1] == 3 && y->shape[2] == 4 && y->shape[3] == 2 && ap->nout == 1);
-        CHECK(bn->nin == 4 && bn->nout == 2);
+        CHECK(bn->nin == 5 && bn->nout == 2);
         CHECK(strcmp(t.g.tensors[bn->in[1]].name, "batchnorm0.weight") == 0);
         CHECK(strcmp(t.g.tensors[bn->in[2]].name, "batchnorm0.bias") == 0);
         CHECK(strcmp(t.g.tensors[bn->in[3]].name, "batchnorm0.running_mean") == 0);
         CHECK(t.g.tensors[bn->in[3]].kind == GR_TK_STATE);
+        CHECK(strcmp(t.g.tensors[bn->in[4]].name, "batchnorm0.running_var") == 0);
         CHECK(t.g.layers[1].n_params == 6);
         CHECK(t.g.n_trainable == 6 && t.g.n_params == 12);
         /* initialization as nn.BatchNorm2d */
@@ -351,10 +352,10 @@ static void gr_parity_bn(const gr_bn_parity *pc) {
 
     memset(t.m.grads, 0, (size_t)t.g.n_trainable * sizeof(float));
     memcpy(bw->in[0], gr_ref(pc->name, "dy", total), (size_t)total * sizeof(float));
-    CHECK(bw->node->nout == 2);
+    CHECK(bw->node->nout == 3);
     gr_bnt_run(&t, bw, pc->n, &train);
     snprintf(what, sizeof what, "%s: dx", pc->name);
-    gr_bnt_close(what, bw->out[1], gr_ref(pc->name, "dx", total), total, 1e-3, 1e-4);
+    gr_bnt_close(what, bw->out[2], gr_ref(pc->name, "dx", total), total, 1e-3, 1e-4);
     snprintf(what, sizeof what, "%s: dweight", pc->name);
     gr_bnt_close(what, gr_bnt_grad(&t, "weight"), gr_ref(pc->name, "dweight", c), c, 1e-4, 1e-4);
     snprintf(what, sizeof what, "%s: dbias", pc->name);

@@ -9,9 +9,8 @@
  * and added up in double; the forward's sums are of x - x[first], so the
  * variance E[d^2] - E[d]^2 does not cancel when |mean| >> std.
  *
- * Writes outside out[]: the training forward updates running_mean (in[3])
- * and running_var (the next STATE tensor, reached through the params arena);
- * the backward adds dbias into the grads arena next to dweight (out[0]). */
+ * Writes to inputs: the training forward updates running_mean (in[3]) and
+ * running_var (in[4]), which live in the params arena. */
 #include <math.h>
 #include <string.h>
 
@@ -26,25 +25,6 @@ typedef struct gr_bn_dims {
 static gr_bn_dims gr_bn_dims_of(const gr_kargs *a, const gr_tensor *x) {
     gr_bn_dims d = {a->n, x->shape[1], x->ndim == 4 ? x->shape[2] * x->shape[3] : 1};
     return d;
-}
-
-/* running_var: the STATE tensor after running_mean (op_bn.c creates them in a row). */
-static float *gr_bn_running_var(const gr_kargs *a) {
-    const gr_tensor *tm = a->tin[3];
-    int im = (int)(tm - a->g->tensors);
-    GR_ASSERT(im >= 0 && im + 1 < a->g->n_tensors);
-    const gr_tensor *tv = &a->g->tensors[im + 1];
-    GR_ASSERT(tm->kind == GR_TK_STATE && tv->kind == GR_TK_STATE && tv->layer == tm->layer &&
-              strcmp(tv->pname, "running_var") == 0);
-    return (float *)a->in[3] + (tv->param_offset - tm->param_offset);
-}
-
-/* dbias in the grads arena: at bias's offset, dweight's being at weight's. */
-static float *gr_bn_dbias(const gr_kargs *a) {
-    const gr_node *fwd = &a->g->nodes[a->node->fwd];
-    const gr_tensor *tw = &a->g->tensors[fwd->in[1]], *tb = &a->g->tensors[fwd->in[2]];
-    GR_ASSERT(a->tout[0]->kind == GR_TK_GRAD && a->tout[0]->param_offset == tw->param_offset);
-    return (float *)a->out[0] + (tb->param_offset - tw->param_offset);
 }
 
 /* s += sum(p[i] - k), ss += sum((p[i] - k)^2) over len floats. */
@@ -118,7 +98,7 @@ static void gr_bn_train_channel(const gr_kargs *a, const gr_bn_dims *d, int64_t 
 void gr_cpu_batchnorm(const gr_kargs *a) {
     gr_bn_dims d = gr_bn_dims_of(a, a->tin[0]);
     GR_ASSERT(d.n * d.hw >= 2 || !a->ctx->training);
-    float *rvar = gr_bn_running_var(a);
+    float *rvar = a->in[4];
     bool par = d.n * d.c * d.hw >= GR_OMP_MIN;
     if (a->ctx->training) {
         #pragma omp parallel for if (par)
@@ -147,7 +127,7 @@ void gr_cpu_batchnorm(const gr_kargs *a) {
  * dx = weight * invstd * dy. */
 void gr_cpu_batchnorm_bwd(const gr_kargs *a) {
     const float *dy = a->in[0], *x = a->in[1], *w = a->in[2], *saved = a->in[3];
-    float *dw = a->out[0], *db = gr_bn_dbias(a), *dx = a->node->nout > 1 ? a->out[1] : NULL;
+    float *dw = a->out[0], *db = a->out[1], *dx = a->node->nout > 2 ? a->out[2] : NULL;
     gr_bn_dims d = gr_bn_dims_of(a, a->tin[1]);
     int64_t stride = d.c * d.hw, m = d.n * d.hw;
     bool training = a->ctx->training;
