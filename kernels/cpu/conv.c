@@ -152,12 +152,12 @@ void gr_cpu_conv_ref_bwd_params(const gr_conv_shape *s, const float *dy, const f
     if (!db) return;
     #pragma omp parallel for if (s->n * s->f * p >= GR_OMP_MIN)
     for (int64_t f = 0; f < s->f; f++) {
-        float acc = 0.0f;
+        double acc = 0.0;
         for (int64_t i = 0; i < s->n; i++) {
             const float *row = dy + (i * s->f + f) * p;
             for (int64_t q = 0; q < p; q++) acc += row[q];
         }
-        db[f] += acc;
+        db[f] += (float)acc;
     }
 }
 

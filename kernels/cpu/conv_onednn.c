@@ -12,8 +12,8 @@
  * so caching a primitive per layer costs no activation-sized memory. One
  * training thread uses the table and the pool (no locking).
  *
- * Backward weights overwrites its outputs in oneDNN, so it writes into a
- * per-entry buffer that is then added to dW/db (the ADD contract). */
+ * Backward weights overwrites its outputs in oneDNN, so it writes into the
+ * front of the pool, which is then added to dW/db (the ADD contract). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +57,7 @@ typedef struct gr_conv_prim {
     int nargs;
     dnnl_memory_t scratch;            /* the primitive's scratchpad, in the pool */
     size_t scratch_bytes;
-    float *acc;                       /* backward weights: dW then db, added to the grads */
+    size_t acc_bytes;                 /* backward weights: dW then db at the pool's front */
 } gr_conv_prim;
 
 static dnnl_engine_t gr_conv_engine;
@@ -78,6 +78,13 @@ static char *gr_conv_pool_get(size_t n) {
         gr_conv_pool_cap = n;
     }
     return gr_conv_pool;
+}
+
+/* The pool sized for e: [acc | scratchpad | inner tensors]. */
+static char *gr_conv_pool_for(const gr_conv_prim *e) {
+    size_t need = e->acc_bytes + gr_conv_align(e->scratch_bytes);
+    for (int i = 0; i < e->nargs; i++) need += e->args[i].inner_bytes;
+    return gr_conv_pool_get(need);
 }
 
 /* Plain layouts: x, w, b, y. `any` leaves x, w and y to the primitive. */
@@ -171,8 +178,7 @@ static void gr_conv_prim_make(gr_conv_prim *e) {
         gr_conv_arg_make(e, DNNL_ARG_DIFF_DST, false, &pdst);
         gr_conv_arg_make(e, DNNL_ARG_DIFF_WEIGHTS, true, &pwei);
         if (e->bias) gr_conv_arg_make(e, DNNL_ARG_DIFF_BIAS, true, &pbia);
-        e->acc = gr_aligned_alloc((size_t)(s->f * (s->c / s->groups) * s->kh * s->kw + s->f) * sizeof(float));
-        GR_ASSERT(e->acc);
+        e->acc_bytes = gr_conv_align((size_t)(s->f * (s->c / s->groups) * s->kh * s->kw + s->f) * sizeof(float));
         break;
     }
     GR_DNNL_CHECK(dnnl_primitive_attr_destroy(attr));
@@ -193,7 +199,6 @@ static void gr_conv_prim_free(gr_conv_prim *e) {
     dnnl_primitive_destroy(e->prim);
     dnnl_primitive_desc_destroy(e->pd);
     if (e->hint) dnnl_primitive_desc_destroy(e->hint);
-    gr_aligned_free(e->acc);
 }
 
 /* The cached primitive for (dir, s, bias); made on first use. */
@@ -228,9 +233,7 @@ static void gr_conv_reorder(gr_conv_arg *a, bool to_inner) {
 /* ptr[i]: the user buffer of args[i], in the order they were made */
 static void gr_conv_run(gr_conv_prim *e, const void *const *ptr) {
     dnnl_exec_arg_t args[5];
-    size_t need = gr_conv_align(e->scratch_bytes);
-    for (int i = 0; i < e->nargs; i++) need += e->args[i].inner_bytes;
-    char *pool = gr_conv_pool_get(need);
+    char *pool = gr_conv_pool_for(e) + e->acc_bytes;
     if (e->scratch) {
         GR_DNNL_CHECK(dnnl_memory_set_data_handle(e->scratch, pool));
         pool += gr_conv_align(e->scratch_bytes);
@@ -269,7 +272,7 @@ void gr_cpu_conv_onednn_bwd_params(const gr_conv_shape *s, const float *dy, cons
                                    float *db) {
     gr_conv_prim *e = gr_conv_prim_get(GR_CONV_BWD_WEIGHTS, s, db != NULL);
     int64_t nw = s->f * (s->c / s->groups) * s->kh * s->kw;
-    float *tw = e->acc, *tb = e->acc + nw;
+    float *tw = (float *)gr_conv_pool_for(e), *tb = tw + nw;
     const void *ptr[4] = {x, dy, tw, tb};
     gr_conv_run(e, ptr);
     #pragma omp parallel for simd if (nw >= GR_OMP_MIN)
