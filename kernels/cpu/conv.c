@@ -11,6 +11,7 @@
  * multi-threaded inside gr_cpu_sgemm; im2col/col2im split rows/channels
  * over OpenMP. Samples run one after another, so dW accumulates with
  * beta = 1 without races. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,9 +32,13 @@ bool gr_cpu_conv_set_path(const char *name) {
     return true;
 }
 
+/* An unknown GPURUN_CONV stops the run at the first conv (kernels cannot
+ * return errors; the backend could check it at creation instead). */
 gr_conv_path gr_cpu_conv_get_path(void) {
-    if (!gr_conv_chosen && !gr_cpu_conv_set_path(getenv("GPURUN_CONV")))
+    if (!gr_conv_chosen && !gr_cpu_conv_set_path(getenv("GPURUN_CONV"))) {
+        fprintf(stderr, "gpurun: GPURUN_CONV=%s: expected ref or onednn\n", getenv("GPURUN_CONV"));
         gr_assert_fail("GPURUN_CONV is ref or onednn", __FILE__, __LINE__);
+    }
     return gr_conv_which;
 }
 
