@@ -3,7 +3,7 @@
  * bench/conv_torch.py times PyTorch on the same shapes. Built by hand:
  *   gcc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -I. bench/conv_bench.c \
  *       build-conv/libgpurun_core.a -ldnnl -lopenblas -fopenmp -lm -o /tmp/conv_bench
- * Usage: conv_bench [ref|onednn] (OMP_NUM_THREADS picks the threads;
+ * Usage: conv_bench [ref|onednn [n,c,h,w,f,k,s,p ...]] (OMP_NUM_THREADS picks the threads;
  * GPURUN_CONV_LAYOUT=plain|blocked forces the oneDNN layouts). Each time is
  * the fastest call in ~0.6 s; bwd_d is 0 where the input needs no gradient. */
 #include <stdio.h>
@@ -54,8 +54,25 @@ int main(int argc, char **argv) {
         {"r50 256x56x56->512 1x1 s2 n8", 8, 256, 56, 56, 512, 1, 2, 0, true},
     };
     printf("%-38s %9s %9s %9s %9s\n", use_ref ? "ref" : "onednn", "fwd ms", "bwd_d ms", "bwd_w ms", "total");
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const bench_case *c = &cases[i];
+    /* further arguments: own shapes, "n,c,h,w,f,k,s,p" each */
+    int nown = argc > 2 ? argc - 2 : 0;
+    bench_case own[16];
+    char names[16][64];
+    for (int i = 0; i < nown && i < 16; i++) {
+        bench_case *c = &own[i];
+        long long v[8];
+        if (sscanf(argv[i + 2], "%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld", &v[0], &v[1], &v[2], &v[3], &v[4],
+                   &v[5], &v[6], &v[7]) != 8) {
+            fprintf(stderr, "%s: expected n,c,h,w,f,k,s,p\n", argv[i + 2]);
+            return 2;
+        }
+        snprintf(names[i], sizeof names[i], "%lldx%lldx%lld->%lld k%llds%lldp%lld n%lld", v[1], v[2], v[3], v[4],
+                 v[5], v[6], v[7], v[0]);
+        *c = (bench_case){names[i], v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], true};
+    }
+    size_t ncases = nown ? (size_t)GR_MIN(nown, 16) : sizeof cases / sizeof cases[0];
+    for (size_t i = 0; i < ncases; i++) {
+        const bench_case *c = nown ? &own[i] : &cases[i];
         gr_conv_shape s = {.n = c->n, .c = c->c, .h = c->h, .w = c->w, .f = c->f, .kh = c->k, .kw = c->k,
                            .sh = c->s, .sw = c->s, .ph = c->p, .pw = c->p, .groups = 1};
         s.ho = (s.h + 2 * s.ph - s.kh) / s.sh + 1;

@@ -123,17 +123,18 @@ static void gr_conv_arg_make(gr_conv_prim *e, int arg, bool output, const dnnl_m
 }
 
 /* Blocked layouts (the primitive's choice, reordered at the boundaries)
- * beat oneDNN's gemm-based convolution on nchw for k x k kernels by ~2x; a
+ * beat oneDNN's gemm-based convolution on nchw for k x k kernels by ~2x. A
  * 1x1 conv on nchw is one GEMM per sample, which the reorders would only
- * slow down (ResNet-50's 64x56x56 -> 256 at batch 8: 19 ms vs 29 ms forward
- * + backward on one core). Fixed per shape, never timed at run time, so runs
- * repeat bit for bit. GPURUN_CONV_LAYOUT=plain|blocked overrides (for
- * measurements). */
+ * slow down (ResNet-50's 64x56x56 -> 256 at batch 8, two cores: 10 ms vs
+ * 12 ms forward + backward) — except on small outputs, where the blocked
+ * kernels win (512x7x7 -> 2048: 9 ms vs 11 ms). Fixed per shape, never timed
+ * at run time, so runs repeat bit for bit. GPURUN_CONV_LAYOUT=plain|blocked
+ * overrides (for measurements). */
 static bool gr_conv_any_layout(const gr_conv_shape *s) {
     const char *v = getenv("GPURUN_CONV_LAYOUT");
     if (v && strcmp(v, "plain") == 0) return false;
     if (v && strcmp(v, "blocked") == 0) return true;
-    return !(s->kh == 1 && s->kw == 1);
+    return !(s->kh == 1 && s->kw == 1 && s->ho * s->wo >= 64);
 }
 
 static void gr_conv_prim_make(gr_conv_prim *e) {
