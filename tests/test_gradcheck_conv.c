@@ -194,6 +194,24 @@ static void test_kernels(void) {
     gr_tc_dump = NULL;
 }
 
+/* More distinct shapes than the oneDNN path's primitive table holds: the
+ * table drops its oldest entries and results stay right. */
+static void test_cache_churn(void) {
+    enum { MAXN = 1200 };
+    static float x[MAXN * 2 * 3 * 3], y[MAXN * 3 * 3], r[MAXN * 3 * 3];
+    float w[2] = {0.5f, -2.0f}, b[1] = {0.25f};
+    for (size_t i = 0; i < GR_ARRAY_LEN(x); i++) x[i] = gr_uniform(5, i);
+    int bad = 0;
+    for (int64_t n = 1; n <= MAXN; n += 2) {
+        gr_conv_shape s = {.n = n, .c = 2, .h = 3, .w = 3, .f = 1, .ho = 3, .wo = 3, .kh = 1, .kw = 1,
+                           .sh = 1, .sw = 1, .groups = 1};
+        gr_cpu_conv_onednn_fwd(&s, x, w, b, y);
+        gr_cpu_conv_ref_fwd(&s, x, w, b, r);
+        for (int64_t i = 0; i < n * 9; i++) bad += fabsf(y[i] - r[i]) > 1e-5f;
+    }
+    CHECK_MSG(bad == 0, "%d outputs off across %d shapes", bad, MAXN / 2);
+}
+
 /* ---- attribute and shape errors ---- */
 
 static void gr_conv_expect_error(const char *layers, int ndim, int64_t s0, int64_t s1, int64_t s2,
@@ -285,6 +303,7 @@ int main(void) {
     test_errors();
     test_structure();
     test_kernels();
+    test_cache_churn();
     test_gradchecks();
     return gr_test_report();
 }
