@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cpu_kernels.h"
+#include "conv.h"
 #include "gemm.h"
 
 static const gr_kernel_fn gr_cpu_kernels[GR_OP_COUNT] = {
@@ -62,6 +63,9 @@ gr_status gr_cpu_backend_create(int threads, gr_backend **out, gr_error *err) {
     if (threads <= 0) threads = 1;
     if (!gr_cpu_gemm_init(gemm, threads))
         return gr_error_set(err, GR_ERR_USAGE, "GPURUN_GEMM=%s: expected onednn or openblas", gemm);
+    const char *conv = getenv("GPURUN_CONV");
+    if (conv && conv[0] && !gr_cpu_conv_set_path(conv))
+        return gr_error_set(err, GR_ERR_USAGE, "GPURUN_CONV=%s: expected onednn or ref", conv);
     gr_backend *be = gr_xcalloc(1, sizeof *be);
     be->vt = &gr_cpu_vtable;
     be->threads = threads;
