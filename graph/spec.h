@@ -157,6 +157,7 @@ typedef struct gr_job_spec {
         int64_t every_steps;      /* 0 = off */
         double every_minutes;     /* 0 = off */
         int64_t keep;             /* 3, >= 1 */
+        double signal_deadline_s; /* 20: SIGTERM to committed checkpoint */
     } checkpoint;
 
     struct {

@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
@@ -21,7 +22,10 @@
 #include "../graph/graph.h"
 #include "../graph/plan.h"
 #include "../checkpoints/weights.h"
+#include "../checkpoints/ckpt.h"
 #include "json.h"
+#include "saver.h"
+#include "signals.h"
 #include "schedule.h"
 #include "tfevents.h"
 
@@ -43,9 +47,14 @@ typedef struct gr_job {
     char run_dir[GR_PATH_MAX];
     FILE *metrics;
     gr_tfevents *tb; /* NULL unless log.tensorboard */
+    char ckpt_dir[GR_PATH_MAX + 16];
+    gr_saver *saver; /* checkpoints: host snapshot buffers + the background writer */
+    char *spec_text; /* the resolved spec, stored in every checkpoint */
 } gr_job;
 
 static void gr_job_free(gr_job *j) {
+    gr_saver_free(j->saver);
+    free(j->spec_text);
     if (j->metrics) fclose(j->metrics);
     gr_tfevents_close(j->tb, NULL);
     gr_plan_free(&j->train_plan);
@@ -281,14 +290,8 @@ static gr_status gr_job_run_dir(gr_job *j, const gr_run_options *opt, gr_error *
         return gr_error_set(err, GR_ERR_USAGE, "%s: already holds a run (config.yaml/metrics.jsonl); "
                             "pass --resume auto to continue it, or --run-dir to start a new one elsewhere; "
                             "nothing was changed", j->run_dir);
-    if (opt->resume && strcmp(opt->resume, "auto") != 0)
-        return gr_error_set(err, GR_ERR_CKPT, "%s: cannot resume from a checkpoint: this version of gpurun "
-                            "does not write or read checkpoints yet", opt->resume);
     gr_status st = gr_mkdirs(j->run_dir, err);
     if (st) return st;
-    if (has_run && !opt->quiet)
-        fprintf(stderr, "gpurun: --resume auto: %s has no checkpoint to resume from; starting fresh "
-                "(metrics.jsonl is appended to)\n", j->run_dir);
 
     char path[GR_PATH_MAX + 64], tmp[GR_PATH_MAX + 80];
     snprintf(path, sizeof path, "%s/config.yaml", j->run_dir);
@@ -412,12 +415,136 @@ static gr_status gr_job_unsupported(const gr_job_spec *s, gr_error *err) {
     if (s->parallel.data > 1)
         return gr_spec_error(err, s, "parallel.data", "%lld ranks asked for, but this version runs on one "
                              "device only", (long long)s->parallel.data);
-    if (s->checkpoint.every_steps > 0)
-        return gr_spec_error(err, s, "checkpoint.every_steps", "checkpoints are not written by this version "
-                             "yet; remove the key (or set 0)");
-    if (s->checkpoint.every_minutes > 0)
-        return gr_spec_error(err, s, "checkpoint.every_minutes", "checkpoints are not written by this "
-                             "version yet; remove the key (or set 0)");
+    return GR_OK;
+}
+
+/* ---- checkpoints ---- */
+
+static const char *gr_signal_name(int sig) {
+    return sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : sig == SIGUSR1 ? "SIGUSR1" : "a signal";
+}
+
+/* Where step's first micro-batch comes from: epochs are whole steps. */
+static void gr_job_position(const gr_job *j, int64_t step, int64_t spe, int64_t *epoch, int64_t *sample) {
+    *epoch = step / spe;
+    *sample = (step % spe) * j->spec->train.batch_size;
+}
+
+static void gr_job_header(const gr_job *j, int64_t step, int64_t spe, gr_ckpt_header *h) {
+    const gr_job_spec *s = j->spec;
+    memset(h, 0, sizeof *h);
+    h->step = step;
+    gr_job_position(j, step, spe, &h->epoch, &h->sample_in_epoch);
+    h->world_size = 1;
+    snprintf(h->precision, sizeof h->precision, "%s", gr_precision_name(s->precision));
+    h->loss_scale = 1.0;
+    h->rng[0] = s->seed;
+    h->rng[1] = (uint64_t)(step * (s->train.batch_size / s->train.micro_batch));
+    snprintf(h->optimizer, sizeof h->optimizer, "%s", gr_optim_name(s->train.optimizer.type));
+    h->optim_slots = gr_optim_slots(&s->train.optimizer);
+    h->spec = j->spec_text;
+}
+
+/* Copies the model into the saver's buffers and starts writing it
+ * (waiting first for the save in flight, whose failure is reported). */
+static void gr_job_checkpoint_start(gr_job *j, int64_t step, int64_t spe) {
+    gr_error e;
+    if (gr_saver_wait(j->saver, &e))
+        fprintf(stderr, "gpurun: checkpoint failed (training goes on; the previous checkpoint is kept): %s\n", e.msg);
+    gr_ckpt_header h;
+    gr_job_header(j, step, spe, &h);
+    gr_backend_download(j->be, gr_saver_params(j->saver), j->m.params, (size_t)j->g.n_params * sizeof(float));
+    if (h.optim_slots)
+        gr_backend_download(j->be, gr_saver_optim(j->saver), j->m.optim,
+                            (size_t)h.optim_slots * (size_t)j->g.n_trainable * sizeof(float));
+    gr_saver_start(j->saver, &h);
+}
+
+/* A checkpoint that must be committed before going on (end, signal). */
+static gr_status gr_job_checkpoint_sync(gr_job *j, int64_t step, int64_t spe, gr_error *err) {
+    gr_job_checkpoint_start(j, step, spe);
+    return gr_saver_wait(j->saver, err);
+}
+
+/* Keeps the metrics lines of steps <= step (a resumed run logs the later
+ * ones again). */
+static gr_status gr_job_trim_metrics(gr_job *j, int64_t step, gr_error *err) {
+    char path[GR_PATH_MAX + 64], tmp[GR_PATH_MAX + 80];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", j->run_dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    fclose(j->metrics);
+    j->metrics = NULL;
+    FILE *in = fopen(path, "r"), *out = fopen(tmp, "w");
+    if (!in || !out) {
+        if (in) fclose(in);
+        if (out) fclose(out);
+        return gr_error_set(err, GR_ERR_USAGE, "%s: cannot rewrite: %s", path, strerror(errno));
+    }
+    char line[8192];
+    while (fgets(line, sizeof line, in)) {
+        const char *p = strstr(line, "\"step\":");
+        if (p && strtoll(p + 7, NULL, 10) > step) continue;
+        fputs(line, out);
+    }
+    fclose(in);
+    if (fclose(out) != 0 || rename(tmp, path) != 0)
+        return gr_error_set(err, GR_ERR_USAGE, "%s: cannot rewrite: %s", path, strerror(errno));
+    j->metrics = fopen(path, "a");
+    if (!j->metrics) return gr_error_set(err, GR_ERR_USAGE, "%s: cannot write: %s", path, strerror(errno));
+    return GR_OK;
+}
+
+/* Sets up the checkpoint directory and saver; with --resume, loads the
+ * newest checkpoint that verifies (auto) or exactly PATH, and returns the
+ * step to continue from. */
+static gr_status gr_job_resume(gr_job *j, const gr_run_options *opt, int64_t spe, int64_t *start, gr_error *err) {
+    const gr_job_spec *s = j->spec;
+    *start = 0;
+    if (s->checkpoint.dir[0]) snprintf(j->ckpt_dir, sizeof j->ckpt_dir, "%s", s->checkpoint.dir);
+    else snprintf(j->ckpt_dir, sizeof j->ckpt_dir, "%s/checkpoints", j->run_dir);
+    gr_status st = gr_mkdirs(j->ckpt_dir, err);
+    if (st) return st;
+    size_t len = 0;
+    FILE *mf = open_memstream(&j->spec_text, &len);
+    if (mf) {
+        gr_spec_dump(s, mf);
+        fclose(mf);
+    }
+    const int slots = gr_optim_slots(&s->train.optimizer);
+    j->saver = gr_saver_new(j->ckpt_dir, (int)s->checkpoint.keep, &j->g, slots);
+    if (!opt->resume) return GR_OK;
+    gr_ckpt_state cs = {&j->g, gr_saver_params(j->saver), gr_saver_optim(j->saver)};
+    gr_ckpt_header h;
+    char path[GR_PATH_MAX + 100];
+    if (strcmp(opt->resume, "auto") == 0) {
+        bool found = false;
+        if ((st = gr_ckpt_resume_auto(j->ckpt_dir, &h, &cs, &found, path, sizeof path, err))) return st;
+        if (!found) {
+            if (!opt->quiet)
+                fprintf(stderr, "gpurun: --resume auto: no checkpoint in %s; starting fresh%s\n", j->ckpt_dir,
+                        gr_file_exists(j->run_dir, "metrics.jsonl") ? " (metrics.jsonl is appended to)" : "");
+            return GR_OK;
+        }
+    } else {
+        snprintf(path, sizeof path, "%s", opt->resume);
+        if ((st = gr_ckpt_load(path, &h, &cs, err))) return st;
+    }
+    free(h.spec);
+    int64_t epoch, sample;
+    gr_job_position(j, h.step, spe, &epoch, &sample);
+    if (h.optim_slots != slots || strcmp(h.optimizer, gr_optim_name(s->train.optimizer.type)) != 0)
+        return gr_error_set(err, GR_ERR_CKPT, "%s: optimizer %s with %d state slot(s), but the job uses %s with %d",
+                            path, h.optimizer, h.optim_slots, gr_optim_name(s->train.optimizer.type), slots);
+    if (h.epoch != epoch || h.sample_in_epoch != sample)
+        return gr_error_set(err, GR_ERR_CKPT, "%s: step %lld was at epoch %lld sample %lld, but this job's batches "
+                            "put it at epoch %lld sample %lld (train.batch_size or the data changed?)", path,
+                            (long long)h.step, (long long)h.epoch, (long long)h.sample_in_epoch, (long long)epoch,
+                            (long long)sample);
+    gr_backend_upload(j->be, j->m.params, cs.params, (size_t)j->g.n_params * sizeof(float));
+    if (slots) gr_backend_upload(j->be, j->m.optim, cs.optim, (size_t)slots * (size_t)j->g.n_trainable * sizeof(float));
+    if ((st = gr_job_trim_metrics(j, h.step, err))) return st;
+    if (!opt->quiet) fprintf(stderr, "gpurun: resuming from %s at step %lld\n", path, (long long)h.step);
+    *start = h.step;
     return GR_OK;
 }
 
@@ -460,6 +587,13 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
     if (s->train.steps > 0 && s->train.steps < total) total = s->train.steps;
     int64_t accum = s->train.batch_size / s->train.micro_batch;
     if ((st = gr_job_run_dir(&j, opt, err))) goto done;
+    int64_t start = 0;
+    if ((st = gr_job_resume(&j, opt, spe, &start, err))) goto done;
+    if (start > 0) {
+        int64_t e0, s0;
+        gr_job_position(&j, start, spe, &e0, &s0);
+        if ((st = gr_loader_seek(j.train_ld, e0, s0, err))) goto done;
+    }
 
     if (!opt->quiet)
         printf("gpurun: %s on %s: %lld parameters, %lld steps (%lld per epoch), batch %lld = %lld x %lld "
@@ -473,8 +607,11 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
     double eval_s = 0.0;
     double last_loss = NAN, last_acc = NAN, last_vloss = NAN, best_acc = NAN;
     const char *status = "finished";
+    int stop_signal = 0;
+    double last_ckpt = t0;
+    gr_signals_install(s->checkpoint.signal_deadline_s);
     int64_t step = 0;
-    for (step = 0; step < total; step++) {
+    for (step = start; step < total; step++) {
         int64_t epoch = step / spe;
         if (step > 0 && step % spe == 0 && (st = gr_loader_seek(j.train_ld, epoch, 0, err))) goto done;
         gr_backend_zero(j.be, j.m.grads, (size_t)nt * sizeof(float));
@@ -488,7 +625,9 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
                                .grad_scale = 1.0f / (float)s->train.batch_size};
             gr_train_micro_step(&j.train_plan, b, &ctx, &loss_sum, &correct);
             gr_loader_release(j.train_ld, b);
+            if ((stop_signal = gr_signals_pending())) break; /* the step is redone after the resume */
         }
+        if (stop_signal) break;
         double loss = loss_sum / (double)s->train.batch_size;
         if (!isfinite(loss)) {
             status = "diverged";
@@ -511,7 +650,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
             double wait = gr_loader_wait_s(j.train_ld);
             double wait_pct = 100.0 * (wait - wait_window) / (now - t_window);
             wait_window = wait;
-            double eta = (now - t0) / (double)done_steps * (double)(total - done_steps);
+            double eta = (now - t0) / (double)(done_steps - start) * (double)(total - done_steps);
             gr_json js;
             gr_json_begin(&js);
             gr_json_str(&js, "kind", "train");
@@ -560,7 +699,43 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
             gr_job_log_eval(&j, done_steps, epoch_f, last_vloss, last_acc, opt->quiet);
             if (j.tb && (st = gr_tfevents_flush(j.tb, err))) goto done;
         }
+        /* checkpoints: report a background save that failed, start one when due */
+        gr_status sst;
+        gr_error se;
+        if (gr_saver_poll(j.saver, &sst, &se) && sst)
+            fprintf(stderr, "gpurun: checkpoint failed (training goes on; the previous checkpoint is kept): %s\n",
+                    se.msg);
+        const double now = gr_now();
+        bool due = (s->checkpoint.every_steps > 0 && done_steps % s->checkpoint.every_steps == 0) ||
+                   (s->checkpoint.every_minutes > 0 && now - last_ckpt >= 60.0 * s->checkpoint.every_minutes);
+        if (due && done_steps < total && !gr_signals_pending()) {
+            gr_job_checkpoint_start(&j, done_steps, spe);
+            last_ckpt = now;
+        }
+        if ((stop_signal = gr_signals_pending())) {
+            step++;
+            break;
+        }
     }
+    /* the last checkpoint: at the end, or where a signal stopped the run */
+    if (strcmp(status, "diverged") != 0) {
+        gr_error ce;
+        gr_status cst = gr_job_checkpoint_sync(&j, step, spe, &ce);
+        if (stop_signal) {
+            status = "stopped";
+            if (cst) st = cst, *err = ce;
+            else {
+                char name[64];
+                gr_ckpt_filename(step, name, sizeof name);
+                st = gr_error_set(err, GR_ERR_SIGNAL, "stopped by %s at step %lld; checkpoint %s/%s committed; "
+                                  "rerun with --resume auto to continue", gr_signal_name(stop_signal), (long long)step,
+                                  j.ckpt_dir, name);
+            }
+        } else if (cst) {
+            st = cst, *err = ce;
+        }
+    }
+    gr_signals_restore();
     double wall = gr_now() - t0;
     {
         double wait = gr_loader_wait_s(j.train_ld);

@@ -331,7 +331,7 @@ shutil.copy(f"{T}/rd_w/weights.h5", f"{T}/w_crc.h5")
 with h5py.File(f"{T}/w_crc.h5", "a") as f:
     d = f["/params/dense1/weight"]; v = d[...]; v[0, 0] += 1.0; d[...] = v
 EOF2
-expect_fail 6 "$T/w_shape.h5" "/params/dense0/weight" "shape [8, 15], but the model's is [8, 16]" -- \
+expect_fail 6 "$T/w_shape.h5" "/params/dense0/weight" "shape [8, 15], but [8, 16] is expected" -- \
     "$G" "$T/ok.yaml" --run-dir "$T/rd_w4" --set model.init_from="$T/w_shape.h5"
 expect_fail 6 "$T/w_missing.h5" "/params/dense1/bias" "missing" -- \
     "$G" "$T/ok.yaml" --run-dir "$T/rd_w5" --set model.init_from="$T/w_missing.h5"

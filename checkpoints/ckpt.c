@@ -1,0 +1,348 @@
+/* ckpt.c — checkpoint files, their commit and their verification (ckpt.h). */
+#include "ckpt.h"
+#include "tensorio.h"
+#include "weights.h"
+#include "../dataio/h5util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CK_CHECK(expr, ...) do { \
+    if ((expr) < 0) { st = gr_h5_fail(err, GR_ERR_CKPT, __VA_ARGS__); goto fail; } \
+} while (0)
+
+#define GR_CKPT_SPEC_MAX ((size_t)16 << 20)
+
+static const char *const gr_ckpt_slots_sgd[] = {"momentum_buffer"};
+static const char *const gr_ckpt_slots_adamw[] = {"exp_avg", "exp_avg_sq"};
+
+static const char *gr_ckpt_slot_name(const char *optimizer, int k) {
+    return strcmp(optimizer, "adamw") == 0 ? gr_ckpt_slots_adamw[k] : gr_ckpt_slots_sgd[k];
+}
+
+void gr_ckpt_filename(int64_t step, char *buf, size_t n) { snprintf(buf, n, "step-%09lld.h5", (long long)step); }
+
+/* step of "step-%09d.h5", or -1 */
+static int64_t gr_ckpt_parse_name(const char *name) {
+    size_t len = strlen(name);
+    if (len < 12 || strncmp(name, "step-", 5) != 0 || strcmp(name + len - 3, ".h5") != 0) return -1;
+    int64_t v = 0;
+    for (size_t i = 5; i < len - 3; i++) {
+        if (name[i] < '0' || name[i] > '9' || v > (INT64_MAX - 9) / 10) return -1;
+        v = 10 * v + (name[i] - '0');
+    }
+    return v;
+}
+
+/* ---- attributes ---- */
+
+static herr_t gr_attr_i64(hid_t obj, const char *name, int64_t v) {
+    hid_t sp = H5Screate(H5S_SCALAR);
+    hid_t a = sp < 0 ? -1 : H5Acreate2(obj, name, H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t r = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_INT64, &v);
+    if (a >= 0) H5Aclose(a);
+    if (sp >= 0) H5Sclose(sp);
+    return r;
+}
+
+static herr_t gr_attr_f64(hid_t obj, const char *name, double v) {
+    hid_t sp = H5Screate(H5S_SCALAR);
+    hid_t a = sp < 0 ? -1 : H5Acreate2(obj, name, H5T_IEEE_F64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t r = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_DOUBLE, &v);
+    if (a >= 0) H5Aclose(a);
+    if (sp >= 0) H5Sclose(sp);
+    return r;
+}
+
+static herr_t gr_attr_u64s(hid_t obj, const char *name, const uint64_t *v, hsize_t n) {
+    hid_t sp = H5Screate_simple(1, &n, NULL);
+    hid_t a = sp < 0 ? -1 : H5Acreate2(obj, name, H5T_STD_U64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t r = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_UINT64, v);
+    if (a >= 0) H5Aclose(a);
+    if (sp >= 0) H5Sclose(sp);
+    return r;
+}
+
+static herr_t gr_attr_str(hid_t obj, const char *name, const char *s) {
+    hid_t t = H5Tcopy(H5T_C_S1);
+    if (t < 0) return -1;
+    herr_t r = H5Tset_size(t, strlen(s) + 1);
+    hid_t sp = r < 0 ? -1 : H5Screate(H5S_SCALAR);
+    hid_t a = sp < 0 ? -1 : H5Acreate2(obj, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
+    r = a < 0 ? -1 : H5Awrite(a, t, s);
+    if (a >= 0) H5Aclose(a);
+    if (sp >= 0) H5Sclose(sp);
+    H5Tclose(t);
+    return r;
+}
+
+/* Reads a scalar numeric attribute, checking [lo, hi]. */
+static gr_status gr_read_i64(hid_t f, const char *path, const char *name, int64_t lo, int64_t hi, int64_t *out,
+                             gr_error *err) {
+    htri_t ex = H5Aexists(f, name);
+    if (ex <= 0) return gr_error_set(err, GR_ERR_CKPT, "%s: attribute %s: missing", path, name);
+    hid_t a = H5Aopen(f, name, H5P_DEFAULT), sp = a < 0 ? -1 : H5Aget_space(a);
+    int64_t v = 0;
+    bool ok = sp >= 0 && H5Sget_simple_extent_npoints(sp) == 1 && H5Aread(a, H5T_NATIVE_INT64, &v) >= 0;
+    if (sp >= 0) H5Sclose(sp);
+    if (a >= 0) H5Aclose(a);
+    if (!ok) return gr_h5_fail(err, GR_ERR_CKPT, "%s: attribute %s: unreadable", path, name);
+    if (v < lo || v > hi)
+        return gr_error_set(err, GR_ERR_CKPT, "%s: attribute %s: %lld is outside [%lld, %lld]", path, name,
+                            (long long)v, (long long)lo, (long long)hi);
+    *out = v;
+    return GR_OK;
+}
+
+/* Reads a string attribute (fixed or variable length) of at most max bytes. */
+static gr_status gr_read_str(hid_t f, const char *path, const char *name, size_t max, char **out, gr_error *err) {
+    *out = NULL;
+    htri_t ex = H5Aexists(f, name);
+    if (ex <= 0) return gr_error_set(err, GR_ERR_CKPT, "%s: attribute %s: missing", path, name);
+    gr_status st = GR_OK;
+    hid_t a = H5Aopen(f, name, H5P_DEFAULT), t = -1, mt = -1;
+    CK_CHECK(a, "%s: attribute %s: unreadable", path, name);
+    CK_CHECK(t = H5Aget_type(a), "%s: attribute %s: unreadable", path, name);
+    if (H5Tget_class(t) != H5T_STRING) {
+        st = gr_error_set(err, GR_ERR_CKPT, "%s: attribute %s: not a string", path, name);
+        goto fail;
+    }
+    if (H5Tis_variable_str(t) > 0) {
+        char *s = NULL;
+        CK_CHECK(mt = H5Tcopy(H5T_C_S1), "%s: attribute %s: unreadable", path, name);
+        CK_CHECK(H5Tset_size(mt, H5T_VARIABLE), "%s: attribute %s: unreadable", path, name);
+        CK_CHECK(H5Aread(a, mt, &s), "%s: attribute %s: unreadable", path, name);
+        size_t n = s ? strlen(s) : 0;
+        if (n > max) {
+            H5free_memory(s);
+            st = gr_error_set(err, GR_ERR_CKPT, "%s: attribute %s: %zu bytes, over the limit %zu", path, name, n, max);
+            goto fail;
+        }
+        *out = gr_xstrdup(s ? s : "");
+        H5free_memory(s);
+    } else {
+        size_t n = H5Tget_size(t);
+        if (n == 0 || n > max) {
+            st = gr_error_set(err, GR_ERR_CKPT, "%s: attribute %s: %zu bytes, outside (0, %zu]", path, name, n, max);
+            goto fail;
+        }
+        char *s = gr_xcalloc(n + 1, 1);
+        if (H5Aread(a, t, s) < 0) {
+            free(s);
+            st = gr_h5_fail(err, GR_ERR_CKPT, "%s: attribute %s: unreadable", path, name);
+            goto fail;
+        }
+        *out = s;
+    }
+fail:
+    if (mt >= 0) H5Tclose(mt);
+    if (t >= 0) H5Tclose(t);
+    if (a >= 0) H5Aclose(a);
+    return st;
+}
+
+/* ---- write ---- */
+
+static gr_status gr_ckpt_write_file(const char *tmp, const gr_ckpt_header *h, const gr_ckpt_state *s,
+                                    gr_error *err) {
+    gr_status st = GR_OK;
+    const gr_graph *g = s->g;
+    hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    CK_CHECK(f, "%s: cannot create", tmp);
+    const uint64_t rng[2] = {h->rng[0], h->rng[1]};
+    CK_CHECK(gr_attr_str(f, "format", GR_CKPT_FORMAT), "%s: cannot write the header", tmp);
+    CK_CHECK(gr_attr_i64(f, "version", GR_CKPT_VERSION), "%s: cannot write the header", tmp);
+    CK_CHECK(gr_attr_i64(f, "step", h->step), "%s: cannot write the header", tmp);
+    CK_CHECK(gr_attr_i64(f, "epoch", h->epoch), "%s: cannot write the header", tmp);
+    CK_CHECK(gr_attr_i64(f, "sample_in_epoch", h->sample_in_epoch), "%s: cannot write the header", tmp);
+    CK_CHECK(gr_attr_i64(f, "world_size", h->world_size), "%s: cannot write the header", tmp);
+    CK_CHECK(gr_attr_str(f, "precision", h->precision), "%s: cannot write the header", tmp);
+    CK_CHECK(gr_attr_f64(f, "loss_scale", h->loss_scale), "%s: cannot write the header", tmp);
+    CK_CHECK(gr_attr_u64s(f, "rng", rng, 2), "%s: cannot write the header", tmp);
+    CK_CHECK(gr_attr_str(f, "optimizer", h->optimizer), "%s: cannot write the header", tmp);
+    CK_CHECK(gr_attr_i64(f, "optim_slots", h->optim_slots), "%s: cannot write the header", tmp);
+    CK_CHECK(gr_attr_str(f, "spec", h->spec ? h->spec : ""), "%s: cannot write the header", tmp);
+    if ((st = gr_weights_put(f, tmp, g, s->params, err))) goto fail;
+    for (int k = 0; k < h->optim_slots; k++)
+        for (int i = 0; i < g->n_tensors; i++) {
+            const gr_tensor *t = &g->tensors[i];
+            if (t->kind != GR_TK_PARAM) continue;
+            char name[600];
+            snprintf(name, sizeof name, "/optim/%s/%s/%s", g->layers[t->layer].name, t->pname,
+                     gr_ckpt_slot_name(h->optimizer, k));
+            const float *data = s->optim + (size_t)k * (size_t)g->n_trainable + (size_t)t->param_offset;
+            if ((st = gr_tio_write(f, tmp, name, t->ndim, t->shape, data, err))) goto fail;
+        }
+fail:
+    if (f >= 0 && H5Fclose(f) < 0 && !st) st = gr_h5_fail(err, GR_ERR_CKPT, "%s: cannot close (disk full?)", tmp);
+    return st;
+}
+
+/* Committed checkpoints of dir, by step descending. */
+typedef struct gr_ckpt_list {
+    int64_t *steps;
+    int n;
+} gr_ckpt_list;
+
+static int gr_cmp_desc(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x < y) - (x > y);
+}
+
+static gr_ckpt_list gr_ckpt_scan(const char *dir, bool report_tmp) {
+    gr_ckpt_list l = {NULL, 0};
+    DIR *d = opendir(dir);
+    if (!d) return l;
+    int cap = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (report_tmp && len > 4 && strcmp(e->d_name + len - 4, ".tmp") == 0)
+            fprintf(stderr, "gpurun: %s/%s: an unfinished write (skipped)\n", dir, e->d_name);
+        int64_t s = gr_ckpt_parse_name(e->d_name);
+        if (s < 0) continue;
+        if (l.n == cap) {
+            cap = cap ? 2 * cap : 16;
+            l.steps = gr_xrealloc(l.steps, (size_t)cap * sizeof *l.steps);
+        }
+        l.steps[l.n++] = s;
+    }
+    closedir(d);
+    if (l.n) qsort(l.steps, (size_t)l.n, sizeof *l.steps, gr_cmp_desc);
+    return l;
+}
+
+gr_status gr_ckpt_save(const char *dir, const gr_ckpt_header *h, const gr_ckpt_state *s, int keep, gr_error *err) {
+    gr_h5_init();
+    char name[64], path[GR_PATH_MAX + 80], tmp[GR_PATH_MAX + 96], latest[GR_PATH_MAX + 16];
+    gr_ckpt_filename(h->step, name, sizeof name);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    gr_status st = gr_ckpt_write_file(tmp, h, s, err);
+    if (!st) st = gr_tio_commit(tmp, path, err);
+    if (st) {
+        unlink(tmp);
+        return st;
+    }
+    char line[80];
+    snprintf(line, sizeof line, "%s\n", name);
+    snprintf(latest, sizeof latest, "%s/LATEST", dir);
+    if ((st = gr_tio_write_text(latest, line, err))) return st;
+    /* keep the newest `keep` up to this step; later ones belong to a run
+     * this one has replaced (it resumed from before them) */
+    gr_ckpt_list l = gr_ckpt_scan(dir, false);
+    int kept = 0;
+    for (int i = 0; i < l.n; i++) {
+        if (l.steps[i] <= h->step && kept++ < keep) continue;
+        char old[64], op[GR_PATH_MAX + 80];
+        gr_ckpt_filename(l.steps[i], old, sizeof old);
+        snprintf(op, sizeof op, "%s/%s", dir, old);
+        if (unlink(op) != 0 && errno != ENOENT)
+            fprintf(stderr, "gpurun: %s: cannot delete an old checkpoint: %s\n", op, strerror(errno));
+    }
+    free(l.steps);
+    return GR_OK;
+}
+
+/* ---- read ---- */
+
+gr_status gr_ckpt_load(const char *path, gr_ckpt_header *h, const gr_ckpt_state *s, gr_error *err) {
+    gr_h5_init();
+    memset(h, 0, sizeof *h);
+    if (access(path, R_OK) != 0) return gr_error_set(err, GR_ERR_CKPT, "%s: %s", path, strerror(errno));
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) return gr_h5_fail(err, GR_ERR_CKPT, "%s: not an HDF5 file, or truncated or corrupt", path);
+    const gr_graph *g = s->g;
+    char *str = NULL;
+    int64_t v = 0;
+    gr_status st = gr_read_str(f, path, "format", 64, &str, err);
+    if (!st && strcmp(str, GR_CKPT_FORMAT) != 0)
+        st = gr_error_set(err, GR_ERR_CKPT, "%s: attribute format: \"%s\", expected \"%s\" (not a gpurun "
+                          "checkpoint)", path, str, GR_CKPT_FORMAT);
+    free(str);
+    str = NULL;
+    if (!st) st = gr_read_i64(f, path, "version", GR_CKPT_VERSION, GR_CKPT_VERSION, &v, err);
+    if (!st) st = gr_read_i64(f, path, "step", 0, (int64_t)1 << 50, &h->step, err);
+    if (!st) st = gr_read_i64(f, path, "epoch", 0, (int64_t)1 << 50, &h->epoch, err);
+    if (!st) st = gr_read_i64(f, path, "sample_in_epoch", 0, (int64_t)1 << 50, &h->sample_in_epoch, err);
+    if (!st) st = gr_read_i64(f, path, "world_size", 1, 1 << 20, &h->world_size, err);
+    if (!st) st = gr_read_i64(f, path, "optim_slots", 0, 2, &v, err);
+    if (!st) h->optim_slots = (int)v;
+    if (!st && (st = gr_read_str(f, path, "optimizer", 15, &str, err)) == GR_OK) {
+        snprintf(h->optimizer, sizeof h->optimizer, "%s", str);
+        free(str);
+        str = NULL;
+    }
+    if (!st && (st = gr_read_str(f, path, "precision", 15, &str, err)) == GR_OK) {
+        snprintf(h->precision, sizeof h->precision, "%s", str);
+        free(str);
+        str = NULL;
+    }
+    if (!st) st = gr_read_str(f, path, "spec", GR_CKPT_SPEC_MAX, &h->spec, err);
+    if (!st) {
+        hid_t a = H5Aopen(f, "rng", H5P_DEFAULT), sp = a < 0 ? -1 : H5Aget_space(a);
+        bool ok = sp >= 0 && H5Sget_simple_extent_npoints(sp) == 2 && H5Aread(a, H5T_NATIVE_UINT64, h->rng) >= 0;
+        if (sp >= 0) H5Sclose(sp);
+        if (a >= 0) H5Aclose(a);
+        if (!ok) st = gr_h5_fail(err, GR_ERR_CKPT, "%s: attribute rng: missing or not 2 words", path);
+    }
+    if (!st) {
+        hid_t a = H5Aopen(f, "loss_scale", H5P_DEFAULT);
+        bool ok = a >= 0 && H5Aread(a, H5T_NATIVE_DOUBLE, &h->loss_scale) >= 0;
+        if (a >= 0) H5Aclose(a);
+        if (!ok) st = gr_h5_fail(err, GR_ERR_CKPT, "%s: attribute loss_scale: missing or unreadable", path);
+    }
+    if (!st) st = gr_weights_get(f, path, g, s->params, true, err);
+    for (int k = 0; !st && k < h->optim_slots; k++)
+        for (int i = 0; !st && i < g->n_tensors; i++) {
+            const gr_tensor *t = &g->tensors[i];
+            if (t->kind != GR_TK_PARAM) continue;
+            char name[600];
+            snprintf(name, sizeof name, "/optim/%s/%s/%s", g->layers[t->layer].name, t->pname,
+                     gr_ckpt_slot_name(h->optimizer, k));
+            float *dst = s->optim + (size_t)k * (size_t)g->n_trainable + (size_t)t->param_offset;
+            st = gr_tio_read(f, path, name, t->ndim, t->shape, dst, true, err);
+        }
+    H5Fclose(f);
+    if (st) {
+        free(h->spec);
+        h->spec = NULL;
+    }
+    return st;
+}
+
+gr_status gr_ckpt_resume_auto(const char *dir, gr_ckpt_header *h, const gr_ckpt_state *s, bool *found,
+                              char *path, size_t path_n, gr_error *err) {
+    (void)err;
+    *found = false;
+    char latest[GR_PATH_MAX + 16];
+    snprintf(latest, sizeof latest, "%s/LATEST", dir);
+    FILE *lf = fopen(latest, "r");
+    if (lf) {
+        char line[256] = "";
+        bool got = fgets(line, sizeof line, lf) != NULL;
+        fclose(lf);
+        line[strcspn(line, "\r\n")] = '\0';
+        char lp[GR_PATH_MAX + 300];
+        snprintf(lp, sizeof lp, "%s/%s", dir, line);
+        if (!got || !line[0])
+            fprintf(stderr, "gpurun: %s is empty; looking at the checkpoint files themselves\n", latest);
+        else if (gr_ckpt_parse_name(line) < 0 || access(lp, F_OK) != 0)
+            fprintf(stderr, "gpurun: %s names '%s', which is not there; looking at the checkpoint files "
+                    "themselves\n", latest, line);
+    }
+    gr_ckpt_list l = gr_ckpt_scan(dir, true);
+    for (int i = 0; i < l.n && !*found; i++) {
+        char name[64];
+        gr_ckpt_filename(l.steps[i], name, sizeof name);
+        snprintf(path, path_n, "%s/%s", dir, name);
+        gr_error e;
+        if (gr_ckpt_load(path, h, s, &e) == GR_OK) *found = true;
+        else fprintf(stderr, "gpurun: skipping %s: %s\n", path, e.msg);
+    }
+    free(l.steps);
+    return GR_OK;
+}

@@ -1,0 +1,67 @@
+/* ckpt.h — checkpoints (DESIGN 1.6): everything a run needs to continue as
+ * if never stopped, in one HDF5 file per commit, checkpoints/step-%09d.h5:
+ *   root attributes  format "gpurun-checkpoint", version, step, epoch,
+ *                    sample_in_epoch, world_size, precision, loss_scale,
+ *                    rng (uint64 words), optimizer, spec (resolved YAML);
+ *   /params/<layer>/<tensor>, /state/<layer>/<tensor> (weights.h), and
+ *   /optim/<layer>/<tensor>/<slot> (SGD: momentum_buffer; AdamW: exp_avg,
+ *   exp_avg_sq, as in PyTorch's optimizer state), each float32 with a crc32c.
+ * The data loader's position, every RNG stream (dropout masks, shuffles,
+ * augmentation draws) and the LR schedule are pure functions of (seed, step),
+ * so the step restores them exactly.
+ *
+ * Commit protocol: write NAME.tmp, fsync, rename, fsync the directory, then
+ * rewrite LATEST (the committed file's name) the same way. `keep` deletes
+ * older checkpoints only after a newer one committed. */
+#ifndef GR_CKPT_H
+#define GR_CKPT_H
+
+#include "../graph/graph.h"
+
+#define GR_CKPT_FORMAT "gpurun-checkpoint"
+#define GR_CKPT_VERSION 1
+
+typedef struct gr_ckpt_header {
+    int64_t step;             /* optimizer steps done */
+    int64_t epoch;            /* position of the next batch */
+    int64_t sample_in_epoch;
+    int64_t world_size;
+    char precision[16];
+    double loss_scale;
+    uint64_t rng[2];          /* the seed, and the stream counter (steps * micro-batches) */
+    char optimizer[16];       /* sgd | adamw */
+    int optim_slots;          /* 0, 1 or 2 */
+    char *spec;               /* the resolved YAML (read: malloc'd, caller frees) */
+} gr_ckpt_header;
+
+/* A host snapshot of the model: params arena (PARAM + STATE) and the
+ * optimizer slots (optim_slots arrays of n_trainable floats). */
+typedef struct gr_ckpt_state {
+    const gr_graph *g;
+    float *params;
+    float *optim;
+} gr_ckpt_state;
+
+/* "step-000001200.h5" */
+void gr_ckpt_filename(int64_t step, char *buf, size_t n);
+
+/* Writes dir/step-%09d.h5 through .tmp, fsync and rename, then LATEST; then
+ * deletes all but the newest `keep` checkpoints (never the new one). On any
+ * failure the .tmp is removed and nothing committed changes. */
+gr_status gr_ckpt_save(const char *dir, const gr_ckpt_header *h, const gr_ckpt_state *s, int keep, gr_error *err);
+
+/* Reads and verifies path into s (params, optim) and h (spec allocated):
+ * format and version, header values in range, every tensor of the model
+ * present with its shape and crc32c. Errors (exit 6) name the file and the
+ * tensor or attribute, with expected and actual values. */
+gr_status gr_ckpt_load(const char *path, gr_ckpt_header *h, const gr_ckpt_state *s, gr_error *err);
+
+/* --resume auto: the newest checkpoint in dir that verifies (tried from the
+ * highest step down; LATEST is not trusted blindly); leftovers (*.tmp) and
+ * checkpoints that fail verification are skipped with a line on stderr
+ * naming them. Returns GR_OK with *found false when none verifies. The
+ * loaded state is in s and h, the file's path in path. */
+gr_status gr_ckpt_resume_auto(const char *dir, gr_ckpt_header *h, const gr_ckpt_state *s, bool *found,
+                              char *path, size_t path_n, gr_error *err);
+
+#endif

@@ -1,0 +1,173 @@
+/* tensorio.c — see tensorio.h. */
+#include "tensorio.h"
+#include "../common/crc32c.h"
+#include "../dataio/h5util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define TIO_CHECK(expr, ...) do { \
+    if ((expr) < 0) { st = gr_h5_fail(err, GR_ERR_CKPT, __VA_ARGS__); goto fail; } \
+} while (0)
+
+static int64_t tio_numel(int ndim, const int64_t *shape) {
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= shape[d];
+    return n;
+}
+
+static void tio_shape_str(int ndim, const hsize_t *dims, char *buf, size_t n) {
+    size_t k = (size_t)snprintf(buf, n, "[");
+    for (int d = 0; d < ndim && k < n; d++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%llu", d ? ", " : "", (unsigned long long)dims[d]);
+    if (k < n) snprintf(buf + k, n - k, "]");
+}
+
+htri_t gr_tio_exists(hid_t f, const char *name) {
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", name);
+    htri_t ex = 1;
+    for (char *p = strchr(buf + 1, '/'); ex > 0; p = strchr(p + 1, '/')) {
+        if (p) *p = '\0';
+        ex = H5Lexists(f, buf, H5P_DEFAULT);
+        if (!p) break;
+        *p = '/';
+    }
+    return ex;
+}
+
+static herr_t tio_make_parents(hid_t f, const char *name) {
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", name);
+    for (char *p = strchr(buf + 1, '/'); p; p = strchr(p + 1, '/')) {
+        *p = '\0';
+        htri_t ex = H5Lexists(f, buf, H5P_DEFAULT);
+        if (ex < 0) return -1;
+        if (!ex) {
+            hid_t g = H5Gcreate2(f, buf, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+            if (g < 0) return -1;
+            H5Gclose(g);
+        }
+        *p = '/';
+    }
+    return 0;
+}
+
+gr_status gr_tio_write(hid_t f, const char *file, const char *name, int ndim, const int64_t *shape,
+                       const float *data, gr_error *err) {
+    gr_status st = GR_OK;
+    hid_t sp = -1, ds = -1, asp = -1, attr = -1;
+    hsize_t dims[8];
+    for (int d = 0; d < ndim; d++) dims[d] = (hsize_t)shape[d];
+    const uint32_t crc = gr_crc32c(0, data, (size_t)tio_numel(ndim, shape) * sizeof(float));
+    TIO_CHECK(tio_make_parents(f, name), "%s: %s: cannot create its group", file, name);
+    TIO_CHECK(sp = H5Screate_simple(ndim, dims, NULL), "%s: %s: cannot create", file, name);
+    TIO_CHECK(ds = H5Dcreate2(f, name, H5T_IEEE_F32LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+              "%s: %s: cannot create", file, name);
+    TIO_CHECK(H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "%s: %s: write failed", file,
+              name);
+    TIO_CHECK(asp = H5Screate(H5S_SCALAR), "%s: %s: cannot write crc32c", file, name);
+    TIO_CHECK(attr = H5Acreate2(ds, "crc32c", H5T_STD_U32LE, asp, H5P_DEFAULT, H5P_DEFAULT),
+              "%s: %s: cannot write crc32c", file, name);
+    TIO_CHECK(H5Awrite(attr, H5T_NATIVE_UINT32, &crc), "%s: %s: cannot write crc32c", file, name);
+fail:
+    if (attr >= 0) H5Aclose(attr);
+    if (asp >= 0) H5Sclose(asp);
+    if (ds >= 0) H5Dclose(ds);
+    if (sp >= 0) H5Sclose(sp);
+    return st;
+}
+
+gr_status gr_tio_read(hid_t f, const char *file, const char *name, int ndim, const int64_t *shape, float *dst,
+                      bool need_crc, gr_error *err) {
+    gr_status st = GR_OK;
+    hid_t ds = -1, sp = -1, attr = -1;
+    htri_t ex = gr_tio_exists(f, name);
+    TIO_CHECK(ex, "%s: %s: cannot look up (corrupt file?)", file, name);
+    if (!ex) return gr_error_set(err, GR_ERR_CKPT, "%s: %s: missing", file, name);
+    TIO_CHECK(ds = H5Dopen2(f, name, H5P_DEFAULT), "%s: %s: cannot open as a dataset", file, name);
+    TIO_CHECK(sp = H5Dget_space(ds), "%s: %s: cannot read its shape", file, name);
+    int nd = H5Sget_simple_extent_ndims(sp);
+    TIO_CHECK(nd, "%s: %s: cannot read its shape", file, name);
+    hsize_t have[8] = {0}, want[8];
+    if (nd <= 8) TIO_CHECK(H5Sget_simple_extent_dims(sp, have, NULL), "%s: %s: cannot read its shape", file, name);
+    bool same = nd == ndim;
+    for (int d = 0; d < ndim; d++) {
+        want[d] = (hsize_t)shape[d];
+        if (same && have[d] != want[d]) same = false;
+    }
+    if (!same) {
+        char a[160], b[160];
+        tio_shape_str(nd <= 8 ? nd : 8, have, a, sizeof a);
+        tio_shape_str(ndim, want, b, sizeof b);
+        st = gr_error_set(err, GR_ERR_CKPT, "%s: %s: shape %s, but %s is expected", file, name, a, b);
+        goto fail;
+    }
+    TIO_CHECK(H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, dst),
+              "%s: %s: read failed (truncated or corrupt file?)", file, name);
+    htri_t has = H5Aexists(ds, "crc32c");
+    TIO_CHECK(has, "%s: %s: cannot look up crc32c", file, name);
+    if (!has && need_crc) {
+        st = gr_error_set(err, GR_ERR_CKPT, "%s: %s: no crc32c attribute", file, name);
+        goto fail;
+    }
+    if (has) {
+        uint32_t stored = 0;
+        TIO_CHECK(attr = H5Aopen(ds, "crc32c", H5P_DEFAULT), "%s: %s: cannot read crc32c", file, name);
+        TIO_CHECK(H5Aread(attr, H5T_NATIVE_UINT32, &stored), "%s: %s: cannot read crc32c", file, name);
+        const uint32_t crc = gr_crc32c(0, dst, (size_t)tio_numel(ndim, shape) * sizeof(float));
+        if (crc != stored) {
+            st = gr_error_set(err, GR_ERR_CKPT, "%s: %s: crc32c mismatch (stored 0x%08x, computed 0x%08x): the "
+                              "file is corrupt", file, name, stored, crc);
+            goto fail;
+        }
+    }
+fail:
+    if (attr >= 0) H5Aclose(attr);
+    if (sp >= 0) H5Sclose(sp);
+    if (ds >= 0) H5Dclose(ds);
+    return st;
+}
+
+static gr_status tio_fsync_path(const char *path, int flags, gr_error *err) {
+    int fd = open(path, flags | O_CLOEXEC);
+    if (fd < 0 || fsync(fd) != 0) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        return gr_error_set(err, GR_ERR_CKPT, "%s: cannot sync: %s", path, strerror(e));
+    }
+    close(fd);
+    return GR_OK;
+}
+
+gr_status gr_tio_commit(const char *tmp, const char *path, gr_error *err) {
+    gr_status st = tio_fsync_path(tmp, O_RDONLY, err);
+    if (st) return st;
+    if (rename(tmp, path) != 0)
+        return gr_error_set(err, GR_ERR_CKPT, "%s: cannot rename to %s: %s", tmp, path, strerror(errno));
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    return tio_fsync_path(dirname(dir), O_RDONLY | O_DIRECTORY, err);
+}
+
+gr_status gr_tio_write_text(const char *path, const char *text, gr_error *err) {
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) return gr_error_set(err, GR_ERR_CKPT, "%s: cannot write: %s", tmp, strerror(errno));
+    size_t n = strlen(text);
+    bool ok = fwrite(text, 1, n, f) == n;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok) {
+        unlink(tmp);
+        return gr_error_set(err, GR_ERR_CKPT, "%s: cannot write: %s", tmp, strerror(errno));
+    }
+    gr_status st = gr_tio_commit(tmp, path, err);
+    if (st) unlink(tmp);
+    return st;
+}

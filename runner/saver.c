@@ -1,0 +1,101 @@
+/* saver.c — the background checkpoint writer (saver.h). */
+#include "saver.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct gr_saver {
+    char *dir;
+    int keep;
+    gr_ckpt_state state;
+    gr_ckpt_header h;
+    pthread_t thread;
+    bool running;         /* a thread was started and not joined */
+    bool done;            /* it finished; st/err not reported yet */
+    pthread_mutex_t mu;
+    gr_status st;
+    gr_error err;
+    double last_s;
+};
+
+gr_saver *gr_saver_new(const char *dir, int keep, const gr_graph *g, int optim_slots) {
+    gr_saver *sv = gr_xcalloc(1, sizeof *sv);
+    sv->dir = gr_xstrdup(dir);
+    sv->keep = keep;
+    sv->state.g = g;
+    sv->state.params = gr_xmalloc((size_t)(g->n_params ? g->n_params : 1) * sizeof(float));
+    sv->state.optim = gr_xmalloc((size_t)(optim_slots * g->n_trainable + 1) * sizeof(float));
+    pthread_mutex_init(&sv->mu, NULL);
+    return sv;
+}
+
+float *gr_saver_params(gr_saver *sv) { return sv->state.params; }
+float *gr_saver_optim(gr_saver *sv) { return sv->state.optim; }
+double gr_saver_last_s(const gr_saver *sv) { return sv->last_s; }
+
+static void *gr_saver_main(void *arg) {
+    gr_saver *sv = arg;
+    double t0 = gr_now();
+    gr_error e = {0};
+    gr_status st = gr_ckpt_save(sv->dir, &sv->h, &sv->state, sv->keep, &e);
+    pthread_mutex_lock(&sv->mu);
+    sv->st = st;
+    sv->err = e;
+    sv->done = true;
+    sv->last_s = gr_now() - t0;
+    pthread_mutex_unlock(&sv->mu);
+    return NULL;
+}
+
+void gr_saver_start(gr_saver *sv, const gr_ckpt_header *h) {
+    GR_ASSERT(!sv->running);
+    free(sv->h.spec);
+    sv->h = *h;
+    sv->h.spec = gr_xstrdup(h->spec ? h->spec : "");
+    sv->done = false;
+    /* the writer takes no signals: they are the training loop's */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&sv->thread, NULL, gr_saver_main, sv);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) { /* no thread: write in this one */
+        gr_saver_main(sv);
+        return;
+    }
+    sv->running = true;
+}
+
+gr_status gr_saver_wait(gr_saver *sv, gr_error *err) {
+    if (sv->running) {
+        pthread_join(sv->thread, NULL);
+        sv->running = false;
+    }
+    if (!sv->done) return GR_OK;
+    sv->done = false;
+    if (sv->st) *err = sv->err;
+    return sv->st;
+}
+
+bool gr_saver_poll(gr_saver *sv, gr_status *st, gr_error *err) {
+    pthread_mutex_lock(&sv->mu);
+    bool done = sv->done;
+    pthread_mutex_unlock(&sv->mu);
+    if (!done) return false;
+    *st = gr_saver_wait(sv, err);
+    return true;
+}
+
+void gr_saver_free(gr_saver *sv) {
+    if (!sv) return;
+    gr_error e;
+    (void)gr_saver_wait(sv, &e);
+    pthread_mutex_destroy(&sv->mu);
+    free(sv->h.spec);
+    free(sv->state.params);
+    free(sv->state.optim);
+    free(sv->dir);
+    free(sv);
+}

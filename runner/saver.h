@@ -1,0 +1,32 @@
+/* saver.h — asynchronous checkpoint saves: the training loop copies the
+ * model into the saver's host buffers (the only stall), and a background
+ * thread writes and commits the file (checkpoints/ckpt.h) while training
+ * goes on. At most one save is in flight: starting another waits for it.
+ * A failed save is reported by the next gr_saver_poll/gr_saver_wait; the
+ * previous checkpoint stays committed. */
+#ifndef GR_SAVER_H
+#define GR_SAVER_H
+
+#include "../checkpoints/ckpt.h"
+
+typedef struct gr_saver gr_saver;
+
+/* dir: the checkpoint directory (must exist); keep: checkpoints kept. */
+gr_saver *gr_saver_new(const char *dir, int keep, const gr_graph *g, int optim_slots);
+void gr_saver_free(gr_saver *sv);
+/* The host buffers the snapshot goes into: params arena, optimizer slots.
+ * Only touch them after gr_saver_wait. */
+float *gr_saver_params(gr_saver *sv);
+float *gr_saver_optim(gr_saver *sv);
+/* Waits for the save in flight, if any; returns its status (once). */
+gr_status gr_saver_wait(gr_saver *sv, gr_error *err);
+/* Without waiting: true when a save finished since the last report, with
+ * its status in *st / err. */
+bool gr_saver_poll(gr_saver *sv, gr_status *st, gr_error *err);
+/* Starts writing the buffers as the checkpoint of h (copied; h->spec is
+ * copied too). Call gr_saver_wait first. */
+void gr_saver_start(gr_saver *sv, const gr_ckpt_header *h);
+/* Seconds the last finished save took in the background, and its bytes. */
+double gr_saver_last_s(const gr_saver *sv);
+
+#endif
