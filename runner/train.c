@@ -586,6 +586,18 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
     int64_t total = s->train.epochs > 0 ? s->train.epochs * spe : s->train.steps;
     if (s->train.steps > 0 && s->train.steps < total) total = s->train.steps;
     int64_t accum = s->train.batch_size / s->train.micro_batch;
+    if (opt->resume && strcmp(opt->resume, "auto") != 0) {
+        /* --resume PATH: a file that does not verify changes nothing on disk */
+        float *p = gr_xmalloc((size_t)(j.g.n_params + 1) * sizeof(float));
+        float *o = gr_xmalloc((size_t)(2 * j.g.n_trainable + 1) * sizeof(float));
+        gr_ckpt_state cs = {&j.g, p, o};
+        gr_ckpt_header h;
+        st = gr_ckpt_load(opt->resume, &h, &cs, err);
+        if (!st) free(h.spec);
+        free(p);
+        free(o);
+        if (st) goto done;
+    }
     if ((st = gr_job_run_dir(&j, opt, err))) goto done;
     int64_t start = 0;
     if ((st = gr_job_resume(&j, opt, spe, &start, err))) goto done;

@@ -385,10 +385,17 @@ check "--resume auto on a finished run says so" grep -qF "this run already finis
 for f in config.yaml metrics.jsonl summary.json; do
     check "--resume auto on a finished run leaves $f untouched" cmp "$T/before/$f" "$R/$f"
 done
-# --resume auto on a run that did not finish (no summary.json): starts again, appending
+# --resume auto on a run whose summary.json is gone: resumes from its last
+# checkpoint (the end), so nothing is trained or logged twice
 rm "$R/summary.json"
-expect_ok -- "$G" "$T/ok.yaml" --run-dir "$R" --resume auto --quiet
+expect_ok -- "$G" "$T/ok.yaml" --run-dir "$R" --resume auto
+check "--resume auto says where it resumes" grep -qF "resuming from $R/checkpoints/step-000000002.h5 at step 2" "$ERR"
 check "--resume auto run finished" grep -qF '"status":"finished"' "$R/summary.json"
+check "--resume auto from the end logs no step twice" test "$(grep -c '"kind":"train"' "$R/metrics.jsonl")" -eq 2
+# and without checkpoints: starts again, appending
+rm -r "$R/summary.json" "$R/checkpoints"
+expect_ok -- "$G" "$T/ok.yaml" --run-dir "$R" --resume auto
+check "--resume auto without a checkpoint says it starts fresh" grep -qF "no checkpoint in $R/checkpoints; starting fresh" "$ERR"
 check "--resume auto appended to metrics.jsonl" test "$(grep -c '"kind":"train"' "$R/metrics.jsonl")" -eq 4
 # --resume auto into a fresh directory: first start of the preemptible idiom
 expect_ok -- "$G" "$T/ok.yaml" --run-dir "$T/run_auto" --resume auto --quiet
@@ -432,8 +439,8 @@ expect_fail 2 "tpu" -- "$G" "$T/ok.yaml" --device tpu --run-dir "$T/rd_tpu"
 spec dev_tpu tiny 's/^seed: 0/device: tpu/'
 expect_fail 2 "$T/dev_tpu.yaml:2:" "device" -- "$G" validate "$T/dev_tpu.yaml"
 
-# ---------------------------------------------------------------- checkpoints not supported yet: exit 6
-expect_fail 6 "some/path.h5" "checkpoint" -- "$G" "$T/ok.yaml" --resume some/path.h5 --run-dir "$T/rd_resume"
+# ---------------------------------------------------------------- --resume PATH that does not verify: exit 6
+expect_fail 6 "some/path.h5" "No such file" -- "$G" "$T/ok.yaml" --resume some/path.h5 --run-dir "$T/rd_resume"
 check "--resume PATH (refused) leaves no run directory" test ! -e "$T/rd_resume"
 
 # ---------------------------------------------------------------- data converter
