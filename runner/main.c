@@ -19,6 +19,8 @@ static const char gr_usage[] =
     "       gpurun plan JOB.yaml [--set KEY=VALUE]...      compile only: layers, shapes, parameters,\n"
     "                                                       FLOPs, memory per arena\n"
     "       gpurun validate JOB.yaml [--set KEY=VALUE]...  check the spec, print it resolved\n"
+    "       gpurun eval JOB.yaml --checkpoint PATH [--split val|train] [--set ...]\n"
+    "                                                       loss and accuracy of a checkpoint (JSON)\n"
     "       gpurun data fashion-mnist OUT.h5 [--from DIR] [--force]\n"
     "       gpurun data mnist OUT.h5 --from DIR [--force]\n"
     "       gpurun data cifar10 OUT.h5 --from DIR [--force]      DIR: the CIFAR-10 binary version\n"
@@ -183,14 +185,12 @@ int main(int argc, char **argv) {
         i = 2;
     }
     if (strcmp(cmd, "data") == 0) return gr_cmd_data(argc - 2, argv + 2);
-    if (strcmp(cmd, "eval") == 0)
-        gr_die(GR_ERR_USAGE, "eval: evaluating a checkpoint needs checkpoints, which this version does not "
-                             "write yet (a run evaluates on data.val as it trains)");
 
     const char *job = NULL;
     const char *sets[GR_MAX_SETS];
     int nsets = 0;
     gr_run_options opt = {0};
+    const char *checkpoint = NULL, *split = "val";
     for (; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -213,6 +213,12 @@ int main(int argc, char **argv) {
                 if (*end || t < 1 || t > 1024) gr_usage_error("--threads: expected a count from 1 to 1024, got '%s'", val);
                 opt.threads = (int)t;
             }
+        } else if ((strcmp(a, "--checkpoint") == 0 || strcmp(a, "--split") == 0) && strcmp(cmd, "eval") == 0) {
+            if (!val) gr_usage_error("%s: expected a value", a);
+            i++;
+            if (a[2] == 'c') checkpoint = val;
+            else if (strcmp(val, "val") == 0 || strcmp(val, "train") == 0) split = val;
+            else gr_usage_error("--split: expected val or train, got '%s'", val);
         } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
             opt.quiet = true;
         } else if (a[0] == '-') {
@@ -224,6 +230,7 @@ int main(int argc, char **argv) {
         }
     }
     if (!job) gr_usage_error("%s: expected a job spec (JOB.yaml)", cmd);
+    if (strcmp(cmd, "eval") == 0 && !checkpoint) gr_usage_error("eval: --checkpoint PATH is required%s", "");
     if (opt.resume && strcmp(opt.resume, "auto") != 0 && strcmp(cmd, "run") != 0)
         gr_usage_error("--resume is for runs%s", "");
 
@@ -236,6 +243,8 @@ int main(int argc, char **argv) {
         if (!st) gr_spec_dump(&spec, stdout);
     } else if (strcmp(cmd, "plan") == 0) {
         st = gr_train_plan_report(&spec, stdout, &err);
+    } else if (strcmp(cmd, "eval") == 0) {
+        st = gr_train_eval(&spec, checkpoint, split, &opt, &err);
     } else {
         st = gr_train_run(&spec, &opt, &err);
     }

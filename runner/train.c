@@ -791,6 +791,68 @@ done:
     return st;
 }
 
+/* ---- `gpurun eval` ---- */
+
+gr_status gr_train_eval(const gr_job_spec *spec, const char *checkpoint, const char *split,
+                        const gr_run_options *opt, gr_error *err) {
+    gr_job j;
+    memset(&j, 0, sizeof j);
+    gr_status st;
+    const bool val = strcmp(split, "val") == 0;
+    if (val && !spec->data.val.path[0]) {
+        st = gr_spec_error(err, spec, "data", "eval --split val needs data.val");
+        goto done;
+    }
+    if ((st = gr_job_compile(&j, spec, val, err))) goto done;
+    if ((st = gr_job_backend(&j, opt->device ? opt->device : spec->device, opt->threads, err))) goto done;
+    const int slots = gr_optim_slots(&spec->train.optimizer);
+    if ((st = gr_model_init(&j.m, &j.g, j.be, slots, err))) goto done;
+    gr_ckpt_header h;
+    {
+        float *p = gr_xmalloc((size_t)(j.g.n_params + 1) * sizeof(float));
+        float *o = gr_xmalloc((size_t)(2 * j.g.n_trainable + 1) * sizeof(float));
+        gr_ckpt_state cs = {&j.g, p, o};
+        st = gr_ckpt_load(checkpoint, &h, &cs, err);
+        if (!st) {
+            free(h.spec);
+            gr_backend_upload(j.be, j.m.params, p, (size_t)j.g.n_params * sizeof(float));
+        }
+        free(p);
+        free(o);
+        if (st) goto done;
+    }
+    if ((st = gr_plan_compile(&j.eval_plan, &j.m, &j.g, GR_PLAN_EVAL, true, err))) goto done;
+    /* the split through the evaluation loader: file order, last batch kept, centre crop */
+    gr_loader_config lc;
+    memset(&lc, 0, sizeof lc);
+    lc.batch = spec->train.micro_batch;
+    lc.world = 1;
+    lc.seed = spec->seed;
+    lc.n_norm = j.n_norm;
+    memcpy(lc.mean, j.mean, sizeof lc.mean);
+    memcpy(lc.std, j.std, sizeof lc.std);
+    lc.prefetch = (int)spec->data.prefetch;
+    lc.workers = (int)spec->data.workers;
+    lc.aug = j.val_aug;
+    if ((st = gr_loader_open(val ? j.val_ds : j.train_ds, &lc, &j.val_ld, err))) goto done;
+    double loss = 0.0, acc = 0.0;
+    int64_t n = gr_loader_samples_per_epoch(j.val_ld);
+    if ((st = gr_job_evaluate(&j, &loss, &acc, err))) goto done;
+    gr_json js;
+    gr_json_begin(&js);
+    gr_json_str(&js, "kind", "eval");
+    gr_json_str(&js, "split", split);
+    gr_json_str(&js, "checkpoint", checkpoint);
+    gr_json_int(&js, "step", h.step);
+    gr_json_int(&js, "samples", n);
+    gr_json_num(&js, "loss", loss);
+    gr_json_num(&js, "accuracy", acc);
+    printf("%s\n", gr_json_end(&js));
+done:
+    gr_job_free(&j);
+    return st;
+}
+
 /* ---- `gpurun plan` ---- */
 static void gr_fmt_count(int64_t v, char *buf, size_t n) {
     char tmp[32];

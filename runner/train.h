@@ -23,6 +23,14 @@ typedef struct gr_run_options {
 
 gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_error *err);
 
+/* `gpurun eval`: loads the checkpoint's parameters and state into the job's
+ * model and prints one JSON line {"kind":"eval","split","checkpoint","step",
+ * "samples","loss","accuracy"} over the whole split ("val" or "train"),
+ * batchnorm and dropout in eval mode. A checkpoint that does not verify or
+ * fit the model is exit 6. */
+gr_status gr_train_eval(const gr_job_spec *spec, const char *checkpoint, const char *split,
+                        const gr_run_options *opt, gr_error *err);
+
 /* Compiles the job without running it and prints the layer table, parameter
  * count, FLOPs per sample and bytes per arena at the micro-batch. */
 gr_status gr_train_plan_report(const gr_job_spec *spec, FILE *f, gr_error *err);

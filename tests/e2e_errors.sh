@@ -439,6 +439,19 @@ expect_fail 2 "tpu" -- "$G" "$T/ok.yaml" --device tpu --run-dir "$T/rd_tpu"
 spec dev_tpu tiny 's/^seed: 0/device: tpu/'
 expect_fail 2 "$T/dev_tpu.yaml:2:" "device" -- "$G" validate "$T/dev_tpu.yaml"
 
+# ---------------------------------------------------------------- gpurun eval JOB --checkpoint PATH
+expect_ok '"kind":"eval"' '"split":"val"' -- "$G" eval "$T/ok.yaml" --checkpoint "$R/checkpoints/step-000000002.h5"
+check "eval of the final checkpoint equals the run's last eval" "$PY" -c '
+import json, sys
+got = json.loads(open(sys.argv[1]).read())
+last = [json.loads(l) for l in open(sys.argv[2]) if "\"eval\"" in l][-1]
+assert got["loss"] == last["loss"] and got["accuracy"] == last["accuracy"] and got["step"] == 2, (got, last)
+' "$OUT" "$R/metrics.jsonl"
+expect_ok '"split":"train"' '"samples":64' -- "$G" eval "$T/ok.yaml" --checkpoint "$R/checkpoints/step-000000002.h5" --split train
+expect_fail 2 "--checkpoint PATH is required" -- "$G" eval "$T/ok.yaml"
+expect_fail 2 "--split: expected val or train" -- "$G" eval "$T/ok.yaml" --checkpoint x.h5 --split test
+expect_fail 6 "$R/weights.h5" "attribute format" -- "$G" eval "$T/ok.yaml" --checkpoint "$R/weights.h5"
+
 # ---------------------------------------------------------------- --resume PATH that does not verify: exit 6
 expect_fail 6 "some/path.h5" "No such file" -- "$G" "$T/ok.yaml" --resume some/path.h5 --run-dir "$T/rd_resume"
 check "--resume PATH (refused) leaves no run directory" test ! -e "$T/rd_resume"
