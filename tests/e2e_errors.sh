@@ -448,6 +448,8 @@ last = [json.loads(l) for l in open(sys.argv[2]) if "\"eval\"" in l][-1]
 assert got["loss"] == last["loss"] and got["accuracy"] == last["accuracy"] and got["step"] == 2, (got, last)
 ' "$OUT" "$R/metrics.jsonl"
 expect_ok '"split":"train"' '"samples":64' -- "$G" eval "$T/ok.yaml" --checkpoint "$R/checkpoints/step-000000002.h5" --split train
+expect_ok "loaded into a torch MLP [16, 8, 10]: ok" -- "$PY" "$SRC/docs/checkpoint_reader.py" \
+    "$R/checkpoints/step-000000002.h5" --mlp 16,8,10
 expect_fail 2 "--checkpoint PATH is required" -- "$G" eval "$T/ok.yaml"
 expect_fail 2 "--split: expected val or train" -- "$G" eval "$T/ok.yaml" --checkpoint x.h5 --split test
 expect_fail 6 "$R/weights.h5" "attribute format" -- "$G" eval "$T/ok.yaml" --checkpoint "$R/weights.h5"
