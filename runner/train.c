@@ -369,6 +369,10 @@ static gr_status gr_job_evaluate(gr_job *j, double *loss, double *acc, gr_error 
     int64_t seen = 0, nb = gr_loader_batches_per_epoch(j->val_ld);
     for (int64_t i = 0; i < nb; i++) {
         gr_batch *b;
+        if (gr_signals_pending()) { /* a preemption does not wait for the evaluation */
+            *loss = *acc = NAN;
+            return GR_OK;
+        }
         if ((st = gr_loader_next(j->val_ld, &b, err))) return st;
         GR_ASSERT(b->index == i);
         gr_train_micro_step(&j->eval_plan, b, &ctx, &loss_sum, &correct);
@@ -705,6 +709,12 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
             double te = gr_now();
             if ((st = gr_job_evaluate(&j, &last_vloss, &last_acc, err))) goto done;
             te = gr_now() - te;
+            if (isnan(last_acc)) { /* a signal interrupted it: the step is done, its eval line is not */
+                stop_signal = gr_signals_pending();
+                last_acc = last_vloss = NAN;
+                step++;
+                break;
+            }
             t_window += te; /* training throughput excludes eval time */
             eval_s += te;
             if (isnan(best_acc) || last_acc > best_acc) best_acc = last_acc;
