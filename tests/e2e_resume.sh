@@ -1,0 +1,602 @@
+#!/usr/bin/env bash
+# e2e_resume.sh — checkpoints, exact resume and preemption (DESIGN 1.1-1.3, 1.6):
+#
+#  1. bit-exact resume: a job run straight and the same job stopped by a signal
+#     (SIGTERM, SIGINT, SIGUSR1; once or twice; SIGKILL after a periodic save)
+#     then continued with --resume auto give the same per-step train/eval lines
+#     in metrics.jsonl and byte-identical weights.h5. Variants: mid-epoch,
+#     across an epoch boundary with gradient accumulation, crop+flip
+#     augmentation, AdamW, dropout. The stop checkpoint's root attributes and
+#     every dataset's crc32c (recomputed here in pure Python) are checked.
+#  2. corrupt and odd files: --resume PATH is exit 6 naming the file and the
+#     tensor/attribute, before the run directory is touched; --resume auto
+#     skips them with a stderr line and resumes exactly from the next older
+#     good checkpoint (or starts fresh). checkpoint.keep and LATEST.
+#  3. a second SIGINT: exit 130 at once, committed checkpoints still verify.
+#  4. a checkpoint directory whose LATEST cannot be written: logged, training
+#     goes on, exit 6 for the final save.
+#
+#   bash tests/e2e_resume.sh GPURUN_BINARY SOURCE_DIR TMPDIR
+#
+# Tiny fixtures (random 1x16x16 images, a 12.8k-parameter CNN, ~6 ms a step),
+# made with /usr/bin/python3 + h5py/numpy. Processes are stopped once
+# metrics.jsonl shows a given step, so the checks do not depend on the speed
+# of the machine. Prints `N passed, M failed` last; exits non-zero when M > 0.
+set -u
+
+if [ $# -ne 3 ]; then
+    echo "usage: bash $0 GPURUN_BINARY SOURCE_DIR TMPDIR" >&2
+    exit 2
+fi
+G=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+SRC=$(cd "$2" && pwd)
+T=$3
+PY=/usr/bin/python3
+
+rm -rf "$T"
+mkdir -p "$T"
+T=$(cd "$T" && pwd)
+cd "$T" || exit 2
+
+PASS=0
+FAIL=0
+OUT=$T/last.out
+ERR=$T/last.err
+RC=0
+T0=$SECONDS
+
+ok()   { PASS=$((PASS + 1)); }
+bad()  { FAIL=$((FAIL + 1)); echo "FAIL: $*"; }
+
+run() {
+    timeout 120 "$@" >"$OUT" 2>"$ERR"
+    RC=$?
+}
+
+show() {
+    echo "      command: $CMD"
+    echo "      exit code: $RC"
+    echo "      stderr: $(head -c 1200 "$ERR" | sed 's/^/        /' | sed '1s/^ *//')"
+}
+
+# expect CODE SUBSTRING... -- CMD...  : exit code CODE, stderr has every SUBSTRING, no HDF5 error stack
+expect() {
+    local code=$1; shift
+    local subs=()
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do subs+=("$1"); shift; done
+    shift
+    CMD="$*"
+    run "$@"
+    local why=""
+    [ "$RC" -eq "$code" ] || why="exit code $RC, expected $code"
+    local s
+    for s in "${subs[@]}"; do
+        grep -qF -- "$s" "$ERR" || why="${why:+$why; }stderr lacks '$s'"
+    done
+    if grep -qF "HDF5-DIAG" "$ERR"; then why="${why:+$why; }HDF5 error stack printed"; fi
+    if [ -z "$why" ]; then ok; else bad "$why"; show; fi
+}
+
+# check DESCRIPTION CMD... : passes when CMD succeeds
+check() {
+    local desc=$1; shift
+    if "$@" >"$T/check.out" 2>&1; then ok; else bad "$desc"; sed 's/^/      /' "$T/check.out" | head -20; fi
+}
+
+# laststep FILE : the step of FILE's last line (0 when there is none)
+laststep() {
+    local s
+    s=$(tail -n 1 "$1" 2>/dev/null | grep -o '"step":[0-9]*')
+    echo "${s#*:}" | sed 's/^$/0/'
+}
+
+# interrupt SIG K RUNDIR ARGS... : starts `gpurun ARGS --run-dir RUNDIR` in the background,
+# waits until its metrics.jsonl shows step >= K, sends SIG, waits; exit code in $RC,
+# stderr in $ERR, the step the message names in $STOP (empty when none).
+interrupt() {
+    local sig=$1 k=$2 rd=$3; shift 3
+    CMD="$G $* --run-dir $rd   (then kill -$sig at step >= $k)"
+    # background jobs of a non-interactive shell ignore SIGINT; give gpurun the default
+    env --default-signal=INT "$G" "$@" --run-dir "$rd" >"$OUT" 2>"$ERR" &
+    local pid=$! i=0
+    while kill -0 "$pid" 2>/dev/null && [ "$(laststep "$rd/metrics.jsonl")" -lt "$k" ] && [ $i -lt 6000 ]; do
+        sleep 0.005
+        i=$((i + 1))
+    done
+    kill -"$sig" "$pid" 2>/dev/null
+    { wait "$pid"; } 2>/dev/null   # no "Killed" line from the shell
+    RC=$?
+    STOP=$(sed -n 's/.*stopped by SIG[A-Z0-9]* at step \([0-9]*\);.*/\1/p' "$ERR" | head -n 1)
+}
+
+# expect_stop SIGNAME K RUNDIR : checks the outcome of `interrupt`: exit 75, the message,
+# a stop at or after step K and before the end, the checkpoint named and LATEST
+expect_stop() {
+    local name=$1 k=$2 rd=$3 why=""
+    [ "$RC" -eq 75 ] || why="exit code $RC, expected 75"
+    if [ -z "$STOP" ]; then
+        why="${why:+$why; }stderr lacks 'stopped by $name at step N;'"
+    else
+        local f
+        f=$(printf 'step-%09d.h5' "$STOP")
+        grep -qF "stopped by $name at step $STOP; checkpoint $rd/checkpoints/$f committed; rerun with --resume auto" \
+            "$ERR" || why="${why:+$why; }stderr lacks the full stop message"
+        [ "$STOP" -ge "$k" ] && [ "$STOP" -lt "$STEPS" ] || why="${why:+$why; }stopped at step $STOP, not in [$k, $STEPS)"
+        [ -f "$rd/checkpoints/$f" ] || why="${why:+$why; }$rd/checkpoints/$f is not there"
+        [ "$(cat "$rd/checkpoints/LATEST" 2>/dev/null)" = "$f" ] || why="${why:+$why; }LATEST does not name $f"
+        # the checkpoint is of the last completed optimizer step: the last one logged
+        [ "$(grep '"kind":"train"' "$rd/metrics.jsonl" | tail -n 1 | grep -o '"step":[0-9]*')" = "\"step\":$STOP" ] ||
+            why="${why:+$why; }the last train line of metrics.jsonl is not step $STOP"
+        grep -qF '"status":"stopped"' "$rd/summary.json" 2>/dev/null || why="${why:+$why; }summary.json status is not stopped"
+    fi
+    if [ -z "$why" ]; then ok; else bad "$why"; show; fi
+}
+
+# ---------------------------------------------------------------- fixtures
+cat >"$T/h.py" <<'EOF'
+# helpers: same RUN_A RUN_B [--last] | ckeq CKPT_A CKPT_B | verify CKPT [attr=value]... | flip CKPT DATASET | deltensor CKPT DATASET
+import json, sys
+import h5py, numpy as np
+
+def _table():
+    t = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        t.append(c)
+    return t
+TBL = _table()
+
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    t = TBL
+    for b in data:
+        crc = t[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+assert crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value
+
+def metrics(path, last):
+    train, ev = {}, {}
+    order = []
+    for line in open(path):
+        d = json.loads(line, parse_float=str)  # exact: the numbers as written
+        if d["kind"] == "train":
+            order.append(d["step"])
+            if d["step"] in train and not last:
+                raise AssertionError(f"{path}: step {d['step']} logged twice")
+            train[d["step"]] = (d["epoch"], d["loss"], d["lr"])
+        elif d["kind"] == "eval":
+            ev[d["step"]] = (d["split"], d["epoch"], d["loss"], d["accuracy"])
+    if not last:
+        assert order == sorted(order), f"{path}: train steps out of order"
+    return train, ev
+
+def datasets(f):
+    out = {}
+    f.visititems(lambda n, o: out.__setitem__(n, o) if isinstance(o, h5py.Dataset) else None)
+    return out
+
+def same(a, b, *opt):
+    """the run in directory b reads like the run in a: train lines (epoch, loss, lr as written),
+    eval lines, and every dataset of weights.h5 byte for byte; lists every difference"""
+    last = "--last" in opt
+    ta, ea = metrics(a + "/metrics.jsonl", last)
+    tb, eb = metrics(b + "/metrics.jsonl", last)
+    n = max(ta)
+    errs = []
+    if sorted(ta) != list(range(1, n + 1)):
+        errs.append(f"{a}: train steps are not 1..{n}")
+    if sorted(tb) != list(range(1, n + 1)):
+        errs.append(f"{b}: train steps are not 1..{n}: {sorted(tb)[:5]}...{sorted(tb)[-5:]}")
+    bad = [s for s in ta if ta[s] != tb.get(s)]
+    if bad:
+        s = bad[0]
+        errs.append(f"train lines of {len(bad)} steps differ, the first: step {s}: {ta[s]} / {tb.get(s)}")
+    with h5py.File(a + "/weights.h5", "r") as fa, h5py.File(b + "/weights.h5", "r") as fb:
+        da, db = datasets(fa), datasets(fb)
+        if sorted(da) != sorted(db):
+            errs.append(f"weights.h5 datasets: {sorted(da)} / {sorted(db)}")
+        if not any(k.startswith("params/") for k in da):
+            errs.append(f"{a}/weights.h5 has no /params")
+        for k in sorted(set(da) & set(db)):
+            x, y = da[k][...], db[k][...]
+            if x.dtype != y.dtype or x.shape != y.shape:
+                errs.append(f"weights.h5 {k}: {x.dtype}{x.shape} / {y.dtype}{y.shape}")
+            elif x.tobytes() != y.tobytes():
+                errs.append(f"weights.h5 {k}: differs (max abs diff {np.max(np.abs(x.astype(np.float64) - y)):.3g})")
+    for s in sorted(set(ea) | set(eb)):
+        if ea.get(s) != eb.get(s):
+            errs.append(f"eval line of step {s}: {ea.get(s)} / {eb.get(s)}")
+    assert not errs, "\n".join(errs)
+    print(f"{n} steps, {len(ea)} evals, {len(da)} tensors identical")
+
+def ckeq(a, b):
+    """two checkpoints hold the same step and the same tensors, byte for byte"""
+    with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
+        da, db = datasets(fa), datasets(fb)
+        errs = [f"{k}: step {fa.attrs[k]} / {fb.attrs[k]}" for k in ("step", "epoch", "sample_in_epoch")
+                if fa.attrs[k] != fb.attrs[k]]
+        if sorted(da) != sorted(db):
+            errs.append(f"datasets: {sorted(da)} / {sorted(db)}")
+        for k in sorted(set(da) & set(db)):
+            x, y = da[k][...], db[k][...]
+            if x.tobytes() != y.tobytes():
+                errs.append(f"{k}: differs (max abs diff {np.max(np.abs(x.astype(np.float64) - y)):.3g})")
+    assert not errs, "\n".join(errs)
+
+def verify(path, *kv):
+    with h5py.File(path, "r") as f:
+        at = dict(f.attrs)
+        def val(v):
+            return v.decode() if isinstance(v, bytes) else v
+        assert val(at.get("format")) == "gpurun-checkpoint", at.get("format")
+        assert int(at.get("version")) == 1, at.get("version")
+        for k in ("step", "epoch", "sample_in_epoch", "world_size", "precision", "loss_scale", "rng",
+                  "optimizer", "optim_slots", "spec"):
+            assert k in at, f"root attribute {k} missing"
+        for e in kv:
+            k, v = e.split("=", 1)
+            got = val(at[k])
+            if isinstance(got, np.ndarray):
+                got = ",".join(str(x) for x in got.tolist())
+            assert str(got) == v, f"attribute {k}: {got!r}, expected {v}"
+        ds = datasets(f)
+        params = [k[len("params/"):] for k in ds if k.startswith("params/")]
+        assert params, "no /params"
+        slots = {"sgd": ["momentum_buffer"], "adamw": ["exp_avg", "exp_avg_sq"]}[val(at["optimizer"])]
+        if int(at["optim_slots"]) == 0:
+            slots = []
+        assert len(slots) == int(at["optim_slots"]), (slots, at["optim_slots"])
+        for p in params:
+            for s in slots:
+                assert f"optim/{p}/{s}" in ds, f"optim/{p}/{s} missing"
+                assert ds[f"optim/{p}/{s}"].shape == ds["params/" + p].shape, f"optim/{p}/{s}: shape"
+        for k, d in ds.items():
+            assert k.split("/")[0] in ("params", "state", "optim"), k
+            assert d.dtype == np.float32, (k, d.dtype)
+            assert "crc32c" in d.attrs, f"{k}: no crc32c attribute"
+            stored = int(d.attrs["crc32c"])
+            got = crc32c(np.ascontiguousarray(d[...], dtype="<f4").tobytes())
+            assert stored == got, f"{k}: crc32c stored 0x{stored:08x}, computed 0x{got:08x}"
+    print(f"{path}: {len(ds)} datasets verified")
+
+def flip(path, name):
+    with h5py.File(path, "r") as f:
+        d = f[name]
+        off = d.id.get_offset()
+        assert off is not None, f"{name}: not contiguous"
+        off += d.id.get_storage_size() // 2
+    with open(path, "r+b") as fh:
+        fh.seek(off)
+        b = fh.read(1)
+        fh.seek(off)
+        fh.write(bytes([b[0] ^ 0x10]))
+
+def deltensor(path, name):
+    with h5py.File(path, "a") as f:
+        del f[name]
+
+{"same": same, "ckeq": ckeq, "verify": verify, "flip": flip, "deltensor": deltensor}[sys.argv[1]](*sys.argv[2:])
+EOF
+
+"$PY" - "$T" <<'EOF' || { echo "FAIL: cannot make HDF5 fixtures with $PY (h5py, numpy)"; echo "0 passed, 1 failed"; exit 1; }
+import sys, h5py, numpy as np
+T = sys.argv[1]
+r = np.random.default_rng(7)
+with h5py.File(f"{T}/rnd.h5", "w") as f:   # random labels: the loss stays high, the gradients large
+    for g, n in (("train", 2048), ("val", 64)):
+        f[g + "/images"] = r.integers(0, 256, (n, 1, 16, 16), dtype=np.uint8)
+        f[g + "/labels"] = r.integers(0, 10, n).astype(np.uint8)
+EOF
+
+STEPS=100
+# spec NAME [SED-EXPR] : $T/NAME.yaml, the base job (CNN with batchnorm, SGD + momentum + weight
+# decay, cosine LR, 100 steps of 16; an epoch is 128 steps), optionally edited
+spec() {
+    cat >"$T/$1.yaml" <<EOF
+name: resume
+seed: 11
+data:
+  train: {path: $T/rnd.h5, group: /train}
+  val: {path: $T/rnd.h5, group: /val}
+  normalize: {mean: [127.5], std: [73.9]}
+#AUG
+model:
+  layers:
+    - conv: {filters: 16, kernel: 3, padding: 1}
+    - batchnorm
+    - relu
+    - conv: {filters: 16, kernel: 3, padding: 1}
+    - relu
+    - maxpool: {kernel: 2}
+    - flatten
+#DROP
+    - dense: {units: 10}
+train:
+  batch_size: 16
+  steps: $STEPS
+  optimizer: {type: sgd, lr: 0.05, momentum: 0.9, weight_decay: 0.0005}
+  schedule: {type: cosine}
+eval: {every_steps: 25}
+log: {every_steps: 1, tensorboard: false}
+EOF
+    if [ $# -gt 1 ]; then sed -i "$2" "$T/$1.yaml"; fi
+}
+spec base
+spec aug 's/^#AUG/  augment: {crop: {size: 16, padding: 2}, flip: true}/'
+# (adamw and drop without batchnorm: their checks then stand apart from batchnorm's)
+spec adamw 's/{type: sgd, [^}]*}/{type: adamw, lr: 0.002, betas: [0.9, 0.99], weight_decay: 0.01}/; /- batchnorm/d'
+spec drop 's/^#DROP/    - dropout: {rate: 0.3}/; /- batchnorm/d'
+spec wide 's/^#DROP/    - dense: {units: 256}\n    - relu/'   # 267k parameters: a 2 MB checkpoint
+spec other 's/filters: 16/filters: 8/'   # another model: other layer sizes
+ACC=(--set train.batch_size=32 --set train.micro_batch=8)   # 4 micro-batches a step; an epoch is 64 steps
+
+# the straight runs every variant is compared with
+for v in base aug adamw drop; do
+    expect 0 -- "$G" "$T/$v.yaml" --run-dir "$T/$v.straight" --quiet
+done
+expect 0 -- "$G" "$T/base.yaml" "${ACC[@]}" --run-dir "$T/acc.straight" --quiet
+echo "straight runs: $((SECONDS - T0)) s"
+
+# ---------------------------------------------------------------- 1. exact resume after a signal
+# resumed RUNDIR STOPSTEP ARGS... : --resume auto to the end, from the stop checkpoint
+resumed() {
+    local rd=$1 s=$2; shift 2
+    expect 0 "resuming from $rd/checkpoints/$(printf 'step-%09d.h5' "$s") at step $s" -- \
+        "$G" "$@" --run-dir "$rd" --resume auto
+}
+
+# mid-epoch (epoch 0 of 128 steps), SIGTERM; the stop checkpoint's header and crc32c
+interrupt TERM 30 "$T/term" "$T/base.yaml"
+expect_stop SIGTERM 30 "$T/term"
+S=${STOP:-0}
+check "stop checkpoint: header (step $S, epoch 0, sample_in_epoch $((S * 16))) and every crc32c" \
+    "$PY" "$T/h.py" verify "$T/term/checkpoints/$(printf 'step-%09d.h5' "$S")" step="$S" epoch=0 \
+    sample_in_epoch=$((S * 16)) world_size=1 precision=fp32 optimizer=sgd optim_slots=1
+check "stop checkpoint holds /state/batchnorm0/running_mean and /optim/conv0/weight/momentum_buffer" "$PY" -c '
+import h5py, sys
+f = h5py.File(sys.argv[1], "r")
+for k in ("params/conv0/weight", "params/batchnorm0/weight", "state/batchnorm0/running_mean",
+          "state/batchnorm0/running_var", "optim/conv0/weight/momentum_buffer", "optim/dense0/bias/momentum_buffer"):
+    assert k in f, k
+' "$T/term/checkpoints/$(printf 'step-%09d.h5' "$S")"
+mkdir -p "$T/term.before"
+cp "$T/term/metrics.jsonl" "$T/term/config.yaml" "$T/term.before/"
+# BUG (reported): a signal that lands during a micro-batch's forward/backward abandons that
+# step (it is redone after the resume), but the forward pass has already updated batchnorm's
+# running_mean/running_var; the stop checkpoint saves those, and the resumed run applies the
+# redone batch's update a second time. Train losses and params stay exact; /state and the
+# eval lines (which use the running stats) drift. Caught here directly: the stop checkpoint
+# must equal the periodic checkpoint of the same step of an uninterrupted run.
+expect 0 -- "$G" "$T/base.yaml" --set checkpoint.every_steps="$S" --set checkpoint.keep=9 --run-dir "$T/term.ref" --quiet
+check "the SIGTERM checkpoint of step $S = the periodic checkpoint of step $S of a straight run (/state included)" \
+    "$PY" "$T/h.py" ckeq "$T/term.ref/checkpoints/$(printf 'step-%09d.h5' "$S")" \
+    "$T/term/checkpoints/$(printf 'step-%09d.h5' "$S")"
+resumed "$T/term" "$S" "$T/base.yaml"
+check "SIGTERM mid-epoch at step $S + --resume auto = the straight run (losses, eval lines, weights.h5 bytes)" \
+    "$PY" "$T/h.py" same "$T/base.straight" "$T/term"
+
+# SIGINT and SIGUSR1
+for sig in INT USR1; do
+    k=$([ $sig = INT ] && echo 45 || echo 70)
+    interrupt $sig $k "$T/$sig" "$T/base.yaml"
+    expect_stop SIG$sig $k "$T/$sig"
+    S=${STOP:-0}
+    resumed "$T/$sig" "$S" "$T/base.yaml"
+    check "SIG$sig at step $S + --resume auto = the straight run" "$PY" "$T/h.py" same "$T/base.straight" "$T/$sig"
+done
+
+# two interruptions in one run
+interrupt TERM 20 "$T/two" "$T/base.yaml"
+expect_stop SIGTERM 20 "$T/two"
+S1=${STOP:-0}
+interrupt TERM $((S1 + 30)) "$T/two" "$T/base.yaml" --resume auto
+expect_stop SIGTERM $((S1 + 30)) "$T/two"
+check "the second start resumed from step $S1" grep -qF "resuming from $T/two/checkpoints/$(printf 'step-%09d.h5' "$S1") at step $S1" "$ERR"
+S2=${STOP:-0}
+resumed "$T/two" "$S2" "$T/base.yaml"
+check "SIGTERM at $S1 and at $S2, two resumes = the straight run" "$PY" "$T/h.py" same "$T/base.straight" "$T/two"
+
+# gradient accumulation, stopped in the second epoch (the signal mostly lands between micro-batches)
+interrupt TERM 70 "$T/acc" "$T/base.yaml" "${ACC[@]}"
+expect_stop SIGTERM 70 "$T/acc"
+S=${STOP:-0}
+check "accumulation: stop checkpoint header (epoch 1, sample_in_epoch $(((S - 64) * 32)), rng word = micro-batches)" \
+    "$PY" "$T/h.py" verify "$T/acc/checkpoints/$(printf 'step-%09d.h5' "$S")" step="$S" epoch=1 \
+    sample_in_epoch=$(((S - 64) * 32)) rng="11,$((S * 4))"
+resumed "$T/acc" "$S" "$T/base.yaml" "${ACC[@]}"
+check "accumulation (32 = 4 x 8), SIGTERM at step $S in epoch 2 + resume = the straight run" \
+    "$PY" "$T/h.py" same "$T/acc.straight" "$T/acc"
+
+# augmentation, AdamW, dropout
+for v in aug adamw drop; do
+    interrupt TERM 40 "$T/$v" "$T/$v.yaml"
+    expect_stop SIGTERM 40 "$T/$v"
+    S=${STOP:-0}
+    if [ $v = adamw ]; then
+        check "AdamW stop checkpoint: optimizer adamw, 2 slots (exp_avg, exp_avg_sq), every crc32c" \
+            "$PY" "$T/h.py" verify "$T/$v/checkpoints/$(printf 'step-%09d.h5' "$S")" optimizer=adamw optim_slots=2
+    fi
+    resumed "$T/$v" "$S" "$T/$v.yaml"
+    check "$v: SIGTERM at step $S + --resume auto = the straight run" "$PY" "$T/h.py" same "$T/$v.straight" "$T/$v"
+done
+
+# SIGKILL after periodic saves (every 15 steps): --resume auto takes the newest one, drops the
+# metrics lines logged after it, and the result is still the straight run (saves change nothing)
+interrupt KILL 50 "$T/kill" "$T/base.yaml" --set checkpoint.every_steps=15
+check "SIGKILL: killed (exit 137)" test "$RC" -eq 137
+L=$(grep -c '"kind":"train"' "$T/kill/metrics.jsonl")
+R=$(sed 's/step-0*\([0-9]*\)\.h5/\1/' "$T/kill/checkpoints/LATEST")
+check "SIGKILL at step $L: LATEST names a periodic checkpoint <= $L (it is step $R)" \
+    test "$R" -le "$L" -a $((R % 15)) -eq 0 -a "$R" -ge 15
+expect 0 "resuming from $T/kill/checkpoints/$(printf 'step-%09d.h5' "$R") at step $R" -- \
+    "$G" "$T/base.yaml" --set checkpoint.every_steps=15 --run-dir "$T/kill" --resume auto
+check "SIGKILL at step $L, resume from $R (lines $((R + 1))..$L dropped, logged again) = the straight run" \
+    "$PY" "$T/h.py" same "$T/base.straight" "$T/kill"
+check "checkpoint.keep default 3: step-75, -90, -100 remain, LATEST names step-100" bash -c "
+    cd '$T/kill/checkpoints' && [ \"\$(ls | tr '\n' ' ')\" = 'LATEST step-000000075.h5 step-000000090.h5 step-000000100.h5 ' ] &&
+    [ \"\$(cat LATEST)\" = step-000000100.h5 ] && [ \"\$(wc -c <LATEST)\" -eq 18 ]"
+echo "exact resume: $((SECONDS - T0)) s"
+
+# ---------------------------------------------------------------- 2. corrupt and odd files
+# a template: every 20 steps, keep 5 -> step 20, 40, 60, 80, 100
+expect 0 -- "$G" "$T/base.yaml" --set checkpoint.every_steps=20 --set checkpoint.keep=5 --run-dir "$T/tmpl" --quiet
+check "checkpoint.keep=5: 5 checkpoints remain" test "$(ls "$T/tmpl/checkpoints" | grep -c '^step-.*\.h5$')" -eq 5
+expect 0 -- "$G" "$T/base.yaml" --set checkpoint.every_steps=20 --set checkpoint.keep=2 --run-dir "$T/keep2" --quiet
+check "checkpoint.keep=2: exactly step-80 and step-100 remain, LATEST names step-100" bash -c "
+    cd '$T/keep2/checkpoints' && [ \"\$(ls | tr '\n' ' ')\" = 'LATEST step-000000080.h5 step-000000100.h5 ' ] &&
+    [ \"\$(cat LATEST)\" = step-000000100.h5 ]"
+expect 0 -- "$G" "$T/other.yaml" --set checkpoint.every_steps=20 --run-dir "$T/other" --quiet
+C=$T/tmpl/checkpoints
+ck() { printf '%s/step-%09d.h5' "$1" "$2"; }
+
+mkdir -p "$T/bad"
+head -c 20000 "$(ck "$C" 100)" >"$T/bad/truncated.h5"
+cp "$(ck "$C" 100)" "$T/bad/flipped.h5"
+check "flip a byte inside /params/conv1/weight's data" "$PY" "$T/h.py" flip "$T/bad/flipped.h5" /params/conv1/weight
+cp "$(ck "$C" 100)" "$T/bad/flipped_optim.h5"
+check "flip a byte inside /optim/dense0/weight/momentum_buffer's data" \
+    "$PY" "$T/h.py" flip "$T/bad/flipped_optim.h5" /optim/dense0/weight/momentum_buffer
+cp "$(ck "$C" 100)" "$T/bad/missing.h5"
+check "delete /optim/conv1/weight/momentum_buffer" \
+    "$PY" "$T/h.py" deltensor "$T/bad/missing.h5" /optim/conv1/weight/momentum_buffer
+cp "$(ck "$T/other/checkpoints" 100)" "$T/bad/other.h5"
+cp "$T/tmpl/weights.h5" "$T/bad/weights.h5"
+
+# --resume PATH: exit 6 naming the file and the tensor, nothing created or changed
+F=$T/bad
+expect 6 "$F/truncated.h5" -- "$G" "$T/base.yaml" --resume "$F/truncated.h5" --run-dir "$T/p_trunc"
+expect 6 "$F/flipped.h5: /params/conv1/weight: crc32c mismatch (stored 0x" -- \
+    "$G" "$T/base.yaml" --resume "$F/flipped.h5" --run-dir "$T/p_flip"
+expect 6 "$F/flipped_optim.h5: /optim/dense0/weight/momentum_buffer: crc32c mismatch (stored 0x" -- \
+    "$G" "$T/base.yaml" --resume "$F/flipped_optim.h5" --run-dir "$T/p_flip2"
+expect 6 "$F/missing.h5: /optim/conv1/weight/momentum_buffer: missing" -- \
+    "$G" "$T/base.yaml" --resume "$F/missing.h5" --run-dir "$T/p_missing"
+expect 6 "$F/other.h5: /params/conv0/weight: shape [8, 1, 3, 3], but [16, 1, 3, 3] is expected" -- \
+    "$G" "$T/base.yaml" --resume "$F/other.h5" --run-dir "$T/p_other"
+expect 6 "$F/weights.h5: attribute format: missing" -- \
+    "$G" "$T/base.yaml" --resume "$F/weights.h5" --run-dir "$T/p_weights"
+expect 6 "$T/rnd.h5: attribute format" -- "$G" "$T/base.yaml" --resume "$T/rnd.h5" --run-dir "$T/p_data"
+for d in p_trunc p_flip p_flip2 p_missing p_other p_weights p_data; do
+    check "--resume PATH that does not verify: $d not created" test ! -e "$T/$d"
+done
+# into the stopped run of part 1 ($T/term.before holds its files as they were at the stop)
+rm -rf "$T/term2" && mkdir -p "$T/term2" && cp "$T/term.before/"* "$T/term2/"
+expect 6 "$F/flipped.h5: /params/conv1/weight: crc32c mismatch" -- \
+    "$G" "$T/base.yaml" --resume "$F/flipped.h5" --run-dir "$T/term2"
+check "--resume PATH that does not verify leaves an existing run's files as they were" \
+    bash -c "cmp '$T/term.before/metrics.jsonl' '$T/term2/metrics.jsonl' && cmp '$T/term.before/config.yaml' '$T/term2/config.yaml' && [ \"\$(ls '$T/term2')\" = \"\$(printf 'config.yaml\nmetrics.jsonl')\" ]"
+# --resume PATH of a good older checkpoint: exactly that file, and exact
+rm -rf "$T/p_good" && mkdir -p "$T/p_good" && cp "$T/tmpl/metrics.jsonl" "$T/tmpl/config.yaml" "$T/p_good/"
+expect 0 "resuming from $(ck "$C" 60) at step 60" -- \
+    "$G" "$T/base.yaml" --resume "$(ck "$C" 60)" --run-dir "$T/p_good"
+check "--resume PATH (step 60 of a finished run; lines 61..100 dropped) = the straight run" \
+    "$PY" "$T/h.py" same "$T/base.straight" "$T/p_good"
+
+# --resume auto: each case in a copy of the template without its summary.json and weights.h5
+# auto NAME : fresh copy in $T/a_NAME, $A = its checkpoint directory
+auto() {
+    rm -rf "$T/a_$1"
+    cp -a "$T/tmpl" "$T/a_$1"
+    rm -f "$T/a_$1/summary.json" "$T/a_$1/weights.h5"
+    A=$T/a_$1/checkpoints
+}
+resume_auto() {  # NAME SUBSTRING... : --resume auto exits 0 with those lines, then equals the straight run
+    local n=$1; shift
+    expect 0 "$@" -- "$G" "$T/base.yaml" --set checkpoint.every_steps=20 --set checkpoint.keep=5 \
+        --run-dir "$T/a_$n" --resume auto
+    check "--resume auto ($n) = the straight run" "$PY" "$T/h.py" same "$T/base.straight" "$T/a_$n"
+}
+auto truncated; cp "$F/truncated.h5" "$(ck "$A" 100)"
+resume_auto truncated "skipping $(ck "$A" 100): $(ck "$A" 100)" "resuming from $(ck "$A" 80) at step 80"
+auto flipped; cp "$F/flipped.h5" "$(ck "$A" 100)"
+resume_auto flipped "skipping $(ck "$A" 100): $(ck "$A" 100): /params/conv1/weight: crc32c mismatch (stored 0x" \
+    "resuming from $(ck "$A" 80) at step 80"
+auto other; cp "$F/other.h5" "$(ck "$A" 100)"
+resume_auto other "skipping $(ck "$A" 100): $(ck "$A" 100): /params/conv0/weight: shape [8, 1, 3, 3], but [16, 1, 3, 3] is expected" \
+    "resuming from $(ck "$A" 80) at step 80"
+check "after resuming from 80 past a bad step-100, the next commit replaced it" \
+    "$PY" "$T/h.py" verify "$(ck "$A" 100)" step=100
+auto two_bad; cp "$F/truncated.h5" "$(ck "$A" 100)"; cp "$(ck "$A" 80)" "$T/x.h5"
+"$PY" "$T/h.py" flip "$(ck "$A" 80)" /state/batchnorm0/running_var
+resume_auto two_bad "skipping $(ck "$A" 100)" "skipping $(ck "$A" 80): $(ck "$A" 80): /state/batchnorm0/running_var: crc32c mismatch" \
+    "resuming from $(ck "$A" 60) at step 60"
+auto empty_latest; : >"$A/LATEST"
+resume_auto empty_latest "$A/LATEST is empty; looking at the checkpoint files themselves" \
+    "resuming from $(ck "$A" 100) at step 100"
+auto missing_latest; echo step-000000120.h5 >"$A/LATEST"
+resume_auto missing_latest "$A/LATEST names 'step-000000120.h5', which is not there; looking at the checkpoint files" \
+    "resuming from $(ck "$A" 100) at step 100"
+auto no_latest; rm "$A/LATEST"
+resume_auto no_latest "resuming from $(ck "$A" 100) at step 100"
+auto tmp; head -c 30000 "$(ck "$A" 100)" >"$A/step-000000120.h5.tmp"
+resume_auto tmp "$A/step-000000120.h5.tmp: an unfinished write (skipped)" "resuming from $(ck "$A" 100) at step 100"
+check "a .tmp leftover: the committed step-100 still verifies" "$PY" "$T/h.py" verify "$(ck "$A" 100)" step=100
+auto all_bad
+for s in 20 40 60 80 100; do head -c 5000 "$(ck "$C" $s)" >"$(ck "$A" $s)"; done
+expect 0 "skipping $(ck "$A" 100)" "skipping $(ck "$A" 20)" "no checkpoint in $A; starting fresh" -- \
+    "$G" "$T/base.yaml" --set checkpoint.every_steps=20 --set checkpoint.keep=5 --run-dir "$T/a_all_bad" --resume auto
+# a fresh start appends to metrics.jsonl (said so on stderr; e2e_errors relies on it): compare the last line of each step
+check "--resume auto with only bad checkpoints starts fresh; the result = the straight run" \
+    "$PY" "$T/h.py" same "$T/base.straight" "$T/a_all_bad" --last
+echo "corrupt files: $((SECONDS - T0)) s"
+
+# ---------------------------------------------------------------- 3. a second SIGINT
+# The wide model's 2 MB stop checkpoint takes a while to write: the second SIGINT, 5 ms after the
+# first, lands during it (not sooner: two signals pending at once are delivered as one). Tried up
+# to 3 times in case the first SIGINT's commit wins the race on a fast disk.
+expect 0 -- "$G" "$T/wide.yaml" --set checkpoint.every_steps=10 --run-dir "$T/wide.straight" --quiet
+for try in 1 2 3; do
+    rm -rf "$T/int2"
+    CMD="$G $T/wide.yaml --set checkpoint.every_steps=10 --run-dir $T/int2   (kill -INT twice at step >= 35)"
+    env --default-signal=INT "$G" "$T/wide.yaml" --set checkpoint.every_steps=10 --run-dir "$T/int2" >"$OUT" 2>"$ERR" &
+    pid=$!
+    i=0
+    while kill -0 $pid 2>/dev/null && [ "$(laststep "$T/int2/metrics.jsonl")" -lt 35 ] && [ $i -lt 6000 ]; do
+        sleep 0.005; i=$((i + 1))
+    done
+    kill -INT $pid; sleep 0.005; kill -INT $pid 2>/dev/null
+    wait $pid
+    RC=$?
+    [ $RC -eq 75 ] || break
+    echo "note: the second SIGINT came after the commit (try $try)"
+done
+if [ $RC -eq 130 ] && grep -qF "second interrupt: exiting now, committed checkpoints untouched" "$ERR"; then ok
+else bad "a second SIGINT: expected exit 130 and 'second interrupt' on stderr"; show; fi
+check "a second SIGINT: no summary.json (it exits at once)" test ! -e "$T/int2/summary.json"
+check "after a second SIGINT every committed checkpoint verifies (gpurun eval loads it)" bash -c "
+    n=0; for f in '$T/int2/checkpoints'/step-*.h5; do [ -e \"\$f\" ] || continue; n=\$((n + 1));
+    '$G' eval '$T/wide.yaml' --checkpoint \"\$f\" >/dev/null || { echo \"\$f does not verify\"; exit 1; }; done;
+    [ \$n -ge 1 ] || { echo 'no committed checkpoint'; exit 1; }"
+check "after a second SIGINT LATEST names a committed checkpoint" bash -c "test -f '$T/int2/checkpoints/'\$(cat '$T/int2/checkpoints/LATEST')"
+expect 0 "resuming from $T/int2/checkpoints/step-0000000" -- \
+    "$G" "$T/wide.yaml" --set checkpoint.every_steps=10 --run-dir "$T/int2" --resume auto
+check "second SIGINT, then --resume auto = the straight run" "$PY" "$T/h.py" same "$T/wide.straight" "$T/int2"
+echo "second SIGINT: $((SECONDS - T0)) s"
+
+# ---------------------------------------------------------------- 4. commits that fail
+# LATEST is a directory: each periodic commit of LATEST fails (the step file itself is renamed in
+# first); the run says so and goes on to the end, where the final save fails: exit 6.
+mkdir -p "$T/latestdir/checkpoints/LATEST"
+expect 6 "checkpoint failed (training goes on; the previous checkpoint is kept): $T/latestdir/checkpoints/LATEST.tmp: cannot rename to $T/latestdir/checkpoints/LATEST" \
+    -- "$G" "$T/base.yaml" --set checkpoint.every_steps=20 --run-dir "$T/latestdir" --quiet
+check "LATEST not writable: each of the 4 periodic saves reported" \
+    test "$(grep -c 'checkpoint failed (training goes on' "$ERR")" -eq 4
+check "LATEST not writable: training went on to step $STEPS" test "$(grep -c '"kind":"train"' "$T/latestdir/metrics.jsonl")" -eq $STEPS
+check "LATEST not writable: the final error names LATEST" grep -qF "gpurun: $T/latestdir/checkpoints/LATEST.tmp: cannot rename to $T/latestdir/checkpoints/LATEST" "$ERR"
+# BUG (reported): the run exits 6 but summary.json says "finished" and weights.h5 is not written,
+# so `--resume auto` (the preemptible idiom) then says "this run already finished; nothing to do"
+# and the final weights never appear. Once the directory is fixed, --resume auto must complete
+# the run: exit 0 and a weights.h5 equal to the straight run's.
+check "a run that exits 6 for its final save is not recorded as finished in summary.json" \
+    bash -c "! grep -qF '\"status\":\"finished\"' '$T/latestdir/summary.json'"
+rmdir "$T/latestdir/checkpoints/LATEST"
+expect 0 -- "$G" "$T/base.yaml" --set checkpoint.every_steps=20 --run-dir "$T/latestdir" --resume auto --quiet
+check "after the final save failed and LATEST was fixed, --resume auto completes the run = the straight run" \
+    "$PY" "$T/h.py" same "$T/base.straight" "$T/latestdir"
+
+echo "e2e_resume: $((SECONDS - T0)) s"
+echo "$PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]

@@ -1,0 +1,336 @@
+#!/usr/bin/env bash
+# e2e_spot.sh — a spot-instance simulation: the preemptible idiom of DESIGN 1.1
+# (`gpurun JOB --resume auto --run-dir D`, rerun until it exits 0) under
+#
+#  A. 30 SIGTERMs at random moments in a 1000-step job (each a random 2..12 steps after the
+#     restart's first step, plus 0..15 ms): every stop exits 75 naming its
+#     checkpoint, the next start resumes from exactly that one, and the end
+#     result equals an uninterrupted run — per-step losses, eval lines and
+#     weights.h5 byte for byte;
+#  B. 25 SIGKILLs at random moments (0..150 ms after the start, right when a
+#     checkpoint's .tmp appears, i.e. during a save, or 1..25 steps past the
+#     furthest step logged), then a run to the end: after
+#     every kill each committed checkpoint verifies (crc32c recomputed here);
+#     every restart resumes from the newest committed checkpoint or, when
+#     there is none, says it starts fresh; the steps redone per kill are at
+#     most 2 x checkpoint.every_steps (see below); the end result equals the
+#     uninterrupted run.
+#
+#   bash tests/e2e_spot.sh GPURUN_BINARY SOURCE_DIR TMPDIR
+#
+# The random moments come from bash's RANDOM with a fixed seed, so a failure
+# reproduces (up to the machine's timing). Prints `N passed, M failed` last.
+set -u
+
+if [ $# -ne 3 ]; then
+    echo "usage: bash $0 GPURUN_BINARY SOURCE_DIR TMPDIR" >&2
+    exit 2
+fi
+G=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+T=$3
+PY=/usr/bin/python3
+rm -rf "$T"
+mkdir -p "$T"
+T=$(cd "$T" && pwd)
+cd "$T" || exit 2
+
+PASS=0
+FAIL=0
+T0=$SECONDS
+ok()   { PASS=$((PASS + 1)); }
+bad()  { FAIL=$((FAIL + 1)); echo "FAIL: $*"; }
+check() {
+    local desc=$1; shift
+    if "$@" >"$T/check.out" 2>&1; then ok; else bad "$desc"; sed 's/^/      /' "$T/check.out" | head -20; fi
+}
+laststep() {  # the step of FILE's last line, 0 when none
+    local s
+    s=$(tail -n 1 "$1" 2>/dev/null | grep -o '"step":[0-9]*')
+    s=${s#*:}
+    echo "${s:-0}"
+}
+lasttrain() {  # the step of FILE's last train line, 0 when none
+    local s
+    s=$(grep '"kind":"train"' "$1" 2>/dev/null | tail -n 1 | grep -o '"step":[0-9]*')
+    s=${s#*:}
+    echo "${s:-0}"
+}
+ckname() { printf 'step-%09d.h5' "$1"; }
+
+# ---------------------------------------------------------------- fixtures
+cat >"$T/h.py" <<'EOF'
+# same RUN_A RUN_B [--last]: metrics (train, eval) and weights.h5 byte for byte
+# committed DIR: verifies every step-*.h5 of DIR (format, crc32c of each dataset) and prints the newest step (0 if none)
+import json, os, re, sys
+import h5py, numpy as np
+
+def _table():
+    t = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        t.append(c)
+    return t
+TBL = _table()
+
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    t = TBL
+    for b in data:
+        crc = t[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+assert crc32c(b"123456789") == 0xE3069283
+
+def datasets(f):
+    out = {}
+    f.visititems(lambda n, o: out.__setitem__(n, o) if isinstance(o, h5py.Dataset) else None)
+    return out
+
+def metrics(path, last):
+    train, ev = {}, {}
+    for line in open(path):
+        d = json.loads(line, parse_float=str)
+        if d["kind"] == "train":
+            if d["step"] in train and not last:
+                raise AssertionError(f"{path}: step {d['step']} logged twice")
+            train[d["step"]] = (d["epoch"], d["loss"], d["lr"])
+        elif d["kind"] == "eval":
+            ev[d["step"]] = (d["split"], d["epoch"], d["loss"], d["accuracy"])
+    return train, ev
+
+def same(a, b, *opt):
+    last = "--last" in opt
+    ta, ea = metrics(a + "/metrics.jsonl", last)
+    tb, eb = metrics(b + "/metrics.jsonl", last)
+    n = max(ta)
+    errs = []
+    if sorted(tb) != list(range(1, n + 1)):
+        errs.append(f"{b}: train steps are not 1..{n}")
+    bad = [s for s in ta if ta[s] != tb.get(s)]
+    if bad:
+        errs.append(f"train lines of {len(bad)} steps differ, the first: step {bad[0]}: {ta[bad[0]]} / {tb.get(bad[0])}")
+    with h5py.File(a + "/weights.h5", "r") as fa, h5py.File(b + "/weights.h5", "r") as fb:
+        da, db = datasets(fa), datasets(fb)
+        if sorted(da) != sorted(db):
+            errs.append(f"weights.h5 datasets: {sorted(da)} / {sorted(db)}")
+        for k in sorted(set(da) & set(db)):
+            x, y = da[k][...], db[k][...]
+            if x.shape != y.shape or x.tobytes() != y.tobytes():
+                errs.append(f"weights.h5 {k}: differs")
+    for s in sorted(set(ea) | set(eb)):
+        if ea.get(s) != eb.get(s):
+            errs.append(f"eval line of step {s}: {ea.get(s)} / {eb.get(s)}")
+    assert not errs, "\n".join(errs)
+    print(f"{n} steps, {len(ea)} evals, {len(da)} tensors identical")
+
+def committed(d):
+    newest = 0
+    for name in sorted(os.listdir(d)):
+        m = re.fullmatch(r"step-(\d{9})\.h5", name)
+        if not m:
+            continue
+        with h5py.File(os.path.join(d, name), "r") as f:
+            a = f.attrs
+            assert a["format"] in (b"gpurun-checkpoint", "gpurun-checkpoint"), (name, a["format"])
+            assert int(a["step"]) == int(m.group(1)), (name, a["step"])
+            for k, ds in datasets(f).items():
+                got = crc32c(np.ascontiguousarray(ds[...], dtype="<f4").tobytes())
+                assert got == int(ds.attrs["crc32c"]), f"{name}: {k}: crc32c mismatch"
+        newest = max(newest, int(m.group(1)))
+    print(newest)
+
+{"same": same, "committed": committed}[sys.argv[1]](*sys.argv[2:])
+EOF
+
+"$PY" - "$T" <<'EOF' || { echo "FAIL: cannot make HDF5 fixtures with $PY (h5py, numpy)"; echo "0 passed, 1 failed"; exit 1; }
+import sys, h5py, numpy as np
+T = sys.argv[1]
+r = np.random.default_rng(3)
+with h5py.File(f"{T}/rnd.h5", "w") as f:
+    for g, n in (("train", 1024), ("val", 64)):
+        f[g + "/images"] = r.integers(0, 256, (n, 1, 16, 16), dtype=np.uint8)
+        f[g + "/labels"] = r.integers(0, 10, n).astype(np.uint8)
+EOF
+
+EVERY=20
+# a small CNN with batchnorm (12.8k parameters, ~6 ms a step on one core), 64 steps an epoch,
+# crop + flip augmentation, SGD with momentum and a cosine schedule, checkpoints every 20 steps
+job() {  # job NAME STEPS
+    cat >"$T/$1.yaml" <<EOF
+name: spot
+seed: 5
+data:
+  train: {path: $T/rnd.h5, group: /train}
+  val: {path: $T/rnd.h5, group: /val}
+  normalize: {mean: [127.5], std: [73.9]}
+  augment: {crop: {size: 16, padding: 2}, flip: true}
+model:
+  layers:
+    - conv: {filters: 16, kernel: 3, padding: 1}
+    - batchnorm
+    - relu
+    - conv: {filters: 16, kernel: 3, padding: 1}
+    - relu
+    - maxpool: {kernel: 2}
+    - flatten
+    - dropout: {rate: 0.2}
+    - dense: {units: 10}
+train:
+  batch_size: 16
+  steps: $2
+  optimizer: {type: sgd, lr: 0.05, momentum: 0.9, weight_decay: 0.0005}
+  schedule: {type: cosine}
+checkpoint: {every_steps: $EVERY}
+eval: {every_steps: 50}
+log: {every_steps: 1, tensorboard: false}
+EOF
+}
+
+# ---------------------------------------------------------------- A: 30 SIGTERMs
+NA=1000
+job a $NA
+"$G" "$T/a.yaml" --run-dir "$T/a.straight" --quiet >/dev/null 2>"$T/a.straight.err" && ok ||
+    bad "the uninterrupted run A failed: $(cat "$T/a.straight.err")"
+echo "A: uninterrupted run: $((SECONDS - T0)) s"
+
+RANDOM=20240601
+D=$T/a.spot
+stops=0 starts=0 rc=75 expect_from=0 why=""
+while [ $rc -ne 0 ] && [ $starts -lt 60 ]; do
+    starts=$((starts + 1))
+    : >"$T/a.out"; : >"$T/a.err"
+    env --default-signal=INT "$G" "$T/a.yaml" --resume auto --run-dir "$D" >"$T/a.out" 2>"$T/a.err" &
+    pid=$!
+    if [ $stops -lt 30 ]; then
+        target=$((expect_from + 2 + RANDOM % 11))
+        extra=$(printf '0.%03d' $((RANDOM % 16)))
+        i=0
+        while kill -0 $pid 2>/dev/null && [ "$(laststep "$D/metrics.jsonl")" -lt $target ] && [ $i -lt 6000 ]; do
+            sleep 0.005; i=$((i + 1))
+        done
+        sleep "$extra"
+        kill -TERM $pid 2>/dev/null
+    fi
+    wait $pid
+    rc=$?
+    # each start after the first resumes from the checkpoint the previous stop named
+    if [ $expect_from -gt 0 ]; then
+        grep -qF "resuming from $D/checkpoints/$(ckname $expect_from) at step $expect_from" "$T/a.err" ||
+            why="${why}start $starts did not resume from step $expect_from: $(head -c 300 "$T/a.err"); "
+    else
+        grep -qF "starting fresh" "$T/a.err" || why="${why}start $starts did not say it starts fresh; "
+    fi
+    if [ $rc -eq 75 ]; then
+        stops=$((stops + 1))
+        s=$(sed -n 's/.*stopped by SIGTERM at step \([0-9]*\); checkpoint .* committed; rerun with --resume auto.*/\1/p' "$T/a.err")
+        if [ -z "$s" ]; then
+            why="${why}stop $stops: no 'stopped by SIGTERM at step N; checkpoint ... committed' line; "
+            s=$(lasttrain "$D/metrics.jsonl")
+        elif [ "$s" != "$(lasttrain "$D/metrics.jsonl")" ] || [ ! -f "$D/checkpoints/$(ckname "$s")" ]; then
+            why="${why}stop $stops at step $s: not the last logged step, or $(ckname "$s") missing; "
+        fi
+        expect_from=$s
+    elif [ $rc -ne 0 ]; then
+        why="${why}start $starts exited $rc: $(head -c 300 "$T/a.err"); "
+        break
+    fi
+done
+echo "A: $stops SIGTERMs in $starts starts, stops at steps up to $expect_from of $NA: $((SECONDS - T0)) s"
+[ -z "$why" ] && ok || bad "A: $why"
+[ $stops -eq 30 ] && ok || bad "A: $stops SIGTERMs, 30 expected (the job finished too early or a start failed)"
+[ $rc -eq 0 ] && ok || bad "A: the last start exited $rc, not 0"
+# BUG (reported, see e2e_resume.sh): a SIGTERM during a micro-batch leaves that batch's update in
+# batchnorm's running stats, so /state/batchnorm0/* and the eval lines differ until it is fixed.
+check "A: 30 SIGTERMs + --resume auto = the uninterrupted run (losses, evals, weights.h5 bytes)" \
+    "$PY" "$T/h.py" same "$T/a.straight" "$D"
+
+# ---------------------------------------------------------------- B: SIGKILLs
+# Redone steps: a kill loses the steps logged after the newest committed checkpoint. A save of
+# step c (a multiple of every_steps) starts at c and is committed in the background; the next one
+# starts at c + every_steps only after it is committed (the loop waits), so when the kill comes the
+# last logged step L is < c + every_steps, or = c + every_steps while the loop waits for commit c,
+# and the newest committed is c, or c - every_steps while c is being written:
+# L - resume step <= every_steps (the interval) + every_steps (steps run during one save) = 40.
+NB=700
+job b $NB
+"$G" "$T/b.yaml" --run-dir "$T/b.straight" --quiet >/dev/null 2>"$T/b.straight.err" && ok ||
+    bad "the uninterrupted run B failed: $(cat "$T/b.straight.err")"
+RANDOM=777
+D=$T/b.spot
+kills=0 starts=0 rc=137 why="" newest=0 during_save=0 fresh=0 redone_max=0 redone_sum=0 last_logged=0
+while [ $rc -ne 0 ] && [ $starts -lt 80 ]; do
+    starts=$((starts + 1))
+    # truncated here: a kill may come before the child has opened them
+    : >"$T/b.out"; : >"$T/b.err"; touch "$T/b.mark"
+    "$G" "$T/b.yaml" --resume auto --run-dir "$D" >"$T/b.out" 2>"$T/b.err" &
+    pid=$!
+    if [ $kills -lt 25 ]; then
+        case $((kills % 4)) in
+        0)  # any moment from start-up on: 0..150 ms
+            sleep "$(printf '0.%03d' $((RANDOM % 150)))" ;;
+        2)  # right when this start writes a checkpoint's .tmp (or after 1.2 s)
+            i=0
+            while kill -0 $pid 2>/dev/null && [ -z "$(find "$D/checkpoints" -name '*.tmp' -newer "$T/b.mark" 2>/dev/null)" ] &&
+                [ $i -lt 600 ]; do
+                sleep 0.002; i=$((i + 1))
+            done ;;
+        *)  # 1..25 steps past the furthest step logged so far, then 0..7 ms
+            target=$(( (last_logged > newest ? last_logged : newest) + 1 + RANDOM % 25 ))
+            i=0
+            while kill -0 $pid 2>/dev/null && [ "$(laststep "$D/metrics.jsonl")" -lt $target ] && [ $i -lt 600 ]; do
+                sleep 0.005; i=$((i + 1))
+            done
+            sleep "$(printf '0.%03d' $((RANDOM % 8)))" ;;
+        esac
+        kill -KILL $pid 2>/dev/null
+    fi
+    { wait $pid; } 2>/dev/null
+    rc=$?
+    # this start: resumed from the newest committed checkpoint, or started fresh when there was none
+    if [ "$newest" -gt 0 ]; then
+        if grep -qF "resuming from $D/checkpoints/$(ckname "$newest") at step $newest" "$T/b.err"; then
+            r=$((last_logged - newest))
+            [ $r -gt $redone_max ] && redone_max=$r
+            redone_sum=$((redone_sum + r))
+            [ $r -le $((2 * EVERY)) ] || why="${why}start $starts redid $r steps ($newest..$last_logged); "
+        elif [ -s "$T/b.err" ] || [ $rc -ne 137 ]; then  # a kill during start-up may come before the line
+            why="${why}start $starts did not resume from $(ckname "$newest"): $(head -c 300 "$T/b.err"); "
+        fi
+    elif grep -qF "no checkpoint in $D/checkpoints; starting fresh" "$T/b.err"; then
+        fresh=$((fresh + 1))
+        [ "$last_logged" -le $((2 * EVERY)) ] || why="${why}start $starts started fresh after step $last_logged; "
+    elif [ -s "$T/b.err" ] || [ $rc -ne 137 ]; then
+        why="${why}start $starts: neither resumed nor 'starting fresh': $(head -c 300 "$T/b.err"); "
+    fi
+    grep -q "skipping" "$T/b.err" && why="${why}start $starts skipped a committed checkpoint: $(grep skipping "$T/b.err"); "
+    if [ $rc -eq 137 ]; then
+        kills=$((kills + 1))
+        ls "$D/checkpoints" 2>/dev/null | grep -q '\.tmp$' && during_save=$((during_save + 1))
+        # every committed checkpoint verifies; the newest is what the next start must take
+        n=$("$PY" "$T/h.py" committed "$D/checkpoints" 2>"$T/b.verify") ||
+            { why="${why}after kill $kills: $(tail -n 1 "$T/b.verify"); "; n=0; }
+        # the steps trained since the newest commit (a start killed before it logged keeps the older count)
+        l=$(lasttrain "$D/metrics.jsonl")
+        [ "$l" -gt "$newest" ] 2>/dev/null || l=$n
+        [ "$n" -ge "$newest" ] || why="${why}after kill $kills the newest committed checkpoint went back from $newest to $n; "
+        newest=$n last_logged=$l
+    elif [ $rc -ne 0 ]; then
+        why="${why}start $starts exited $rc: $(head -c 300 "$T/b.err"); "
+        break
+    fi
+done
+echo "B: $kills SIGKILLs in $starts starts ($during_save with a .tmp present, $fresh fresh starts), steps redone per kill: max $redone_max, total $redone_sum (bound $((2 * EVERY))): $((SECONDS - T0)) s"
+[ -z "$why" ] && ok || bad "B: $why"
+[ $rc -eq 0 ] && ok || bad "B: the last start exited $rc, not 0"
+[ $kills -eq 25 ] && ok || bad "B: only $kills kills (25 expected)"
+[ $during_save -ge 1 ] && ok || bad "B: no kill came while a .tmp was there"
+# a start killed before its first checkpoint starts fresh and appends to metrics.jsonl (said so
+# on stderr), so a step may be logged twice: compare the last line logged for each step
+check "B: SIGKILLs + --resume auto = the uninterrupted run (last line of each step, evals, weights.h5 bytes)" \
+    "$PY" "$T/h.py" same "$T/b.straight" "$D" --last
+check "B: the finished run's committed checkpoints verify" "$PY" "$T/h.py" committed "$D/checkpoints"
+
+echo "e2e_spot: $((SECONDS - T0)) s"
+echo "$PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]
