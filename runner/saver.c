@@ -18,6 +18,11 @@ struct gr_saver {
     gr_status st;
     gr_error err;
     double last_s;
+    int slots;
+    /* deferred snapshot (CPU backend): the thread copies these first */
+    const float *src_params, *src_optim;
+    bool copying;
+    pthread_cond_t copied;
 };
 
 gr_saver *gr_saver_new(const char *dir, int keep, const gr_graph *g, int optim_slots) {
@@ -25,9 +30,15 @@ gr_saver *gr_saver_new(const char *dir, int keep, const gr_graph *g, int optim_s
     sv->dir = gr_xstrdup(dir);
     sv->keep = keep;
     sv->state.g = g;
-    sv->state.params = gr_xmalloc((size_t)(g->n_params ? g->n_params : 1) * sizeof(float));
-    sv->state.optim = gr_xmalloc((size_t)(optim_slots * g->n_trainable + 1) * sizeof(float));
+    sv->slots = optim_slots;
+    const size_t pb = (size_t)(g->n_params ? g->n_params : 1) * sizeof(float);
+    const size_t ob = (size_t)(optim_slots * g->n_trainable + 1) * sizeof(float);
+    sv->state.params = gr_xmalloc(pb);
+    sv->state.optim = gr_xmalloc(ob);
+    memset(sv->state.params, 0, pb); /* first-touch faults now, not in the first save's stall */
+    memset(sv->state.optim, 0, ob);
     pthread_mutex_init(&sv->mu, NULL);
+    pthread_cond_init(&sv->copied, NULL);
     return sv;
 }
 
@@ -38,6 +49,17 @@ double gr_saver_last_s(const gr_saver *sv) { return sv->last_s; }
 static void *gr_saver_main(void *arg) {
     gr_saver *sv = arg;
     double t0 = gr_now();
+    if (sv->src_params) {
+        const gr_graph *g = sv->state.g;
+        memcpy(sv->state.params, sv->src_params, (size_t)g->n_trainable * sizeof(float));
+        if (sv->slots)
+            memcpy(sv->state.optim, sv->src_optim, (size_t)sv->slots * (size_t)g->n_trainable * sizeof(float));
+        pthread_mutex_lock(&sv->mu);
+        sv->src_params = sv->src_optim = NULL;
+        sv->copying = false;
+        pthread_cond_broadcast(&sv->copied);
+        pthread_mutex_unlock(&sv->mu);
+    }
     gr_error e = {0};
     gr_status st = gr_ckpt_save(sv->dir, &sv->h, &sv->state, sv->keep, &e);
     pthread_mutex_lock(&sv->mu);
@@ -88,10 +110,35 @@ bool gr_saver_poll(gr_saver *sv, gr_status *st, gr_error *err) {
     return true;
 }
 
+void gr_saver_wait_copied(gr_saver *sv) {
+    pthread_mutex_lock(&sv->mu);
+    while (sv->copying) pthread_cond_wait(&sv->copied, &sv->mu);
+    pthread_mutex_unlock(&sv->mu);
+}
+
+gr_status gr_saver_snapshot(gr_saver *sv, gr_backend *be, const float *params, const float *optim,
+                            const gr_ckpt_header *h, gr_error *err) {
+    gr_status st = gr_saver_wait(sv, err);
+    const gr_graph *g = sv->state.g;
+    const size_t nt = (size_t)g->n_trainable, np = (size_t)g->n_params;
+    if (strcmp(gr_backend_name(be), "cpu") == 0) {
+        memcpy(sv->state.params + nt, params + nt, (np - nt) * sizeof(float)); /* the state, now */
+        sv->src_params = params;
+        sv->src_optim = optim;
+        sv->copying = true;
+    } else {
+        gr_backend_download(be, sv->state.params, params, np * sizeof(float));
+        if (sv->slots) gr_backend_download(be, sv->state.optim, optim, (size_t)sv->slots * nt * sizeof(float));
+    }
+    gr_saver_start(sv, h);
+    return st;
+}
+
 void gr_saver_free(gr_saver *sv) {
     if (!sv) return;
     gr_error e;
     (void)gr_saver_wait(sv, &e);
+    pthread_cond_destroy(&sv->copied);
     pthread_mutex_destroy(&sv->mu);
     free(sv->h.spec);
     free(sv->state.params);

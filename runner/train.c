@@ -449,19 +449,15 @@ static void gr_job_header(const gr_job *j, int64_t step, int64_t spe, gr_ckpt_he
     h->spec = j->spec_text;
 }
 
-/* Copies the model into the saver's buffers and starts writing it
- * (waiting first for the save in flight, whose failure is reported). */
+/* Snapshots the model and starts writing it (waiting first for the save in
+ * flight, whose failure is reported). */
 static void gr_job_checkpoint_start(gr_job *j, int64_t step, int64_t spe) {
     gr_error e;
-    if (gr_saver_wait(j->saver, &e))
-        fprintf(stderr, "gpurun: checkpoint failed (training goes on; the previous checkpoint is kept): %s\n", e.msg);
     gr_ckpt_header h;
     gr_job_header(j, step, spe, &h);
-    gr_backend_download(j->be, gr_saver_params(j->saver), j->m.params, (size_t)j->g.n_params * sizeof(float));
-    if (h.optim_slots)
-        gr_backend_download(j->be, gr_saver_optim(j->saver), j->m.optim,
-                            (size_t)h.optim_slots * (size_t)j->g.n_trainable * sizeof(float));
-    gr_saver_start(j->saver, &h);
+    if (gr_saver_snapshot(j->saver, j->be, j->m.params, j->m.optim, &h, &e))
+        fprintf(stderr, "gpurun: checkpoint failed (training goes on; the checkpoints committed before it stay): "
+                "%s\n", e.msg);
 }
 
 /* A checkpoint that must be committed before going on (end, signal). */
@@ -525,9 +521,9 @@ static gr_status gr_job_resume(gr_job *j, const gr_run_options *opt, int64_t spe
         if ((st = gr_ckpt_resume_auto(j->ckpt_dir, &h, &cs, &found, path, sizeof path, err))) return st;
         if (!found) {
             if (!opt->quiet)
-                fprintf(stderr, "gpurun: --resume auto: no checkpoint in %s; starting fresh%s\n", j->ckpt_dir,
-                        gr_file_exists(j->run_dir, "metrics.jsonl") ? " (metrics.jsonl is appended to)" : "");
-            return GR_OK;
+                fprintf(stderr, "gpurun: --resume auto: no checkpoint in %s; starting fresh\n", j->ckpt_dir);
+            /* an earlier attempt died before its first checkpoint: its steps are redone */
+            return gr_job_trim_metrics(j, 0, err);
         }
     } else {
         snprintf(path, sizeof path, "%s", opt->resume);
@@ -626,8 +622,14 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
     int stop_signal = 0;
     double last_ckpt = t0;
     gr_signals_install(s->checkpoint.signal_deadline_s);
+    /* the non-trainable state (batchnorm running stats) as it was when the
+     * step began: a signal in the middle of a step puts it back, since the
+     * step is redone after the resume */
+    const size_t state_bytes = (size_t)(j.g.n_params - nt) * sizeof(float);
+    float *state0 = state_bytes ? gr_xmalloc(state_bytes) : NULL;
     int64_t step = 0;
     for (step = start; step < total; step++) {
+        if (state0) gr_backend_download(j.be, state0, j.m.params + nt, state_bytes);
         int64_t epoch = step / spe;
         if (step > 0 && step % spe == 0 && (st = gr_loader_seek(j.train_ld, epoch, 0, err))) goto done;
         gr_backend_zero(j.be, j.m.grads, (size_t)nt * sizeof(float));
@@ -643,7 +645,10 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
             gr_loader_release(j.train_ld, b);
             if ((stop_signal = gr_signals_pending())) break; /* the step is redone after the resume */
         }
-        if (stop_signal) break;
+        if (stop_signal) {
+            if (state0) gr_backend_upload(j.be, j.m.params + nt, state0, state_bytes);
+            break;
+        }
         double loss = loss_sum / (double)s->train.batch_size;
         if (!isfinite(loss)) {
             status = "diverged";
@@ -653,6 +658,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
             break;
         }
         double lr = gr_schedule_lr(&s->train.schedule, s->train.optimizer.lr, step, total, spe);
+        gr_saver_wait_copied(j.saver); /* a checkpoint's snapshot may still be reading the weights */
         gr_train_apply(&j.m, s, lr, step);
         loss_window += loss;
         steps_window++;
@@ -725,8 +731,8 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
         gr_status sst;
         gr_error se;
         if (gr_saver_poll(j.saver, &sst, &se) && sst)
-            fprintf(stderr, "gpurun: checkpoint failed (training goes on; the previous checkpoint is kept): %s\n",
-                    se.msg);
+            fprintf(stderr, "gpurun: checkpoint failed (training goes on; the checkpoints committed before it stay): "
+                    "%s\n", se.msg);
         const double now = gr_now();
         bool due = (s->checkpoint.every_steps > 0 && done_steps % s->checkpoint.every_steps == 0) ||
                    (s->checkpoint.every_minutes > 0 && now - last_ckpt >= 60.0 * s->checkpoint.every_minutes);
@@ -754,10 +760,12 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
                                   j.ckpt_dir, name);
             }
         } else if (cst) {
+            status = "checkpoint_failed"; /* not finished: --resume auto completes it from the last good one */
             st = cst, *err = ce;
         }
     }
     gr_signals_restore();
+    free(state0);
     double wall = gr_now() - t0;
     {
         double wait = gr_loader_wait_s(j.train_ld);

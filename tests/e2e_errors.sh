@@ -392,11 +392,12 @@ expect_ok -- "$G" "$T/ok.yaml" --run-dir "$R" --resume auto
 check "--resume auto says where it resumes" grep -qF "resuming from $R/checkpoints/step-000000002.h5 at step 2" "$ERR"
 check "--resume auto run finished" grep -qF '"status":"finished"' "$R/summary.json"
 check "--resume auto from the end logs no step twice" test "$(grep -c '"kind":"train"' "$R/metrics.jsonl")" -eq 2
-# and without checkpoints: starts again, appending
+# and without checkpoints: starts again; the earlier attempt's lines are
+# dropped (its steps are redone), so metrics.jsonl reads like one run
 rm -r "$R/summary.json" "$R/checkpoints"
 expect_ok -- "$G" "$T/ok.yaml" --run-dir "$R" --resume auto
 check "--resume auto without a checkpoint says it starts fresh" grep -qF "no checkpoint in $R/checkpoints; starting fresh" "$ERR"
-check "--resume auto appended to metrics.jsonl" test "$(grep -c '"kind":"train"' "$R/metrics.jsonl")" -eq 4
+check "--resume auto from scratch logs each step once" test "$(grep -c '"kind":"train"' "$R/metrics.jsonl")" -eq 2
 # --resume auto into a fresh directory: first start of the preemptible idiom
 expect_ok -- "$G" "$T/ok.yaml" --run-dir "$T/run_auto" --resume auto --quiet
 check "--resume auto on a fresh dir writes summary.json" test -s "$T/run_auto/summary.json"

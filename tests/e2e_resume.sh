@@ -364,12 +364,11 @@ for k in ("params/conv0/weight", "params/batchnorm0/weight", "state/batchnorm0/r
 ' "$T/term/checkpoints/$(printf 'step-%09d.h5' "$S")"
 mkdir -p "$T/term.before"
 cp "$T/term/metrics.jsonl" "$T/term/config.yaml" "$T/term.before/"
-# BUG (reported): a signal that lands during a micro-batch's forward/backward abandons that
-# step (it is redone after the resume), but the forward pass has already updated batchnorm's
-# running_mean/running_var; the stop checkpoint saves those, and the resumed run applies the
-# redone batch's update a second time. Train losses and params stay exact; /state and the
-# eval lines (which use the running stats) drift. Caught here directly: the stop checkpoint
-# must equal the periodic checkpoint of the same step of an uninterrupted run.
+# A signal that lands during a micro-batch's forward/backward abandons that step (it is
+# redone after the resume), but the forward pass has already updated batchnorm's running
+# stats: the loop puts back the state of the step's start (this was a bug: /state and the
+# eval lines drifted). Caught here directly: the stop checkpoint must equal the periodic
+# checkpoint of the same step of an uninterrupted run.
 expect 0 -- "$G" "$T/base.yaml" --set checkpoint.every_steps="$S" --set checkpoint.keep=9 --run-dir "$T/term.ref" --quiet
 check "the SIGTERM checkpoint of step $S = the periodic checkpoint of step $S of a straight run (/state included)" \
     "$PY" "$T/h.py" ckeq "$T/term.ref/checkpoints/$(printf 'step-%09d.h5' "$S")" \
@@ -580,16 +579,16 @@ echo "second SIGINT: $((SECONDS - T0)) s"
 # LATEST is a directory: each periodic commit of LATEST fails (the step file itself is renamed in
 # first); the run says so and goes on to the end, where the final save fails: exit 6.
 mkdir -p "$T/latestdir/checkpoints/LATEST"
-expect 6 "checkpoint failed (training goes on; the previous checkpoint is kept): $T/latestdir/checkpoints/LATEST.tmp: cannot rename to $T/latestdir/checkpoints/LATEST" \
+expect 6 "checkpoint failed (training goes on; the checkpoints committed before it stay): $T/latestdir/checkpoints/LATEST.tmp: cannot rename to $T/latestdir/checkpoints/LATEST" \
     -- "$G" "$T/base.yaml" --set checkpoint.every_steps=20 --run-dir "$T/latestdir" --quiet
 check "LATEST not writable: each of the 4 periodic saves reported" \
     test "$(grep -c 'checkpoint failed (training goes on' "$ERR")" -eq 4
 check "LATEST not writable: training went on to step $STEPS" test "$(grep -c '"kind":"train"' "$T/latestdir/metrics.jsonl")" -eq $STEPS
 check "LATEST not writable: the final error names LATEST" grep -qF "gpurun: $T/latestdir/checkpoints/LATEST.tmp: cannot rename to $T/latestdir/checkpoints/LATEST" "$ERR"
-# BUG (reported): the run exits 6 but summary.json says "finished" and weights.h5 is not written,
-# so `--resume auto` (the preemptible idiom) then says "this run already finished; nothing to do"
-# and the final weights never appear. Once the directory is fixed, --resume auto must complete
-# the run: exit 0 and a weights.h5 equal to the straight run's.
+# The run exits 6 and summary.json must not say "finished" (this was a bug: `--resume auto`
+# then said "this run already finished; nothing to do" and the final weights never appeared).
+# Once the directory is fixed, --resume auto must complete the run: exit 0 and a weights.h5
+# equal to the straight run's.
 check "a run that exits 6 for its final save is not recorded as finished in summary.json" \
     bash -c "! grep -qF '\"status\":\"finished\"' '$T/latestdir/summary.json'"
 rmdir "$T/latestdir/checkpoints/LATEST"
