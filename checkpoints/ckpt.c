@@ -165,6 +165,7 @@ static gr_status gr_ckpt_write_file(const char *tmp, const gr_ckpt_header *h, co
     CK_CHECK(gr_attr_u64s(f, "rng", rng, 2), "%s: cannot write the header", tmp);
     CK_CHECK(gr_attr_str(f, "optimizer", h->optimizer), "%s: cannot write the header", tmp);
     CK_CHECK(gr_attr_i64(f, "optim_slots", h->optim_slots), "%s: cannot write the header", tmp);
+    CK_CHECK(gr_attr_i64(f, "eval_pending", h->eval_pending), "%s: cannot write the header", tmp);
     CK_CHECK(gr_attr_str(f, "spec", h->spec ? h->spec : ""), "%s: cannot write the header", tmp);
     if ((st = gr_weights_put(f, tmp, g, s->params, err))) goto fail;
     for (int k = 0; k < h->optim_slots; k++)
@@ -271,6 +272,7 @@ gr_status gr_ckpt_load(const char *path, gr_ckpt_header *h, const gr_ckpt_state 
     if (!st) st = gr_read_i64(f, path, "world_size", 1, 1 << 20, &h->world_size, err);
     if (!st) st = gr_read_i64(f, path, "optim_slots", 0, 2, &v, err);
     if (!st) h->optim_slots = (int)v;
+    if (!st && H5Aexists(f, "eval_pending") > 0) st = gr_read_i64(f, path, "eval_pending", 0, 1, &h->eval_pending, err);
     if (!st && (st = gr_read_str(f, path, "optimizer", 15, &str, err)) == GR_OK) {
         snprintf(h->optimizer, sizeof h->optimizer, "%s", str);
         free(str);

@@ -31,6 +31,8 @@ typedef struct gr_ckpt_header {
     uint64_t rng[2];          /* the seed, and the stream counter (steps * micro-batches) */
     char optimizer[16];       /* sgd | adamw */
     int optim_slots;          /* 0, 1 or 2 */
+    int64_t eval_pending;     /* 1: a signal interrupted the evaluation due at this step; the
+                                 resumed run does it first (attribute absent = 0) */
     char *spec;               /* the resolved YAML (read: malloc'd, caller frees) */
 } gr_ckpt_header;
 

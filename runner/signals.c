@@ -44,9 +44,12 @@ void gr_signals_install(double deadline_s) {
     for (int i = 0; i < 4; i++) sigaction(gr_sig_list[i], &sa, &gr_sig_old[i]);
 }
 
+/* Disarms the deadline. The handlers stay until the process exits, so a
+ * second SIGINT while the run writes its summary still exits at once with
+ * its message (SIGALRM goes back to its default). */
 void gr_signals_restore(void) {
     alarm(0);
-    for (int i = 0; i < 4; i++) sigaction(gr_sig_list[i], &gr_sig_old[i], NULL);
+    sigaction(SIGALRM, &gr_sig_old[3], NULL);
 }
 
 int gr_signals_pending(void) { return (int)gr_sig_caught; }

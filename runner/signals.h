@@ -7,6 +7,7 @@
 #define GR_SIGNALS_H
 
 void gr_signals_install(double deadline_s);
+/* Disarms the deadline (the handlers stay: see signals.c). */
 void gr_signals_restore(void);
 /* The signal caught (SIGTERM, ...), or 0. */
 int gr_signals_pending(void);

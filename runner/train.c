@@ -50,6 +50,7 @@ typedef struct gr_job {
     char ckpt_dir[GR_PATH_MAX + 16];
     gr_saver *saver; /* checkpoints: host snapshot buffers + the background writer */
     char *spec_text; /* the resolved spec, stored in every checkpoint */
+    bool eval_pending; /* the evaluation due at the checkpoint's step was interrupted */
 } gr_job;
 
 static void gr_job_free(gr_job *j) {
@@ -446,6 +447,7 @@ static void gr_job_header(const gr_job *j, int64_t step, int64_t spe, gr_ckpt_he
     h->rng[1] = (uint64_t)(step * (s->train.batch_size / s->train.micro_batch));
     snprintf(h->optimizer, sizeof h->optimizer, "%s", gr_optim_name(s->train.optimizer.type));
     h->optim_slots = gr_optim_slots(&s->train.optimizer);
+    h->eval_pending = j->eval_pending;
     h->spec = j->spec_text;
 }
 
@@ -545,6 +547,7 @@ static gr_status gr_job_resume(gr_job *j, const gr_run_options *opt, int64_t spe
     if ((st = gr_job_trim_metrics(j, h.step, err))) return st;
     if (!opt->quiet) fprintf(stderr, "gpurun: resuming from %s at step %lld\n", path, (long long)h.step);
     *start = h.step;
+    j->eval_pending = h.eval_pending != 0;
     return GR_OK;
 }
 
@@ -621,6 +624,12 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
     const char *status = "finished";
     int stop_signal = 0;
     double last_ckpt = t0;
+    if (j.eval_pending && j.val_ld) { /* the evaluation a signal interrupted before the checkpoint */
+        if ((st = gr_job_evaluate(&j, &last_vloss, &last_acc, err))) goto done;
+        best_acc = last_acc;
+        gr_job_log_eval(&j, start, (double)start / (double)spe, last_vloss, last_acc, opt->quiet);
+        j.eval_pending = false;
+    }
     gr_signals_install(s->checkpoint.signal_deadline_s);
     /* the non-trainable state (batchnorm running stats) as it was when the
      * step began: a signal in the middle of a step puts it back, since the
@@ -715,8 +724,9 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
             double te = gr_now();
             if ((st = gr_job_evaluate(&j, &last_vloss, &last_acc, err))) goto done;
             te = gr_now() - te;
-            if (isnan(last_acc)) { /* a signal interrupted it: the step is done, its eval line is not */
+            if (isnan(last_acc)) { /* a signal interrupted it: the resumed run does it first */
                 stop_signal = gr_signals_pending();
+                j.eval_pending = true;
                 last_acc = last_vloss = NAN;
                 step++;
                 break;
