@@ -126,6 +126,9 @@ def same(a, b, *opt):
 
 def committed(d):
     newest = 0
+    if not os.path.isdir(d):  # killed before the run made its checkpoint directory
+        print(newest)
+        return
     for name in sorted(os.listdir(d)):
         m = re.fullmatch(r"step-(\d{9})\.h5", name)
         if not m:
