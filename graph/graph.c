@@ -51,6 +51,34 @@ const char *gr_shape_str(const gr_tensor *t, char *buf, size_t n) {
     return buf;
 }
 
+const char *gr_shape_str_n(const gr_tensor *t, char *buf, size_t n) {
+    size_t k = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < t->ndim && k < n; i++) {
+        if (i == 0 && t->batched) k += (size_t)snprintf(buf + k, n - k, "n");
+        else k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+    }
+    if (k < n) snprintf(buf + k, n - k, "]");
+    return buf;
+}
+
+gr_status gr_attr_pair(const gr_cfg *v, const char *key, int64_t lo, int64_t out[2], gr_error *err) {
+    const int64_t hi = (int64_t)1 << 20;
+    if (v->kind == GR_CFG_SCALAR) {
+        gr_status st = gr_cfg_int(v, key, lo, hi, &out[0], err);
+        out[1] = out[0];
+        return st;
+    }
+    if (v->kind != GR_CFG_SEQ || v->n != 2)
+        return gr_cfg_error(err, v, key, "expected an integer or a [h, w] list of two integers");
+    for (int i = 0; i < 2; i++) {
+        char sub[320];
+        snprintf(sub, sizeof sub, "%s[%d]", key, i);
+        gr_status st = gr_cfg_int(v->items[i], sub, lo, hi, &out[i], err);
+        if (st) return st;
+    }
+    return GR_OK;
+}
+
 int gr_graph_add_tensor(gr_graph *g, const char *name, gr_tensor_kind kind, gr_elem elem,
                         int ndim, const int64_t *shape, bool batched) {
     GR_ASSERT(ndim >= 0 && ndim <= GR_MAX_DIMS);

@@ -166,6 +166,12 @@ int64_t gr_tensor_numel(const gr_tensor *t);  /* with the planned batch */
 int64_t gr_tensor_sample_numel(const gr_tensor *t); /* per sample (numel / batch if batched) */
 /* "[128, 512]" into buf */
 const char *gr_shape_str(const gr_tensor *t, char *buf, size_t n);
+/* "[n, 784]": the shape with a batched tensor's first dimension written n
+ * (for messages about per-sample shapes). */
+const char *gr_shape_str_n(const gr_tensor *t, char *buf, size_t n);
+/* An op attribute that is an int for both spatial sides or a [h, w] list
+ * (kernel, stride, padding), each in [lo, 2^20]. */
+gr_status gr_attr_pair(const gr_cfg *v, const char *key, int64_t lo, int64_t out[2], gr_error *err);
 
 /* Deterministic PyTorch-style initialization of every parameter and state
  * tensor from seed (nn.Linear/nn.Conv2d: weight and bias ~ U(+-1/sqrt(fan_in));

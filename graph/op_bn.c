@@ -44,24 +44,13 @@ static gr_status gr_bn_parse(gr_attrs *a, const gr_cfg *attrs, const char *key, 
     return GR_OK;
 }
 
-/* "[n, 784]": the shape with the batch dimension written as n. */
-static const char *gr_bn_shape_str(const gr_tensor *t, char *buf, size_t n) {
-    size_t k = (size_t)snprintf(buf, n, "[");
-    for (int i = 0; i < t->ndim && k < n; i++) {
-        if (i == 0 && t->batched) k += (size_t)snprintf(buf + k, n - k, "n");
-        else k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
-    }
-    if (k < n) snprintf(buf + k, n - k, "]");
-    return buf;
-}
-
 static gr_status gr_bn_infer(gr_graph *g, int node, const gr_cfg *at, const char *key, gr_error *err) {
     gr_node *nd = &g->nodes[node];
     const gr_tensor x = g->tensors[nd->in[0]];
     if (x.ndim != 4 && x.ndim != 2) {
         char buf[96];
         return gr_cfg_error(err, at, key, "batchnorm needs [batch, C, H, W] or [batch, C] input, got %s",
-                            gr_bn_shape_str(&x, buf, sizeof buf));
+                            gr_shape_str_n(&x, buf, sizeof buf));
     }
     int64_t c = x.shape[1], per_channel = gr_tensor_sample_numel(&x) / c;
     if (x.shape[0] * per_channel < 2)

@@ -10,25 +10,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* kernel/stride/padding: an int (both sides) or a [h, w] list. */
-static gr_status gr_conv_pair(const gr_cfg *v, const char *key, int64_t lo, int64_t out[2], gr_error *err) {
-    const int64_t hi = (int64_t)1 << 20;
-    if (v->kind == GR_CFG_SCALAR) {
-        gr_status st = gr_cfg_int(v, key, lo, hi, &out[0], err);
-        out[1] = out[0];
-        return st;
-    }
-    if (v->kind != GR_CFG_SEQ || v->n != 2)
-        return gr_cfg_error(err, v, key, "expected an integer or a [h, w] list of two integers");
-    for (int i = 0; i < 2; i++) {
-        char sub[320];
-        snprintf(sub, sizeof sub, "%s[%d]", key, i);
-        gr_status st = gr_cfg_int(v->items[i], sub, lo, hi, &out[i], err);
-        if (st) return st;
-    }
-    return GR_OK;
-}
-
 static gr_status gr_conv_parse(gr_attrs *a, const gr_cfg *attrs, const char *key, gr_error *err) {
     a->bias = true;
     a->stride[0] = a->stride[1] = 1;
@@ -47,12 +28,12 @@ static gr_status gr_conv_parse(gr_attrs *a, const gr_cfg *attrs, const char *key
             st = gr_cfg_int(v, sub, 1, (int64_t)1 << 20, &a->filters, err);
             have_filters = true;
         } else if (strcmp(k, "kernel") == 0) {
-            st = gr_conv_pair(v, sub, 1, a->kernel, err);
+            st = gr_attr_pair(v, sub, 1, a->kernel, err);
             have_kernel = true;
         } else if (strcmp(k, "stride") == 0) {
-            st = gr_conv_pair(v, sub, 1, a->stride, err);
+            st = gr_attr_pair(v, sub, 1, a->stride, err);
         } else if (strcmp(k, "padding") == 0) {
-            st = gr_conv_pair(v, sub, 0, a->padding, err);
+            st = gr_attr_pair(v, sub, 0, a->padding, err);
         } else if (strcmp(k, "groups") == 0) {
             st = gr_cfg_int(v, sub, 1, (int64_t)1 << 20, &a->groups, err);
         } else if (strcmp(k, "bias") == 0) {
@@ -74,17 +55,6 @@ static gr_status gr_conv_parse(gr_attrs *a, const gr_cfg *attrs, const char *key
     return GR_OK;
 }
 
-/* "[n, 784]": the shape with the batch dimension written as n. */
-static const char *gr_conv_shape_str(const gr_tensor *t, char *buf, size_t n) {
-    size_t k = (size_t)snprintf(buf, n, "[");
-    for (int i = 0; i < t->ndim && k < n; i++) {
-        if (i == 0 && t->batched) k += (size_t)snprintf(buf + k, n - k, "n");
-        else k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
-    }
-    if (k < n) snprintf(buf + k, n - k, "]");
-    return buf;
-}
-
 static gr_status gr_conv_infer(gr_graph *g, int node, const gr_cfg *at, const char *key, gr_error *err) {
     gr_node *nd = &g->nodes[node];
     const gr_attrs *a = &nd->attrs;
@@ -92,7 +62,7 @@ static gr_status gr_conv_infer(gr_graph *g, int node, const gr_cfg *at, const ch
     if (x.ndim != 4) {
         char buf[96];
         return gr_cfg_error(err, at, key, "conv needs [batch, C, H, W] input, got %s",
-                            gr_conv_shape_str(&x, buf, sizeof buf));
+                            gr_shape_str_n(&x, buf, sizeof buf));
     }
     int64_t c = x.shape[1], h = x.shape[2], w = x.shape[3], f = a->filters, grp = a->groups;
     if (c % grp != 0)

@@ -11,25 +11,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* kernel/stride/padding: an int (both sides) or a [h, w] list. */
-static gr_status gr_pool_pair(const gr_cfg *v, const char *key, int64_t lo, int64_t out[2], gr_error *err) {
-    const int64_t hi = (int64_t)1 << 20;
-    if (v->kind == GR_CFG_SCALAR) {
-        gr_status st = gr_cfg_int(v, key, lo, hi, &out[0], err);
-        out[1] = out[0];
-        return st;
-    }
-    if (v->kind != GR_CFG_SEQ || v->n != 2)
-        return gr_cfg_error(err, v, key, "expected an integer or a [h, w] list of two integers");
-    for (int i = 0; i < 2; i++) {
-        char sub[320];
-        snprintf(sub, sizeof sub, "%s[%d]", key, i);
-        gr_status st = gr_cfg_int(v->items[i], sub, lo, hi, &out[i], err);
-        if (st) return st;
-    }
-    return GR_OK;
-}
-
 /* maxpool {kernel, stride: kernel, padding: 0}; avgpool adds count_include_pad: true. */
 static gr_status gr_pool_parse(gr_attrs *a, const gr_cfg *attrs, const char *key, bool avg, gr_error *err) {
     const char *op = avg ? "avgpool" : "maxpool";
@@ -45,13 +26,13 @@ static gr_status gr_pool_parse(gr_attrs *a, const gr_cfg *attrs, const char *key
         const gr_cfg *v = attrs->items[i];
         gr_status st;
         if (strcmp(k, "kernel") == 0) {
-            st = gr_pool_pair(v, sub, 1, a->kernel, err);
+            st = gr_attr_pair(v, sub, 1, a->kernel, err);
             have_kernel = true;
         } else if (strcmp(k, "stride") == 0) {
-            st = gr_pool_pair(v, sub, 1, a->stride, err);
+            st = gr_attr_pair(v, sub, 1, a->stride, err);
             have_stride = true;
         } else if (strcmp(k, "padding") == 0) {
-            st = gr_pool_pair(v, sub, 0, a->padding, err);
+            st = gr_attr_pair(v, sub, 0, a->padding, err);
         } else if (avg && strcmp(k, "count_include_pad") == 0) {
             st = gr_cfg_bool(v, sub, &a->count_include_pad, err);
         } else {
@@ -85,24 +66,13 @@ static gr_status gr_avgpool_parse(gr_attrs *a, const gr_cfg *attrs, const char *
     return gr_pool_parse(a, attrs, key, true, err);
 }
 
-/* "[n, 784]": the shape with the batch dimension written as n. */
-static const char *gr_pool_shape_str(const gr_tensor *t, char *buf, size_t n) {
-    size_t k = (size_t)snprintf(buf, n, "[");
-    for (int i = 0; i < t->ndim && k < n; i++) {
-        if (i == 0 && t->batched) k += (size_t)snprintf(buf + k, n - k, "n");
-        else k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
-    }
-    if (k < n) snprintf(buf + k, n - k, "]");
-    return buf;
-}
-
 static gr_status gr_pool_need_4d(const gr_graph *g, int node, const gr_cfg *at, const char *key, gr_error *err) {
     const gr_node *nd = &g->nodes[node];
     const gr_tensor *x = &g->tensors[nd->in[0]];
     if (x->ndim == 4) return GR_OK;
     char buf[96];
     return gr_cfg_error(err, at, key, "%s needs [batch, C, H, W] input, got %s", gr_op_name(nd->op),
-                        gr_pool_shape_str(x, buf, sizeof buf));
+                        gr_shape_str_n(x, buf, sizeof buf));
 }
 
 /* maxpool and avgpool: y [n, C, Ho, Wo] (+ maxpool's argmax, same shape, int32). */
