@@ -9,27 +9,7 @@
 #     accuracy, evaluating with batchnorm in eval mode.
 #
 #   bash tests/e2e_cnn.sh GPURUN_BINARY SOURCE_DIR TMPDIR
-set -u
-if [ $# -ne 3 ]; then
-    echo "usage: bash $0 GPURUN_BINARY SOURCE_DIR TMPDIR" >&2
-    exit 2
-fi
-G=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-SRC=$(cd "$2" && pwd)
-T=$3
-PY=/usr/bin/python3
-rm -rf "$T"
-mkdir -p "$T"
-T=$(cd "$T" && pwd)
-cd "$T" || exit 2
-PASS=0
-FAIL=0
-ok() { PASS=$((PASS + 1)); }
-bad() { FAIL=$((FAIL + 1)); echo "FAIL: $*"; }
-check() {
-    local desc=$1; shift
-    if "$@" >"$T/check.out" 2>&1; then ok; else bad "$desc"; sed 's/^/      /' "$T/check.out" | head -20; fi
-}
+. "$(dirname "$0")/e2e_lib.bash" "$@"
 
 # ---- plans
 "$G" plan "$SRC/configs/resnet50.yaml" >"$T/r50.plan" 2>&1 || bad "plan resnet50 failed: $(head -3 "$T/r50.plan")"
@@ -70,5 +50,4 @@ acc=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["last_val_ac
 echo "fashion-mnist-cnn after 300 steps: test accuracy $acc"
 check "fashion-mnist-cnn: >= 0.80 test accuracy after 300 steps" "$PY" -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= 0.80 else 1)' "${acc:-0}"
 
-echo "$PASS passed, $FAIL failed"
-[ "$FAIL" -eq 0 ]
+e2e_done

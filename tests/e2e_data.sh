@@ -8,21 +8,7 @@
 #
 # Tiny inputs only: runs in a second or two. Prints `N passed, M failed` last
 # and exits non-zero when M > 0.
-set -u
-
-if [ $# -ne 3 ]; then
-    echo "usage: bash $0 GPURUN_BINARY SOURCE_DIR TMPDIR" >&2
-    exit 2
-fi
-G=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-T=$3
-PY=/usr/bin/python3
-rm -rf "$T"
-mkdir -p "$T"
-T=$(cd "$T" && pwd)
-cd "$T" || exit 2
-PASS=0
-FAIL=0
+. "$(dirname "$0")/e2e_lib.bash" "$@"
 
 # want CODE OUT TEXT... -- CMD...
 # Runs CMD; passes when it exits CODE and stderr holds every TEXT (fixed
@@ -141,5 +127,4 @@ for i, c in enumerate([0, 1, 2]):
     assert (x[i, c] == 250).all() and (np.delete(x[i], c, axis=0) == 0).all(), (i, x[i])
 EOF
 
-echo "$PASS passed, $FAIL failed"
-[ "$FAIL" -eq 0 ]
+e2e_done

@@ -7,84 +7,7 @@
 # Uses only tiny HDF5 files (made with /usr/bin/python3 + h5py) and tiny specs
 # (train.steps: 2), so it runs in a few seconds. Prints `N passed, M failed`
 # last and exits non-zero when M > 0.
-set -u
-
-if [ $# -ne 3 ]; then
-    echo "usage: bash $0 GPURUN_BINARY SOURCE_DIR TMPDIR" >&2
-    exit 2
-fi
-G=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-SRC=$(cd "$2" && pwd)
-T=$3
-PY=/usr/bin/python3
-
-rm -rf "$T"
-mkdir -p "$T"
-T=$(cd "$T" && pwd)
-cd "$T" || exit 2   # runs without --run-dir must not touch the source tree
-
-PASS=0
-FAIL=0
-OUT=$T/last.out
-ERR=$T/last.err
-RC=0
-
-ok()   { PASS=$((PASS + 1)); }
-bad()  { FAIL=$((FAIL + 1)); echo "FAIL: $*"; }
-
-# run CMD... : runs it (with a time limit), stdout/stderr to $OUT/$ERR, exit code to $RC
-run() {
-    timeout 60 "$@" >"$OUT" 2>"$ERR"
-    RC=$?
-}
-
-show() {
-    echo "      command: $CMD"
-    echo "      exit code: $RC"
-    echo "      stderr: $(head -c 600 "$ERR" | sed 's/^/        /' | sed '1s/^ *//')"
-}
-
-# expect_fail CODE SUBSTRING... -- CMD...
-# Runs CMD; checks its exit code is CODE and that stderr contains every
-# SUBSTRING (fixed strings). Also checks that no HDF5 error stack leaked.
-expect_fail() {
-    local code=$1; shift
-    local subs=()
-    while [ $# -gt 0 ] && [ "$1" != "--" ]; do subs+=("$1"); shift; done
-    shift
-    CMD="$*"
-    run "$@"
-    local why=""
-    [ "$RC" -eq "$code" ] || why="exit code $RC, expected $code"
-    local s
-    for s in "${subs[@]}"; do
-        grep -qF -- "$s" "$ERR" || why="${why:+$why; }stderr lacks '$s'"
-    done
-    if grep -qF "HDF5-DIAG" "$ERR"; then why="${why:+$why; }HDF5 error stack printed"; fi
-    if [ -z "$why" ]; then ok; else bad "$why"; show; fi
-}
-
-# expect_ok SUBSTRING... -- CMD...  : exit code 0 and stdout contains every SUBSTRING
-expect_ok() {
-    local subs=()
-    while [ $# -gt 0 ] && [ "$1" != "--" ]; do subs+=("$1"); shift; done
-    shift
-    CMD="$*"
-    run "$@"
-    local why=""
-    [ "$RC" -eq 0 ] || why="exit code $RC, expected 0"
-    local s
-    for s in "${subs[@]}"; do
-        grep -qF -- "$s" "$OUT" || why="${why:+$why; }stdout lacks '$s'"
-    done
-    if [ -z "$why" ]; then ok; else bad "$why"; show; fi
-}
-
-# check DESCRIPTION CMD... : passes when CMD succeeds
-check() {
-    local desc=$1; shift
-    if "$@" >"$T/check.out" 2>&1; then ok; else bad "$desc"; sed 's/^/      /' "$T/check.out" | head -20; fi
-}
+. "$(dirname "$0")/e2e_lib.bash" "$@"
 
 # ---------------------------------------------------------------- fixtures
 "$PY" - "$T" <<'EOF' || { echo "FAIL: cannot make HDF5 fixtures with $PY (h5py, numpy)"; echo "0 passed, 1 failed"; exit 1; }
@@ -500,5 +423,4 @@ check "failed conversions leave no output (nor temp) files" \
 # ---------------------------------------------------------------- nothing leaked into the source tree
 check "no runs/ directory made in the test's working directory" test ! -e "$T/runs"
 
-echo "$PASS passed, $FAIL failed"
-[ "$FAIL" -eq 0 ]
+e2e_done

@@ -22,66 +22,7 @@
 # made with /usr/bin/python3 + h5py/numpy. Processes are stopped once
 # metrics.jsonl shows a given step, so the checks do not depend on the speed
 # of the machine. Prints `N passed, M failed` last; exits non-zero when M > 0.
-set -u
-
-if [ $# -ne 3 ]; then
-    echo "usage: bash $0 GPURUN_BINARY SOURCE_DIR TMPDIR" >&2
-    exit 2
-fi
-G=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-SRC=$(cd "$2" && pwd)
-T=$3
-PY=/usr/bin/python3
-
-rm -rf "$T"
-mkdir -p "$T"
-T=$(cd "$T" && pwd)
-cd "$T" || exit 2
-
-PASS=0
-FAIL=0
-OUT=$T/last.out
-ERR=$T/last.err
-RC=0
-T0=$SECONDS
-
-ok()   { PASS=$((PASS + 1)); }
-bad()  { FAIL=$((FAIL + 1)); echo "FAIL: $*"; }
-
-run() {
-    timeout 120 "$@" >"$OUT" 2>"$ERR"
-    RC=$?
-}
-
-show() {
-    echo "      command: $CMD"
-    echo "      exit code: $RC"
-    echo "      stderr: $(head -c 1200 "$ERR" | sed 's/^/        /' | sed '1s/^ *//')"
-}
-
-# expect CODE SUBSTRING... -- CMD...  : exit code CODE, stderr has every SUBSTRING, no HDF5 error stack
-expect() {
-    local code=$1; shift
-    local subs=()
-    while [ $# -gt 0 ] && [ "$1" != "--" ]; do subs+=("$1"); shift; done
-    shift
-    CMD="$*"
-    run "$@"
-    local why=""
-    [ "$RC" -eq "$code" ] || why="exit code $RC, expected $code"
-    local s
-    for s in "${subs[@]}"; do
-        grep -qF -- "$s" "$ERR" || why="${why:+$why; }stderr lacks '$s'"
-    done
-    if grep -qF "HDF5-DIAG" "$ERR"; then why="${why:+$why; }HDF5 error stack printed"; fi
-    if [ -z "$why" ]; then ok; else bad "$why"; show; fi
-}
-
-# check DESCRIPTION CMD... : passes when CMD succeeds
-check() {
-    local desc=$1; shift
-    if "$@" >"$T/check.out" 2>&1; then ok; else bad "$desc"; sed 's/^/      /' "$T/check.out" | head -20; fi
-}
+. "$(dirname "$0")/e2e_lib.bash" "$@"
 
 # laststep FILE : the step of FILE's last line (0 when there is none)
 laststep() {
@@ -598,5 +539,4 @@ check "after the final save failed and LATEST was fixed, --resume auto completes
     "$PY" "$T/h.py" same "$T/base.straight" "$T/latestdir"
 
 echo "e2e_resume: $((SECONDS - T0)) s"
-echo "$PASS passed, $FAIL failed"
-[ "$FAIL" -eq 0 ]
+e2e_done

@@ -20,29 +20,7 @@
 #
 # The random moments come from bash's RANDOM with a fixed seed, so a failure
 # reproduces (up to the machine's timing). Prints `N passed, M failed` last.
-set -u
-
-if [ $# -ne 3 ]; then
-    echo "usage: bash $0 GPURUN_BINARY SOURCE_DIR TMPDIR" >&2
-    exit 2
-fi
-G=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-T=$3
-PY=/usr/bin/python3
-rm -rf "$T"
-mkdir -p "$T"
-T=$(cd "$T" && pwd)
-cd "$T" || exit 2
-
-PASS=0
-FAIL=0
-T0=$SECONDS
-ok()   { PASS=$((PASS + 1)); }
-bad()  { FAIL=$((FAIL + 1)); echo "FAIL: $*"; }
-check() {
-    local desc=$1; shift
-    if "$@" >"$T/check.out" 2>&1; then ok; else bad "$desc"; sed 's/^/      /' "$T/check.out" | head -20; fi
-}
+. "$(dirname "$0")/e2e_lib.bash" "$@"
 laststep() {  # the step of FILE's last line, 0 when none
     local s
     s=$(tail -n 1 "$1" 2>/dev/null | grep -o '"step":[0-9]*')
@@ -335,5 +313,4 @@ check "B: SIGKILLs + --resume auto = the uninterrupted run (last line of each st
 check "B: the finished run's committed checkpoints verify" "$PY" "$T/h.py" committed "$D/checkpoints"
 
 echo "e2e_spot: $((SECONDS - T0)) s"
-echo "$PASS passed, $FAIL failed"
-[ "$FAIL" -eq 0 ]
+e2e_done

@@ -1,0 +1,94 @@
+# e2e_lib.bash — what the end-to-end scripts (tests/e2e_*.sh) share. Each
+# starts with
+#     . "$(dirname "$0")/e2e_lib.bash" "$@"
+# and ends with `e2e_done`. Taken from the script's arguments
+# GPURUN_BINARY SOURCE_DIR TMPDIR: G (the binary, absolute), SRC, and T, a
+# fresh scratch directory that is also the working directory (runs without
+# --run-dir must not touch the source tree). PY is Debian's python3 (h5py,
+# numpy, torch).
+#   ok / bad MSG        count a check
+#   run CMD...          CMD with a time limit (E2E_TIMEOUT, 120 s): stdout in
+#                       $OUT, stderr in $ERR, status in $RC
+#   show                the last command, its status and stderr (after bad)
+#   check DESC CMD...   passes when CMD succeeds
+#   expect CODE TEXT... -- CMD...    exit code CODE, every TEXT (fixed
+#                       strings) in stderr, no HDF5 error stack (expect_fail
+#                       is the same)
+#   expect_ok TEXT... -- CMD...      exit 0, every TEXT in stdout
+#   e2e_done            prints "N passed, M failed", exits non-zero on M > 0
+set -u
+
+if [ $# -ne 3 ]; then
+    echo "usage: bash $0 GPURUN_BINARY SOURCE_DIR TMPDIR" >&2
+    exit 2
+fi
+G=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+SRC=$(cd "$2" && pwd)
+T=$3
+PY=/usr/bin/python3
+rm -rf "$T"
+mkdir -p "$T"
+T=$(cd "$T" && pwd)
+cd "$T" || exit 2
+
+PASS=0
+FAIL=0
+OUT=$T/last.out
+ERR=$T/last.err
+RC=0
+CMD=
+T0=$SECONDS
+
+ok()  { PASS=$((PASS + 1)); }
+bad() { FAIL=$((FAIL + 1)); echo "FAIL: $*"; }
+
+run() {
+    timeout "${E2E_TIMEOUT:-120}" "$@" >"$OUT" 2>"$ERR"
+    RC=$?
+}
+
+show() {
+    echo "      command: $CMD"
+    echo "      exit code: $RC"
+    echo "      stderr: $(head -c 1200 "$ERR" | sed 's/^/        /' | sed '1s/^ *//')"
+}
+
+check() {
+    local desc=$1; shift
+    if "$@" >"$T/check.out" 2>&1; then ok; else bad "$desc"; sed 's/^/      /' "$T/check.out" | head -20; fi
+}
+
+expect() {
+    local code=$1; shift
+    local subs=() why="" s
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do subs+=("$1"); shift; done
+    shift
+    CMD="$*"
+    run "$@"
+    [ "$RC" -eq "$code" ] || why="exit code $RC, expected $code"
+    for s in "${subs[@]}"; do
+        grep -qF -- "$s" "$ERR" || why="${why:+$why; }stderr lacks '$s'"
+    done
+    if grep -qF "HDF5-DIAG" "$ERR"; then why="${why:+$why; }HDF5 error stack printed"; fi
+    if [ -z "$why" ]; then ok; else bad "$why"; show; fi
+}
+expect_fail() { expect "$@"; }
+
+expect_ok() {
+    local subs=() why="" s
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do subs+=("$1"); shift; done
+    shift
+    CMD="$*"
+    run "$@"
+    [ "$RC" -eq 0 ] || why="exit code $RC, expected 0"
+    for s in "${subs[@]}"; do
+        grep -qF -- "$s" "$OUT" || why="${why:+$why; }stdout lacks '$s'"
+    done
+    if [ -z "$why" ]; then ok; else bad "$why"; show; fi
+}
+
+e2e_done() {
+    echo "$PASS passed, $FAIL failed"
+    [ "$FAIL" -eq 0 ]
+    exit $?
+}
