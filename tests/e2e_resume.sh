@@ -74,153 +74,7 @@ expect_stop() {
 }
 
 # ---------------------------------------------------------------- fixtures
-cat >"$T/h.py" <<'EOF'
-# helpers: same RUN_A RUN_B [--last] | ckeq CKPT_A CKPT_B | verify CKPT [attr=value]... | flip CKPT DATASET | deltensor CKPT DATASET
-import json, sys
-import h5py, numpy as np
-
-def _table():
-    t = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        t.append(c)
-    return t
-TBL = _table()
-
-def crc32c(data):
-    crc = 0xFFFFFFFF
-    t = TBL
-    for b in data:
-        crc = t[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-
-assert crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value
-
-def metrics(path, last):
-    train, ev = {}, {}
-    order = []
-    for line in open(path):
-        d = json.loads(line, parse_float=str)  # exact: the numbers as written
-        if d["kind"] == "train":
-            order.append(d["step"])
-            if d["step"] in train and not last:
-                raise AssertionError(f"{path}: step {d['step']} logged twice")
-            train[d["step"]] = (d["epoch"], d["loss"], d["lr"])
-        elif d["kind"] == "eval":
-            ev[d["step"]] = (d["split"], d["epoch"], d["loss"], d["accuracy"])
-    if not last:
-        assert order == sorted(order), f"{path}: train steps out of order"
-    return train, ev
-
-def datasets(f):
-    out = {}
-    f.visititems(lambda n, o: out.__setitem__(n, o) if isinstance(o, h5py.Dataset) else None)
-    return out
-
-def same(a, b, *opt):
-    """the run in directory b reads like the run in a: train lines (epoch, loss, lr as written),
-    eval lines, and every dataset of weights.h5 byte for byte; lists every difference"""
-    last = "--last" in opt
-    ta, ea = metrics(a + "/metrics.jsonl", last)
-    tb, eb = metrics(b + "/metrics.jsonl", last)
-    n = max(ta)
-    errs = []
-    if sorted(ta) != list(range(1, n + 1)):
-        errs.append(f"{a}: train steps are not 1..{n}")
-    if sorted(tb) != list(range(1, n + 1)):
-        errs.append(f"{b}: train steps are not 1..{n}: {sorted(tb)[:5]}...{sorted(tb)[-5:]}")
-    bad = [s for s in ta if ta[s] != tb.get(s)]
-    if bad:
-        s = bad[0]
-        errs.append(f"train lines of {len(bad)} steps differ, the first: step {s}: {ta[s]} / {tb.get(s)}")
-    with h5py.File(a + "/weights.h5", "r") as fa, h5py.File(b + "/weights.h5", "r") as fb:
-        da, db = datasets(fa), datasets(fb)
-        if sorted(da) != sorted(db):
-            errs.append(f"weights.h5 datasets: {sorted(da)} / {sorted(db)}")
-        if not any(k.startswith("params/") for k in da):
-            errs.append(f"{a}/weights.h5 has no /params")
-        for k in sorted(set(da) & set(db)):
-            x, y = da[k][...], db[k][...]
-            if x.dtype != y.dtype or x.shape != y.shape:
-                errs.append(f"weights.h5 {k}: {x.dtype}{x.shape} / {y.dtype}{y.shape}")
-            elif x.tobytes() != y.tobytes():
-                errs.append(f"weights.h5 {k}: differs (max abs diff {np.max(np.abs(x.astype(np.float64) - y)):.3g})")
-    for s in sorted(set(ea) | set(eb)):
-        if ea.get(s) != eb.get(s):
-            errs.append(f"eval line of step {s}: {ea.get(s)} / {eb.get(s)}")
-    assert not errs, "\n".join(errs)
-    print(f"{n} steps, {len(ea)} evals, {len(da)} tensors identical")
-
-def ckeq(a, b):
-    """two checkpoints hold the same step and the same tensors, byte for byte"""
-    with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
-        da, db = datasets(fa), datasets(fb)
-        errs = [f"{k}: step {fa.attrs[k]} / {fb.attrs[k]}" for k in ("step", "epoch", "sample_in_epoch")
-                if fa.attrs[k] != fb.attrs[k]]
-        if sorted(da) != sorted(db):
-            errs.append(f"datasets: {sorted(da)} / {sorted(db)}")
-        for k in sorted(set(da) & set(db)):
-            x, y = da[k][...], db[k][...]
-            if x.tobytes() != y.tobytes():
-                errs.append(f"{k}: differs (max abs diff {np.max(np.abs(x.astype(np.float64) - y)):.3g})")
-    assert not errs, "\n".join(errs)
-
-def verify(path, *kv):
-    with h5py.File(path, "r") as f:
-        at = dict(f.attrs)
-        def val(v):
-            return v.decode() if isinstance(v, bytes) else v
-        assert val(at.get("format")) == "gpurun-checkpoint", at.get("format")
-        assert int(at.get("version")) == 1, at.get("version")
-        for k in ("step", "epoch", "sample_in_epoch", "world_size", "precision", "loss_scale", "rng",
-                  "optimizer", "optim_slots", "spec"):
-            assert k in at, f"root attribute {k} missing"
-        for e in kv:
-            k, v = e.split("=", 1)
-            got = val(at[k])
-            if isinstance(got, np.ndarray):
-                got = ",".join(str(x) for x in got.tolist())
-            assert str(got) == v, f"attribute {k}: {got!r}, expected {v}"
-        ds = datasets(f)
-        params = [k[len("params/"):] for k in ds if k.startswith("params/")]
-        assert params, "no /params"
-        slots = {"sgd": ["momentum_buffer"], "adamw": ["exp_avg", "exp_avg_sq"]}[val(at["optimizer"])]
-        if int(at["optim_slots"]) == 0:
-            slots = []
-        assert len(slots) == int(at["optim_slots"]), (slots, at["optim_slots"])
-        for p in params:
-            for s in slots:
-                assert f"optim/{p}/{s}" in ds, f"optim/{p}/{s} missing"
-                assert ds[f"optim/{p}/{s}"].shape == ds["params/" + p].shape, f"optim/{p}/{s}: shape"
-        for k, d in ds.items():
-            assert k.split("/")[0] in ("params", "state", "optim"), k
-            assert d.dtype == np.float32, (k, d.dtype)
-            assert "crc32c" in d.attrs, f"{k}: no crc32c attribute"
-            stored = int(d.attrs["crc32c"])
-            got = crc32c(np.ascontiguousarray(d[...], dtype="<f4").tobytes())
-            assert stored == got, f"{k}: crc32c stored 0x{stored:08x}, computed 0x{got:08x}"
-    print(f"{path}: {len(ds)} datasets verified")
-
-def flip(path, name):
-    with h5py.File(path, "r") as f:
-        d = f[name]
-        off = d.id.get_offset()
-        assert off is not None, f"{name}: not contiguous"
-        off += d.id.get_storage_size() // 2
-    with open(path, "r+b") as fh:
-        fh.seek(off)
-        b = fh.read(1)
-        fh.seek(off)
-        fh.write(bytes([b[0] ^ 0x10]))
-
-def deltensor(path, name):
-    with h5py.File(path, "a") as f:
-        del f[name]
-
-{"same": same, "ckeq": ckeq, "verify": verify, "flip": flip, "deltensor": deltensor}[sys.argv[1]](*sys.argv[2:])
-EOF
+H=$SRC/tests/resume_check.py   # the checks on runs and checkpoints
 
 "$PY" - "$T" <<'EOF' || { echo "FAIL: cannot make HDF5 fixtures with $PY (h5py, numpy)"; echo "0 passed, 1 failed"; exit 1; }
 import sys, h5py, numpy as np
@@ -294,7 +148,7 @@ interrupt TERM 30 "$T/term" "$T/base.yaml"
 expect_stop SIGTERM 30 "$T/term"
 S=${STOP:-0}
 check "stop checkpoint: header (step $S, epoch 0, sample_in_epoch $((S * 16))) and every crc32c" \
-    "$PY" "$T/h.py" verify "$T/term/checkpoints/$(printf 'step-%09d.h5' "$S")" step="$S" epoch=0 \
+    "$PY" "$H" verify "$T/term/checkpoints/$(printf 'step-%09d.h5' "$S")" step="$S" epoch=0 \
     sample_in_epoch=$((S * 16)) world_size=1 precision=fp32 optimizer=sgd optim_slots=1
 check "stop checkpoint holds /state/batchnorm0/running_mean and /optim/conv0/weight/momentum_buffer" "$PY" -c '
 import h5py, sys
@@ -312,11 +166,11 @@ cp "$T/term/metrics.jsonl" "$T/term/config.yaml" "$T/term.before/"
 # checkpoint of the same step of an uninterrupted run.
 expect 0 -- "$G" "$T/base.yaml" --set checkpoint.every_steps="$S" --set checkpoint.keep=9 --run-dir "$T/term.ref" --quiet
 check "the SIGTERM checkpoint of step $S = the periodic checkpoint of step $S of a straight run (/state included)" \
-    "$PY" "$T/h.py" ckeq "$T/term.ref/checkpoints/$(printf 'step-%09d.h5' "$S")" \
+    "$PY" "$H" ckeq "$T/term.ref/checkpoints/$(printf 'step-%09d.h5' "$S")" \
     "$T/term/checkpoints/$(printf 'step-%09d.h5' "$S")"
 resumed "$T/term" "$S" "$T/base.yaml"
 check "SIGTERM mid-epoch at step $S + --resume auto = the straight run (losses, eval lines, weights.h5 bytes)" \
-    "$PY" "$T/h.py" same "$T/base.straight" "$T/term"
+    "$PY" "$H" same "$T/base.straight" "$T/term"
 
 # SIGINT and SIGUSR1
 for sig in INT USR1; do
@@ -325,7 +179,7 @@ for sig in INT USR1; do
     expect_stop SIG$sig $k "$T/$sig"
     S=${STOP:-0}
     resumed "$T/$sig" "$S" "$T/base.yaml"
-    check "SIG$sig at step $S + --resume auto = the straight run" "$PY" "$T/h.py" same "$T/base.straight" "$T/$sig"
+    check "SIG$sig at step $S + --resume auto = the straight run" "$PY" "$H" same "$T/base.straight" "$T/$sig"
 done
 
 # two interruptions in one run
@@ -337,18 +191,18 @@ expect_stop SIGTERM $((S1 + 30)) "$T/two"
 check "the second start resumed from step $S1" grep -qF "resuming from $T/two/checkpoints/$(printf 'step-%09d.h5' "$S1") at step $S1" "$ERR"
 S2=${STOP:-0}
 resumed "$T/two" "$S2" "$T/base.yaml"
-check "SIGTERM at $S1 and at $S2, two resumes = the straight run" "$PY" "$T/h.py" same "$T/base.straight" "$T/two"
+check "SIGTERM at $S1 and at $S2, two resumes = the straight run" "$PY" "$H" same "$T/base.straight" "$T/two"
 
 # gradient accumulation, stopped in the second epoch (the signal mostly lands between micro-batches)
 interrupt TERM 70 "$T/acc" "$T/base.yaml" "${ACC[@]}"
 expect_stop SIGTERM 70 "$T/acc"
 S=${STOP:-0}
 check "accumulation: stop checkpoint header (epoch 1, sample_in_epoch $(((S - 64) * 32)), rng word = micro-batches)" \
-    "$PY" "$T/h.py" verify "$T/acc/checkpoints/$(printf 'step-%09d.h5' "$S")" step="$S" epoch=1 \
+    "$PY" "$H" verify "$T/acc/checkpoints/$(printf 'step-%09d.h5' "$S")" step="$S" epoch=1 \
     sample_in_epoch=$(((S - 64) * 32)) rng="11,$((S * 4))"
 resumed "$T/acc" "$S" "$T/base.yaml" "${ACC[@]}"
 check "accumulation (32 = 4 x 8), SIGTERM at step $S in epoch 2 + resume = the straight run" \
-    "$PY" "$T/h.py" same "$T/acc.straight" "$T/acc"
+    "$PY" "$H" same "$T/acc.straight" "$T/acc"
 
 # augmentation, AdamW, dropout
 for v in aug adamw drop; do
@@ -357,10 +211,10 @@ for v in aug adamw drop; do
     S=${STOP:-0}
     if [ $v = adamw ]; then
         check "AdamW stop checkpoint: optimizer adamw, 2 slots (exp_avg, exp_avg_sq), every crc32c" \
-            "$PY" "$T/h.py" verify "$T/$v/checkpoints/$(printf 'step-%09d.h5' "$S")" optimizer=adamw optim_slots=2
+            "$PY" "$H" verify "$T/$v/checkpoints/$(printf 'step-%09d.h5' "$S")" optimizer=adamw optim_slots=2
     fi
     resumed "$T/$v" "$S" "$T/$v.yaml"
-    check "$v: SIGTERM at step $S + --resume auto = the straight run" "$PY" "$T/h.py" same "$T/$v.straight" "$T/$v"
+    check "$v: SIGTERM at step $S + --resume auto = the straight run" "$PY" "$H" same "$T/$v.straight" "$T/$v"
 done
 
 # SIGKILL after periodic saves (every 15 steps): --resume auto takes the newest one, drops the
@@ -374,7 +228,7 @@ check "SIGKILL at step $L: LATEST names a periodic checkpoint <= $L (it is step 
 expect 0 "resuming from $T/kill/checkpoints/$(printf 'step-%09d.h5' "$R") at step $R" -- \
     "$G" "$T/base.yaml" --set checkpoint.every_steps=15 --run-dir "$T/kill" --resume auto
 check "SIGKILL at step $L, resume from $R (lines $((R + 1))..$L dropped, logged again) = the straight run" \
-    "$PY" "$T/h.py" same "$T/base.straight" "$T/kill"
+    "$PY" "$H" same "$T/base.straight" "$T/kill"
 check "checkpoint.keep default 3: step-75, -90, -100 remain, LATEST names step-100" bash -c "
     cd '$T/kill/checkpoints' && [ \"\$(ls | tr '\n' ' ')\" = 'LATEST step-000000075.h5 step-000000090.h5 step-000000100.h5 ' ] &&
     [ \"\$(cat LATEST)\" = step-000000100.h5 ] && [ \"\$(wc -c <LATEST)\" -eq 18 ]"
@@ -395,13 +249,13 @@ ck() { printf '%s/step-%09d.h5' "$1" "$2"; }
 mkdir -p "$T/bad"
 head -c 20000 "$(ck "$C" 100)" >"$T/bad/truncated.h5"
 cp "$(ck "$C" 100)" "$T/bad/flipped.h5"
-check "flip a byte inside /params/conv1/weight's data" "$PY" "$T/h.py" flip "$T/bad/flipped.h5" /params/conv1/weight
+check "flip a byte inside /params/conv1/weight's data" "$PY" "$H" flip "$T/bad/flipped.h5" /params/conv1/weight
 cp "$(ck "$C" 100)" "$T/bad/flipped_optim.h5"
 check "flip a byte inside /optim/dense0/weight/momentum_buffer's data" \
-    "$PY" "$T/h.py" flip "$T/bad/flipped_optim.h5" /optim/dense0/weight/momentum_buffer
+    "$PY" "$H" flip "$T/bad/flipped_optim.h5" /optim/dense0/weight/momentum_buffer
 cp "$(ck "$C" 100)" "$T/bad/missing.h5"
 check "delete /optim/conv1/weight/momentum_buffer" \
-    "$PY" "$T/h.py" deltensor "$T/bad/missing.h5" /optim/conv1/weight/momentum_buffer
+    "$PY" "$H" deltensor "$T/bad/missing.h5" /optim/conv1/weight/momentum_buffer
 cp "$(ck "$T/other/checkpoints" 100)" "$T/bad/other.h5"
 cp "$T/tmpl/weights.h5" "$T/bad/weights.h5"
 
@@ -433,7 +287,7 @@ rm -rf "$T/p_good" && mkdir -p "$T/p_good" && cp "$T/tmpl/metrics.jsonl" "$T/tmp
 expect 0 "resuming from $(ck "$C" 60) at step 60" -- \
     "$G" "$T/base.yaml" --resume "$(ck "$C" 60)" --run-dir "$T/p_good"
 check "--resume PATH (step 60 of a finished run; lines 61..100 dropped) = the straight run" \
-    "$PY" "$T/h.py" same "$T/base.straight" "$T/p_good"
+    "$PY" "$H" same "$T/base.straight" "$T/p_good"
 
 # --resume auto: each case in a copy of the template without its summary.json and weights.h5
 # auto NAME : fresh copy in $T/a_NAME, $A = its checkpoint directory
@@ -447,7 +301,7 @@ resume_auto() {  # NAME SUBSTRING... : --resume auto exits 0 with those lines, t
     local n=$1; shift
     expect 0 "$@" -- "$G" "$T/base.yaml" --set checkpoint.every_steps=20 --set checkpoint.keep=5 \
         --run-dir "$T/a_$n" --resume auto
-    check "--resume auto ($n) = the straight run" "$PY" "$T/h.py" same "$T/base.straight" "$T/a_$n"
+    check "--resume auto ($n) = the straight run" "$PY" "$H" same "$T/base.straight" "$T/a_$n"
 }
 auto truncated; cp "$F/truncated.h5" "$(ck "$A" 100)"
 resume_auto truncated "skipping $(ck "$A" 100): $(ck "$A" 100)" "resuming from $(ck "$A" 80) at step 80"
@@ -458,9 +312,9 @@ auto other; cp "$F/other.h5" "$(ck "$A" 100)"
 resume_auto other "skipping $(ck "$A" 100): $(ck "$A" 100): /params/conv0/weight: shape [8, 1, 3, 3], but [16, 1, 3, 3] is expected" \
     "resuming from $(ck "$A" 80) at step 80"
 check "after resuming from 80 past a bad step-100, the next commit replaced it" \
-    "$PY" "$T/h.py" verify "$(ck "$A" 100)" step=100
+    "$PY" "$H" verify "$(ck "$A" 100)" step=100
 auto two_bad; cp "$F/truncated.h5" "$(ck "$A" 100)"; cp "$(ck "$A" 80)" "$T/x.h5"
-"$PY" "$T/h.py" flip "$(ck "$A" 80)" /state/batchnorm0/running_var
+"$PY" "$H" flip "$(ck "$A" 80)" /state/batchnorm0/running_var
 resume_auto two_bad "skipping $(ck "$A" 100)" "skipping $(ck "$A" 80): $(ck "$A" 80): /state/batchnorm0/running_var: crc32c mismatch" \
     "resuming from $(ck "$A" 60) at step 60"
 auto empty_latest; : >"$A/LATEST"
@@ -473,14 +327,14 @@ auto no_latest; rm "$A/LATEST"
 resume_auto no_latest "resuming from $(ck "$A" 100) at step 100"
 auto tmp; head -c 30000 "$(ck "$A" 100)" >"$A/step-000000120.h5.tmp"
 resume_auto tmp "$A/step-000000120.h5.tmp: an unfinished write (skipped)" "resuming from $(ck "$A" 100) at step 100"
-check "a .tmp leftover: the committed step-100 still verifies" "$PY" "$T/h.py" verify "$(ck "$A" 100)" step=100
+check "a .tmp leftover: the committed step-100 still verifies" "$PY" "$H" verify "$(ck "$A" 100)" step=100
 auto all_bad
 for s in 20 40 60 80 100; do head -c 5000 "$(ck "$C" $s)" >"$(ck "$A" $s)"; done
 expect 0 "skipping $(ck "$A" 100)" "skipping $(ck "$A" 20)" "no checkpoint in $A; starting fresh" -- \
     "$G" "$T/base.yaml" --set checkpoint.every_steps=20 --set checkpoint.keep=5 --run-dir "$T/a_all_bad" --resume auto
 # a fresh start appends to metrics.jsonl (said so on stderr; e2e_errors relies on it): compare the last line of each step
 check "--resume auto with only bad checkpoints starts fresh; the result = the straight run" \
-    "$PY" "$T/h.py" same "$T/base.straight" "$T/a_all_bad" --last
+    "$PY" "$H" same "$T/base.straight" "$T/a_all_bad" --last
 echo "corrupt files: $((SECONDS - T0)) s"
 
 # ---------------------------------------------------------------- 3. a second SIGINT
@@ -514,7 +368,7 @@ check "after a second SIGINT every committed checkpoint verifies (gpurun eval lo
 check "after a second SIGINT LATEST names a committed checkpoint" bash -c "test -f '$T/int2/checkpoints/'\$(cat '$T/int2/checkpoints/LATEST')"
 expect 0 "resuming from $T/int2/checkpoints/step-0000000" -- \
     "$G" "$T/wide.yaml" --set checkpoint.every_steps=10 --run-dir "$T/int2" --resume auto
-check "second SIGINT, then --resume auto = the straight run" "$PY" "$T/h.py" same "$T/wide.straight" "$T/int2"
+check "second SIGINT, then --resume auto = the straight run" "$PY" "$H" same "$T/wide.straight" "$T/int2"
 echo "second SIGINT: $((SECONDS - T0)) s"
 
 # ---------------------------------------------------------------- 4. commits that fail
@@ -536,7 +390,7 @@ check "a run that exits 6 for its final save is not recorded as finished in summ
 rmdir "$T/latestdir/checkpoints/LATEST"
 expect 0 -- "$G" "$T/base.yaml" --set checkpoint.every_steps=20 --run-dir "$T/latestdir" --resume auto --quiet
 check "after the final save failed and LATEST was fixed, --resume auto completes the run = the straight run" \
-    "$PY" "$T/h.py" same "$T/base.straight" "$T/latestdir"
+    "$PY" "$H" same "$T/base.straight" "$T/latestdir"
 
 echo "e2e_resume: $((SECONDS - T0)) s"
 e2e_done

@@ -36,93 +36,7 @@ lasttrain() {  # the step of FILE's last train line, 0 when none
 ckname() { printf 'step-%09d.h5' "$1"; }
 
 # ---------------------------------------------------------------- fixtures
-cat >"$T/h.py" <<'EOF'
-# same RUN_A RUN_B [--last]: metrics (train, eval) and weights.h5 byte for byte
-# committed DIR: verifies every step-*.h5 of DIR (format, crc32c of each dataset) and prints the newest step (0 if none)
-import json, os, re, sys
-import h5py, numpy as np
-
-def _table():
-    t = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        t.append(c)
-    return t
-TBL = _table()
-
-def crc32c(data):
-    crc = 0xFFFFFFFF
-    t = TBL
-    for b in data:
-        crc = t[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-assert crc32c(b"123456789") == 0xE3069283
-
-def datasets(f):
-    out = {}
-    f.visititems(lambda n, o: out.__setitem__(n, o) if isinstance(o, h5py.Dataset) else None)
-    return out
-
-def metrics(path, last):
-    train, ev = {}, {}
-    for line in open(path):
-        d = json.loads(line, parse_float=str)
-        if d["kind"] == "train":
-            if d["step"] in train and not last:
-                raise AssertionError(f"{path}: step {d['step']} logged twice")
-            train[d["step"]] = (d["epoch"], d["loss"], d["lr"])
-        elif d["kind"] == "eval":
-            ev[d["step"]] = (d["split"], d["epoch"], d["loss"], d["accuracy"])
-    return train, ev
-
-def same(a, b, *opt):
-    last = "--last" in opt
-    ta, ea = metrics(a + "/metrics.jsonl", last)
-    tb, eb = metrics(b + "/metrics.jsonl", last)
-    n = max(ta)
-    errs = []
-    if sorted(tb) != list(range(1, n + 1)):
-        errs.append(f"{b}: train steps are not 1..{n}")
-    bad = [s for s in ta if ta[s] != tb.get(s)]
-    if bad:
-        errs.append(f"train lines of {len(bad)} steps differ, the first: step {bad[0]}: {ta[bad[0]]} / {tb.get(bad[0])}")
-    with h5py.File(a + "/weights.h5", "r") as fa, h5py.File(b + "/weights.h5", "r") as fb:
-        da, db = datasets(fa), datasets(fb)
-        if sorted(da) != sorted(db):
-            errs.append(f"weights.h5 datasets: {sorted(da)} / {sorted(db)}")
-        for k in sorted(set(da) & set(db)):
-            x, y = da[k][...], db[k][...]
-            if x.shape != y.shape or x.tobytes() != y.tobytes():
-                errs.append(f"weights.h5 {k}: differs")
-    for s in sorted(set(ea) | set(eb)):
-        if ea.get(s) != eb.get(s):
-            errs.append(f"eval line of step {s}: {ea.get(s)} / {eb.get(s)}")
-    assert not errs, "\n".join(errs)
-    print(f"{n} steps, {len(ea)} evals, {len(da)} tensors identical")
-
-def committed(d):
-    newest = 0
-    if not os.path.isdir(d):  # killed before the run made its checkpoint directory
-        print(newest)
-        return
-    for name in sorted(os.listdir(d)):
-        m = re.fullmatch(r"step-(\d{9})\.h5", name)
-        if not m:
-            continue
-        with h5py.File(os.path.join(d, name), "r") as f:
-            a = f.attrs
-            assert a["format"] in (b"gpurun-checkpoint", "gpurun-checkpoint"), (name, a["format"])
-            assert int(a["step"]) == int(m.group(1)), (name, a["step"])
-            for k, ds in datasets(f).items():
-                got = crc32c(np.ascontiguousarray(ds[...], dtype="<f4").tobytes())
-                assert got == int(ds.attrs["crc32c"]), f"{name}: {k}: crc32c mismatch"
-        newest = max(newest, int(m.group(1)))
-    print(newest)
-
-{"same": same, "committed": committed}[sys.argv[1]](*sys.argv[2:])
-EOF
+H=$SRC/tests/resume_check.py   # the checks on runs and checkpoints
 
 "$PY" - "$T" <<'EOF' || { echo "FAIL: cannot make HDF5 fixtures with $PY (h5py, numpy)"; echo "0 passed, 1 failed"; exit 1; }
 import sys, h5py, numpy as np
@@ -224,7 +138,7 @@ echo "A: $stops SIGTERMs in $starts starts, stops at steps up to $expect_from of
 # BUG (reported, see e2e_resume.sh): a SIGTERM during a micro-batch leaves that batch's update in
 # batchnorm's running stats, so /state/batchnorm0/* and the eval lines differ until it is fixed.
 check "A: 30 SIGTERMs + --resume auto = the uninterrupted run (losses, evals, weights.h5 bytes)" \
-    "$PY" "$T/h.py" same "$T/a.straight" "$D"
+    "$PY" "$H" same "$T/a.straight" "$D"
 
 # ---------------------------------------------------------------- B: SIGKILLs
 # Redone steps: a kill loses the steps logged after the newest committed checkpoint. A save of
@@ -289,7 +203,7 @@ while [ $rc -ne 0 ] && [ $starts -lt 80 ]; do
         kills=$((kills + 1))
         ls "$D/checkpoints" 2>/dev/null | grep -q '\.tmp$' && during_save=$((during_save + 1))
         # every committed checkpoint verifies; the newest is what the next start must take
-        n=$("$PY" "$T/h.py" committed "$D/checkpoints" 2>"$T/b.verify") ||
+        n=$("$PY" "$H" committed "$D/checkpoints" 2>"$T/b.verify") ||
             { why="${why}after kill $kills: $(tail -n 1 "$T/b.verify"); "; n=0; }
         # the steps trained since the newest commit (a start killed before it logged keeps the older count)
         l=$(lasttrain "$D/metrics.jsonl")
@@ -309,8 +223,8 @@ echo "B: $kills SIGKILLs in $starts starts ($during_save with a .tmp present, $f
 # a start killed before its first checkpoint starts fresh and appends to metrics.jsonl (said so
 # on stderr), so a step may be logged twice: compare the last line logged for each step
 check "B: SIGKILLs + --resume auto = the uninterrupted run (last line of each step, evals, weights.h5 bytes)" \
-    "$PY" "$T/h.py" same "$T/b.straight" "$D" --last
-check "B: the finished run's committed checkpoints verify" "$PY" "$T/h.py" committed "$D/checkpoints"
+    "$PY" "$H" same "$T/b.straight" "$D" --last
+check "B: the finished run's committed checkpoints verify" "$PY" "$H" committed "$D/checkpoints"
 
 echo "e2e_spot: $((SECONDS - T0)) s"
 e2e_done
