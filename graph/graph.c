@@ -3,6 +3,7 @@
 #include "graph.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,18 @@ gr_status gr_attr_pair(const gr_cfg *v, const char *key, int64_t lo, int64_t out
         if (st) return st;
     }
     return GR_OK;
+}
+
+gr_status gr_attr_unknown(gr_error *err, const gr_cfg *attrs, int i, const char *key, const char *fmt, ...) {
+    char takes[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(takes, sizeof takes, fmt, ap);
+    va_end(ap);
+    gr_cfg at = *attrs;
+    at.line = attrs->key_line[i];
+    at.col = attrs->key_col[i];
+    return gr_cfg_error(err, &at, key, "unknown attribute (%s)", takes);
 }
 
 int gr_graph_add_tensor(gr_graph *g, const char *name, gr_tensor_kind kind, gr_elem elem,

@@ -172,6 +172,10 @@ const char *gr_shape_str_n(const gr_tensor *t, char *buf, size_t n);
 /* An op attribute that is an int for both spatial sides or a [h, w] list
  * (kernel, stride, padding), each in [lo, 2^20]. */
 gr_status gr_attr_pair(const gr_cfg *v, const char *key, int64_t lo, int64_t out[2], gr_error *err);
+/* "unknown attribute (<what the op takes>)" at the position of the attrs
+ * map's key i, e.g. ("dense takes units, bias"). */
+gr_status gr_attr_unknown(gr_error *err, const gr_cfg *attrs, int i, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 
 /* Deterministic PyTorch-style initialization of every parameter and state
  * tensor from seed (nn.Linear/nn.Conv2d: weight and bias ~ U(+-1/sqrt(fan_in));

@@ -34,10 +34,7 @@ static gr_status gr_bn_parse(gr_attrs *a, const gr_cfg *attrs, const char *key, 
             st = gr_cfg_float(v, sub, 0.0, 1.0, &a->eps, err);
             if (!st && !(a->eps > 0.0)) st = gr_cfg_error(err, v, sub, "eps must be positive");
         } else {
-            gr_cfg at = *attrs;
-            at.line = attrs->key_line[i];
-            at.col = attrs->key_col[i];
-            st = gr_cfg_error(err, &at, sub, "unknown attribute (batchnorm takes momentum, eps)");
+            st = gr_attr_unknown(err, attrs, i, sub, "batchnorm takes momentum, eps");
         }
         if (st) return st;
     }

@@ -39,11 +39,8 @@ static gr_status gr_conv_parse(gr_attrs *a, const gr_cfg *attrs, const char *key
         } else if (strcmp(k, "bias") == 0) {
             st = gr_cfg_bool(v, sub, &a->bias, err);
         } else {
-            gr_cfg at = *attrs;
-            at.line = attrs->key_line[i];
-            at.col = attrs->key_col[i];
-            st = gr_cfg_error(err, &at, sub, "unknown attribute (conv takes filters, kernel, stride, "
-                              "padding, groups, bias)");
+            st = gr_attr_unknown(err, attrs, i, sub, "conv takes filters, kernel, stride, "
+                              "padding, groups, bias");
         }
         if (st) return st;
     }

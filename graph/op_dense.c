@@ -20,10 +20,7 @@ static gr_status gr_dense_parse(gr_attrs *a, const gr_cfg *attrs, const char *ke
         } else if (strcmp(attrs->keys[i], "bias") == 0) {
             st = gr_cfg_bool(attrs->items[i], sub, &a->bias, err);
         } else {
-            gr_cfg at = *attrs;
-            at.line = attrs->key_line[i];
-            at.col = attrs->key_col[i];
-            st = gr_cfg_error(err, &at, sub, "unknown attribute (dense takes units, bias)");
+            st = gr_attr_unknown(err, attrs, i, sub, "dense takes units, bias");
         }
         if (st) return st;
     }

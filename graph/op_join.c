@@ -68,10 +68,7 @@ static gr_status gr_concat_parse(gr_attrs *a, const gr_cfg *attrs, const char *k
             gr_status st = gr_cfg_int(attrs->items[i], sub, 1, 1, &a->axis, err);
             if (st) return st;
         } else {
-            gr_cfg at = *attrs;
-            at.line = attrs->key_line[i];
-            at.col = attrs->key_col[i];
-            return gr_cfg_error(err, &at, sub, "unknown attribute (concat takes axis, which must be 1)");
+            return gr_attr_unknown(err, attrs, i, sub, "concat takes axis, which must be 1");
         }
     }
     return GR_OK;

@@ -44,10 +44,7 @@ static gr_status gr_dropout_parse(gr_attrs *a, const gr_cfg *attrs, const char *
             if (st) return st;
             have = true;
         } else {
-            gr_cfg at = *attrs;
-            at.line = attrs->key_line[i];
-            at.col = attrs->key_col[i];
-            return gr_cfg_error(err, &at, sub, "unknown attribute (dropout takes rate)");
+            return gr_attr_unknown(err, attrs, i, sub, "dropout takes rate");
         }
     }
     if (!have) return gr_cfg_error(err, attrs, key, "rate: required attribute missing");

@@ -36,10 +36,7 @@ static gr_status gr_pool_parse(gr_attrs *a, const gr_cfg *attrs, const char *key
         } else if (avg && strcmp(k, "count_include_pad") == 0) {
             st = gr_cfg_bool(v, sub, &a->count_include_pad, err);
         } else {
-            gr_cfg at = *attrs;
-            at.line = attrs->key_line[i];
-            at.col = attrs->key_col[i];
-            st = gr_cfg_error(err, &at, sub, "unknown attribute (%s takes kernel, stride, padding%s)", op,
+            st = gr_attr_unknown(err, attrs, i, sub, "%s takes kernel, stride, padding%s", op,
                               avg ? ", count_include_pad" : "");
         }
         if (st) return st;
