@@ -51,10 +51,14 @@ typedef struct gr_job {
     gr_saver *saver; /* checkpoints: host snapshot buffers + the background writer */
     char *spec_text; /* the resolved spec, stored in every checkpoint */
     bool eval_pending; /* the evaluation due at the checkpoint's step was interrupted */
+    gr_ckpt_header pre_h; /* --resume PATH, verified before the run directory was touched */
+    float *pre_params, *pre_optim;
 } gr_job;
 
 static void gr_job_free(gr_job *j) {
     gr_saver_free(j->saver);
+    free(j->pre_params);
+    free(j->pre_optim);
     free(j->spec_text);
     if (j->metrics) fclose(j->metrics);
     gr_tfevents_close(j->tb, NULL);
@@ -527,11 +531,14 @@ static gr_status gr_job_resume(gr_job *j, const gr_run_options *opt, int64_t spe
             /* an earlier attempt died before its first checkpoint: its steps are redone */
             return gr_job_trim_metrics(j, 0, err);
         }
+        free(h.spec);
+        h.spec = NULL;
     } else {
         snprintf(path, sizeof path, "%s", opt->resume);
-        if ((st = gr_ckpt_load(path, &h, &cs, err))) return st;
+        h = j->pre_h; /* loaded and verified by gr_train_run */
+        cs.params = j->pre_params;
+        cs.optim = j->pre_optim;
     }
-    free(h.spec);
     int64_t epoch, sample;
     gr_job_position(j, h.step, spe, &epoch, &sample);
     if (h.optim_slots != slots || strcmp(h.optimizer, gr_optim_name(s->train.optimizer.type)) != 0)
@@ -591,15 +598,12 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
     int64_t accum = s->train.batch_size / s->train.micro_batch;
     if (opt->resume && strcmp(opt->resume, "auto") != 0) {
         /* --resume PATH: a file that does not verify changes nothing on disk */
-        float *p = gr_xmalloc((size_t)(j.g.n_params + 1) * sizeof(float));
-        float *o = gr_xmalloc((size_t)(2 * j.g.n_trainable + 1) * sizeof(float));
-        gr_ckpt_state cs = {&j.g, p, o};
-        gr_ckpt_header h;
-        st = gr_ckpt_load(opt->resume, &h, &cs, err);
-        if (!st) free(h.spec);
-        free(p);
-        free(o);
-        if (st) goto done;
+        j.pre_params = gr_xmalloc((size_t)(j.g.n_params + 1) * sizeof(float));
+        j.pre_optim = gr_xmalloc((size_t)(2 * j.g.n_trainable + 1) * sizeof(float));
+        gr_ckpt_state cs = {&j.g, j.pre_params, j.pre_optim};
+        if ((st = gr_ckpt_load(opt->resume, &j.pre_h, &cs, err))) goto done;
+        free(j.pre_h.spec);
+        j.pre_h.spec = NULL;
     }
     if ((st = gr_job_run_dir(&j, opt, err))) goto done;
     int64_t start = 0;
