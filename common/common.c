@@ -87,13 +87,7 @@ double gr_now(void) {
 
 /* splitmix64 finalizer over (key, counter): statistically good enough for
  * dropout masks, shuffles and augmentation, and free of shared state. */
-uint64_t gr_hash64(uint64_t key, uint64_t counter) {
-    uint64_t z = key * 0x9E3779B97F4A7C15ull + counter + 0x632BE59BD9B4E019ull;
-    z += 0x9E3779B97F4A7C15ull * (counter + 1);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+uint64_t gr_hash64(uint64_t key, uint64_t counter) { return gr_hash64_hd(key, counter); }
 
 int gr_edit_distance(const char *a, const char *b) {
     size_t la = strlen(a), lb = strlen(b);

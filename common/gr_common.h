@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gr_hd.h"
+
 typedef enum gr_status {
     GR_OK = 0,
     GR_ERR_INTERNAL = 1, /* a bug */
@@ -61,9 +63,7 @@ double gr_now(void);
  * thread can draw the i-th number of a stream without shared state. */
 uint64_t gr_hash64(uint64_t key, uint64_t counter);
 /* Uniform float in [0, 1) from the same stream. */
-static inline float gr_uniform(uint64_t key, uint64_t counter) {
-    return (float)(gr_hash64(key, counter) >> 40) * (1.0f / 16777216.0f);
-}
+static inline float gr_uniform(uint64_t key, uint64_t counter) { return gr_uniform_hd(key, counter); }
 
 /* Levenshtein distance, for "did you mean" suggestions. */
 int gr_edit_distance(const char *a, const char *b);

@@ -1,15 +1,15 @@
 /* misc.c — CPU kernels of flatten (a view: nothing to do) and dropout. */
 #include <string.h>
 
+#include "../cuda/body_elem.h"
 #include "cpu_kernels.h"
 
 void gr_cpu_flatten(const gr_kargs *a) { (void)a; }
 void gr_cpu_flatten_bwd(const gr_kargs *a) { (void)a; }
 
-/* The mask stream of one dropout layer in one micro-batch. */
-static uint64_t gr_dropout_key(const gr_kargs *a) {
-    return gr_hash64(a->ctx->rng_key, 0xD50000ull + (uint64_t)a->node->layer);
-}
+/* The mask stream of one dropout layer in one micro-batch: the key function
+ * the CUDA kernel uses too (body_elem.h), so both backends draw one mask. */
+static uint64_t gr_dropout_key(const gr_kargs *a) { return gr_dropout_key_hd(a->ctx->rng_key, a->node->layer); }
 
 void gr_cpu_dropout(const gr_kargs *a) {
     const float *restrict x = a->in[0];
