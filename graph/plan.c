@@ -36,6 +36,14 @@ size_t gr_model_bytes(const gr_graph *g, int optim_slots, size_t *params, size_t
     return *params + *grads + *optim;
 }
 
+/* ", 1234 bytes free of 5678 on the device" where the backend can tell */
+static const char *gr_free_str(gr_backend *be, char *buf, size_t n) {
+    size_t fr = 0, tot = 0;
+    buf[0] = 0;
+    if (gr_backend_mem_info(be, &fr, &tot)) snprintf(buf, n, "; %zu bytes free of %zu on the device", fr, tot);
+    return buf;
+}
+
 gr_status gr_model_init(gr_model *m, const gr_graph *g, gr_backend *be, int optim_slots, gr_error *err) {
     memset(m, 0, sizeof *m);
     m->g = g;
@@ -48,9 +56,10 @@ gr_status gr_model_init(gr_model *m, const gr_graph *g, gr_backend *be, int opti
     m->optim = ob ? gr_backend_alloc(be, ob) : NULL;
     if (!m->params || !m->grads || (ob && !m->optim)) {
         gr_model_free(m);
+        char fr[96];
         return gr_error_set(err, GR_ERR_OOM, "out of memory on %s: the model needs %zu bytes "
-                            "(params %zu, grads %zu, optimizer state %zu)", gr_backend_name(be),
-                            total, pb, gb, ob);
+                            "(params %zu, grads %zu, optimizer state %zu)%s", gr_backend_name(be),
+                            total, pb, gb, ob, gr_free_str(be, fr, sizeof fr));
     }
     gr_backend_zero(be, m->grads, gb);
     if (ob) gr_backend_zero(be, m->optim, ob);
@@ -158,11 +167,15 @@ gr_status gr_plan_compile(gr_plan *p, gr_model *m, const gr_graph *g, gr_plan_mo
         GR_ASSERT(m && m->be);
         p->act = gr_backend_alloc(m->be, p->act_bytes ? p->act_bytes : 64);
         if (!p->act) {
-            size_t ab = p->act_bytes;
+            size_t ab = p->act_bytes, pb, gb, ob;
+            gr_model_bytes(g, m->optim_slots, &pb, &gb, &ob);
             gr_plan_free(p);
+            char fr[96];
             return gr_error_set(err, GR_ERR_OOM, "out of memory on %s: the %s activation arena needs "
-                                "%zu bytes at micro-batch %lld", gr_backend_name(m->be),
-                                mode == GR_PLAN_TRAIN ? "training" : "eval", ab, (long long)g->micro_batch);
+                                "%zu bytes at micro-batch %lld, on top of the model's params %zu, grads %zu "
+                                "and optimizer state %zu%s (lower train.micro_batch)", gr_backend_name(m->be),
+                                mode == GR_PLAN_TRAIN ? "training" : "eval", ab, (long long)g->micro_batch,
+                                pb, gb, ob, gr_free_str(m->be, fr, sizeof fr));
         }
         gr_backend_zero(m->be, p->act, p->act_bytes);
     }
@@ -184,10 +197,15 @@ gr_status gr_plan_compile(gr_plan *p, gr_model *m, const gr_graph *g, gr_plan_mo
             a->out[k] = alloc ? gr_plan_ptr(p, nd->out[k]) : NULL;
         }
     }
+    if (alloc) {
+        gr_status st = gr_backend_prepare(m->be, p, err);
+        if (st) { gr_plan_free(p); return st; }
+    }
     return GR_OK;
 }
 
 void gr_plan_free(gr_plan *p) {
+    if (p->be_state && p->m && p->m->be) gr_backend_release(p->m->be, p);
     if (p->act && p->m && p->m->be) gr_backend_dealloc(p->m->be, p->act);
     free(p->steps);
     free(p->offset);
@@ -197,6 +215,7 @@ void gr_plan_free(gr_plan *p) {
 void gr_plan_run(gr_plan *p, int64_t n, const gr_exec_ctx *ctx) {
     GR_ASSERT(p->act && n >= 1 && n <= p->g->micro_batch);
     gr_backend *be = p->m->be;
+    if (gr_backend_run(be, p, n, ctx)) return;
     for (int i = 0; i < p->n_steps; i++) {
         gr_kargs *a = &p->steps[i];
         a->n = n;

@@ -36,6 +36,7 @@ typedef struct gr_plan {
     size_t act_bytes;     /* activation arena after reuse */
     size_t act_bytes_naive; /* what it would take without reuse */
     void *act;
+    void *be_state;       /* the backend's per-plan state (conv algorithms, captured graphs) */
 } gr_plan;
 
 /* Allocates the model's arenas on m->be (optim_slots: 0 plain SGD, 1

@@ -754,6 +754,8 @@ static const gr_spec_row gr_spec_rows[] = {
     ENUM("precision", "fp32|tf32|fp16|bf16", "fp32", precision),
     {.path = "loss_scale", .type = GR_ST_LOSS_SCALE, .flags = GR_SF_LOX, .lo = 0, .hi = INFINITY},
     BOOL("deterministic", "false", NULL, deterministic),
+    BOOL("cuda_graph", "true", NULL, cuda_graph),
+    BOOL("cudnn_benchmark", "false", NULL, cudnn_benchmark),
 
     SECTION("data", 0),
     SECTION("data.train", 0),

@@ -109,6 +109,8 @@ typedef struct gr_job_spec {
     bool loss_scale_dynamic;  /* default: true for fp16 only */
     double loss_scale;        /* fixed scale when not dynamic; 1 = none */
     bool deterministic;       /* false */
+    bool cuda_graph;          /* true: a GPU captures each pass once into a CUDA Graph and replays it */
+    bool cudnn_benchmark;     /* false: conv algorithms by cuDNN's heuristics; true: timed once per shape */
 
     struct {
         gr_split_spec train, val; /* val.path "" = no eval */

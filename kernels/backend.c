@@ -70,3 +70,28 @@ void gr_backend_adamw(gr_backend *be, float *w, const float *g, float *m, float 
 }
 
 double gr_backend_sumsq(gr_backend *be, const float *g, int64_t n) { return be->vt->sumsq(be, g, n); }
+
+void gr_backend_upload_batch(gr_backend *be, void *dst, const void *src, size_t bytes) {
+    if (be->vt->upload_batch) be->vt->upload_batch(be, dst, src, bytes);
+    else be->vt->upload(be, dst, src, bytes);
+}
+
+bool gr_backend_mem_info(gr_backend *be, size_t *free_bytes, size_t *total_bytes) {
+    return be->vt->mem_info && be->vt->mem_info(be, free_bytes, total_bytes);
+}
+
+void gr_backend_configure(gr_backend *be, const gr_backend_opts *o) {
+    if (be->vt->configure) be->vt->configure(be, o);
+}
+
+gr_status gr_backend_prepare(gr_backend *be, struct gr_plan *p, gr_error *err) {
+    return be->vt->prepare ? be->vt->prepare(be, p, err) : GR_OK;
+}
+
+void gr_backend_release(gr_backend *be, struct gr_plan *p) {
+    if (be->vt->release) be->vt->release(be, p);
+}
+
+bool gr_backend_run(gr_backend *be, struct gr_plan *p, int64_t n, const gr_exec_ctx *ctx) {
+    return be->vt->run && be->vt->run(be, p, n, ctx);
+}

@@ -17,6 +17,7 @@
 #include "cpu/optim.h"
 
 typedef struct gr_backend gr_backend;
+struct gr_plan;
 
 /* Per-run context shared by every kernel of one plan execution. */
 typedef struct gr_exec_ctx {
@@ -59,6 +60,31 @@ void gr_backend_sync(gr_backend *be);
 void *gr_backend_host_alloc(gr_backend *be, size_t bytes);
 void gr_backend_host_free(gr_backend *be, void *p);
 
+/* Batch upload: may be asynchronous (the CUDA backend copies on its copy
+ * stream and makes the next kernels wait for it); src must stay unchanged
+ * until the next download or sync. */
+void gr_backend_upload_batch(gr_backend *be, void *dst, const void *src, size_t bytes);
+/* Free and total device memory; false where the backend cannot tell (CPU). */
+bool gr_backend_mem_info(gr_backend *be, size_t *free_bytes, size_t *total_bytes);
+
+/* Run options from the job spec. */
+typedef struct gr_backend_opts {
+    gr_precision precision;  /* fp32: strict IEEE fp32; tf32: tensor cores for GEMM and conv */
+    bool cudnn_benchmark;    /* measure conv algorithms once per shape instead of heuristics */
+    bool cuda_graph;         /* capture a plan's run once and replay it */
+} gr_backend_opts;
+void gr_backend_configure(gr_backend *be, const gr_backend_opts *o);
+
+/* Per-plan preparation once its arenas exist (the CUDA backend chooses conv
+ * algorithms and sizes its workspace; GR_ERR_OOM when that does not fit),
+ * and its release. */
+gr_status gr_backend_prepare(gr_backend *be, struct gr_plan *p, gr_error *err);
+void gr_backend_release(gr_backend *be, struct gr_plan *p);
+/* Runs a plan's steps (the CUDA backend: replay of a captured graph, or
+ * the kernels one by one); false when the backend leaves that to the
+ * plan's own loop over gr_backend_kernel. */
+bool gr_backend_run(gr_backend *be, struct gr_plan *p, int64_t n, const gr_exec_ctx *ctx);
+
 /* Optimizer updates and gradient norm over flat device arrays. */
 void gr_backend_sgd(gr_backend *be, float *w, const float *g, float *buf, int64_t n,
                     const gr_sgd_hparams *h);
@@ -82,6 +108,13 @@ typedef struct gr_backend_vtable {
     void (*adamw)(gr_backend *be, float *w, const float *g, float *m, float *v, int64_t n,
                   const gr_adamw_hparams *h);
     double (*sumsq)(gr_backend *be, const float *g, int64_t n);
+    /* optional (NULL: the defaults described above) */
+    void (*upload_batch)(gr_backend *be, void *dst, const void *src, size_t bytes);
+    bool (*mem_info)(gr_backend *be, size_t *free_bytes, size_t *total_bytes);
+    void (*configure)(gr_backend *be, const gr_backend_opts *o);
+    gr_status (*prepare)(gr_backend *be, struct gr_plan *p, gr_error *err);
+    void (*release)(gr_backend *be, struct gr_plan *p);
+    bool (*run)(gr_backend *be, struct gr_plan *p, int64_t n, const gr_exec_ctx *ctx);
     void (*destroy)(gr_backend *be);
 } gr_backend_vtable;
 
@@ -94,6 +127,9 @@ struct gr_backend {
 gr_status gr_cpu_backend_create(int threads, gr_backend **out, gr_error *err);
 #ifdef GR_HAVE_CUDA
 gr_status gr_cuda_backend_create(int device, gr_backend **out, gr_error *err);
+/* How many plan runs a CUDA backend captured into CUDA Graphs and how many
+ * it replayed from them (tests/test_cuda_graph.c). */
+void gr_cuda_graph_counts(const gr_backend *be, int64_t *captured, int64_t *replayed);
 #endif
 
 #endif

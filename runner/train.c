@@ -223,7 +223,8 @@ static gr_status gr_job_open_loaders(gr_job *j, gr_error *err) {
 }
 
 /* ---- device ---- */
-static gr_status gr_job_backend(gr_job *j, const char *device, int threads, gr_error *err) {
+static gr_status gr_job_backend(gr_job *j, const gr_job_spec *s, const char *device, int threads, bool quiet,
+                                gr_error *err) {
     const char *dev = device;
     if (strcmp(dev, "auto") == 0) {
         dev = "cpu";
@@ -235,13 +236,23 @@ static gr_status gr_job_backend(gr_job *j, const char *device, int threads, gr_e
             for (int i = 0; i < j->g.n_nodes; i++)
                 if (!(gr_op_descs[j->g.nodes[i].op]->flags & GR_OPF_VIEW) &&
                     !gr_backend_supports_op(cuda, j->g.nodes[i].op)) all = false;
-            if (all) { j->be = cuda; return GR_OK; }
-            fprintf(stderr, "gpurun: device auto: the cuda backend lacks kernels this job needs; using the cpu\n");
-            gr_backend_free(cuda);
+            if (all) j->be = cuda;
+            else {
+                fprintf(stderr, "gpurun: device auto: the cuda backend lacks kernels this job needs; using the cpu\n");
+                gr_backend_free(cuda);
+            }
+        } else if (!quiet) {
+            fprintf(stderr, "gpurun: device auto: %s; using the cpu\n", e2.msg);
         }
 #endif
     }
-    return gr_backend_create(dev, threads, &j->be, err);
+    gr_status st = j->be ? GR_OK : gr_backend_create(dev, threads, &j->be, err);
+    if (st) return st;
+    gr_backend_opts o = {.precision = s->precision, .cudnn_benchmark = s->cudnn_benchmark, .cuda_graph = s->cuda_graph};
+    gr_backend_configure(j->be, &o);
+    if (s->precision == GR_PREC_TF32 && strcmp(gr_backend_name(j->be), "cpu") == 0 && !quiet)
+        fprintf(stderr, "gpurun: precision tf32: the cpu computes in full fp32\n");
+    return GR_OK;
 }
 
 /* ---- run directory ---- */
@@ -329,8 +340,9 @@ static gr_status gr_write_summary(const char *dir, const char *text, gr_error *e
 static void gr_plan_load_batch(gr_plan *p, const gr_batch *b) {
     const gr_graph *g = p->g;
     size_t per = (size_t)gr_tensor_sample_numel(&g->tensors[g->input]);
-    gr_backend_upload(p->m->be, gr_plan_ptr(p, g->input), b->x, (size_t)b->n * per * sizeof(float));
-    gr_backend_upload(p->m->be, gr_plan_ptr(p, g->label), b->y, (size_t)b->n * sizeof(int32_t));
+    /* asynchronous on a GPU: the stats read-back at the end of the pass is the fence */
+    gr_backend_upload_batch(p->m->be, gr_plan_ptr(p, g->input), b->x, (size_t)b->n * per * sizeof(float));
+    gr_backend_upload_batch(p->m->be, gr_plan_ptr(p, g->label), b->y, (size_t)b->n * sizeof(int32_t));
 }
 
 static void gr_plan_read_stats(gr_plan *p, double *loss_sum, double *correct) {
@@ -418,8 +430,8 @@ static void gr_job_log_eval(gr_job *j, int64_t step, double epoch, double loss, 
  * position rather than ignored, so nobody believes a run is checkpointed or
  * augmented when it is not. */
 static gr_status gr_job_unsupported(const gr_job_spec *s, gr_error *err) {
-    if (s->precision != GR_PREC_FP32)
-        return gr_spec_error(err, s, "precision", "%s is not supported by this version yet (use fp32)",
+    if (s->precision != GR_PREC_FP32 && s->precision != GR_PREC_TF32)
+        return gr_spec_error(err, s, "precision", "%s is not supported by this version yet (use fp32 or tf32)",
                              gr_precision_name(s->precision));
     if (s->parallel.data > 1)
         return gr_spec_error(err, s, "parallel.data", "%lld ranks asked for, but this version runs on one "
@@ -574,7 +586,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
         }
     }
     if ((st = gr_job_compile(&j, s, true, err))) goto done;
-    if ((st = gr_job_backend(&j, opt->device ? opt->device : s->device, opt->threads, err))) goto done;
+    if ((st = gr_job_backend(&j, s, opt->device ? opt->device : s->device, opt->threads, opt->quiet, err))) goto done;
     if ((st = gr_model_init(&j.m, &j.g, j.be, gr_optim_slots(&s->train.optimizer), err))) goto done;
     {
         float *host = gr_xmalloc((size_t)j.g.n_params * sizeof(float));
@@ -836,7 +848,7 @@ gr_status gr_train_eval(const gr_job_spec *spec, const char *checkpoint, const c
         goto done;
     }
     if ((st = gr_job_compile(&j, spec, val, err))) goto done;
-    if ((st = gr_job_backend(&j, opt->device ? opt->device : spec->device, opt->threads, err))) goto done;
+    if ((st = gr_job_backend(&j, spec, opt->device ? opt->device : spec->device, opt->threads, true, err))) goto done;
     const int slots = gr_optim_slots(&spec->train.optimizer);
     if ((st = gr_model_init(&j.m, &j.g, j.be, slots, err))) goto done;
     gr_ckpt_header h;
@@ -959,6 +971,27 @@ gr_status gr_train_plan_report(const gr_job_spec *spec, FILE *f, gr_error *err) 
     fprintf(f, "  activations      %14s  (eval)\n", a);
     gr_fmt_count((int64_t)(pb + gb + ob + tp.act_bytes), a, sizeof a);
     fprintf(f, "  total            %14s  (training)\n", a);
+#ifdef GR_HAVE_CUDA
+    /* a GPU run that will not fit is told before it starts (the cuDNN
+     * workspace comes on top, chosen when the run prepares its plans) */
+    if (strncmp(spec->device, "cuda", 4) == 0 || strcmp(spec->device, "auto") == 0) {
+        const char *dev = strcmp(spec->device, "auto") == 0 ? "cuda:0" : spec->device;
+        gr_backend *be = NULL;
+        gr_error e2;
+        size_t fr = 0, tot = 0, need = pb + gb + ob + tp.act_bytes + ep.act_bytes;
+        if (gr_backend_create(dev, 0, &be, &e2) == GR_OK && gr_backend_mem_info(be, &fr, &tot)) {
+            gr_fmt_count((int64_t)fr, a, sizeof a);
+            gr_fmt_count((int64_t)tot, b, sizeof b);
+            fprintf(f, "%s: %s bytes free of %s\n", dev, a, b);
+            if (need > fr) {
+                gr_fmt_count((int64_t)need, c, sizeof c);
+                fprintf(f, "warning: this job needs %s bytes on %s (training + eval arenas), more than is free: "
+                        "it will not fit; lower train.micro_batch\n", c, dev);
+            }
+        }
+        gr_backend_free(be);
+    }
+#endif
     gr_plan_free(&tp);
     gr_plan_free(&ep);
 done:
