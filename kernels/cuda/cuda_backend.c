@@ -1,82 +1,361 @@
-/* cuda_backend.c — the CUDA backend's function table. This version holds
- * the device memory and the optimizer updates; the per-op kernels (cuBLAS,
- * cuDNN, custom) are not written yet, so every op is reported unsupported and
- * a plan refuses the device at compile time (`device: auto` then picks the
- * CPU and says so). */
+/* cuda_backend.c — the CUDA backend: device selection, streams, memory, the
+ * kernel table, the optimizer launches, and plan runs captured once into a
+ * CUDA Graph and replayed.
+ *
+ * Every device call goes through cu_check.h. Allocation failures are not
+ * fatal here: alloc returns NULL and the planner reports exit 4 with the
+ * byte counts (gr_backend_mem_info gives free and total). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../backend.h"
-#include "cuda_rt.h"
+#include "cu_optim.h"
+#include "cuda_backend.h"
 
-static const gr_kernel_fn gr_cuda_kernels[GR_OP_COUNT] = {0};
-
-static void *gr_cuda_alloc_be(gr_backend *be, size_t bytes) { (void)be; return gr_cuda_malloc(bytes); }
-static void gr_cuda_dealloc_be(gr_backend *be, void *p) { (void)be; gr_cuda_free(p); }
-static void gr_cuda_zero_be(gr_backend *be, void *p, size_t bytes) { (void)be; gr_cuda_zero(p, bytes); }
-static void gr_cuda_upload_be(gr_backend *be, void *dst, const void *src, size_t bytes) {
-    (void)be;
-    gr_cuda_h2d(dst, src, bytes);
-}
-static void gr_cuda_download_be(gr_backend *be, void *dst, const void *src, size_t bytes) {
-    (void)be;
-    gr_cuda_d2h(dst, src, bytes);
-}
-static void gr_cuda_sync_be(gr_backend *be) { (void)be; gr_cuda_sync(); }
-static void *gr_cuda_host_alloc_be(gr_backend *be, size_t bytes) { (void)be; return gr_cuda_host_alloc(bytes); }
-static void gr_cuda_host_free_be(gr_backend *be, void *p) { (void)be; gr_cuda_host_free(p); }
-
-static void gr_cuda_sgd_be(gr_backend *be, float *w, const float *g, float *buf, int64_t n,
-                           const gr_sgd_hparams *h) {
-    (void)be;
-    gr_cuda_sgd(w, g, buf, n, h->lr, h->momentum, h->weight_decay, h->grad_mult, h->nesterov);
+void gr_cuda_die(const char *file, int line, const char *call, const char *msg) {
+    fprintf(stderr, "gpurun: CUDA error at %s:%d: %s (%s)\n", file, line, msg, call);
+    exit(7);
 }
 
-static void gr_cuda_adamw_be(gr_backend *be, float *w, const float *g, float *m, float *v, int64_t n,
-                             const gr_adamw_hparams *h) {
-    (void)be;
-    gr_cuda_adamw(w, g, m, v, n, h->lr, h->beta1, h->beta2, h->eps, h->weight_decay, h->grad_mult, h->t);
+static const gr_kernel_fn gr_cuda_kernels[GR_OP_COUNT] = {
+#define X(E, name, flags) [GR_OP_##E] = gr_cuda_##name,
+#include "../../graph/ops.def"
+#undef X
+};
+
+static gr_cuda *gr_cu(gr_backend *be) { return be->impl; }
+
+/* ---- memory: a few large blocks (the arenas), so a small table of sizes ---- */
+typedef struct { void *p; size_t bytes; } gr_cuda_block;
+typedef struct { gr_cuda_block *b; int n, cap; } gr_cuda_blocks;
+
+static void gr_cuda_track(gr_cuda *cu, gr_cuda_blocks *t, void *p, size_t bytes) {
+    if (t->n == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 16;
+        t->b = gr_xrealloc(t->b, (size_t)t->cap * sizeof *t->b);
+    }
+    t->b[t->n++] = (gr_cuda_block){p, bytes};
+    cu->held += bytes;
 }
 
-static double gr_cuda_sumsq_be(gr_backend *be, const float *g, int64_t n) {
-    (void)be;
-    return gr_cuda_sumsq(g, n);
+static void gr_cuda_untrack(gr_cuda *cu, gr_cuda_blocks *t, void *p) {
+    for (int i = 0; i < t->n; i++)
+        if (t->b[i].p == p) {
+            cu->held -= t->b[i].bytes;
+            t->b[i] = t->b[--t->n];
+            return;
+        }
 }
 
-static void gr_cuda_destroy(gr_backend *be) { free(be); }
+typedef struct gr_cuda_impl {
+    gr_cuda cu;               /* first: be->impl is a gr_cuda * for the op kernels */
+    gr_cuda_blocks blocks;
+} gr_cuda_impl;
+
+static void *gr_cuda_malloc_raw(gr_cuda *cu, size_t bytes) {
+    void *p = NULL;
+    if (cudaMalloc(&p, bytes ? bytes : 256) != cudaSuccess) {
+        (void)cudaGetLastError(); /* out of memory is not a sticky error: clear it */
+        return NULL;
+    }
+    gr_cuda_track(cu, &((gr_cuda_impl *)cu)->blocks, p, bytes);
+    return p;
+}
+
+static void gr_cuda_free_raw(gr_cuda *cu, void *p) {
+    if (!p) return;
+    gr_cuda_untrack(cu, &((gr_cuda_impl *)cu)->blocks, p);
+    GR_CU(cudaFree(p));
+}
+
+static void *gr_cuda_alloc(gr_backend *be, size_t bytes) { return gr_cuda_malloc_raw(gr_cu(be), bytes); }
+static void gr_cuda_dealloc(gr_backend *be, void *p) {
+    gr_cuda *cu = gr_cu(be);
+    GR_CU(cudaStreamSynchronize(cu->stream));
+    gr_cuda_free_raw(cu, p);
+}
+
+static void gr_cuda_zero(gr_backend *be, void *p, size_t bytes) {
+    GR_CU(cudaMemsetAsync(p, 0, bytes, gr_cu(be)->stream));
+}
+
+/* Parameters and checkpoints: pageable host memory, ordered with the compute stream. */
+static void gr_cuda_upload(gr_backend *be, void *dst, const void *src, size_t bytes) {
+    gr_cuda *cu = gr_cu(be);
+    GR_CU(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cu->stream));
+    GR_CU(cudaStreamSynchronize(cu->stream));
+}
+
+static void gr_cuda_download(gr_backend *be, void *dst, const void *src, size_t bytes) {
+    gr_cuda *cu = gr_cu(be);
+    GR_CU(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, cu->stream));
+    GR_CU(cudaStreamSynchronize(cu->stream));
+}
+
+/* A batch from the loader's page-locked ring: DMA on the copy stream, which
+ * first waits for the kernels still reading the arena (the previous pass),
+ * and the compute stream waits for the copy. */
+static void gr_cuda_upload_batch(gr_backend *be, void *dst, const void *src, size_t bytes) {
+    gr_cuda *cu = gr_cu(be);
+    GR_CU(cudaEventRecord(cu->computed, cu->stream));
+    GR_CU(cudaStreamWaitEvent(cu->copy, cu->computed, 0));
+    GR_CU(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cu->copy));
+    GR_CU(cudaEventRecord(cu->uploaded, cu->copy));
+    GR_CU(cudaStreamWaitEvent(cu->stream, cu->uploaded, 0));
+}
+
+static void gr_cuda_sync(gr_backend *be) {
+    gr_cuda *cu = gr_cu(be);
+    GR_CU(cudaStreamSynchronize(cu->copy));
+    GR_CU(cudaStreamSynchronize(cu->stream));
+}
+
+static void *gr_cuda_host_alloc(gr_backend *be, size_t bytes) {
+    (void)be;
+    void *p = NULL;
+    if (cudaHostAlloc(&p, bytes ? bytes : 64, cudaHostAllocPortable) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return NULL;
+    }
+    return p;
+}
+
+static void gr_cuda_host_free(gr_backend *be, void *p) {
+    (void)be;
+    GR_CU(cudaFreeHost(p));
+}
+
+static bool gr_cuda_mem_info(gr_backend *be, size_t *free_bytes, size_t *total_bytes) {
+    (void)be;
+    return cudaMemGetInfo(free_bytes, total_bytes) == cudaSuccess;
+}
+
+/* ---- optimizer ---- */
+static void gr_cuda_sgd(gr_backend *be, float *w, const float *g, float *buf, int64_t n,
+                        const gr_sgd_hparams *h) {
+    gr_cu_sgd(gr_cu(be)->stream, w, g, buf, n, h);
+}
+
+static void gr_cuda_adamw(gr_backend *be, float *w, const float *g, float *m, float *v, int64_t n,
+                          const gr_adamw_hparams *h) {
+    gr_cu_adamw(gr_cu(be)->stream, w, g, m, v, n, h);
+}
+
+static double gr_cuda_sumsq(gr_backend *be, const float *g, int64_t n) {
+    gr_cuda *cu = gr_cu(be);
+    double s = 0.0;
+    gr_cu_sumsq(cu->stream, g, n, cu->scratch);
+    gr_cuda_download(be, &s, cu->scratch, sizeof s);
+    return s;
+}
+
+/* ---- options ---- */
+static void gr_cuda_configure(gr_backend *be, const gr_backend_opts *o) {
+    gr_cuda *cu = gr_cu(be);
+    cu->opts = *o;
+    /* fp32 is strict: no TF32 tensor cores unless the job asks for them */
+    GR_CUBLAS(cublasSetMathMode(cu->blas, o->precision == GR_PREC_TF32 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                                       : CUBLAS_DEFAULT_MATH));
+}
+
+/* ---- plans: conv preparation, then runs captured into a CUDA Graph ---- */
+
+/* A plan's captured runs: one per (n, training), for full micro-batches. */
+#define GR_CUDA_GRAPHS 4
+typedef struct gr_cuda_plan {
+    struct {
+        int64_t n;
+        bool training;
+        int eager_runs;        /* runs before capture (lazy library set-up happens outside it) */
+        int ws_gen;            /* the cuDNN workspace the capture baked in (cu->ws_gen) */
+        cudaGraphExec_t exec;
+    } g[GR_CUDA_GRAPHS];
+    int ng;
+} gr_cuda_plan;
+
+static gr_status gr_cuda_prepare(gr_backend *be, gr_plan *p, gr_error *err) {
+    gr_cuda *cu = gr_cu(be);
+    size_t need = 0;
+    gr_status st = gr_cuda_conv_prepare(cu, p, &need, err);
+    if (st) return st;
+    if (need > cu->ws_bytes) {
+        GR_CU(cudaStreamSynchronize(cu->stream));
+        gr_cuda_free_raw(cu, cu->ws);
+        cu->ws = NULL;
+        cu->ws_bytes = 0;
+        void *ws = gr_cuda_malloc_raw(cu, need);
+        if (!ws) {
+            size_t fr = 0, tot = 0;
+            gr_cuda_mem_info(be, &fr, &tot);
+            return gr_error_set(err, GR_ERR_OOM, "out of memory on cuda:%d: the cuDNN workspace needs %zu bytes; "
+                                "%zu free of %zu, %zu held by this run", cu->device, need, fr, tot, cu->held);
+        }
+        cu->ws = ws;
+        cu->ws_bytes = need;
+        cu->ws_gen++; /* graphs captured with the old block must be captured again */
+    }
+    p->be_state = gr_xcalloc(1, sizeof(gr_cuda_plan));
+    return GR_OK;
+}
+
+static void gr_cuda_release(gr_backend *be, gr_plan *p) {
+    gr_cuda *cu = gr_cu(be);
+    gr_cuda_plan *cp = p->be_state;
+    GR_CU(cudaStreamSynchronize(cu->stream));
+    for (int i = 0; i < cp->ng; i++)
+        if (cp->g[i].exec) GR_CU(cudaGraphExecDestroy(cp->g[i].exec));
+    free(cp);
+    p->be_state = NULL;
+}
+
+static void gr_cuda_launch_steps(gr_plan *p, int64_t n, const gr_exec_ctx *ctx) {
+    for (int i = 0; i < p->n_steps; i++) {
+        gr_kargs *a = &p->steps[i];
+        a->n = n;
+        a->ctx = ctx;
+        a->be->vt->kernels[a->node->op](a);
+    }
+}
+
+/* Runs with full micro-batches are captured on their third call (the first
+ * two run eagerly, so cuBLAS and cuDNN finish their lazy set-up outside the
+ * capture) and replayed from then on; the per-run values (RNG key,
+ * gradient scale) reach the kernels through cu->dctx, written before each. */
+static bool gr_cuda_run(gr_backend *be, gr_plan *p, int64_t n, const gr_exec_ctx *ctx) {
+    gr_cuda *cu = gr_cu(be);
+    gr_cuda_plan *cp = p->be_state;
+    cu->hctx = (gr_dev_ctx){.rng_key = ctx->rng_key, .grad_scale = ctx->grad_scale, .training = ctx->training};
+    GR_CU(cudaMemcpyAsync(cu->dctx, &cu->hctx, sizeof cu->hctx, cudaMemcpyHostToDevice, cu->stream));
+    if (!cu->opts.cuda_graph || !cp || n != p->g->micro_batch) {
+        gr_cuda_launch_steps(p, n, ctx);
+        return true;
+    }
+    int k = 0;
+    while (k < cp->ng && !(cp->g[k].n == n && cp->g[k].training == ctx->training)) k++;
+    if (k == cp->ng) {
+        if (cp->ng == GR_CUDA_GRAPHS) { gr_cuda_launch_steps(p, n, ctx); return true; }
+        cp->g[cp->ng++].n = n;
+        cp->g[k].training = ctx->training;
+    }
+    if (cp->g[k].exec && cp->g[k].ws_gen != cu->ws_gen) {
+        GR_CU(cudaGraphExecDestroy(cp->g[k].exec));
+        cp->g[k].exec = NULL;
+    }
+    if (cp->g[k].exec) {
+        GR_CU(cudaGraphLaunch(cp->g[k].exec, cu->stream));
+        cu->replayed++;
+        return true;
+    }
+    if (cp->g[k].eager_runs < 2) {
+        cp->g[k].eager_runs++;
+        gr_cuda_launch_steps(p, n, ctx);
+        return true;
+    }
+    cudaGraph_t graph;
+    GR_CU(cudaStreamBeginCapture(cu->stream, cudaStreamCaptureModeThreadLocal));
+    gr_cuda_launch_steps(p, n, ctx);
+    GR_CU(cudaStreamEndCapture(cu->stream, &graph));
+    GR_CU(cudaGraphInstantiate(&cp->g[k].exec, graph, 0));
+    cp->g[k].ws_gen = cu->ws_gen;
+    cu->captured++;
+    GR_CU(cudaGraphDestroy(graph));
+    GR_CU(cudaGraphLaunch(cp->g[k].exec, cu->stream));
+    return true;
+}
+
+void gr_cuda_graph_counts(const gr_backend *be, int64_t *captured, int64_t *replayed) {
+    const gr_cuda *cu = be->impl;
+    *captured = cu->captured;
+    *replayed = cu->replayed;
+}
+
+/* ---- life cycle ---- */
+static void gr_cuda_destroy(gr_backend *be) {
+    gr_cuda_impl *im = be->impl;
+    gr_cuda *cu = &im->cu;
+    GR_CU(cudaStreamSynchronize(cu->stream));
+    gr_cuda_conv_free_all(cu);
+    gr_cuda_free_raw(cu, cu->ws);
+    gr_cuda_free_raw(cu, cu->blas_ws);
+    gr_cuda_free_raw(cu, cu->dctx);
+    gr_cuda_free_raw(cu, cu->scratch);
+    GR_CUDNN(cudnnDestroy(cu->dnn));
+    GR_CUBLAS(cublasDestroy(cu->blas));
+    GR_CU(cudaEventDestroy(cu->uploaded));
+    GR_CU(cudaEventDestroy(cu->computed));
+    GR_CU(cudaStreamDestroy(cu->copy));
+    GR_CU(cudaStreamDestroy(cu->stream));
+    free(im->blocks.b);
+    free(im);
+    free(be);
+}
 
 static const gr_backend_vtable gr_cuda_vtable = {
     .name = "cuda",
     .kernels = gr_cuda_kernels,
-    .alloc = gr_cuda_alloc_be,
-    .dealloc = gr_cuda_dealloc_be,
-    .zero = gr_cuda_zero_be,
-    .upload = gr_cuda_upload_be,
-    .download = gr_cuda_download_be,
-    .sync = gr_cuda_sync_be,
-    .host_alloc = gr_cuda_host_alloc_be,
-    .host_free = gr_cuda_host_free_be,
-    .sgd = gr_cuda_sgd_be,
-    .adamw = gr_cuda_adamw_be,
-    .sumsq = gr_cuda_sumsq_be,
+    .alloc = gr_cuda_alloc,
+    .dealloc = gr_cuda_dealloc,
+    .zero = gr_cuda_zero,
+    .upload = gr_cuda_upload,
+    .download = gr_cuda_download,
+    .sync = gr_cuda_sync,
+    .host_alloc = gr_cuda_host_alloc,
+    .host_free = gr_cuda_host_free,
+    .sgd = gr_cuda_sgd,
+    .adamw = gr_cuda_adamw,
+    .sumsq = gr_cuda_sumsq,
+    .upload_batch = gr_cuda_upload_batch,
+    .mem_info = gr_cuda_mem_info,
+    .configure = gr_cuda_configure,
+    .prepare = gr_cuda_prepare,
+    .release = gr_cuda_release,
+    .run = gr_cuda_run,
     .destroy = gr_cuda_destroy,
 };
 
 gr_status gr_cuda_backend_create(int device, gr_backend **out, gr_error *err) {
-    char msg[256] = "", name[256] = "";
     int count = 0;
-    if (gr_cuda_device_count(&count, msg, sizeof msg) != 0 || count == 0)
-        return gr_error_set(err, GR_ERR_DEVICE, "device cuda:%d: no CUDA device is available%s%s", device,
-                            msg[0] ? " (" : "", msg[0] ? msg : "");
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0)
+        return gr_error_set(err, GR_ERR_DEVICE, "device cuda:%d: no CUDA device is available (%s)", device,
+                            e != cudaSuccess ? cudaGetErrorString(e) : "the driver reports 0 devices");
     if (device < 0 || device >= count)
         return gr_error_set(err, GR_ERR_DEVICE, "device cuda:%d: only %d CUDA device%s present", device,
                             count, count == 1 ? " is" : "s are");
-    if (gr_cuda_select(device, name, sizeof name, msg, sizeof msg) != 0)
-        return gr_error_set(err, GR_ERR_DEVICE, "device cuda:%d: %s", device, msg);
+    struct cudaDeviceProp prop;
+    if ((e = cudaSetDevice(device)) != cudaSuccess || (e = cudaGetDeviceProperties(&prop, device)) != cudaSuccess)
+        return gr_error_set(err, GR_ERR_DEVICE, "device cuda:%d: %s", device, cudaGetErrorString(e));
+
+    gr_cuda_impl *im = gr_xcalloc(1, sizeof *im);
+    gr_cuda *cu = &im->cu;
+    cu->device = device;
+    snprintf(cu->name, sizeof cu->name, "%s", prop.name);
+    GR_CU(cudaStreamCreateWithFlags(&cu->stream, cudaStreamNonBlocking));
+    GR_CU(cudaStreamCreateWithFlags(&cu->copy, cudaStreamNonBlocking));
+    GR_CU(cudaEventCreateWithFlags(&cu->uploaded, cudaEventDisableTiming));
+    GR_CU(cudaEventCreateWithFlags(&cu->computed, cudaEventDisableTiming));
+    GR_CUBLAS(cublasCreate(&cu->blas));
+    GR_CUBLAS(cublasSetStream(cu->blas, cu->stream));
+    GR_CUDNN(cudnnCreate(&cu->dnn));
+    GR_CUDNN(cudnnSetStream(cu->dnn, cu->stream));
+    cu->blas_ws_bytes = 32u << 20; /* NVIDIA's recommendation for Hopper */
+    cu->blas_ws = gr_cuda_malloc_raw(cu, cu->blas_ws_bytes);
+    cu->dctx = gr_cuda_malloc_raw(cu, sizeof *cu->dctx);
+    cu->scratch = gr_cuda_malloc_raw(cu, GR_SUMSQ_SCRATCH * sizeof(double));
     gr_backend *be = gr_xcalloc(1, sizeof *be);
     be->vt = &gr_cuda_vtable;
+    be->impl = im;
     be->threads = 1;
+    if (!cu->blas_ws || !cu->dctx || !cu->scratch) {
+        size_t fr = 0, tot = 0;
+        (void)cudaMemGetInfo(&fr, &tot);
+        gr_cuda_destroy(be);
+        return gr_error_set(err, GR_ERR_OOM, "out of memory on cuda:%d: %zu bytes for the cuBLAS workspace; "
+                            "%zu free of %zu", device, (size_t)(32u << 20), fr, tot);
+    }
+    GR_CUBLAS(cublasSetWorkspace(cu->blas, cu->blas_ws, cu->blas_ws_bytes));
+    cu->opts.precision = GR_PREC_FP32;
+    GR_CUBLAS(cublasSetMathMode(cu->blas, CUBLAS_DEFAULT_MATH));
     *out = be;
     return GR_OK;
 }

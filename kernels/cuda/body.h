@@ -1,0 +1,22 @@
+/* body.h — what every kernel body (kernels/cuda/body_*.h) shares: the
+ * GR_HD qualifier (common/gr_hd.h) and the device copy of the run context.
+ *
+ * Bodies are C11 and CUDA C++ at once: no restrict, no designated
+ * initializers, no compound literals, int64_t indices, float math with the
+ * same functions on both sides (expf, erff, tanhf, sqrtf, logf). */
+#ifndef GR_CUDA_BODY_H
+#define GR_CUDA_BODY_H
+
+#include <stdint.h>
+
+#include "../../common/gr_hd.h"
+
+/* The per-run context as kernels read it: in device memory, rewritten
+ * before every run, so a captured CUDA Graph sees each step's values. */
+typedef struct gr_dev_ctx {
+    uint64_t rng_key;   /* gr_exec_ctx.rng_key */
+    float grad_scale;   /* gr_exec_ctx.grad_scale */
+    int32_t training;   /* gr_exec_ctx.training */
+} gr_dev_ctx;
+
+#endif

@@ -1,0 +1,189 @@
+/* body_elem.h — bodies of the elementwise kernels (elem.cu): activations
+ * and their backward, dropout, add, concat along axis 1, and softmax
+ * cross-entropy; the formulas of kernels/cpu/{act,misc,join,loss}.c, in the
+ * same float/double types and operation order.
+ *
+ * tests/test_body_elem.c drives them over the grids the kernels cover and
+ * compares with the CPU kernels. The dropout key function is the CPU's too
+ * (kernels/cpu/misc.c), so the two backends draw the same masks. */
+#ifndef GR_BODY_ELEM_H
+#define GR_BODY_ELEM_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "body.h"
+
+/* ---- activations ---- */
+
+typedef enum gr_act { GR_ACT_RELU, GR_ACT_SIGMOID, GR_ACT_TANH, GR_ACT_GELU } gr_act;
+
+/* y = act(x); the kernels pass act as a template constant, so the switch
+ * folds away. gelu is the exact erf form (PyTorch's approximate='none'). */
+GR_HD float gr_act_hd(int act, float x) {
+    switch (act) {
+    case GR_ACT_RELU: return x > 0.0f ? x : 0.0f;
+    case GR_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case GR_ACT_TANH: return tanhf(x);
+    default: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    }
+}
+
+/* dx from dy and the tensor the backward saved: y for relu, sigmoid and
+ * tanh, x for gelu (d/dx x Phi(x) = Phi(x) + x phi(x)). */
+GR_HD float gr_act_bwd_hd(int act, float dy, float t) {
+    switch (act) {
+    case GR_ACT_RELU: return t > 0.0f ? dy : 0.0f;
+    case GR_ACT_SIGMOID: return dy * t * (1.0f - t);
+    case GR_ACT_TANH: return dy * (1.0f - t * t);
+    default: {
+        float cdf = 0.5f * (1.0f + erff(t * 0.70710678118654752f));
+        float pdf = 0.3989422804014327f * expf(-0.5f * t * t);
+        return dy * (cdf + t * pdf);
+    }
+    }
+}
+
+GR_HD void gr_body_act(int act, const float *x, float *y, int64_t i) { y[i] = gr_act_hd(act, x[i]); }
+
+GR_HD void gr_body_act_bwd(int act, const float *dy, const float *t, float *dx, int64_t i) {
+    dx[i] = gr_act_bwd_hd(act, dy[i], t[i]);
+}
+
+/* ---- dropout ---- */
+
+/* The mask stream of dropout layer `layer` in the run keyed rng_key (one
+ * key per seed, step and micro-batch). */
+GR_HD uint64_t gr_dropout_key_hd(uint64_t rng_key, int layer) {
+    return gr_hash64_hd(rng_key, 0xD50000ull + (uint64_t)layer);
+}
+
+/* Element i keeps with probability 1 - rate; kept values are scaled by
+ * scale = 1 / (1 - rate). */
+GR_HD void gr_body_dropout(uint64_t key, float rate, float scale, const float *x, float *y, uint8_t *m,
+                           int64_t i) {
+    uint8_t keep = gr_uniform_hd(key, (uint64_t)i) >= rate;
+    m[i] = keep;
+    y[i] = keep ? x[i] * scale : 0.0f;
+}
+
+GR_HD void gr_body_dropout_bwd(float scale, const float *dy, const uint8_t *m, float *dx, int64_t i) {
+    dx[i] = m[i] ? dy[i] * scale : 0.0f;
+}
+
+/* ---- add and concat (up to GR_MAX_IN inputs, passed by value) ---- */
+
+#define GR_ELEM_MAX_IN 5
+
+typedef struct gr_add_in {
+    const float *x[GR_ELEM_MAX_IN];
+    int nin;
+} gr_add_in;
+
+/* y = x0 + x1 + x2 + ..., summed left to right as the CPU does */
+GR_HD void gr_body_add(const gr_add_in *in, float *y, int64_t i) {
+    float v = in->x[0][i];
+    for (int k = 1; k < in->nin; k++) v += in->x[k][i];
+    y[i] = v;
+}
+
+/* Input k contributes row[k] = C_k * inner floats per sample, at column
+ * start[k] of the output's out_row. */
+typedef struct gr_concat_in {
+    const float *x[GR_ELEM_MAX_IN];
+    int64_t row[GR_ELEM_MAX_IN], start[GR_ELEM_MAX_IN];
+    int nin;
+    int64_t out_row;
+} gr_concat_in;
+
+/* Output column c of sample s. */
+GR_HD void gr_body_concat(const gr_concat_in *in, float *y, int64_t s, int64_t c) {
+    int k = 0;
+    for (int j = 1; j < in->nin; j++)
+        if (c >= in->start[j]) k = j;
+    y[s * in->out_row + c] = in->x[k][s * in->row[k] + (c - in->start[k])];
+}
+
+/* dx[s, c] = dy[s, off + c]: a row-slice of row floats from rows of in_row */
+GR_HD void gr_body_concat_bwd(const float *dy, float *dx, int64_t in_row, int64_t row, int64_t off, int64_t s,
+                              int64_t c) {
+    dx[s * row + c] = dy[s * in_row + off + c];
+}
+
+/* ---- softmax cross-entropy ---- */
+
+/* The forward kernel gives each row one warp of GR_SCE_LANES lanes; a
+ * block holds GR_SCE_WARPS warps; there are at most GR_SCE_MAX_BLOCKS
+ * blocks (their partial sums live in the backend's scratch doubles), warps
+ * striding over the rows beyond. Lane l of a row handles columns l, l+L, ... */
+#define GR_SCE_LANES 32
+#define GR_SCE_WARPS 8
+#define GR_SCE_MAX_BLOCKS 128
+
+GR_HD int64_t gr_sce_blocks(int64_t n) {
+    int64_t b = (n + GR_SCE_WARPS - 1) / GR_SCE_WARPS;
+    return b < 1 ? 1 : b > GR_SCE_MAX_BLOCKS ? GR_SCE_MAX_BLOCKS : b;
+}
+
+/* A lane's maximum of row z over its columns and the first column holding
+ * it; arg = -1 when the lane has no column (k < lanes). */
+GR_HD void gr_body_sce_max_part(const float *z, int64_t k, int64_t lane, int64_t lanes, float *m, int64_t *arg) {
+    float mv = -INFINITY;
+    int64_t a = -1;
+    for (int64_t j = lane; j < k; j += lanes)
+        if (a < 0 || z[j] > mv) { mv = z[j]; a = j; }
+    *m = mv;
+    *arg = a;
+}
+
+/* Merges another lane's (m2, arg2) into (m, arg): the larger value, on a
+ * tie the smaller column — the CPU's first maximum. Symmetric, so every
+ * lane of a butterfly ends with the same pair. */
+GR_HD void gr_sce_max_combine(float *m, int64_t *arg, float m2, int64_t arg2) {
+    if (arg2 < 0) return;
+    if (*arg < 0 || m2 > *m || (m2 == *m && arg2 < *arg)) { *m = m2; *arg = arg2; }
+}
+
+/* A lane's part of the row: p[j] = exp(z[j] - zmax), and the sums of those
+ * and of z[j] - zmax (in double, from float terms, as the CPU). */
+GR_HD void gr_body_sce_exp_part(const float *z, float *p, int64_t k, float zmax, int64_t lane, int64_t lanes,
+                                double *sum, double *zsum) {
+    double s = 0.0, zs = 0.0;
+    for (int64_t j = lane; j < k; j += lanes) {
+        p[j] = expf(z[j] - zmax);
+        s += p[j];
+        zs += z[j] - zmax;
+    }
+    *sum = s;
+    *zsum = zs;
+}
+
+/* The row's loss from the whole row's sums: (1 - eps) * -log p_y + eps * -mean_j log p_j. */
+GR_HD double gr_sce_row_loss(double sum, double zsum, float zy_shifted, int64_t k, double eps) {
+    double logsum = log(sum);
+    double nll = logsum - (double)zy_shifted;
+    double smooth = logsum - zsum / (double)k;
+    return (1.0 - eps) * nll + eps * smooth;
+}
+
+GR_HD float gr_sce_inv(double sum) { return (float)(1.0 / sum); }
+
+/* A lane's part of normalizing: p[j] *= 1/sum */
+GR_HD void gr_body_sce_scale_part(float *p, int64_t k, float inv, int64_t lane, int64_t lanes) {
+    for (int64_t j = lane; j < k; j += lanes) p[j] *= inv;
+}
+
+/* The gradient's targets under label smoothing eps: off everywhere, on at the label. */
+GR_HD void gr_sce_targets(float eps, int64_t k, float *off, float *on) {
+    *off = eps / (float)k;
+    *on = 1.0f - eps + *off;
+}
+
+/* dz[i] = (p[i] - target) * scale, element i of [n, k] */
+GR_HD void gr_body_sce_bwd(const float *p, const int32_t *label, float *dz, int64_t k, float off, float on,
+                           float scale, int64_t i) {
+    int64_t r = i / k, j = i - r * k;
+    dz[i] = (p[i] - (j == label[r] ? on : off)) * scale;
+}
+
+#endif

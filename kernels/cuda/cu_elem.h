@@ -1,0 +1,47 @@
+/* cu_elem.h — launchers of the elementwise kernels (elem.cu), each on the
+ * given stream, with the semantics of the CPU kernels in
+ * kernels/cpu/{act,misc,join,loss}.c. Counts are elements unless named
+ * otherwise; nothing here synchronizes or allocates, so every launcher may
+ * run inside CUDA Graph capture. */
+#ifndef GR_CU_ELEM_H
+#define GR_CU_ELEM_H
+
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+
+#include "body_elem.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* y = act(x); dx = act'(dy, t) with t = y (relu, sigmoid, tanh) or x (gelu) */
+void gr_cu_act(cudaStream_t s, gr_act act, const float *x, float *y, int64_t n);
+void gr_cu_act_bwd(cudaStream_t s, gr_act act, const float *dy, const float *t, float *dx, int64_t n);
+
+/* Training-mode dropout; the key comes from ctx->rng_key on the device, so
+ * a captured launch draws a new mask every replay. */
+void gr_cu_dropout(cudaStream_t s, const gr_dev_ctx *ctx, int layer, float rate, float scale, const float *x,
+                   float *y, uint8_t *m, int64_t n);
+void gr_cu_dropout_bwd(cudaStream_t s, float scale, const float *dy, const uint8_t *m, float *dx, int64_t n);
+
+void gr_cu_add(cudaStream_t s, const gr_add_in *in, float *y, int64_t n);
+/* n samples of in->out_row floats; dx: n rows of row floats cut at off from rows of in_row */
+void gr_cu_concat(cudaStream_t s, const gr_concat_in *in, float *y, int64_t n);
+void gr_cu_concat_bwd(cudaStream_t s, const float *dy, float *dx, int64_t n, int64_t in_row, int64_t row,
+                      int64_t off);
+
+/* Softmax cross-entropy over n rows of k logits: probabilities into p,
+ * stats[0] = summed loss, stats[1] = correct count, reduced in a fixed order
+ * through part (device doubles, at least 2 * GR_SCE_MAX_BLOCKS). */
+void gr_cu_sce(cudaStream_t s, const float *z, const int32_t *label, float *p, float *stats, int64_t n,
+               int64_t k, double eps, double *part);
+/* dz = (p - smoothed one-hot) * ctx->grad_scale, read on the device */
+void gr_cu_sce_bwd(cudaStream_t s, const gr_dev_ctx *ctx, const float *p, const int32_t *label, float *dz,
+                   int64_t n, int64_t k, float eps);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,62 @@
+/* cuda_backend.h — the CUDA backend's state, shared by its op kernels.
+ *
+ * One compute stream runs every kernel, cuBLAS and cuDNN call of a plan, in
+ * order; batches are uploaded on a second (copy) stream and fenced with an
+ * event, so nothing else ever runs on the legacy default stream. Op kernels
+ * (kernels/cuda/op_*.c) are C11 and reach the state through gr_cuda_of(a);
+ * the custom kernels they launch live in .cu files behind plain C launchers
+ * (cu_*.h) that take the stream. */
+#ifndef GR_CUDA_BACKEND_H
+#define GR_CUDA_BACKEND_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include "../../graph/plan.h"
+#include "../backend.h"
+#include "body.h"
+#include "cu_check.h"
+
+typedef struct gr_cuda {
+    int device;
+    char name[256];
+    cudaStream_t stream;      /* compute */
+    cudaStream_t copy;        /* batch uploads */
+    cudaEvent_t uploaded;     /* recorded on copy after an upload, waited on by stream */
+    cudaEvent_t computed;     /* recorded on stream before an upload, waited on by copy */
+    cublasHandle_t blas;
+    cudnnHandle_t dnn;
+    void *blas_ws;            /* cuBLAS workspace (set once, so captured GEMMs allocate nothing) */
+    size_t blas_ws_bytes;
+    void *ws;                 /* cuDNN workspace: the largest need of any prepared plan */
+    size_t ws_bytes;
+    int ws_gen;               /* bumped whenever ws moves */
+    gr_dev_ctx *dctx;         /* device copy of the run's context */
+    gr_dev_ctx hctx;          /* its host side, the source of each run's copy */
+    double *scratch;          /* device doubles for reductions read back by the host */
+    gr_backend_opts opts;     /* precision, cudnn_benchmark, cuda_graph */
+    size_t held;              /* bytes this backend holds in cudaMalloc'ed blocks */
+    int64_t captured, replayed; /* plan runs captured into CUDA Graphs / replayed from them */
+    struct gr_cuda_convs *convs; /* conv descriptors and algorithms per shape (op_conv.c) */
+} gr_cuda;
+
+static inline gr_cuda *gr_cuda_of(const gr_kargs *a) { return (gr_cuda *)a->be->impl; }
+
+/* Kernel table entries: gr_cuda_<name> for every op of graph/ops.def. */
+#define X(E, name, flags) void gr_cuda_##name(const gr_kargs *a);
+#include "../../graph/ops.def"
+#undef X
+
+/* Elements of a tensor in this run (batched tensors hold a->n samples). */
+static inline int64_t gr_cuda_count(const gr_kargs *a, const gr_tensor *t) {
+    return t->batched ? a->n * gr_tensor_sample_numel(t) : gr_tensor_numel(t);
+}
+
+/* The conv kernels' set-up for every conv node of a plan at its micro-batch
+ * (descriptors, algorithms by heuristics or measured when cudnn_benchmark),
+ * and the cuDNN workspace they need (op_conv.c); freed with the backend. */
+gr_status gr_cuda_conv_prepare(gr_cuda *cu, const gr_plan *p, size_t *ws_need, gr_error *err);
+void gr_cuda_conv_free_all(gr_cuda *cu);
+
+#endif

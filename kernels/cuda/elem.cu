@@ -1,0 +1,295 @@
+// elem.cu — the elementwise kernels: activations and their backward,
+// dropout, add, concat (axis 1) and softmax cross-entropy. The math is
+// body_elem.h; these kernels only map threads to its indices.
+//
+// The big streaming ops (activations, add) move four floats per thread
+// with 16-byte loads when every pointer allows it; a thread of the first
+// block also takes one of the last n % 4 elements.
+#include <stdint.h>
+
+#include "body_elem.h"
+#include "cu_check.h"
+#include "cu_elem.h"
+
+// Grid cap of the grid-stride kernels (dropout): enough blocks to fill
+// every SM several times, and each thread derives its key once.
+#define GR_ELEM_GRID_MAX 4096
+
+static bool gr_aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+// blocks for n elements, four per thread when vec (the tail rides in block 0)
+static unsigned gr_elem_blocks(int64_t n, bool vec) {
+    int64_t t = vec ? n >> 2 : n;
+    return GR_CU_BLOCKS(t > 0 ? t : 1);
+}
+
+// ---- activations ----
+
+template <int A, bool V>
+__global__ void gr_act_kernel(const float *x, float *y, int64_t n) {
+    int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (!V) {
+        if (t < n) gr_body_act(A, x, y, t);
+        return;
+    }
+    int64_t n4 = n >> 2;
+    if (t < n4) {
+        float4 v = reinterpret_cast<const float4 *>(x)[t];
+        v.x = gr_act_hd(A, v.x);
+        v.y = gr_act_hd(A, v.y);
+        v.z = gr_act_hd(A, v.z);
+        v.w = gr_act_hd(A, v.w);
+        reinterpret_cast<float4 *>(y)[t] = v;
+    }
+    if (t < (n & 3)) gr_body_act(A, x, y, (n4 << 2) + t);
+}
+
+template <int A, bool V>
+__global__ void gr_act_bwd_kernel(const float *dy, const float *s, float *dx, int64_t n) {
+    int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (!V) {
+        if (t < n) gr_body_act_bwd(A, dy, s, dx, t);
+        return;
+    }
+    int64_t n4 = n >> 2;
+    if (t < n4) {
+        float4 g = reinterpret_cast<const float4 *>(dy)[t];
+        float4 v = reinterpret_cast<const float4 *>(s)[t];
+        g.x = gr_act_bwd_hd(A, g.x, v.x);
+        g.y = gr_act_bwd_hd(A, g.y, v.y);
+        g.z = gr_act_bwd_hd(A, g.z, v.z);
+        g.w = gr_act_bwd_hd(A, g.w, v.w);
+        reinterpret_cast<float4 *>(dx)[t] = g;
+    }
+    if (t < (n & 3)) gr_body_act_bwd(A, dy, s, dx, (n4 << 2) + t);
+}
+
+template <int A>
+static void gr_act_launch(cudaStream_t s, const float *x, float *y, int64_t n) {
+    bool vec = gr_aligned16(x) && gr_aligned16(y);
+    if (vec)
+        gr_act_kernel<A, true><<<gr_elem_blocks(n, true), GR_CU_THREADS, 0, s>>>(x, y, n);
+    else
+        gr_act_kernel<A, false><<<gr_elem_blocks(n, false), GR_CU_THREADS, 0, s>>>(x, y, n);
+    GR_CU_LAUNCHED();
+}
+
+template <int A>
+static void gr_act_bwd_launch(cudaStream_t s, const float *dy, const float *t, float *dx, int64_t n) {
+    bool vec = gr_aligned16(dy) && gr_aligned16(t) && gr_aligned16(dx);
+    if (vec)
+        gr_act_bwd_kernel<A, true><<<gr_elem_blocks(n, true), GR_CU_THREADS, 0, s>>>(dy, t, dx, n);
+    else
+        gr_act_bwd_kernel<A, false><<<gr_elem_blocks(n, false), GR_CU_THREADS, 0, s>>>(dy, t, dx, n);
+    GR_CU_LAUNCHED();
+}
+
+extern "C" void gr_cu_act(cudaStream_t s, gr_act act, const float *x, float *y, int64_t n) {
+    if (n <= 0) return;
+    switch (act) {
+    case GR_ACT_RELU: gr_act_launch<GR_ACT_RELU>(s, x, y, n); break;
+    case GR_ACT_SIGMOID: gr_act_launch<GR_ACT_SIGMOID>(s, x, y, n); break;
+    case GR_ACT_TANH: gr_act_launch<GR_ACT_TANH>(s, x, y, n); break;
+    case GR_ACT_GELU: gr_act_launch<GR_ACT_GELU>(s, x, y, n); break;
+    }
+}
+
+extern "C" void gr_cu_act_bwd(cudaStream_t s, gr_act act, const float *dy, const float *t, float *dx, int64_t n) {
+    if (n <= 0) return;
+    switch (act) {
+    case GR_ACT_RELU: gr_act_bwd_launch<GR_ACT_RELU>(s, dy, t, dx, n); break;
+    case GR_ACT_SIGMOID: gr_act_bwd_launch<GR_ACT_SIGMOID>(s, dy, t, dx, n); break;
+    case GR_ACT_TANH: gr_act_bwd_launch<GR_ACT_TANH>(s, dy, t, dx, n); break;
+    case GR_ACT_GELU: gr_act_bwd_launch<GR_ACT_GELU>(s, dy, t, dx, n); break;
+    }
+}
+
+// ---- dropout ----
+
+__global__ void gr_dropout_kernel(const gr_dev_ctx *ctx, int layer, float rate, float scale, const float *x,
+                                  float *y, uint8_t *m, int64_t n) {
+    uint64_t key = gr_dropout_key_hd(ctx->rng_key, layer);
+    int64_t T = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += T)
+        gr_body_dropout(key, rate, scale, x, y, m, i);
+}
+
+__global__ void gr_dropout_bwd_kernel(float scale, const float *dy, const uint8_t *m, float *dx, int64_t n) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) gr_body_dropout_bwd(scale, dy, m, dx, i);
+}
+
+extern "C" void gr_cu_dropout(cudaStream_t s, const gr_dev_ctx *ctx, int layer, float rate, float scale,
+                              const float *x, float *y, uint8_t *m, int64_t n) {
+    if (n <= 0) return;
+    unsigned blocks = GR_CU_BLOCKS(n);
+    if (blocks > GR_ELEM_GRID_MAX) blocks = GR_ELEM_GRID_MAX;
+    gr_dropout_kernel<<<blocks, GR_CU_THREADS, 0, s>>>(ctx, layer, rate, scale, x, y, m, n);
+    GR_CU_LAUNCHED();
+}
+
+extern "C" void gr_cu_dropout_bwd(cudaStream_t s, float scale, const float *dy, const uint8_t *m, float *dx,
+                                  int64_t n) {
+    if (n <= 0) return;
+    gr_dropout_bwd_kernel<<<GR_CU_BLOCKS(n), GR_CU_THREADS, 0, s>>>(scale, dy, m, dx, n);
+    GR_CU_LAUNCHED();
+}
+
+// ---- add ----
+
+// __grid_constant__: the body takes the struct's address without a local copy
+template <bool V>
+__global__ void gr_add_kernel(const __grid_constant__ gr_add_in in, float *y, int64_t n) {
+    int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (!V) {
+        if (t < n) gr_body_add(&in, y, t);
+        return;
+    }
+    int64_t n4 = n >> 2;
+    if (t < n4) {
+        float4 v = reinterpret_cast<const float4 *>(in.x[0])[t];
+        for (int k = 1; k < in.nin; k++) {
+            float4 u = reinterpret_cast<const float4 *>(in.x[k])[t];
+            v.x += u.x;
+            v.y += u.y;
+            v.z += u.z;
+            v.w += u.w;
+        }
+        reinterpret_cast<float4 *>(y)[t] = v;
+    }
+    if (t < (n & 3)) gr_body_add(&in, y, (n4 << 2) + t);
+}
+
+extern "C" void gr_cu_add(cudaStream_t s, const gr_add_in *in, float *y, int64_t n) {
+    if (n <= 0) return;
+    bool vec = gr_aligned16(y);
+    for (int k = 0; k < in->nin; k++) vec = vec && gr_aligned16(in->x[k]);
+    if (vec)
+        gr_add_kernel<true><<<gr_elem_blocks(n, true), GR_CU_THREADS, 0, s>>>(*in, y, n);
+    else
+        gr_add_kernel<false><<<gr_elem_blocks(n, false), GR_CU_THREADS, 0, s>>>(*in, y, n);
+    GR_CU_LAUNCHED();
+}
+
+// ---- concat: blockIdx.y walks the samples, so a thread divides nothing ----
+
+#define GR_ELEM_GRID_Y 65535
+
+__global__ void gr_concat_kernel(const __grid_constant__ gr_concat_in in, float *y, int64_t n) {
+    int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= in.out_row) return;
+    for (int64_t s = blockIdx.y; s < n; s += gridDim.y) gr_body_concat(&in, y, s, c);
+}
+
+__global__ void gr_concat_bwd_kernel(const float *dy, float *dx, int64_t n, int64_t in_row, int64_t row,
+                                     int64_t off) {
+    int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= row) return;
+    for (int64_t s = blockIdx.y; s < n; s += gridDim.y) gr_body_concat_bwd(dy, dx, in_row, row, off, s, c);
+}
+
+static dim3 gr_rows_grid(int64_t n, int64_t row) {
+    return dim3(GR_CU_BLOCKS(row), (unsigned)(n < GR_ELEM_GRID_Y ? n : GR_ELEM_GRID_Y));
+}
+
+extern "C" void gr_cu_concat(cudaStream_t s, const gr_concat_in *in, float *y, int64_t n) {
+    if (n <= 0 || in->out_row <= 0) return;
+    gr_concat_kernel<<<gr_rows_grid(n, in->out_row), GR_CU_THREADS, 0, s>>>(*in, y, n);
+    GR_CU_LAUNCHED();
+}
+
+extern "C" void gr_cu_concat_bwd(cudaStream_t s, const float *dy, float *dx, int64_t n, int64_t in_row,
+                                 int64_t row, int64_t off) {
+    if (n <= 0 || row <= 0) return;
+    gr_concat_bwd_kernel<<<gr_rows_grid(n, row), GR_CU_THREADS, 0, s>>>(dy, dx, n, in_row, row, off);
+    GR_CU_LAUNCHED();
+}
+
+// ---- softmax cross-entropy ----
+
+#define GR_FULL_MASK 0xffffffffu
+
+// One warp per row (rows beyond the grid's warps are strided). The lanes'
+// max/argmax and sums meet in xor butterflies, whose pairwise merges are
+// symmetric, so all lanes agree bit for bit. Each warp sums its rows'
+// losses in row order, each block its warps' in warp order; part[2b] and
+// part[2b+1] get block b's loss and correct count, and gr_sce_stats_kernel
+// adds the blocks in order: the same stats every run.
+__global__ void gr_sce_rows_kernel(const float *z, const int32_t *label, float *p, int64_t n, int64_t k,
+                                   double eps, double *part) {
+    __shared__ double wloss[GR_SCE_WARPS], wcorrect[GR_SCE_WARPS];
+    const int lane = threadIdx.x % GR_SCE_LANES, warp = threadIdx.x / GR_SCE_LANES;
+    const int64_t W = (int64_t)gridDim.x * GR_SCE_WARPS;
+    double loss = 0.0, correct = 0.0;
+    for (int64_t r = (int64_t)blockIdx.x * GR_SCE_WARPS + warp; r < n; r += W) {
+        const float *zr = z + r * k;
+        float *pr = p + r * k;
+        float m;
+        int64_t arg;
+        gr_body_sce_max_part(zr, k, lane, GR_SCE_LANES, &m, &arg);
+        for (int o = GR_SCE_LANES / 2; o > 0; o >>= 1) {
+            float m2 = __shfl_xor_sync(GR_FULL_MASK, m, o);
+            long long a2 = __shfl_xor_sync(GR_FULL_MASK, (long long)arg, o);
+            gr_sce_max_combine(&m, &arg, m2, (int64_t)a2);
+        }
+        double sum, zsum;
+        gr_body_sce_exp_part(zr, pr, k, m, lane, GR_SCE_LANES, &sum, &zsum);
+        for (int o = GR_SCE_LANES / 2; o > 0; o >>= 1) {
+            sum += __shfl_xor_sync(GR_FULL_MASK, sum, o);
+            zsum += __shfl_xor_sync(GR_FULL_MASK, zsum, o);
+        }
+        const int32_t y = label[r];
+        loss += gr_sce_row_loss(sum, zsum, zr[y] - m, k, eps);
+        correct += arg == y;
+        gr_body_sce_scale_part(pr, k, gr_sce_inv(sum), lane, GR_SCE_LANES);
+    }
+    if (lane == 0) {
+        wloss[warp] = loss;
+        wcorrect[warp] = correct;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double l = 0.0, c = 0.0;
+        for (int w = 0; w < GR_SCE_WARPS; w++) {
+            l += wloss[w];
+            c += wcorrect[w];
+        }
+        part[2 * blockIdx.x] = l;
+        part[2 * blockIdx.x + 1] = c;
+    }
+}
+
+__global__ void gr_sce_stats_kernel(const double *part, int64_t blocks, float *stats) {
+    double l = 0.0, c = 0.0;
+    for (int64_t b = 0; b < blocks; b++) {
+        l += part[2 * b];
+        c += part[2 * b + 1];
+    }
+    stats[0] = (float)l;
+    stats[1] = (float)c;
+}
+
+__global__ void gr_sce_bwd_kernel(const gr_dev_ctx *ctx, const float *p, const int32_t *label, float *dz,
+                                  int64_t nk, int64_t k, float off, float on) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < nk) gr_body_sce_bwd(p, label, dz, k, off, on, ctx->grad_scale, i);
+}
+
+extern "C" void gr_cu_sce(cudaStream_t s, const float *z, const int32_t *label, float *p, float *stats,
+                          int64_t n, int64_t k, double eps, double *part) {
+    int64_t blocks = gr_sce_blocks(n);
+    gr_sce_rows_kernel<<<(unsigned)blocks, GR_SCE_WARPS * GR_SCE_LANES, 0, s>>>(z, label, p, n, k, eps, part);
+    GR_CU_LAUNCHED();
+    gr_sce_stats_kernel<<<1, 1, 0, s>>>(part, blocks, stats);
+    GR_CU_LAUNCHED();
+}
+
+extern "C" void gr_cu_sce_bwd(cudaStream_t s, const gr_dev_ctx *ctx, const float *p, const int32_t *label,
+                              float *dz, int64_t n, int64_t k, float eps) {
+    int64_t nk = n * k;
+    if (nk <= 0) return;
+    float off, on;
+    gr_sce_targets(eps, k, &off, &on);
+    gr_sce_bwd_kernel<<<GR_CU_BLOCKS(nk), GR_CU_THREADS, 0, s>>>(ctx, p, label, dz, nk, k, off, on);
+    GR_CU_LAUNCHED();
+}

@@ -1,0 +1,308 @@
+/* op_conv.c — conv and its backward on cuDNN (NCHW, fp32 data).
+ *
+ * Descriptors and algorithms are made once per conv geometry (input shape
+ * with this run's batch, filter, stride, padding, groups) and kept in a
+ * table on the backend: a plan's convs are set up when it is prepared, at
+ * its micro-batch, and the cuDNN workspace is sized then to the largest
+ * need; another batch size (the last eval batch) gets its own entry on first
+ * use, with algorithms that fit the workspace already held, so no kernel
+ * ever allocates.
+ *
+ * Algorithms: cuDNN's heuristics (the _v7 ranking), or, with
+ * cudnn_benchmark, every algorithm timed once on the plan's own buffers
+ * (outputs into a scratch block, so nothing of the run is overwritten).
+ * Deterministic algorithms are preferred over faster nondeterministic ones
+ * (runs repeat bit for bit, and a resumed run matches an uninterrupted
+ * one). Precision: fp32 forbids TF32 (CUDNN_FMA_MATH), tf32 allows it.
+ * The bias is a separate pass (cu_spatial.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../cpu/conv.h"
+#include "cu_spatial.h"
+#include "cuda_backend.h"
+
+/* largest workspace any algorithm may ask for */
+#define GR_CONV_WS_MAX ((size_t)1 << 30)
+
+typedef struct gr_conv_entry {
+    gr_conv_shape s;
+    cudnnTensorDescriptor_t x, y;
+    cudnnFilterDescriptor_t w;
+    cudnnConvolutionDescriptor_t conv;
+    cudnnConvolutionFwdAlgo_t fwd;
+    cudnnConvolutionBwdDataAlgo_t bwd_data;
+    cudnnConvolutionBwdFilterAlgo_t bwd_filter;
+    cudnnMathType_t fwd_math, bwd_data_math, bwd_filter_math;
+    size_t ws;                 /* the most any of the three needs */
+} gr_conv_entry;
+
+struct gr_cuda_convs {
+    gr_conv_entry *e;
+    int n, cap;
+};
+
+static const float gr_one = 1.0f, gr_zero = 0.0f;
+
+/* x: the forward input (or dx), y: the output (or dy), w: the weight (or dW) */
+static gr_conv_shape gr_cuda_conv_shape(const gr_kargs *a, const gr_tensor *x, const gr_tensor *y,
+                                        const gr_tensor *w) {
+    const gr_attrs *at = &a->node->attrs;
+    gr_conv_shape s;
+    memset(&s, 0, sizeof s); /* compared with memcmp */
+    s.n = a->n;
+    s.c = x->shape[1];
+    s.h = x->shape[2];
+    s.w = x->shape[3];
+    s.f = y->shape[1];
+    s.ho = y->shape[2];
+    s.wo = y->shape[3];
+    s.kh = w->shape[2];
+    s.kw = w->shape[3];
+    s.sh = at->stride[0];
+    s.sw = at->stride[1];
+    s.ph = at->padding[0];
+    s.pw = at->padding[1];
+    s.groups = at->groups;
+    return s;
+}
+
+static gr_conv_shape gr_cuda_conv_node_shape(const gr_kargs *a) {
+    switch (a->node->op) {
+    case GR_OP_CONV: return gr_cuda_conv_shape(a, a->tin[0], a->tout[0], a->tin[1]);
+    case GR_OP_CONV_BWD_DATA: return gr_cuda_conv_shape(a, a->tout[0], a->tin[0], a->tin[1]);
+    default: return gr_cuda_conv_shape(a, a->tin[1], a->tin[0], a->tout[0]);
+    }
+}
+
+static cudnnMathType_t gr_conv_math(const gr_cuda *cu) {
+    return cu->opts.precision == GR_PREC_TF32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+}
+
+/* The first usable result of a ranking: fits the limit, deterministic when
+ * one such exists, and no tensor-core math in strict fp32. */
+#define GR_PICK(perf, count, limit, strict, out, math, deterministic_only) do { \
+    for (int i_ = 0; i_ < (count); i_++) { \
+        if ((perf)[i_].status != CUDNN_STATUS_SUCCESS || (perf)[i_].memory > (limit)) continue; \
+        if ((strict) && ((perf)[i_].mathType == CUDNN_TENSOR_OP_MATH || \
+                         (perf)[i_].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)) continue; \
+        if ((deterministic_only) && (perf)[i_].determinism != CUDNN_DETERMINISTIC) continue; \
+        (out) = (perf)[i_].algo; (math) = (perf)[i_].mathType; found_ = true; break; \
+    } \
+} while (0)
+
+/* Buffers for cudnn_benchmark's trial runs (NULL: heuristics only). */
+typedef struct gr_conv_trial {
+    const void *x, *w, *dy;
+    void *out;                 /* scratch as large as the largest of y, dx, dW */
+    void *ws;
+    size_t ws_bytes;
+} gr_conv_trial;
+
+static void gr_conv_choose(gr_cuda *cu, gr_conv_entry *e, size_t limit, const gr_conv_trial *t) {
+    bool strict = cu->opts.precision != GR_PREC_TF32;
+    cudnnMathType_t math = gr_conv_math(cu);
+    GR_CUDNN(cudnnSetConvolutionMathType(e->conv, math));
+    int cnt = 0;
+    bool found_;
+
+    cudnnConvolutionFwdAlgoPerf_t fp[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    if (t) GR_CUDNN(cudnnFindConvolutionForwardAlgorithmEx(cu->dnn, e->x, t->x, e->w, t->w, e->conv, e->y, t->out,
+                                                          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &cnt, fp, t->ws, t->ws_bytes));
+    else GR_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(cu->dnn, e->x, e->w, e->conv, e->y,
+                                                         CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &cnt, fp));
+    found_ = false;
+    e->fwd = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+    e->fwd_math = math;
+    GR_PICK(fp, cnt, limit, strict, e->fwd, e->fwd_math, true);
+    if (!found_) GR_PICK(fp, cnt, limit, strict, e->fwd, e->fwd_math, false);
+
+    cudnnConvolutionBwdDataAlgoPerf_t dp[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    if (t) GR_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(cu->dnn, e->w, t->w, e->y, t->dy, e->conv, e->x, t->out,
+                                                               CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &cnt, dp, t->ws,
+                                                               t->ws_bytes));
+    else GR_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(cu->dnn, e->w, e->y, e->conv, e->x,
+                                                              CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &cnt, dp));
+    found_ = false;
+    e->bwd_data = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+    e->bwd_data_math = math;
+    GR_PICK(dp, cnt, limit, strict, e->bwd_data, e->bwd_data_math, true);
+    if (!found_) GR_PICK(dp, cnt, limit, strict, e->bwd_data, e->bwd_data_math, false);
+
+    cudnnConvolutionBwdFilterAlgoPerf_t wp[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    if (t) GR_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(cu->dnn, e->x, t->x, e->y, t->dy, e->conv, e->w, t->out,
+                                                                 CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &cnt, wp, t->ws,
+                                                                 t->ws_bytes));
+    else GR_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(cu->dnn, e->x, e->y, e->conv, e->w,
+                                                                CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &cnt, wp));
+    found_ = false;
+    e->bwd_filter = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
+    e->bwd_filter_math = math;
+    GR_PICK(wp, cnt, limit, strict, e->bwd_filter, e->bwd_filter_math, true);
+    if (!found_) GR_PICK(wp, cnt, limit, strict, e->bwd_filter, e->bwd_filter_math, false);
+
+    /* the workspace each choice needs, under the math type it runs with */
+    size_t a = 0, b = 0, c = 0;
+    GR_CUDNN(cudnnSetConvolutionMathType(e->conv, e->fwd_math));
+    GR_CUDNN(cudnnGetConvolutionForwardWorkspaceSize(cu->dnn, e->x, e->w, e->conv, e->y, e->fwd, &a));
+    GR_CUDNN(cudnnSetConvolutionMathType(e->conv, e->bwd_data_math));
+    GR_CUDNN(cudnnGetConvolutionBackwardDataWorkspaceSize(cu->dnn, e->w, e->y, e->conv, e->x, e->bwd_data, &b));
+    GR_CUDNN(cudnnSetConvolutionMathType(e->conv, e->bwd_filter_math));
+    GR_CUDNN(cudnnGetConvolutionBackwardFilterWorkspaceSize(cu->dnn, e->x, e->y, e->conv, e->w, e->bwd_filter, &c));
+    e->ws = a > b ? a : b;
+    if (c > e->ws) e->ws = c;
+}
+
+static gr_conv_entry *gr_conv_lookup(gr_cuda *cu, const gr_conv_shape *s) {
+    struct gr_cuda_convs *t = cu->convs;
+    for (int i = 0; t && i < t->n; i++)
+        if (memcmp(&t->e[i].s, s, sizeof *s) == 0) return &t->e[i];
+    return NULL;
+}
+
+/* A new entry with its descriptors; algorithms are chosen by the caller. */
+static gr_conv_entry *gr_conv_add(gr_cuda *cu, const gr_conv_shape *s) {
+    if (!cu->convs) cu->convs = gr_xcalloc(1, sizeof *cu->convs);
+    struct gr_cuda_convs *t = cu->convs;
+    if (t->n == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 32;
+        t->e = gr_xrealloc(t->e, (size_t)t->cap * sizeof *t->e);
+    }
+    gr_conv_entry *e = &t->e[t->n++];
+    memset(e, 0, sizeof *e);
+    e->s = *s;
+    GR_CUDNN(cudnnCreateTensorDescriptor(&e->x));
+    GR_CUDNN(cudnnCreateTensorDescriptor(&e->y));
+    GR_CUDNN(cudnnCreateFilterDescriptor(&e->w));
+    GR_CUDNN(cudnnCreateConvolutionDescriptor(&e->conv));
+    GR_CUDNN(cudnnSetTensor4dDescriptor(e->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)s->n, (int)s->c, (int)s->h,
+                                        (int)s->w));
+    GR_CUDNN(cudnnSetTensor4dDescriptor(e->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)s->n, (int)s->f, (int)s->ho,
+                                        (int)s->wo));
+    GR_CUDNN(cudnnSetFilter4dDescriptor(e->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, (int)s->f, (int)(s->c / s->groups),
+                                        (int)s->kh, (int)s->kw));
+    GR_CUDNN(cudnnSetConvolution2dDescriptor(e->conv, (int)s->ph, (int)s->pw, (int)s->sh, (int)s->sw, 1, 1,
+                                             CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    GR_CUDNN(cudnnSetConvolutionGroupCount(e->conv, (int)s->groups));
+    int on, oc, oh, ow;
+    GR_CUDNN(cudnnGetConvolution2dForwardOutputDim(e->conv, e->x, e->w, &on, &oc, &oh, &ow));
+    GR_ASSERT(on == s->n && oc == s->f && oh == s->ho && ow == s->wo);
+    return e;
+}
+
+/* The entry for a run: made on first use with algorithms that fit the
+ * workspace the backend already holds. */
+static gr_conv_entry *gr_conv_get(gr_cuda *cu, const gr_kargs *a) {
+    gr_conv_shape s = gr_cuda_conv_node_shape(a);
+    gr_conv_entry *e = gr_conv_lookup(cu, &s);
+    if (e) return e;
+    e = gr_conv_add(cu, &s);
+    gr_conv_choose(cu, e, cu->ws_bytes, NULL);
+    return e;
+}
+
+static size_t gr_tensor_bytes_f32(const gr_tensor *t) { return (size_t)gr_tensor_numel(t) * sizeof(float); }
+
+gr_status gr_cuda_conv_prepare(gr_cuda *cu, const gr_plan *p, size_t *ws_need, gr_error *err) {
+    *ws_need = cu->ws_bytes;
+    size_t fr = 0, tot = 0;
+    GR_CU(cudaMemGetInfo(&fr, &tot));
+    size_t limit = fr / 4 < GR_CONV_WS_MAX ? fr / 4 : GR_CONV_WS_MAX;
+    gr_conv_trial trial = {0}, *tp = NULL;
+    if (cu->opts.cudnn_benchmark) {
+        size_t out = 0;
+        for (int i = 0; i < p->n_steps; i++) {
+            const gr_kargs *a = &p->steps[i];
+            if (a->node->op != GR_OP_CONV) continue;
+            size_t b[3] = {gr_tensor_bytes_f32(a->tin[0]), gr_tensor_bytes_f32(a->tin[1]), gr_tensor_bytes_f32(a->tout[0])};
+            for (int k = 0; k < 3; k++) out = b[k] > out ? b[k] : out;
+        }
+        if (out) {
+            GR_CU(cudaStreamSynchronize(cu->stream));
+            if (cudaMalloc(&trial.out, out) != cudaSuccess || cudaMalloc(&trial.ws, limit) != cudaSuccess) {
+                (void)cudaGetLastError();
+                if (trial.out) GR_CU(cudaFree(trial.out));
+                return gr_error_set(err, GR_ERR_OOM, "out of memory on cuda:%d: cudnn_benchmark needs %zu bytes of "
+                                    "scratch for its trial runs; %zu free of %zu (set cudnn_benchmark: false)",
+                                    cu->device, out + limit, fr, tot);
+            }
+            trial.ws_bytes = limit;
+            tp = &trial;
+        }
+    }
+    for (int i = 0; i < p->n_steps; i++) {
+        const gr_kargs *a = &p->steps[i];
+        gr_op op = a->node->op;
+        if (op != GR_OP_CONV && op != GR_OP_CONV_BWD_DATA && op != GR_OP_CONV_BWD_PARAMS) continue;
+        gr_kargs full = *a;
+        full.n = p->g->micro_batch;
+        gr_conv_shape s = gr_cuda_conv_node_shape(&full);
+        gr_conv_entry *e = gr_conv_lookup(cu, &s);
+        if (!e) {
+            e = gr_conv_add(cu, &s);
+            if (tp) { /* the forward node's own buffers: x, w, and its output as dy */
+                const gr_kargs *f = a;
+                for (int j = 0; j < p->n_steps && op != GR_OP_CONV; j++)
+                    if (p->steps[j].node == &p->g->nodes[a->node->fwd]) f = &p->steps[j];
+                if (f->node->op == GR_OP_CONV) {
+                    trial.x = f->in[0];
+                    trial.w = f->in[1];
+                    trial.dy = f->out[0];
+                    gr_conv_choose(cu, e, limit, tp);
+                } else {
+                    gr_conv_choose(cu, e, limit, NULL);
+                }
+            } else {
+                gr_conv_choose(cu, e, limit, NULL);
+            }
+        }
+        if (e->ws > *ws_need) *ws_need = e->ws;
+    }
+    if (tp) {
+        GR_CU(cudaStreamSynchronize(cu->stream));
+        GR_CU(cudaFree(trial.out));
+        GR_CU(cudaFree(trial.ws));
+    }
+    return GR_OK;
+}
+
+void gr_cuda_conv_free_all(gr_cuda *cu) {
+    struct gr_cuda_convs *t = cu->convs;
+    if (!t) return;
+    for (int i = 0; i < t->n; i++) {
+        GR_CUDNN(cudnnDestroyTensorDescriptor(t->e[i].x));
+        GR_CUDNN(cudnnDestroyTensorDescriptor(t->e[i].y));
+        GR_CUDNN(cudnnDestroyFilterDescriptor(t->e[i].w));
+        GR_CUDNN(cudnnDestroyConvolutionDescriptor(t->e[i].conv));
+    }
+    free(t->e);
+    free(t);
+    cu->convs = NULL;
+}
+
+void gr_cuda_conv(const gr_kargs *a) {
+    gr_cuda *cu = gr_cuda_of(a);
+    gr_conv_entry *e = gr_conv_get(cu, a);
+    GR_CUDNN(cudnnSetConvolutionMathType(e->conv, e->fwd_math));
+    GR_CUDNN(cudnnConvolutionForward(cu->dnn, &gr_one, e->x, a->in[0], e->w, a->in[1], e->conv, e->fwd, cu->ws,
+                                     cu->ws_bytes, &gr_zero, e->y, a->out[0]));
+    if (a->node->nin > 2) gr_cu_bias_add(cu->stream, a->out[0], a->in[2], e->s.n, e->s.f, e->s.ho * e->s.wo);
+}
+
+void gr_cuda_conv_bwd_data(const gr_kargs *a) {
+    gr_cuda *cu = gr_cuda_of(a);
+    gr_conv_entry *e = gr_conv_get(cu, a);
+    GR_CUDNN(cudnnSetConvolutionMathType(e->conv, e->bwd_data_math));
+    GR_CUDNN(cudnnConvolutionBackwardData(cu->dnn, &gr_one, e->w, a->in[1], e->y, a->in[0], e->conv, e->bwd_data,
+                                          cu->ws, cu->ws_bytes, &gr_zero, e->x, a->out[0]));
+}
+
+/* dW += (beta 1: gradients accumulate over micro-batches); db += */
+void gr_cuda_conv_bwd_params(const gr_kargs *a) {
+    gr_cuda *cu = gr_cuda_of(a);
+    gr_conv_entry *e = gr_conv_get(cu, a);
+    GR_CUDNN(cudnnSetConvolutionMathType(e->conv, e->bwd_filter_math));
+    GR_CUDNN(cudnnConvolutionBackwardFilter(cu->dnn, &gr_one, e->x, a->in[1], e->y, a->in[0], e->conv, e->bwd_filter,
+                                            cu->ws, cu->ws_bytes, &gr_one, e->w, a->out[0]));
+    if (a->node->nout > 1) gr_cu_bias_grad(cu->stream, a->in[0], a->out[1], e->s.n, e->s.f, e->s.ho * e->s.wo);
+}

@@ -1,0 +1,120 @@
+/* op_elem.c — the CUDA backend's elementwise ops: activations, dropout,
+ * add, concat, the views (flatten, add_bwd) and softmax cross-entropy. Each
+ * reads shapes and attributes from its kargs and launches an elem.cu kernel
+ * on the compute stream; per-step values (RNG key, gradient scale) stay on
+ * the device (cu->dctx), so a captured graph replays correctly. */
+#include "cu_elem.h"
+#include "cu_optim.h"
+#include "cuda_backend.h"
+
+_Static_assert(GR_ELEM_MAX_IN == GR_MAX_IN, "body_elem.h's input limit must match the graph's");
+_Static_assert(2 * GR_SCE_MAX_BLOCKS <= GR_SUMSQ_SCRATCH, "the loss partials must fit the scratch doubles");
+
+static cudaStream_t gr_stream(const gr_kargs *a) { return gr_cuda_of(a)->stream; }
+
+/* ---- activations: x -> y, and (dy, saved) -> dx ---- */
+
+static void gr_cuda_act(const gr_kargs *a, gr_act act) {
+    gr_cu_act(gr_stream(a), act, a->in[0], a->out[0], gr_cuda_count(a, a->tin[0]));
+}
+
+static void gr_cuda_act_bwd(const gr_kargs *a, gr_act act) {
+    gr_cu_act_bwd(gr_stream(a), act, a->in[0], a->in[1], a->out[0], gr_cuda_count(a, a->tin[0]));
+}
+
+void gr_cuda_relu(const gr_kargs *a) { gr_cuda_act(a, GR_ACT_RELU); }
+void gr_cuda_relu_bwd(const gr_kargs *a) { gr_cuda_act_bwd(a, GR_ACT_RELU); }
+void gr_cuda_sigmoid(const gr_kargs *a) { gr_cuda_act(a, GR_ACT_SIGMOID); }
+void gr_cuda_sigmoid_bwd(const gr_kargs *a) { gr_cuda_act_bwd(a, GR_ACT_SIGMOID); }
+void gr_cuda_tanh(const gr_kargs *a) { gr_cuda_act(a, GR_ACT_TANH); }
+void gr_cuda_tanh_bwd(const gr_kargs *a) { gr_cuda_act_bwd(a, GR_ACT_TANH); }
+void gr_cuda_gelu(const gr_kargs *a) { gr_cuda_act(a, GR_ACT_GELU); }
+void gr_cuda_gelu_bwd(const gr_kargs *a) { gr_cuda_act_bwd(a, GR_ACT_GELU); }
+
+/* ---- views: the plan gives the output its input's storage ---- */
+
+void gr_cuda_flatten(const gr_kargs *a) { (void)a; }
+void gr_cuda_flatten_bwd(const gr_kargs *a) { (void)a; }
+void gr_cuda_add_bwd(const gr_kargs *a) { (void)a; }
+
+/* ---- dropout ---- */
+
+/* Outside training, or at rate 0, the layer passes x through with an
+ * all-ones mask, as the CPU does; a->ctx->training is fixed per captured
+ * graph (the backend captures train and eval runs separately). */
+void gr_cuda_dropout(const gr_kargs *a) {
+    gr_cuda *cu = gr_cuda_of(a);
+    const int64_t n = a->n * gr_tensor_sample_numel(a->tin[0]);
+    const float rate = (float)a->node->attrs.rate;
+    if (n <= 0) return;
+    if (!a->ctx->training || rate == 0.0f) {
+        if (a->out[0] != a->in[0])
+            GR_CU(cudaMemcpyAsync(a->out[0], a->in[0], (size_t)n * sizeof(float), cudaMemcpyDeviceToDevice,
+                                  cu->stream));
+        GR_CU(cudaMemsetAsync(a->out[1], 1, (size_t)n, cu->stream));
+        return;
+    }
+    gr_cu_dropout(cu->stream, cu->dctx, a->node->layer, rate, 1.0f / (1.0f - rate), a->in[0], a->out[0],
+                  a->out[1], n);
+}
+
+void gr_cuda_dropout_bwd(const gr_kargs *a) {
+    const int64_t n = a->n * gr_tensor_sample_numel(a->tin[0]);
+    const float scale = 1.0f / (1.0f - (float)a->node->attrs.rate);
+    gr_cu_dropout_bwd(gr_stream(a), scale, a->in[0], a->in[1], a->out[0], n);
+}
+
+/* ---- add (1..GR_MAX_IN inputs; also autodiff's sum of partial gradients) ---- */
+
+void gr_cuda_add(const gr_kargs *a) {
+    gr_add_in in;
+    GR_ASSERT(a->node->nin >= 1 && a->node->nin <= GR_ELEM_MAX_IN);
+    in.nin = a->node->nin;
+    for (int k = 0; k < GR_ELEM_MAX_IN; k++) in.x[k] = k < in.nin ? a->in[k] : NULL;
+    gr_cu_add(gr_stream(a), &in, a->out[0], a->n * gr_tensor_sample_numel(a->tout[0]));
+}
+
+/* ---- concat along axis 1 and its backward slice ---- */
+
+/* floats per channel of a sample: H*W, or 1 for [n, F] */
+static int64_t gr_join_inner(const gr_tensor *t) { return gr_tensor_sample_numel(t) / t->shape[1]; }
+
+void gr_cuda_concat(const gr_kargs *a) {
+    const int64_t inner = gr_join_inner(a->tout[0]);
+    gr_concat_in in;
+    GR_ASSERT(a->node->nin >= 1 && a->node->nin <= GR_ELEM_MAX_IN);
+    in.nin = a->node->nin;
+    in.out_row = a->tout[0]->shape[1] * inner;
+    int64_t start = 0;
+    for (int k = 0; k < GR_ELEM_MAX_IN; k++) {
+        in.x[k] = k < in.nin ? a->in[k] : NULL;
+        in.row[k] = k < in.nin ? a->tin[k]->shape[1] * inner : 0;
+        in.start[k] = start;
+        start += in.row[k];
+    }
+    GR_ASSERT(start == in.out_row);
+    gr_cu_concat(gr_stream(a), &in, a->out[0], a->n);
+}
+
+void gr_cuda_concat_bwd(const gr_kargs *a) {
+    const int64_t inner = gr_join_inner(a->tout[0]);
+    gr_cu_concat_bwd(gr_stream(a), a->in[0], a->out[0], a->n, a->tin[0]->shape[1] * inner,
+                     a->tout[0]->shape[1] * inner, a->node->attrs.offset * inner);
+}
+
+/* ---- softmax cross-entropy ---- */
+
+/* The per-block partials go through the backend's scratch doubles, which
+ * only stream-ordered work uses (the gradient norm reads them after the
+ * plan's run), so nothing is allocated here. */
+void gr_cuda_softmax_cross_entropy(const gr_kargs *a) {
+    gr_cuda *cu = gr_cuda_of(a);
+    gr_cu_sce(cu->stream, a->in[0], a->in[1], a->out[0], a->out[1], a->n, a->tin[0]->shape[1],
+              a->node->attrs.label_smoothing, cu->scratch);
+}
+
+void gr_cuda_softmax_cross_entropy_bwd(const gr_kargs *a) {
+    gr_cuda *cu = gr_cuda_of(a);
+    gr_cu_sce_bwd(cu->stream, cu->dctx, a->in[0], a->in[1], a->out[0], a->n, a->tin[0]->shape[1],
+                  (float)a->node->attrs.label_smoothing);
+}
