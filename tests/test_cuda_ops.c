@@ -1,0 +1,384 @@
+/* test_cuda_ops.c — every op of graph/ops.def on the CUDA backend against
+ * the CPU reference, through the real pipeline (graph -> autodiff -> plan ->
+ * gr_train_micro_step). Label `gpu`: exits 77 (skipped) without a device.
+ *
+ * Each case is a small model run on both backends from the same parameters
+ * and batches: two training micro-steps accumulating into the grads arena
+ * (dropout masks must match, both backends drawing them from the same
+ * counter-based stream), then the eval plan on a full and a partial batch.
+ * Every activation arena is filled with NaN before each run. Compared: the
+ * loss stats of each run, the input's gradient (autodiff asked for it), every
+ * parameter gradient, the batchnorm running stats, and the eval logits.
+ * Afterwards every op of ops.def must have been in some case's graph.
+ *
+ * The table runs three times: strict fp32 and tf32 with cuDNN's heuristics,
+ * then fp32 with cudnn_benchmark (measured algorithms). Errors are NMSE =
+ * sum((a-b)^2) / sum(b^2) per tensor, b the CPU's.
+ *   fp32: forward results (logits, running stats) <= 1e-9, gradients <= 1e-8.
+ *     Both sides round in fp32 but sum in different orders: the CPU's two
+ *     paths (oneDNN; im2col + OpenBLAS) differ by at most 2e-13 forward and
+ *     6e-12 in gradients on this table. TF32 used by mistake is ~1e-7, so
+ *     the bounds sit between the two.
+ *   tf32: forward <= 1e-5 (10-bit mantissas: NMSE ~1e-7 per GEMM), gradients
+ *     <= 1e-3: rounding can move a relu input or a maxpool winner across its
+ *     kink, and one such flip moves a whole element of an activation
+ *     gradient, ~3e-4 in a small conv's weight gradient; a wrong kernel is
+ *     off by 1e-2 or more.
+ * Such a flip is rare in fp32 (about once per hundred tables) but possible;
+ * a failing case is therefore run once more on fresh parameters and inputs,
+ * and fails the test only when that fails too — a real bug fails both. */
+#include "cuda_cmp.h"
+
+#define N 6 /* micro-batch */
+
+typedef struct ops_case {
+    const char *name;
+    const char *layers;     /* YAML flow list */
+    int ndim;
+    int64_t shape[3];       /* per sample */
+    double label_smoothing;
+    const char *blocks;     /* YAML flow map of model.blocks, or NULL */
+} ops_case;
+
+static const char *const resnet_blocks =
+    "{basic: {args: {out: 8}, layers: ["
+    "{conv: {filters: $out, kernel: 3, padding: 1, bias: false}}, batchnorm, relu, "
+    "{conv: {filters: $out, kernel: 3, padding: 1, bias: false}}, batchnorm, "
+    "{add: {}, input: [input, batchnorm1]}, relu]}, "
+    "down: {args: {out: 8}, layers: ["
+    "{conv: {filters: $out, kernel: 3, stride: 2, padding: 1, bias: false}}, batchnorm, relu, "
+    "{conv: {filters: $out, kernel: 3, padding: 1, bias: false}}, batchnorm, "
+    "{conv: {filters: $out, kernel: 1, stride: 2, bias: false}, input: input, name: proj}, "
+    "{batchnorm: {}, name: proj_bn}, {add: {}, input: [batchnorm1, proj_bn]}, relu]}}";
+
+/* No case puts a layer with a bias right before a batchnorm: that bias's
+ * gradient is zero up to rounding, which no relative error can judge. */
+static const ops_case cases[] = {
+    /* dense and the elementwise activations */
+    {"dense relu (flatten of a 3-D input)", "[flatten, {dense: {units: 16}}, relu, {dense: {units: 5}}]", 3,
+     {2, 3, 4}, 0.0, NULL},
+    {"dense without bias, sigmoid", "[{dense: {units: 12, bias: false}}, sigmoid, {dense: {units: 4}}]", 1, {10},
+     0.1, NULL},
+    {"tanh", "[{dense: {units: 12}}, tanh, {dense: {units: 4}}]", 1, {9}, 0.0, NULL},
+    {"gelu", "[{dense: {units: 12}}, gelu, {dense: {units: 4}}]", 1, {9}, 0.1, NULL},
+    {"mlp chain", "[{dense: {units: 24}}, gelu, {dense: {units: 16}}, tanh, {dense: {units: 12}}, sigmoid, "
+     "{dense: {units: 6}}]", 1, {33}, 0.1, NULL},
+    /* dropout: the masks must be the same bits on both backends */
+    {"dropout after dense", "[{dense: {units: 32}}, {dropout: {rate: 0.3}}, relu, {dense: {units: 4}}]", 1, {10},
+     0.0, NULL},
+    {"dropout on the input and on feature maps", "[{dropout: {rate: 0.2}}, {conv: {filters: 6, kernel: 3, "
+     "padding: 1}}, {dropout: {rate: 0.5}}, tanh, flatten, {dense: {units: 5}}]", 3, {3, 6, 6}, 0.1, NULL},
+    /* conv geometries */
+    {"conv 3x3 pad 1", "[{conv: {filters: 8, kernel: 3, padding: 1}}, relu, flatten, {dense: {units: 5}}]", 3,
+     {3, 8, 8}, 0.0, NULL},
+    {"conv 3x3 stride 2 pad 1 no bias", "[{conv: {filters: 6, kernel: 3, stride: 2, padding: 1, bias: false}}, "
+     "tanh, flatten, {dense: {units: 5}}]", 3, {4, 9, 7}, 0.1, NULL},
+    {"conv 1x1", "[{conv: {filters: 8, kernel: 1}}, sigmoid, flatten, {dense: {units: 4}}]", 3, {5, 4, 5}, 0.0,
+     NULL},
+    {"conv 1x1 stride 2 no bias", "[{conv: {filters: 4, kernel: 1, stride: 2, bias: false}}, tanh, flatten, "
+     "{dense: {units: 4}}]", 3, {6, 7, 7}, 0.0, NULL},
+    {"conv groups 2", "[{conv: {filters: 8, kernel: 3, padding: 1, groups: 2}}, tanh, flatten, "
+     "{dense: {units: 5}}]", 3, {4, 6, 6}, 0.0, NULL},
+    {"conv depthwise x2", "[{conv: {filters: 12, kernel: 3, padding: 1, groups: 6}}, gelu, flatten, "
+     "{dense: {units: 5}}]", 3, {6, 5, 5}, 0.0, NULL},
+    {"conv non-square kernels, strides, pads", "[{conv: {filters: 5, kernel: [3, 1], stride: [2, 1], "
+     "padding: [1, 0]}}, tanh, {conv: {filters: 4, kernel: [2, 3], stride: [1, 2], padding: [0, 2]}}, flatten, "
+     "{dense: {units: 4}}]", 3, {3, 8, 7}, 0.0, NULL},
+    {"conv 7x7 stride 2 pad 3", "[{conv: {filters: 8, kernel: 7, stride: 2, padding: 3}}, relu, flatten, "
+     "{dense: {units: 5}}]", 3, {3, 19, 17}, 0.0, NULL},
+    {"conv 16 -> 32 -> 32 channels", "[{conv: {filters: 32, kernel: 3, padding: 1}}, tanh, {conv: {filters: 32, "
+     "kernel: 3, stride: 2, padding: 1}}, flatten, {dense: {units: 10}}]", 3, {16, 12, 12}, 0.1, NULL},
+    /* batchnorm: batch statistics in training, running stats in eval */
+    {"batchnorm after conv", "[{conv: {filters: 8, kernel: 3, padding: 1, bias: false}}, batchnorm, relu, "
+     "flatten, {dense: {units: 5}}]", 3, {3, 6, 6}, 0.0, NULL},
+    {"batchnorm on the input, momentum 0.3 eps 0.01", "[{batchnorm: {momentum: 0.3, eps: 0.01}}, tanh, flatten, "
+     "{dense: {units: 4}}]", 3, {3, 4, 5}, 0.0, NULL},
+    {"batchnorm 2-D after dense", "[{dense: {units: 10, bias: false}}, batchnorm, tanh, {dense: {units: 4}}]", 1,
+     {7}, 0.1, NULL},
+    /* pooling */
+    {"maxpool 2x2 after conv", "[{conv: {filters: 4, kernel: 3, padding: 1}}, {maxpool: {kernel: 2}}, flatten, "
+     "{dense: {units: 5}}]", 3, {3, 8, 8}, 0.0, NULL},
+    {"maxpool 3x3 stride 2 pad 1", "[{maxpool: {kernel: 3, stride: 2, padding: 1}}, flatten, {dense: {units: 4}}]",
+     3, {2, 9, 9}, 0.0, NULL},
+    {"maxpool [2,3] stride [1,2] pad [1,1]", "[{maxpool: {kernel: [2, 3], stride: [1, 2], padding: [1, 1]}}, "
+     "flatten, {dense: {units: 4}}]", 3, {2, 5, 6}, 0.0, NULL},
+    {"avgpool 2x2", "[{avgpool: {kernel: 2}}, flatten, {dense: {units: 4}}]", 3, {2, 6, 6}, 0.0, NULL},
+    {"avgpool 3x3 stride 2 pad 1, pad counted", "[{avgpool: {kernel: 3, stride: 2, padding: 1}}, flatten, "
+     "{dense: {units: 4}}]", 3, {2, 7, 7}, 0.0, NULL},
+    {"avgpool 3x3 stride 2 pad 1, pad not counted", "[{avgpool: {kernel: 3, stride: 2, padding: 1, "
+     "count_include_pad: false}}, flatten, {dense: {units: 4}}]", 3, {2, 7, 7}, 0.0, NULL},
+    {"avgpool [3,2] stride [2,1] pad [1,0], pad not counted", "[{avgpool: {kernel: [3, 2], stride: [2, 1], "
+     "padding: [1, 0], count_include_pad: false}}, flatten, {dense: {units: 4}}]", 3, {2, 6, 4}, 0.0, NULL},
+    {"global_avgpool after conv", "[{conv: {filters: 6, kernel: 3}}, relu, global_avgpool, flatten, "
+     "{dense: {units: 5}}]", 3, {3, 7, 6}, 0.0, NULL},
+    {"global_avgpool on the input", "[global_avgpool, flatten, {dense: {units: 4}}]", 3, {5, 3, 4}, 0.1, NULL},
+    /* graphs: fan-out (partial gradients summed), add, concat, blocks */
+    {"add: conv residual", "[{conv: {filters: 4, kernel: 3, padding: 1}, name: a}, relu, {conv: {filters: 4, "
+     "kernel: 3, padding: 1}}, {add: {}, input: [a, conv1]}, flatten, {dense: {units: 5}}]", 3, {3, 6, 6}, 0.0,
+     NULL},
+    {"add of three, one tensor read thrice", "[flatten, {dense: {units: 5}, name: a}, {sigmoid: {}, input: a, "
+     "name: s}, {tanh: {}, input: a, name: t}, {add: {}, input: [a, s, t]}, {dense: {units: 3}}]", 3, {1, 2, 3},
+     0.0, NULL},
+    {"the model input read twice", "[{conv: {filters: 4, kernel: 3, padding: 1}, name: a}, {conv: {filters: 4, "
+     "kernel: 1}, input: input}, {add: {}, input: [a, conv1]}, flatten, {dense: {units: 3}}]", 3, {3, 5, 5}, 0.0,
+     NULL},
+    {"concat of three along channels", "[{conv: {filters: 3, kernel: 3, padding: 1}, name: a}, {conv: {filters: 5, "
+     "kernel: 1}, input: input, name: b}, {avgpool: {kernel: 3, stride: 1, padding: 1}, input: input, name: c}, "
+     "{concat: {}, input: [a, b, c]}, relu, flatten, {dense: {units: 5}}]", 3, {2, 5, 5}, 0.0, NULL},
+    {"concat of dense features", "[flatten, {dense: {units: 4}, name: a}, {dense: {units: 3}, name: b}, gelu, "
+     "{concat: {}, input: [a, gelu0]}, {dense: {units: 3}}]", 3, {1, 2, 3}, 0.0, NULL},
+    {"blocks: ResNet basic and down blocks", "[{conv: {filters: 8, kernel: 3, padding: 1, bias: false}}, "
+     "batchnorm, relu, {basic: {out: 8}, repeat: 2}, {down: {out: 12}}, global_avgpool, flatten, "
+     "{dense: {units: 5}}]", 3, {3, 8, 8}, 0.1, resnet_blocks},
+    {"small CNN with everything", "[{conv: {filters: 8, kernel: 3, padding: 1, bias: false}}, batchnorm, relu, "
+     "{maxpool: {kernel: 3, stride: 2, padding: 1}}, {conv: {filters: 12, kernel: 3, padding: 1}}, gelu, "
+     "{avgpool: {kernel: 2}}, {dropout: {rate: 0.25}}, flatten, {dense: {units: 16}}, sigmoid, "
+     "{dense: {units: 7}}]", 3, {3, 12, 12}, 0.1, NULL},
+};
+
+typedef struct ops_pass {
+    const char *name;
+    gr_backend_opts opts;
+    double fwd_tol, bwd_tol;  /* NMSE of forward results / of gradients */
+    int train_correct_slack;  /* how far the training runs' correct counts may differ */
+} ops_pass;
+
+static const ops_pass passes[] = {
+    /* tf32: a sample whose two top logits are within rounding of each other
+     * may count as correct on one backend only */
+    {"fp32", {.precision = GR_PREC_FP32, .cudnn_benchmark = false, .cuda_graph = false}, 1e-9, 1e-8, 0},
+    {"tf32", {.precision = GR_PREC_TF32, .cudnn_benchmark = false, .cuda_graph = false}, 1e-5, 1e-3, 1},
+    {"fp32+benchmark", {.precision = GR_PREC_FP32, .cudnn_benchmark = true, .cuda_graph = false}, 1e-9, 1e-8, 0},
+};
+
+/* The largest errors seen in a pass, and where. */
+typedef struct ops_worst {
+    double fwd, bwd;
+    char fwd_at[512], bwd_at[512];
+} ops_worst;
+
+/* One comparison of an attempt: prints and counts it when out of bounds,
+ * keeps the pass's worst. */
+typedef struct ops_ctx {
+    const ops_case *c;
+    const ops_pass *ps;
+    ops_worst *worst;
+    int bad, attempt;
+    double fwd, bwd;        /* this attempt's largest */
+} ops_ctx;
+
+static void ops_check(ops_ctx *x, const char *what, double nmse, bool fwd) {
+    double tol = fwd ? x->ps->fwd_tol : x->ps->bwd_tol;
+    double *w = fwd ? &x->worst->fwd : &x->worst->bwd;
+    char *at = fwd ? x->worst->fwd_at : x->worst->bwd_at;
+    double *mine = fwd ? &x->fwd : &x->bwd;
+    if (!(nmse <= *mine)) *mine = nmse;
+    if (!(nmse <= *w)) { /* also takes the first NaN/inf */
+        *w = nmse;
+        snprintf(at, sizeof x->worst->fwd_at, "%s: %s", x->c->name, what);
+    }
+    if (!(nmse <= tol)) {
+        x->bad++;
+        fprintf(stderr, "  %s [%s, attempt %d]: %s: NMSE %.3g > %.1g\n", x->c->name, x->ps->name, x->attempt, what,
+                nmse, tol);
+    }
+}
+
+/* Loss sums agree to the square root of the forward NMSE bound, relative. */
+static void ops_check_loss(ops_ctx *x, const char *what, double dev, double ref) {
+    double rel = fabs(dev - ref) / GR_MAX(fabs(ref), 1e-6);
+    if (!(rel <= sqrt(x->ps->fwd_tol)) || !isfinite(dev)) {
+        x->bad++;
+        fprintf(stderr, "  %s [%s, attempt %d]: %s: loss sum %.9g, cpu %.9g\n", x->c->name, x->ps->name, x->attempt,
+                what, dev, ref);
+    }
+}
+
+static void ops_check_correct(ops_ctx *x, const char *what, double dev, double ref, int slack) {
+    if (!(fabs(dev - ref) <= slack)) {
+        x->bad++;
+        fprintf(stderr, "  %s [%s, attempt %d]: %s: %g correct, cpu %g (%d allowed apart)\n", x->c->name,
+                x->ps->name, x->attempt, what, dev, ref, slack);
+    }
+}
+
+/* One run of a case on fresh parameters and inputs from seed; returns the
+ * number of comparisons out of bounds (or 1 when it cannot even run). be[0]
+ * is the CPU reference, be[1] the device. */
+static int ops_attempt(const ops_case *c, const ops_pass *ps, gr_backend *const be[2], uint64_t seed, int attempt,
+                       bool covered[GR_OP_COUNT], ops_worst *worst) {
+    ops_ctx x = {c, ps, worst, 0, attempt, 0.0, 0.0};
+    gr_error err = {0};
+    gr_cmp_model cm;
+    if (gr_cmp_model_build(&cm, c->layers, c->blocks, c->shape, c->ndim, N, c->label_smoothing, true, &err)) {
+        fprintf(stderr, "  %s: %s\n", c->name, err.msg);
+        gr_cmp_model_free(&cm);
+        return 1;
+    }
+    const gr_graph *g = &cm.g;
+    const int64_t per = gr_tensor_sample_numel(&g->tensors[g->input]), k = g->n_classes;
+    const int gx_t = g->tensors[g->input].grad;
+    float *host = gr_cmp_init_params(g, seed);
+    gr_model m[2];
+    gr_plan tp[2], ep[2];
+    memset(m, 0, sizeof m);
+    memset(tp, 0, sizeof tp);
+    memset(ep, 0, sizeof ep);
+    float *xb = gr_xmalloc((size_t)(N * per) * sizeof *xb);
+    int32_t yb[N];
+    bool ready = gx_t >= 0;
+    if (gx_t < 0) fprintf(stderr, "  %s: the input has no gradient\n", c->name);
+    for (int b = 0; b < 2 && ready; b++) {
+        if (gr_model_init(&m[b], g, be[b], 0, &err) || gr_plan_compile(&tp[b], &m[b], g, GR_PLAN_TRAIN, true, &err) ||
+            gr_plan_compile(&ep[b], &m[b], g, GR_PLAN_EVAL, true, &err)) {
+            fprintf(stderr, "  %s on %s: %s\n", c->name, gr_backend_name(be[b]), err.msg);
+            ready = false;
+            break;
+        }
+        gr_backend_upload(be[b], m[b].params, host, (size_t)g->n_params * sizeof(float));
+    }
+    if (!ready) x.bad = 1;
+    else
+        for (int i = 0; i < g->n_nodes; i++) covered[g->nodes[i].op] = true;
+
+    /* training: two micro-steps adding into the same grads */
+    for (int s = 0; s < 2 && ready; s++) {
+        gr_cmp_batch(g, N, gr_hash64(seed, 100u + (uint64_t)s), xb, yb);
+        gr_batch bt = {.x = xb, .y = yb, .n = N};
+        gr_exec_ctx ctx = {.training = true, .rng_key = gr_hash64(seed, 200u + (uint64_t)s),
+                           .grad_scale = 1.0f / (float)(2 * N)};
+        double loss[2] = {0.0, 0.0}, correct[2] = {0.0, 0.0};
+        float *gx[2];
+        for (int b = 0; b < 2; b++) {
+            gr_cmp_poison(&tp[b]);
+            gr_train_micro_step(&tp[b], &bt, &ctx, &loss[b], &correct[b]);
+            gx[b] = gr_cmp_fetch(be[b], gr_plan_ptr(&tp[b], gx_t), N * per);
+        }
+        char what[64];
+        snprintf(what, sizeof what, "train micro-step %d", s);
+        ops_check_loss(&x, what, loss[1], loss[0]);
+        ops_check_correct(&x, what, correct[1], correct[0], ps->train_correct_slack);
+        snprintf(what, sizeof what, "input gradient, micro-step %d", s);
+        ops_check(&x, what, gr_cmp_nmse(gx[1], gx[0], N * per), false);
+        free(gx[0]);
+        free(gx[1]);
+    }
+    if (ready) {
+        float *gw[2], *pw[2];
+        for (int b = 0; b < 2; b++) {
+            gw[b] = gr_cmp_fetch(be[b], m[b].grads, g->n_trainable);
+            pw[b] = gr_cmp_fetch(be[b], m[b].params, g->n_params);
+        }
+        for (int t = 0; t < g->n_tensors; t++) {
+            const gr_tensor *tt = &g->tensors[t];
+            if (tt->kind == GR_TK_PARAM)
+                ops_check(&x, tt->name, gr_cmp_nmse(gw[1] + tt->param_offset, gw[0] + tt->param_offset,
+                                                    gr_tensor_numel(tt)), false);
+            else if (tt->kind == GR_TK_STATE)
+                ops_check(&x, tt->name, gr_cmp_nmse(pw[1] + tt->param_offset, pw[0] + tt->param_offset,
+                                                    gr_tensor_numel(tt)), true);
+        }
+        /* a pass reads the weights and must leave them as they were */
+        if (memcmp(pw[1], host, (size_t)g->n_trainable * sizeof(float)) != 0) {
+            x.bad++;
+            fprintf(stderr, "  %s [%s]: the training passes changed the device's weights\n", c->name, ps->name);
+        }
+        for (int b = 0; b < 2; b++) {
+            free(gw[b]);
+            free(pw[b]);
+        }
+    }
+
+    /* eval: running stats, dropout off; a full batch, then a partial one */
+    for (int e = 0; e < 2 && ready; e++) {
+        const int64_t n = e == 0 ? N : N - 2;
+        gr_cmp_batch(g, n, gr_hash64(seed, 300u + (uint64_t)e), xb, yb);
+        gr_batch bt = {.x = xb, .y = yb, .n = n};
+        gr_exec_ctx ctx = {.training = false, .rng_key = 0, .grad_scale = 0.0f};
+        double loss[2] = {0.0, 0.0}, correct[2] = {0.0, 0.0};
+        float *z[2];
+        for (int b = 0; b < 2; b++) {
+            gr_cmp_poison(&ep[b]);
+            gr_train_micro_step(&ep[b], &bt, &ctx, &loss[b], &correct[b]);
+            z[b] = gr_cmp_fetch(be[b], gr_plan_ptr(&ep[b], g->logits), n * k);
+        }
+        double zmax = 0.0;
+        for (int64_t i = 0; i < n * k; i++) zmax = GR_MAX(zmax, fabs((double)z[0][i]));
+        char what[64];
+        snprintf(what, sizeof what, "eval logits, n %lld", (long long)n);
+        ops_check(&x, what, gr_cmp_nmse(z[1], z[0], n * k), true);
+        snprintf(what, sizeof what, "eval, n %lld", (long long)n);
+        ops_check_loss(&x, what, loss[1], loss[0]);
+        ops_check_correct(&x, what, correct[1], correct[0],
+                          gr_cmp_near_ties(z[0], n, k, 20.0 * sqrt(ps->fwd_tol) * (zmax + 1e-3)));
+        free(z[0]);
+        free(z[1]);
+    }
+
+    for (int b = 0; b < 2; b++) {
+        gr_plan_free(&ep[b]);
+        gr_plan_free(&tp[b]);
+        gr_model_free(&m[b]);
+    }
+    free(xb);
+    free(host);
+    gr_cmp_model_free(&cm);
+    /* one line per attempt, flushed: when a kernel aborts, the case after
+     * the last line is the one that ran it */
+    printf("%-15s %-56s forward %-9.3g gradients %-9.3g%s\n", ps->name, c->name, x.fwd, x.bwd,
+           x.bad ? "  out of bounds" : "");
+    fflush(stdout);
+    return x.bad;
+}
+
+int main(void) {
+    gr_error err = {0};
+    gr_backend *be[2] = {NULL, NULL};
+    if (gr_cmp_open_device(&passes[0].opts, &be[1], &err) != GR_OK) {
+        printf("skipped: %s\n", err.msg);
+        return 77;
+    }
+    CHECK(gr_backend_create("cpu", 0, &be[0], &err) == GR_OK);
+    if (!be[0]) return gr_test_report();
+    printf("%zu cases, micro-batch %d, cpu vs %s\n", GR_ARRAY_LEN(cases), N, gr_cmp_device_name());
+
+    /* GR_CUDA_TEST_CASES=text: only the cases whose name holds text (to
+     * rerun a failure alone; the coverage check is then skipped) */
+    const char *only = getenv("GR_CUDA_TEST_CASES");
+    if (only && !only[0]) only = NULL;
+    bool covered[GR_OP_COUNT] = {false};
+    for (size_t p = 0; p < GR_ARRAY_LEN(passes); p++) {
+        const ops_pass *ps = &passes[p];
+        if (p > 0) { /* a fresh backend per pass: nothing chosen under the other options carries over */
+            gr_backend_free(be[1]);
+            be[1] = NULL;
+            gr_status st = gr_cmp_open_device(&ps->opts, &be[1], &err);
+            CHECK_MSG(st == GR_OK, "%s: %s", ps->name, err.msg);
+            if (st) break;
+        }
+        ops_worst worst = {0.0, 0.0, "", ""};
+        double t0 = gr_now();
+        for (size_t i = 0; i < GR_ARRAY_LEN(cases); i++) {
+            if (only && !strstr(cases[i].name, only)) continue;
+            const uint64_t seed = 1000u * (uint64_t)i + 7u;
+            int bad = ops_attempt(&cases[i], ps, be, seed, 1, covered, &worst);
+            if (bad) {
+                fprintf(stderr, "  %s [%s]: %d comparison(s) out of bounds; once more on other inputs\n",
+                        cases[i].name, ps->name, bad);
+                bad = ops_attempt(&cases[i], ps, be, seed + 500u, 2, covered, &worst);
+            }
+            CHECK_MSG(bad == 0, "%s [%s]: out of bounds on two sets of inputs (see above)", cases[i].name,
+                      ps->name);
+        }
+        printf("%-15s worst forward NMSE %.3g (%s)\n%-15s worst gradient NMSE %.3g (%s)\n%-15s %.1f s\n", ps->name,
+               worst.fwd, worst.fwd_at, "", worst.bwd, worst.bwd_at, "", gr_now() - t0);
+    }
+
+    /* every op of ops.def ran somewhere in the table */
+    for (int op = 0; op < GR_OP_COUNT && !only; op++)
+        CHECK_MSG(covered[op], "op '%s' is in no case's graph: add a case that uses it", gr_op_name((gr_op)op));
+
+    gr_backend_free(be[1]);
+    gr_backend_free(be[0]);
+    return gr_test_report();
+}
