@@ -212,7 +212,7 @@ int main(int argc, char **argv) {
            "\"save_gb_per_s\": %.4f, \"load_gb_per_s\": %.4f, \"stall_ms\": %.3f, \"stall_first_ms\": %.3f, "
            "\"stall_pct_of_sync_save\": %.2f, \"deferred_copy_ms\": %.3f, \"async_write_s\": %.6f, \"device\": \"%s\", "
            "\"repeat\": %ld",
-           bytes, file_bytes, (long long)g.n_trainable, save, load, bytes / save / 1e9, bytes / load / 1e9,
+           bytes, file_bytes, (long long)g.n_weights, save, load, bytes / save / 1e9, bytes / load / 1e9,
            stall * 1e3, stall_s[0] * 1e3, 100.0 * stall / save, copy * 1e3, wr, device, repeat);
     ckb_list("save_runs_s", save_s, (int)repeat);
     ckb_list("load_runs_s", load_s, (int)repeat);

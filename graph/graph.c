@@ -203,6 +203,7 @@ void gr_graph_free(gr_graph *g) {
 }
 
 void gr_graph_init_params(const gr_graph *g, float *params, uint64_t seed) {
+    memset(params, 0, (size_t)g->n_params * sizeof *params); /* the alignment gaps */
     for (int i = 0; i < g->n_tensors; i++) {
         const gr_tensor *t = &g->tensors[i];
         if (t->kind != GR_TK_PARAM && t->kind != GR_TK_STATE) continue;

@@ -18,6 +18,7 @@
 #define GR_MAX_IN 5
 #define GR_MAX_OUT 3
 #define GR_TNAME_MAX 192
+#define GR_PARAM_ALIGN 16
 
 enum {
     GR_OPF_LAYER = 1u << 0,
@@ -104,8 +105,12 @@ typedef struct gr_graph {
     int input, label;        /* tensor ids */
     int logits, loss_probs, loss_stats; /* tensor ids; loss_stats = [loss sum, correct] */
     int64_t micro_batch;
-    int64_t n_params;        /* elements in the params arena (PARAM + STATE) */
-    int64_t n_trainable;     /* elements of PARAM tensors (== grads arena) */
+    /* Arena sizes in floats: every PARAM/STATE tensor starts at a multiple of
+     * GR_PARAM_ALIGN floats (64 bytes), as cuDNN/cuBLAS tensor-core kernels
+     * want their weight pointers aligned; the gaps hold zeros. */
+    int64_t n_params;        /* the params arena (PARAM tensors, then STATE) */
+    int64_t n_trainable;     /* its PARAM front (== the grads arena, one optimizer slot) */
+    int64_t n_weights;       /* elements of PARAM tensors: the model's parameter count */
     int64_t n_classes;
     uint64_t seed;
     /* autodiff's bookkeeping (autodiff.c): a tensor read by several forward

@@ -628,7 +628,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
 
     if (!opt->quiet)
         printf("gpurun: %s on %s: %lld parameters, %lld steps (%lld per epoch), batch %lld = %lld x %lld "
-               "micro-batches, run dir %s\n", s->name, gr_backend_name(j.be), (long long)j.g.n_trainable,
+               "micro-batches, run dir %s\n", s->name, gr_backend_name(j.be), (long long)j.g.n_weights,
                (long long)total, (long long)spe, (long long)s->train.batch_size, (long long)accum,
                (long long)s->train.micro_batch, j.run_dir);
 
@@ -811,7 +811,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
         gr_json_num(&js, "best_val_accuracy", best_acc);
         gr_json_num(&js, "last_val_accuracy", last_acc);
         gr_json_num(&js, "last_val_loss", last_vloss);
-        gr_json_int(&js, "params", j.g.n_trainable);
+        gr_json_int(&js, "params", j.g.n_weights);
         gr_json_num(&js, "data_wait_s", wait);
         gr_json_num(&js, "data_wait_pct", wall - eval_s > 0 ? 100.0 * wait / (wall - eval_s) : 0.0);
         gr_error e2;
@@ -950,7 +950,7 @@ gr_status gr_train_plan_report(const gr_job_spec *spec, FILE *f, gr_error *err) 
         fprintf(f, "%-20s %-22s %-20s %12s %14s\n", name, gr_op_name(nd->op),
                 gr_shape_str(&g->tensors[nd->out[0]], a, sizeof a), b, c);
     }
-    gr_fmt_count(g->n_trainable, a, sizeof a);
+    gr_fmt_count(g->n_weights, a, sizeof a);
     fprintf(f, "\ntotal parameters: %s\n", a);
     gr_fmt_count(fwd, a, sizeof a);
     gr_fmt_count(train, b, sizeof b);

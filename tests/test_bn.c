@@ -140,7 +140,10 @@ static void test_shapes(void) {
         CHECK(t.g.tensors[bn->in[3]].kind == GR_TK_STATE);
         CHECK(strcmp(t.g.tensors[bn->in[4]].name, "batchnorm0.running_var") == 0);
         CHECK(t.g.layers[1].n_params == 6);
-        CHECK(t.g.n_trainable == 6 && t.g.n_params == 12);
+        /* weight and bias in the params arena, then the two running stats,
+         * each at a 64-byte boundary (GR_PARAM_ALIGN floats) */
+        CHECK(t.g.n_weights == 6 && t.g.n_trainable == 2 * GR_PARAM_ALIGN && t.g.n_params == 4 * GR_PARAM_ALIGN);
+        for (int k = 1; k <= 4; k++) CHECK(t.g.tensors[bn->in[k]].param_offset % GR_PARAM_ALIGN == 0);
         /* initialization as nn.BatchNorm2d */
         CHECK(gr_bnt_param(&t, "weight")[2] == 1.0f && gr_bnt_param(&t, "bias")[2] == 0.0f);
         CHECK(gr_bnt_param(&t, "running_mean")[2] == 0.0f && gr_bnt_param(&t, "running_var")[2] == 1.0f);

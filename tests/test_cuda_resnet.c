@@ -82,7 +82,7 @@ int main(void) {
     CHECK_MSG(st == GR_OK, "%s", err.msg);
     if (st) return gr_test_report();
     gr_autodiff(&g, false);
-    CHECK(g.n_trainable == 11173962); /* the config's own claim: it is the model meant */
+    CHECK(g.n_weights == 11173962); /* the config's own claim: it is the model meant */
     const int64_t nt = g.n_trainable, np = g.n_params, k = g.n_classes;
     const int64_t per = gr_tensor_sample_numel(&g.tensors[g.input]);
     printf("resnet18-cifar10: %lld parameters, micro-batch %d, cpu vs %s\n", (long long)nt, MB,

@@ -31,7 +31,7 @@ static void test_autodiff_structure(void) {
     CHECK(counts[GR_OP_DENSE_BWD_DATA] == 1); /* the first dense needs no input gradient */
     CHECK(counts[GR_OP_RELU_BWD] == 1);
     CHECK(counts[GR_OP_FLATTEN_BWD] == 0);
-    CHECK(g.n_trainable == 6 * 8 + 8 + 8 * 3 + 3);
+    CHECK(g.n_weights == 6 * 8 + 8 + 8 * 3 + 3);
     gr_graph_free(&g);
     gr_cfg_free(layers);
 }

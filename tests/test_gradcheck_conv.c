@@ -284,7 +284,7 @@ static void test_structure(void) {
     CHECK(y1->shape[1] == 4 && y1->shape[2] == 3 && y1->shape[3] == 4);
     CHECK(g.nodes[g.layers[0].node].flops == 2 * 8 * 3 * 9 * 5 * 4 + 8 * 5 * 4);
     CHECK(g.nodes[g.layers[1].node].flops == 2 * 4 * 4 * 3 * 3 * 4);
-    CHECK(g.n_trainable == (8 * 3 * 9 + 8) + (4 * 4 * 3) + (4 * 3 * 4 * 3 + 3));
+    CHECK(g.n_weights == (8 * 3 * 9 + 8) + (4 * 4 * 3) + (4 * 3 * 4 * 3 + 3));
     gr_autodiff(&g, false);
     int counts[GR_OP_COUNT] = {0};
     for (int i = g.n_forward; i < g.n_nodes; i++) counts[g.nodes[i].op]++;

@@ -135,7 +135,7 @@ static void test_names(void) {
         if (strcmp(t->name, "dense2.bias") == 0) found += 100;
     }
     CHECK(found == 2);
-    CHECK(g.n_trainable == 784 * 8 + 8 + 8 * 4 + 4 + 4 * 3);
+    CHECK(g.n_weights == 784 * 8 + 8 + 8 * 4 + 4 + 4 * 3);
     gr_graph_free(&g);
     gr_cfg_free(layers);
 }

@@ -15,15 +15,16 @@
  *   double label_smoothing
  *   double sgd[3]   = lr, momentum, weight_decay   (nesterov)
  *   double adamw[5] = lr, beta1, beta2, eps, weight_decay
- *   int64  n_params                    (must equal the graph's n_trainable)
- *   float  params[n_params]            (gpurun's flat order)
+ *   int64  n_params                    (must equal the graph's n_weights)
+ *   float  params[n_params]            (the PARAM tensors in gpurun's order, packed:
+ *                                       without the params arena's alignment gaps)
  *   float  x[n * prod(in_shape)]
  *   int32  y[n]
  *
  * OUT:
  *   char   magic[8] = "GRPDOU01"
- *   int64  n_tensors, n_trainable, k_steps
- *   n_tensors x { char name[192]; int64 offset, ndim, shape[4] }  (PARAM tensors)
+ *   int64  n_tensors, n_trainable, k_steps        (n_trainable: the packed count)
+ *   n_tensors x { char name[192]; int64 offset, ndim, shape[4] }  (PARAM tensors, packed offsets)
  *   double train[2]  mean loss and correct count of one training micro-step
  *   double eval[2]   the same from an eval-mode forward (dropout off)
  *   float  grads[n_trainable]          from that training micro-step
@@ -92,6 +93,17 @@ static void gr_pd_load(const char *path, gr_pd_input *in) {
     fclose(f);
 }
 
+/* The arena's PARAM tensors packed one after another (the file layout). */
+static void gr_pd_pack(const gr_graph *g, const float *arena, float *packed) {
+    int64_t at = 0;
+    for (int i = 0; i < g->n_tensors; i++) {
+        const gr_tensor *t = &g->tensors[i];
+        if (t->kind != GR_TK_PARAM) continue;
+        memcpy(packed + at, arena + t->param_offset, (size_t)gr_tensor_numel(t) * sizeof *packed);
+        at += gr_tensor_numel(t);
+    }
+}
+
 /* A model with optim_slots slots and its compiled training plan, holding the
  * input's parameters. */
 static void gr_pd_model(const gr_graph *g, gr_backend *be, int slots, const gr_pd_input *in,
@@ -99,7 +111,17 @@ static void gr_pd_model(const gr_graph *g, gr_backend *be, int slots, const gr_p
     gr_error err = {0};
     if (gr_model_init(m, g, be, slots, &err) || gr_plan_compile(p, m, g, GR_PLAN_TRAIN, true, &err))
         gr_pd_die(err.msg);
-    gr_backend_upload(be, m->params, in->params, (size_t)g->n_trainable * sizeof(float));
+    /* the packed input into the arena, each tensor at its aligned offset */
+    float *arena = calloc((size_t)g->n_params, sizeof *arena);
+    int64_t at = 0;
+    for (int i = 0; i < g->n_tensors; i++) {
+        const gr_tensor *t = &g->tensors[i];
+        if (t->kind != GR_TK_PARAM) continue;
+        memcpy(arena + t->param_offset, in->params + at, (size_t)gr_tensor_numel(t) * sizeof *arena);
+        at += gr_tensor_numel(t);
+    }
+    gr_backend_upload(be, m->params, arena, (size_t)g->n_params * sizeof(float));
+    free(arena);
     if (m->optim) gr_backend_zero(be, m->optim, (size_t)slots * (size_t)g->n_trainable * sizeof(float));
 }
 
@@ -122,16 +144,19 @@ static void gr_pd_optimize(const gr_graph *g, gr_backend *be, gr_job_spec *spec,
     gr_model m;
     gr_plan p;
     gr_pd_model(g, be, slots, in, &m, &p);
-    int64_t nt = g->n_trainable;
+    int64_t nt = g->n_weights;
     double *loss = calloc((size_t)in->k_steps + 1, sizeof *loss);
     float *w = malloc((size_t)(in->k_steps * nt + 1) * sizeof *w);
-    if (!loss || !w) gr_pd_die("out of memory");
+    float *arena = malloc((size_t)g->n_trainable * sizeof *arena);
+    if (!loss || !w || !arena) gr_pd_die("out of memory");
     for (int k = 0; k < in->k_steps; k++) {
         double correct = 0.0;
         loss[k] = gr_pd_step(&p, &m, in, &correct);
         gr_train_apply(&m, spec, spec->train.optimizer.lr, k);
-        gr_backend_download(be, w + k * nt, m.params, (size_t)nt * sizeof(float));
+        gr_backend_download(be, arena, m.params, (size_t)g->n_trainable * sizeof(float));
+        gr_pd_pack(g, arena, w + k * nt);
     }
+    free(arena);
     gr_pd_write(out, loss, (size_t)in->k_steps * sizeof *loss);
     gr_pd_write(out, w, (size_t)(in->k_steps * nt) * sizeof *w);
     free(loss);
@@ -165,9 +190,9 @@ int main(int argc, char **argv) {
     gr_graph g;
     if (gr_graph_build(&spec, shape, in.in_ndim, &g, &err)) gr_pd_die(err.msg);
     gr_autodiff(&g, false);
-    if (g.n_trainable != in.n_params) {
+    if (g.n_weights != in.n_params) {
         fprintf(stderr, "parity_dump: the model has %lld trainable parameters, the input file %lld\n",
-                (long long)g.n_trainable, (long long)in.n_params);
+                (long long)g.n_weights, (long long)in.n_params);
         return 1;
     }
     gr_backend *be;
@@ -177,15 +202,17 @@ int main(int argc, char **argv) {
     if (!out) { perror(argv[3]); return 1; }
     int64_t n_pt = 0;
     for (int i = 0; i < g.n_tensors; i++) n_pt += g.tensors[i].kind == GR_TK_PARAM;
-    int64_t head[3] = {n_pt, g.n_trainable, in.k_steps};
+    int64_t head[3] = {n_pt, g.n_weights, in.k_steps};
     gr_pd_write(out, "GRPDOU01", 8);
     gr_pd_write(out, head, sizeof head);
+    int64_t packed_off = 0;
     for (int i = 0; i < g.n_tensors; i++) {
         const gr_tensor *t = &g.tensors[i];
         if (t->kind != GR_TK_PARAM) continue;
         char name[GR_PD_NAME] = {0};
         snprintf(name, sizeof name, "%s.%s", g.layers[t->layer].name, t->pname);
-        int64_t row[6] = {t->param_offset, t->ndim, 0, 0, 0, 0};
+        int64_t row[6] = {packed_off, t->ndim, 0, 0, 0, 0};
+        packed_off += gr_tensor_numel(t);
         for (int d = 0; d < t->ndim; d++) row[2 + d] = t->shape[d];
         gr_pd_write(out, name, sizeof name);
         gr_pd_write(out, row, sizeof row);
@@ -197,16 +224,18 @@ int main(int argc, char **argv) {
     gr_pd_model(&g, be, 0, &in, &m, &p);
     double stats[4] = {0};
     stats[0] = gr_pd_step(&p, &m, &in, &stats[1]);
-    float *grads = malloc((size_t)g.n_trainable * sizeof *grads);
-    if (!grads) gr_pd_die("out of memory");
-    gr_backend_download(be, grads, m.grads, (size_t)g.n_trainable * sizeof *grads);
+    float *arena = malloc((size_t)g.n_trainable * sizeof *arena), *grads = malloc((size_t)g.n_weights * sizeof *grads);
+    if (!arena || !grads) gr_pd_die("out of memory");
+    gr_backend_download(be, arena, m.grads, (size_t)g.n_trainable * sizeof *arena);
+    gr_pd_pack(&g, arena, grads);
+    free(arena);
     if (gr_plan_compile(&ev, &m, &g, GR_PLAN_EVAL, true, &err)) gr_pd_die(err.msg);
     gr_batch b = {.x = in.x, .y = in.y, .n = in.n};
     gr_exec_ctx ectx = {.training = false};
     gr_train_micro_step(&ev, &b, &ectx, &stats[2], &stats[3]);
     stats[2] /= (double)in.n;
     gr_pd_write(out, stats, sizeof stats);
-    gr_pd_write(out, grads, (size_t)g.n_trainable * sizeof *grads);
+    gr_pd_write(out, grads, (size_t)g.n_weights * sizeof *grads);
     free(grads);
     gr_plan_free(&ev);
     gr_plan_free(&p);
