@@ -183,6 +183,9 @@ static gr_status gr_cuda_prepare(gr_backend *be, gr_plan *p, gr_error *err) {
         gr_cuda_free_raw(cu, cu->ws);
         cu->ws = NULL;
         cu->ws_bytes = 0;
+        /* graphs captured with the old block must be captured again, also
+         * when the new one cannot be had (they would replay on freed memory) */
+        cu->ws_gen++;
         void *ws = gr_cuda_malloc_raw(cu, need);
         if (!ws) {
             size_t fr = 0, tot = 0;
@@ -192,7 +195,6 @@ static gr_status gr_cuda_prepare(gr_backend *be, gr_plan *p, gr_error *err) {
         }
         cu->ws = ws;
         cu->ws_bytes = need;
-        cu->ws_gen++; /* graphs captured with the old block must be captured again */
     }
     p->be_state = gr_xcalloc(1, sizeof(gr_cuda_plan));
     return GR_OK;

@@ -84,8 +84,8 @@ static cudnnMathType_t gr_conv_math(const gr_cuda *cu) {
 #define GR_PICK(perf, count, limit, strict, out, math, deterministic_only) do { \
     for (int i_ = 0; i_ < (count); i_++) { \
         if ((perf)[i_].status != CUDNN_STATUS_SUCCESS || (perf)[i_].memory > (limit)) continue; \
-        if ((strict) && ((perf)[i_].mathType == CUDNN_TENSOR_OP_MATH || \
-                         (perf)[i_].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)) continue; \
+        /* CUDNN_DEFAULT_MATH permits TF32 on Ampere and later: strict takes FMA only */ \
+        if ((strict) && (perf)[i_].mathType != CUDNN_FMA_MATH) continue; \
         if ((deterministic_only) && (perf)[i_].determinism != CUDNN_DETERMINISTIC) continue; \
         (out) = (perf)[i_].algo; (math) = (perf)[i_].mathType; found_ = true; break; \
     } \
