@@ -1,0 +1,95 @@
+/* gr_half.h — rounding an fp32 value to the nearest fp16 or bf16 value,
+ * kept in a float: the storage emulation of mixed precision.
+ *
+ * Activations and activation gradients are stored at half precision; in
+ * version 1 they stay fp32 arrays, and every value a kernel writes is
+ * rounded in place here, on the CPU and (through the same GR_HD bodies) on
+ * the GPU, so overflow to inf, underflow to 0 and the loss-scaling logic
+ * behave as with real half storage.
+ *
+ * The rounding is the hardware / PyTorch conversion float -> half -> float:
+ * round to nearest, ties to even. It works on the bit pattern with integer
+ * arithmetic only, so it does not depend on the FPU rounding mode, on
+ * flush-to-zero settings, or on compiler support for half types. A NaN is
+ * returned as it came (still a NaN; its payload is not narrowed). */
+#ifndef GR_HALF_H
+#define GR_HALF_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "gr_hd.h"
+
+/* The storage format of activations; GR_HALF_NONE is plain fp32. */
+typedef enum gr_half_fmt { GR_HALF_NONE, GR_HALF_FP16, GR_HALF_BF16 } gr_half_fmt;
+
+/* memcpy is the bit cast that is defined in C and in CUDA device code
+ * alike; compilers turn it into a register move. */
+GR_HD uint32_t gr_half_bits_hd(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+GR_HD float gr_half_float_hd(uint32_t u) {
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* The nearest bfloat16 value (8 significant bits, fp32's exponent range):
+ * drop the low 16 bits with round-to-nearest-even. Adding 0x7FFF plus the
+ * kept lowest bit carries exactly when the dropped part exceeds half, or
+ * equals half with an odd kept part; a carry out of the mantissa steps the
+ * exponent, which past the largest bf16 lands on inf as in hardware. */
+GR_HD float gr_round_bf16_hd(float x) {
+    uint32_t u = gr_half_bits_hd(x);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return x; /* NaN: the carry could make it inf or -0 */
+    u += 0x7FFFu + ((u >> 16) & 1u);
+    return gr_half_float_hd(u & 0xFFFF0000u);
+}
+
+/* The nearest IEEE binary16 value: 11 significant bits for |x| >= 2^-14,
+ * a fixed quantum of 2^-24 below (the fp16 subnormals), inf from 65520 up
+ * (the midpoint between 65504, whose last bit is odd, and 2^16). */
+GR_HD float gr_round_fp16_hd(float x) {
+    uint32_t u = gr_half_bits_hd(x);
+    uint32_t sign = u & 0x80000000u, a = u & 0x7FFFFFFFu;
+    if (a > 0x7F800000u) return x;                               /* NaN */
+    if (a >= 0x477FF000u) return gr_half_float_hd(sign | 0x7F800000u); /* >= 65520: inf */
+    if (a >= 0x38800000u) {                                      /* >= 2^-14: normal fp16 */
+        /* drop 13 of fp32's 23 mantissa bits, as in gr_round_bf16_hd */
+        a += 0xFFFu + ((a >> 13) & 1u);
+        return gr_half_float_hd(sign | (a & 0xFFFFE000u));
+    }
+    /* fp16 subnormal range: count quanta of 2^-24. The value is
+     * m * 2^(e - 150) with e the biased exponent (fp32 subnormals: e = 1,
+     * no implicit bit), i.e. m >> (126 - e) quanta, shift >= 14. */
+    uint32_t e = a >> 23;
+    uint32_t m = e ? (a & 0x7FFFFFu) | 0x800000u : a;
+    uint32_t sh = 126u - (e ? e : 1u);
+    uint32_t q = 0;
+    if (sh <= 24u) { /* below 2^-25 (shift > 24) everything rounds to 0 */
+        uint32_t rem = m & ((1u << sh) - 1u), half = 1u << (sh - 1u);
+        q = m >> sh;
+        if (rem > half || (rem == half && (q & 1u))) q++;
+    }
+    /* q <= 1024 quanta: (float)q is exact and the scaling by 2^-24 lands on
+     * a normal float, so no rounding happens here; the sign is put back by
+     * bits so that a value rounding to zero keeps it (-0). */
+    return gr_half_float_hd(sign | gr_half_bits_hd((float)q * 0x1p-24f));
+}
+
+/* The rounding of format f; GR_HALF_NONE (and anything unknown) leaves x. */
+GR_HD float gr_round_half_hd(gr_half_fmt f, float x) {
+    switch (f) {
+    case GR_HALF_FP16: return gr_round_fp16_hd(x);
+    case GR_HALF_BF16: return gr_round_bf16_hd(x);
+    default: return x;
+    }
+}
+
+/* Element i of an in-place rounding pass (kernels/cuda/round.cu). */
+GR_HD void gr_body_round(gr_half_fmt f, float *x, int64_t i) { x[i] = gr_round_half_hd(f, x[i]); }
+
+#endif
