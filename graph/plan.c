@@ -181,6 +181,8 @@ gr_status gr_plan_compile(gr_plan *p, gr_model *m, const gr_graph *g, gr_plan_mo
     }
 
     p->steps = gr_xcalloc((size_t)(n_nodes ? n_nodes : 1), sizeof *p->steps);
+    gr_precision prec = m && m->be ? gr_backend_precision(m->be) : GR_PREC_FP32;
+    const bool half = prec == GR_PREC_FP16 || prec == GR_PREC_BF16;
     for (int i = 0; i < n_nodes; i++) {
         const gr_node *nd = &g->nodes[i];
         if (gr_op_descs[nd->op]->flags & GR_OPF_VIEW) continue;
@@ -195,6 +197,11 @@ gr_status gr_plan_compile(gr_plan *p, gr_model *m, const gr_graph *g, gr_plan_mo
         for (int k = 0; k < nd->nout; k++) {
             a->tout[k] = &g->tensors[nd->out[k]];
             a->out[k] = alloc ? gr_plan_ptr(p, nd->out[k]) : NULL;
+            /* mixed precision: activations and their gradients are stored in
+             * half precision (the loss's probabilities and sums stay fp32) */
+            const gr_tensor *t = a->tout[k];
+            if (half && t->kind == GR_TK_ACT && t->elem == GR_F32 && t->batched && nd->op != GR_OP_SOFTMAX_CE)
+                a->round_out |= 1u << k;
         }
     }
     if (alloc) {
@@ -220,6 +227,6 @@ void gr_plan_run(gr_plan *p, int64_t n, const gr_exec_ctx *ctx) {
         gr_kargs *a = &p->steps[i];
         a->n = n;
         a->ctx = ctx;
-        gr_backend_kernel(be, a->node->op)(a);
+        gr_backend_exec(a);
     }
 }

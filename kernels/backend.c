@@ -2,6 +2,8 @@
  * wrappers the planner and runner call. */
 #include "backend.h"
 
+#include "../common/gr_half.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,7 +83,21 @@ bool gr_backend_mem_info(gr_backend *be, size_t *free_bytes, size_t *total_bytes
 }
 
 void gr_backend_configure(gr_backend *be, const gr_backend_opts *o) {
+    be->precision = o->precision;
     if (be->vt->configure) be->vt->configure(be, o);
+}
+
+gr_precision gr_backend_precision(const gr_backend *be) { return be->precision; }
+
+void gr_backend_exec(const gr_kargs *a) {
+    a->be->vt->kernels[a->node->op](a);
+    if (!a->round_out) return;
+    int fmt = a->be->precision == GR_PREC_FP16 ? GR_HALF_FP16 : GR_HALF_BF16;
+    for (int k = 0; k < a->node->nout; k++) {
+        if (!(a->round_out & (1u << k))) continue;
+        const gr_tensor *t = a->tout[k];
+        a->be->vt->round(a->be, a->out[k], a->n * gr_tensor_sample_numel(t), fmt);
+    }
 }
 
 gr_status gr_backend_prepare(gr_backend *be, struct gr_plan *p, gr_error *err) {

@@ -34,6 +34,8 @@ typedef struct gr_kargs {
     int64_t n;           /* samples in this run (<= planned micro-batch) */
     const gr_exec_ctx *ctx;
     gr_backend *be;
+    unsigned round_out;  /* fp16/bf16: bit k set = out[k] is stored in half precision
+                            (rounded in place after the kernel; gr_backend_exec) */
 } gr_kargs;
 
 typedef void (*gr_kernel_fn)(const gr_kargs *a);
@@ -45,6 +47,11 @@ void gr_backend_free(gr_backend *be);
 const char *gr_backend_name(const gr_backend *be);
 bool gr_backend_supports_op(const gr_backend *be, gr_op op);
 gr_kernel_fn gr_backend_kernel(const gr_backend *be, gr_op op);
+/* Runs one plan step: its kernel, then the half-precision storage of the
+ * outputs marked in round_out. */
+void gr_backend_exec(const gr_kargs *a);
+/* The precision the backend was configured with (fp32 until configured). */
+gr_precision gr_backend_precision(const gr_backend *be);
 
 /* Device memory. alloc returns NULL on failure (the caller reports exit 4
  * with the byte counts). */
@@ -115,6 +122,8 @@ typedef struct gr_backend_vtable {
     gr_status (*prepare)(gr_backend *be, struct gr_plan *p, gr_error *err);
     void (*release)(gr_backend *be, struct gr_plan *p);
     bool (*run)(gr_backend *be, struct gr_plan *p, int64_t n, const gr_exec_ctx *ctx);
+    /* x[0..n) rounded in place to fp16 or bf16 (gr_half_fmt); required */
+    void (*round)(gr_backend *be, float *x, int64_t n, int fmt);
     void (*destroy)(gr_backend *be);
 } gr_backend_vtable;
 
@@ -122,6 +131,7 @@ struct gr_backend {
     const gr_backend_vtable *vt;
     void *impl;
     int threads;
+    gr_precision precision;
 };
 
 gr_status gr_cpu_backend_create(int threads, gr_backend **out, gr_error *err);

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../common/gr_half.h"
 #include "cpu_kernels.h"
 #include "conv.h"
 #include "gemm.h"
@@ -40,6 +41,13 @@ static double gr_cpu_sumsq_be(gr_backend *be, const float *g, int64_t n) {
     return gr_cpu_sumsq(g, n);
 }
 
+/* Mixed precision on the CPU: the half-precision storage emulated in fp32. */
+static void gr_cpu_round(gr_backend *be, float *x, int64_t n, int fmt) {
+    (void)be;
+    #pragma omp parallel for if (n >= GR_OMP_MIN)
+    for (int64_t i = 0; i < n; i++) gr_body_round((gr_half_fmt)fmt, x, i);
+}
+
 static void gr_cpu_destroy(gr_backend *be) { free(be); }
 
 static const gr_backend_vtable gr_cpu_vtable = {
@@ -54,6 +62,7 @@ static const gr_backend_vtable gr_cpu_vtable = {
     .sgd = gr_cpu_sgd,
     .adamw = gr_cpu_adamw,
     .sumsq = gr_cpu_sumsq_be,
+    .round = gr_cpu_round,
     .destroy = gr_cpu_destroy,
 };
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cu_optim.h"
+#include "cu_round.h"
 #include "cuda_backend.h"
 
 void gr_cuda_die(const char *file, int line, const char *call, const char *msg) {
@@ -149,13 +150,15 @@ static double gr_cuda_sumsq(gr_backend *be, const float *g, int64_t n) {
     return s;
 }
 
+static void gr_cuda_round(gr_backend *be, float *x, int64_t n, int fmt) { gr_cu_round(gr_cu(be)->stream, x, n, fmt); }
+
 /* ---- options ---- */
 static void gr_cuda_configure(gr_backend *be, const gr_backend_opts *o) {
     gr_cuda *cu = gr_cu(be);
     cu->opts = *o;
     /* fp32 is strict: no TF32 tensor cores unless the job asks for them */
-    GR_CUBLAS(cublasSetMathMode(cu->blas, o->precision == GR_PREC_TF32 ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                                       : CUBLAS_DEFAULT_MATH));
+    GR_CUBLAS(cublasSetMathMode(cu->blas, o->precision == GR_PREC_FP32 ? CUBLAS_DEFAULT_MATH
+                                                                       : CUBLAS_TF32_TENSOR_OP_MATH));
 }
 
 /* ---- plans: conv preparation, then runs captured into a CUDA Graph ---- */
@@ -215,7 +218,7 @@ static void gr_cuda_launch_steps(gr_plan *p, int64_t n, const gr_exec_ctx *ctx) 
         gr_kargs *a = &p->steps[i];
         a->n = n;
         a->ctx = ctx;
-        a->be->vt->kernels[a->node->op](a);
+        gr_backend_exec(a);
     }
 }
 
@@ -312,6 +315,7 @@ static const gr_backend_vtable gr_cuda_vtable = {
     .prepare = gr_cuda_prepare,
     .release = gr_cuda_release,
     .run = gr_cuda_run,
+    .round = gr_cuda_round,
     .destroy = gr_cuda_destroy,
 };
 

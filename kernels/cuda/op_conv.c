@@ -76,7 +76,7 @@ static gr_conv_shape gr_cuda_conv_node_shape(const gr_kargs *a) {
 }
 
 static cudnnMathType_t gr_conv_math(const gr_cuda *cu) {
-    return cu->opts.precision == GR_PREC_TF32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    return cu->opts.precision == GR_PREC_FP32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
 }
 
 /* The first usable result of a ranking: fits the limit, deterministic when
@@ -100,7 +100,7 @@ typedef struct gr_conv_trial {
 } gr_conv_trial;
 
 static void gr_conv_choose(gr_cuda *cu, gr_conv_entry *e, size_t limit, const gr_conv_trial *t) {
-    bool strict = cu->opts.precision != GR_PREC_TF32;
+    bool strict = cu->opts.precision == GR_PREC_FP32;
     cudnnMathType_t math = gr_conv_math(cu);
     GR_CUDNN(cudnnSetConvolutionMathType(e->conv, math));
     int cnt = 0;

@@ -12,7 +12,8 @@
 static void gr_cuda_sgemm(gr_cuda *cu, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                           const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc) {
     const float alpha = 1.0f;
-    cublasComputeType_t ct = cu->opts.precision == GR_PREC_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    /* fp16/bf16 (half storage, emulated) compute like tf32: their inputs carry no more bits than TF32 keeps */
+    cublasComputeType_t ct = cu->opts.precision == GR_PREC_FP32 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
     GR_CUBLAS(cublasGemmEx(cu->blas, ta, tb, m, n, k, &alpha, a, CUDA_R_32F, lda, b, CUDA_R_32F, ldb, &beta, c,
                            CUDA_R_32F, ldc, ct, CUBLAS_GEMM_DEFAULT));
 }
