@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +167,7 @@ static gr_status gr_ckpt_write_file(const char *tmp, const gr_ckpt_header *h, co
     CK_CHECK(gr_attr_str(f, "optimizer", h->optimizer), "%s: cannot write the header", tmp);
     CK_CHECK(gr_attr_i64(f, "optim_slots", h->optim_slots), "%s: cannot write the header", tmp);
     CK_CHECK(gr_attr_i64(f, "eval_pending", h->eval_pending), "%s: cannot write the header", tmp);
+    CK_CHECK(gr_attr_i64(f, "loss_scale_good", h->loss_scale_good), "%s: cannot write the header", tmp);
     CK_CHECK(gr_attr_str(f, "spec", h->spec ? h->spec : ""), "%s: cannot write the header", tmp);
     if ((st = gr_weights_put(f, tmp, g, s->params, err))) goto fail;
     for (int k = 0; k < h->optim_slots; k++)
@@ -273,6 +275,8 @@ gr_status gr_ckpt_load(const char *path, gr_ckpt_header *h, const gr_ckpt_state 
     if (!st) st = gr_read_i64(f, path, "optim_slots", 0, 2, &v, err);
     if (!st) h->optim_slots = (int)v;
     if (!st && H5Aexists(f, "eval_pending") > 0) st = gr_read_i64(f, path, "eval_pending", 0, 1, &h->eval_pending, err);
+    if (!st && H5Aexists(f, "loss_scale_good") > 0)
+        st = gr_read_i64(f, path, "loss_scale_good", 0, INT64_MAX, &h->loss_scale_good, err);
     if (!st && (st = gr_read_str(f, path, "optimizer", 15, &str, err)) == GR_OK) {
         snprintf(h->optimizer, sizeof h->optimizer, "%s", str);
         free(str);
@@ -296,6 +300,9 @@ gr_status gr_ckpt_load(const char *path, gr_ckpt_header *h, const gr_ckpt_state 
         bool ok = a >= 0 && H5Aread(a, H5T_NATIVE_DOUBLE, &h->loss_scale) >= 0;
         if (a >= 0) H5Aclose(a);
         if (!ok) st = gr_h5_fail(err, GR_ERR_CKPT, "%s: attribute loss_scale: missing or unreadable", path);
+        else if (!(h->loss_scale > 0.0) || !isfinite(h->loss_scale))
+            st = gr_error_set(err, GR_ERR_CKPT, "%s: attribute loss_scale: %g is not a positive finite number", path,
+                              h->loss_scale);
     }
     if (!st) st = gr_weights_get(f, path, g, s->params, true, err);
     for (int k = 0; !st && k < h->optim_slots; k++)

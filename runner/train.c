@@ -30,6 +30,48 @@
 #include "tfevents.h"
 
 /* Everything a job holds while it runs. */
+/* ---- loss scaling (fp16/bf16) ----
+ * The loss's gradient is multiplied by the scale, so that small gradients
+ * survive half-precision storage, and the update divides it back out.
+ * Dynamic scaling follows PyTorch's GradScaler defaults: start at 2^16; a
+ * step whose gradients hold inf/NaN is skipped and halves the scale; 2000
+ * finite steps in a row double it. A fixed scale (loss_scale: N) that
+ * overflows is reported as divergence, since nothing would absorb it. */
+#define GR_SCALE_INIT 65536.0
+#define GR_SCALE_INTERVAL 2000
+#define GR_SCALE_FLOOR (1.0 / 16777216.0) /* below 2^-24 no fp16 gradient is left to save */
+
+typedef struct gr_scaler {
+    double scale;
+    int64_t interval;  /* GR_SCALE_INTERVAL, or GPURUN_LOSS_SCALE_INTERVAL (tests) */
+    int64_t good;      /* finite steps since the scale last changed */
+    int64_t skipped;   /* steps skipped this run */
+    bool dynamic, check;
+} gr_scaler;
+
+static gr_scaler gr_scaler_init(const gr_job_spec *s) {
+    gr_scaler sc = {.scale = 1.0, .dynamic = s->loss_scale_dynamic, .interval = GR_SCALE_INTERVAL};
+    const char *iv = getenv("GPURUN_LOSS_SCALE_INTERVAL");
+    if (iv && atoll(iv) > 0) sc.interval = atoll(iv);
+    if (sc.dynamic) sc.scale = GR_SCALE_INIT;
+    else if (s->loss_scale > 0.0) sc.scale = s->loss_scale;
+    sc.check = sc.dynamic || sc.scale != 1.0;
+    return sc;
+}
+
+/* After a step's gradients were looked at: finite or not. */
+static void gr_scaler_update(gr_scaler *sc, bool finite) {
+    if (!sc->dynamic) return;
+    if (!finite) {
+        sc->scale *= 0.5;
+        sc->good = 0;
+        sc->skipped++;
+    } else if (++sc->good >= sc->interval) {
+        sc->scale *= 2.0;
+        sc->good = 0;
+    }
+}
+
 typedef struct gr_job {
     const gr_job_spec *spec;
     gr_dataset *train_ds, *val_ds;
@@ -53,6 +95,7 @@ typedef struct gr_job {
     bool eval_pending; /* the evaluation due at the checkpoint's step was interrupted */
     gr_ckpt_header pre_h; /* --resume PATH, verified before the run directory was touched */
     float *pre_params, *pre_optim;
+    gr_scaler sc;      /* loss scaling: the scale and its history (checkpointed) */
 } gr_job;
 
 static void gr_job_free(gr_job *j) {
@@ -360,11 +403,19 @@ void gr_train_micro_step(gr_plan *p, const gr_batch *b, const gr_exec_ctx *ctx, 
 }
 
 void gr_train_apply(gr_model *m, const gr_job_spec *s, double lr, int64_t step) {
+    (void)gr_train_apply_scaled(m, s, lr, step, 1.0, false);
+}
+
+bool gr_train_apply_scaled(gr_model *m, const gr_job_spec *s, double lr, int64_t step, double loss_scale, bool check) {
     const gr_optim_spec *o = &s->train.optimizer;
     int64_t nt = m->g->n_trainable;
     float mult = 1.0f;
-    if (s->train.grad_clip > 0.0)
-        mult = gr_clip_factor(sqrt(gr_backend_sumsq(m->be, m->grads, nt)), s->train.grad_clip);
+    if (s->train.grad_clip > 0.0 || check) {
+        double sumsq = gr_backend_sumsq(m->be, m->grads, nt);
+        if (check && !isfinite(sumsq)) return false;
+        if (s->train.grad_clip > 0.0) mult = gr_clip_factor(sqrt(sumsq) / loss_scale, s->train.grad_clip);
+    }
+    if (loss_scale != 1.0) mult = (float)((double)mult / loss_scale);
     if (o->type == GR_OPTIM_SGD) {
         gr_sgd_hparams h = {(float)lr, (float)o->momentum, (float)o->weight_decay, mult, o->nesterov};
         gr_backend_sgd(m->be, m->params, m->grads, m->optim, nt, &h);
@@ -373,6 +424,7 @@ void gr_train_apply(gr_model *m, const gr_job_spec *s, double lr, int64_t step) 
                               (float)o->weight_decay, mult, step + 1};
         gr_backend_adamw(m->be, m->params, m->grads, m->optim, m->optim + nt, nt, &h);
     }
+    return true;
 }
 
 /* Mean loss and accuracy over the whole val split. */
@@ -430,9 +482,6 @@ static void gr_job_log_eval(gr_job *j, int64_t step, double epoch, double loss, 
  * position rather than ignored, so nobody believes a run is checkpointed or
  * augmented when it is not. */
 static gr_status gr_job_unsupported(const gr_job_spec *s, gr_error *err) {
-    if (s->precision != GR_PREC_FP32 && s->precision != GR_PREC_TF32)
-        return gr_spec_error(err, s, "precision", "%s is not supported by this version yet (use fp32 or tf32)",
-                             gr_precision_name(s->precision));
     if (s->parallel.data > 1)
         return gr_spec_error(err, s, "parallel.data", "%lld ranks asked for, but this version runs on one "
                              "device only", (long long)s->parallel.data);
@@ -458,7 +507,8 @@ static void gr_job_header(const gr_job *j, int64_t step, int64_t spe, gr_ckpt_he
     gr_job_position(j, step, spe, &h->epoch, &h->sample_in_epoch);
     h->world_size = 1;
     snprintf(h->precision, sizeof h->precision, "%s", gr_precision_name(s->precision));
-    h->loss_scale = 1.0;
+    h->loss_scale = j->sc.scale;
+    h->loss_scale_good = j->sc.good;
     h->rng[0] = s->seed;
     h->rng[1] = (uint64_t)(step * (s->train.batch_size / s->train.micro_batch));
     snprintf(h->optimizer, sizeof h->optimizer, "%s", gr_optim_name(s->train.optimizer.type));
@@ -567,6 +617,10 @@ static gr_status gr_job_resume(gr_job *j, const gr_run_options *opt, int64_t spe
     if (!opt->quiet) fprintf(stderr, "gpurun: resuming from %s at step %lld\n", path, (long long)h.step);
     *start = h.step;
     j->eval_pending = h.eval_pending != 0;
+    if (j->sc.dynamic) { /* the scale carries on where it was */
+        j->sc.scale = h.loss_scale;
+        j->sc.good = h.loss_scale_good;
+    }
     return GR_OK;
 }
 
@@ -586,6 +640,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
         }
     }
     if ((st = gr_job_compile(&j, s, true, err))) goto done;
+    j.sc = gr_scaler_init(s);
     if ((st = gr_job_backend(&j, s, opt->device ? opt->device : s->device, opt->threads, opt->quiet, err))) goto done;
     if ((st = gr_model_init(&j.m, &j.g, j.be, gr_optim_slots(&s->train.optimizer), err))) goto done;
     {
@@ -665,7 +720,8 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
             GR_ASSERT(b->n == s->train.micro_batch && b->epoch == epoch);
             gr_exec_ctx ctx = {.training = true,
                                .rng_key = gr_hash64(s->seed, (uint64_t)(step * accum + k)),
-                               .grad_scale = 1.0f / (float)s->train.batch_size};
+                               .grad_scale = j.sc.scale == 1.0 ? 1.0f / (float)s->train.batch_size
+                                                               : (float)(j.sc.scale / (double)s->train.batch_size)};
             gr_train_micro_step(&j.train_plan, b, &ctx, &loss_sum, &correct);
             gr_loader_release(j.train_ld, b);
             if ((stop_signal = gr_signals_pending())) break; /* the step is redone after the resume */
@@ -684,7 +740,17 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
         }
         double lr = gr_schedule_lr(&s->train.schedule, s->train.optimizer.lr, step, total, spe);
         gr_saver_wait_copied(j.saver); /* a checkpoint's snapshot may still be reading the weights */
-        gr_train_apply(&j.m, s, lr, step);
+        const double scale = j.sc.scale;
+        bool finite = gr_train_apply_scaled(&j.m, s, lr, step, scale, j.sc.check);
+        gr_scaler_update(&j.sc, finite);
+        if (!finite && (!j.sc.dynamic || j.sc.scale < GR_SCALE_FLOOR)) {
+            status = "diverged";
+            st = gr_error_set(err, GR_ERR_DIVERGED, "training diverged at step %lld (epoch %lld): the gradients "
+                              "are inf/NaN at loss scale %g%s", (long long)step + 1, (long long)epoch + 1, scale,
+                              j.sc.dynamic ? ", the smallest dynamic scaling tries"
+                                           : "; set loss_scale: dynamic, or a smaller loss_scale");
+            break;
+        }
         loss_window += loss;
         steps_window++;
         last_loss = loss;
@@ -706,7 +772,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
             gr_json_num(&js, "loss", loss_window / (double)steps_window);
             gr_json_num(&js, "lr", lr);
             gr_json_num(&js, "samples_per_s", sps);
-            gr_json_num(&js, "loss_scale", 1.0);
+            gr_json_num(&js, "loss_scale", j.sc.scale);
             gr_json_num(&js, "time_s", now - t0);
             gr_json_num(&js, "data_wait_pct", wait_pct);
             fprintf(j.metrics, "%s\n", gr_json_end(&js));
@@ -810,6 +876,9 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
         gr_json_num(&js, "final_train_loss", last_loss);
         gr_json_num(&js, "best_val_accuracy", best_acc);
         gr_json_num(&js, "last_val_accuracy", last_acc);
+        gr_json_str(&js, "precision", gr_precision_name(s->precision));
+        gr_json_num(&js, "loss_scale", j.sc.scale);
+        gr_json_int(&js, "skipped_steps", j.sc.skipped);
         gr_json_num(&js, "last_val_loss", last_vloss);
         gr_json_int(&js, "params", j.g.n_weights);
         gr_json_num(&js, "data_wait_s", wait);

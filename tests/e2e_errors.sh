@@ -360,11 +360,11 @@ else
     expect_fail 7 "CUDA" -- "$G" "$T/ok.yaml" --set device=cuda --run-dir "$T/rd_cuda_set"
 fi
 expect_fail 2 "tpu" -- "$G" "$T/ok.yaml" --device tpu --run-dir "$T/rd_tpu"
-# precision: tf32 runs (the CPU computes it in fp32 and says so); fp16/bf16 are refused at their line
+# precision: tf32 runs (the CPU computes it in fp32 and says so); fp16/bf16: tests/e2e_precision.sh
 expect_ok "done:" -- "$G" "$T/ok.yaml" --device cpu --set precision=tf32 --run-dir "$T/rd_tf32"
 check "tf32 on the cpu says it computes in fp32" bash -c \
     "'$G' '$T/ok.yaml' --device cpu --set precision=tf32 --run-dir '$T/rd_tf32b' 2>&1 >/dev/null | grep -q 'cpu computes in full fp32'"
-expect_fail 2 "precision" "bf16 is not supported" -- "$G" "$T/ok.yaml" --set precision=bf16 --run-dir "$T/rd_bf16"
+expect_fail 2 "loss_scale" -- "$G" validate "$T/ok.yaml" --set loss_scale=-1
 # the GPU run options are schema keys (booleans), whatever the device
 expect_ok "cuda_graph: false" "cudnn_benchmark: true" -- "$G" validate "$T/ok.yaml" --set cuda_graph=false \
     --set cudnn_benchmark=true

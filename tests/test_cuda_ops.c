@@ -11,8 +11,10 @@
  * parameter gradient, the batchnorm running stats, and the eval logits.
  * Afterwards every op of ops.def must have been in some case's graph.
  *
- * The table runs three times: strict fp32 and tf32 with cuDNN's heuristics,
- * then fp32 with cudnn_benchmark (measured algorithms). Errors are NMSE =
+ * The table runs five times: strict fp32 and tf32 with cuDNN's heuristics,
+ * fp32 with cudnn_benchmark (measured algorithms), then bf16 and fp16 (half
+ * storage emulated on both backends: every activation rounded in place; the
+ * GPU's GEMMs and convs on TF32). Errors are NMSE =
  * sum((a-b)^2) / sum(b^2) per tensor, b the CPU's.
  *   fp32: forward results (logits, running stats) <= 1e-9, gradients <= 1e-8.
  *     Both sides round in fp32 but sum in different orders: the CPU's two
@@ -24,6 +26,9 @@
  *     kink, and one such flip moves a whole element of an activation
  *     gradient, ~3e-4 in a small conv's weight gradient; a wrong kernel is
  *     off by 1e-2 or more.
+ *   bf16/fp16: the GPU's TF32 products (~2^-11 relative) tip the rounding of
+ *     a share of the stored values by one half-precision ulp (2^-8 for bf16,
+ *     2^-11 for fp16): forward <= 1e-4 / 1e-5, gradients <= 1e-2 / 1e-3.
  * Such a flip is rare in fp32 (about once per hundred tables) but possible;
  * a failing case is therefore run once more on fresh parameters and inputs,
  * and fails the test only when that fails too — a real bug fails both. */
@@ -149,6 +154,9 @@ static const ops_pass passes[] = {
     {"fp32", {.precision = GR_PREC_FP32, .cudnn_benchmark = false, .cuda_graph = false}, 1e-9, 1e-8, 0},
     {"tf32", {.precision = GR_PREC_TF32, .cudnn_benchmark = false, .cuda_graph = false}, 1e-5, 1e-3, 1},
     {"fp32+benchmark", {.precision = GR_PREC_FP32, .cudnn_benchmark = true, .cuda_graph = false}, 1e-9, 1e-8, 0},
+    /* half storage (emulated, both backends) with the GPU's GEMMs and convs on TF32 */
+    {"bf16", {.precision = GR_PREC_BF16, .cudnn_benchmark = false, .cuda_graph = false}, 1e-4, 1e-2, 1},
+    {"fp16", {.precision = GR_PREC_FP16, .cudnn_benchmark = false, .cuda_graph = false}, 1e-5, 1e-3, 1},
 };
 
 /* The largest errors seen in a pass, and where. */
@@ -356,6 +364,9 @@ int main(void) {
             CHECK_MSG(st == GR_OK, "%s: %s", ps->name, err.msg);
             if (st) break;
         }
+        /* the reference stores at the pass's precision too (fp16/bf16 rounding) */
+        gr_backend_opts cpu_opts = {.precision = ps->opts.precision};
+        gr_backend_configure(be[0], &cpu_opts);
         ops_worst worst = {0.0, 0.0, "", ""};
         double t0 = gr_now();
         for (size_t i = 0; i < GR_ARRAY_LEN(cases); i++) {
