@@ -58,7 +58,7 @@ for p in fp32 fp16 bf16; do
 done
 
 # ---------------------------------------------------------------- 1. numerics
-check "fp16/bf16: step 1 loss differs from fp32 by rounding only (0 < |rel| < 2e-2), accuracy within 2 points" \
+check "fp16/bf16: step 1 loss differs from fp32 by rounding only (0 < |rel| < 2e-2), accuracy at most 2 points below" \
     "$PY" - "$T" <<'EOF'
 import json, sys
 T = sys.argv[1]
@@ -75,7 +75,7 @@ for p in ("fp16", "bf16"):
     rel = abs(l - ref) / ref
     assert 0 < rel < 2e-2, (p, l, ref, rel)
     assert s["status"] == "finished" and s["precision"] == p, s
-    assert abs(s["last_val_accuracy"] - ref_acc) <= 0.02, (p, s["last_val_accuracy"], ref_acc)
+    assert s["last_val_accuracy"] >= ref_acc - 0.02, (p, s["last_val_accuracy"], ref_acc)
     print(p, "step-1 loss rel diff %.2e" % rel, "accuracy", s["last_val_accuracy"], "fp32", ref_acc)
 EOF
 
