@@ -29,7 +29,6 @@
 #include "schedule.h"
 #include "tfevents.h"
 
-/* Everything a job holds while it runs. */
 /* ---- loss scaling (fp16/bf16) ----
  * The loss's gradient is multiplied by the scale, so that small gradients
  * survive half-precision storage, and the update divides it back out.
@@ -72,6 +71,7 @@ static void gr_scaler_update(gr_scaler *sc, bool finite) {
     }
 }
 
+/* Everything a job holds while it runs. */
 typedef struct gr_job {
     const gr_job_spec *spec;
     gr_dataset *train_ds, *val_ds;
@@ -747,7 +747,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
             status = "diverged";
             st = gr_error_set(err, GR_ERR_DIVERGED, "training diverged at step %lld (epoch %lld): the gradients "
                               "are inf/NaN at loss scale %g%s", (long long)step + 1, (long long)epoch + 1, scale,
-                              j.sc.dynamic ? ", the smallest dynamic scaling tries"
+                              j.sc.dynamic ? ", the smallest scale dynamic scaling tries"
                                            : "; set loss_scale: dynamic, or a smaller loss_scale");
             break;
         }
