@@ -189,13 +189,15 @@ while [ $rc -ne 0 ] && [ $starts -lt 80 ]; do
             [ $r -gt $redone_max ] && redone_max=$r
             redone_sum=$((redone_sum + r))
             [ $r -le $((2 * EVERY)) ] || why="${why}start $starts redid $r steps ($newest..$last_logged); "
-        elif [ -s "$T/b.err" ] || [ $rc -ne 137 ]; then  # a kill during start-up may come before the line
+        elif grep -qv '^gpurun: device auto: ' "$T/b.err" || [ $rc -ne 137 ]; then
+            # a kill during start-up may come before the line (after, on a machine with a CUDA
+            # toolkit and no usable GPU, the device fallback line)
             why="${why}start $starts did not resume from $(ckname "$newest"): $(head -c 300 "$T/b.err"); "
         fi
     elif grep -qF "no checkpoint in $D/checkpoints; starting fresh" "$T/b.err"; then
         fresh=$((fresh + 1))
         [ "$last_logged" -le $((2 * EVERY)) ] || why="${why}start $starts started fresh after step $last_logged; "
-    elif [ -s "$T/b.err" ] || [ $rc -ne 137 ]; then
+    elif grep -qv '^gpurun: device auto: ' "$T/b.err" || [ $rc -ne 137 ]; then
         why="${why}start $starts: neither resumed nor 'starting fresh': $(head -c 300 "$T/b.err"); "
     fi
     grep -q "skipping" "$T/b.err" && why="${why}start $starts skipped a committed checkpoint: $(grep skipping "$T/b.err"); "
