@@ -21,7 +21,9 @@
  * weights and logits NMSE 1e-8, momentum buffers 1e-3 (a relu input within
  * rounding of zero moves a whole gradient element). The eager run is also
  * checked against the CPU backend, loosely (losses 1e-4, weights NMSE 1e-6
- * after 7 steps), so both cannot be wrong the same way. */
+ * after 7 steps), so both cannot be wrong the same way. A fifth run asks for
+ * graphs under GPURUN_CUDA_SYNC=1 (a synchronize and error check after
+ * every op): it captures nothing and equals the eager run. */
 #include "cuda_cmp.h"
 
 #define MB 16     /* micro-batch */
@@ -188,13 +190,16 @@ int main(void) {
     printf("%d full steps of %d x %d samples and one of %d, then %d + 1 eval runs, on %s\n", STEPS + 1, ACCUM, MB,
            NPART, NEVAL, gr_cmp_device_name());
 
-    /* eager, graph, eager, graph: each on a backend of its own */
-    static const char *const names[4] = {"eager", "cuda graph", "eager (again)", "cuda graph (again)"};
-    graph_run r[4], cpu;
+    /* eager, graph, eager, graph, graph under GPURUN_CUDA_SYNC: each on a backend of its own */
+    enum { NRUN = 5 };
+    static const char *const names[NRUN] = {"eager", "cuda graph", "eager (again)", "cuda graph (again)",
+                                            "GPURUN_CUDA_SYNC=1 (graph asked)"};
+    graph_run r[NRUN], cpu;
     memset(r, 0, sizeof r);
     memset(&cpu, 0, sizeof cpu);
     bool ok = true;
-    for (int i = 0; i < 4 && ok; i++) {
+    for (int i = 0; i < NRUN && ok; i++) {
+        if (i == 4) setenv("GPURUN_CUDA_SYNC", "1", 1); /* read when the backend is made */
         if (i > 0) {
             gr_status st = gr_cmp_open_device(i % 2 ? &graph : &eager, &be, &err);
             CHECK_MSG(st == GR_OK, "%s: %s", names[i], err.msg);
@@ -211,13 +216,14 @@ int main(void) {
             int64_t cap, rep;
             gr_cuda_graph_counts(be, &cap, &rep);
             printf("%-34s %lld captured, %lld replayed\n", names[i], (long long)cap, (long long)rep);
-            if (i % 2) CHECK_MSG(cap == 2 && rep >= 5, "%s: %lld captures, %lld replays", names[i], (long long)cap,
+            if (i % 2 && i < 4) CHECK_MSG(cap == 2 && rep >= 5, "%s: %lld captures, %lld replays", names[i], (long long)cap,
                                  (long long)rep);
             else CHECK_MSG(cap == 0 && rep == 0, "%s: %lld captures, %lld replays", names[i], (long long)cap,
                            (long long)rep);
         }
         gr_backend_free(be);
         be = NULL;
+        if (i == 4) unsetenv("GPURUN_CUDA_SYNC");
     }
     if (ok) {
         for (int s = 0; s < NLOSS; s++) CHECK_MSG(isfinite(r[0].loss[s]), "step %d: loss %g", s + 1, r[0].loss[s]);
@@ -225,6 +231,7 @@ int main(void) {
             printf("the eager runs are bit for bit equal: the graph runs must be too\n");
             CHECK_MSG(graph_same(&r[0], &r[1]), "the cuda graph run differs from the eager runs (see below)");
             CHECK_MSG(graph_same(&r[0], &r[3]), "the second cuda graph run differs from the eager runs (see below)");
+            CHECK_MSG(graph_same(&r[0], &r[4]), "the GPURUN_CUDA_SYNC run differs from the eager runs");
             if (!graph_same(&r[0], &r[1]) || !graph_same(&r[0], &r[3])) {
                 graph_close("cuda graph vs eager", &r[1], &r[0], INFINITY, INFINITY, INFINITY);
                 graph_close("cuda graph (again) vs eager", &r[3], &r[0], INFINITY, INFINITY, INFINITY);
@@ -234,6 +241,7 @@ int main(void) {
             graph_close("eager (again) vs eager", &r[2], &r[0], 1e-5, 1e-8, 1e-3);
             graph_close("cuda graph vs eager", &r[1], &r[0], 1e-5, 1e-8, 1e-3);
             graph_close("cuda graph (again) vs eager", &r[3], &r[0], 1e-5, 1e-8, 1e-3);
+            graph_close("GPURUN_CUDA_SYNC vs eager", &r[4], &r[0], 1e-5, 1e-8, 1e-3);
         }
         /* the device against the reference */
         gr_backend *cpu_be = NULL;
@@ -241,7 +249,7 @@ int main(void) {
         if (cpu_be && graph_train(cpu_be, &cpu)) graph_close("eager vs cpu", &r[0], &cpu, 1e-4, 1e-6, 1e-2);
         gr_backend_free(cpu_be);
     }
-    for (int i = 0; i < 4; i++) graph_run_free(&r[i]);
+    for (int i = 0; i < NRUN; i++) graph_run_free(&r[i]);
     graph_run_free(&cpu);
     return gr_test_report();
 }

@@ -55,10 +55,13 @@ typedef struct gr_cuda_impl {
 
 static void *gr_cuda_malloc_raw(gr_cuda *cu, size_t bytes) {
     void *p = NULL;
-    if (cudaMalloc(&p, bytes ? bytes : 256) != cudaSuccess) {
+    cudaError_t e = cudaMalloc(&p, bytes ? bytes : 256);
+    if (e == cudaErrorMemoryAllocation) {
         (void)cudaGetLastError(); /* out of memory is not a sticky error: clear it */
         return NULL;
     }
+    /* anything else is an earlier fault surfacing here (a sticky error): exit 7, not 4 */
+    if (e != cudaSuccess) gr_cuda_die(__FILE__, __LINE__, "cudaMalloc", cudaGetErrorString(e));
     gr_cuda_track(cu, &((gr_cuda_impl *)cu)->blocks, p, bytes);
     return p;
 }
@@ -70,10 +73,10 @@ static void gr_cuda_free_raw(gr_cuda *cu, void *p) {
 }
 
 static void *gr_cuda_alloc(gr_backend *be, size_t bytes) { return gr_cuda_malloc_raw(gr_cu(be), bytes); }
+static void gr_cuda_sync(gr_backend *be);
 static void gr_cuda_dealloc(gr_backend *be, void *p) {
-    gr_cuda *cu = gr_cu(be);
-    GR_CU(cudaStreamSynchronize(cu->stream));
-    gr_cuda_free_raw(cu, p);
+    gr_cuda_sync(be); /* no kernel or upload may still be using it */
+    gr_cuda_free_raw(gr_cu(be), p);
 }
 
 static void gr_cuda_zero(gr_backend *be, void *p, size_t bytes) {
@@ -114,10 +117,12 @@ static void gr_cuda_sync(gr_backend *be) {
 static void *gr_cuda_host_alloc(gr_backend *be, size_t bytes) {
     (void)be;
     void *p = NULL;
-    if (cudaHostAlloc(&p, bytes ? bytes : 64, cudaHostAllocPortable) != cudaSuccess) {
+    cudaError_t e = cudaHostAlloc(&p, bytes ? bytes : 64, cudaHostAllocPortable);
+    if (e == cudaErrorMemoryAllocation) {
         (void)cudaGetLastError();
         return NULL;
     }
+    if (e != cudaSuccess) gr_cuda_die(__FILE__, __LINE__, "cudaHostAlloc", cudaGetErrorString(e));
     return p;
 }
 
@@ -213,12 +218,26 @@ static void gr_cuda_release(gr_backend *be, gr_plan *p) {
     p->be_state = NULL;
 }
 
-static void gr_cuda_launch_steps(gr_plan *p, int64_t n, const gr_exec_ctx *ctx) {
+/* With GPURUN_CUDA_SYNC=1 (cu->sync_each) every op is followed by a stream
+ * synchronize and an error check, so a kernel fault names its op and layer
+ * instead of surfacing at the next copy (graphs are then off). */
+static void gr_cuda_launch_steps(gr_cuda *cu, gr_plan *p, int64_t n, const gr_exec_ctx *ctx) {
     for (int i = 0; i < p->n_steps; i++) {
         gr_kargs *a = &p->steps[i];
         a->n = n;
         a->ctx = ctx;
         gr_backend_exec(a);
+        if (cu->sync_each) {
+            cudaError_t e = cudaStreamSynchronize(cu->stream);
+            if (e == cudaSuccess) e = cudaGetLastError();
+            if (e != cudaSuccess) {
+                const gr_node *nd = a->node;
+                char what[GR_NAME_MAX + 96];
+                snprintf(what, sizeof what, "op %s of layer %s (GPURUN_CUDA_SYNC)", gr_op_descs[nd->op]->name,
+                         nd->layer >= 0 ? p->g->layers[nd->layer].name : "loss");
+                gr_cuda_die(__FILE__, __LINE__, what, cudaGetErrorString(e));
+            }
+        }
     }
 }
 
@@ -231,14 +250,14 @@ static bool gr_cuda_run(gr_backend *be, gr_plan *p, int64_t n, const gr_exec_ctx
     gr_cuda_plan *cp = p->be_state;
     cu->hctx = (gr_dev_ctx){.rng_key = ctx->rng_key, .grad_scale = ctx->grad_scale, .training = ctx->training};
     GR_CU(cudaMemcpyAsync(cu->dctx, &cu->hctx, sizeof cu->hctx, cudaMemcpyHostToDevice, cu->stream));
-    if (!cu->opts.cuda_graph || !cp || n != p->g->micro_batch) {
-        gr_cuda_launch_steps(p, n, ctx);
+    if (!cu->opts.cuda_graph || cu->sync_each || !cp || n != p->g->micro_batch) {
+        gr_cuda_launch_steps(cu, p, n, ctx);
         return true;
     }
     int k = 0;
     while (k < cp->ng && !(cp->g[k].n == n && cp->g[k].training == ctx->training)) k++;
     if (k == cp->ng) {
-        if (cp->ng == GR_CUDA_GRAPHS) { gr_cuda_launch_steps(p, n, ctx); return true; }
+        if (cp->ng == GR_CUDA_GRAPHS) { gr_cuda_launch_steps(cu, p, n, ctx); return true; }
         cp->g[cp->ng++].n = n;
         cp->g[k].training = ctx->training;
     }
@@ -253,12 +272,12 @@ static bool gr_cuda_run(gr_backend *be, gr_plan *p, int64_t n, const gr_exec_ctx
     }
     if (cp->g[k].eager_runs < 2) {
         cp->g[k].eager_runs++;
-        gr_cuda_launch_steps(p, n, ctx);
+        gr_cuda_launch_steps(cu, p, n, ctx);
         return true;
     }
     cudaGraph_t graph;
     GR_CU(cudaStreamBeginCapture(cu->stream, cudaStreamCaptureModeThreadLocal));
-    gr_cuda_launch_steps(p, n, ctx);
+    gr_cuda_launch_steps(cu, p, n, ctx);
     GR_CU(cudaStreamEndCapture(cu->stream, &graph));
     GR_CU(cudaGraphInstantiate(&cp->g[k].exec, graph, 0));
     cp->g[k].ws_gen = cu->ws_gen;
@@ -280,12 +299,12 @@ static void gr_cuda_destroy(gr_backend *be) {
     gr_cuda *cu = &im->cu;
     GR_CU(cudaStreamSynchronize(cu->stream));
     gr_cuda_conv_free_all(cu);
+    GR_CUDNN(cudnnDestroy(cu->dnn));
+    GR_CUBLAS(cublasDestroy(cu->blas)); /* before its workspace goes */
     gr_cuda_free_raw(cu, cu->ws);
     gr_cuda_free_raw(cu, cu->blas_ws);
     gr_cuda_free_raw(cu, cu->dctx);
     gr_cuda_free_raw(cu, cu->scratch);
-    GR_CUDNN(cudnnDestroy(cu->dnn));
-    GR_CUBLAS(cublasDestroy(cu->blas));
     GR_CU(cudaEventDestroy(cu->uploaded));
     GR_CU(cudaEventDestroy(cu->computed));
     GR_CU(cudaStreamDestroy(cu->copy));
@@ -331,6 +350,11 @@ gr_status gr_cuda_backend_create(int device, gr_backend **out, gr_error *err) {
     struct cudaDeviceProp prop;
     if ((e = cudaSetDevice(device)) != cudaSuccess || (e = cudaGetDeviceProperties(&prop, device)) != cudaSuccess)
         return gr_error_set(err, GR_ERR_DEVICE, "device cuda:%d: %s", device, cudaGetErrorString(e));
+    /* the build carries sm_80 and sm_90 code and compute_90 PTX: a GPU older than
+     * Ampere would fail at its first kernel; refused here, `device: auto` falls back */
+    if (prop.major < 8)
+        return gr_error_set(err, GR_ERR_DEVICE, "device cuda:%d (%s) is compute capability %d.%d; this build "
+                            "needs 8.0 or newer (sm_80/sm_90 code)", device, prop.name, prop.major, prop.minor);
 
     gr_cuda_impl *im = gr_xcalloc(1, sizeof *im);
     gr_cuda *cu = &im->cu;
@@ -356,11 +380,14 @@ gr_status gr_cuda_backend_create(int device, gr_backend **out, gr_error *err) {
         size_t fr = 0, tot = 0;
         (void)cudaMemGetInfo(&fr, &tot);
         gr_cuda_destroy(be);
-        return gr_error_set(err, GR_ERR_OOM, "out of memory on cuda:%d: %zu bytes for the cuBLAS workspace; "
-                            "%zu free of %zu", device, (size_t)(32u << 20), fr, tot);
+        return gr_error_set(err, GR_ERR_OOM, "out of memory on cuda:%d: %zu bytes for the cuBLAS workspace, "
+                            "the run context and reduction scratch; %zu free of %zu", device,
+                            (size_t)(32u << 20) + sizeof(gr_dev_ctx) + GR_SUMSQ_SCRATCH * sizeof(double), fr, tot);
     }
     GR_CUBLAS(cublasSetWorkspace(cu->blas, cu->blas_ws, cu->blas_ws_bytes));
     cu->opts.precision = GR_PREC_FP32;
+    const char *sy = getenv("GPURUN_CUDA_SYNC");
+    cu->sync_each = sy && *sy && strcmp(sy, "0") != 0;
     GR_CUBLAS(cublasSetMathMode(cu->blas, CUBLAS_DEFAULT_MATH));
     *out = be;
     return GR_OK;

@@ -13,8 +13,12 @@
  * (outputs into a scratch block, so nothing of the run is overwritten).
  * Deterministic algorithms are preferred over faster nondeterministic ones
  * (runs repeat bit for bit, and a resumed run matches an uninterrupted
- * one). Precision: fp32 forbids TF32 (CUDNN_FMA_MATH), tf32 allows it.
+ * one, when both processes rank alike: the heuristics do on one GPU with
+ * the same free memory, while cudnn_benchmark's timings may pick another
+ * algorithm in another process, equal up to rounding). Precision: fp32
+ * forbids TF32 (CUDNN_FMA_MATH), tf32 allows it.
  * The bias is a separate pass (cu_spatial.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,14 +84,17 @@ static cudnnMathType_t gr_conv_math(const gr_cuda *cu) {
 }
 
 /* The first usable result of a ranking: fits the limit, deterministic when
- * one such exists, and no tensor-core math in strict fp32. */
+ * one such exists, never fp16 conversion, and no tensor-core math in strict
+ * fp32: there an algorithm cuDNN reports under CUDNN_DEFAULT_MATH (which
+ * permits TF32 on Ampere and later; the query ran under FMA_MATH) is taken
+ * and run with FMA_MATH forced, as PyTorch does with allow_tf32 off. */
 #define GR_PICK(perf, count, limit, strict, out, math, deterministic_only) do { \
     for (int i_ = 0; i_ < (count); i_++) { \
         if ((perf)[i_].status != CUDNN_STATUS_SUCCESS || (perf)[i_].memory > (limit)) continue; \
-        /* CUDNN_DEFAULT_MATH permits TF32 on Ampere and later: strict takes FMA only */ \
-        if ((strict) && (perf)[i_].mathType != CUDNN_FMA_MATH) continue; \
+        if ((perf)[i_].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue; \
+        if ((strict) && (perf)[i_].mathType == CUDNN_TENSOR_OP_MATH) continue; \
         if ((deterministic_only) && (perf)[i_].determinism != CUDNN_DETERMINISTIC) continue; \
-        (out) = (perf)[i_].algo; (math) = (perf)[i_].mathType; found_ = true; break; \
+        (out) = (perf)[i_].algo; (math) = (strict) ? CUDNN_FMA_MATH : (perf)[i_].mathType; found_ = true; break; \
     } \
 } while (0)
 
@@ -98,6 +105,18 @@ typedef struct gr_conv_trial {
     void *ws;
     size_t ws_bytes;
 } gr_conv_trial;
+
+static void gr_conv_ws(gr_cuda *cu, gr_conv_entry *e);
+
+/* No ranked algorithm qualified: the default one runs, said once per shape,
+ * since it can be much slower than what cuDNN ranked first. */
+static void gr_conv_fallback(const gr_conv_entry *e, const char *stage, size_t limit) {
+    const gr_conv_shape *s = &e->s;
+    fprintf(stderr, "gpurun: cuda: conv %lldx%lldx%lldx%lld -> %lld filters %lldx%lld: no cuDNN %s algorithm fits "
+            "%zu bytes of workspace with this precision's math; using the default one\n", (long long)s->n,
+            (long long)s->c, (long long)s->h, (long long)s->w, (long long)s->f, (long long)s->kh, (long long)s->kw,
+            stage, limit);
+}
 
 static void gr_conv_choose(gr_cuda *cu, gr_conv_entry *e, size_t limit, const gr_conv_trial *t) {
     bool strict = cu->opts.precision == GR_PREC_FP32;
@@ -116,6 +135,7 @@ static void gr_conv_choose(gr_cuda *cu, gr_conv_entry *e, size_t limit, const gr
     e->fwd_math = math;
     GR_PICK(fp, cnt, limit, strict, e->fwd, e->fwd_math, true);
     if (!found_) GR_PICK(fp, cnt, limit, strict, e->fwd, e->fwd_math, false);
+    if (!found_) gr_conv_fallback(e, "forward", limit);
 
     cudnnConvolutionBwdDataAlgoPerf_t dp[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     if (t) GR_CUDNN(cudnnFindConvolutionBackwardDataAlgorithmEx(cu->dnn, e->w, t->w, e->y, t->dy, e->conv, e->x, t->out,
@@ -128,6 +148,7 @@ static void gr_conv_choose(gr_cuda *cu, gr_conv_entry *e, size_t limit, const gr
     e->bwd_data_math = math;
     GR_PICK(dp, cnt, limit, strict, e->bwd_data, e->bwd_data_math, true);
     if (!found_) GR_PICK(dp, cnt, limit, strict, e->bwd_data, e->bwd_data_math, false);
+    if (!found_) gr_conv_fallback(e, "backward-data", limit);
 
     cudnnConvolutionBwdFilterAlgoPerf_t wp[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     if (t) GR_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithmEx(cu->dnn, e->x, t->x, e->y, t->dy, e->conv, e->w, t->out,
@@ -140,8 +161,12 @@ static void gr_conv_choose(gr_cuda *cu, gr_conv_entry *e, size_t limit, const gr
     e->bwd_filter_math = math;
     GR_PICK(wp, cnt, limit, strict, e->bwd_filter, e->bwd_filter_math, true);
     if (!found_) GR_PICK(wp, cnt, limit, strict, e->bwd_filter, e->bwd_filter_math, false);
+    if (!found_) gr_conv_fallback(e, "backward-filter", limit);
+    gr_conv_ws(cu, e);
+}
 
-    /* the workspace each choice needs, under the math type it runs with */
+/* The workspace each of the entry's algorithms needs, under the math type it runs with: e->ws. */
+static void gr_conv_ws(gr_cuda *cu, gr_conv_entry *e) {
     size_t a = 0, b = 0, c = 0;
     GR_CUDNN(cudnnSetConvolutionMathType(e->conv, e->fwd_math));
     GR_CUDNN(cudnnGetConvolutionForwardWorkspaceSize(cu->dnn, e->x, e->w, e->conv, e->y, e->fwd, &a));
@@ -198,6 +223,18 @@ static gr_conv_entry *gr_conv_get(gr_cuda *cu, const gr_kargs *a) {
     if (e) return e;
     e = gr_conv_add(cu, &s);
     gr_conv_choose(cu, e, cu->ws_bytes, NULL);
+    if (e->ws > cu->ws_bytes) {
+        /* nothing ranked fits the workspace held (it cannot grow mid-run): the
+         * algorithms that need none */
+        e->fwd = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+        e->bwd_data = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
+        e->bwd_filter = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;
+        e->fwd_math = e->bwd_data_math = e->bwd_filter_math = gr_conv_math(cu);
+        gr_conv_ws(cu, e);
+        if (e->ws > cu->ws_bytes)
+            gr_cuda_die(__FILE__, __LINE__, "a conv of a partial batch",
+                        "no cuDNN algorithm fits the workspace prepared for the full batch");
+    }
     return e;
 }
 

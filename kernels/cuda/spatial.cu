@@ -164,10 +164,10 @@ __global__ void __launch_bounds__(GR_CHAN_THREADS) gr_red_planes_kernel(gr_red_i
     if (threadIdx.x == 0) gr_red_store<KIND>(r, ch, s, s1, s2);
 }
 
-// Columns mode ([n, c]): thread = channel, blockIdx.x = slice of rows.
+// Columns mode ([n, c]): thread = channel, blockIdx.y = slice of rows (channels on x: gridDim.y stops at 65535).
 template <int KIND>
 __global__ void __launch_bounds__(GR_CHAN_THREADS) gr_red_cols_kernel(gr_red_in r) {
-    int64_t ch = (int64_t)blockIdx.y * GR_CHAN_THREADS + threadIdx.x, s = blockIdx.x;
+    int64_t ch = (int64_t)blockIdx.x * GR_CHAN_THREADS + threadIdx.x, s = blockIdx.y;
     if (ch >= r.g.c) return;
     int64_t e0, e1, step;
     gr_chan_span(&r.g, s, 0, &e0, &e1, &step);
@@ -336,7 +336,7 @@ extern "C" void gr_cu_global_avgpool_bwd(cudaStream_t s, const float *dy, float 
 template <int KIND>
 static void gr_red_launch(cudaStream_t s, const gr_red_in &r) {
     if (r.g.cols) {
-        dim3 grid((unsigned)r.g.slices, (unsigned)((r.g.c + GR_CHAN_THREADS - 1) / GR_CHAN_THREADS));
+        dim3 grid((unsigned)((r.g.c + GR_CHAN_THREADS - 1) / GR_CHAN_THREADS), (unsigned)r.g.slices);
         gr_red_cols_kernel<KIND><<<grid, GR_CHAN_THREADS, 0, s>>>(r);
     } else {
         gr_red_planes_kernel<KIND><<<(unsigned)(r.g.c * r.g.slices), GR_CHAN_THREADS, 0, s>>>(r);
