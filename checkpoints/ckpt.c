@@ -168,6 +168,7 @@ static gr_status gr_ckpt_write_file(const char *tmp, const gr_ckpt_header *h, co
     CK_CHECK(gr_attr_i64(f, "optim_slots", h->optim_slots), "%s: cannot write the header", tmp);
     CK_CHECK(gr_attr_i64(f, "eval_pending", h->eval_pending), "%s: cannot write the header", tmp);
     CK_CHECK(gr_attr_i64(f, "loss_scale_good", h->loss_scale_good), "%s: cannot write the header", tmp);
+    CK_CHECK(gr_attr_i64(f, "skipped_steps", h->skipped_steps), "%s: cannot write the header", tmp);
     CK_CHECK(gr_attr_str(f, "spec", h->spec ? h->spec : ""), "%s: cannot write the header", tmp);
     if ((st = gr_weights_put(f, tmp, g, s->params, err))) goto fail;
     for (int k = 0; k < h->optim_slots; k++)
@@ -277,6 +278,8 @@ gr_status gr_ckpt_load(const char *path, gr_ckpt_header *h, const gr_ckpt_state 
     if (!st && H5Aexists(f, "eval_pending") > 0) st = gr_read_i64(f, path, "eval_pending", 0, 1, &h->eval_pending, err);
     if (!st && H5Aexists(f, "loss_scale_good") > 0)
         st = gr_read_i64(f, path, "loss_scale_good", 0, INT64_MAX, &h->loss_scale_good, err);
+    if (!st && H5Aexists(f, "skipped_steps") > 0)
+        st = gr_read_i64(f, path, "skipped_steps", 0, h->step, &h->skipped_steps, err);
     if (!st && (st = gr_read_str(f, path, "optimizer", 15, &str, err)) == GR_OK) {
         snprintf(h->optimizer, sizeof h->optimizer, "%s", str);
         free(str);

@@ -30,6 +30,8 @@ typedef struct gr_ckpt_header {
     double loss_scale;
     int64_t loss_scale_good;  /* dynamic loss scaling: finite steps since the scale last changed
                                  (attribute absent = 0) */
+    int64_t skipped_steps;    /* steps skipped for inf/NaN gradients so far: the optimizer has
+                                 applied step - skipped_steps updates (attribute absent = 0) */
     uint64_t rng[2];          /* the seed, and the stream counter (steps * micro-batches) */
     char optimizer[16];       /* sgd | adamw */
     int optim_slots;          /* 0, 1 or 2 */

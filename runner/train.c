@@ -44,7 +44,7 @@ typedef struct gr_scaler {
     double scale;
     int64_t interval;  /* GR_SCALE_INTERVAL, or GPURUN_LOSS_SCALE_INTERVAL (tests) */
     int64_t good;      /* finite steps since the scale last changed */
-    int64_t skipped;   /* steps skipped this run */
+    int64_t skipped;   /* steps skipped so far (carried over by resume) */
     bool dynamic, check;
 } gr_scaler;
 
@@ -509,6 +509,7 @@ static void gr_job_header(const gr_job *j, int64_t step, int64_t spe, gr_ckpt_he
     snprintf(h->precision, sizeof h->precision, "%s", gr_precision_name(s->precision));
     h->loss_scale = j->sc.scale;
     h->loss_scale_good = j->sc.good;
+    h->skipped_steps = j->sc.skipped;
     h->rng[0] = s->seed;
     h->rng[1] = (uint64_t)(step * (s->train.batch_size / s->train.micro_batch));
     snprintf(h->optimizer, sizeof h->optimizer, "%s", gr_optim_name(s->train.optimizer.type));
@@ -621,6 +622,7 @@ static gr_status gr_job_resume(gr_job *j, const gr_run_options *opt, int64_t spe
         j->sc.scale = h.loss_scale;
         j->sc.good = h.loss_scale_good;
     }
+    j->sc.skipped = h.skipped_steps; /* AdamW's step count is the updates applied */
     return GR_OK;
 }
 
@@ -741,7 +743,8 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
         double lr = gr_schedule_lr(&s->train.schedule, s->train.optimizer.lr, step, total, spe);
         gr_saver_wait_copied(j.saver); /* a checkpoint's snapshot may still be reading the weights */
         const double scale = j.sc.scale;
-        bool finite = gr_train_apply_scaled(&j.m, s, lr, step, scale, j.sc.check);
+        /* a skipped step is no optimizer step (GradScaler skips optimizer.step()) */
+        bool finite = gr_train_apply_scaled(&j.m, s, lr, step - j.sc.skipped, scale, j.sc.check);
         gr_scaler_update(&j.sc, finite);
         if (!finite && (!j.sc.dynamic || j.sc.scale < GR_SCALE_FLOOR)) {
             status = "diverged";

@@ -38,7 +38,9 @@ gr_status gr_train_plan_report(const gr_job_spec *spec, FILE *f, gr_error *err);
 /* The two halves of an optimizer step, shared by the loop and the tests:
  * one micro-batch's forward + backward (parameter gradients ADD into the
  * grads arena; adds its loss sum and correct count), then clipping and the
- * optimizer update of the whole model at learning rate lr (step 0-based). */
+ * optimizer update of the whole model at learning rate lr (step: the
+ * updates applied before this one, 0-based; AdamW's bias correction uses
+ * step + 1). */
 void gr_train_micro_step(gr_plan *p, const gr_batch *b, const gr_exec_ctx *ctx, double *loss_sum,
                          double *correct);
 void gr_train_apply(gr_model *m, const gr_job_spec *s, double lr, int64_t step);

@@ -11,9 +11,11 @@
 #     A fixed scale whose gradients overflow is exit 5 naming it.
 #     With the scale doubling after every finite step it soon overflows: those
 #     steps are skipped and halve it.
-#  3. a fp16 run stopped by SIGTERM and resumed gives the straight run's
-#     losses, scales and weights bit for bit (the scale and its count come
-#     back), with skipped steps on both sides of the stop.
+#     A skipped step is no optimizer step: AdamW's bias correction counts the
+#     updates applied (checked on every step's checkpoint).
+#  3. a fp16 AdamW run stopped by SIGTERM and resumed gives the straight run's
+#     losses, scales and weights bit for bit (the scale, its count and the
+#     skipped steps come back), with skipped steps on both sides of the stop.
 #
 #   bash tests/e2e_precision.sh GPURUN_BINARY SOURCE_DIR TMPDIR
 . "$(dirname "$0")/e2e_lib.bash" "$@"
@@ -52,6 +54,7 @@ EOF
 spec fp32
 spec fp16 's/^seed: 5/seed: 5\nprecision: fp16/'
 spec bf16 's/^seed: 5/seed: 5\nprecision: bf16/'
+spec fp16a 's/^seed: 5/seed: 5\nprecision: fp16/; s/optimizer: .*/optimizer: {type: adamw, lr: 0.002, weight_decay: 0.01}/'
 
 for p in fp32 fp16 bf16; do
     expect 0 -- "$G" "$T/$p.yaml" --run-dir "$T/$p" --quiet --device cpu
@@ -145,14 +148,58 @@ assert all(math.isfinite(l["loss"]) for l in tl) and s["status"] == "finished", 
 print("scales", sc[:12], "... skipped", s["skipped_steps"])
 EOF
 
+# AdamW under backoff, a checkpoint after every step: a skipped step leaves weights and
+# moments as they were; an applied one is AdamW's update with t = the updates applied
+# (step - skipped_steps), as GradScaler skips optimizer.step(); t = step would differ
+expect 0 -- env GPURUN_LOSS_SCALE_INTERVAL=1 "$G" "$T/fp16a.yaml" --run-dir "$T/adamw" --quiet --device cpu \
+    --set train.epochs=1 --set train.steps=40 --set checkpoint.every_steps=1 --set checkpoint.keep=100
+check "fp16 AdamW: skipped steps change nothing; applied ones use t = step - skipped_steps (bias correction)" \
+    "$PY" - "$T" <<'EOF'
+import sys, h5py, numpy as np
+T = sys.argv[1]
+lr, wd, b1, b2, eps = 0.002, 0.01, 0.9, 0.999, 1e-8
+def load(k):
+    with h5py.File(f"{T}/adamw/checkpoints/step-{k:09d}.h5", "r") as f:
+        ts = {}
+        f["params"].visititems(lambda n, d: ts.__setitem__(n, (d[()].astype(np.float64),
+            f[f"optim/{n}/exp_avg"][()].astype(np.float64), f[f"optim/{n}/exp_avg_sq"][()].astype(np.float64)))
+            if isinstance(d, h5py.Dataset) else None)
+        return int(f.attrs["skipped_steps"]), ts
+def err(w0, w1, m1, v1, t):  # the largest relative error of the update w1 - w0 under step count t
+    d = w0 * np.float32(1 - lr * wd) - (lr / (1 - b1**t)) * m1 / (np.sqrt(v1) / np.sqrt(1 - b2**t) + eps) - w0
+    return float(np.max(np.abs((w1 - w0) - d)) / np.max(np.abs(d)))
+prev = load(1)
+skips = applied = 0
+worst, alt = 0.0, 0.0
+for k in range(2, 41):
+    cur = load(k)
+    if cur[0] == prev[0] + 1:
+        skips += 1
+        for n in cur[1]:
+            assert all(np.array_equal(a, b) for a, b in zip(prev[1][n], cur[1][n])), ("skipped step changed", k, n)
+    else:
+        assert cur[0] == prev[0], (k, cur[0], prev[0])
+        applied += 1
+        t = k - cur[0]
+        for n, (w1, m1, v1) in cur[1].items():
+            worst = max(worst, err(prev[1][n][0], w1, m1, v1, t))
+            if cur[0]:
+                alt = max(alt, err(prev[1][n][0], w1, m1, v1, k))
+    prev = cur
+assert skips >= 2 and applied >= 20, (skips, applied)
+assert worst < 2e-3, ("updates do not follow t = step - skipped", worst)
+assert alt > 10 * worst, ("t = step would fit as well: the check cannot tell them apart", alt, worst)
+print(f"{skips} skipped, {applied} applied; update rel err {worst:.1e} with t = step - skipped, {alt:.1e} with t = step")
+EOF
+
 # a fixed scale that overflows fp16: nothing absorbs it
 expect_fail 5 "inf/NaN at loss scale 1e+30" "loss_scale: dynamic" -- "$G" "$T/fp16.yaml" --run-dir "$T/fixed" \
     --quiet --device cpu --set loss_scale=1e30
 
 # ---------------------------------------------------------------- 3. exact resume in fp16
-expect 0 -- env GPURUN_LOSS_SCALE_INTERVAL=3 "$G" "$T/fp16.yaml" --run-dir "$T/straight" --quiet --device cpu \
+expect 0 -- env GPURUN_LOSS_SCALE_INTERVAL=3 "$G" "$T/fp16a.yaml" --run-dir "$T/straight" --quiet --device cpu \
     --set train.epochs=1
-env --default-signal=INT GPURUN_LOSS_SCALE_INTERVAL=3 "$G" "$T/fp16.yaml" --run-dir "$T/stopped" --quiet \
+env --default-signal=INT GPURUN_LOSS_SCALE_INTERVAL=3 "$G" "$T/fp16a.yaml" --run-dir "$T/stopped" --quiet \
     --device cpu --set train.epochs=1 >"$OUT" 2>"$ERR" &
 pid=$!
 i=0
@@ -163,11 +210,11 @@ done
 kill -TERM "$pid" 2>/dev/null
 wait "$pid"
 RC=$?
-CMD="gpurun fp16.yaml --run-dir stopped (SIGTERM at step >= 30)"
+CMD="gpurun fp16a.yaml --run-dir stopped (SIGTERM at step >= 30)"
 if [ "$RC" -eq 75 ]; then ok; else bad "exit $RC after SIGTERM, expected 75"; show; fi
-expect 0 "resuming from" -- env GPURUN_LOSS_SCALE_INTERVAL=3 "$G" "$T/fp16.yaml" --run-dir "$T/stopped" \
+expect 0 "resuming from" -- env GPURUN_LOSS_SCALE_INTERVAL=3 "$G" "$T/fp16a.yaml" --run-dir "$T/stopped" \
     --device cpu --set train.epochs=1 --resume auto
-check "fp16 stopped by SIGTERM + --resume auto = the straight run (losses, scales, weights.h5 bytes)" \
+check "fp16 AdamW stopped by SIGTERM + --resume auto = the straight run (losses, scales, weights.h5 bytes)" \
     "$PY" "$H" same "$T/straight" "$T/stopped"
 check "the resumed run logged the straight run's loss scales" "$PY" - "$T" <<'EOF'
 import json, sys
@@ -175,6 +222,8 @@ T = sys.argv[1]
 def sc(p):
     return [(l["step"], l["loss_scale"]) for l in map(json.loads, open(f"{T}/{p}/metrics.jsonl")) if l["kind"] == "train"]
 assert sc("straight") == sc("stopped"), "loss scales differ"
+s = [json.load(open(f"{T}/{p}/summary.json"))["skipped_steps"] for p in ("straight", "stopped")]
+assert s[0] == s[1] > 0, ("skipped_steps (over the whole run) differ or none", s)
 EOF
 
 e2e_done
