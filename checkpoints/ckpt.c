@@ -169,6 +169,13 @@ static gr_status gr_ckpt_write_file(const char *tmp, const gr_ckpt_header *h, co
     CK_CHECK(gr_attr_i64(f, "eval_pending", h->eval_pending), "%s: cannot write the header", tmp);
     CK_CHECK(gr_attr_i64(f, "loss_scale_good", h->loss_scale_good), "%s: cannot write the header", tmp);
     CK_CHECK(gr_attr_i64(f, "skipped_steps", h->skipped_steps), "%s: cannot write the header", tmp);
+    CK_CHECK(gr_attr_f64(f, "last_train_loss", h->last_train_loss), "%s: cannot write the header", tmp);
+    CK_CHECK(gr_attr_f64(f, "best_val_accuracy", h->best_val_accuracy), "%s: cannot write the header", tmp);
+    CK_CHECK(gr_attr_f64(f, "last_val_accuracy", h->last_val_accuracy), "%s: cannot write the header", tmp);
+    CK_CHECK(gr_attr_f64(f, "last_val_loss", h->last_val_loss), "%s: cannot write the header", tmp);
+    CK_CHECK(gr_attr_f64(f, "loss_window_sum", h->loss_window_sum), "%s: cannot write the header", tmp);
+    CK_CHECK(gr_attr_i64(f, "loss_window_steps", h->loss_window_steps), "%s: cannot write the header", tmp);
+    CK_CHECK(gr_attr_f64(f, "time_s", h->time_s), "%s: cannot write the header", tmp);
     CK_CHECK(gr_attr_str(f, "spec", h->spec ? h->spec : ""), "%s: cannot write the header", tmp);
     if ((st = gr_weights_put(f, tmp, g, s->params, err))) goto fail;
     for (int k = 0; k < h->optim_slots; k++)
@@ -253,6 +260,16 @@ gr_status gr_ckpt_save(const char *dir, const gr_ckpt_header *h, const gr_ckpt_s
 
 /* ---- read ---- */
 
+/* A scalar double attribute that older checkpoints lack: *v keeps its value when absent. */
+static gr_status gr_read_opt_f64(hid_t f, const char *path, const char *name, double *v, gr_error *err) {
+    if (H5Aexists(f, name) <= 0) return GR_OK;
+    hid_t a = H5Aopen(f, name, H5P_DEFAULT), sp = a < 0 ? -1 : H5Aget_space(a);
+    bool ok = sp >= 0 && H5Sget_simple_extent_npoints(sp) == 1 && H5Aread(a, H5T_NATIVE_DOUBLE, v) >= 0;
+    if (sp >= 0) H5Sclose(sp);
+    if (a >= 0) H5Aclose(a);
+    return ok ? GR_OK : gr_h5_fail(err, GR_ERR_CKPT, "%s: attribute %s: not a number", path, name);
+}
+
 gr_status gr_ckpt_load(const char *path, gr_ckpt_header *h, const gr_ckpt_state *s, gr_error *err) {
     gr_h5_init();
     memset(h, 0, sizeof *h);
@@ -280,6 +297,18 @@ gr_status gr_ckpt_load(const char *path, gr_ckpt_header *h, const gr_ckpt_state 
         st = gr_read_i64(f, path, "loss_scale_good", 0, INT64_MAX, &h->loss_scale_good, err);
     if (!st && H5Aexists(f, "skipped_steps") > 0)
         st = gr_read_i64(f, path, "skipped_steps", 0, h->step, &h->skipped_steps, err);
+    if (!st && H5Aexists(f, "loss_window_steps") > 0)
+        st = gr_read_i64(f, path, "loss_window_steps", 0, h->step, &h->loss_window_steps, err);
+    h->last_train_loss = h->best_val_accuracy = h->last_val_accuracy = h->last_val_loss = NAN;
+    if (!st) st = gr_read_opt_f64(f, path, "last_train_loss", &h->last_train_loss, err);
+    if (!st) st = gr_read_opt_f64(f, path, "best_val_accuracy", &h->best_val_accuracy, err);
+    if (!st) st = gr_read_opt_f64(f, path, "last_val_accuracy", &h->last_val_accuracy, err);
+    if (!st) st = gr_read_opt_f64(f, path, "last_val_loss", &h->last_val_loss, err);
+    if (!st) st = gr_read_opt_f64(f, path, "loss_window_sum", &h->loss_window_sum, err);
+    if (!st) st = gr_read_opt_f64(f, path, "time_s", &h->time_s, err);
+    if (!st && h->loss_window_steps > 0 && !isfinite(h->loss_window_sum))
+        st = gr_error_set(err, GR_ERR_CKPT, "%s: attribute loss_window_sum: %g over %lld steps", path,
+                          h->loss_window_sum, (long long)h->loss_window_steps);
     if (!st && (st = gr_read_str(f, path, "optimizer", 15, &str, err)) == GR_OK) {
         snprintf(h->optimizer, sizeof h->optimizer, "%s", str);
         free(str);

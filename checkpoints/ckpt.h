@@ -32,6 +32,12 @@ typedef struct gr_ckpt_header {
                                  (attribute absent = 0) */
     int64_t skipped_steps;    /* steps skipped for inf/NaN gradients so far: the optimizer has
                                  applied step - skipped_steps updates (attribute absent = 0) */
+    /* the run's record so far, so that a resumed run's metrics and summary read
+     * as an uninterrupted run's (attributes absent = NaN, and 0 for the counts) */
+    double last_train_loss, best_val_accuracy, last_val_accuracy, last_val_loss;
+    double loss_window_sum;   /* train losses of the steps since the last train line */
+    int64_t loss_window_steps;
+    double time_s;            /* training time before this checkpoint (metrics' time_s) */
     uint64_t rng[2];          /* the seed, and the stream counter (steps * micro-batches) */
     char optimizer[16];       /* sgd | adamw */
     int optim_slots;          /* 0, 1 or 2 */

@@ -96,6 +96,14 @@ typedef struct gr_job {
     gr_ckpt_header pre_h; /* --resume PATH, verified before the run directory was touched */
     float *pre_params, *pre_optim;
     gr_scaler sc;      /* loss scaling: the scale and its history (checkpointed) */
+    /* the run's record (checkpointed: a resumed run's metrics and summary carry it on) */
+    struct gr_record {
+        double last_loss, last_acc, last_vloss, best_acc;
+        double loss_window;   /* train losses since the last train line, and how many */
+        int64_t loss_n;
+        double time0;         /* training time before this process */
+        double t0;            /* when this process's training began (gr_now) */
+    } rec;
 } gr_job;
 
 static void gr_job_free(gr_job *j) {
@@ -510,6 +518,13 @@ static void gr_job_header(const gr_job *j, int64_t step, int64_t spe, gr_ckpt_he
     h->loss_scale = j->sc.scale;
     h->loss_scale_good = j->sc.good;
     h->skipped_steps = j->sc.skipped;
+    h->last_train_loss = j->rec.last_loss;
+    h->best_val_accuracy = j->rec.best_acc;
+    h->last_val_accuracy = j->rec.last_acc;
+    h->last_val_loss = j->rec.last_vloss;
+    h->loss_window_sum = j->rec.loss_window;
+    h->loss_window_steps = j->rec.loss_n;
+    h->time_s = j->rec.time0 + (gr_now() - j->rec.t0);
     h->rng[0] = s->seed;
     h->rng[1] = (uint64_t)(step * (s->train.batch_size / s->train.micro_batch));
     snprintf(h->optimizer, sizeof h->optimizer, "%s", gr_optim_name(s->train.optimizer.type));
@@ -623,6 +638,13 @@ static gr_status gr_job_resume(gr_job *j, const gr_run_options *opt, int64_t spe
         j->sc.good = h.loss_scale_good;
     }
     j->sc.skipped = h.skipped_steps; /* AdamW's step count is the updates applied */
+    j->rec.last_loss = h.last_train_loss;
+    j->rec.best_acc = h.best_val_accuracy;
+    j->rec.last_acc = h.last_val_accuracy;
+    j->rec.last_vloss = h.last_val_loss;
+    j->rec.loss_window = h.loss_window_steps > 0 ? h.loss_window_sum : 0.0;
+    j->rec.loss_n = h.loss_window_steps;
+    j->rec.time0 = isfinite(h.time_s) && h.time_s > 0 ? h.time_s : 0.0;
     return GR_OK;
 }
 
@@ -676,6 +698,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
     }
     if ((st = gr_job_run_dir(&j, opt, err))) goto done;
     int64_t start = 0;
+    j.rec.last_loss = j.rec.last_acc = j.rec.last_vloss = j.rec.best_acc = NAN; /* nothing yet; a resume fills it */
     if ((st = gr_job_resume(&j, opt, spe, &start, err))) goto done;
     if (start > 0) {
         int64_t e0, s0;
@@ -690,17 +713,20 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
                (long long)s->train.micro_batch, j.run_dir);
 
     int64_t nt = j.g.n_trainable;
-    double t0 = gr_now(), t_window = t0, loss_window = 0.0, wait_window = 0.0;
-    int64_t steps_window = 0;
+    double t0 = gr_now(), t_window = t0, wait_window = 0.0;
+    int64_t steps_window = 0; /* this process's steps since the last train line (throughput) */
     double eval_s = 0.0;
-    double last_loss = NAN, last_acc = NAN, last_vloss = NAN, best_acc = NAN;
+    j.rec.t0 = t0;
     const char *status = "finished";
     int stop_signal = 0;
     double last_ckpt = t0;
     if (j.eval_pending && j.val_ld) { /* the evaluation a signal interrupted before the checkpoint */
-        if ((st = gr_job_evaluate(&j, &last_vloss, &last_acc, err))) goto done;
-        best_acc = last_acc;
-        gr_job_log_eval(&j, start, (double)start / (double)spe, last_vloss, last_acc, opt->quiet);
+        double te = gr_now();
+        if ((st = gr_job_evaluate(&j, &j.rec.last_vloss, &j.rec.last_acc, err))) goto done;
+        eval_s += gr_now() - te;
+        t_window = gr_now();
+        if (isnan(j.rec.best_acc) || j.rec.last_acc > j.rec.best_acc) j.rec.best_acc = j.rec.last_acc;
+        gr_job_log_eval(&j, start, (double)start / (double)spe, j.rec.last_vloss, j.rec.last_acc, opt->quiet);
         j.eval_pending = false;
     }
     gr_signals_install(s->checkpoint.signal_deadline_s);
@@ -754,9 +780,10 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
                                            : "; set loss_scale: dynamic, or a smaller loss_scale");
             break;
         }
-        loss_window += loss;
+        j.rec.loss_window += loss;
+        j.rec.loss_n++;
         steps_window++;
-        last_loss = loss;
+        j.rec.last_loss = loss;
 
         int64_t done_steps = step + 1;
         double epoch_f = (double)done_steps / (double)spe;
@@ -772,17 +799,17 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
             gr_json_str(&js, "kind", "train");
             gr_json_int(&js, "step", done_steps);
             gr_json_num(&js, "epoch", epoch_f);
-            gr_json_num(&js, "loss", loss_window / (double)steps_window);
+            gr_json_num(&js, "loss", j.rec.loss_window / (double)j.rec.loss_n);
             gr_json_num(&js, "lr", lr);
             gr_json_num(&js, "samples_per_s", sps);
             gr_json_num(&js, "loss_scale", j.sc.scale);
-            gr_json_num(&js, "time_s", now - t0);
+            gr_json_num(&js, "time_s", j.rec.time0 + (now - t0));
             gr_json_num(&js, "data_wait_pct", wait_pct);
             fprintf(j.metrics, "%s\n", gr_json_end(&js));
             fflush(j.metrics);
             if (j.tb) {
                 double t = gr_tfevents_wall_time();
-                gr_tfevents_scalar(j.tb, "train/loss", done_steps, t, (float)(loss_window / (double)steps_window));
+                gr_tfevents_scalar(j.tb, "train/loss", done_steps, t, (float)(j.rec.loss_window / (double)j.rec.loss_n));
                 gr_tfevents_scalar(j.tb, "train/lr", done_steps, t, (float)lr);
                 gr_tfevents_scalar(j.tb, "train/samples_per_s", done_steps, t, (float)sps);
                 if ((st = gr_tfevents_flush(j.tb, err))) goto done; /* live in TensorBoard, like metrics.jsonl */
@@ -792,12 +819,13 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
                 gr_fmt_duration(eta, etab, sizeof etab);
                 printf("step %lld/%lld  epoch %.2f/%lld  loss %.4f  lr %.4g  %.0f samples/s  data wait %.1f%%  "
                        "ETA %s\n", (long long)done_steps, (long long)total, epoch_f,
-                       (long long)((total + spe - 1) / spe), loss_window / (double)steps_window, lr, sps, wait_pct,
+                       (long long)((total + spe - 1) / spe), j.rec.loss_window / (double)j.rec.loss_n, lr, sps, wait_pct,
                        etab);
                 fflush(stdout);
             }
             t_window = now;
-            loss_window = 0.0;
+            j.rec.loss_window = 0.0;
+            j.rec.loss_n = 0;
             steps_window = 0;
         }
         bool end_of_epoch = done_steps % spe == 0;
@@ -807,19 +835,19 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
         if (done_steps == total) do_eval = true;
         if (j.val_ld && do_eval) {
             double te = gr_now();
-            if ((st = gr_job_evaluate(&j, &last_vloss, &last_acc, err))) goto done;
+            if ((st = gr_job_evaluate(&j, &j.rec.last_vloss, &j.rec.last_acc, err))) goto done;
             te = gr_now() - te;
-            if (isnan(last_acc)) { /* a signal interrupted it: the resumed run does it first */
+            if (isnan(j.rec.last_acc)) { /* a signal interrupted it: the resumed run does it first */
                 stop_signal = gr_signals_pending();
                 j.eval_pending = true;
-                last_acc = last_vloss = NAN;
+                j.rec.last_acc = j.rec.last_vloss = NAN;
                 step++;
                 break;
             }
             t_window += te; /* training throughput excludes eval time */
             eval_s += te;
-            if (isnan(best_acc) || last_acc > best_acc) best_acc = last_acc;
-            gr_job_log_eval(&j, done_steps, epoch_f, last_vloss, last_acc, opt->quiet);
+            if (isnan(j.rec.best_acc) || j.rec.last_acc > j.rec.best_acc) j.rec.best_acc = j.rec.last_acc;
+            gr_job_log_eval(&j, done_steps, epoch_f, j.rec.last_vloss, j.rec.last_acc, opt->quiet);
             if (j.tb && (st = gr_tfevents_flush(j.tb, err))) goto done;
         }
         /* checkpoints: report a background save that failed, start one when due */
@@ -872,17 +900,20 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
         gr_json_int(&js, "steps", step);
         gr_json_num(&js, "epochs", (double)step / (double)spe);
         gr_json_num(&js, "wall_s", wall);
-        gr_json_num(&js, "samples_per_s", (double)(step * s->train.batch_size) / (wall > 0 ? wall : 1));
+        /* this process's steps over its time (a resumed run's earlier steps are not in wall) */
+        const double samples = (double)((step - start) * s->train.batch_size);
+        gr_json_int(&js, "start_step", start);
+        gr_json_num(&js, "samples_per_s", samples / (wall > 0 ? wall : 1));
         gr_json_num(&js, "eval_s", eval_s);
         gr_json_num(&js, "train_samples_per_s",
-                    (double)(step * s->train.batch_size) / (wall - eval_s > 0 ? wall - eval_s : 1));
-        gr_json_num(&js, "final_train_loss", last_loss);
-        gr_json_num(&js, "best_val_accuracy", best_acc);
-        gr_json_num(&js, "last_val_accuracy", last_acc);
+                    samples / (wall - eval_s > 0 ? wall - eval_s : 1));
+        gr_json_num(&js, "final_train_loss", j.rec.last_loss);
+        gr_json_num(&js, "best_val_accuracy", j.rec.best_acc);
+        gr_json_num(&js, "last_val_accuracy", j.rec.last_acc);
         gr_json_str(&js, "precision", gr_precision_name(s->precision));
         gr_json_num(&js, "loss_scale", j.sc.scale);
         gr_json_int(&js, "skipped_steps", j.sc.skipped);
-        gr_json_num(&js, "last_val_loss", last_vloss);
+        gr_json_num(&js, "last_val_loss", j.rec.last_vloss);
         gr_json_int(&js, "params", j.g.n_weights);
         gr_json_num(&js, "data_wait_s", wait);
         gr_json_num(&js, "data_wait_pct", wall - eval_s > 0 ? 100.0 * wait / (wall - eval_s) : 0.0);
@@ -901,7 +932,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
     }
     if (!st && !opt->quiet)
         printf("done: %lld steps in %.1f s, final train loss %.4f, val accuracy %.4f (best %.4f)\n",
-               (long long)step, wall, last_loss, last_acc, best_acc);
+               (long long)step, wall, j.rec.last_loss, j.rec.last_acc, j.rec.best_acc);
 done:
     gr_job_free(&j);
     return st;

@@ -126,10 +126,11 @@ spec adamw 's/{type: sgd, [^}]*}/{type: adamw, lr: 0.002, betas: [0.9, 0.99], we
 spec drop 's/^#DROP/    - dropout: {rate: 0.3}/; /- batchnorm/d'
 spec wide 's/^#DROP/    - dense: {units: 256}\n    - relu/'   # 267k parameters: a 2 MB checkpoint
 spec other 's/filters: 16/filters: 8/'   # another model: other layer sizes
+spec log7 's/every_steps: 1,/every_steps: 7,/'   # a train line (the mean loss since the last) every 7 steps
 ACC=(--set train.batch_size=32 --set train.micro_batch=8)   # 4 micro-batches a step; an epoch is 64 steps
 
 # the straight runs every variant is compared with
-for v in base aug adamw drop; do
+for v in base aug adamw drop log7; do
     expect 0 -- "$G" "$T/$v.yaml" --run-dir "$T/$v.straight" --quiet
 done
 expect 0 -- "$G" "$T/base.yaml" "${ACC[@]}" --run-dir "$T/acc.straight" --quiet
@@ -216,6 +217,24 @@ for v in aug adamw drop; do
     resumed "$T/$v" "$S" "$T/$v.yaml"
     check "$v: SIGTERM at step $S + --resume auto = the straight run" "$PY" "$H" same "$T/$v.straight" "$T/$v"
 done
+
+# a stop between two train lines: the resumed run's first line still averages every step since
+# the last line before the stop (the checkpoint carries the sum), as in the straight run. A stop
+# lands just after a line: waiting for the eval line of step 50 stops it at 50..55, mid-window
+interrupt TERM 50 "$T/log7" "$T/log7.yaml"
+S=${STOP:-0}
+check "log every 7 steps: SIGTERM at step >= 50 is exit 75 at step $S (not a line's step: $([ $((S % 7)) -ne 0 ] && echo yes || echo no))" \
+    test "$RC" -eq 75 -a "$S" -ge 50
+resumed "$T/log7" "$S" "$T/log7.yaml"
+check "log every 7 steps, SIGTERM at step $S + --resume auto = the straight run (the mean losses of the lines)" \
+    "$PY" "$H" same "$T/log7.straight" "$T/log7"
+
+# resumed at the very end (killed after the final checkpoint, before summary.json): nothing is
+# trained, and summary.json still reports the run's final loss, best and last accuracy
+rm -rf "$T/end" && cp -a "$T/base.straight" "$T/end" && rm -f "$T/end/summary.json" "$T/end/weights.h5"
+resumed "$T/end" "$STEPS" "$T/base.yaml"
+check "resumed at step $STEPS of $STEPS: summary.json (final loss, best/last accuracy) and weights.h5 = the straight run's" \
+    "$PY" "$H" same "$T/base.straight" "$T/end"
 
 # SIGKILL after periodic saves (every 15 steps): --resume auto takes the newest one, drops the
 # metrics lines logged after it, and the result is still the straight run (saves change nothing)
