@@ -1152,6 +1152,10 @@ static gr_status gr_spec_cross(gr_job_spec *spec, gr_error *err) {
     if (!spec->train.epochs && !spec->train.steps)
         return gr_cfg_error(err, gr_spec_node(root, "train"), "train", "give epochs or steps (or both)");
 
+    /* weight_decay's default is the optimizer's in PyTorch: SGD 0, AdamW 0.01 */
+    if (spec->train.optimizer.type == GR_OPTIM_ADAMW && !gr_spec_node(root, "train.optimizer.weight_decay"))
+        spec->train.optimizer.weight_decay = 0.01;
+
     const gr_cfg *nest = gr_spec_node(root, "train.optimizer.nesterov");
     if (nest && spec->train.optimizer.nesterov && !(spec->train.optimizer.momentum > 0))
         return gr_cfg_error(err, nest, "train.optimizer.nesterov", "needs train.optimizer.momentum > 0");

@@ -332,6 +332,7 @@ static void test_sets(void) {
     CHECK(s.data.n_mean == 1 && s.data.mean[0] == 0.5 && s.data.n_std == 1 && s.data.std[0] == 0.25);
     CHECK(s.train.optimizer.type == GR_OPTIM_ADAMW && s.train.optimizer.lr == 0.001);
     CHECK(s.train.optimizer.momentum == 0); /* the file's momentum went with its map */
+    CHECK(s.train.optimizer.weight_decay == 0.01); /* AdamW's default, as torch.optim.AdamW */
     CHECK(s.train.schedule.type == GR_SCHED_COSINE);
     CHECK(s.data.val.path[0] == 0 && !strcmp(s.data.train.group, "/train"));
     CHECK(!strcmp(s.name, "sweep-1"));
@@ -352,6 +353,14 @@ static void test_sets(void) {
     units = gr_cfg_get(gr_cfg_get(s.model.layers->items[2], "dense"), "units");
     CHECK(units && !strcmp(units->scalar, "32")); /* the alias copy is independent */
     CHECK(s.train.steps == 9);
+    gr_spec_free(&s);
+
+    /* AdamW's weight decay: 0.01 when not given (above), what is given otherwise, 0 included */
+    const char *sets3[] = {"train.optimizer={type: adamw, lr: 0.001, weight_decay: 0}"};
+    st = load(SPEC("valid_min.yaml"), sets3, 1, &s, &e);
+    CHECK_MSG(st == GR_OK, "%s", e.msg);
+    if (st) return;
+    CHECK(s.train.optimizer.weight_decay == 0);
     gr_spec_free(&s);
 }
 
