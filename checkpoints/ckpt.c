@@ -2,6 +2,7 @@
 #include "ckpt.h"
 #include "tensorio.h"
 #include "weights.h"
+#include "../common/crc32c.h"
 #include "../dataio/h5util.h"
 
 #include <dirent.h>
@@ -355,9 +356,52 @@ gr_status gr_ckpt_load(const char *path, gr_ckpt_header *h, const gr_ckpt_state 
     return st;
 }
 
+/* Every dataset of a gpurun checkpoint file against its crc32c. */
+typedef struct gr_intact_walk {
+    bool ok;
+    int n;
+} gr_intact_walk;
+
+static herr_t gr_intact_visit(hid_t obj, const char *name, const H5O_info_t *info, void *data) {
+    gr_intact_walk *w = data;
+    if (info->type != H5O_TYPE_DATASET) return 0;
+    hid_t ds = H5Dopen2(obj, name, H5P_DEFAULT), sp = ds < 0 ? -1 : H5Dget_space(ds);
+    hssize_t n = sp < 0 ? -1 : H5Sget_simple_extent_npoints(sp);
+    float *buf = n >= 0 ? malloc((size_t)n * sizeof(float) + 1) : NULL;
+    uint32_t want = 0;
+    bool ok = buf && H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) >= 0 &&
+              H5Aexists(ds, "crc32c") > 0;
+    if (ok) {
+        hid_t a = H5Aopen(ds, "crc32c", H5P_DEFAULT);
+        ok = a >= 0 && H5Aread(a, H5T_NATIVE_UINT32, &want) >= 0;
+        if (a >= 0) H5Aclose(a);
+    }
+    ok = ok && gr_crc32c(0, buf, (size_t)n * sizeof(float)) == want;
+    free(buf);
+    if (sp >= 0) H5Sclose(sp);
+    if (ds >= 0) H5Dclose(ds);
+    w->n++;
+    if (!ok) w->ok = false;
+    return ok ? 0 : 1; /* stop at the first bad one */
+}
+
+bool gr_ckpt_intact(const char *path) {
+    gr_h5_init();
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) return false;
+    char *fmt = NULL;
+    gr_error e;
+    gr_intact_walk w = {.ok = true};
+    bool ok = gr_read_str(f, path, "format", 64, &fmt, &e) == GR_OK && strcmp(fmt, GR_CKPT_FORMAT) == 0 &&
+              H5Ovisit2(f, H5_INDEX_NAME, H5_ITER_NATIVE, gr_intact_visit, &w, H5O_INFO_BASIC) >= 0 && w.ok &&
+              w.n > 0;
+    free(fmt);
+    H5Fclose(f);
+    return ok;
+}
+
 gr_status gr_ckpt_resume_auto(const char *dir, gr_ckpt_header *h, const gr_ckpt_state *s, bool *found,
                               char *path, size_t path_n, gr_error *err) {
-    (void)err;
     *found = false;
     char latest[GR_PATH_MAX + 16];
     snprintf(latest, sizeof latest, "%s/LATEST", dir);
@@ -376,14 +420,27 @@ gr_status gr_ckpt_resume_auto(const char *dir, gr_ckpt_header *h, const gr_ckpt_
                     "themselves\n", latest, line);
     }
     gr_ckpt_list l = gr_ckpt_scan(dir, true);
+    int misfits = 0;
+    char first[GR_ERROR_MSG_MAX] = "";
     for (int i = 0; i < l.n && !*found; i++) {
         char name[64];
         gr_ckpt_filename(l.steps[i], name, sizeof name);
         snprintf(path, path_n, "%s/%s", dir, name);
         gr_error e;
-        if (gr_ckpt_load(path, h, s, &e) == GR_OK) *found = true;
-        else fprintf(stderr, "gpurun: skipping %s: %s\n", path, e.msg);
+        if (gr_ckpt_load(path, h, s, &e) == GR_OK) {
+            *found = true;
+            break;
+        }
+        bool intact = gr_ckpt_intact(path);
+        fprintf(stderr, "gpurun: skipping %s: %s%s\n", path, e.msg,
+                intact ? " (the file itself is intact: written for another spec)" : "");
+        if (intact && misfits++ == 0) snprintf(first, sizeof first, "%s", e.msg);
     }
     free(l.steps);
+    if (!*found && misfits)
+        return gr_error_set(err, GR_ERR_CKPT, "--resume auto: %d checkpoint%s in %s %s intact but none fits this "
+                            "job (the newest: %s); nothing was changed: go back to the spec they were written for, "
+                            "or move them away (or pass another --run-dir) to start over", misfits,
+                            misfits == 1 ? "" : "s", dir, misfits == 1 ? "is" : "are", first);
     return GR_OK;
 }

@@ -93,8 +93,12 @@ typedef struct gr_job {
     gr_saver *saver; /* checkpoints: host snapshot buffers + the background writer */
     char *spec_text; /* the resolved spec, stored in every checkpoint */
     bool eval_pending; /* the evaluation due at the checkpoint's step was interrupted */
-    gr_ckpt_header pre_h; /* --resume PATH, verified before the run directory was touched */
+    /* --resume: the checkpoint, loaded, verified and checked against the job
+     * before the run directory is touched (pre_found false: none, start fresh) */
+    gr_ckpt_header pre_h;
     float *pre_params, *pre_optim;
+    bool pre_found;
+    char pre_path[GR_PATH_MAX + 100];
     gr_scaler sc;      /* loss scaling: the scale and its history (checkpointed) */
     /* the run's record (checkpointed: a resumed run's metrics and summary carry it on) */
     struct gr_record {
@@ -578,14 +582,59 @@ static gr_status gr_job_trim_metrics(gr_job *j, int64_t step, gr_error *err) {
     return GR_OK;
 }
 
-/* Sets up the checkpoint directory and saver; with --resume, loads the
- * newest checkpoint that verifies (auto) or exactly PATH, and returns the
- * step to continue from. */
-static gr_status gr_job_resume(gr_job *j, const gr_run_options *opt, int64_t spe, int64_t *start, gr_error *err) {
+static void gr_job_ckpt_dir(gr_job *j) {
     const gr_job_spec *s = j->spec;
-    *start = 0;
     if (s->checkpoint.dir[0]) snprintf(j->ckpt_dir, sizeof j->ckpt_dir, "%s", s->checkpoint.dir);
     else snprintf(j->ckpt_dir, sizeof j->ckpt_dir, "%s/checkpoints", j->run_dir);
+}
+
+/* --resume: loads the newest checkpoint of the job's checkpoint directory
+ * that verifies (auto) or exactly PATH, and checks it fits the job (exit 6
+ * otherwise), all before the run directory is touched. */
+static gr_status gr_job_pick_checkpoint(gr_job *j, const gr_run_options *opt, int64_t spe, gr_error *err) {
+    const gr_job_spec *s = j->spec;
+    j->pre_found = false;
+    if (!opt->resume) return GR_OK;
+    j->pre_params = gr_xmalloc((size_t)(j->g.n_params + 1) * sizeof(float));
+    j->pre_optim = gr_xmalloc((size_t)(2 * j->g.n_trainable + 1) * sizeof(float));
+    gr_ckpt_state cs = {&j->g, j->pre_params, j->pre_optim};
+    gr_ckpt_header *h = &j->pre_h;
+    gr_status st;
+    if (strcmp(opt->resume, "auto") == 0) {
+        gr_run_dir_path(s, opt, j->run_dir, sizeof j->run_dir);
+        gr_job_ckpt_dir(j);
+        if ((st = gr_ckpt_resume_auto(j->ckpt_dir, h, &cs, &j->pre_found, j->pre_path, sizeof j->pre_path, err)))
+            return st;
+        if (!j->pre_found) return GR_OK;
+    } else {
+        snprintf(j->pre_path, sizeof j->pre_path, "%s", opt->resume);
+        if ((st = gr_ckpt_load(opt->resume, h, &cs, err))) return st;
+        j->pre_found = true;
+    }
+    free(h->spec);
+    h->spec = NULL;
+    const char *path = j->pre_path;
+    const int slots = gr_optim_slots(&s->train.optimizer);
+    int64_t epoch, sample;
+    gr_job_position(j, h->step, spe, &epoch, &sample);
+    if (h->optim_slots != slots || strcmp(h->optimizer, gr_optim_name(s->train.optimizer.type)) != 0)
+        return gr_error_set(err, GR_ERR_CKPT, "%s: optimizer %s with %d state slot(s), but the job uses %s with %d",
+                            path, h->optimizer, h->optim_slots, gr_optim_name(s->train.optimizer.type), slots);
+    if (h->epoch != epoch || h->sample_in_epoch != sample)
+        return gr_error_set(err, GR_ERR_CKPT, "%s: step %lld was at epoch %lld sample %lld, but this job's batches "
+                            "put it at epoch %lld sample %lld (train.batch_size or the data changed?)", path,
+                            (long long)h->step, (long long)h->epoch, (long long)h->sample_in_epoch, (long long)epoch,
+                            (long long)sample);
+    return GR_OK;
+}
+
+/* Sets up the checkpoint directory and saver; with --resume, restores the
+ * checkpoint gr_job_pick_checkpoint chose and returns the step to continue
+ * from. */
+static gr_status gr_job_resume(gr_job *j, const gr_run_options *opt, int64_t *start, gr_error *err) {
+    const gr_job_spec *s = j->spec;
+    *start = 0;
+    gr_job_ckpt_dir(j);
     gr_status st = gr_mkdirs(j->ckpt_dir, err);
     if (st) return st;
     size_t len = 0;
@@ -597,36 +646,14 @@ static gr_status gr_job_resume(gr_job *j, const gr_run_options *opt, int64_t spe
     const int slots = gr_optim_slots(&s->train.optimizer);
     j->saver = gr_saver_new(j->ckpt_dir, (int)s->checkpoint.keep, &j->g, slots);
     if (!opt->resume) return GR_OK;
-    gr_ckpt_state cs = {&j->g, gr_saver_params(j->saver), gr_saver_optim(j->saver)};
-    gr_ckpt_header h;
-    char path[GR_PATH_MAX + 100];
-    if (strcmp(opt->resume, "auto") == 0) {
-        bool found = false;
-        if ((st = gr_ckpt_resume_auto(j->ckpt_dir, &h, &cs, &found, path, sizeof path, err))) return st;
-        if (!found) {
-            if (!opt->quiet)
-                fprintf(stderr, "gpurun: --resume auto: no checkpoint in %s; starting fresh\n", j->ckpt_dir);
-            /* an earlier attempt died before its first checkpoint: its steps are redone */
-            return gr_job_trim_metrics(j, 0, err);
-        }
-        free(h.spec);
-        h.spec = NULL;
-    } else {
-        snprintf(path, sizeof path, "%s", opt->resume);
-        h = j->pre_h; /* loaded and verified by gr_train_run */
-        cs.params = j->pre_params;
-        cs.optim = j->pre_optim;
+    if (!j->pre_found) {
+        if (!opt->quiet) fprintf(stderr, "gpurun: --resume auto: no checkpoint in %s; starting fresh\n", j->ckpt_dir);
+        /* an earlier attempt died before its first checkpoint: its steps are redone */
+        return gr_job_trim_metrics(j, 0, err);
     }
-    int64_t epoch, sample;
-    gr_job_position(j, h.step, spe, &epoch, &sample);
-    if (h.optim_slots != slots || strcmp(h.optimizer, gr_optim_name(s->train.optimizer.type)) != 0)
-        return gr_error_set(err, GR_ERR_CKPT, "%s: optimizer %s with %d state slot(s), but the job uses %s with %d",
-                            path, h.optimizer, h.optim_slots, gr_optim_name(s->train.optimizer.type), slots);
-    if (h.epoch != epoch || h.sample_in_epoch != sample)
-        return gr_error_set(err, GR_ERR_CKPT, "%s: step %lld was at epoch %lld sample %lld, but this job's batches "
-                            "put it at epoch %lld sample %lld (train.batch_size or the data changed?)", path,
-                            (long long)h.step, (long long)h.epoch, (long long)h.sample_in_epoch, (long long)epoch,
-                            (long long)sample);
+    const char *path = j->pre_path;
+    gr_ckpt_header h = j->pre_h; /* loaded, verified and checked by gr_job_pick_checkpoint */
+    gr_ckpt_state cs = {&j->g, j->pre_params, j->pre_optim};
     gr_backend_upload(j->be, j->m.params, cs.params, (size_t)j->g.n_params * sizeof(float));
     if (slots) gr_backend_upload(j->be, j->m.optim, cs.optim, (size_t)slots * (size_t)j->g.n_trainable * sizeof(float));
     if ((st = gr_job_trim_metrics(j, h.step, err))) return st;
@@ -687,19 +714,12 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
     int64_t total = s->train.epochs > 0 ? s->train.epochs * spe : s->train.steps;
     if (s->train.steps > 0 && s->train.steps < total) total = s->train.steps;
     int64_t accum = s->train.batch_size / s->train.micro_batch;
-    if (opt->resume && strcmp(opt->resume, "auto") != 0) {
-        /* --resume PATH: a file that does not verify changes nothing on disk */
-        j.pre_params = gr_xmalloc((size_t)(j.g.n_params + 1) * sizeof(float));
-        j.pre_optim = gr_xmalloc((size_t)(2 * j.g.n_trainable + 1) * sizeof(float));
-        gr_ckpt_state cs = {&j.g, j.pre_params, j.pre_optim};
-        if ((st = gr_ckpt_load(opt->resume, &j.pre_h, &cs, err))) goto done;
-        free(j.pre_h.spec);
-        j.pre_h.spec = NULL;
-    }
+    /* a checkpoint that does not verify or fit changes nothing on disk */
+    if ((st = gr_job_pick_checkpoint(&j, opt, spe, err))) goto done;
     if ((st = gr_job_run_dir(&j, opt, err))) goto done;
     int64_t start = 0;
     j.rec.last_loss = j.rec.last_acc = j.rec.last_vloss = j.rec.best_acc = NAN; /* nothing yet; a resume fills it */
-    if ((st = gr_job_resume(&j, opt, spe, &start, err))) goto done;
+    if ((st = gr_job_resume(&j, opt, &start, err))) goto done;
     if (start > 0) {
         int64_t e0, s0;
         gr_job_position(&j, start, spe, &e0, &s0);

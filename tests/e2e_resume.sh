@@ -347,6 +347,24 @@ resume_auto no_latest "resuming from $(ck "$A" 100) at step 100"
 auto tmp; head -c 30000 "$(ck "$A" 100)" >"$A/step-000000120.h5.tmp"
 resume_auto tmp "$A/step-000000120.h5.tmp: an unfinished write (skipped)" "resuming from $(ck "$A" 100) at step 100"
 check "a .tmp leftover: the committed step-100 still verifies" "$PY" "$H" verify "$(ck "$A" 100)" step=100
+# checkpoints that verify but were written for another spec (the model was edited): starting
+# fresh would prune them, so --resume auto refuses (exit 6) and changes nothing
+auto misfit
+rm -f "$A"/step-*.h5 "$A/LATEST" && cp "$T/other/checkpoints/"step-*.h5 "$A/"
+ls -l --time-style=full-iso "$T/a_misfit" "$A" >"$T/misfit.before"; md5sum "$T/a_misfit/"*.* "$A/"* >>"$T/misfit.before"
+expect 6 "skipping $(ck "$A" 100): $(ck "$A" 100): /params/conv0/weight: shape [8, 1, 3, 3], but [16, 1, 3, 3] is expected (the file itself is intact" \
+    "--resume auto: 3 checkpoints in $A are intact but none fits this job (the newest: $(ck "$A" 100): /params/conv0/weight" \
+    "nothing was changed" -- \
+    "$G" "$T/base.yaml" --set checkpoint.every_steps=20 --set checkpoint.keep=5 --run-dir "$T/a_misfit" --resume auto
+ls -l --time-style=full-iso "$T/a_misfit" "$A" >"$T/misfit.after"; md5sum "$T/a_misfit/"*.* "$A/"* >>"$T/misfit.after"
+check "--resume auto refused over another spec's checkpoints: the run directory and checkpoints unchanged" \
+    cmp "$T/misfit.before" "$T/misfit.after"
+# a checkpoint of another optimizer: exit 6 before the run directory is touched (config.yaml kept)
+auto optim
+cp "$T/a_optim/config.yaml" "$T/optim.config.before"
+expect 6 "$(ck "$A" 100): optimizer sgd with 1 state slot(s), but the job uses adamw with 2" -- \
+    "$G" "$T/adamw.yaml" --set checkpoint.every_steps=20 --set checkpoint.keep=5 --run-dir "$T/a_optim" --resume auto
+check "--resume auto refused for the optimizer: config.yaml as it was" cmp "$T/optim.config.before" "$T/a_optim/config.yaml"
 auto all_bad
 for s in 20 40 60 80 100; do head -c 5000 "$(ck "$C" $s)" >"$(ck "$A" $s)"; done
 expect 0 "skipping $(ck "$A" 100)" "skipping $(ck "$A" 20)" "no checkpoint in $A; starting fresh" -- \
