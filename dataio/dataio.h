@@ -66,6 +66,9 @@ void gr_dataset_set_memory_limit(int64_t bytes);
 int64_t gr_dataset_memory_limit(void);
 /* Whether the images of ds were read into memory at open. */
 bool gr_dataset_in_memory(const gr_dataset *ds);
+/* The images are read with pread at known offsets, past HDF5 (uncompressed,
+ * little-endian, every chunk written; else through H5Dread). */
+bool gr_dataset_reads_direct(const gr_dataset *ds);
 
 /* Raw access for the loader's worker threads: gr_dataset_fetch makes the
  * stored bytes of samples idx[0..n) reachable through rows (in memory: no

@@ -158,7 +158,11 @@ static int read_string_attr(hid_t obj, const char *name, char *buf, size_t n) {
     if (var < 0) goto done;
     if (var) {
         char *s = NULL;
-        if ((mt = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_size(mt, H5T_VARIABLE) < 0) goto done;
+        /* in the attribute's character set: h5py writes str as UTF-8, which
+         * HDF5 will not convert to the ASCII of a plain H5T_C_S1 */
+        if ((mt = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_size(mt, H5T_VARIABLE) < 0 ||
+            H5Tset_cset(mt, H5Tget_cset(t)) < 0)
+            goto done;
         if (H5Aread(a, mt, &s) < 0) goto done;
         snprintf(buf, n, "%s", s ? s : "");
         H5free_memory(s);
@@ -361,6 +365,16 @@ static void setup_direct(gr_dataset *ds, int64_t file_size) {
     }
     H5Pclose(dcpl);
     if (!ok) return;
+    /* a chunk never written reads as the fill value through HDF5 but has no
+     * address to pread: direct reads only when every chunk exists (counted:
+     * H5Dget_space_status says "partly" for complete datasets with an edge chunk) */
+    if (layout == H5D_CHUNKED) {
+        hsize_t have = 0;
+        hid_t fsp = H5Dget_space(ds->images);
+        herr_t e = fsp < 0 ? -1 : H5Dget_num_chunks(ds->images, fsp, &have);
+        if (fsp >= 0) H5Sclose(fsp);
+        if (e < 0 || (int64_t)have != (ds->n + ds->per_chunk - 1) / ds->per_chunk) return;
+    }
     if (layout == H5D_CONTIGUOUS) {
         haddr_t a = H5Dget_offset(ds->images);
         if (a == HADDR_UNDEF || (uint64_t)a + (uint64_t)ds->n * sb > (uint64_t)file_size) return;
@@ -393,10 +407,10 @@ static void setup_direct(gr_dataset *ds, int64_t file_size) {
     }
     gr_aligned_free(a);
     gr_aligned_free(b);
-    if (!same) {
+    if (!same) { /* the mutex stays: gr_dataset_close destroys it */
         if (ds->fd >= 0) close(ds->fd);
-    free(ds->chunk_addr);
-    pthread_mutex_destroy(&ds->addr_mu);
+        free(ds->chunk_addr);
+        ds->chunk_addr = NULL;
         ds->fd = -1;
         ds->direct = DIRECT_NONE;
     }
@@ -514,6 +528,7 @@ gr_dtype gr_dataset_dtype(const gr_dataset *ds) { return ds->dtype; }
 const int32_t *gr_dataset_labels(const gr_dataset *ds) { return ds->labels; }
 
 bool gr_dataset_in_memory(const gr_dataset *ds) { return ds->mem != NULL; }
+bool gr_dataset_reads_direct(const gr_dataset *ds) { return ds->direct != DIRECT_NONE; }
 
 int gr_dataset_attr_floats(const gr_dataset *ds, const char *name, double *out, int max) {
     gr_h5_init();

@@ -45,6 +45,9 @@ typedef struct h5spec {
     hsize_t dims[4];
     const void *img;              /* NULL: no images dataset */
     const char *layout;           /* NULL: no attribute */
+    bool layout_vlen_utf8;        /* as h5py writes a str attribute (else fixed-length ASCII) */
+    int chunk;                    /* samples per chunk when chunked (0: 2) */
+    hsize_t hole[2];              /* hole[0] < hole[1]: samples [hole[0], hole[1]) never written */
     hid_t lab_ftype;
     hsize_t nlab;
     const int64_t *labels;        /* NULL: no labels dataset */
@@ -70,18 +73,32 @@ static void write_h5(const char *path, const h5spec *s) {
         if (s->chunked) {
             hsize_t ch[4];
             for (int d = 0; d < s->rank; d++) ch[d] = s->dims[d];
-            ch[0] = 2;
+            ch[0] = s->chunk ? (hsize_t)s->chunk : 2;
             H5Pset_chunk(dcpl, s->rank, ch);
         }
         hid_t d = H5Dcreate2(g, "images", s->img_ftype, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
         GR_ASSERT(d >= 0);
-        GR_ASSERT(H5Dwrite(d, s->img_mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, s->img) >= 0);
+        if (s->hole[1] > s->hole[0]) { /* all but the hole: its chunks are never allocated */
+            hsize_t start[4] = {0}, count[4];
+            for (int d2 = 0; d2 < s->rank; d2++) count[d2] = s->dims[d2];
+            count[0] = s->hole[0];
+            H5Sselect_hyperslab(sp, H5S_SELECT_SET, start, NULL, count, NULL);
+            start[0] = s->hole[1];
+            count[0] = s->dims[0] - s->hole[1];
+            if (count[0]) H5Sselect_hyperslab(sp, H5S_SELECT_OR, start, NULL, count, NULL);
+            GR_ASSERT(H5Dwrite(d, s->img_mtype, sp, sp, H5P_DEFAULT, s->img) >= 0);
+            H5Sselect_all(sp);
+        } else {
+            GR_ASSERT(H5Dwrite(d, s->img_mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, s->img) >= 0);
+        }
         if (s->layout) {
             hid_t st = H5Tcopy(H5T_C_S1);
-            H5Tset_size(st, strlen(s->layout));
+            H5Tset_size(st, s->layout_vlen_utf8 ? H5T_VARIABLE : strlen(s->layout));
+            if (s->layout_vlen_utf8) H5Tset_cset(st, H5T_CSET_UTF8);
             hid_t asp = H5Screate(H5S_SCALAR);
             hid_t a = H5Acreate2(d, "layout", st, asp, H5P_DEFAULT, H5P_DEFAULT);
-            H5Awrite(a, st, s->layout);
+            if (s->layout_vlen_utf8) H5Awrite(a, st, &s->layout);
+            else H5Awrite(a, st, s->layout);
             H5Aclose(a);
             H5Sclose(asp);
             H5Tclose(st);
@@ -372,21 +389,22 @@ static void test_nhwc(void) {
     int64_t lab[N] = {0, 1, 2};
     for (int i = 0; i < N * S; i++) img[i] = (uint8_t)(i * 5 + 1), imgf[i] = (float)i * 0.5f - 3.0f;
     const double mean[C] = {1, 2, 3}, std[C] = {0.5, 2, 4};
-    for (int variant = 0; variant < 2; variant++) {
+    for (int variant = 0; variant < 3; variant++) {
         h5spec s = {.group = "/x", .img_ftype = H5T_STD_U8LE, .img_mtype = H5T_NATIVE_UINT8, .rank = 4,
                     .dims = {N, H, W, C}, .img = img, .layout = "NHWC", .lab_ftype = H5T_STD_I8LE, .nlab = N,
                     .labels = lab};
         if (variant == 1) s.img_ftype = H5T_IEEE_F32BE, s.img_mtype = H5T_NATIVE_FLOAT, s.img = imgf;
+        if (variant == 2) s.layout_vlen_utf8 = true; /* h5py: d.attrs["layout"] = "NHWC" */
         const char *p = tmp_path("nhwc.h5");
         write_h5(p, &s);
         gr_error err = {0};
         gr_dataset *ds = NULL;
-        CHECK(gr_dataset_open(p, "/x", &ds, &err) == GR_OK);
+        CHECK_MSG(gr_dataset_open(p, "/x", &ds, &err) == GR_OK, "variant %d: %s", variant, err.msg);
         if (!ds) return;
         int64_t chw[3];
         gr_dataset_sample_shape(ds, chw);
         CHECK(chw[0] == C && chw[1] == H && chw[2] == W);
-        CHECK(gr_dataset_dtype(ds) == (variant ? GR_DT_FLOAT32 : GR_DT_UINT8));
+        CHECK(gr_dataset_dtype(ds) == (variant == 1 ? GR_DT_FLOAT32 : GR_DT_UINT8));
         int64_t idx[2] = {1, 2};
         float x[2 * S];
         int32_t y[2];
@@ -397,7 +415,7 @@ static void test_nhwc(void) {
                 for (int h = 0; h < H; h++)
                     for (int w = 0; w < W; w++) {
                         int src = (int)idx[k] * S + (h * W + w) * C + c;
-                        double raw = variant ? imgf[src] : img[src];
+                        double raw = variant == 1 ? imgf[src] : img[src];
                         float got = x[k * S + c * H * W + h * W + w];
                         if (fabs(got - (raw - mean[c]) / std[c]) > 1e-5) bad++;
                     }
@@ -499,6 +517,9 @@ static void test_disk_path(void) {
             continue;
         }
         CHECK(gr_dataset_in_memory(mem) && !gr_dataset_in_memory(disk));
+        /* every chunk written, uncompressed, little-endian: pread past HDF5 (chunks of 2 with an
+         * edge chunk, contiguous, NHWC uint8, float16) */
+        CHECK_MSG(gr_dataset_reads_direct(disk), "variant %d: not read directly", variant);
         const double mean[C] = {3, 100, -2}, std[C] = {7, 0.5, 3};
         enum { B = 23 };
         float xa[B * S], xb[B * S];
@@ -530,6 +551,56 @@ static void test_disk_path(void) {
     free(imgf);
     free(img8);
     free(img16);
+}
+
+/* Chunks never written read as the fill value (0), on the in-memory and the
+ * on-disk path alike: a hole in the middle, at the end (the sample the
+ * direct-read check tries last; this was a double free), one sample per
+ * chunk; and the file's last chunk only. */
+static void test_unwritten_chunks(void) {
+    enum { N = 37, C = 1, H = 3, W = 4, S = C * H * W };
+    uint8_t img[N * S];
+    int64_t lab[N];
+    for (int i = 0; i < N * S; i++) img[i] = (uint8_t)(1 + gr_hash64(9, (uint64_t)i) % 250);
+    for (int i = 0; i < N; i++) lab[i] = i % 10;
+    static const struct { int chunk; hsize_t hole[2]; } v[] = {{4, {8, 24}}, {4, {20, 37}}, {1, {3, 9}}, {5, {0, 35}}};
+    for (size_t t = 0; t < GR_ARRAY_LEN(v); t++) {
+        h5spec s = {.group = "/d", .img_ftype = H5T_STD_U8LE, .img_mtype = H5T_NATIVE_UINT8, .rank = 4,
+                    .dims = {N, C, H, W}, .img = img, .lab_ftype = H5T_STD_I32LE, .nlab = N, .labels = lab,
+                    .chunked = true, .chunk = v[t].chunk, .hole = {v[t].hole[0], v[t].hole[1]}};
+        const char *p = tmp_path("holes.h5");
+        write_h5(p, &s);
+        gr_error err = {0};
+        gr_dataset *mem = NULL, *disk = NULL;
+        gr_dataset_set_memory_limit(-1);
+        CHECK_MSG(gr_dataset_open(p, "/d", &mem, &err) == GR_OK, "case %zu: %s", t, err.msg);
+        gr_dataset_set_memory_limit(0);
+        CHECK_MSG(gr_dataset_open(p, "/d", &disk, &err) == GR_OK, "case %zu: %s", t, err.msg);
+        gr_dataset_set_memory_limit(-1);
+        /* a chunk to pread is missing (only the file's last chunk exists in case 3 as well) */
+        CHECK_MSG(!disk || !gr_dataset_reads_direct(disk), "case %zu: direct reads over unwritten chunks", t);
+        if (mem && disk) {
+            int64_t idx[N];
+            for (int k = 0; k < N; k++) idx[k] = (k * 7) % N;
+            static float xa[N * S], xb[N * S];
+            int32_t ya[N], yb[N];
+            const double mean[1] = {0}, sd[1] = {1};
+            CHECK_MSG(gr_dataset_read(mem, idx, N, mean, sd, xa, ya, &err) == GR_OK, "case %zu: %s", t, err.msg);
+            CHECK_MSG(gr_dataset_read(disk, idx, N, mean, sd, xb, yb, &err) == GR_OK, "case %zu: %s", t, err.msg);
+            int bad = 0;
+            for (int k = 0; k < N; k++)
+                for (int e = 0; e < S; e++) {
+                    const int64_t i = idx[k];
+                    const float want = (hsize_t)i >= v[t].hole[0] && (hsize_t)i < v[t].hole[1] ? 0.0f
+                                                                                              : (float)img[i * S + e];
+                    bad += xa[k * S + e] != want || xb[k * S + e] != want;
+                }
+            CHECK_MSG(bad == 0, "case %zu (chunk %d, hole [%llu, %llu)): %d wrong values", t, v[t].chunk,
+                      (unsigned long long)v[t].hole[0], (unsigned long long)v[t].hole[1], bad);
+        }
+        gr_dataset_close(mem);
+        gr_dataset_close(disk);
+    }
 }
 
 /* ---- loader ---- */
@@ -1003,6 +1074,7 @@ int main(void) {
     test_labels_and_attrs();
     test_read_normalize();
     test_nhwc();
+    test_unwritten_chunks();
     test_float16();
     test_disk_path();
     test_loader();
