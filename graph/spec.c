@@ -1032,6 +1032,11 @@ static gr_status gr_spec_set(const gr_spec_row *r, const gr_cfg *n, const char *
             spec->loss_scale = 1;
             return GR_OK;
         }
+        if (n->kind == GR_CFG_SCALAR && !strcmp(n->scalar, "none")) { /* DESIGN 1.4: no scaling */
+            spec->loss_scale_dynamic = false;
+            spec->loss_scale = 1;
+            return GR_OK;
+        }
         if (n->kind == GR_CFG_SCALAR && !n->quoted) {
             double v;
             if (gr_cfg_parse_double(n->scalar, &v) != GR_NUM_NOT) {
@@ -1041,7 +1046,7 @@ static gr_status gr_spec_set(const gr_spec_row *r, const gr_cfg *n, const char *
                 return GR_OK;
             }
         }
-        return gr_cfg_error(err, n, key, "expected dynamic or a number, got %s", gr_cfg_got(n, got, sizeof got));
+        return gr_cfg_error(err, n, key, "expected dynamic, none or a number, got %s", gr_cfg_got(n, got, sizeof got));
     }
     return gr_error_set(err, GR_ERR_INTERNAL, "internal error (a bug): %s has no type", key);
 }
@@ -1495,6 +1500,8 @@ static void gr_spec_dump_section(const gr_job_spec *spec, const char *prefix, FI
         case GR_ST_LOSS_SCALE:
             if (spec->loss_scale_dynamic) {
                 fputs(" dynamic", f);
+            } else if (spec->loss_scale == 1) {
+                fputs(" none", f);
             } else {
                 gr_fmt_double(num, sizeof num, spec->loss_scale);
                 fprintf(f, " %s", num);

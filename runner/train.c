@@ -311,15 +311,23 @@ static gr_status gr_job_backend(gr_job *j, const gr_job_spec *s, const char *dev
 }
 
 /* ---- run directory ---- */
-static gr_status gr_mkdirs(const char *path, gr_error *err) {
+static void gr_job_ckpt_dir(gr_job *j) {
+    const gr_job_spec *s = j->spec;
+    if (s->checkpoint.dir[0]) snprintf(j->ckpt_dir, sizeof j->ckpt_dir, "%s", s->checkpoint.dir);
+    else snprintf(j->ckpt_dir, sizeof j->ckpt_dir, "%s/checkpoints", j->run_dir);
+}
+
+static gr_status gr_mkdirs(const char *path, const char *what, gr_status code, gr_error *err) {
     char buf[GR_PATH_MAX];
     snprintf(buf, sizeof buf, "%s", path);
     for (char *p = buf + 1; ; p++) {
         if (*p == '/' || *p == '\0') {
             char c = *p;
             *p = '\0';
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-                return gr_error_set(err, GR_ERR_USAGE, "%s: cannot create run directory: %s", buf, strerror(errno));
+            struct stat sb;
+            if (mkdir(buf, 0777) != 0 && (errno != EEXIST || (stat(buf, &sb) == 0 && !S_ISDIR(sb.st_mode))))
+                return gr_error_set(err, code, "%s: cannot create the %s %s: %s", buf, what, path,
+                                    errno == EEXIST ? "a file is in the way" : strerror(errno));
             *p = c;
             if (!c) break;
         }
@@ -361,7 +369,10 @@ static gr_status gr_job_run_dir(gr_job *j, const gr_run_options *opt, gr_error *
         return gr_error_set(err, GR_ERR_USAGE, "%s: already holds a run (config.yaml/metrics.jsonl); "
                             "pass --resume auto to continue it, or --run-dir to start a new one elsewhere; "
                             "nothing was changed", j->run_dir);
-    gr_status st = gr_mkdirs(j->run_dir, err);
+    gr_status st = gr_mkdirs(j->run_dir, "run directory", GR_ERR_USAGE, err);
+    /* the checkpoint directory too, before any file is written (exit 6 otherwise) */
+    gr_job_ckpt_dir(j);
+    if (!st) st = gr_mkdirs(j->ckpt_dir, "checkpoint directory", GR_ERR_CKPT, err);
     if (st) return st;
 
     char path[GR_PATH_MAX + 64], tmp[GR_PATH_MAX + 80];
@@ -582,11 +593,6 @@ static gr_status gr_job_trim_metrics(gr_job *j, int64_t step, gr_error *err) {
     return GR_OK;
 }
 
-static void gr_job_ckpt_dir(gr_job *j) {
-    const gr_job_spec *s = j->spec;
-    if (s->checkpoint.dir[0]) snprintf(j->ckpt_dir, sizeof j->ckpt_dir, "%s", s->checkpoint.dir);
-    else snprintf(j->ckpt_dir, sizeof j->ckpt_dir, "%s/checkpoints", j->run_dir);
-}
 
 /* --resume: loads the newest checkpoint of the job's checkpoint directory
  * that verifies (auto) or exactly PATH, and checks it fits the job (exit 6
@@ -635,7 +641,7 @@ static gr_status gr_job_resume(gr_job *j, const gr_run_options *opt, int64_t *st
     const gr_job_spec *s = j->spec;
     *start = 0;
     gr_job_ckpt_dir(j);
-    gr_status st = gr_mkdirs(j->ckpt_dir, err);
+    gr_status st = gr_mkdirs(j->ckpt_dir, "checkpoint directory", GR_ERR_CKPT, err);
     if (st) return st;
     size_t len = 0;
     FILE *mf = open_memstream(&j->spec_text, &len);
@@ -1077,7 +1083,9 @@ gr_status gr_train_plan_report(const gr_job_spec *spec, FILE *f, gr_error *err) 
     fprintf(f, "\ntotal parameters: %s\n", a);
     gr_fmt_count(fwd, a, sizeof a);
     gr_fmt_count(train, b, sizeof b);
-    fprintf(f, "FLOPs per sample: forward %s, train step %s (forward + backward)\n", a, b);
+    fprintf(f, "FLOPs per sample: forward %s, forward + backward %s\n", a, b);
+    gr_fmt_count(train * spec->train.batch_size, a, sizeof a);
+    fprintf(f, "FLOPs per optimizer step: %s (batch %lld)\n", a, (long long)spec->train.batch_size);
     size_t pb, gb, ob;
     gr_model_bytes(g, gr_optim_slots(&spec->train.optimizer), &pb, &gb, &ob);
     fprintf(f, "memory at micro-batch %lld (bytes):\n", (long long)g->micro_batch);

@@ -19,6 +19,12 @@ import re, sys
 m = re.search(r"forward ([0-9,]+)", open(sys.argv[1]).read())
 f = int(m.group(1).replace(",", ""))
 print(f); sys.exit(0 if 8.0e9 < f < 8.4e9 else 1)' "$T/r50.plan"
+check "resnet50: FLOPs per optimizer step = batch 256 x forward + backward per sample" "$PY" -c '
+import re, sys
+t = open(sys.argv[1]).read()
+per = int(re.search(r"forward \+ backward ([0-9,]+)", t).group(1).replace(",", ""))
+step, batch = re.search(r"FLOPs per optimizer step: ([0-9,]+) \(batch ([0-9]+)\)", t).groups()
+print(per, step, batch); sys.exit(0 if int(step.replace(",", "")) == 256 * per and batch == "256" else 1)' "$T/r50.plan"
 check "resnet50: says the data file was not opened" grep -q "shapes from model.input" "$T/r50.plan"
 "$G" plan "$SRC/configs/resnet18-cifar10.yaml" >"$T/r18.plan" 2>&1 || bad "plan resnet18-cifar10 failed"
 check "resnet18-cifar10: 11,173,962 parameters" grep -q "total parameters: 11,173,962$" "$T/r18.plan"

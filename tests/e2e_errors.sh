@@ -160,6 +160,14 @@ spec nofile nothere
 expect_fail 3 "$T/nothere.h5" -- "$G" "$T/nofile.yaml" --run-dir "$T/rd_nofile"
 check "a data error leaves no run directory" test ! -e "$T/rd_nofile"
 expect_fail 3 "$T/nothere.h5" -- "$G" plan "$T/nofile.yaml"
+# a checkpoint.dir that cannot be made: exit 6 naming it, before any file of the run is
+# written (a rerun with a good one then starts, not "already holds a run")
+echo x >"$T/ckfile"
+expect_fail 6 "cannot create the checkpoint directory $T/ckfile/sub" -- "$G" "$T/ok.yaml" --quiet \
+    --run-dir "$T/rd_ckdir" --set checkpoint.dir="$T/ckfile/sub"
+check "a checkpoint directory that cannot be made: no config.yaml, metrics.jsonl or events written" \
+    bash -c "[ -z \"\$(ls -A '$T/rd_ckdir' 2>/dev/null)\" ]"
+expect 0 -- "$G" "$T/ok.yaml" --quiet --run-dir "$T/rd_ckdir" --set checkpoint.dir="$T/ckgood"
 spec noval tiny 's#path: [^,]*tiny.h5, group: /val#path: '"$T"'/noval.h5, group: /val#'
 expect_fail 3 "$T/noval.h5" -- "$G" "$T/noval.yaml" --run-dir "$T/rd_noval"
 spec badvalgroup tiny 's#group: /val#group: /nosuchval#'

@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gr_test.h"
@@ -356,11 +357,21 @@ static void test_sets(void) {
     gr_spec_free(&s);
 
     /* AdamW's weight decay: 0.01 when not given (above), what is given otherwise, 0 included */
-    const char *sets3[] = {"train.optimizer={type: adamw, lr: 0.001, weight_decay: 0}"};
-    st = load(SPEC("valid_min.yaml"), sets3, 1, &s, &e);
+    /* and loss_scale: none (DESIGN 1.4) turns fp16's dynamic default off, written back as none */
+    const char *sets3[] = {"train.optimizer={type: adamw, lr: 0.001, weight_decay: 0}", "precision=fp16",
+                           "loss_scale=none"};
+    st = load(SPEC("valid_min.yaml"), sets3, 3, &s, &e);
     CHECK_MSG(st == GR_OK, "%s", e.msg);
     if (st) return;
     CHECK(s.train.optimizer.weight_decay == 0);
+    CHECK(!s.loss_scale_dynamic && s.loss_scale == 1);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mf = open_memstream(&text, &len);
+    gr_spec_dump(&s, mf);
+    fclose(mf);
+    CHECK_MSG(strstr(text, "\nloss_scale: none\n") != NULL, "%s", text);
+    free(text);
     gr_spec_free(&s);
 }
 
