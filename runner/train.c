@@ -215,7 +215,18 @@ static gr_status gr_job_compile(gr_job *j, const gr_job_spec *spec, bool need_va
     } else {
         int nm = gr_dataset_attr_floats(j->train_ds, "mean", j->mean, GR_MAX_CHANNELS);
         int ns = gr_dataset_attr_floats(j->train_ds, "std", j->std, GR_MAX_CHANNELS);
-        if (nm > 0 && nm == ns && (nm == 1 || nm == c)) {
+        if (nm != 0 || ns != 0) { /* the file says how to normalize: it must make sense */
+            char why[160] = "";
+            if (nm < 0 || ns < 0) snprintf(why, sizeof why, "%s is not a list of numbers", nm < 0 ? "mean" : "std");
+            else if (nm != ns) snprintf(why, sizeof why, "mean has %d values, std %d", nm, ns);
+            else if (nm != 1 && nm != c) snprintf(why, sizeof why, "%d values for %d channels", nm, c);
+            for (int i = 0; !why[0] && i < nm; i++)
+                if (!isfinite(j->mean[i]) || !isfinite(j->std[i]) || !(j->std[i] > 0.0))
+                    snprintf(why, sizeof why, "mean[%d] = %g, std[%d] = %g", i, j->mean[i], i, j->std[i]);
+            if (why[0])
+                return gr_error_set(err, GR_ERR_DATA, "%s: %s: attributes mean/std (the default normalization): %s; "
+                                    "fix them, or set data.normalize", spec->data.train.path, spec->data.train.group,
+                                    why);
             j->n_norm = nm;
         } else {
             j->n_norm = 1;

@@ -17,9 +17,10 @@ rng = np.random.default_rng(0)
 img = rng.integers(0, 256, (64, 1, 4, 4), dtype=np.uint8)
 lab = (np.arange(64) % 10).astype(np.uint8)
 
-def w(name, images=None, labels=None, group="train", val=False):
+def w(name, images=None, labels=None, group="train", val=False, attrs={}):
     with h5py.File(f"{T}/{name}.h5", "w") as f:
         g = f.create_group(group)
+        for k, a in attrs.items(): g.attrs[k] = a
         if images is not None: g["images"] = images
         if labels is not None: g["labels"] = labels
         if val:
@@ -41,6 +42,10 @@ w("flabels", img, lab.astype(np.float32))
 big = np.zeros(64, np.uint8); big[3] = 9
 w("label9", img, big)
 w("few", img[:8], lab[:8])
+w("std0", img, lab, attrs={"mean": [100.0], "std": [0.0]})
+w("meanonly", img, lab, attrs={"mean": [100.0]})
+w("meanstr", img, lab, attrs={"mean": "x", "std": [50.0]})
+w("std3", img, lab, attrs={"mean": [1.0, 2.0, 3.0], "std": [1.0, 1.0, 1.0]})
 open(f"{T}/garbage.h5", "wb").write(np.random.default_rng(1).integers(0, 256, 8192, dtype=np.uint8).tobytes())
 open(f"{T}/empty.h5", "wb").close()
 raw = open(f"{T}/tiny.h5", "rb").read()
@@ -168,6 +173,13 @@ expect_fail 6 "cannot create the checkpoint directory $T/ckfile/sub" -- "$G" "$T
 check "a checkpoint directory that cannot be made: no config.yaml, metrics.jsonl or events written" \
     bash -c "[ -z \"\$(ls -A '$T/rd_ckdir' 2>/dev/null)\" ]"
 expect 0 -- "$G" "$T/ok.yaml" --quiet --run-dir "$T/rd_ckdir" --set checkpoint.dir="$T/ckgood"
+# the default normalization from the file's mean/std attributes: nonsense there is a data error
+for b in "std0:mean[0] = 100, std[0] = 0" "meanonly:mean has 1 values, std 0" "meanstr:mean is not a list of numbers" \
+         "std3:3 values for 1 channels"; do
+    spec "${b%%:*}" "${b%%:*}"
+    expect_fail 3 "$T/${b%%:*}.h5: /train: attributes mean/std (the default normalization): ${b#*:}" -- \
+        "$G" "$T/${b%%:*}.yaml" --run-dir "$T/rd_${b%%:*}"
+done
 spec noval tiny 's#path: [^,]*tiny.h5, group: /val#path: '"$T"'/noval.h5, group: /val#'
 expect_fail 3 "$T/noval.h5" -- "$G" "$T/noval.yaml" --run-dir "$T/rd_noval"
 spec badvalgroup tiny 's#group: /val#group: /nosuchval#'
