@@ -322,6 +322,22 @@ static gr_status gr_job_backend(gr_job *j, const gr_job_spec *s, const char *dev
 }
 
 /* ---- run directory ---- */
+
+/* The job's spec as run (config.yaml, checkpoints): with what the data
+ * decided filled in, so the file reproduces the run on another copy of the
+ * data: model.input and data.normalize (from the file's mean/std or /255). */
+static void gr_job_dump_spec(const gr_job *j, FILE *f) {
+    gr_job_spec r = *j->spec; /* shallow: the dump only reads */
+    if (r.model.n_input == 0) {
+        r.model.n_input = j->in_ndim;
+        for (int i = 0; i < j->in_ndim; i++) r.model.input[i] = j->in_shape[i];
+    }
+    if (r.data.n_mean == 0) {
+        r.data.n_mean = r.data.n_std = j->n_norm;
+        for (int i = 0; i < j->n_norm; i++) r.data.mean[i] = j->mean[i], r.data.std[i] = j->std[i];
+    }
+    gr_spec_dump(&r, f);
+}
 static void gr_job_ckpt_dir(gr_job *j) {
     const gr_job_spec *s = j->spec;
     if (s->checkpoint.dir[0]) snprintf(j->ckpt_dir, sizeof j->ckpt_dir, "%s", s->checkpoint.dir);
@@ -391,7 +407,7 @@ static gr_status gr_job_run_dir(gr_job *j, const gr_run_options *opt, gr_error *
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
     if (!f) return gr_error_set(err, GR_ERR_USAGE, "%s: cannot write: %s", tmp, strerror(errno));
-    gr_spec_dump(s, f);
+    gr_job_dump_spec(j, f);
     if (fclose(f) != 0 || rename(tmp, path) != 0)
         return gr_error_set(err, GR_ERR_USAGE, "%s: cannot write: %s", path, strerror(errno));
     snprintf(path, sizeof path, "%s/metrics.jsonl", j->run_dir);
@@ -657,7 +673,7 @@ static gr_status gr_job_resume(gr_job *j, const gr_run_options *opt, int64_t *st
     size_t len = 0;
     FILE *mf = open_memstream(&j->spec_text, &len);
     if (mf) {
-        gr_spec_dump(s, mf);
+        gr_job_dump_spec(j, mf);
         fclose(mf);
     }
     const int slots = gr_optim_slots(&s->train.optimizer);

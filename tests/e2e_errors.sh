@@ -288,6 +288,12 @@ for f in config.yaml metrics.jsonl summary.json; do
     check "run writes $f" test -s "$R/$f"
 done
 check "config.yaml is the resolved spec" grep -qF "micro_batch: 16" "$R/config.yaml"
+# what the data decided is written down too: the input shape and the normalization (/255 here);
+# std0.h5-like attributes would be used instead, so a rerun of config.yaml on other data is the same job
+check "config.yaml holds model.input [1, 4, 4] and data.normalize (mean [0], std [255])" bash -c "
+    grep -qE '^  input: \[1, 4, 4\]' '$R/config.yaml' && grep -qE '^    mean: \[0\]' '$R/config.yaml' &&
+    grep -qE '^    std: \[255\]' '$R/config.yaml'"
+expect 0 -- "$G" validate "$R/config.yaml"
 check "metrics.jsonl: strict JSON, train and eval lines with the 1.3 keys" "$PY" - "$R/metrics.jsonl" <<'EOF'
 import json, sys
 def strict(s):
