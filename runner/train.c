@@ -719,7 +719,8 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
          * that already finished is left as it is */
         gr_run_dir_path(s, opt, j.run_dir, sizeof j.run_dir);
         if (gr_run_finished(j.run_dir)) {
-            fprintf(stderr, "gpurun: %s: this run already finished (summary.json); nothing to do\n", j.run_dir);
+            fprintf(stderr, "gpurun: %s: this run already finished (summary.json); nothing to do (to train it "
+                    "further, start a new run with --set model.init_from=%s/weights.h5)\n", j.run_dir, j.run_dir);
             goto done;
         }
     }

@@ -330,7 +330,7 @@ expect_fail 2 "$R" -- "$G" "$T/ok.yaml" --run-dir "$R" --set train.steps=3
 check "a refused run with another spec leaves config.yaml untouched" cmp "$T/before/config.yaml" "$R/config.yaml"
 # --resume auto on a finished run: nothing to do, nothing touched (sweeps rerun every job so)
 expect_ok -- "$G" "$T/ok.yaml" --run-dir "$R" --resume auto --quiet
-check "--resume auto on a finished run says so" grep -qF "this run already finished" "$ERR"
+check "--resume auto on a finished run says so, and how to train further" grep -qF "this run already finished (summary.json); nothing to do (to train it further, start a new run with --set model.init_from=$R/weights.h5)" "$ERR"
 for f in config.yaml metrics.jsonl summary.json; do
     check "--resume auto on a finished run leaves $f untouched" cmp "$T/before/$f" "$R/$f"
 done
