@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 gr_status gr_error_set(gr_error *err, gr_status st, const char *fmt, ...) {
     if (err) {
@@ -41,8 +43,41 @@ _Noreturn void gr_assert_fail(const char *expr, const char *file, int line) {
     exit(GR_ERR_INTERNAL);
 }
 
+bool gr_host_mem_info(size_t *avail_bytes, size_t *total_bytes) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return false;
+    char line[256];
+    unsigned long long kb, avail = 0, total = 0;
+    bool got_avail = false, got_total = false;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) avail = kb * 1024ull, got_avail = true;
+        else if (sscanf(line, "MemTotal: %llu kB", &kb) == 1) total = kb * 1024ull, got_total = true;
+    }
+    fclose(f);
+    if (!got_avail || !got_total) return false;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        unsigned long long pages = 0, vm = 0;
+        FILE *s = fopen("/proc/self/statm", "r");
+        if (s) {
+            if (fscanf(s, "%llu", &pages) == 1) vm = pages * (unsigned long long)sysconf(_SC_PAGESIZE);
+            fclose(s);
+        }
+        unsigned long long room = rl.rlim_cur > vm ? rl.rlim_cur - vm : 0;
+        if (room < avail) avail = room;
+    }
+    *avail_bytes = (size_t)avail;
+    *total_bytes = (size_t)total;
+    return true;
+}
+
 static _Noreturn void gr_oom(size_t n) {
-    fprintf(stderr, "gpurun: out of memory: %zu bytes requested from the host\n", n);
+    size_t av = 0, tot = 0;
+    if (gr_host_mem_info(&av, &tot))
+        fprintf(stderr, "gpurun: out of memory: %zu bytes requested from the host; %zu bytes available of %zu\n",
+                n, av, tot);
+    else
+        fprintf(stderr, "gpurun: out of memory: %zu bytes requested from the host\n", n);
     exit(GR_ERR_OOM);
 }
 

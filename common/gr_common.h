@@ -52,6 +52,10 @@ void *gr_xcalloc(size_t count, size_t size);
 void *gr_xrealloc(void *p, size_t n);
 char *gr_xstrdup(const char *s);
 
+/* Host memory this process can still take: MemAvailable, capped by the
+ * headroom under RLIMIT_AS; false where /proc/meminfo cannot be read. */
+bool gr_host_mem_info(size_t *avail_bytes, size_t *total_bytes);
+
 /* 64-byte aligned allocation (arenas, batch buffers); NULL on failure. */
 void *gr_aligned_alloc(size_t bytes);
 void gr_aligned_free(void *p);

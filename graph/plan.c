@@ -36,11 +36,12 @@ size_t gr_model_bytes(const gr_graph *g, int optim_slots, size_t *params, size_t
     return *params + *grads + *optim;
 }
 
-/* ", 1234 bytes free of 5678 on the device" where the backend can tell */
+/* "; 1234 bytes free of 5678 on cuda" where the backend can tell */
 static const char *gr_free_str(gr_backend *be, char *buf, size_t n) {
     size_t fr = 0, tot = 0;
     buf[0] = 0;
-    if (gr_backend_mem_info(be, &fr, &tot)) snprintf(buf, n, "; %zu bytes free of %zu on the device", fr, tot);
+    if (gr_backend_mem_info(be, &fr, &tot))
+        snprintf(buf, n, "; %zu bytes free of %zu on %s", fr, tot, gr_backend_name(be));
     return buf;
 }
 

@@ -71,7 +71,7 @@ void gr_backend_host_free(gr_backend *be, void *p);
  * stream and makes the next kernels wait for it); src must stay unchanged
  * until the next download or sync. */
 void gr_backend_upload_batch(gr_backend *be, void *dst, const void *src, size_t bytes);
-/* Free and total device memory; false where the backend cannot tell (CPU). */
+/* Free and total memory of the device (the host for the CPU: gr_host_mem_info); false where unknown. */
 bool gr_backend_mem_info(gr_backend *be, size_t *free_bytes, size_t *total_bytes);
 
 /* Run options from the job spec. */

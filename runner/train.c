@@ -1130,15 +1130,18 @@ gr_status gr_train_plan_report(const gr_job_spec *spec, FILE *f, gr_error *err) 
     fprintf(f, "  activations      %14s  (eval)\n", a);
     gr_fmt_count((int64_t)(pb + gb + ob + tp.act_bytes), a, sizeof a);
     fprintf(f, "  total            %14s  (training)\n", a);
-#ifdef GR_HAVE_CUDA
-    /* a GPU run that will not fit is told before it starts (the cuDNN
+    /* a run that will not fit is told before it starts (on a GPU the cuDNN
      * workspace comes on top, chosen when the run prepares its plans) */
-    if (strncmp(spec->device, "cuda", 4) == 0 || strcmp(spec->device, "auto") == 0) {
-        const char *dev = strcmp(spec->device, "auto") == 0 ? "cuda:0" : spec->device;
+    {
+        const char *dev = spec->device;
         gr_backend *be = NULL;
         gr_error e2;
+        if (strcmp(dev, "auto") == 0) { /* what the run would take: GPU 0, else the cpu */
+            dev = "cuda:0";
+            if (gr_backend_create(dev, 1, &be, &e2) != GR_OK) be = NULL, dev = "cpu";
+        }
         size_t fr = 0, tot = 0, need = pb + gb + ob + tp.act_bytes + ep.act_bytes;
-        if (gr_backend_create(dev, 0, &be, &e2) == GR_OK && gr_backend_mem_info(be, &fr, &tot)) {
+        if ((be || gr_backend_create(dev, 1, &be, &e2) == GR_OK) && gr_backend_mem_info(be, &fr, &tot)) {
             gr_fmt_count((int64_t)fr, a, sizeof a);
             gr_fmt_count((int64_t)tot, b, sizeof b);
             fprintf(f, "%s: %s bytes free of %s\n", dev, a, b);
@@ -1150,7 +1153,6 @@ gr_status gr_train_plan_report(const gr_job_spec *spec, FILE *f, gr_error *err) 
         }
         gr_backend_free(be);
     }
-#endif
     gr_plan_free(&tp);
     gr_plan_free(&ep);
 done:

@@ -50,6 +50,11 @@ static void gr_cpu_round(gr_backend *be, float *x, int64_t n, int fmt) {
 
 static void gr_cpu_destroy(gr_backend *be) { free(be); }
 
+static bool gr_cpu_mem_info(gr_backend *be, size_t *free_bytes, size_t *total_bytes) {
+    (void)be;
+    return gr_host_mem_info(free_bytes, total_bytes);
+}
+
 static const gr_backend_vtable gr_cpu_vtable = {
     .name = "cpu",
     .kernels = gr_cpu_kernels,
@@ -63,6 +68,7 @@ static const gr_backend_vtable gr_cpu_vtable = {
     .adamw = gr_cpu_adamw,
     .sumsq = gr_cpu_sumsq_be,
     .round = gr_cpu_round,
+    .mem_info = gr_cpu_mem_info,
     .destroy = gr_cpu_destroy,
 };
 
