@@ -61,7 +61,8 @@ gr_status gr_dataset_check_labels(const gr_dataset *ds, int64_t classes, gr_erro
  * so files bigger than RAM work. The limit is, in order: the last value
  * passed to gr_dataset_set_memory_limit (>= 0; negative restores the
  * default), else the environment variable GPURUN_DATA_MEM_LIMIT (bytes),
- * else 2 GiB. It applies to datasets opened afterwards. */
+ * else 2 GiB or a quarter of the host memory available, whichever is less.
+ * It applies to datasets opened afterwards. */
 void gr_dataset_set_memory_limit(int64_t bytes);
 int64_t gr_dataset_memory_limit(void);
 /* Whether the images of ds were read into memory at open. */

@@ -69,7 +69,15 @@ int64_t gr_dataset_memory_limit(void) {
         errno = 0;
         long long v = strtoll(s, &end, 10);
         if (errno == 0 && end && *end == '\0' && v >= 0) return (int64_t)v;
+        static bool said;
+        if (!said) fprintf(stderr, "gpurun: GPURUN_DATA_MEM_LIMIT=%s is not a byte count; ignored\n", s);
+        said = true;
     }
+    /* 2 GiB, or a quarter of the memory still available on a smaller machine
+     * (a split loaded into memory must not push the run into the OOM killer) */
+    size_t avail = 0, total = 0;
+    if (gr_host_mem_info(&avail, &total) && (int64_t)(avail / 4) < GR_DATA_MEM_LIMIT_DEFAULT)
+        return (int64_t)(avail / 4);
     return GR_DATA_MEM_LIMIT_DEFAULT;
 }
 
