@@ -246,15 +246,21 @@ static gr_status check_images(gr_dataset *ds, gr_error *err) {
     ds->rank = rank;
     GR_H5_CHECK(H5Sget_simple_extent_dims(sp, ds->dims, NULL), err, "%s: %s: cannot read shape", ds->path,
                 ds->images_name);
+    /* layout: on the images dataset, else on the split's group (DESIGN 1.5 allows either reading) */
     char layout[64] = "";
+    const char *lwhere = ds->images_name;
     int lr = read_string_attr(ds->images, "layout", layout, sizeof layout);
+    if (lr == 0) {
+        lwhere = ds->group;
+        lr = read_string_attr(ds->grp, "layout", layout, sizeof layout);
+    }
     if (lr == -2) {
-        st = gr_h5_fail(err, GR_ERR_DATA, "%s: %s: cannot read attribute layout", ds->path, ds->images_name);
+        st = gr_h5_fail(err, GR_ERR_DATA, "%s: %s: cannot read attribute layout", ds->path, lwhere);
         goto fail;
     }
     if (lr == -1 || (lr == 1 && strcmp(layout, "NHWC") != 0 && strcmp(layout, "NCHW") != 0)) {
         st = gr_error_set(err, GR_ERR_DATA, "%s: %s: attribute layout: %s%s%s; expected \"NCHW\" or \"NHWC\"",
-                          ds->path, ds->images_name, lr == 1 ? "\"" : "", layout, lr == 1 ? "\"" : "");
+                          ds->path, lwhere, lr == 1 ? "\"" : "", layout, lr == 1 ? "\"" : "");
         goto fail;
     }
     ds->nhwc = lr == 1 && rank == 4 && strcmp(layout, "NHWC") == 0;

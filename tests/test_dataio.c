@@ -46,6 +46,7 @@ typedef struct h5spec {
     const void *img;              /* NULL: no images dataset */
     const char *layout;           /* NULL: no attribute */
     bool layout_vlen_utf8;        /* as h5py writes a str attribute (else fixed-length ASCII) */
+    bool layout_on_group;         /* the attribute on the split's group instead of images */
     int chunk;                    /* samples per chunk when chunked (0: 2) */
     hsize_t hole[2];              /* hole[0] < hole[1]: samples [hole[0], hole[1]) never written */
     hid_t lab_ftype;
@@ -96,7 +97,7 @@ static void write_h5(const char *path, const h5spec *s) {
             H5Tset_size(st, s->layout_vlen_utf8 ? H5T_VARIABLE : strlen(s->layout));
             if (s->layout_vlen_utf8) H5Tset_cset(st, H5T_CSET_UTF8);
             hid_t asp = H5Screate(H5S_SCALAR);
-            hid_t a = H5Acreate2(d, "layout", st, asp, H5P_DEFAULT, H5P_DEFAULT);
+            hid_t a = H5Acreate2(s->layout_on_group ? g : d, "layout", st, asp, H5P_DEFAULT, H5P_DEFAULT);
             if (s->layout_vlen_utf8) H5Awrite(a, st, &s->layout);
             else H5Awrite(a, st, s->layout);
             H5Aclose(a);
@@ -389,12 +390,13 @@ static void test_nhwc(void) {
     int64_t lab[N] = {0, 1, 2};
     for (int i = 0; i < N * S; i++) img[i] = (uint8_t)(i * 5 + 1), imgf[i] = (float)i * 0.5f - 3.0f;
     const double mean[C] = {1, 2, 3}, std[C] = {0.5, 2, 4};
-    for (int variant = 0; variant < 3; variant++) {
+    for (int variant = 0; variant < 4; variant++) {
         h5spec s = {.group = "/x", .img_ftype = H5T_STD_U8LE, .img_mtype = H5T_NATIVE_UINT8, .rank = 4,
                     .dims = {N, H, W, C}, .img = img, .layout = "NHWC", .lab_ftype = H5T_STD_I8LE, .nlab = N,
                     .labels = lab};
         if (variant == 1) s.img_ftype = H5T_IEEE_F32BE, s.img_mtype = H5T_NATIVE_FLOAT, s.img = imgf;
         if (variant == 2) s.layout_vlen_utf8 = true; /* h5py: d.attrs["layout"] = "NHWC" */
+        if (variant == 3) s.layout_on_group = true;  /* h5py: f["x"].attrs["layout"] = "NHWC" */
         const char *p = tmp_path("nhwc.h5");
         write_h5(p, &s);
         gr_error err = {0};
