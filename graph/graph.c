@@ -89,6 +89,7 @@ gr_status gr_attr_unknown(gr_error *err, const gr_cfg *attrs, int i, const char 
     gr_cfg at = *attrs;
     at.line = attrs->key_line[i];
     at.col = attrs->key_col[i];
+    if (attrs->items[i] && attrs->items[i]->file) at.file = attrs->items[i]->file; /* a key --set added */
     return gr_cfg_error(err, &at, key, "unknown attribute (%s)", takes);
 }
 

@@ -132,6 +132,9 @@ expect_fail 2 "nosuch.key" -- "$G" validate "$T/ok.yaml" --set nosuch.key=1
 expect_fail 2 "train.optimizer.lr" "abc" -- "$G" validate "$T/ok.yaml" --set train.optimizer.lr=abc
 expect_fail 2 "train.optimizer.lr" -- "$G" validate "$T/ok.yaml" --set train.optimizer.lr=-1
 expect_fail 2 "train.batch_size" -- "$G" "$T/ok.yaml" --set train.batch_size=0 --run-dir "$T/rd_set0"
+# a layer attribute --set added is blamed on --set, not on the file
+expect_fail 2 "--set:1:1: model.layers[1].dense.unitz: unknown attribute (dense takes units, bias)" -- \
+    "$G" validate "$T/ok.yaml" --set model.layers.1.dense.unitz=3
 expect_fail 2 "KEY=VALUE" -- "$G" validate "$T/ok.yaml" --set train.optimizer.lr
 
 expect_ok "micro_batch: 128" "shuffle: true" "lr: 0.0123" "batch_size: 128" -- \
