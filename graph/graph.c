@@ -167,7 +167,8 @@ int gr_graph_grad(gr_graph *g, int t) {
         int k = 0;
         for (int i = 0; i < g->ad_np; i++) {
             if (g->ad_partials[i].t != t) continue;
-            if (g->ad_partials[i].node == g->ad_node) return g->ad_partials[i].grad;
+            if (g->ad_partials[i].node == g->ad_node && g->ad_partials[i].slot == g->ad_slot)
+                return g->ad_partials[i].grad;
             k++;
         }
         gr_tensor src = g->tensors[t];
@@ -178,7 +179,7 @@ int gr_graph_grad(gr_graph *g, int t) {
             g->ad_cap = g->ad_cap ? 2 * g->ad_cap : 16;
             g->ad_partials = gr_xrealloc(g->ad_partials, (size_t)g->ad_cap * sizeof *g->ad_partials);
         }
-        g->ad_partials[g->ad_np++] = (struct gr_partial){t, g->ad_node, gt};
+        g->ad_partials[g->ad_np++] = (struct gr_partial){t, g->ad_node, g->ad_slot, gt};
         return gt;
     }
     if (g->tensors[t].grad >= 0) return g->tensors[t].grad;

@@ -116,9 +116,11 @@ typedef struct gr_graph {
     /* autodiff's bookkeeping (autodiff.c): a tensor read by several forward
      * nodes gets one partial gradient per reader, summed by an add node */
     int ad_node;             /* forward node whose backward is being emitted; -1 */
+    int ad_slot;             /* which of its inputs a gradient is asked for (add, concat: a
+                                layer may read one tensor twice, [a, a]: a partial each) */
     int ad_n;                /* tensors that existed when autodiff began */
     int *ad_readers;         /* [ad_n]: how many forward node inputs read each */
-    struct gr_partial { int t, node, grad; } *ad_partials;
+    struct gr_partial { int t, node, slot, grad; } *ad_partials;
     int ad_np, ad_cap;
 } gr_graph;
 

@@ -49,7 +49,9 @@ static void gr_add_backward(gr_graph *g, int node) {
     int dy = gr_graph_grad(g, nd.out[0]);
     for (int k = 0; k < nd.nin; k++) {
         if (!g->tensors[nd.in[k]].requires_grad) continue;
+        g->ad_slot = k; /* `input: [a, a]` reads a twice: two partials, summed into 2 dy */
         int dx = gr_graph_grad(g, nd.in[k]);
+        g->ad_slot = 0;
         g->tensors[dx].alias_of = dy;
         int in[1] = {dy}, out[1] = {dx};
         int b = gr_graph_add_node(g, GR_OP_ADD_BWD, nd.layer, in, 1, out, 1);
@@ -108,7 +110,9 @@ static void gr_concat_backward(gr_graph *g, int node) {
     for (int k = 0; k < nd.nin; k++) {
         int64_t c = g->tensors[nd.in[k]].shape[1];
         if (g->tensors[nd.in[k]].requires_grad) {
+            g->ad_slot = k; /* `input: [a, a]`: each slice its own partial */
             int dx = gr_graph_grad(g, nd.in[k]);
+            g->ad_slot = 0;
             int in[1] = {dy}, out[1] = {dx};
             int b = gr_graph_add_node(g, GR_OP_CONCAT_BWD, nd.layer, in, 1, out, 1);
             g->nodes[b].fwd = node;

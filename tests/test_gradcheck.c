@@ -58,6 +58,13 @@ int main(void) {
                                           "{dense: {units: 3}}]", 1, {6}, 0.0, 0.0, NULL},
         {"the model input read twice", "[{dense: {units: 4}, name: a}, {dense: {units: 4}, input: input}, "
                                        "{add: {}, input: [a, dense1]}, {dense: {units: 3}}]", 1, {6}, 0.0, 0.0, NULL},
+        /* a layer reading one tensor twice: a partial gradient per read (this was dy, not 2 dy) */
+        {"add [a, a]", "[{dense: {units: 5}, name: a}, tanh, {add: {}, input: [a, a]}, {dense: {units: 3}}]", 1, {6},
+         0.0, 0.0, NULL},
+        {"concat [a, a]", "[{dense: {units: 4}, name: a}, {concat: {}, input: [a, a]}, {dense: {units: 3}}]", 1, {6},
+         0.0, 0.0, NULL},
+        {"add [input, input, a]", "[{dense: {units: 6}, name: a}, {add: {}, input: [input, input, a]}, "
+                                  "{dense: {units: 3}}]", 1, {6}, 0.0, 0.0, NULL},
         {"concat", "[flatten, {dense: {units: 4}, name: a}, {dense: {units: 3}, name: b}, gelu, "
                    "{concat: {}, input: [a, gelu0]}, {dense: {units: 3}}]", 3, {1, 2, 3}, 0.0, 0.0, NULL},
         {"blocks with args and repeat", "[flatten, {dense: {units: 6}}, {res: {u: 6}, repeat: 2}, "
