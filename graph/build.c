@@ -507,6 +507,21 @@ static gr_status gr_graph_build_ex(const gr_job_spec *spec, const int64_t *in_sh
     g->nodes[ln].flops = 5 * g->n_classes;
     g->n_forward = g->n_nodes;
 
+    /* a layer whose output nothing reads still has its parameters updated
+     * (weight decay, momentum: their gradient is zero, where PyTorch would
+     * leave a parameter without .grad alone): almost surely a wrong `input:` */
+    for (int i = 0; i < g->n_forward; i++) {
+        const gr_node *nd = &g->nodes[i];
+        if (nd->layer < 0) continue;
+        bool read = false;
+        for (int j = i + 1; j < g->n_forward && !read; j++)
+            for (int k = 0; k < g->nodes[j].nin; k++) read |= g->nodes[j].in[k] == nd->out[0];
+        if (!read)
+            fprintf(stderr, "gpurun: %s: warning: the output of layer %s is never used%s\n", spec->file,
+                    g->layers[nd->layer].name, g->layers[nd->layer].n_params ? " (its parameters are still "
+                    "updated: weight decay and momentum apply)" : "");
+    }
+
     /* params first, then non-trainable state, so the grads arena mirrors
      * the front of the params arena */
     int64_t off = 0;

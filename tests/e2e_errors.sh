@@ -132,6 +132,11 @@ expect_fail 2 "nosuch.key" -- "$G" validate "$T/ok.yaml" --set nosuch.key=1
 expect_fail 2 "train.optimizer.lr" "abc" -- "$G" validate "$T/ok.yaml" --set train.optimizer.lr=abc
 expect_fail 2 "train.optimizer.lr" -- "$G" validate "$T/ok.yaml" --set train.optimizer.lr=-1
 expect_fail 2 "train.batch_size" -- "$G" "$T/ok.yaml" --set train.batch_size=0 --run-dir "$T/rd_set0"
+# a layer whose output nothing reads: a warning naming it (its parameters would still decay)
+spec deadlayer tiny 's/    - relu/    - {relu: {}, input: flatten0}/'
+expect 0 "deadlayer.yaml: warning: the output of layer dense0 is never used (its parameters are still updated" -- \
+    "$G" plan "$T/deadlayer.yaml"
+check "no such warning for the plain spec" bash -c "! '$G' plan '$T/ok.yaml' 2>&1 | grep -q 'never used'"
 # a layer attribute --set added is blamed on --set, not on the file
 expect_fail 2 "--set:1:1: model.layers[1].dense.unitz: unknown attribute (dense takes units, bias)" -- \
     "$G" validate "$T/ok.yaml" --set model.layers.1.dense.unitz=3
