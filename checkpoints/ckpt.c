@@ -227,6 +227,22 @@ static gr_ckpt_list gr_ckpt_scan(const char *dir, bool report_tmp) {
     return l;
 }
 
+/* Unfinished writes (step-*.h5.tmp) a killed or stopped save left behind:
+ * one save runs at a time, so after a commit none is anyone's. */
+static void gr_ckpt_remove_stale_tmp(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len < 12 || strncmp(e->d_name, "step-", 5) != 0 || strcmp(e->d_name + len - 7, ".h5.tmp") != 0) continue;
+        char p[GR_PATH_MAX + 300];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (unlink(p) != 0 && errno != ENOENT)
+            fprintf(stderr, "gpurun: %s: cannot delete an unfinished write: %s\n", p, strerror(errno));
+    }
+    closedir(d);
+}
+
 gr_status gr_ckpt_save(const char *dir, const gr_ckpt_header *h, const gr_ckpt_state *s, int keep, gr_error *err) {
     gr_h5_init();
     char name[64], path[GR_PATH_MAX + 80], tmp[GR_PATH_MAX + 96], latest[GR_PATH_MAX + 16];
@@ -242,7 +258,11 @@ gr_status gr_ckpt_save(const char *dir, const gr_ckpt_header *h, const gr_ckpt_s
     char line[80];
     snprintf(line, sizeof line, "%s\n", name);
     snprintf(latest, sizeof latest, "%s/LATEST", dir);
-    if ((st = gr_tio_write_text(latest, line, err))) return st;
+    gr_error le;
+    if (gr_tio_write_text(latest, line, &le)) /* the checkpoint is committed all the same */
+        fprintf(stderr, "gpurun: %s is committed, but LATEST could not be updated (%s); --resume auto finds "
+                "checkpoints without it\n", path, le.msg);
+    gr_ckpt_remove_stale_tmp(dir);
     /* keep the newest `keep` up to this step; later ones belong to a run
      * this one has replaced (it resumed from before them) */
     gr_ckpt_list l = gr_ckpt_scan(dir, false);

@@ -1,6 +1,8 @@
 /* h5util.c — HDF5 error translation and the float16 type for dataio/. */
 #include "h5util.h"
 
+#include <stdbool.h>
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,6 +10,16 @@
 void gr_h5_init(void) {
     /* Cheap and idempotent; per thread in thread-safe HDF5 builds, so it is
      * called on every entry rather than guarded by a flag. */
+    /* No library shutdown at exit: after a close that failed (a full disk
+     * during the final flush) HDF5 keeps the file object, and its atexit
+     * handler then crashes on it (exit 139 instead of the run's own code).
+     * The process is ending; the OS reclaims everything. Only effective
+     * before the library's first use, so first. */
+    static _Atomic bool said;
+    if (!said) {
+        said = true;
+        H5dont_atexit();
+    }
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 }
 
@@ -39,6 +51,20 @@ void gr_h5_last_error(char *buf, size_t n) {
 gr_status gr_h5_fail(gr_error *err, gr_status st, const char *fmt, ...) {
     char head[GR_ERROR_MSG_MAX / 2], h5[GR_ERROR_MSG_MAX / 2];
     gr_h5_last_error(h5, sizeof h5);
+    /* HDF5's file-driver messages are long and multi-line ("time = ..., filename
+     * = ..., errno = 28, error message = 'No space left on device', ..."): keep the
+     * system's error message where there is one, on one line */
+    const char *em = strstr(h5, "error message = '");
+    if (em) {
+        char sys[128];
+        snprintf(sys, sizeof sys, "%s", em + 17);
+        char *q = strchr(sys, '\'');
+        if (q) *q = '\0';
+        char *colon = strstr(h5, ": time =");
+        snprintf(colon ? colon : h5, sizeof h5 - (size_t)((colon ? colon : h5) - h5), ": %s", sys);
+    }
+    for (char *c = h5; *c; c++)
+        if (*c == '\n') *c = ' ';
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(head, sizeof head, fmt, ap);
