@@ -8,8 +8,10 @@
  * All multi-byte values are little-endian, whatever the host. */
 #include "tfevents.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,5 +185,107 @@ gr_status gr_tfevents_close(gr_tfevents *w, gr_error *err) {
     gr_status st = gr_tfevents_report(w, err);
     free(w->path);
     free(w);
+    return st;
+}
+
+/* ---- trimming after a resume ---- */
+
+static bool gr_pb_read_varint(const unsigned char *p, size_t n, size_t *pos, uint64_t *v) {
+    *v = 0;
+    for (int shift = 0; shift < 64 && *pos < n; shift += 7) {
+        unsigned char b = p[(*pos)++];
+        *v |= (uint64_t)(b & 0x7F) << shift;
+        if (!(b & 0x80)) return true;
+    }
+    return false;
+}
+
+/* Event.step (field 2), 0 when absent; false on a malformed message. */
+static bool gr_event_step(const unsigned char *p, size_t n, int64_t *step) {
+    *step = 0;
+    for (size_t pos = 0; pos < n;) {
+        uint64_t key, v;
+        if (!gr_pb_read_varint(p, n, &pos, &key)) return false;
+        switch (key & 7) {
+        case 0:
+            if (!gr_pb_read_varint(p, n, &pos, &v)) return false;
+            if ((key >> 3) == 2) *step = (int64_t)v;
+            break;
+        case 1: pos += 8; break;
+        case 5: pos += 4; break;
+        case 2:
+            if (!gr_pb_read_varint(p, n, &pos, &v) || v > n - pos) return false;
+            pos += (size_t)v;
+            break;
+        default: return false;
+        }
+        if (pos > n) return false;
+    }
+    return true;
+}
+
+/* One file: the records up to the first with a step > step (and up to a
+ * torn or corrupt record: a kill mid-write) are kept; rewritten through
+ * .tmp and rename only when something goes. */
+static gr_status gr_tfevents_trim_file(const char *path, int64_t step, gr_error *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return gr_error_set(err, GR_ERR_USAGE, "%s: cannot read: %s", path, strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    unsigned char *buf = gr_xmalloc(cap);
+    for (size_t r; (r = fread(buf + n, 1, cap - n, f)) > 0;) {
+        n += r;
+        if (n == cap) buf = gr_xrealloc(buf, cap *= 2);
+    }
+    fclose(f);
+    size_t keep = 0;
+    while (n - keep >= 16) {
+        uint64_t len;
+        uint32_t lcrc, dcrc;
+        memcpy(&len, buf + keep, 8);
+        memcpy(&lcrc, buf + keep + 8, 4);
+        if (lcrc != gr_tfevents_masked_crc(buf + keep, 8) || len > n - keep - 16) break;
+        const unsigned char *data = buf + keep + 12;
+        memcpy(&dcrc, data + len, 4);
+        int64_t s;
+        if (dcrc != gr_tfevents_masked_crc(data, (size_t)len) || !gr_event_step(data, (size_t)len, &s) || s > step)
+            break;
+        keep += 12 + (size_t)len + 4;
+    }
+    gr_status st = GR_OK;
+    if (keep < n) {
+        size_t tl = strlen(path) + 8;
+        char *tmp = gr_xmalloc(tl);
+        snprintf(tmp, tl, "%s.tmp", path);
+        FILE *o = fopen(tmp, "wb");
+        bool ok = o && fwrite(buf, 1, keep, o) == keep;
+        if (o && fclose(o) != 0) ok = false;
+        if (!ok || rename(tmp, path) != 0) {
+            st = gr_error_set(err, GR_ERR_USAGE, "%s: cannot rewrite: %s", path, strerror(errno));
+            unlink(tmp);
+        }
+        free(tmp);
+    }
+    free(buf);
+    return st;
+}
+
+gr_status gr_tfevents_trim(const char *dir, int64_t step, const char *except, gr_error *err) {
+    DIR *d = opendir(dir);
+    if (!d) return GR_OK;
+    gr_status st = GR_OK;
+    const char *ex = except ? strrchr(except, '/') : NULL;
+    ex = ex ? ex + 1 : except;
+    for (struct dirent *e; !st && (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (strncmp(e->d_name, "events.out.tfevents.", 20) != 0 || (len > 4 && !strcmp(e->d_name + len - 4, ".tmp")))
+            continue;
+        if (ex && strcmp(e->d_name, ex) == 0) continue;
+        size_t pl = strlen(dir) + len + 2;
+        char *p = gr_xmalloc(pl);
+        snprintf(p, pl, "%s/%s", dir, e->d_name);
+        st = gr_tfevents_trim_file(p, step, err);
+        free(p);
+    }
+    closedir(d);
     return st;
 }

@@ -43,6 +43,11 @@ gr_status gr_tfevents_close(gr_tfevents *w, gr_error *err);
 /* The file being written. */
 const char *gr_tfevents_path(const gr_tfevents *w);
 
+/* After a resume from step: drops from dir's event files (all but the one
+ * named except, this process's) every record past step, and a torn last
+ * record, so TensorBoard sees each step once, as in metrics.jsonl. */
+gr_status gr_tfevents_trim(const char *dir, int64_t step, const char *except, gr_error *err);
+
 /* Seconds since the Unix epoch (CLOCK_REALTIME), for Event.wall_time. */
 double gr_tfevents_wall_time(void);
 

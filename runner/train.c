@@ -594,7 +594,17 @@ static gr_status gr_job_checkpoint_sync(gr_job *j, int64_t step, int64_t spe, gr
 
 /* Keeps the metrics lines of steps <= step (a resumed run logs the later
  * ones again). */
+static gr_status gr_job_trim_metrics_file(gr_job *j, int64_t step, gr_error *err);
+
+/* metrics.jsonl and the TensorBoard files of earlier starts: nothing past
+ * step, where this start continues */
 static gr_status gr_job_trim_metrics(gr_job *j, int64_t step, gr_error *err) {
+    gr_status st = gr_job_trim_metrics_file(j, step, err);
+    if (!st) st = gr_tfevents_trim(j->run_dir, step, j->tb ? gr_tfevents_path(j->tb) : NULL, err);
+    return st;
+}
+
+static gr_status gr_job_trim_metrics_file(gr_job *j, int64_t step, gr_error *err) {
     char path[GR_PATH_MAX + 64], tmp[GR_PATH_MAX + 80];
     snprintf(path, sizeof path, "%s/metrics.jsonl", j->run_dir);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);

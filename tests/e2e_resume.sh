@@ -239,14 +239,19 @@ check "resumed at step $STEPS of $STEPS: summary.json (final loss, best/last acc
 
 # SIGKILL after periodic saves (every 15 steps): --resume auto takes the newest one, drops the
 # metrics lines logged after it, and the result is still the straight run (saves change nothing)
-interrupt KILL 50 "$T/kill" "$T/base.yaml" --set checkpoint.every_steps=15
+# (with TensorBoard files: the resumed start drops the events past its checkpoint from the
+# killed start's file, so each step is logged once there too)
+interrupt KILL 50 "$T/kill" "$T/base.yaml" --set checkpoint.every_steps=15 --set log.tensorboard=true
 check "SIGKILL: killed (exit 137)" test "$RC" -eq 137
 L=$(grep -c '"kind":"train"' "$T/kill/metrics.jsonl")
-R=$(sed 's/step-0*\([0-9]*\)\.h5/\1/' "$T/kill/checkpoints/LATEST")
-check "SIGKILL at step $L: LATEST names a periodic checkpoint <= $L (it is step $R)" \
+# the newest committed checkpoint (not LATEST: the kill may land between a commit and LATEST's update)
+R=$("$PY" "$H" committed "$T/kill/checkpoints")
+check "SIGKILL at step $L: the newest committed checkpoint is a periodic one <= $L (it is step $R)" \
     test "$R" -le "$L" -a $((R % 15)) -eq 0 -a "$R" -ge 15
 expect 0 "resuming from $T/kill/checkpoints/$(printf 'step-%09d.h5' "$R") at step $R" -- \
-    "$G" "$T/base.yaml" --set checkpoint.every_steps=15 --run-dir "$T/kill" --resume auto
+    "$G" "$T/base.yaml" --set checkpoint.every_steps=15 --set log.tensorboard=true --run-dir "$T/kill" --resume auto
+check "SIGKILL + resume: TensorBoard files hold each step once, 1..$STEPS (train/loss), 4 evals" \
+    "$PY" "$SRC/tests/tfevents_read.py" "$T/kill" --unique --require train/loss:$STEPS --require val/accuracy:4
 check "SIGKILL at step $L, resume from $R (lines $((R + 1))..$L dropped, logged again) = the straight run" \
     "$PY" "$H" same "$T/base.straight" "$T/kill"
 check "checkpoint.keep default 3: step-75, -90, -100 remain, LATEST names step-100" bash -c "

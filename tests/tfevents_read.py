@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """tfevents_read.py — an independent reader of gpurun's TensorBoard files.
 
-Usage: tfevents_read.py RUN_DIR [--require TAG[:MIN_COUNT]]...
+Usage: tfevents_read.py RUN_DIR [--require TAG[:MIN_COUNT]]... [--unique]
 
 Reads every events.out.tfevents.* file in RUN_DIR (TFRecord framing:
 uint64 length | masked crc32c(length) | data | masked crc32c(data), all
@@ -11,7 +11,9 @@ prints one line per scalar tag:  TAG  COUNT  first_step  last_step  last_value.
 
 Exit status: 0 when all is well; 1 on a CRC error, a truncated record, a
 malformed protobuf, a file not starting with a file_version event, or a
---require'd tag missing or seen fewer than MIN_COUNT times (default 1);
+--require'd tag missing or seen fewer than MIN_COUNT times (default 1), or
+with --unique a (tag, step) pair seen twice (all files together: a resumed
+run must not log a step again);
 2 on usage errors or when RUN_DIR holds no event file.
 """
 import glob
@@ -136,10 +138,12 @@ def read_records(path):
 
 
 def main(argv):
-    args, require = [], []
+    args, require, unique = [], [], False
     it = iter(argv[1:])
     for a in it:
-        if a == "--require":
+        if a == "--unique":
+            unique = True
+        elif a == "--require":
             req = next(it, None)
             if req is None:
                 print("--require needs TAG[:MIN_COUNT]", file=sys.stderr)
@@ -152,13 +156,14 @@ def main(argv):
         else:
             args.append(a)
     if len(args) != 1:
-        print("usage: tfevents_read.py RUN_DIR [--require TAG[:MIN_COUNT]]...", file=sys.stderr)
+        print("usage: tfevents_read.py RUN_DIR [--require TAG[:MIN_COUNT]]... [--unique]", file=sys.stderr)
         return 2
     files = sorted(glob.glob(os.path.join(args[0], "events.out.tfevents.*")))
     if not files:
         print("%s: no events.out.tfevents.* file" % args[0], file=sys.stderr)
         return 2
     stats = {}  # tag -> [count, first_step, last_step, last_value]
+    seen, dups = set(), []
     bad = False
     for path in files:
         try:
@@ -169,6 +174,9 @@ def main(argv):
                     raise FormatError("first record is not a file_version event")
                 n += 1
                 for tag, val in ev["scalars"]:
+                    if (tag, ev["step"]) in seen:
+                        dups.append((tag, ev["step"]))
+                    seen.add((tag, ev["step"]))
                     s = stats.setdefault(tag, [0, ev["step"], ev["step"], val])
                     s[0] += 1
                     s[2], s[3] = ev["step"], val
@@ -179,6 +187,10 @@ def main(argv):
     for tag in sorted(stats):
         c, s0, s1, v = stats[tag]
         print("%-24s %6d  steps %d..%d  last %.6g" % (tag, c, s0, s1, v))
+    if unique and dups:
+        print("%s: %d (tag, step) pairs logged more than once, the first: %s at step %d"
+              % (args[0], len(dups), dups[0][0], dups[0][1]), file=sys.stderr)
+        bad = True
     for tag, n in require:
         have = stats.get(tag, [0])[0]
         if have < n:
