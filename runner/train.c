@@ -100,6 +100,8 @@ typedef struct gr_job {
     bool pre_found;
     char pre_path[GR_PATH_MAX + 100];
     gr_scaler sc;      /* loss scaling: the scale and its history (checkpointed) */
+    int64_t ck_step;   /* step of the last save started (-1: none); ck_failed: it was reported failed */
+    bool ck_failed;
     /* the run's record (checkpointed: a resumed run's metrics and summary carry it on) */
     struct gr_record {
         double last_loss, last_acc, last_vloss, best_acc;
@@ -581,13 +583,28 @@ static void gr_job_checkpoint_start(gr_job *j, int64_t step, int64_t spe) {
     gr_error e;
     gr_ckpt_header h;
     gr_job_header(j, step, spe, &h);
+    j->ck_step = step;
+    j->ck_failed = false;
     if (gr_saver_snapshot(j->saver, j->be, j->m.params, j->m.optim, &h, &e))
         fprintf(stderr, "gpurun: checkpoint failed (training goes on; the checkpoints committed before it stay): "
                 "%s\n", e.msg);
 }
 
-/* A checkpoint that must be committed before going on (end, signal). */
-static gr_status gr_job_checkpoint_sync(gr_job *j, int64_t step, int64_t spe, gr_error *err) {
+/* A checkpoint that must be committed before going on (end, signal). When
+ * the save of this very step is in flight or committed (a signal in the step
+ * after a periodic save: that step is abandoned before its update, so the
+ * model is as it was), it is waited for instead of written again, which
+ * would double the time a preemption's deadline allows. *again is set then. */
+static gr_status gr_job_checkpoint_sync(gr_job *j, int64_t step, int64_t spe, bool *again, gr_error *err) {
+    *again = false;
+    if (j->ck_step == step && !j->ck_failed && !j->eval_pending) {
+        gr_status st = gr_saver_wait(j->saver, err);
+        if (!st) {
+            *again = true;
+            return GR_OK;
+        }
+        fprintf(stderr, "gpurun: checkpoint failed: %s; writing it again\n", err->msg);
+    }
     gr_job_checkpoint_start(j, step, spe);
     return gr_saver_wait(j->saver, err);
 }
@@ -721,6 +738,7 @@ static gr_status gr_job_resume(gr_job *j, const gr_run_options *opt, int64_t *st
 gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_error *err) {
     gr_job j;
     memset(&j, 0, sizeof j);
+    j.ck_step = -1;
     gr_status st;
     const gr_job_spec *s = spec;
     if ((st = gr_job_unsupported(s, err))) goto done;
@@ -917,9 +935,11 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
         /* checkpoints: report a background save that failed, start one when due */
         gr_status sst;
         gr_error se;
-        if (gr_saver_poll(j.saver, &sst, &se) && sst)
+        if (gr_saver_poll(j.saver, &sst, &se) && sst) {
+            j.ck_failed = true;
             fprintf(stderr, "gpurun: checkpoint failed (training goes on; the checkpoints committed before it stay): "
                     "%s\n", se.msg);
+        }
         const double now = gr_now();
         bool due = (s->checkpoint.every_steps > 0 && done_steps % s->checkpoint.every_steps == 0) ||
                    (s->checkpoint.every_minutes > 0 && now - last_ckpt >= 60.0 * s->checkpoint.every_minutes);
@@ -935,7 +955,8 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
     /* the last checkpoint: at the end, or where a signal stopped the run */
     if (strcmp(status, "diverged") != 0) {
         gr_error ce;
-        gr_status cst = gr_job_checkpoint_sync(&j, step, spe, &ce);
+        bool periodic = false;
+        gr_status cst = gr_job_checkpoint_sync(&j, step, spe, &periodic, &ce);
         if (stop_signal) {
             status = "stopped";
             if (cst) st = cst, *err = ce;
@@ -943,8 +964,9 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
                 char name[64];
                 gr_ckpt_filename(step, name, sizeof name);
                 st = gr_error_set(err, GR_ERR_SIGNAL, "stopped by %s at step %lld; checkpoint %s/%s committed; "
-                                  "rerun with --resume auto to continue", gr_signal_name(stop_signal), (long long)step,
-                                  j.ckpt_dir, name);
+                                  "rerun with --resume auto to continue%s", gr_signal_name(stop_signal),
+                                  (long long)step, j.ckpt_dir, name,
+                                  periodic ? " (the step's periodic save, waited for, not written twice)" : "");
             }
         } else if (cst) {
             status = "checkpoint_failed"; /* not finished: --resume auto completes it from the last good one */

@@ -415,6 +415,38 @@ expect 0 "resuming from $T/int2/checkpoints/step-0000000" -- \
 check "second SIGINT, then --resume auto = the straight run" "$PY" "$H" same "$T/wide.straight" "$T/int2"
 echo "second SIGINT: $((SECONDS - T0)) s"
 
+# ---------------------------------------------------------------- 3b. a stop while a periodic save is in flight
+# SIGTERM as soon as the .tmp of a periodic save (step S) appears: the stop usually lands in step
+# S+1, which is abandoned, so the stop checkpoint is S itself: the run waits for that save instead
+# of writing it a second time (and says so); a stop at a later step writes its own checkpoint.
+rm -rf "$T/inflight"
+CMD="$G $T/wide.yaml --set checkpoint.every_steps=10 --run-dir $T/inflight   (kill -TERM when a step .tmp appears)"
+env --default-signal=INT "$G" "$T/wide.yaml" --set checkpoint.every_steps=10 --run-dir "$T/inflight" >"$OUT" 2>"$ERR" &
+pid=$!
+i=0 tmpf=""
+while kill -0 $pid 2>/dev/null && [ -z "$tmpf" ] && [ $i -lt 6000 ]; do
+    tmpf=$(ls "$T/inflight/checkpoints/" 2>/dev/null | grep '^step-.*\.h5\.tmp$' | head -n 1)
+    [ -z "$tmpf" ] && sleep 0.001
+    i=$((i + 1))
+done
+kill -TERM $pid 2>/dev/null
+wait $pid
+RC=$?
+S=$(echo "$tmpf" | sed 's/^step-0*\([0-9]*\)\.h5\.tmp$/\1/')
+STOP=$(sed -n 's/.*stopped by SIGTERM at step \([0-9]*\);.*/\1/p' "$ERR" | head -n 1)
+if [ "$RC" -ne 75 ] || [ -z "$S" ] || [ -z "$STOP" ]; then
+    bad "exit $RC, .tmp '$tmpf', stop step '$STOP'"; show
+elif [ "$STOP" = "$S" ]; then
+    check "stop at step $S during its periodic save: waited for, not written twice" \
+        grep -qF "rerun with --resume auto to continue (the step's periodic save, waited for, not written twice)" "$ERR"
+else
+    check "stop at step $STOP after the periodic save of $S: its own checkpoint" \
+        bash -c "! grep -qF 'periodic save, waited for' '$ERR'"
+fi
+expect 0 "resuming from $T/inflight/checkpoints/$(printf 'step-%09d.h5' "${STOP:-0}") at step ${STOP:-0}" -- \
+    "$G" "$T/wide.yaml" --set checkpoint.every_steps=10 --run-dir "$T/inflight" --resume auto
+check "a stop during a periodic save + --resume auto = the straight run" "$PY" "$H" same "$T/wide.straight" "$T/inflight"
+
 # ---------------------------------------------------------------- 4. commits that fail
 # LATEST is a directory: the step files are committed all the same (LATEST is a hint that
 # --resume auto does not need); each save says so, keep still prunes, and the run finishes
