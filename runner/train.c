@@ -741,6 +741,10 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
     j.ck_step = -1;
     gr_status st;
     const gr_job_spec *s = spec;
+    /* from the start: a preemption during set-up (data loading, a resumed
+     * evaluation) is noted and stops the run at the first step boundary, with
+     * a checkpoint and exit 75, instead of killing it (143) */
+    gr_signals_install(s->checkpoint.signal_deadline_s);
     if ((st = gr_job_unsupported(s, err))) goto done;
     if (opt->resume && strcmp(opt->resume, "auto") == 0) {
         /* the preemptible idiom reruns every job with --resume auto: a run
@@ -807,11 +811,12 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
         if ((st = gr_job_evaluate(&j, &j.rec.last_vloss, &j.rec.last_acc, err))) goto done;
         eval_s += gr_now() - te;
         t_window = gr_now();
-        if (isnan(j.rec.best_acc) || j.rec.last_acc > j.rec.best_acc) j.rec.best_acc = j.rec.last_acc;
-        gr_job_log_eval(&j, start, (double)start / (double)spe, j.rec.last_vloss, j.rec.last_acc, opt->quiet);
-        j.eval_pending = false;
+        if (!isnan(j.rec.last_acc)) { /* NaN: a signal interrupted it again; still pending */
+            if (isnan(j.rec.best_acc) || j.rec.last_acc > j.rec.best_acc) j.rec.best_acc = j.rec.last_acc;
+            gr_job_log_eval(&j, start, (double)start / (double)spe, j.rec.last_vloss, j.rec.last_acc, opt->quiet);
+            j.eval_pending = false;
+        }
     }
-    gr_signals_install(s->checkpoint.signal_deadline_s);
     /* the non-trainable state (batchnorm running stats) as it was when the
      * step began: a signal in the middle of a step puts it back, since the
      * step is redone after the resume */
@@ -819,6 +824,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
     float *state0 = state_bytes ? gr_xmalloc(state_bytes) : NULL;
     int64_t step = 0;
     for (step = start; step < total; step++) {
+        if ((stop_signal = gr_signals_pending())) break; /* during set-up, or the eval just done */
         if (state0) gr_backend_download(j.be, state0, j.m.params + nt, state_bytes);
         int64_t epoch = step / spe;
         if (step > 0 && step % spe == 0 && (st = gr_loader_seek(j.train_ld, epoch, 0, err))) goto done;
@@ -1020,6 +1026,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
         printf("done: %lld steps in %.1f s, final train loss %.4f, val accuracy %.4f (best %.4f)\n",
                (long long)step, wall, j.rec.last_loss, j.rec.last_acc, j.rec.best_acc);
 done:
+    gr_signals_restore();
     gr_job_free(&j);
     return st;
 }

@@ -415,6 +415,40 @@ expect 0 "resuming from $T/int2/checkpoints/step-0000000" -- \
 check "second SIGINT, then --resume auto = the straight run" "$PY" "$H" same "$T/wide.straight" "$T/int2"
 echo "second SIGINT: $((SECONDS - T0)) s"
 
+# ---------------------------------------------------------------- 3a. a stop during set-up
+# SIGTERM while the run is still loading its data (160 MB into memory, signalled as soon as the
+# process has the file open): noted, and the run stops at its first step boundary with a
+# checkpoint and exit 75, as later (it was killed with 143); --resume auto then finishes it
+expect 0 -- "$G" data synthetic "$T/big.h5" --n 40000 --shape 1,64,64 --test 100
+cat >"$T/big.yaml" <<EOF
+name: big
+data:
+  train: {path: $T/big.h5, group: /train}
+  cache: memory
+model:
+  layers: [flatten, {dense: {units: 10}}]
+train: {batch_size: 32, steps: 20, optimizer: {type: sgd, lr: 0.01}}
+log: {every_steps: 5, tensorboard: false}
+EOF
+rm -rf "$T/setup"
+CMD="$G $T/big.yaml --run-dir $T/setup   (kill -TERM once it has $T/big.h5 open)"
+"$G" "$T/big.yaml" --run-dir "$T/setup" --quiet >"$OUT" 2>"$ERR" &
+pid=$!
+i=0
+while kill -0 $pid 2>/dev/null && ! ls -l /proc/$pid/fd 2>/dev/null | grep -qF "$T/big.h5" && [ $i -lt 10000 ]; do
+    sleep 0.001; i=$((i + 1))
+done
+kill -TERM $pid 2>/dev/null
+wait $pid
+RC=$?
+if [ $RC -eq 75 ] && grep -qF "stopped by SIGTERM at step 0; checkpoint $T/setup/checkpoints/step-000000000.h5 committed" "$ERR"
+then ok; else bad "exit $RC (75 expected), or no stop message"; show; fi
+expect 0 "resuming from $T/setup/checkpoints/step-000000000.h5 at step 0" -- \
+    "$G" "$T/big.yaml" --run-dir "$T/setup" --resume auto
+check "stopped during set-up, resumed: 20 steps logged once each" \
+    test "$(grep -c '"kind":"train"' "$T/setup/metrics.jsonl")" -eq 4
+rm -f "$T/big.h5"
+
 # ---------------------------------------------------------------- 3b. a stop while a periodic save is in flight
 # SIGTERM as soon as the .tmp of a periodic save (step S) appears: the stop usually lands in step
 # S+1, which is abandoned, so the stop checkpoint is S itself: the run waits for that save instead
