@@ -825,7 +825,7 @@ static const gr_spec_row gr_spec_rows[] = {
     SECTION("checkpoint", 0),
     STR("checkpoint.dir", 0, NULL, NULL, checkpoint.dir),
     INT("checkpoint.every_steps", 0, 0, GR_BIG, "0", checkpoint.every_steps),
-    FLOAT("checkpoint.every_minutes", 0, 0, INFINITY, "0", NULL, checkpoint.every_minutes),
+    FLOAT("checkpoint.every_minutes", 0, 0, INFINITY, "10", NULL, checkpoint.every_minutes),
     INT("checkpoint.keep", 0, 1, 1000000, "3", checkpoint.keep),
     FLOAT("checkpoint.signal_deadline_s", GR_SF_LOX, 0, 86400, "20", NULL, checkpoint.signal_deadline_s),
 

@@ -171,7 +171,7 @@ static void test_minimal_and_defaults(void) {
     CHECK(!strcmp(s.train.loss, "softmax_cross_entropy") && s.train.label_smoothing == 0);
     CHECK(s.train.grad_clip == 0);
     CHECK(s.parallel.data == 0 && !strcmp(s.parallel.backend, "auto"));
-    CHECK(s.checkpoint.dir[0] == 0 && s.checkpoint.every_steps == 0 && s.checkpoint.every_minutes == 0);
+    CHECK(s.checkpoint.dir[0] == 0 && s.checkpoint.every_steps == 0 && s.checkpoint.every_minutes == 10);
     CHECK(s.checkpoint.keep == 3);
     CHECK(s.eval.every_epochs == 1 && s.eval.every_steps == 0);
     CHECK(s.log.every_steps == 50 && s.log.dir[0] == 0 && s.log.tensorboard);
