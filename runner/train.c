@@ -694,9 +694,7 @@ static gr_status gr_job_pick_checkpoint(gr_job *j, const gr_run_options *opt, in
 static gr_status gr_job_resume(gr_job *j, const gr_run_options *opt, int64_t *start, gr_error *err) {
     const gr_job_spec *s = j->spec;
     *start = 0;
-    gr_job_ckpt_dir(j);
-    gr_status st = gr_mkdirs(j->ckpt_dir, "checkpoint directory", GR_ERR_CKPT, err);
-    if (st) return st;
+    gr_status st; /* j->ckpt_dir: set and made by gr_job_run_dir */
     size_t len = 0;
     FILE *mf = open_memstream(&j->spec_text, &len);
     if (mf) {
