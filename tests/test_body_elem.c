@@ -362,13 +362,7 @@ static void sim_sce(const float *z, const int32_t *label, float *p, float *stats
         part[2 * b] = l;
         part[2 * b + 1] = c;
     }
-    double l = 0.0, c = 0.0;
-    for (int64_t b = 0; b < blocks; b++) {
-        l += part[2 * b];
-        c += part[2 * b + 1];
-    }
-    stats[0] = (float)l;
-    stats[1] = (float)c;
+    gr_body_sce_stats(part, blocks, stats);
 }
 
 /* ties: logits on a coarse grid, so rows often hold their maximum twice */

@@ -144,6 +144,18 @@ GR_HD void gr_sce_max_combine(float *m, int64_t *arg, float m2, int64_t arg2) {
     if (*arg < 0 || m2 > *m || (m2 == *m && arg2 < *arg)) { *m = m2; *arg = arg2; }
 }
 
+/* The second stage: the blocks' (loss, correct) partials summed in block
+ * order into stats[0..1] (one thread: the order is fixed). */
+GR_HD void gr_body_sce_stats(const double *part, int64_t blocks, float *stats) {
+    double l = 0.0, c = 0.0;
+    for (int64_t b = 0; b < blocks; b++) {
+        l += part[2 * b];
+        c += part[2 * b + 1];
+    }
+    stats[0] = (float)l;
+    stats[1] = (float)c;
+}
+
 /* A lane's part of the row: p[j] = exp(z[j] - zmax), and the sums of those
  * and of z[j] - zmax (in double, from float terms, as the CPU). */
 GR_HD void gr_body_sce_exp_part(const float *z, float *p, int64_t k, float zmax, int64_t lane, int64_t lanes,

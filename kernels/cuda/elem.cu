@@ -260,13 +260,7 @@ __global__ void gr_sce_rows_kernel(const float *z, const int32_t *label, float *
 }
 
 __global__ void gr_sce_stats_kernel(const double *part, int64_t blocks, float *stats) {
-    double l = 0.0, c = 0.0;
-    for (int64_t b = 0; b < blocks; b++) {
-        l += part[2 * b];
-        c += part[2 * b + 1];
-    }
-    stats[0] = (float)l;
-    stats[1] = (float)c;
+    gr_body_sce_stats(part, blocks, stats);
 }
 
 __global__ void gr_sce_bwd_kernel(const gr_dev_ctx *ctx, const float *p, const int32_t *label, float *dz,
