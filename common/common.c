@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -123,6 +124,20 @@ double gr_now(void) {
 /* splitmix64 finalizer over (key, counter): statistically good enough for
  * dropout masks, shuffles and augmentation, and free of shared state. */
 uint64_t gr_hash64(uint64_t key, uint64_t counter) { return gr_hash64_hd(key, counter); }
+
+volatile int gr_interrupted = 0;
+
+gr_status gr_check_regular(const char *path, const char *what, gr_status code, gr_error *err) {
+    struct stat sb;
+    if (stat(path, &sb) != 0 || S_ISREG(sb.st_mode)) return GR_OK;
+    const char *kind = S_ISDIR(sb.st_mode)    ? "a directory"
+                       : S_ISFIFO(sb.st_mode) ? "a FIFO"
+                       : S_ISCHR(sb.st_mode)  ? "a character device"
+                       : S_ISBLK(sb.st_mode)  ? "a block device"
+                       : S_ISSOCK(sb.st_mode) ? "a socket"
+                                              : "a special file";
+    return gr_error_set(err, code, "%s: %s is %s, not a regular file", path, what, kind);
+}
 
 int gr_edit_distance(const char *a, const char *b) {
     size_t la = strlen(a), lb = strlen(b);

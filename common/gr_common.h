@@ -69,6 +69,18 @@ uint64_t gr_hash64(uint64_t key, uint64_t counter);
 /* Uniform float in [0, 1) from the same stream. */
 static inline float gr_uniform(uint64_t key, uint64_t counter) { return gr_uniform_hd(key, counter); }
 
+/* Every input (spec, dataset, checkpoint, init_from) must be a regular file
+ * (DESIGN 1.3): checked with stat(), which follows symlinks and never blocks
+ * on a FIFO or a device. Returns GR_OK for a regular file and also when path
+ * cannot be stat()ed (the caller's own open then reports the missing file);
+ * otherwise sets err with `code`: "PATH: WHAT is a FIFO, not a regular file". */
+gr_status gr_check_regular(const char *path, const char *what, gr_status code, gr_error *err);
+
+/* Flag set by runner/'s signal handlers and polled by long loops below
+ * runner/ (graph expansion, data reads) so that a SIGTERM stops them
+ * promptly: they return GR_ERR_SIGNAL "interrupted by SIGTERM". */
+extern volatile int gr_interrupted; /* the signal number, 0 when none */
+
 /* Levenshtein distance, for "did you mean" suggestions. */
 int gr_edit_distance(const char *a, const char *b);
 
