@@ -3,9 +3,14 @@
  * to one split of the HDF5 layout of DESIGN 1.5: each image decoded to RGB,
  * resized so its short side is R, centre-cropped to SxS.
  *
+ * A file's format is told by its first bytes (JPEG FF D8 FF, PNG's 8-byte
+ * signature), not its name: ImageNet has a PNG named .JPEG. CMYK and YCCK
+ * JPEGs (ImageNet has a few dozen) are decoded as CMYK and converted to RGB.
+ *
  * Both libraries report errors by calling a function that must not return;
  * here it records the message and longjmps back to the decoding function,
- * so a corrupt file is an error naming it, never an exit or a crash. */
+ * so a corrupt file is an error naming it, never an exit or a crash. What
+ * then happens to the conversion is the caller's --on-error policy. */
 #include "convert.h"
 #include "convert_out.h"
 
@@ -23,8 +28,14 @@
 #include <jerror.h>
 #include <png.h>
 
-#define IF_MAX_SIDE 65536
-#define IF_MAX_PIXELS ((int64_t)1 << 28) /* decoded images up to 256 Mpixel */
+#define IF_MAX_SIDE 65536 /* --size and --short-side */
+/* The largest source image taken, checked on the header before anything is
+ * allocated: a side of at most 32768 and at most 2^28 pixels (256 Mpixel,
+ * 16384x16384). Photo datasets stay far below it (ImageNet's largest is
+ * under 10k a side); past it a header is corrupt or hostile (65500x65500
+ * over a few hundred bytes would cost gigabytes and a long decode). */
+#define IF_MAX_SRC_SIDE 32768
+#define IF_MAX_SRC_PIXELS ((int64_t)1 << 28)
 #define IF_MSG_MAX 256
 
 /* ---- decoding: an interleaved RGB image ---- */
@@ -33,10 +44,11 @@ typedef struct if_image {
     int64_t w, h;
 } if_image;
 
+/* Whether a header's w x h is within IF_MAX_SRC_*; else msg says why. */
 static bool if_size_ok(int64_t w, int64_t h, char *msg, size_t n) {
-    if (w >= 1 && h >= 1 && w * h <= IF_MAX_PIXELS) return true;
-    snprintf(msg, n, "%lldx%lld pixels is more than this converter takes (%lld)", (long long)w,
-             (long long)h, (long long)IF_MAX_PIXELS);
+    if (w >= 1 && h >= 1 && w <= IF_MAX_SRC_SIDE && h <= IF_MAX_SRC_SIDE && w * h <= IF_MAX_SRC_PIXELS) return true;
+    snprintf(msg, n, "header claims %lldx%lld pixels, more than this converter takes (sides up to %d, up to %lld "
+             "pixels)", (long long)w, (long long)h, IF_MAX_SRC_SIDE, (long long)IF_MAX_SRC_PIXELS);
     return false;
 }
 
@@ -48,6 +60,7 @@ typedef struct if_jpeg_job {
     FILE *fp;
     int64_t short_side;  /* decode at a reduced scale while the short side stays >= this */
     if_image *img;
+    uint8_t *cmyk;       /* one CMYK row, for CMYK / YCCK files */
 } if_jpeg_job;
 
 static void if_jpeg_error_exit(j_common_ptr ci) {
@@ -58,10 +71,26 @@ static void if_jpeg_error_exit(j_common_ptr ci) {
     longjmp(j->jb, 1);
 }
 
-/* Warnings are ignored, except the end of the data arriving early: libjpeg
- * would otherwise fill the rest of a truncated file with grey. */
+/* Warnings are ignored, except the scan data ending early, at the end of the
+ * file or at a marker (a cut file, or one whose header claims more rows
+ * than its data holds): libjpeg would fill the rest with grey. */
 static void if_jpeg_emit(j_common_ptr ci, int level) {
-    if (level < 0 && ci->err->msg_code == JWRN_JPEG_EOF) if_jpeg_error_exit(ci);
+    if (level < 0 && (ci->err->msg_code == JWRN_JPEG_EOF || ci->err->msg_code == JWRN_HIT_MARKER))
+        if_jpeg_error_exit(ci);
+}
+
+/* One row of n CMYK pixels to RGB. Adobe's files (an APP14 marker: Photoshop
+ * and libjpeg write one) store CMYK inverted, 255 meaning no ink: R = C*K/255,
+ * as libjpeg-turbo's own examples, Pillow and browsers do; others store it
+ * plain: R = (255-C)*(255-K)/255. */
+static void if_cmyk_to_rgb(const uint8_t *cmyk, int64_t n, bool inverted, uint8_t *rgb) {
+    for (int64_t x = 0; x < n; x++, cmyk += 4, rgb += 3) {
+        const unsigned k = inverted ? cmyk[3] : 255u - cmyk[3];
+        for (int c = 0; c < 3; c++) {
+            const unsigned v = inverted ? cmyk[c] : 255u - cmyk[c];
+            rgb[c] = (uint8_t)((v * k + 127) / 255);
+        }
+    }
 }
 
 /* The libjpeg calls; returns false with j->msg set. Touches only *j. */
@@ -71,7 +100,10 @@ static bool if_jpeg_run(if_jpeg_job *j) {
     j->ci.client_data = j;
     jpeg_stdio_src(&j->ci, j->fp);
     jpeg_read_header(&j->ci, TRUE);
-    j->ci.out_color_space = JCS_RGB;
+    if (!if_size_ok(j->ci.image_width, j->ci.image_height, j->msg, sizeof j->msg)) return false;
+    /* libjpeg converts YCCK to CMYK but neither to RGB */
+    const bool cmyk = j->ci.jpeg_color_space == JCS_CMYK || j->ci.jpeg_color_space == JCS_YCCK;
+    j->ci.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
     const int64_t shorter = GR_MIN((int64_t)j->ci.image_width, (int64_t)j->ci.image_height);
     for (int d = 8; d >= 2; d /= 2)
         if ((shorter + d - 1) / d >= j->short_side) {
@@ -80,17 +112,20 @@ static bool if_jpeg_run(if_jpeg_job *j) {
             break;
         }
     jpeg_start_decompress(&j->ci);
-    if (j->ci.output_components != 3) {
-        snprintf(j->msg, sizeof j->msg, "decodes to %d components, not RGB", j->ci.output_components);
+    if (j->ci.output_components != (cmyk ? 4 : 3)) {
+        snprintf(j->msg, sizeof j->msg, "decodes to %d components, not %s", j->ci.output_components,
+                 cmyk ? "CMYK" : "RGB");
         return false;
     }
-    if (!if_size_ok(j->ci.output_width, j->ci.output_height, j->msg, sizeof j->msg)) return false;
     j->img->w = j->ci.output_width;
     j->img->h = j->ci.output_height;
     j->img->rgb = gr_xmalloc((size_t)(j->img->w * j->img->h * 3));
+    if (cmyk) j->cmyk = gr_xmalloc((size_t)(j->img->w * 4));
     while (j->ci.output_scanline < j->ci.output_height) {
-        JSAMPROW row = j->img->rgb + (size_t)j->ci.output_scanline * (size_t)j->img->w * 3;
-        jpeg_read_scanlines(&j->ci, &row, 1);
+        uint8_t *rgb = j->img->rgb + (size_t)j->ci.output_scanline * (size_t)j->img->w * 3;
+        JSAMPROW row = cmyk ? j->cmyk : rgb;
+        if (jpeg_read_scanlines(&j->ci, &row, 1) == 1 && cmyk)
+            if_cmyk_to_rgb(j->cmyk, j->img->w, j->ci.saw_Adobe_marker, rgb);
     }
     jpeg_finish_decompress(&j->ci);
     return true;
@@ -107,6 +142,7 @@ static bool if_decode_jpeg(FILE *fp, int64_t short_side, if_image *img, char *ms
     bool ok = if_jpeg_run(j);
     if (!ok) snprintf(msg, IF_MSG_MAX, "JPEG: %s", j->msg);
     jpeg_destroy_decompress(&j->ci);
+    free(j->cmyk);
     free(j);
     return ok;
 }
@@ -135,8 +171,11 @@ static void if_png_warning(png_structp png, png_const_charp m) {
 static bool if_png_run(if_png_job *j) {
     if (setjmp(j->jb)) return false;
     png_init_io(j->png, j->fp);
-    png_set_user_limits(j->png, IF_MAX_SIDE, IF_MAX_SIDE);
+    png_set_user_limits(j->png, IF_MAX_SRC_SIDE, IF_MAX_SRC_SIDE);
     png_read_info(j->png, j->info);
+    if (!if_size_ok(png_get_image_width(j->png, j->info), png_get_image_height(j->png, j->info), j->msg,
+                    sizeof j->msg))
+        return false;
     const int color = png_get_color_type(j->png, j->info);
     png_set_expand(j->png);      /* palette -> RGB, gray < 8 bits -> 8, tRNS -> alpha */
     png_set_strip_16(j->png);
@@ -145,7 +184,6 @@ static bool if_png_run(if_png_job *j) {
     png_set_interlace_handling(j->png);
     png_read_update_info(j->png, j->info);
     const int64_t w = png_get_image_width(j->png, j->info), h = png_get_image_height(j->png, j->info);
-    if (!if_size_ok(w, h, j->msg, sizeof j->msg)) return false;
     if (png_get_channels(j->png, j->info) != 3 || (int64_t)png_get_rowbytes(j->png, j->info) != w * 3) {
         snprintf(j->msg, sizeof j->msg, "does not decode to 8-bit RGB");
         return false;
@@ -174,7 +212,7 @@ static bool if_decode_png(FILE *fp, if_image *img, char *msg) {
     return ok;
 }
 
-/* Decodes path (PNG by its signature, else JPEG) into img. */
+/* Decodes path into img, by what its first bytes say it is (not by its name). */
 static bool if_decode(const char *path, int64_t short_side, if_image *img, char *msg) {
     memset(img, 0, sizeof *img);
     FILE *fp = fopen(path, "rb");
@@ -185,8 +223,17 @@ static bool if_decode(const char *path, int64_t short_side, if_image *img, char 
     uint8_t sig[8] = {0};
     size_t got = fread(sig, 1, sizeof sig, fp);
     rewind(fp);
-    bool ok = got == sizeof sig && png_sig_cmp(sig, 0, sizeof sig) == 0 ? if_decode_png(fp, img, msg)
-                                                                       : if_decode_jpeg(fp, short_side, img, msg);
+    bool ok;
+    if (got >= 3 && sig[0] == 0xFF && sig[1] == 0xD8 && sig[2] == 0xFF) {
+        ok = if_decode_jpeg(fp, short_side, img, msg);
+    } else if (got == sizeof sig && png_sig_cmp(sig, 0, sizeof sig) == 0) {
+        ok = if_decode_png(fp, img, msg);
+    } else {
+        char hex[3 * sizeof sig + 1] = "";
+        for (size_t i = 0; i < GR_MIN(got, (size_t)4); i++) snprintf(hex + 3 * i, 4, " %02X", sig[i]);
+        snprintf(msg, IF_MSG_MAX, "not a JPEG or PNG file (%s%s)", got ? "it starts with" : "it is empty", hex);
+        ok = false;
+    }
     fclose(fp);
     if (!ok) {
         free(img->rgb);

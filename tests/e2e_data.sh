@@ -83,7 +83,7 @@ want 3 "$T/c.h5" "$T/cifar_empty/data_batch_1.bin: size 3000 is not a multiple o
     "$G" data cifar10 "$T/c.h5" --from "$T/cifar_empty"
 want 3 "$T/i.h5" "$T/folder_empty: no class sub-folders" -- "$G" data imagefolder "$T/i.h5" --from "$T/folder_empty" --size 8
 printf 'not a png' >"$T/folder_bad/cat/x.png"
-want 3 "$T/i.h5" "$T/folder_bad/cat/x.png: cannot decode: JPEG: Not a JPEG file" -- \
+want 3 "$T/i.h5" "$T/folder_bad/cat/x.png: cannot decode: not a JPEG or PNG file (it starts with 6E 6F 74 20)" -- \
     "$G" data imagefolder "$T/i.h5" --from "$T/folder_bad" --size 8
 
 # ---------------------------------------------------------------- conversions that succeed

@@ -508,6 +508,50 @@ static void write_jpeg(const char *path, int w, int h, int components, pixel_fn 
     fclose(f);
 }
 
+/* A solid 4-component JPEG: every pixel stores cmyk[0..3]. mode 0: CMYK with
+ * libjpeg's default Adobe marker (which, as Photoshop's files, means the
+ * values are stored inverted); 1: CMYK without an Adobe marker (plain CMYK);
+ * 2: YCCK (always with an Adobe marker). */
+static void write_jpeg_cmyk(const char *path, int w, int h, const uint8_t cmyk[4], int mode) {
+    FILE *f = fopen(path, "wb");
+    GR_ASSERT(f);
+    struct jpeg_compress_struct ci;
+    struct jpeg_error_mgr jerr;
+    ci.err = jpeg_std_error(&jerr);
+    jpeg_create_compress(&ci);
+    jpeg_stdio_dest(&ci, f);
+    ci.image_width = (JDIMENSION)w;
+    ci.image_height = (JDIMENSION)h;
+    ci.input_components = 4;
+    ci.in_color_space = JCS_CMYK;
+    jpeg_set_defaults(&ci);
+    if (mode == 2) jpeg_set_colorspace(&ci, JCS_YCCK);
+    if (mode == 1) ci.write_Adobe_marker = FALSE;
+    jpeg_set_quality(&ci, 98, TRUE);
+    jpeg_start_compress(&ci, TRUE);
+    uint8_t *row = malloc((size_t)(w * 4));
+    for (int x = 0; x < w; x++) memcpy(row + 4 * x, cmyk, 4);
+    while (ci.next_scanline < ci.image_height) {
+        JSAMPROW r = row;
+        jpeg_write_scanlines(&ci, &r, 1);
+    }
+    jpeg_finish_compress(&ci);
+    jpeg_destroy_compress(&ci);
+    free(row);
+    fclose(f);
+}
+
+/* Rewrites the baseline SOF of the JPEG in buf[0, n) to claim w x h. */
+static void jpeg_claim_size(uint8_t *buf, size_t n, int w, int h) {
+    for (size_t i = 0; i + 9 < n; i++)
+        if (buf[i] == 0xFF && buf[i + 1] == 0xC0) {
+            buf[i + 5] = (uint8_t)(h >> 8), buf[i + 6] = (uint8_t)h;
+            buf[i + 7] = (uint8_t)(w >> 8), buf[i + 8] = (uint8_t)w;
+            return;
+        }
+    GR_ASSERT(!"no SOF0 marker");
+}
+
 static uint8_t px_grad64(int x, int y, int c) { /* 64x32: R = 4x, G = 255 - 4x, B = 8y */
     return (uint8_t)(c == 0 ? 4 * x : c == 1 ? 255 - 4 * x : 8 * y);
 }
@@ -674,7 +718,7 @@ static void test_imagefolder(void) {
     write_bytes(join(cdir, "b_text.jpg"), "hello", 5);
     CHECK_FAILED(gr_data_convert_imagefolder(&(gr_imagefolder_config){.dir = bdir, .size = 8}, out, false, false,
                                              &skipped, &err),
-                 GR_ERR_DATA, "c/b_text.jpg: cannot decode: JPEG: ", out);
+                 GR_ERR_DATA, "c/b_text.jpg: cannot decode: not a JPEG or PNG file (it starts with 68 65 6C 6C)", out);
     remove(join(cdir, "b_text.jpg"));
     n = read_bytes(join(dir, "a_cls/grad.png"), buf, sizeof buf);
     write_bytes(join(cdir, "b_cut.png"), buf, n - 20);
@@ -704,10 +748,82 @@ static void test_imagefolder(void) {
     rm_rf(dir);
 }
 
+/* What ImageNet holds besides RGB JPEGs: CMYK and YCCK JPEGs (Adobe's
+ * inverted convention and plain), a PNG named .JPEG; and files no decoder
+ * should accept: a header claiming 65500x65500 over a few bytes of data, scan
+ * data that ends early at an EOI marker, garbage. */
+static void test_imagefolder_sources(void) {
+    const char *dir = tmp_path("imgs_src"), *out = tmp_path("imgs_src.h5");
+    gr_error err = {0};
+    int64_t skipped = -1;
+    rm_rf(dir);
+    remove(out);
+    mkdir(dir, 0755);
+    const char *k = join(dir, "k");
+    char kdir[600];
+    snprintf(kdir, sizeof kdir, "%s", k);
+    mkdir(kdir, 0755);
+    const uint8_t cmyk[4] = {200, 100, 50, 220};
+    write_jpeg_cmyk(join(kdir, "a_adobe.jpg"), 24, 24, cmyk, 0);
+    write_jpeg_cmyk(join(kdir, "b_plain.jpg"), 24, 24, cmyk, 1);
+    write_jpeg_cmyk(join(kdir, "c_ycck.jpeg"), 24, 24, cmyk, 2);
+    write_png(join(kdir, "d_png.JPEG"), 16, 16, PNG_COLOR_TYPE_RGB, 8, px_solid);
+    CHECK_MSG(gr_data_convert_imagefolder(&(gr_imagefolder_config){.dir = dir, .size = 8}, out, false, false, &skipped,
+                                          &err) == GR_OK, "%s", err.msg);
+    split_data d;
+    if (file_exists(out) && read_split(out, "/train", &d)) {
+        CHECK(d.n == 4);
+        for (int c = 0; c < 3; c++) {
+            const double inv = cmyk[c] * cmyk[3] / 255.0, plain = (255 - cmyk[c]) * (255 - cmyk[3]) / 255.0;
+            for (int64_t p = 0; p < 64; p++) {
+                CHECK_CLOSE(d.x[(0 * 3 + c) * 64 + p], inv, 0, 3);   /* Adobe: R = C * K / 255 */
+                CHECK_CLOSE(d.x[(1 * 3 + c) * 64 + p], plain, 0, 3); /* R = (255 - C)(255 - K) / 255 */
+                CHECK_CLOSE(d.x[(2 * 3 + c) * 64 + p], inv, 0, 3);   /* YCCK -> Adobe CMYK */
+                CHECK(d.x[(3 * 3 + c) * 64 + p] == px_solid(0, 0, c)); /* by its signature, not its name */
+            }
+        }
+        split_free(&d);
+    }
+    remove(out);
+    rm_rf(dir);
+
+    /* bad files, each alone beside a good one: exit 3 naming the file and why */
+    mkdir(dir, 0755);
+    mkdir(kdir, 0755);
+    write_jpeg(join(kdir, "e_good.jpg"), 16, 16, 3, px_solid);
+    uint8_t buf[1 << 16];
+    write_jpeg(join(dir, "busy.tmp"), 64, 64, 3, px_busy);
+    size_t n = read_bytes(join(dir, "busy.tmp"), buf, sizeof buf);
+    GR_ASSERT(n > 4096 && n + 2 < sizeof buf);
+    remove(join(dir, "busy.tmp"));
+    jpeg_claim_size(buf, n, 65500, 65500);
+    static const char *const why[] = {
+        "header claims 65500x65500 pixels", "header claims 65500x65500 pixels", "Corrupt JPEG data",
+        "not a JPEG or PNG file"};
+    for (int bad = 0; bad < 4; bad++) {
+        const char *name = join(kdir, "f_bad.jpg");
+        remove(out);
+        if (bad == 0) write_bytes(name, buf, n);          /* 65500x65500 over 64x64's data and its EOI */
+        if (bad == 1) write_bytes(name, buf, n * 3 / 4);  /* the same, cut */
+        if (bad == 2) {                                   /* 64x64, scan cut, then EOI */
+            jpeg_claim_size(buf, n, 64, 64);
+            buf[n / 2] = 0xFF, buf[n / 2 + 1] = 0xD9;
+            write_bytes(name, buf, n / 2 + 2);
+        }
+        if (bad == 3) write_bytes(name, "GIF89a garbage", 14);
+        CHECK_FAILED(gr_data_convert_imagefolder(&(gr_imagefolder_config){.dir = dir, .size = 8}, out, false, false,
+                                                 &skipped, &err),
+                     GR_ERR_DATA, "k/f_bad.jpg: cannot decode: ", out);
+        CHECK_STR_CONTAINS(err.msg, why[bad]);
+    }
+    rm_rf(dir);
+}
+
 int main(void) {
     mkdir(GR_TEST_TMP, 0755);
     test_cifar10();
     test_synthetic();
     test_imagefolder();
+    test_imagefolder_sources();
     return gr_test_report();
 }
