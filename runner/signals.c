@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 static volatile sig_atomic_t gr_sig_caught;
+static volatile sig_atomic_t gr_sig_armed; /* 0: set-up, a signal exits at once */
 static unsigned gr_sig_deadline = 20;
 static struct sigaction gr_sig_old[4];
 static const int gr_sig_list[4] = {SIGTERM, SIGINT, SIGUSR1, SIGALRM};
@@ -23,6 +24,14 @@ static void gr_sig_handler(int sig) {
                     "exiting without one (rerun with --resume auto resumes from the previous one)\n");
         _exit(6);
     }
+    if (!gr_sig_armed && sig != SIGALRM) {
+        gr_sig_say(sig == SIGINT    ? "gpurun: stopped by SIGINT"
+                   : sig == SIGTERM ? "gpurun: stopped by SIGTERM"
+                                    : "gpurun: stopped by SIGUSR1");
+        gr_sig_say(" during set-up (compile, data, device), before the run directory was written; nothing "
+                   "changed: rerun with --resume auto to continue\n");
+        _exit(75);
+    }
     if (gr_sig_caught) {
         if (sig == SIGINT) {
             gr_sig_say("gpurun: second interrupt: exiting now, committed checkpoints untouched\n");
@@ -36,6 +45,7 @@ static void gr_sig_handler(int sig) {
 
 void gr_signals_install(double deadline_s) {
     gr_sig_caught = 0;
+    gr_sig_armed = 0;
     gr_sig_deadline = deadline_s >= 1.0 ? (unsigned)ceil(deadline_s) : 1u;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -43,6 +53,8 @@ void gr_signals_install(double deadline_s) {
     sigemptyset(&sa.sa_mask);
     for (int i = 0; i < 4; i++) sigaction(gr_sig_list[i], &sa, &gr_sig_old[i]);
 }
+
+void gr_signals_arm(void) { gr_sig_armed = 1; }
 
 /* Disarms the deadline. The handlers stay until the process exits, so a
  * second SIGINT while the run writes its summary still exits at once with

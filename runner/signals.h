@@ -2,11 +2,19 @@
  * to stop at the next micro-batch boundary, commit a checkpoint and exit 75.
  * A second SIGINT exits at once (status 130) without touching committed
  * files; if the checkpoint is not committed within the deadline, the
- * process exits 6 (no checkpoint) the same way. */
+ * process exits 6 (no checkpoint) the same way.
+ *
+ * Until gr_signals_arm() — compile, data open, device set-up, checkpoint
+ * verification: nothing in the run directory written yet — a signal ends
+ * the process at once with a line and exit 75 (nothing is lost: a resumed
+ * run's checkpoint is still the newest), however long that phase takes. */
 #ifndef GR_SIGNALS_H
 #define GR_SIGNALS_H
 
 void gr_signals_install(double deadline_s);
+/* From here on a signal is deferred to the next step boundary (the run
+ * directory is about to be written). */
+void gr_signals_arm(void);
 /* Disarms the deadline (the handlers stay: see signals.c). */
 void gr_signals_restore(void);
 /* The signal caught (SIGTERM, ...), or 0. */

@@ -82,7 +82,7 @@ static uint32_t gr_tfevents_masked_crc(const void *data, size_t n) {
 }
 
 static gr_status gr_tfevents_record(gr_tfevents *w, const unsigned char *data, size_t n) {
-    if (w->write_errno) return GR_ERR_USAGE;
+    if (w->write_errno) return GR_ERR_CKPT;
     unsigned char head[12], tail[4];
     gr_pb_le(head, n, 8);
     gr_pb_le(head + 8, gr_tfevents_masked_crc(head, 8), 4);
@@ -91,14 +91,14 @@ static gr_status gr_tfevents_record(gr_tfevents *w, const unsigned char *data, s
     if (fwrite(head, 1, sizeof head, w->f) != sizeof head || fwrite(data, 1, n, w->f) != n ||
         fwrite(tail, 1, sizeof tail, w->f) != sizeof tail) {
         w->write_errno = errno ? errno : EIO;
-        return GR_ERR_USAGE;
+        return GR_ERR_CKPT;
     }
     return GR_OK;
 }
 
 static gr_status gr_tfevents_report(const gr_tfevents *w, gr_error *err) {
     if (!w->write_errno) return GR_OK;
-    return gr_error_set(err, GR_ERR_USAGE, "%s: cannot write: %s", w->path, strerror(w->write_errno));
+    return gr_error_set(err, GR_ERR_CKPT, "%s: cannot write: %s", w->path, strerror(w->write_errno));
 }
 
 /* ---- public ---- */
@@ -131,7 +131,7 @@ gr_status gr_tfevents_open(const char *dir, gr_tfevents **out, gr_error *err) {
     }
     FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (!f) {
-        gr_status st = gr_error_set(err, GR_ERR_USAGE, "%s: cannot write: %s", path, strerror(errno));
+        gr_status st = gr_error_set(err, GR_ERR_CKPT, "%s: cannot write: %s", path, strerror(errno));
         if (fd >= 0) close(fd);
         free(path);
         return st;
@@ -229,7 +229,7 @@ static bool gr_event_step(const unsigned char *p, size_t n, int64_t *step) {
  * .tmp and rename only when something goes. */
 static gr_status gr_tfevents_trim_file(const char *path, int64_t step, gr_error *err) {
     FILE *f = fopen(path, "rb");
-    if (!f) return gr_error_set(err, GR_ERR_USAGE, "%s: cannot read: %s", path, strerror(errno));
+    if (!f) return gr_error_set(err, GR_ERR_CKPT, "%s: cannot read: %s", path, strerror(errno));
     size_t cap = 1 << 16, n = 0;
     unsigned char *buf = gr_xmalloc(cap);
     for (size_t r; (r = fread(buf + n, 1, cap - n, f)) > 0;) {
@@ -260,7 +260,7 @@ static gr_status gr_tfevents_trim_file(const char *path, int64_t step, gr_error 
         bool ok = o && fwrite(buf, 1, keep, o) == keep;
         if (o && fclose(o) != 0) ok = false;
         if (!ok || rename(tmp, path) != 0) {
-            st = gr_error_set(err, GR_ERR_USAGE, "%s: cannot rewrite: %s", path, strerror(errno));
+            st = gr_error_set(err, GR_ERR_CKPT, "%s: cannot rewrite: %s", path, strerror(errno));
             unlink(tmp);
         }
         free(tmp);

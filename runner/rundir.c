@@ -1,0 +1,149 @@
+/* rundir.c — see rundir.h. */
+#define _GNU_SOURCE
+#include "rundir.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+gr_status gr_rundir_mkdirs(const char *path, const char *what, gr_status code, gr_error *err) {
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1;; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+            *p = '\0';
+            struct stat sb;
+            if (mkdir(buf, 0777) != 0 && (errno != EEXIST || (stat(buf, &sb) == 0 && !S_ISDIR(sb.st_mode))))
+                return gr_error_set(err, code, "%s: cannot create the %s %s: %s", buf, what, path,
+                                    errno == EEXIST ? "a file is in the way" : strerror(errno));
+            *p = c;
+            if (!c) break;
+        }
+    }
+    return GR_OK;
+}
+
+/* "host h, pid p, started t" from the holder's lock file (and the kernel's
+ * idea of its pid, which NFS may not know). */
+static void gr_rundir_holder(int fd, char *buf, size_t n) {
+    char text[512] = "";
+    ssize_t r = pread(fd, text, sizeof text - 1, 0);
+    text[r > 0 ? r : 0] = '\0';
+    text[strcspn(text, "\n")] = '\0';
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    long kpid = fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK ? (long)fl.l_pid : 0;
+    if (text[0]) snprintf(buf, n, "%s", text);
+    else if (kpid > 0) snprintf(buf, n, "pid %ld (it has not written its host yet)", kpid);
+    else snprintf(buf, n, "a process that has not written its name yet");
+}
+
+gr_status gr_rundir_lock_take(gr_rundir_lock *l, const char *dir, gr_error *err) {
+    l->fd = -1;
+    snprintf(l->dir, sizeof l->dir, "%s", dir);
+    struct stat sb;
+    l->made_dir = stat(dir, &sb) != 0;
+    gr_status st = gr_rundir_mkdirs(dir, "run directory", GR_ERR_CKPT, err);
+    if (st) return st;
+    char path[1100];
+    snprintf(path, sizeof path, "%s/" GR_RUNDIR_LOCK, dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
+    if (fd < 0)
+        return gr_error_set(err, GR_ERR_CKPT, "%s: cannot make the run directory's lock file: %s (the run "
+                            "directory must be writable)", path, strerror(errno));
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return gr_error_set(err, GR_ERR_CKPT, "%s: the run directory's lock is not a regular file; remove it", path);
+    }
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    if (fcntl(fd, F_SETLK, &fl) != 0) {
+        int e = errno;
+        char who[600];
+        if (e == EACCES || e == EAGAIN) {
+            gr_rundir_holder(fd, who, sizeof who);
+            close(fd);
+            return gr_error_set(err, GR_ERR_CKPT, "%s: locked by another run (%s); one process writes a run "
+                                "directory at a time: wait for it or stop it, or pass another --run-dir; "
+                                "nothing was changed", dir, who);
+        }
+        close(fd);
+        return gr_error_set(err, GR_ERR_CKPT, "%s: cannot lock the run directory: %s (on NFS, the lock "
+                            "service must run)", path, strerror(e));
+    }
+    char host[256] = "?", when[64] = "?", text[600];
+    gethostname(host, sizeof host - 1);
+    host[sizeof host - 1] = '\0';
+    time_t now = time(NULL);
+    struct tm tmv;
+    if (gmtime_r(&now, &tmv)) strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+    int len = snprintf(text, sizeof text, "host %s, pid %ld, started %s\n", host, (long)getpid(), when);
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, text, (size_t)len, 0) != len) {
+        int e = errno;
+        close(fd);
+        return gr_error_set(err, GR_ERR_CKPT, "%s: cannot write the run directory's lock file: %s", path,
+                            strerror(e));
+    }
+    l->fd = fd;
+    return GR_OK;
+}
+
+void gr_rundir_lock_release(gr_rundir_lock *l, bool undo) {
+    if (l->fd < 0) return;
+    if (undo && l->made_dir) {
+        char path[1100];
+        snprintf(path, sizeof path, "%s/" GR_RUNDIR_LOCK, l->dir);
+        unlink(path);
+        rmdir(l->dir); /* fails, harmlessly, if anything else is there */
+    }
+    close(l->fd);
+    l->fd = -1;
+}
+
+gr_status gr_rundir_open_append(const char *path, FILE **out, gr_error *err) {
+    *out = NULL;
+    gr_status st = gr_check_regular(path, "a run directory's file", GR_ERR_CKPT, err);
+    if (st) return st;
+    FILE *f = fopen(path, "a");
+    if (!f) return gr_error_set(err, GR_ERR_CKPT, "%s: cannot write: %s", path, strerror(errno));
+    *out = f;
+    return GR_OK;
+}
+
+gr_status gr_rundir_flush(FILE *f, const char *path, gr_error *err) {
+    errno = 0;
+    if (fflush(f) != 0 || ferror(f)) {
+        int e = errno ? errno : EIO;
+        clearerr(f);
+        return gr_error_set(err, GR_ERR_CKPT, "%s: cannot write: %s", path, strerror(e));
+    }
+    return GR_OK;
+}
+
+gr_status gr_rundir_write_file(const char *dir, const char *name, void (*fill)(FILE *f, const void *ctx),
+                               const void *ctx, gr_error *err) {
+    char path[1100], tmp[1120];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    unlink(tmp); /* a leftover (or a symlink planted there) is replaced, never followed */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        return gr_error_set(err, GR_ERR_CKPT, "%s: cannot write: %s", tmp, strerror(e));
+    }
+    fill(f, ctx);
+    errno = 0;
+    bool bad = fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0;
+    int e = errno ? errno : EIO;
+    if (fclose(f) != 0 && !bad) bad = true, e = errno;
+    if (!bad && rename(tmp, path) != 0) bad = true, e = errno;
+    if (bad) {
+        unlink(tmp);
+        return gr_error_set(err, GR_ERR_CKPT, "%s: cannot write: %s", path, strerror(e));
+    }
+    return GR_OK;
+}

@@ -1,0 +1,55 @@
+/* rundir.h — the run directory (DESIGN 1.3): one writer at a time, and
+ * storage failures that say so.
+ *
+ * A run holds an exclusive fcntl lock on DIR/.lock for its whole life: the
+ * kernel drops it when the process dies (SIGKILL included), and NFS honours
+ * it (lockd / NFSv4). The file holds the holder's host, pid and start time,
+ * so a second process refuses at once naming them, before it reads or writes
+ * anything else in the directory. Every failure to make or write the run
+ * directory (read-only, full, permission, something in the way) is exit 6,
+ * naming the path and the system's reason. */
+#ifndef GR_RUNDIR_H
+#define GR_RUNDIR_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "../common/gr_common.h"
+
+#define GR_RUNDIR_LOCK ".lock"
+
+typedef struct gr_rundir_lock {
+    int fd;        /* -1: not held */
+    bool made_dir; /* this process created the directory */
+    char dir[1024];
+} gr_rundir_lock;
+
+/* mkdir -p PATH; `what` names it in the error ("run directory"). */
+gr_status gr_rundir_mkdirs(const char *path, const char *what, gr_status code, gr_error *err);
+
+/* Makes dir if missing and takes its lock; exit 6 when another live process
+ * holds it ("locked by another run: host H, pid P, started T"), or when the
+ * lock file cannot be made (read-only directory, no locks on this file
+ * system). */
+gr_status gr_rundir_lock_take(gr_rundir_lock *l, const char *dir, gr_error *err);
+
+/* Releases the lock. With `undo`, a directory this process made and left
+ * holding nothing but the lock file is removed again (a run that failed
+ * before writing anything leaves no trace). */
+void gr_rundir_lock_release(gr_rundir_lock *l, bool undo);
+
+/* A metrics sink of the run directory (metrics.jsonl): must be a regular
+ * file when it exists (a symlink to /dev/full, a FIFO: exit 6), opened for
+ * append. */
+gr_status gr_rundir_open_append(const char *path, FILE **out, gr_error *err);
+
+/* The outcome of writes to f since it was opened: exit 6 naming path and
+ * the error (ENOSPC, EIO...) when a write or the flush failed. */
+gr_status gr_rundir_flush(FILE *f, const char *path, gr_error *err);
+
+/* Writes dir/name through name.tmp and a rename, with `write` filling the
+ * file; exit 6 naming the path on any failure (the old file stays). */
+gr_status gr_rundir_write_file(const char *dir, const char *name, void (*fill)(FILE *f, const void *ctx),
+                               const void *ctx, gr_error *err);
+
+#endif
