@@ -294,6 +294,8 @@ static gr_status gr_read_opt_f64(hid_t f, const char *path, const char *name, do
 gr_status gr_ckpt_load(const char *path, gr_ckpt_header *h, const gr_ckpt_state *s, gr_error *err) {
     gr_h5_init();
     memset(h, 0, sizeof *h);
+    gr_status rs = gr_check_regular(path, "the checkpoint", GR_ERR_CKPT, err); /* a FIFO would block */
+    if (rs) return rs;
     if (access(path, R_OK) != 0) return gr_error_set(err, GR_ERR_CKPT, "%s: %s", path, strerror(errno));
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0) return gr_h5_fail(err, GR_ERR_CKPT, "%s: not an HDF5 file, or truncated or corrupt", path);
@@ -407,6 +409,7 @@ static herr_t gr_intact_visit(hid_t obj, const char *name, const H5O_info_t *inf
 
 bool gr_ckpt_intact(const char *path) {
     gr_h5_init();
+    if (gr_check_regular(path, "the checkpoint", GR_ERR_CKPT, NULL)) return false;
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0) return false;
     char *fmt = NULL;
@@ -441,7 +444,7 @@ gr_status gr_ckpt_resume_auto(const char *dir, gr_ckpt_header *h, const gr_ckpt_
     }
     gr_ckpt_list l = gr_ckpt_scan(dir, true);
     int misfits = 0;
-    char first[GR_ERROR_MSG_MAX] = "";
+    char first[GR_ERROR_MSG_MAX] = "", newest[GR_ERROR_MSG_MAX] = "";
     for (int i = 0; i < l.n && !*found; i++) {
         char name[64];
         gr_ckpt_filename(l.steps[i], name, sizeof name);
@@ -455,6 +458,7 @@ gr_status gr_ckpt_resume_auto(const char *dir, gr_ckpt_header *h, const gr_ckpt_
         fprintf(stderr, "gpurun: skipping %s: %s%s\n", path, e.msg,
                 intact ? " (the file itself is intact: written for another spec)" : "");
         if (intact && misfits++ == 0) snprintf(first, sizeof first, "%s", e.msg);
+        if (i == 0) snprintf(newest, sizeof newest, "%s", e.msg);
     }
     free(l.steps);
     if (!*found && misfits)
@@ -462,5 +466,9 @@ gr_status gr_ckpt_resume_auto(const char *dir, gr_ckpt_header *h, const gr_ckpt_
                             "job (the newest: %s); nothing was changed: go back to the spec they were written for, "
                             "or move them away (or pass another --run-dir) to start over", misfits,
                             misfits == 1 ? "" : "s", dir, misfits == 1 ? "is" : "are", first);
+    if (!*found && l.n > 0) /* committed checkpoints, all damaged: starting over would throw the run away */
+        return gr_error_set(err, GR_ERR_CKPT, "--resume auto: %d checkpoint%s in %s, none verifies (the newest: %s); "
+                            "nothing was changed: restore one from a backup, or move them away (or pass another "
+                            "--run-dir) to start over", l.n, l.n == 1 ? "" : "s", dir, newest);
     return GR_OK;
 }

@@ -75,10 +75,11 @@ bool gr_ckpt_intact(const char *path);
 /* --resume auto: the newest checkpoint in dir that verifies (tried from the
  * highest step down; LATEST is not trusted blindly); leftovers (*.tmp) and
  * checkpoints that fail verification are skipped with a line on stderr
- * naming them. Returns GR_OK with *found false when none verifies. The
- * loaded state is in s and h, the file's path in path. When none loads but
- * some are intact (written for another spec: other shapes, other tensors),
- * GR_ERR_CKPT: starting fresh would prune them, so the job is refused. */
+ * naming them. Returns GR_OK with *found false when there is no committed
+ * checkpoint (step-*.h5) at all. The loaded state is in s and h, the file's
+ * path in path. When committed checkpoints exist but none loads — intact ones
+ * of another spec (other shapes, other tensors) or damaged ones — it is
+ * GR_ERR_CKPT: starting fresh would overwrite the run, so the job is refused. */
 gr_status gr_ckpt_resume_auto(const char *dir, gr_ckpt_header *h, const gr_ckpt_state *s, bool *found,
                               char *path, size_t path_n, gr_error *err);
 

@@ -25,7 +25,9 @@
 #include "../checkpoints/ckpt.h"
 #include "json.h"
 #include "saver.h"
+#include "rundir.h"
 #include "signals.h"
+#include "spec_diff.h"
 #include "schedule.h"
 #include "tfevents.h"
 
@@ -87,7 +89,10 @@ typedef struct gr_job {
     gr_model m;
     gr_plan train_plan, eval_plan;
     char run_dir[GR_PATH_MAX];
+    gr_rundir_lock lock; /* held from the start of `gpurun run` to its end */
+    bool wrote_run_dir;  /* config.yaml written: the run directory holds this run */
     FILE *metrics;
+    char metrics_path[GR_PATH_MAX + 16];
     gr_tfevents *tb; /* NULL unless log.tensorboard */
     char ckpt_dir[GR_PATH_MAX + 16];
     gr_saver *saver; /* checkpoints: host snapshot buffers + the background writer */
@@ -340,28 +345,24 @@ static void gr_job_dump_spec(const gr_job *j, FILE *f) {
     }
     gr_spec_dump(&r, f);
 }
+static void gr_job_dump_spec_cb(FILE *f, const void *j) { gr_job_dump_spec(j, f); }
+
+/* j->spec_text: the resolved spec every checkpoint stores */
+static const char *gr_job_spec_text(gr_job *j) {
+    if (!j->spec_text) {
+        size_t len = 0;
+        FILE *mf = open_memstream(&j->spec_text, &len);
+        GR_ASSERT(mf != NULL);
+        gr_job_dump_spec(j, mf);
+        fclose(mf);
+    }
+    return j->spec_text;
+}
+
 static void gr_job_ckpt_dir(gr_job *j) {
     const gr_job_spec *s = j->spec;
     if (s->checkpoint.dir[0]) snprintf(j->ckpt_dir, sizeof j->ckpt_dir, "%s", s->checkpoint.dir);
     else snprintf(j->ckpt_dir, sizeof j->ckpt_dir, "%s/checkpoints", j->run_dir);
-}
-
-static gr_status gr_mkdirs(const char *path, const char *what, gr_status code, gr_error *err) {
-    char buf[GR_PATH_MAX];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; ; p++) {
-        if (*p == '/' || *p == '\0') {
-            char c = *p;
-            *p = '\0';
-            struct stat sb;
-            if (mkdir(buf, 0777) != 0 && (errno != EEXIST || (stat(buf, &sb) == 0 && !S_ISDIR(sb.st_mode))))
-                return gr_error_set(err, code, "%s: cannot create the %s %s: %s", buf, what, path,
-                                    errno == EEXIST ? "a file is in the way" : strerror(errno));
-            *p = c;
-            if (!c) break;
-        }
-    }
-    return GR_OK;
 }
 
 static bool gr_file_exists(const char *dir, const char *name) {
@@ -398,37 +399,26 @@ static gr_status gr_job_run_dir(gr_job *j, const gr_run_options *opt, gr_error *
         return gr_error_set(err, GR_ERR_USAGE, "%s: already holds a run (config.yaml/metrics.jsonl); "
                             "pass --resume auto to continue it, or --run-dir to start a new one elsewhere; "
                             "nothing was changed", j->run_dir);
-    gr_status st = gr_mkdirs(j->run_dir, "run directory", GR_ERR_USAGE, err);
+    gr_status st = gr_rundir_mkdirs(j->run_dir, "run directory", GR_ERR_CKPT, err);
     /* the checkpoint directory too, before any file is written (exit 6 otherwise) */
     gr_job_ckpt_dir(j);
-    if (!st) st = gr_mkdirs(j->ckpt_dir, "checkpoint directory", GR_ERR_CKPT, err);
+    if (!st) st = gr_rundir_mkdirs(j->ckpt_dir, "checkpoint directory", GR_ERR_CKPT, err);
     if (st) return st;
 
-    char path[GR_PATH_MAX + 64], tmp[GR_PATH_MAX + 80];
-    snprintf(path, sizeof path, "%s/config.yaml", j->run_dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) return gr_error_set(err, GR_ERR_USAGE, "%s: cannot write: %s", tmp, strerror(errno));
-    gr_job_dump_spec(j, f);
-    if (fclose(f) != 0 || rename(tmp, path) != 0)
-        return gr_error_set(err, GR_ERR_USAGE, "%s: cannot write: %s", path, strerror(errno));
-    snprintf(path, sizeof path, "%s/metrics.jsonl", j->run_dir);
-    j->metrics = fopen(path, "a");
-    if (!j->metrics) return gr_error_set(err, GR_ERR_USAGE, "%s: cannot write: %s", path, strerror(errno));
+    /* metrics.jsonl must be a plain file before anything is written */
+    snprintf(j->metrics_path, sizeof j->metrics_path, "%s/metrics.jsonl", j->run_dir);
+    if ((st = gr_check_regular(j->metrics_path, "metrics.jsonl", GR_ERR_CKPT, err))) return st;
+    j->wrote_run_dir = true;
+    if ((st = gr_rundir_write_file(j->run_dir, "config.yaml", gr_job_dump_spec_cb, j, err))) return st;
+    if ((st = gr_rundir_open_append(j->metrics_path, &j->metrics, err))) return st;
     if (s->log.tensorboard) return gr_tfevents_open(j->run_dir, &j->tb, err);
     return GR_OK;
 }
 
+static void gr_write_line_cb(FILE *f, const void *text) { fprintf(f, "%s\n", (const char *)text); }
+
 static gr_status gr_write_summary(const char *dir, const char *text, gr_error *err) {
-    char path[GR_PATH_MAX + 64], tmp[GR_PATH_MAX + 80];
-    snprintf(path, sizeof path, "%s/summary.json", dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) return gr_error_set(err, GR_ERR_USAGE, "%s: cannot write: %s", tmp, strerror(errno));
-    fprintf(f, "%s\n", text);
-    if (fclose(f) != 0 || rename(tmp, path) != 0)
-        return gr_error_set(err, GR_ERR_USAGE, "%s: cannot write: %s", path, strerror(errno));
-    return GR_OK;
+    return gr_rundir_write_file(dir, "summary.json", gr_write_line_cb, text, err);
 }
 
 /* ---- passes ---- */
@@ -511,7 +501,8 @@ static void gr_fmt_duration(double s, char *buf, size_t n) {
     snprintf(buf, n, "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
 }
 
-static void gr_job_log_eval(gr_job *j, int64_t step, double epoch, double loss, double acc, bool quiet) {
+static gr_status gr_job_log_eval(gr_job *j, int64_t step, double epoch, double loss, double acc, bool quiet,
+                                 gr_error *err) {
     gr_json js;
     gr_json_begin(&js);
     gr_json_str(&js, "kind", "eval");
@@ -521,13 +512,14 @@ static void gr_job_log_eval(gr_job *j, int64_t step, double epoch, double loss, 
     gr_json_num(&js, "loss", loss);
     gr_json_num(&js, "accuracy", acc);
     fprintf(j->metrics, "%s\n", gr_json_end(&js));
-    fflush(j->metrics);
+    gr_status st = gr_rundir_flush(j->metrics, j->metrics_path, err);
     if (j->tb) {
         double t = gr_tfevents_wall_time();
         gr_tfevents_scalar(j->tb, "val/loss", step, t, (float)loss);
         gr_tfevents_scalar(j->tb, "val/accuracy", step, t, (float)acc);
     }
     if (!quiet) printf("eval  step %lld  epoch %.2f  val loss %.4f  accuracy %.4f\n", (long long)step, epoch, loss, acc);
+    return st;
 }
 
 /* Keys of schema v1 whose features this version lacks: refused with their
@@ -622,16 +614,20 @@ static gr_status gr_job_trim_metrics(gr_job *j, int64_t step, gr_error *err) {
 }
 
 static gr_status gr_job_trim_metrics_file(gr_job *j, int64_t step, gr_error *err) {
-    char path[GR_PATH_MAX + 64], tmp[GR_PATH_MAX + 80];
-    snprintf(path, sizeof path, "%s/metrics.jsonl", j->run_dir);
+    const char *path = j->metrics_path;
+    char tmp[GR_PATH_MAX + 80];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     fclose(j->metrics);
     j->metrics = NULL;
-    FILE *in = fopen(path, "r"), *out = fopen(tmp, "w");
+    gr_status st = gr_check_regular(path, "metrics.jsonl", GR_ERR_CKPT, err);
+    if (st) return st;
+    unlink(tmp); /* a leftover, or a symlink planted there, is replaced rather than followed */
+    FILE *in = fopen(path, "r"), *out = fopen(tmp, "wx");
     if (!in || !out) {
+        int e = errno;
         if (in) fclose(in);
         if (out) fclose(out);
-        return gr_error_set(err, GR_ERR_USAGE, "%s: cannot rewrite: %s", path, strerror(errno));
+        return gr_error_set(err, GR_ERR_CKPT, "%s: cannot rewrite: %s", path, strerror(e));
     }
     char line[8192];
     while (fgets(line, sizeof line, in)) {
@@ -639,19 +635,22 @@ static gr_status gr_job_trim_metrics_file(gr_job *j, int64_t step, gr_error *err
         if (p && strtoll(p + 7, NULL, 10) > step) continue;
         fputs(line, out);
     }
+    bool bad = ferror(in) || ferror(out) || fflush(out) != 0;
     fclose(in);
-    if (fclose(out) != 0 || rename(tmp, path) != 0)
-        return gr_error_set(err, GR_ERR_USAGE, "%s: cannot rewrite: %s", path, strerror(errno));
-    j->metrics = fopen(path, "a");
-    if (!j->metrics) return gr_error_set(err, GR_ERR_USAGE, "%s: cannot write: %s", path, strerror(errno));
-    return GR_OK;
+    if (fclose(out) != 0 || bad || rename(tmp, path) != 0) {
+        int e = errno ? errno : EIO;
+        unlink(tmp);
+        return gr_error_set(err, GR_ERR_CKPT, "%s: cannot rewrite: %s", path, strerror(e));
+    }
+    return gr_rundir_open_append(path, &j->metrics, err);
 }
 
 
 /* --resume: loads the newest checkpoint of the job's checkpoint directory
  * that verifies (auto) or exactly PATH, and checks it fits the job (exit 6
  * otherwise), all before the run directory is touched. */
-static gr_status gr_job_pick_checkpoint(gr_job *j, const gr_run_options *opt, int64_t spe, gr_error *err) {
+static gr_status gr_job_pick_checkpoint(gr_job *j, const gr_run_options *opt, int64_t spe, int64_t total,
+                                        gr_error *err) {
     const gr_job_spec *s = j->spec;
     j->pre_found = false;
     if (!opt->resume) return GR_OK;
@@ -671,9 +670,19 @@ static gr_status gr_job_pick_checkpoint(gr_job *j, const gr_run_options *opt, in
         if ((st = gr_ckpt_load(opt->resume, h, &cs, err))) return st;
         j->pre_found = true;
     }
+    const char *path = j->pre_path;
+    /* the checkpoint must be of this job: every key that shapes the trajectory equal */
+    char diff[GR_ERROR_MSG_MAX / 2];
+    int nd = h->spec ? gr_spec_diff(h->spec, gr_job_spec_text(j), diff, sizeof diff) : 0;
     free(h->spec);
     h->spec = NULL;
-    const char *path = j->pre_path;
+    if (nd != 0)
+        return gr_error_set(err, GR_ERR_CKPT, "%s: written for another job: %s; nothing was changed: resume with "
+                            "the spec it was written for, or start over elsewhere (another --run-dir) or after "
+                            "moving %s away", path, diff, opt->resume && !strcmp(opt->resume, "auto") ? j->ckpt_dir : path);
+    if (h->step > total)
+        return gr_error_set(err, GR_ERR_CKPT, "%s: at step %lld, past this job's end (%lld steps): raise "
+                            "train.steps or train.epochs to continue it", path, (long long)h->step, (long long)total);
     const int slots = gr_optim_slots(&s->train.optimizer);
     int64_t epoch, sample;
     gr_job_position(j, h->step, spe, &epoch, &sample);
@@ -695,12 +704,7 @@ static gr_status gr_job_resume(gr_job *j, const gr_run_options *opt, int64_t *st
     const gr_job_spec *s = j->spec;
     *start = 0;
     gr_status st; /* j->ckpt_dir: set and made by gr_job_run_dir */
-    size_t len = 0;
-    FILE *mf = open_memstream(&j->spec_text, &len);
-    if (mf) {
-        gr_job_dump_spec(j, mf);
-        fclose(mf);
-    }
+    gr_job_spec_text(j);
     const int slots = gr_optim_slots(&s->train.optimizer);
     j->saver = gr_saver_new(j->ckpt_dir, (int)s->checkpoint.keep, &j->g, slots);
     if (!opt->resume) return GR_OK;
@@ -737,6 +741,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
     gr_job j;
     memset(&j, 0, sizeof j);
     j.ck_step = -1;
+    j.lock.fd = -1;
     gr_status st;
     const gr_job_spec *s = spec;
     /* from the start: a preemption during set-up (data loading, a resumed
@@ -754,6 +759,9 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
             goto done;
         }
     }
+    /* one writer per run directory, before anything in it is read */
+    gr_run_dir_path(s, opt, j.run_dir, sizeof j.run_dir);
+    if ((st = gr_rundir_lock_take(&j.lock, j.run_dir, err))) goto done;
     if ((st = gr_job_compile(&j, s, true, err))) goto done;
     j.sc = gr_scaler_init(s);
     if ((st = gr_job_backend(&j, s, opt->device ? opt->device : s->device, opt->threads, opt->quiet, err))) goto done;
@@ -761,7 +769,9 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
     {
         float *host = gr_xmalloc((size_t)j.g.n_params * sizeof(float));
         gr_graph_init_params(&j.g, host, s->seed);
-        if (s->model.init_from[0] && (st = gr_weights_load(s->model.init_from, &j.g, host, err))) {
+        if (s->model.init_from[0] &&
+            ((st = gr_check_regular(s->model.init_from, "model.init_from", GR_ERR_CKPT, err)) ||
+             (st = gr_weights_load(s->model.init_from, &j.g, host, err)))) {
             free(host);
             goto done;
         }
@@ -779,7 +789,8 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
     if (s->train.steps > 0 && s->train.steps < total) total = s->train.steps;
     int64_t accum = s->train.batch_size / s->train.micro_batch;
     /* a checkpoint that does not verify or fit changes nothing on disk */
-    if ((st = gr_job_pick_checkpoint(&j, opt, spe, err))) goto done;
+    if ((st = gr_job_pick_checkpoint(&j, opt, spe, total, err))) goto done;
+    gr_signals_arm(); /* the run directory is written from here: a signal now ends in a checkpoint */
     if ((st = gr_job_run_dir(&j, opt, err))) goto done;
     int64_t start = 0;
     j.rec.last_loss = j.rec.last_acc = j.rec.last_vloss = j.rec.best_acc = NAN; /* nothing yet; a resume fills it */
@@ -811,7 +822,9 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
         t_window = gr_now();
         if (!isnan(j.rec.last_acc)) { /* NaN: a signal interrupted it again; still pending */
             if (isnan(j.rec.best_acc) || j.rec.last_acc > j.rec.best_acc) j.rec.best_acc = j.rec.last_acc;
-            gr_job_log_eval(&j, start, (double)start / (double)spe, j.rec.last_vloss, j.rec.last_acc, opt->quiet);
+            if ((st = gr_job_log_eval(&j, start, (double)start / (double)spe, j.rec.last_vloss, j.rec.last_acc,
+                                      opt->quiet, err)))
+                goto done;
             j.eval_pending = false;
         }
     }
@@ -892,7 +905,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
             gr_json_num(&js, "time_s", j.rec.time0 + (now - t0));
             gr_json_num(&js, "data_wait_pct", wait_pct);
             fprintf(j.metrics, "%s\n", gr_json_end(&js));
-            fflush(j.metrics);
+            if ((st = gr_rundir_flush(j.metrics, j.metrics_path, err))) goto done;
             if (j.tb) {
                 double t = gr_tfevents_wall_time();
                 gr_tfevents_scalar(j.tb, "train/loss", done_steps, t, (float)(j.rec.loss_window / (double)j.rec.loss_n));
@@ -933,7 +946,8 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
             t_window += te; /* training throughput excludes eval time */
             eval_s += te;
             if (isnan(j.rec.best_acc) || j.rec.last_acc > j.rec.best_acc) j.rec.best_acc = j.rec.last_acc;
-            gr_job_log_eval(&j, done_steps, epoch_f, j.rec.last_vloss, j.rec.last_acc, opt->quiet);
+            if ((st = gr_job_log_eval(&j, done_steps, epoch_f, j.rec.last_vloss, j.rec.last_acc, opt->quiet, err)))
+                goto done;
             if (j.tb && (st = gr_tfevents_flush(j.tb, err))) goto done;
         }
         /* checkpoints: report a background save that failed, start one when due */
@@ -1025,7 +1039,10 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
                (long long)step, wall, j.rec.last_loss, j.rec.last_acc, j.rec.best_acc);
 done:
     gr_signals_restore();
+    gr_rundir_lock lock = j.lock;
+    const bool undo = !j.wrote_run_dir;
     gr_job_free(&j);
+    gr_rundir_lock_release(&lock, undo); /* after every file of the run is closed */
     return st;
 }
 
