@@ -1,4 +1,6 @@
-/* act.c — CPU kernels of the elementwise activations and their backward. */
+/* act.c — CPU kernels of the elementwise activations and their backward.
+ * NaN propagates as in PyTorch: relu(NaN) = NaN (clamp_min), and relu's
+ * backward passes dy wherever y is not <= 0 (threshold_backward), NaN included. */
 #include <math.h>
 
 #include "cpu_kernels.h"
@@ -12,7 +14,7 @@ void gr_cpu_relu(const gr_kargs *a) {
     float *restrict y = a->out[0];
     int64_t n = gr_count(a, a->tin[0]);
     #pragma omp parallel for simd if (n >= GR_OMP_MIN)
-    for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] <= 0.0f ? 0.0f : x[i];
 }
 
 void gr_cpu_relu_bwd(const gr_kargs *a) {
@@ -20,7 +22,7 @@ void gr_cpu_relu_bwd(const gr_kargs *a) {
     float *restrict dx = a->out[0];
     int64_t n = gr_count(a, a->tin[0]);
     #pragma omp parallel for simd if (n >= GR_OMP_MIN)
-    for (int64_t i = 0; i < n; i++) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+    for (int64_t i = 0; i < n; i++) dx[i] = y[i] <= 0.0f ? 0.0f : dy[i];
 }
 
 void gr_cpu_sigmoid(const gr_kargs *a) {

@@ -1,6 +1,7 @@
 /* loss.c — CPU kernels of softmax cross-entropy (see graph/op_loss.c). */
 #include <math.h>
 
+#include "../cuda/body_elem.h"
 #include "cpu_kernels.h"
 
 void gr_cpu_softmax_cross_entropy(const gr_kargs *a) {
@@ -15,21 +16,18 @@ void gr_cpu_softmax_cross_entropy(const gr_kargs *a) {
         float *pi = p + i * k;
         int64_t arg = 0;
         float zmax = zi[0];
-        for (int64_t j = 1; j < k; j++)
-            if (zi[j] > zmax) { zmax = zi[j]; arg = j; }
+        for (int64_t j = 1; j < k; j++) /* NaN ranks above all (torch.argmax) and makes the row's loss NaN */
+            if (gr_sce_above(zi[j], zmax)) { zmax = zi[j]; arg = j; }
         double sum = 0.0, zsum = 0.0;
         for (int64_t j = 0; j < k; j++) {
             pi[j] = expf(zi[j] - zmax);
             sum += pi[j];
             zsum += zi[j] - zmax;
         }
-        double logsum = log(sum);
         float inv = (float)(1.0 / sum);
         for (int64_t j = 0; j < k; j++) pi[j] *= inv;
         int32_t y = label[i];
-        double nll = logsum - (double)(zi[y] - zmax);        /* -log p_y */
-        double smooth = logsum - zsum / (double)k;           /* -mean_j log p_j */
-        loss += (1.0 - eps) * nll + eps * smooth;
+        loss += gr_sce_row_loss(sum, zsum, zi[y] - zmax, k, eps); /* the CUDA kernel's formula too */
         correct += arg == y;
     }
     stats[0] = (float)loss;

@@ -26,7 +26,7 @@ void gr_cpu_dropout(const gr_kargs *a) {
     uint64_t key = gr_dropout_key(a);
     for (int64_t i = 0; i < n; i++) {
         m[i] = gr_uniform(key, (uint64_t)i) >= rate;
-        y[i] = m[i] ? x[i] * scale : 0.0f;
+        y[i] = x[i] * (m[i] ? scale : 0.0f); /* a dropped NaN stays NaN, as PyTorch's x * mask */
     }
 }
 
@@ -36,5 +36,5 @@ void gr_cpu_dropout_bwd(const gr_kargs *a) {
     float *restrict dx = a->out[0];
     int64_t n = a->n * gr_tensor_sample_numel(a->tin[0]);
     float scale = 1.0f / (1.0f - (float)a->node->attrs.rate);
-    for (int64_t i = 0; i < n; i++) dx[i] = m[i] ? dy[i] * scale : 0.0f;
+    for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * (m[i] ? scale : 0.0f);
 }

@@ -103,11 +103,12 @@ double gr_cpu_sumsq(const float *g, int64_t n) {
     return s;
 }
 
-/* A NaN norm gives 1 (the gradients are NaN anyway and the non-finite loss
- * check reports it); an infinite norm gives 0, as PyTorch. */
+/* As PyTorch's clip_grad_norm_: max_norm / (norm + 1e-6) clamped to 1, so a
+ * NaN norm gives NaN and an infinite one 0 (the training loop reports a
+ * non-finite norm as divergence before any update). */
 float gr_clip_factor(double norm, double max_norm) {
     if (!(max_norm > 0.0))
         return 1.0f;
     double c = max_norm / (norm + 1e-6);
-    return c < 1.0 ? (float)c : 1.0f;
+    return c < 1.0 || c != c ? (float)c : 1.0f;
 }

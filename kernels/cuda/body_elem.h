@@ -19,10 +19,11 @@
 typedef enum gr_act { GR_ACT_RELU, GR_ACT_SIGMOID, GR_ACT_TANH, GR_ACT_GELU } gr_act;
 
 /* y = act(x); the kernels pass act as a template constant, so the switch
- * folds away. gelu is the exact erf form (PyTorch's approximate='none'). */
+ * folds away. gelu is the exact erf form (PyTorch's approximate='none').
+ * relu(NaN) = NaN, as PyTorch (fmaxf(x, 0) would drop it). */
 GR_HD float gr_act_hd(int act, float x) {
     switch (act) {
-    case GR_ACT_RELU: return x > 0.0f ? x : 0.0f;
+    case GR_ACT_RELU: return x <= 0.0f ? 0.0f : x;
     case GR_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
     case GR_ACT_TANH: return tanhf(x);
     default: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
@@ -30,10 +31,11 @@ GR_HD float gr_act_hd(int act, float x) {
 }
 
 /* dx from dy and the tensor the backward saved: y for relu, sigmoid and
- * tanh, x for gelu (d/dx x Phi(x) = Phi(x) + x phi(x)). */
+ * tanh, x for gelu (d/dx x Phi(x) = Phi(x) + x phi(x)). relu passes dy
+ * where y is NaN (PyTorch's threshold_backward: y <= 0 ? 0 : dy). */
 GR_HD float gr_act_bwd_hd(int act, float dy, float t) {
     switch (act) {
-    case GR_ACT_RELU: return t > 0.0f ? dy : 0.0f;
+    case GR_ACT_RELU: return t <= 0.0f ? 0.0f : dy;
     case GR_ACT_SIGMOID: return dy * t * (1.0f - t);
     case GR_ACT_TANH: return dy * (1.0f - t * t);
     default: {
@@ -59,16 +61,17 @@ GR_HD uint64_t gr_dropout_key_hd(uint64_t rng_key, int layer) {
 }
 
 /* Element i keeps with probability 1 - rate; kept values are scaled by
- * scale = 1 / (1 - rate). */
+ * scale = 1 / (1 - rate). y = x * (mask * scale), as PyTorch: a dropped
+ * NaN or inf stays NaN (x * 0), forward and backward. */
 GR_HD void gr_body_dropout(uint64_t key, float rate, float scale, const float *x, float *y, uint8_t *m,
                            int64_t i) {
     uint8_t keep = gr_uniform_hd(key, (uint64_t)i) >= rate;
     m[i] = keep;
-    y[i] = keep ? x[i] * scale : 0.0f;
+    y[i] = x[i] * (keep ? scale : 0.0f);
 }
 
 GR_HD void gr_body_dropout_bwd(float scale, const float *dy, const uint8_t *m, float *dx, int64_t i) {
-    dx[i] = m[i] ? dy[i] * scale : 0.0f;
+    dx[i] = dy[i] * (m[i] ? scale : 0.0f);
 }
 
 /* ---- add and concat (up to GR_MAX_IN inputs, passed by value) ---- */
@@ -125,23 +128,30 @@ GR_HD int64_t gr_sce_blocks(int64_t n) {
     return b < 1 ? 1 : b > GR_SCE_MAX_BLOCKS ? GR_SCE_MAX_BLOCKS : b;
 }
 
+/* Whether v ranks above the running maximum m, scanning in column order:
+ * NaN ranks above every number (torch.argmax), and the first NaN or the
+ * first maximum stays. A NaN maximum makes the row's loss NaN. */
+GR_HD int gr_sce_above(float v, float m) { return v > m || (v != v && m == m); }
+
 /* A lane's maximum of row z over its columns and the first column holding
  * it; arg = -1 when the lane has no column (k < lanes). */
 GR_HD void gr_body_sce_max_part(const float *z, int64_t k, int64_t lane, int64_t lanes, float *m, int64_t *arg) {
     float mv = -INFINITY;
     int64_t a = -1;
     for (int64_t j = lane; j < k; j += lanes)
-        if (a < 0 || z[j] > mv) { mv = z[j]; a = j; }
+        if (a < 0 || gr_sce_above(z[j], mv)) { mv = z[j]; a = j; }
     *m = mv;
     *arg = a;
 }
 
-/* Merges another lane's (m2, arg2) into (m, arg): the larger value, on a
- * tie the smaller column — the CPU's first maximum. Symmetric, so every
- * lane of a butterfly ends with the same pair. */
+/* Merges another lane's (m2, arg2) into (m, arg): the larger value (NaN
+ * above all), on a tie (two NaNs, or equal values) the smaller column —
+ * the CPU's first maximum. Symmetric, so every lane of a butterfly ends
+ * with the same pair. */
 GR_HD void gr_sce_max_combine(float *m, int64_t *arg, float m2, int64_t arg2) {
     if (arg2 < 0) return;
-    if (*arg < 0 || m2 > *m || (m2 == *m && arg2 < *arg)) { *m = m2; *arg = arg2; }
+    int tie = m2 == *m || (m2 != m2 && *m != *m);
+    if (*arg < 0 || gr_sce_above(m2, *m) || (tie && arg2 < *arg)) { *m = m2; *arg = arg2; }
 }
 
 /* The second stage: the blocks' (loss, correct) partials summed in block
@@ -170,10 +180,13 @@ GR_HD void gr_body_sce_exp_part(const float *z, float *p, int64_t k, float zmax,
     *zsum = zs;
 }
 
-/* The row's loss from the whole row's sums: (1 - eps) * -log p_y + eps * -mean_j log p_j. */
+/* The row's loss from the whole row's sums: (1 - eps) * -log p_y + eps * -mean_j log p_j.
+ * Without smoothing the second term is left out, not multiplied by 0: a -inf
+ * logit makes it inf, and PyTorch's loss is then finite, not NaN. */
 GR_HD double gr_sce_row_loss(double sum, double zsum, float zy_shifted, int64_t k, double eps) {
     double logsum = log(sum);
     double nll = logsum - (double)zy_shifted;
+    if (eps == 0.0) return nll;
     double smooth = logsum - zsum / (double)k;
     return (1.0 - eps) * nll + eps * smooth;
 }
