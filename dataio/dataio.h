@@ -32,6 +32,9 @@ typedef struct gr_dataset gr_dataset;
  *   "data/f.h5: /train/images: no such dataset"
  *   "data/f.h5: /train: images has N=60000 but labels has N=59999"
  *   "data/f.h5: /train/labels[17]: label -1 is negative"
+ *   "data/f.h5: /train/images: sample 17 holds NaN at element 5 of 784; float images must be finite..."
+ *     (float16/float32 images: checked here when the images are held in
+ *     memory, else by gr_dataset_fetch as each batch's samples are read)
  *   "data/f.h5: not an HDF5 file or corrupt (HDF5: <minor message>)" */
 gr_status gr_dataset_open(const char *path, const char *group, gr_dataset **out, gr_error *err);
 /* data.cache: AUTO holds the images in memory when they fit under
@@ -73,7 +76,8 @@ bool gr_dataset_reads_direct(const gr_dataset *ds);
 
 /* Raw access for the loader's worker threads: gr_dataset_fetch makes the
  * stored bytes of samples idx[0..n) reachable through rows (in memory: no
- * copy; on disk: the distinct rows read into rows->raw with one selection).
+ * copy; on disk: the distinct rows read into rows->raw with one selection,
+ * then checked for inf/NaN in float images: exit 3 naming the sample).
  * Concurrent calls are safe when each has its own rows (HDF5 is built
  * thread-safe and serializes its part). gr_rows_sample gives one fetched
  * sample's bytes: C,H,W (or H,W,C when nhwc) elements of the stored dtype. */

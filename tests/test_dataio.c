@@ -428,11 +428,12 @@ static void test_nhwc(void) {
 
 static void test_float16(void) {
     enum { N = 2, S = 8 };
-    const uint16_t bits[N * S] = {0x3C00, 0xC000, 0x7BFF, 0x0001, 0x3555, 0x0000, 0x8000, 0x7C00,
-                                  0x03FF, 0x0400, 0xBC00, 0x4248, 0x5640, 0xFC00, 0x3800, 0x2E66};
+    /* finite values only: inf and NaN images are refused (test_nonfinite) */
+    const uint16_t bits[N * S] = {0x3C00, 0xC000, 0x7BFF, 0x0001, 0x3555, 0x0000, 0x8000, 0xFBFF,
+                                  0x03FF, 0x0400, 0xBC00, 0x4248, 0x5640, 0x8001, 0x3800, 0x2E66};
     const float want[N * S] = {1.0f, -2.0f, 65504.0f, 5.9604644775390625e-8f, 0.333251953125f, 0.0f, -0.0f,
-                               INFINITY, 6.097555160522461e-5f, 6.103515625e-5f, -1.0f, 3.140625f, 100.0f,
-                               -INFINITY, 0.5f, 0.0999755859375f};
+                               -65504.0f, 6.097555160522461e-5f, 6.103515625e-5f, -1.0f, 3.140625f, 100.0f,
+                               -5.9604644775390625e-8f, 0.5f, 0.0999755859375f};
     int64_t lab[N] = {0, 1};
     for (int order = 0; order < 2; order++) {
         hid_t ft = f16_type(order ? H5T_ORDER_BE : H5T_ORDER_LE), mt = f16_type(H5T_ORDER_LE);
@@ -461,24 +462,6 @@ static void test_float16(void) {
         const double mean[1] = {1}, std[1] = {2};
         CHECK(gr_dataset_read(ds, idx, 1, mean, std, x, y, &err) == GR_OK);
         CHECK(x[0] == 0.0f && x[1] == -1.5f);
-        gr_dataset_close(ds);
-    }
-    /* a NaN half stays NaN */
-    const uint16_t nanbits[S] = {0x7E00, 0, 0, 0, 0, 0, 0, 0};
-    hid_t t = f16_type(H5T_ORDER_LE);
-    h5spec s = {.group = "/", .img_ftype = t, .img_mtype = t, .rank = 3, .dims = {1, 2, 4}, .img = nanbits,
-                .lab_ftype = H5T_STD_I64LE, .nlab = 1, .labels = lab};
-    const char *p = tmp_path("f16nan.h5");
-    write_h5(p, &s);
-    H5Tclose(t);
-    gr_dataset *ds = NULL;
-    gr_error err = {0};
-    CHECK(gr_dataset_open(p, "/", &ds, &err) == GR_OK);
-    if (ds) {
-        int64_t i0 = 0;
-        float x[S];
-        CHECK(gr_dataset_read(ds, &i0, 1, NULL, NULL, x, NULL, &err) == GR_OK);
-        CHECK(isnan(x[0]));
         gr_dataset_close(ds);
     }
 }
@@ -1069,6 +1052,82 @@ static void test_convert_fashion_mnist(void) {
     remove(out);
 }
 
+/* Float images holding inf/NaN are a data error (exit 3) naming the file,
+ * the images dataset and the sample: at open when the split is held in
+ * memory, as the batch is read (gr_dataset_read, the loader's workers) when
+ * it is read from the file. */
+static void test_nonfinite(void) {
+    enum { N = 6, S = 8 };
+    float img[N * S];
+    uint16_t img16[N * S];
+    int64_t lab[N];
+    for (int i = 0; i < N * S; i++) img[i] = (float)i * 0.5f, img16[i] = 0x3C00;
+    for (int i = 0; i < N; i++) lab[i] = i % 2;
+    img[3 * S + 6] = NAN;        /* sample 3, element 6 */
+    img[5 * S + 1] = -INFINITY;  /* sample 5, element 1 */
+    img16[1 * S + 2] = 0x7E00;   /* half NaN: sample 1, element 2 */
+    img16[4 * S + 0] = 0x7C00;   /* half inf: sample 4 */
+    hid_t f16 = f16_type(H5T_ORDER_LE);
+    for (int half = 0; half < 2; half++) {
+        h5spec s = {.group = "/train", .img_ftype = half ? f16 : H5T_IEEE_F32LE,
+                    .img_mtype = half ? f16 : H5T_NATIVE_FLOAT, .rank = 3, .dims = {N, 2, 4},
+                    .img = half ? (const void *)img16 : (const void *)img, .lab_ftype = H5T_STD_I64LE, .nlab = N,
+                    .labels = lab};
+        const char *p = tmp_path(half ? "nonfinite16.h5" : "nonfinite32.h5");
+        write_h5(p, &s);
+        const int64_t bad = half ? 1 : 3;
+        char want[128];
+        snprintf(want, sizeof want, "sample %lld holds NaN at element %d of 8", (long long)bad, half ? 2 : 6);
+        /* held in memory: refused at open, naming the first bad sample and counting the others */
+        gr_dataset *ds = NULL;
+        gr_error err = {0};
+        CHECK(gr_dataset_open(p, "/train", &ds, &err) == GR_ERR_DATA);
+        CHECK(ds == NULL);
+        CHECK_STR_CONTAINS(err.msg, p);
+        CHECK_STR_CONTAINS(err.msg, "/train/images: ");
+        CHECK_STR_CONTAINS(err.msg, want);
+        CHECK_STR_CONTAINS(err.msg, "(and 1 more sample)");
+        gr_dataset_close(ds);
+
+        /* read from the file: the batches before the bad sample are fine, its batch is the error */
+        gr_dataset_set_memory_limit(0);
+        ds = NULL;
+        CHECK(gr_dataset_open(p, "/train", &ds, &err) == GR_OK);
+        if (ds) {
+            CHECK(!gr_dataset_in_memory(ds));
+            float x[2 * S];
+            int64_t ok_idx[2] = {0, 2}, bad_idx[2] = {2, bad};
+            CHECK(gr_dataset_read(ds, ok_idx, 2, NULL, NULL, x, NULL, &err) == GR_OK);
+            memset(&err, 0, sizeof err);
+            CHECK(gr_dataset_read(ds, bad_idx, 2, NULL, NULL, x, NULL, &err) == GR_ERR_DATA);
+            CHECK_STR_CONTAINS(err.msg, p);
+            CHECK_STR_CONTAINS(err.msg, "/train/images: ");
+            CHECK_STR_CONTAINS(err.msg, want);
+            /* the loader with worker threads, in file order: batch 0 (samples 0, 1) of the float32
+             * file is fine, batch 1 (2, 3) fails; of the half file batch 0 fails */
+            gr_loader_config c = loader_cfg(2, false, true, 0);
+            c.workers = 2;
+            gr_loader *ld = NULL;
+            CHECK(gr_loader_open(ds, &c, &ld, &err) == GR_OK);
+            if (ld) {
+                gr_batch *bt = NULL;
+                if (!half) {
+                    CHECK(gr_loader_next(ld, &bt, &err) == GR_OK);
+                    if (bt) gr_loader_release(ld, bt);
+                }
+                memset(&err, 0, sizeof err);
+                CHECK(gr_loader_next(ld, &bt, &err) == GR_ERR_DATA);
+                CHECK_STR_CONTAINS(err.msg, "/train/images: ");
+                CHECK_STR_CONTAINS(err.msg, want);
+                gr_loader_close(ld);
+            }
+            gr_dataset_close(ds);
+        }
+        gr_dataset_set_memory_limit(-1);
+    }
+    H5Tclose(f16);
+}
+
 int main(void) {
     mkdir(GR_TEST_TMP, 0755);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
@@ -1082,6 +1141,7 @@ int main(void) {
     test_loader();
     test_convert_small();
     test_convert_fashion_mnist();
+    test_nonfinite();
     H5close();
     return gr_test_report();
 }
