@@ -61,30 +61,63 @@ typedef struct gr_synthetic_config {
 gr_status gr_data_convert_synthetic(const gr_synthetic_config *cfg, const char *out, bool force, bool progress,
                                     gr_error *err);
 
+/* What the imagefolder converter does with an image it cannot decode. */
+typedef enum gr_on_error {
+    GR_ON_ERROR_FAIL,  /* the conversion fails naming the file (the default) */
+    GR_ON_ERROR_SKIP,  /* the file is left out and listed in the report */
+} gr_on_error;
+
 typedef struct gr_imagefolder_config {
     const char *dir;       /* one sub-folder per class */
     int64_t size;          /* S: samples are [3,S,S], S in [1, 65536] */
     int64_t short_side;    /* R: resize so the short side is R, R in [S, 65536]; 0: R = S */
     const char *group;     /* split group, "/train" when NULL; must start with '/' */
+    gr_on_error on_error;  /* GR_ON_ERROR_FAIL when zeroed */
 } gr_imagefolder_config;
+
+/* An image left out under GR_ON_ERROR_SKIP. */
+typedef struct gr_imagefolder_bad {
+    char *path;  /* DIR/<class>/<file> */
+    char *why;   /* the decoder's message, as a failed conversion would say it */
+} gr_imagefolder_bad;
+
+/* What a conversion did; gr_imagefolder_report_free releases it (after a
+ * failure too). */
+typedef struct gr_imagefolder_report {
+    int64_t samples;          /* samples written */
+    int64_t skipped;          /* entries not taken by their name: not *.jpg|*.jpeg|*.png, hidden, not a folder */
+    gr_imagefolder_bad *bad;  /* images left out (GR_ON_ERROR_SKIP), in file order */
+    int64_t nbad;
+} gr_imagefolder_report;
+
+void gr_imagefolder_report_free(gr_imagefolder_report *r);
 
 /* Writes one split (cfg->group) from a folder of class folders: the
  * sub-folders of dir sorted by name (bytewise) are labels 0..K-1 and the
  * `classes` attribute; every *.jpg, *.jpeg (libjpeg) and *.png (libpng) file
  * in them (extension case-insensitive; names sorted) is one sample. Other
  * entries (and hidden ones, starting with '.') are skipped and counted in
- * *skipped. Each image is decoded to RGB (grayscale copied to 3 channels,
- * PNG palette and low bit depths expanded, 16 bits cut to 8, alpha dropped;
- * large JPEGs are decoded at 1/2, 1/4 or 1/8 scale while their short side
- * stays >= R), resized so its short side is R (area averaging when
+ * report->skipped. The name only selects the files: each is decoded by what
+ * its first bytes say it is (JPEG FF D8 FF, PNG's signature; else "not a
+ * JPEG or PNG file"). Each image is decoded to RGB (grayscale copied to 3
+ * channels, CMYK and YCCK JPEGs converted (Adobe's inverted CMYK: R =
+ * C*K/255; plain CMYK: R = (255-C)*(255-K)/255), PNG palette and low bit
+ * depths expanded, 16 bits cut to 8, alpha dropped; large JPEGs are decoded
+ * at 1/2, 1/4 or 1/8 scale while their short side stays >= R), resized so its short side is R (area averaging when
  * shrinking, bilinear with half-pixel centres when growing, separable), and
  * centre-cropped to SxS (offset floor((side - S) / 2)). images uint8
  * [N,3,S,S] chunked by whole samples, labels [N], `mean`, `std` (3 values,
  * stored units). Decoded on all cores a block at a time, written block by
- * block. Errors (exit 3): "DIR: no class sub-folders", "DIR/cls: no JPEG or
- * PNG images", "DIR/cls/x.jpg: cannot decode: <decoder message>" (a truncated
- * JPEG is an error, not a grey bottom). Bad sizes or group are GR_ERR_USAGE. */
+ * block. An image that cannot be decoded: a corrupt or truncated file (scan
+ * data ending early is an error, not a grey bottom), one that is neither
+ * JPEG nor PNG, or a header claiming a side over 32768 or over 2^28 pixels.
+ * Under GR_ON_ERROR_FAIL it fails the conversion; under GR_ON_ERROR_SKIP it
+ * is left out (its class keeps its label) and listed in report->bad, and
+ * the split holds the others. Errors (exit 3): "DIR: no class sub-folders",
+ * "DIR/cls: no JPEG or PNG images", "DIR/cls/x.jpg: cannot decode: <why>",
+ * "DIR: none of the N images could be decoded" (skip). Bad sizes or group
+ * are GR_ERR_USAGE. report may be NULL. */
 gr_status gr_data_convert_imagefolder(const gr_imagefolder_config *cfg, const char *out, bool force, bool progress,
-                                      int64_t *skipped, gr_error *err);
+                                      gr_imagefolder_report *report, gr_error *err);
 
 #endif

@@ -13,6 +13,7 @@
  * then happens to the conversion is the caller's --on-error policy. */
 #include "convert.h"
 #include "convert_out.h"
+#include "h5util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -458,11 +459,42 @@ static gr_status if_scan_dir(const char *dir, if_scan *s, gr_error *err) {
 
 /* ---- the converter ---- */
 
+void gr_imagefolder_report_free(gr_imagefolder_report *r) {
+    for (int64_t i = 0; i < r->nbad; i++) {
+        free(r->bad[i].path);
+        free(r->bad[i].why);
+    }
+    free(r->bad);
+    memset(r, 0, sizeof *r);
+}
+
+/* Adds path (copied) and why (taken) to r->bad. */
+static void if_report_bad(gr_imagefolder_report *r, const char *path, char *why) {
+    if ((r->nbad & (r->nbad - 1)) == 0) /* 0, 1, 2, 4, ...: grow at powers of two */
+        r->bad = gr_xrealloc(r->bad, (size_t)GR_MAX(2 * r->nbad, 1) * sizeof *r->bad);
+    r->bad[r->nbad++] = (gr_imagefolder_bad){gr_xstrdup(path), why};
+}
+
+/* The block's working memory and where its samples go. */
+typedef struct if_job {
+    gr_conv_split *split;
+    int64_t R, S;
+    gr_on_error on_error;
+    uint8_t *images;             /* block * 3 * S * S */
+    int32_t *labels;             /* block */
+    char **errs;                 /* block */
+    int32_t *kept;               /* the labels written, in order (skip only: the split is shrunk to them) */
+    gr_imagefolder_report *report;
+} if_job;
+
 /* Decodes, resizes and crops one block of files on all cores, then appends
- * it; the first file (in order) that fails is the error. */
-static gr_status if_block(gr_conv_split *split, const if_file *files, int64_t count, int64_t R, int64_t S,
-                          uint8_t *images, int32_t *labels, char **errs, gr_error *err) {
-    const int64_t sample = 3 * S * S;
+ * it. A file that fails is the error (the first, in order) under fail; under
+ * skip it is listed and the others close up. */
+static gr_status if_block(if_job *jb, const if_file *files, int64_t count, gr_error *err) {
+    const int64_t S = jb->S, R = jb->R, sample = 3 * S * S;
+    uint8_t *const images = jb->images;
+    int32_t *const labels = jb->labels;
+    char **const errs = jb->errs;
     #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t i = 0; i < count; i++) {
         char msg[IF_MSG_MAX];
@@ -477,19 +509,62 @@ static gr_status if_block(gr_conv_split *split, const if_file *files, int64_t co
         free(img.rgb);
     }
     gr_status st = GR_OK;
+    int64_t kept = 0;
     for (int64_t i = 0; i < count; i++) {
-        if (errs[i] && st == GR_OK)
-            st = gr_error_set(err, GR_ERR_DATA, "%s: cannot decode: %s", files[i].path, errs[i]);
+        if (!errs[i]) {
+            if (kept < i) {
+                memcpy(images + kept * sample, images + i * sample, (size_t)sample);
+                labels[kept] = labels[i];
+            }
+            kept++;
+        } else if (jb->on_error == GR_ON_ERROR_SKIP) {
+            if_report_bad(jb->report, files[i].path, errs[i]);
+            errs[i] = NULL;
+        } else if (st == GR_OK) {
+            st = gr_error_set(err, GR_ERR_DATA, "%s: cannot decode: %s (--on-error skip leaves such files out)",
+                              files[i].path, errs[i]);
+        }
         free(errs[i]);
     }
-    return st == GR_OK ? gr_conv_split_write(split, count, images, labels, err) : st;
+    if (st != GR_OK || kept == 0) return st;
+    if (jb->kept) memcpy(jb->kept + jb->split->next, labels, (size_t)kept * sizeof *labels);
+    return gr_conv_split_write(jb->split, kept, images, labels, err);
+}
+
+/* Shrinks split s, created for more samples, to the s->next written (files
+ * left out under skip): the images dataset is chunked, so it is cut; labels
+ * is contiguous, so it is made again from `kept`. gr_conv_split has fixed
+ * sizes because every other converter knows its count up front. */
+static gr_status if_split_shrink(gr_conv_split *s, const int32_t *kept, gr_error *err) {
+    gr_status st = GR_OK;
+    hid_t type = -1, sp = -1;
+    const char *f = s->out->tmp, *g = s->name;
+    const hsize_t dims[4] = {(hsize_t)s->next, (hsize_t)s->c, (hsize_t)s->h, (hsize_t)s->w};
+    GR_H5_CHECK(H5Dset_extent(s->images, dims), err, "%s: %s/images: cannot shrink to %lld samples", f, g,
+                (long long)s->next);
+    GR_H5_CHECK(type = H5Dget_type(s->labels), err, "%s: %s/labels: cannot read its type", f, g);
+    H5Dclose(s->labels);
+    s->labels = -1;
+    GR_H5_CHECK(H5Ldelete(s->group, "labels", H5P_DEFAULT), err, "%s: %s/labels: cannot delete", f, g);
+    GR_H5_CHECK(sp = H5Screate_simple(1, dims, NULL), err, "%s: %s/labels: cannot create", f, g);
+    GR_H5_CHECK(s->labels = H5Dcreate2(s->group, "labels", type, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), err,
+                "%s: %s/labels: cannot create", f, g);
+    GR_H5_CHECK(H5Dwrite(s->labels, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, kept), err,
+                "%s: %s/labels: write failed", f, g);
+    s->n = s->next;
+fail:
+    if (type >= 0) H5Tclose(type);
+    if (sp >= 0) H5Sclose(sp);
+    return st;
 }
 
 gr_status gr_data_convert_imagefolder(const gr_imagefolder_config *cfg, const char *out, bool force, bool progress,
-                                      int64_t *skipped, gr_error *err) {
+                                      gr_imagefolder_report *report, gr_error *err) {
     const int64_t S = cfg->size, R = cfg->short_side ? cfg->short_side : cfg->size;
     const char *group = cfg->group ? cfg->group : "/train";
-    if (skipped) *skipped = 0;
+    gr_imagefolder_report own = {0};
+    if (!report) report = &own;
+    memset(report, 0, sizeof *report);
     if (S < 1 || S > IF_MAX_SIDE)
         return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --size must be in [1, %d], got %lld", IF_MAX_SIDE,
                             (long long)S);
@@ -499,6 +574,8 @@ gr_status gr_data_convert_imagefolder(const gr_imagefolder_config *cfg, const ch
     if (group[0] != '/')
         return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --group must be an absolute HDF5 path "
                                                "(\"/train\"), got \"%s\"", group);
+    if (cfg->on_error != GR_ON_ERROR_FAIL && cfg->on_error != GR_ON_ERROR_SKIP)
+        return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --on-error must be skip or fail");
     gr_conv_out o;
     gr_status st = gr_conv_out_begin(&o, out, force, progress, err);
     if (st != GR_OK) return st;
@@ -507,29 +584,41 @@ gr_status gr_data_convert_imagefolder(const gr_imagefolder_config *cfg, const ch
         gr_conv_out_abort(&o);
         return st;
     }
-    if (skipped) *skipped = scan.skipped;
+    report->skipped = scan.skipped;
     double mean[3], std[3];
     gr_conv_split s;
     st = gr_conv_split_create(&o, group, scan.n, 3, S, S, scan.nclasses, true, &s, err);
     if (st == GR_OK) {
         const int64_t block = gr_conv_block_samples(scan.n, 3 * S * S);
-        uint8_t *images = gr_xmalloc((size_t)(block * 3 * S * S));
-        int32_t *labels = gr_xmalloc((size_t)block * sizeof *labels);
-        char **errs = gr_xcalloc((size_t)block, sizeof *errs);
+        if_job jb = {.split = &s, .R = R, .S = S, .on_error = cfg->on_error, .report = report,
+                     .images = gr_xmalloc((size_t)(block * 3 * S * S)),
+                     .labels = gr_xmalloc((size_t)block * sizeof *jb.labels),
+                     .errs = gr_xcalloc((size_t)block, sizeof *jb.errs),
+                     .kept = cfg->on_error == GR_ON_ERROR_SKIP ? gr_xmalloc((size_t)scan.n * sizeof *jb.kept) : NULL};
         for (int64_t first = 0; first < scan.n && st == GR_OK; first += block)
-            st = if_block(&s, scan.files + first, GR_MIN(block, scan.n - first), R, S, images, labels, errs, err);
-        free(images);
-        free(labels);
-        free(errs);
+            st = if_block(&jb, scan.files + first, GR_MIN(block, scan.n - first), err);
+        if (st == GR_OK && report->nbad == scan.n)
+            st = gr_error_set(err, GR_ERR_DATA, "%s: none of the %lld images could be decoded (the first: %s: %s)",
+                              cfg->dir, (long long)scan.n, report->bad[0].path, report->bad[0].why);
+        if (st == GR_OK && report->nbad > 0) {
+            if (progress) fputc('\n', stderr); /* the bar stopped short of 100% */
+            st = if_split_shrink(&s, jb.kept, err);
+        }
+        free(jb.images);
+        free(jb.labels);
+        free(jb.errs);
+        free(jb.kept);
+        report->samples = s.next;
         st = gr_conv_split_end(&s, st, (const char *const *)scan.classes, scan.nclasses, mean, std, err);
     }
     if (st == GR_OK) st = gr_conv_out_commit(&o, err);
     if (st == GR_OK && progress)
         fprintf(stderr, "gpurun data: %s: %s %lld samples of 3x%lldx%lld in %lld classes; mean %.2f %.2f %.2f, "
                         "std %.2f %.2f %.2f\n",
-                out, group, (long long)scan.n, (long long)S, (long long)S, (long long)scan.nclasses, mean[0], mean[1],
-                mean[2], std[0], std[1], std[2]);
+                out, group, (long long)report->samples, (long long)S, (long long)S, (long long)scan.nclasses, mean[0],
+                mean[1], mean[2], std[0], std[1], std[2]);
     gr_conv_out_abort(&o);
     if_scan_free(&scan);
+    gr_imagefolder_report_free(&own);
     return st;
 }

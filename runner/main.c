@@ -92,12 +92,17 @@ static int gr_cmd_data(int argc, char **argv) {
         if (strcmp(what, gr_data_names[k]) == 0) key = gr_data_keys[k];
     if (!key) gr_usage_error("data: unknown dataset '%s' (fashion-mnist, mnist, cifar10, synthetic, imagefolder)", what);
     bool force = false;
+    const char *on_error = NULL; /* imagefolder only */
     for (int i = 1; i < argc; i++) {
         int opt = -1;
         for (int k = 0; k < GR_DOPT_COUNT; k++)
             if (strcmp(argv[i], gr_data_opts[k].name) == 0) opt = k;
         if (strcmp(argv[i], "--force") == 0) {
             force = true;
+        } else if (strcmp(argv[i], "--on-error") == 0) {
+            if (key != 'i') gr_usage_error("data %s: option --on-error does not apply", what);
+            if (i + 1 >= argc) gr_usage_error("data: %s: expected a value", argv[i]);
+            on_error = argv[++i];
         } else if (opt >= 0) {
             char msg[256];
             if (!strchr(gr_data_opts[opt].takes, key)) {
@@ -118,7 +123,7 @@ static int gr_cmd_data(int argc, char **argv) {
     const char *from = val[GR_DOPT_FROM];
     gr_error err = {0};
     gr_status st;
-    int64_t skipped = 0;
+    gr_imagefolder_report rep = {0};
     if (key == 'f') {
         st = gr_data_convert_idx("fashion-mnist", from ? from : "/usr/share/datasets/fashion-mnist", out, force,
                                  true, &err);
@@ -156,10 +161,20 @@ static int gr_cmd_data(int argc, char **argv) {
         gr_imagefolder_config cfg = {.dir = from, .size = gr_data_int("--size", val[GR_DOPT_SIZE], NULL),
                                      .group = val[GR_DOPT_GROUP]};
         if (val[GR_DOPT_SHORT]) cfg.short_side = gr_data_count("--short-side", val[GR_DOPT_SHORT]);
-        st = gr_data_convert_imagefolder(&cfg, out, force, true, &skipped, &err);
+        if (on_error && strcmp(on_error, "skip") == 0) cfg.on_error = GR_ON_ERROR_SKIP;
+        else if (on_error && strcmp(on_error, "fail") != 0)
+            gr_usage_error("data imagefolder: --on-error: expected skip or fail, got '%s'", on_error);
+        st = gr_data_convert_imagefolder(&cfg, out, force, true, &rep, &err);
     }
     if (st) gr_die(st, err.msg);
-    if (skipped > 0) fprintf(stderr, "gpurun data: skipped %lld files that are not JPEG or PNG\n", (long long)skipped);
+    for (int64_t i = 0; i < rep.nbad; i++)
+        fprintf(stderr, "gpurun data: skipped %s: %s\n", rep.bad[i].path, rep.bad[i].why);
+    if (rep.nbad > 0)
+        fprintf(stderr, "gpurun data: skipped %lld images that could not be decoded (--on-error skip); %lld samples "
+                        "written\n", (long long)rep.nbad, (long long)rep.samples);
+    if (rep.skipped > 0)
+        fprintf(stderr, "gpurun data: skipped %lld files that are not JPEG or PNG\n", (long long)rep.skipped);
+    gr_imagefolder_report_free(&rep);
     printf("wrote %s\n", out);
     return 0;
 }

@@ -127,4 +127,46 @@ for i, c in enumerate([0, 1, 2]):
     assert (x[i, c] == 250).all() and (np.delete(x[i], c, axis=0) == 0).all(), (i, x[i])
 EOF
 
+# ---------------------------------------------------------------- files that do not decode: --on-error fail|skip
+want 2 "$T/m.h5" "data imagefolder: --on-error: expected skip or fail, got 'maybe'" -- \
+    "$G" data imagefolder "$T/m.h5" --from "$T/folder" --size 6 --on-error maybe
+want 2 "$T/m.h5" "--on-error: expected a value" -- "$G" data imagefolder "$T/m.h5" --from "$T/folder" --size 6 --on-error
+want 2 "$T/s3.h5" "data synthetic: option --on-error does not apply" -- \
+    "$G" data synthetic "$T/s3.h5" --n 10 --shape 3,8,8 --on-error skip
+# a PNG named .JPEG (converts: the first bytes tell the format), garbage named
+# .jpg, a JPEG header claiming 65500x65500 over a few bytes of data
+mkdir -p "$T/mixed/a" "$T/mixed/b"
+cp "$T/folder/a/1.png" "$T/mixed/a/1.png"
+cp "$T/folder/a/2.PNG" "$T/mixed/a/2.JPEG"
+printf 'GIF89a garbage' >"$T/mixed/a/3.jpg"
+cp "$T/folder/b/3.png" "$T/mixed/b/4.png"
+py "write a JPEG header claiming 65500x65500" "$T/mixed/b/5.jpg" <<'EOF'
+import sys
+sof = bytes([0xFF, 0xC0, 0, 17, 8, 0xFF, 0xDC, 0xFF, 0xDC, 3, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1])
+sos = bytes([0xFF, 0xDA, 0, 12, 3, 1, 0, 2, 0x11, 3, 0x11, 0, 63, 0])
+open(sys.argv[1], "wb").write(b"\xff\xd8" + sof + sos + b"\x12\x34" * 8 + b"\xff\xd9")
+EOF
+for policy in "" "--on-error fail"; do
+    # shellcheck disable=SC2086 # $policy is zero or two words
+    want 3 "$T/m.h5" "$T/mixed/a/3.jpg: cannot decode: not a JPEG or PNG file (it starts with 47 49 46 38)" \
+        "(--on-error skip leaves such files out)" -- "$G" data imagefolder "$T/m.h5" --from "$T/mixed" --size 6 $policy
+done
+rm "$T/mixed/a/3.jpg"
+want 3 "$T/m.h5" "$T/mixed/b/5.jpg: cannot decode: JPEG: header claims 65500x65500 pixels, more than this converter" \
+    -- "$G" data imagefolder "$T/m.h5" --from "$T/mixed" --size 6
+printf 'GIF89a garbage' >"$T/mixed/a/3.jpg"
+want 0 - "skipped $T/mixed/a/3.jpg: not a JPEG or PNG file (it starts with 47 49 46 38)" \
+    "skipped $T/mixed/b/5.jpg: JPEG: header claims 65500x65500 pixels" \
+    "skipped 2 images that could not be decoded (--on-error skip); 3 samples written" -- \
+    "$G" data imagefolder "$T/m.h5" --from "$T/mixed" --size 6 --on-error skip
+py "imagefolder --on-error skip: the three that decode, with their labels" "$T/m.h5" <<'EOF'
+import sys, h5py, numpy as np
+f = h5py.File(sys.argv[1], "r")
+x, y = f["train/images"][:], f["train/labels"][:]
+assert x.shape == (3, 3, 6, 6), x.shape
+assert list(y) == [0, 0, 1], y
+for i, c in enumerate([0, 1, 2]):  # 1.png red, 2.JPEG (a PNG) green, 4.png blue
+    assert (x[i, c] == 250).all() and (np.delete(x[i], c, axis=0) == 0).all(), (i, x[i])
+EOF
+
 e2e_done

@@ -7,6 +7,7 @@
  * message naming the file, and nothing left behind. */
 #include "../dataio/dataio.h"
 #include "../dataio/convert.h"
+#include "../dataio/convert_out.h" /* gr_conv_block_samples */
 #include "gr_test.h"
 
 #include <dirent.h>
@@ -651,10 +652,10 @@ static void test_imagefolder(void) {
     gr_error err = {0};
     if_make(dir);
     remove(out);
-    int64_t skipped = -1;
+    gr_imagefolder_report rep = {0};
     gr_imagefolder_config cfg = {.dir = dir, .size = 16};
-    CHECK(gr_data_convert_imagefolder(&cfg, out, false, false, &skipped, &err) == GR_OK);
-    CHECK_MSG(skipped == 3, "skipped %lld (README, .hidden, notes.txt)", (long long)skipped);
+    CHECK(gr_data_convert_imagefolder(&cfg, out, false, false, &rep, &err) == GR_OK);
+    CHECK_MSG(rep.skipped == 3, "skipped %lld (README, .hidden, notes.txt)", (long long)rep.skipped);
     split_data d;
     if (read_split(out, "/train", &d)) {
         CHECK(d.n == 8 && d.chw[0] == 3 && d.chw[1] == 16 && d.chw[2] == 16);
@@ -682,8 +683,8 @@ static void test_imagefolder(void) {
 
     /* short side 16 cropped to 8, into another group; --force */
     cfg.size = 8, cfg.short_side = 16, cfg.group = "/val";
-    CHECK(gr_data_convert_imagefolder(&cfg, out, false, false, &skipped, &err) == GR_ERR_USAGE);
-    CHECK(gr_data_convert_imagefolder(&cfg, out, true, false, &skipped, &err) == GR_OK);
+    CHECK(gr_data_convert_imagefolder(&cfg, out, false, false, &rep, &err) == GR_ERR_USAGE);
+    CHECK(gr_data_convert_imagefolder(&cfg, out, true, false, &rep, &err) == GR_OK);
     if (read_split(out, "/val", &d)) {
         CHECK(d.n == 8 && d.chw[1] == 8 && d.chw[2] == 8);
         CHECK_CLOSE(max_err(&d, 1, 0, 8, want_grad64_8), 0, 0, 1);
@@ -699,12 +700,12 @@ static void test_imagefolder(void) {
     char cdir[600];
     snprintf(cdir, sizeof cdir, "%s/c", bdir);
     CHECK_FAILED(gr_data_convert_imagefolder(&(gr_imagefolder_config){.dir = bdir, .size = 8}, out, false, false,
-                                             &skipped, &err),
+                                             &rep, &err),
                  GR_ERR_DATA, "convert_imgs_bad: no class sub-folders", out);
     mkdir(cdir, 0755);
     write_bytes(join(cdir, "x.txt"), "x", 1);
     CHECK_FAILED(gr_data_convert_imagefolder(&(gr_imagefolder_config){.dir = bdir, .size = 8}, out, false, false,
-                                             &skipped, &err),
+                                             &rep, &err),
                  GR_ERR_DATA, "convert_imgs_bad/c: no JPEG or PNG images", out);
     uint8_t buf[1 << 16];
     write_jpeg(join(cdir, "a_good.jpg"), 64, 64, 3, px_busy);
@@ -712,37 +713,37 @@ static void test_imagefolder(void) {
     GR_ASSERT(n > 4096 && n < sizeof buf);
     write_bytes(join(cdir, "b_cut.jpg"), buf, n * 3 / 4); /* cut inside the scan data */
     CHECK_FAILED(gr_data_convert_imagefolder(&(gr_imagefolder_config){.dir = bdir, .size = 8}, out, false, false,
-                                             &skipped, &err),
+                                             &rep, &err),
                  GR_ERR_DATA, "c/b_cut.jpg: cannot decode: JPEG: Premature end of JPEG file", out);
     remove(join(cdir, "b_cut.jpg"));
     write_bytes(join(cdir, "b_text.jpg"), "hello", 5);
     CHECK_FAILED(gr_data_convert_imagefolder(&(gr_imagefolder_config){.dir = bdir, .size = 8}, out, false, false,
-                                             &skipped, &err),
+                                             &rep, &err),
                  GR_ERR_DATA, "c/b_text.jpg: cannot decode: not a JPEG or PNG file (it starts with 68 65 6C 6C)", out);
     remove(join(cdir, "b_text.jpg"));
     n = read_bytes(join(dir, "a_cls/grad.png"), buf, sizeof buf);
     write_bytes(join(cdir, "b_cut.png"), buf, n - 20);
     CHECK_FAILED(gr_data_convert_imagefolder(&(gr_imagefolder_config){.dir = bdir, .size = 8}, out, false, false,
-                                             &skipped, &err),
+                                             &rep, &err),
                  GR_ERR_DATA, "c/b_cut.png: cannot decode: PNG: ", out);
     remove(join(cdir, "b_cut.png"));
-    CHECK(gr_data_convert_imagefolder(&(gr_imagefolder_config){.dir = bdir, .size = 8}, out, false, false, &skipped,
+    CHECK(gr_data_convert_imagefolder(&(gr_imagefolder_config){.dir = bdir, .size = 8}, out, false, false, &rep,
                                       &err) == GR_OK);
-    CHECK(skipped == 1);
+    CHECK(rep.skipped == 1);
     remove(out);
     CHECK_FAILED(gr_data_convert_imagefolder(&(gr_imagefolder_config){.dir = tmp_path("nope"), .size = 8}, out, false,
-                                             false, &skipped, &err),
+                                             false, &rep, &err),
                  GR_ERR_DATA, "convert_nope: no such directory", out);
 
     /* usage errors */
     CHECK_FAILED(gr_data_convert_imagefolder(&(gr_imagefolder_config){.dir = bdir, .size = 0}, out, false, false,
-                                             &skipped, &err),
+                                             &rep, &err),
                  GR_ERR_USAGE, "--size must be in [1, 65536], got 0", out);
     CHECK_FAILED(gr_data_convert_imagefolder(&(gr_imagefolder_config){.dir = bdir, .size = 8, .short_side = 7}, out,
-                                             false, false, &skipped, &err),
+                                             false, false, &rep, &err),
                  GR_ERR_USAGE, "--short-side must be in [--size 8, 65536], got 7", out);
     CHECK_FAILED(gr_data_convert_imagefolder(&(gr_imagefolder_config){.dir = bdir, .size = 8, .group = "train"}, out,
-                                             false, false, &skipped, &err),
+                                             false, false, &rep, &err),
                  GR_ERR_USAGE, "--group must be an absolute HDF5 path", out);
     rm_rf(bdir);
     rm_rf(dir);
@@ -755,7 +756,7 @@ static void test_imagefolder(void) {
 static void test_imagefolder_sources(void) {
     const char *dir = tmp_path("imgs_src"), *out = tmp_path("imgs_src.h5");
     gr_error err = {0};
-    int64_t skipped = -1;
+    gr_imagefolder_report rep = {0};
     rm_rf(dir);
     remove(out);
     mkdir(dir, 0755);
@@ -768,7 +769,7 @@ static void test_imagefolder_sources(void) {
     write_jpeg_cmyk(join(kdir, "b_plain.jpg"), 24, 24, cmyk, 1);
     write_jpeg_cmyk(join(kdir, "c_ycck.jpeg"), 24, 24, cmyk, 2);
     write_png(join(kdir, "d_png.JPEG"), 16, 16, PNG_COLOR_TYPE_RGB, 8, px_solid);
-    CHECK_MSG(gr_data_convert_imagefolder(&(gr_imagefolder_config){.dir = dir, .size = 8}, out, false, false, &skipped,
+    CHECK_MSG(gr_data_convert_imagefolder(&(gr_imagefolder_config){.dir = dir, .size = 8}, out, false, false, &rep,
                                           &err) == GR_OK, "%s", err.msg);
     split_data d;
     if (file_exists(out) && read_split(out, "/train", &d)) {
@@ -812,10 +813,140 @@ static void test_imagefolder_sources(void) {
         }
         if (bad == 3) write_bytes(name, "GIF89a garbage", 14);
         CHECK_FAILED(gr_data_convert_imagefolder(&(gr_imagefolder_config){.dir = dir, .size = 8}, out, false, false,
-                                                 &skipped, &err),
+                                                 &rep, &err),
                      GR_ERR_DATA, "k/f_bad.jpg: cannot decode: ", out);
         CHECK_STR_CONTAINS(err.msg, why[bad]);
+        if (bad == 0) CHECK_STR_CONTAINS(err.msg, "(--on-error skip leaves such files out)");
     }
+
+    /* --on-error skip: every bad file above, in two classes; the others convert */
+    write_bytes(join(kdir, "f_bad.jpg"), "GIF89a garbage", 14);                   /* k: e_good f_bad g_png h_bad */
+    write_png(join(kdir, "g_png.jpg"), 12, 12, PNG_COLOR_TYPE_PALETTE, 8, px_pal);
+    write_bytes(join(kdir, "h_bad.jpeg"), "", 0);
+    char mdir[600];
+    snprintf(mdir, sizeof mdir, "%s/m", dir);
+    mkdir(mdir, 0755);
+    jpeg_claim_size(buf, n, 65500, 65500);
+    write_bytes(join(mdir, "a_huge.jpg"), buf, n * 3 / 4);                      /* m: a_huge b_cmyk c_eoi */
+    write_jpeg_cmyk(join(mdir, "b_cmyk.jpg"), 24, 24, cmyk, 0);
+    jpeg_claim_size(buf, n, 64, 64);
+    write_bytes(join(mdir, "c_eoi.jpg"), buf, n / 2 + 2);
+    remove(out);
+    CHECK_FAILED(gr_data_convert_imagefolder(&(gr_imagefolder_config){.dir = dir, .size = 8}, out, false, false,
+                                             &rep, &err),
+                 GR_ERR_DATA, "k/f_bad.jpg: cannot decode: not a JPEG or PNG file (it starts with 47 49 46 38)", out);
+    CHECK(rep.nbad == 0);
+    gr_imagefolder_config skip = {.dir = dir, .size = 8, .on_error = GR_ON_ERROR_SKIP};
+    CHECK_MSG(gr_data_convert_imagefolder(&skip, out, false, false, &rep, &err) == GR_OK, "%s", err.msg);
+    CHECK(rep.samples == 3 && rep.skipped == 0);
+    static const char *const bad_names[] = {"k/f_bad.jpg", "k/h_bad.jpeg", "m/a_huge.jpg", "m/c_eoi.jpg"};
+    static const char *const bad_why[] = {"not a JPEG or PNG file (it starts with 47 49 46 38)",
+                                          "not a JPEG or PNG file (it is empty)",
+                                          "JPEG: header claims 65500x65500 pixels, more than this converter takes "
+                                          "(sides up to 32768, up to 268435456 pixels)",
+                                          "JPEG: Corrupt JPEG data: premature end of data segment"};
+    CHECK_MSG(rep.nbad == 4, "%lld files left out", (long long)rep.nbad);
+    for (int64_t i = 0; i < GR_MIN(rep.nbad, 4); i++) {
+        CHECK_STR_CONTAINS(rep.bad[i].path, bad_names[i]);
+        CHECK_MSG(strcmp(rep.bad[i].why, bad_why[i]) == 0, "%s: %s", rep.bad[i].path, rep.bad[i].why);
+    }
+    gr_imagefolder_report_free(&rep);
+    CHECK(rep.bad == NULL && rep.nbad == 0);
+    if (read_split(out, "/train", &d)) {
+        CHECK(d.n == 3 && d.y[0] == 0 && d.y[1] == 0 && d.y[2] == 1); /* e_good g_png b_cmyk */
+        CHECK_CLOSE(max_err(&d, 0, 0, 8, want_solid), 0, 0, 4);
+        CHECK(max_err(&d, 1, 0, 8, want_pal) == 0);
+        CHECK_CLOSE(d.x[(2 * 3 + 0) * 64], cmyk[0] * cmyk[3] / 255.0, 0, 3);
+        double want_m[3], want_s[3], m[3], sd[3];
+        stats_of(&d, want_m, want_s); /* of the samples written, not of a padded split */
+        CHECK(read_attr(out, "/train", "mean", m, 3) == 3 && read_attr(out, "/train", "std", sd, 3) == 3);
+        for (int c = 0; c < 3; c++) CHECK_CLOSE(m[c], want_m[c], 1e-9, 1e-9);
+        for (int c = 0; c < 3; c++) CHECK_CLOSE(sd[c], want_s[c], 1e-6, 1e-6);
+        split_free(&d);
+    }
+    char cls[4][32] = {{0}};
+    CHECK(read_classes(out, "/train", cls, 4) == 2 && strcmp(cls[1], "m") == 0);
+    remove(out);
+
+    /* nothing decodes: an error, even under skip */
+    rm_rf(dir);
+    mkdir(dir, 0755);
+    mkdir(kdir, 0755);
+    write_bytes(join(kdir, "x.jpg"), "garbage", 7);
+    write_bytes(join(kdir, "y.png"), "garbage", 7);
+    CHECK_FAILED(gr_data_convert_imagefolder(&skip, out, false, false, &rep, &err), GR_ERR_DATA,
+                 "convert_imgs_src: none of the 2 images could be decoded (the first: ", out);
+    CHECK_STR_CONTAINS(err.msg, "k/x.jpg: not a JPEG or PNG file");
+    gr_imagefolder_report_free(&rep);
+    CHECK_FAILED(gr_data_convert_imagefolder(&(gr_imagefolder_config){.dir = dir, .size = 8, .on_error = 7}, out,
+                                             false, false, &rep, &err),
+                 GR_ERR_USAGE, "--on-error must be skip or fail", out);
+    rm_rf(dir);
+}
+
+/* --on-error skip across write blocks (S = 2048: 12 MiB samples, blocks of
+ * 5): the blocks close up and the split's labels are the kept files'. */
+static void test_imagefolder_skip_blocks(void) {
+    const char *dir = tmp_path("imgs_blocks"), *out = tmp_path("imgs_blocks.h5");
+    gr_error err = {0};
+    rm_rf(dir);
+    remove(out);
+    mkdir(dir, 0755);
+    char a[600], b[600];
+    snprintf(a, sizeof a, "%s/a", dir);
+    snprintf(b, sizeof b, "%s/b", dir);
+    mkdir(a, 0755);
+    mkdir(b, 0755);
+    /* block 1: a/0 a/1(bad) a/2 b/0 b/1, block 2: b/2(bad) b/3 b/4(bad) */
+    write_jpeg(join(a, "0.jpg"), 16, 16, 3, px_solid);
+    write_bytes(join(a, "1.jpg"), "bad", 3);
+    write_png(join(a, "2.png"), 8, 8, PNG_COLOR_TYPE_PALETTE, 8, px_pal);
+    write_png(join(b, "0.png"), 8, 8, PNG_COLOR_TYPE_GRAY, 8, px_solid);
+    write_png(join(b, "1.png"), 8, 8, PNG_COLOR_TYPE_PALETTE, 8, px_pal);
+    write_bytes(join(b, "2.png"), "bad", 3);
+    write_png(join(b, "3.png"), 8, 8, PNG_COLOR_TYPE_RGBA, 8, px_rgba);
+    write_bytes(join(b, "4.png"), "bad", 3);
+    const int64_t S = 2048;
+    CHECK(gr_conv_block_samples(8, 3 * S * S) == 5);
+    gr_imagefolder_report rep = {0};
+    gr_imagefolder_config cfg = {.dir = dir, .size = S, .on_error = GR_ON_ERROR_SKIP};
+    CHECK_MSG(gr_data_convert_imagefolder(&cfg, out, false, false, &rep, &err) == GR_OK, "%s", err.msg);
+    CHECK(rep.samples == 5 && rep.nbad == 3);
+    gr_imagefolder_report_free(&rep);
+    hid_t f = H5Fopen(out, H5F_ACC_RDONLY, H5P_DEFAULT);
+    CHECK(f >= 0);
+    if (f >= 0) {
+        hid_t im = H5Dopen2(f, "/train/images", H5P_DEFAULT), lb = H5Dopen2(f, "/train/labels", H5P_DEFAULT);
+        hid_t sp = H5Dget_space(im);
+        hsize_t dims[4] = {0}, nl = 0;
+        H5Sget_simple_extent_dims(sp, dims, NULL);
+        H5Sclose(sp);
+        sp = H5Dget_space(lb);
+        H5Sget_simple_extent_dims(sp, &nl, NULL);
+        H5Sclose(sp);
+        CHECK(dims[0] == 5 && dims[1] == 3 && dims[2] == (hsize_t)S && nl == 5);
+        int32_t y[5] = {0};
+        CHECK(nl == 5 && H5Dread(lb, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, y) >= 0);
+        CHECK(y[0] == 0 && y[1] == 0 && y[2] == 1 && y[3] == 1 && y[4] == 1);
+        /* one pixel of each sample, in the middle */
+        static const uint8_t want[5][3] = {{200, 30, 90}, {1, 2, 3}, {77, 77, 77}, {1, 2, 3}, {10, 20, 30}};
+        for (hsize_t i = 0; i < 5 && dims[0] == 5; i++) {
+            const hsize_t start[4] = {i, 0, 1000, 1000}, cnt[4] = {1, 3, 1, 1};
+            uint8_t px[3] = {0};
+            hid_t fsp = H5Dget_space(im), msp = H5Screate_simple(4, cnt, NULL);
+            H5Sselect_hyperslab(fsp, H5S_SELECT_SET, start, NULL, cnt, NULL);
+            CHECK(H5Dread(im, H5T_NATIVE_UINT8, msp, fsp, H5P_DEFAULT, px) >= 0);
+            for (int c = 0; c < 3; c++)
+                CHECK_MSG(abs(px[c] - want[i][c]) <= (i == 0 ? 4 : 0), "sample %d channel %d: %d, expected %d",
+                          (int)i, c, px[c], want[i][c]);
+            H5Sclose(fsp);
+            H5Sclose(msp);
+        }
+        H5Dclose(im);
+        H5Dclose(lb);
+        H5Fclose(f);
+    }
+    remove(out);
     rm_rf(dir);
 }
 
@@ -825,5 +956,6 @@ int main(void) {
     test_synthetic();
     test_imagefolder();
     test_imagefolder_sources();
+    test_imagefolder_skip_blocks();
     return gr_test_report();
 }
