@@ -13,6 +13,7 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 #include "spec.h"
+#include "spec_input.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -362,6 +363,30 @@ static size_t gr_cfg_path_push(gr_cfg_parser *p, const char *key, int index) {
     return len;
 }
 
+/* Honours or refuses the YAML tag of node n (spec_input.h: only the core
+ * schema's tags; `!!python/object:...` or `!foo` is an error at the node). */
+static gr_status gr_cfg_apply_tag(gr_cfg_parser *p, const yaml_event_t *ev, const char *tag, gr_cfg *n) {
+    if (!tag) return GR_OK;
+    char why[400];
+    switch (gr_cfg_tag_rule(tag, n->kind, why, sizeof why)) {
+    case GR_TAG_STR: n->quoted = true; return GR_OK;
+    case GR_TAG_PLAIN: n->quoted = false; return GR_OK;
+    case GR_TAG_COLLECTION: return GR_OK;
+    case GR_TAG_NULL: {
+        gr_cfg plain = *n;
+        plain.quoted = false;
+        if (!gr_cfg_is_null(&plain))
+            return gr_cfg_parse_error_at(p, ev->start_mark, "%s: the YAML tag '!!null' on the value '%s'",
+                                         gr_cfg_path_or(p), n->scalar);
+        n->scalar[0] = 0;
+        n->quoted = false;
+        return GR_OK;
+    }
+    case GR_TAG_REFUSED: break;
+    }
+    return gr_cfg_parse_error_at(p, ev->start_mark, "%s: %s", gr_cfg_path_or(p), why);
+}
+
 /* Builds the node that starts with event *ev (consumed) into *out. */
 static gr_status gr_cfg_parse_node(gr_cfg_parser *p, yaml_event_t *ev, gr_cfg **out) {
     gr_status st = GR_OK;
@@ -397,9 +422,9 @@ static gr_status gr_cfg_parse_node(gr_cfg_parser *p, yaml_event_t *ev, gr_cfg **
         n = gr_cfg_new_at(p, GR_CFG_SCALAR, ev->start_mark);
         free(n->scalar);
         n->scalar = gr_cfg_strndup((const char *)ev->data.scalar.value, ev->data.scalar.length);
-        const char *tag = (const char *)ev->data.scalar.tag;
-        n->quoted = ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE || (tag && !strcmp(tag, YAML_STR_TAG));
+        n->quoted = ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE;
         anchor = ev->data.scalar.anchor;
+        st = gr_cfg_apply_tag(p, ev, (const char *)ev->data.scalar.tag, n);
         break;
     }
     case YAML_SEQUENCE_START_EVENT:
@@ -413,7 +438,8 @@ static gr_status gr_cfg_parse_node(gr_cfg_parser *p, yaml_event_t *ev, gr_cfg **
         }
         n = gr_cfg_new_at(p, is_map ? GR_CFG_MAP : GR_CFG_SEQ, ev->start_mark);
         anchor = is_map ? ev->data.mapping_start.anchor : ev->data.sequence_start.anchor;
-        for (;;) {
+        st = gr_cfg_apply_tag(p, ev, (const char *)(is_map ? ev->data.mapping_start.tag : ev->data.sequence_start.tag), n);
+        for (; !st;) {
             yaml_event_t e;
             if ((st = gr_cfg_next(p, &e))) break;
             if (e.type == YAML_SEQUENCE_END_EVENT || e.type == YAML_MAPPING_END_EVENT) {
@@ -439,8 +465,21 @@ static gr_status gr_cfg_parse_node(gr_cfg_parser *p, yaml_event_t *ev, gr_cfg **
             int kl, kc;
             gr_cfg_mark(p, e.start_mark, &kl, &kc);
             yaml_mark_t km = e.start_mark;
-            yaml_event_delete(&e);
             size_t old = gr_cfg_path_push(p, key, 0);
+            if (e.data.scalar.tag) { /* a map key is text: of the tags, only !!str fits it */
+                char empty[1] = "";
+                gr_cfg kn = {.kind = GR_CFG_SCALAR, .scalar = empty};
+                st = gr_cfg_apply_tag(p, &e, (const char *)e.data.scalar.tag, &kn);
+                if (!st && !kn.quoted)
+                    st = gr_cfg_parse_error_at(p, km, "%s: a map key is a string: of the YAML tags, only !!str "
+                                               "fits it", p->path);
+            }
+            yaml_event_delete(&e);
+            if (st) {
+                p->path[old] = 0;
+                free(key);
+                break;
+            }
             int dup = gr_cfg_find(n, key);
             if (dup >= 0) {
                 st = gr_cfg_parse_error_at(p, km, "%s: duplicate key (first given at line %d)", p->path,
@@ -515,10 +554,12 @@ fail:
     return st;
 }
 
+/* key: the dotted key the text is the value of (a --set), for messages. */
 static gr_status gr_cfg_parse_buffer(const char *text, size_t len, const char *file, int line, int col,
-                                     gr_cfg **out, gr_error *err) {
+                                     const char *key, gr_cfg **out, gr_error *err) {
     gr_cfg_parser p;
     memset(&p, 0, sizeof p);
+    if (key) snprintf(p.path, sizeof p.path, "%s", key);
     p.file = file;
     p.line0 = line;
     p.col0 = col;
@@ -538,28 +579,16 @@ static gr_status gr_cfg_parse_buffer(const char *text, size_t len, const char *f
 
 gr_status gr_cfg_parse_text(const char *text, const char *file, int line, int col, gr_cfg **out,
                             gr_error *err) {
-    return gr_cfg_parse_buffer(text, strlen(text), file, line, col, out, err);
+    return gr_cfg_parse_buffer(text, strlen(text), file, line, col, NULL, out, err);
 }
 
 gr_status gr_cfg_parse_file(const char *path, gr_cfg **out, gr_error *err) {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return gr_error_set(err, GR_ERR_USAGE, "%s: cannot read job spec: %s", path, strerror(errno));
-    size_t len = 0, cap = 4096;
-    char *buf = gr_xmalloc(cap);
-    for (;;) {
-        if (len == cap) buf = gr_xrealloc(buf, cap *= 2);
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0) break;
-    }
-    int bad = ferror(f) ? errno : 0;
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return gr_error_set(err, GR_ERR_USAGE, "%s: cannot read job spec: %s", path, strerror(bad));
-    }
-    gr_status st = gr_cfg_parse_buffer(buf, len, path, 1, 1, out, err);
+    char *buf;
+    size_t len;
+    gr_status st = gr_spec_read_file(path, &buf, &len, err);
+    if (st) return st;
+    st = gr_cfg_parse_buffer(buf, len, path, 1, 1, NULL, out, err);
     free(buf);
     return st;
 }
@@ -711,9 +740,7 @@ typedef struct gr_spec_row {
     gr_spec_check_fn check;
 } gr_spec_row;
 
-static const char *gr_spec_check_name(const char *s) {
-    return (!s[0] || strchr(s, '/')) ? "must be a non-empty name without '/'" : NULL;
-}
+static const char *gr_spec_check_name(const char *s) { return gr_spec_name_problem(s); }
 
 static const char *gr_spec_check_device(const char *s) {
     if (!strcmp(s, "auto") || !strcmp(s, "cpu") || !strcmp(s, "cuda")) return NULL;
@@ -928,7 +955,7 @@ static gr_status gr_spec_set_string(const gr_spec_row *r, const gr_cfg *n, const
     if (strlen(n->scalar) >= r->size)
         return gr_cfg_error(err, n, key, "longer than %zu characters", r->size - 1);
     const char *why = r->check ? r->check(n->scalar) : NULL;
-    if (why) return gr_cfg_error(err, n, key, "%s, got '%s'", why, n->scalar);
+    if (why) return gr_cfg_error(err, n, key, "%s, got '%s'", why, gr_cfg_escape(n->scalar, got, sizeof got));
     memcpy(dst, n->scalar, strlen(n->scalar) + 1);
     return GR_OK;
 }
@@ -1209,12 +1236,15 @@ static gr_status gr_spec_cross(gr_job_spec *spec, gr_error *err) {
         size_t len = strlen(base);
         if (len > 5 && !strcmp(base + len - 5, ".yaml")) len -= 5;
         else if (len > 4 && !strcmp(base + len - 4, ".yml")) len -= 4;
-        if (len >= sizeof spec->name) len = sizeof spec->name - 1;
-        memcpy(spec->name, base, len);
-        spec->name[len] = 0;
-        if (gr_spec_check_name(spec->name))
-            return gr_error_set(err, GR_ERR_USAGE, "%s: name: cannot take the name from the file name; set name:",
-                                spec->file);
+        char stem[GR_PATH_MAX], shown[300];
+        memcpy(stem, base, len);
+        stem[len] = 0;
+        const char *why = gr_spec_name_problem(stem);
+        if (why)
+            return gr_error_set(err, GR_ERR_USAGE, "%s: name: not given, and the file name's stem '%s' cannot be "
+                                "the run's name (a name %s); set name: in the spec, or --set name=...",
+                                spec->file, gr_cfg_escape(stem, shown, sizeof shown), why);
+        memcpy(spec->name, stem, len + 1);
     }
     return GR_OK;
 }
@@ -1281,7 +1311,7 @@ static gr_status gr_spec_apply_set(gr_cfg **root, const char *set, gr_error *err
                             row->path);
 
     gr_cfg *value;
-    gr_status st = gr_cfg_parse_text(eq + 1, "--set", 1, 1, &value, err);
+    gr_status st = gr_cfg_parse_buffer(eq + 1, strlen(eq + 1), "--set", 1, 1, key, &value, err);
     if (st) return st;
 
     /* Walk/create the maps of the schema part. */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "gr_test.h"
 
@@ -77,6 +78,29 @@ static const bad_case bad_cases[] = {
     {"bad_multidoc.yaml", {0}, "bad_multidoc.yaml:9:1: a job spec is one YAML document, found a second one"},
     {"bad_alias.yaml", {0}, "bad_alias.yaml:8:30: train.optimizer.lr: unknown alias '*rate'"},
     {"nope.yaml", {0}, "nope.yaml: cannot read job spec: No such file or directory"},
+    /* YAML tags: only the core schema's (issue 11) */
+    {"bad_tag.yaml", {0}, "bad_tag.yaml:2:7: seed: unknown YAML tag '!foo' (a job spec is plain YAML; the only "
+                          "tags it takes are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map)"},
+    {"bad_tag_python.yaml", {0}, "bad_tag_python.yaml:2:7: data: unknown YAML tag '!!python/object:builtins.dict'"},
+    {"bad_tag_key.yaml", {0}, "bad_tag_key.yaml:8:3: train.epochs: unknown YAML tag '!!python/name:os.system'"},
+    {"valid_min.yaml", {"seed=!!python/object/apply:os.system [ls]"},
+     "--set:1:1: seed: unknown YAML tag '!!python/object/apply:os.system'"},
+    {"valid_min.yaml", {"model.layers=!!seq {a: 1}"}, "--set:1:1: model.layers: the YAML tag '!!seq' is for a list, "
+                                                      "but tags a map"},
+    {"valid_min.yaml", {"seed=!!null 3"}, "--set:1:1: seed: the YAML tag '!!null' on the value '3'"},
+    {"valid_min.yaml", {"seed=!!str 3"}, "--set:1:1: seed: expected an integer, got the quoted string '3'"},
+    /* the run name is a safe file name (DESIGN 1.3) */
+    {"bad_name_dotdot.yaml", {0}, "bad_name_dotdot.yaml:1:7: name: must be a safe file name (letters, digits, '.', "
+                                  "'_' and '-', not starting with '.' or '-'): it names the run directory, got '..'"},
+    {"valid_min.yaml", {"name=."}, "--set:1:1: name: must be a safe file name (letters, digits"},
+    {"valid_min.yaml", {"name=a/b"}, "--set:1:1: name: must be a safe file name"},
+    {"valid_min.yaml", {"name=../../etc"}, "--set:1:1: name: must be a safe file name"},
+    {"valid_min.yaml", {"name=\"a\\nb\""}, "--set:1:1: name: must be a safe file name (letters, digits, '.', '_' and "
+                                          "'-', not starting with '.' or '-'): it names the run directory, got 'a\\nb'"},
+    {"valid_min.yaml", {"name=-x"}, "--set:1:1: name: must be a safe file name"},
+    {"valid_min.yaml", {"name=.hidden"}, "--set:1:1: name: must be a safe file name"},
+    {"valid_min.yaml", {"name=my run"}, "--set:1:1: name: must be a safe file name"},
+    {"valid_min.yaml", {"name=\"\""}, "--set:1:1: name: must be a safe file name"},
     /* --set */
     {"valid_min.yaml", {"train.optimizer.lrr=0.1"},
      "--set train.optimizer.lrr=0.1: unknown key 'train.optimizer.lrr' (did you mean 'lr'?)"},
@@ -476,8 +500,95 @@ static void test_cfg_helpers(void) {
     CHECK(!strcmp(gr_sched_name(GR_SCHED_MULTISTEP), "multistep"));
 }
 
+/* valid_min.yaml's text without its name line (so the name is the file's
+ * stem), padded with comment lines to `size` bytes when size > 0. */
+static bool write_spec(const char *path, size_t size) {
+    FILE *in = fopen(SPEC("valid_min.yaml"), "rb"), *out = fopen(path, "wb");
+    if (!in || !out) {
+        if (in) fclose(in);
+        if (out) fclose(out);
+        return false;
+    }
+    char line[512];
+    size_t n = 0;
+    while (fgets(line, sizeof line, in))
+        if (strncmp(line, "name:", 5) != 0) n += fwrite(line, 1, strlen(line), out);
+    fclose(in);
+    for (size_t k = 0; n < size; n++, k++) fputc(n + 1 == size || k % 100 == 99 ? '\n' : k % 100 == 0 ? '#' : 'x', out);
+    return fclose(out) == 0;
+}
+
+/* What the issue 11 campaign fed the reader: special files, huge files,
+ * unsafe default names, tags. */
+static void test_hostile_inputs(void) {
+    gr_job_spec s;
+    gr_error e;
+
+    /* the core schema's tags are honoured */
+    gr_status st = load(SPEC("valid_tags.yaml"), NULL, 0, &s, &e);
+    CHECK_MSG(st == GR_OK, "%s", e.msg);
+    if (st == GR_OK) {
+        CHECK(!strcmp(s.name, "tagged") && s.seed == 7 && !s.data.shuffle && s.data.val.path[0] == 0);
+        CHECK(s.train.optimizer.lr == 0.05 && s.model.layers && s.model.layers->n == 2);
+        gr_spec_free(&s);
+    }
+
+    /* the default name, the file's stem, must be a safe file name too */
+    const char *stems[][2] = {{"-x.yaml", "-x"}, {".hidden.yaml", ".hidden"}, {"my job.yaml", "my job"},
+                              {".yaml", ".yaml"}};
+    for (size_t i = 0; i < GR_ARRAY_LEN(stems); i++) {
+        char path[512], want[768];
+        snprintf(path, sizeof path, "%s/%s", GR_TEST_TMP, stems[i][0]);
+        CHECK(write_spec(path, 0));
+        st = load(path, NULL, 0, &s, &e);
+        CHECK_MSG(st == GR_ERR_USAGE, "%s: status %d", path, st);
+        snprintf(want, sizeof want, "%s: name: not given, and the file name's stem '%s' cannot be the run's name",
+                 path, stems[i][1]);
+        CHECK_STR_CONTAINS(e.msg, want);
+        CHECK_STR_CONTAINS(e.msg, "set name: in the spec, or --set name=...");
+        const char *fix[] = {"name=fixed"};
+        st = load(path, fix, 1, &s, &e);
+        CHECK_MSG(st == GR_OK, "%s", e.msg);
+        if (st == GR_OK) CHECK(!strcmp(s.name, "fixed"));
+        gr_spec_free(&s);
+        remove(path);
+    }
+    st = load(SPEC("valid_alias.yaml"), NULL, 0, &s, &e); /* a safe stem is the name */
+    CHECK(st == GR_OK && !strcmp(s.name, "valid_alias"));
+    gr_spec_free(&s);
+
+    /* size: 4 MiB is the most; a byte more is refused before parsing */
+    const char *big = GR_TEST_TMP "/spec_4mib.yaml";
+    CHECK(write_spec(big, (size_t)4 << 20));
+    st = load(big, NULL, 0, &s, &e);
+    CHECK_MSG(st == GR_OK, "%s", e.msg);
+    gr_spec_free(&s);
+    CHECK(write_spec(big, 5000000));
+    st = load(big, NULL, 0, &s, &e);
+    CHECK(st == GR_ERR_USAGE);
+    CHECK_STR_CONTAINS(e.msg, GR_TEST_TMP "/spec_4mib.yaml: 5,000,000 bytes; a job spec is at most 4 MiB");
+    remove(big);
+
+    /* special files: refused at once (a FIFO would block in open(),
+     * /dev/zero would grow memory without end) */
+    const char *fifo = GR_TEST_TMP "/spec_fifo.yaml";
+    remove(fifo);
+    CHECK(mkfifo(fifo, 0600) == 0);
+    st = load(fifo, NULL, 0, &s, &e);
+    CHECK(st == GR_ERR_USAGE);
+    CHECK_STR_CONTAINS(e.msg, GR_TEST_TMP "/spec_fifo.yaml: job spec is a FIFO, not a regular file");
+    remove(fifo);
+    st = load("/dev/zero", NULL, 0, &s, &e);
+    CHECK(st == GR_ERR_USAGE);
+    CHECK_STR_CONTAINS(e.msg, "/dev/zero: job spec is a character device, not a regular file");
+    st = load(GR_TEST_TMP, NULL, 0, &s, &e);
+    CHECK(st == GR_ERR_USAGE);
+    CHECK_STR_CONTAINS(e.msg, "job spec is a directory, not a regular file");
+}
+
 int main(void) {
     test_bad_cases();
+    test_hostile_inputs();
     test_minimal_and_defaults();
     test_full_and_round_trip();
     test_sets();
