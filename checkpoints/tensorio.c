@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +106,22 @@ fail:
     return st;
 }
 
+/* A tensor read back must be finite: training from an inf/NaN weight (or
+ * optimizer slot) would only spread it. Names the first bad element. */
+static gr_status tio_check_finite(const char *file, const char *name, int ndim, const int64_t *shape,
+                                  const float *v, gr_error *err) {
+    const int64_t n = tio_numel(ndim, shape);
+    int64_t bad = -1;
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(v[i])) { bad = i; break; }
+    if (bad < 0) return GR_OK;
+    int64_t count = 0;
+    for (int64_t i = bad; i < n; i++) count += !isfinite(v[i]);
+    return gr_error_set(err, GR_ERR_CKPT, "%s: %s: element %lld is %s (%lld of %lld values are not finite); a "
+                        "model cannot start from non-finite weights", file, name, (long long)bad,
+                        isnan(v[bad]) ? "NaN" : v[bad] > 0 ? "inf" : "-inf", (long long)count, (long long)n);
+}
+
 gr_status gr_tio_read(hid_t f, const char *file, const char *name, int ndim, const int64_t *shape, float *dst,
                       bool need_crc, gr_error *err) {
     gr_status st = GR_OK;
@@ -149,6 +166,7 @@ gr_status gr_tio_read(hid_t f, const char *file, const char *name, int ndim, con
             goto fail;
         }
     }
+    st = tio_check_finite(file, name, ndim, shape, dst, err);
 fail:
     if (attr >= 0) H5Aclose(attr);
     if (sp >= 0) H5Sclose(sp);

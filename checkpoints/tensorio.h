@@ -17,10 +17,12 @@ gr_status gr_tio_write(hid_t f, const char *file, const char *name, int ndim, co
 
 /* Reads dataset `name` into dst after checking it has exactly this shape
  * (any numeric dtype, converted to float32); a `crc32c` attribute must
- * match (required when need_crc). Messages:
+ * match (required when need_crc); every value must be finite (an inf/NaN
+ * weight, BN statistic or optimizer slot is refused). Messages:
  *   "F: /params/conv0/weight: missing"
  *   "F: /params/conv0/weight: shape [64, 3, 3, 3], but [64, 1, 3, 3] is expected"
- *   "F: /params/conv0/weight: crc32c mismatch (stored 0x.., computed 0x..): the file is corrupt" */
+ *   "F: /params/conv0/weight: crc32c mismatch (stored 0x.., computed 0x..): the file is corrupt"
+ *   "F: /params/conv0/weight: element 12 is NaN (1 of 1728 values are not finite); ..." */
 gr_status gr_tio_read(hid_t f, const char *file, const char *name, int ndim, const int64_t *shape, float *dst,
                       bool need_crc, gr_error *err);
 
