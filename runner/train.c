@@ -23,6 +23,7 @@
 #include "../graph/plan.h"
 #include "../checkpoints/weights.h"
 #include "../checkpoints/ckpt.h"
+#include "finite.h"
 #include "json.h"
 #include "saver.h"
 #include "rundir.h"
@@ -869,14 +870,13 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
         gr_saver_wait_copied(j.saver); /* a checkpoint's snapshot may still be reading the weights */
         const double scale = j.sc.scale;
         /* a skipped step is no optimizer step (GradScaler skips optimizer.step()) */
-        bool finite = gr_train_apply_scaled(&j.m, s, lr, step - j.sc.skipped, scale, j.sc.check);
+        /* every step looks at the gradients' norm (one reduction, finite.h): inf/NaN is a
+         * skipped step under dynamic loss scaling, else divergence naming the first layer */
+        bool finite = gr_train_apply_scaled(&j.m, s, lr, step - j.sc.skipped, scale, true);
         gr_scaler_update(&j.sc, finite);
         if (!finite && (!j.sc.dynamic || j.sc.scale < GR_SCALE_FLOOR)) {
             status = "diverged";
-            st = gr_error_set(err, GR_ERR_DIVERGED, "training diverged at step %lld (epoch %lld): the gradients "
-                              "are inf/NaN at loss scale %g%s", (long long)step + 1, (long long)epoch + 1, scale,
-                              j.sc.dynamic ? ", the smallest scale dynamic scaling tries"
-                                           : "; set loss_scale: dynamic, or a smaller loss_scale");
+            st = gr_train_grads_diverged(&j.m, step + 1, epoch + 1, loss, scale, j.sc.check, j.sc.dynamic, err);
             break;
         }
         j.rec.loss_window += loss;
@@ -887,6 +887,10 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
         int64_t done_steps = step + 1;
         double epoch_f = (double)done_steps / (double)spe;
         if (done_steps % s->log.every_steps == 0 || done_steps == total) {
+            if ((st = gr_train_check_params(&j.m, done_steps, spe, "at the metrics line", err))) {
+                status = "diverged";
+                break;
+            }
             double now = gr_now();
             double sps = (double)(steps_window * s->train.batch_size) / (now - t_window);
             double wait = gr_loader_wait_s(j.train_ld);
@@ -962,6 +966,10 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
         bool due = (s->checkpoint.every_steps > 0 && done_steps % s->checkpoint.every_steps == 0) ||
                    (s->checkpoint.every_minutes > 0 && now - last_ckpt >= 60.0 * s->checkpoint.every_minutes);
         if (due && done_steps < total && !gr_signals_pending()) {
+            if ((st = gr_train_check_params(&j.m, done_steps, spe, "before a checkpoint", err))) {
+                status = "diverged";
+                break;
+            }
             gr_job_checkpoint_start(&j, done_steps, spe);
             last_ckpt = now;
         }
@@ -970,7 +978,10 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
             break;
         }
     }
-    /* the last checkpoint: at the end, or where a signal stopped the run */
+    /* the last checkpoint: at the end, or where a signal stopped the run; never of inf/NaN weights */
+    if (strcmp(status, "diverged") != 0 &&
+        (st = gr_train_check_params(&j.m, step, spe, "before the last checkpoint and weights.h5", err)))
+        status = "diverged";
     if (strcmp(status, "diverged") != 0) {
         gr_error ce;
         bool periodic = false;
