@@ -27,7 +27,7 @@ static const char gr_usage[] =
     "       gpurun data synthetic OUT.h5 --n N --shape C,H,W [--classes K (10)] [--test M (ceil(N/10))]\n"
     "                             [--seed S (0)] [--force]\n"
     "       gpurun data imagefolder OUT.h5 --from DIR --size S [--short-side R (S)] [--group G (/train)]\n"
-    "                             [--force]                DIR/<class>/*.jpg|*.jpeg|*.png\n"
+    "                             [--on-error fail|skip (fail)] [--force]   DIR/<class>/*.jpg|*.jpeg|*.png\n"
     "       gpurun --help | --version\n"
     "\n"
     "exit codes: 0 finished, 1 internal error, 2 usage/job-spec error, 3 data error,\n"

@@ -74,6 +74,47 @@ static bool gr_diff_is_free(const char *key) {
     return false;
 }
 
+/* The group a key is reported under: a model's layer list differs in many
+ * keys at once when a layer is added, so model.layers.* / model.blocks.* are
+ * one entry each ("model.layers: 9 keys differ, the first ..."). */
+static size_t gr_diff_group(const char *key) {
+    if (strncmp(key, "model.layers.", 13) && strncmp(key, "model.blocks.", 13)) return strlen(key);
+    return 12;
+}
+
+typedef struct gr_diff {
+    const char *key, *a, *b;
+} gr_diff;
+
+/* Changed values first (seed 1 -> 2, optimizer sgd -> adamw), then keys
+ * only one side has (adamw's betas), which a changed value often explains. */
+static void gr_diff_format(const gr_diff *d, int nd, char *out, size_t n) {
+    size_t len = 0;
+    int shown = 0, entries = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < nd;) {
+            size_t g = gr_diff_group(d[i].key);
+            int k = i + 1;
+            while (k < nd && gr_diff_group(d[k].key) == g && strncmp(d[k].key, d[i].key, g) == 0) k++;
+            bool both = strcmp(d[i].a, "(absent)") != 0 && strcmp(d[i].b, "(absent)") != 0;
+            if (both == (pass == 0)) {
+                entries++;
+                if (shown < 6 && len < n) {
+                    int w = k - i == 1
+                                ? snprintf(out + len, n - len, "%s%s (checkpoint %s, job %s)", len ? "; " : "",
+                                           d[i].key, d[i].a, d[i].b)
+                                : snprintf(out + len, n - len, "%s%.*s (%d keys differ, the first: %s: "
+                                           "checkpoint %s, job %s)", len ? "; " : "", (int)g, d[i].key, k - i,
+                                           d[i].key, d[i].a, d[i].b);
+                    if (w > 0) len += (size_t)w;
+                    shown++;
+                }
+            }
+            i = k;
+        }
+    if (entries > shown && len < n) snprintf(out + len, n - len, "; and %d more", entries - shown);
+}
+
 int gr_spec_diff(const char *ckpt_yaml, const char *job_yaml, char *out, size_t n) {
     out[0] = '\0';
     gr_flat a, b;
@@ -87,22 +128,19 @@ int gr_spec_diff(const char *ckpt_yaml, const char *job_yaml, char *out, size_t 
         snprintf(out, n, "the job's spec does not parse: %s", e.msg);
         return -1;
     }
-    int diffs = 0, i = 0, k = 0;
-    size_t len = 0;
+    gr_diff *d = gr_xmalloc((size_t)(a.n + b.n + 1) * sizeof *d);
+    int nd = 0, i = 0, k = 0;
     while (i < a.n || k < b.n) {
         int c = i >= a.n ? 1 : k >= b.n ? -1 : strcmp(a.kv[i].key, b.kv[k].key);
         const char *key = c <= 0 ? a.kv[i].key : b.kv[k].key;
         const char *va = c <= 0 ? a.kv[i].val : "(absent)", *vb = c >= 0 ? b.kv[k].val : "(absent)";
         if (c <= 0) i++;
         if (c >= 0) k++;
-        if (gr_diff_is_free(key) || (c == 0 && strcmp(va, vb) == 0)) continue;
-        if (++diffs <= 6 && len < n) {
-            int w = snprintf(out + len, n - len, "%s%s (checkpoint %s, job %s)", len ? "; " : "", key, va, vb);
-            if (w > 0) len += (size_t)w;
-        }
+        if (!gr_diff_is_free(key) && (c != 0 || strcmp(va, vb) != 0)) d[nd++] = (gr_diff){key, va, vb};
     }
-    if (diffs > 6 && len < n) snprintf(out + len, n - len, "; and %d more", diffs - 6);
+    gr_diff_format(d, nd, out, n);
+    free(d);
     gr_flat_free(&a);
     gr_flat_free(&b);
-    return diffs;
+    return nd;
 }

@@ -376,8 +376,9 @@ expect_ok -- "$G" "$T/ok.yaml" --run-dir "$T/run_auto" --resume auto --quiet
 check "--resume auto on a fresh dir writes summary.json" test -s "$T/run_auto/summary.json"
 
 touch "$T/a_file"
-expect_fail 2 "$T/a_file" -- "$G" "$T/ok.yaml" --run-dir "$T/a_file"
-expect_fail 2 "$T/a_file" -- "$G" "$T/ok.yaml" --run-dir "$T/a_file/sub"
+# a run directory that cannot be made is a storage error (DESIGN 1.2: exit 6), not a spec error
+expect_fail 6 "$T/a_file" "a file is in the way" -- "$G" "$T/ok.yaml" --run-dir "$T/a_file"
+expect_fail 6 "$T/a_file" "a file is in the way" -- "$G" "$T/ok.yaml" --run-dir "$T/a_file/sub"
 
 # eval.every_epochs: 0 = no periodic eval, one at the end only
 expect_ok -- "$G" "$T/ok.yaml" --run-dir "$T/run_eval0" --quiet --set eval.every_epochs=0 --set train.steps=9
