@@ -14,6 +14,8 @@
  * `<use>.<layer>`, the use being its `name:` or `<block><k>`. Later layers
  * can name the use, whose output is its last layer's. */
 #include "graph.h"
+#include "names.h"
+#include "spec_input.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,12 +32,6 @@ static int gr_build_add_layer(gr_graph *g, const char *name, gr_op op) {
     l->op = op;
     l->node = -1;
     return g->n_layers++;
-}
-
-static int gr_build_find_layer(const gr_graph *g, const char *name) {
-    for (int i = 0; i < g->n_layers; i++)
-        if (strcmp(g->layers[i].name, name) == 0) return i;
-    return -1;
 }
 
 static gr_status gr_build_unknown_op(const gr_cfg *at, const char *key, const char *name,
@@ -109,16 +105,10 @@ static gr_status gr_build_split_item(const gr_cfg *item, const char *key, gr_lay
 
 /* ---- scopes: the names `input:` can refer to ---- */
 
-typedef struct gr_name {
-    char name[GR_NAME_MAX];
-    int tensor;
-} gr_name;
-
 typedef struct gr_scope {
     char prefix[GR_NAME_MAX]; /* "" at the top, "bottleneck0." inside a block use */
     int input;                /* the tensor called `input`: the block's input (the model's at the top) */
-    gr_name *names;
-    int n_names, cap_names;
+    gr_names names;           /* local name -> tensor */
     int op_count[GR_OP_COUNT];/* for <op><k> names */
     int *block_uses;          /* per block: uses so far, for <block><k> names */
 } gr_scope;
@@ -130,32 +120,29 @@ typedef struct gr_builder {
     const gr_cfg *blocks;     /* model.blocks, or NULL */
     int stack[16];            /* blocks being expanded, outermost first */
     int depth;
+    gr_names layer_names;     /* full layer name -> layer index, for duplicates */
+    int64_t n_items;          /* layer items built so far (polls gr_interrupted) */
 } gr_builder;
 
 static void gr_scope_init(gr_scope *sc, const gr_builder *b, const char *prefix, int input) {
     memset(sc, 0, sizeof *sc);
+    gr_names_init(&sc->names);
     snprintf(sc->prefix, sizeof sc->prefix, "%s", prefix);
     sc->input = input;
     sc->block_uses = gr_xcalloc((size_t)(b->blocks ? b->blocks->n : 0) + 1, sizeof *sc->block_uses);
 }
 
 static void gr_scope_free(gr_scope *sc) {
-    free(sc->names);
+    gr_names_free(&sc->names);
     free(sc->block_uses);
 }
 
-static void gr_scope_add(gr_scope *sc, const char *name, int tensor) {
-    if (sc->n_names == sc->cap_names) {
-        sc->cap_names = sc->cap_names ? 2 * sc->cap_names : 16;
-        sc->names = gr_xrealloc(sc->names, (size_t)sc->cap_names * sizeof *sc->names);
-    }
-    snprintf(sc->names[sc->n_names].name, GR_NAME_MAX, "%s", name);
-    sc->names[sc->n_names++].tensor = tensor;
-}
+/* Names are unique in a scope (the builder refuses duplicates first). */
+static void gr_scope_add(gr_scope *sc, const char *name, int tensor) { gr_names_put(&sc->names, name, tensor); }
 
 static int gr_scope_find(const gr_scope *sc, const char *name) {
-    for (int i = sc->n_names - 1; i >= 0; i--)
-        if (strcmp(sc->names[i].name, name) == 0) return sc->names[i].tensor;
+    int t = gr_names_get(&sc->names, name);
+    if (t >= 0) return t;
     return strcmp(name, "input") == 0 ? sc->input : -1;
 }
 
@@ -274,6 +261,133 @@ static gr_status gr_blocks_check(const gr_cfg *blocks, gr_error *err) {
     return GR_OK;
 }
 
+/* ---- the size of the expansion, known before anything is expanded ---- */
+
+/* The most layers a model may expand to: 200 times ResNet-152's ~500 (conv,
+ * batchnorm, relu, add), so no real model meets it, while nested repeats
+ * (10,000 x 10,000 x ...) are refused in microseconds instead of building
+ * 10^8 layers. */
+#define GR_MAX_LAYERS 100000
+
+/* Arguments in force while counting a block's layers: `$x` -> value. */
+typedef struct gr_count_env {
+    const char *const *names;
+    const gr_cfg *const *values;
+    int n;
+} gr_count_env;
+
+typedef struct gr_counter {
+    const gr_cfg *blocks;
+    int stack[16];            /* as gr_builder's: a cycle is the builder's to report */
+    int depth;
+} gr_counter;
+
+static const gr_cfg *gr_count_arg(const gr_cfg *v, const gr_count_env *env) {
+    if (v && v->kind == GR_CFG_SCALAR && !v->quoted && v->scalar[0] == '$')
+        for (int k = 0; k < env->n; k++)
+            if (strcmp(env->names[k], v->scalar + 1) == 0) return env->values[k];
+    return v;
+}
+
+static gr_status gr_count_seq(gr_counter *c, const gr_cfg *seq, const gr_count_env *env, const char *key,
+                              int64_t *total, gr_error *err);
+
+/* Layers one use of block bi expands to, with the use's arguments (given,
+ * NULL or a map) read in env. Malformed uses and cycles count 1: building
+ * them reports the error. */
+static gr_status gr_count_use(gr_counter *c, int bi, const gr_cfg *given, const gr_count_env *env,
+                              int64_t *n, gr_error *err) {
+    *n = 1;
+    for (int d = 0; d < c->depth; d++)
+        if (c->stack[d] == bi) return GR_OK;
+    if (c->depth == (int)GR_ARRAY_LEN(c->stack)) return GR_OK;
+    const gr_cfg *def = c->blocks->items[bi];
+    const gr_cfg *layers = gr_cfg_get(def, "layers"), *args = gr_cfg_get(def, "args");
+    if (args && args->kind != GR_CFG_MAP) args = NULL;
+    const int na = args ? args->n : 0;
+    const char **names = gr_xcalloc((size_t)na + 1, sizeof *names);
+    const gr_cfg **values = gr_xcalloc((size_t)na + 1, sizeof *values);
+    for (int k = 0; k < na; k++) names[k] = args->keys[k], values[k] = args->items[k];
+    for (int i = 0; given && given->kind == GR_CFG_MAP && i < given->n; i++) {
+        int k = args ? gr_cfg_find(args, given->keys[i]) : -1;
+        if (k >= 0) values[k] = gr_count_arg(given->items[i], env);
+    }
+    gr_count_env inner = {names, values, na};
+    char key[400];
+    snprintf(key, sizeof key, "model.blocks.%s.layers", c->blocks->keys[bi]);
+    c->stack[c->depth++] = bi;
+    gr_status st = gr_count_seq(c, layers, &inner, key, n, err);
+    c->depth--;
+    free(names);
+    free(values);
+    return st;
+}
+
+/* Layers of the sequence `seq` (model.layers or a block's) under env, into
+ * *total; an error at the item where the count passes GR_MAX_LAYERS. */
+static gr_status gr_count_seq(gr_counter *c, const gr_cfg *seq, const gr_count_env *env, const char *key,
+                              int64_t *total, gr_error *err) {
+    *total = 0;
+    if (!seq || seq->kind != GR_CFG_SEQ) return GR_OK;
+    for (int i = 0; i < seq->n; i++) {
+        const gr_cfg *item = seq->items[i];
+        const char *op = NULL;
+        const gr_cfg *attrs = NULL;
+        gr_cfg at = *item;
+        int64_t repeat = 1;
+        if (item->kind == GR_CFG_SCALAR) {
+            const gr_cfg *v = gr_count_arg(item, env);
+            op = v->kind == GR_CFG_SCALAR ? v->scalar : NULL;
+        } else if (item->kind == GR_CFG_MAP) {
+            for (int k = 0; k < item->n; k++) {
+                const char *name = item->keys[k];
+                if (strcmp(name, "repeat") == 0) {
+                    gr_error ignored; /* a bad repeat is the builder's to report */
+                    if (gr_cfg_int(gr_count_arg(item->items[k], env), "repeat", 1, 10000, &repeat, &ignored))
+                        repeat = 1;
+                } else if (strcmp(name, "name") != 0 && strcmp(name, "input") != 0 && !op) {
+                    op = name;
+                    attrs = item->items[k];
+                    at.line = item->key_line[k];
+                    at.col = item->key_col[k];
+                }
+            }
+        }
+        const int bi = op && c->blocks ? gr_cfg_find(c->blocks, op) : -1;
+        int64_t per = 1;
+        if (bi >= 0) {
+            gr_status st = gr_count_use(c, bi, gr_count_arg(attrs, env), env, &per, err);
+            if (st) return st;
+        }
+        *total += per * repeat; /* per <= GR_MAX_LAYERS, repeat <= 10,000: no overflow */
+        if (*total > GR_MAX_LAYERS) {
+            char ikey[512], before[32], each[32], cap[32], what[200];
+            snprintf(ikey, sizeof ikey, "%s[%d]", key, i);
+            gr_cfg_fmt_count(*total - per * repeat, before, sizeof before);
+            gr_cfg_fmt_count(per, each, sizeof each);
+            gr_cfg_fmt_count(GR_MAX_LAYERS, cap, sizeof cap);
+            if (bi >= 0)
+                snprintf(what, sizeof what, "block '%s' of %s layers%s", op, each, repeat > 1 ? "," : "");
+            else
+                snprintf(what, sizeof what, "'%s'%s", op ? op : "?", repeat > 1 ? "," : "");
+            if (repeat > 1) {
+                char tot[32];
+                gr_cfg_fmt_count(per * repeat, tot, sizeof tot);
+                size_t len = strlen(what);
+                snprintf(what + len, sizeof what - len, " repeat %lld = %s layers", (long long)repeat, tot);
+            }
+            char whole[160];
+            if (c->depth) snprintf(whole, sizeof whole, "block '%s'", c->blocks->keys[c->stack[c->depth - 1]]);
+            else snprintf(whole, sizeof whole, "the model");
+            return gr_cfg_error(err, &at, ikey, "%s grows past %s layers here (%s%s%s); a model has at most %s "
+                                "layers once blocks and repeats are expanded", whole, cap,
+                                *total > per * repeat ? before : "", *total > per * repeat ? " before this item, "
+                                "which adds " : "this item adds ", what, cap);
+        }
+    }
+    return GR_OK;
+}
+
 /* Replaces every `$x` scalar under t by a copy of the value of x. */
 static void gr_block_subst(gr_cfg *t, const char *const *names, const gr_cfg *const *values, int n) {
     for (int i = 0; i < t->n; i++) {
@@ -373,9 +487,10 @@ static gr_status gr_build_layer(gr_builder *b, gr_scope *sc, const gr_layer_item
     snprintf(name, sizeof name, "%s%s", sc->prefix, local);
     if (strlen(name) >= GR_NAME_MAX)
         return gr_cfg_error(err, item, key, "layer name '%s' is longer than %d characters", name, GR_NAME_MAX - 1);
-    if (gr_build_find_layer(g, name) >= 0 || gr_scope_find(sc, local) >= 0)
+    if (gr_names_get(&b->layer_names, name) >= 0 || gr_scope_find(sc, local) >= 0)
         return gr_cfg_error(err, item, key, "duplicate layer name '%s'", name);
     int l = gr_build_add_layer(g, name, (gr_op)op);
+    gr_names_put(&b->layer_names, name, l);
     int outs[1] = {-1};
     int nd = gr_graph_add_node(g, (gr_op)op, l, in, nin, outs, 0);
     g->nodes[nd].attrs = *attrs;
@@ -391,6 +506,16 @@ static gr_status gr_build_layer(gr_builder *b, gr_scope *sc, const gr_layer_item
     *out = g->nodes[nd].out[0];
     gr_scope_add(sc, local, *out);
     return GR_OK;
+}
+
+/* Every GR_BUILD_POLL layer items, a signal that runner/'s handler recorded
+ * stops the compile (a 100,000-layer model must not make SIGTERM wait). */
+#define GR_BUILD_POLL 2048
+
+static gr_status gr_build_poll(gr_builder *b, gr_error *err) {
+    if (++b->n_items % GR_BUILD_POLL) return GR_OK;
+    const int sig = gr_interrupted;
+    return sig ? gr_error_set(err, GR_ERR_SIGNAL, "interrupted by signal %d during compile", sig) : GR_OK;
 }
 
 static gr_status gr_build_seq(gr_builder *b, gr_scope *sc, const gr_cfg *layers, const char *key, int in,
@@ -426,6 +551,7 @@ static gr_status gr_build_seq(gr_builder *b, gr_scope *sc, const gr_cfg *layers,
             }
         }
         for (int64_t r = 0; r < li.repeat; r++) {
+            if ((st = gr_build_poll(b, err))) return st;
             char local[GR_NAME_MAX];
             /* <op><k> and <block><k> count named layers too (DESIGN 1.4) */
             const int k = op >= 0 ? sc->op_count[op]++ : sc->block_uses[bi]++;
@@ -464,6 +590,13 @@ static gr_status gr_graph_build_ex(const gr_job_spec *spec, const int64_t *in_sh
         b.blocks = spec->model.blocks;
         if ((st = gr_blocks_check(b.blocks, err))) goto fail;
     }
+    {
+        gr_counter c = {.blocks = b.blocks};
+        const gr_count_env none = {NULL, NULL, 0};
+        int64_t n_layers;
+        if ((st = gr_count_seq(&c, spec->model.layers, &none, "model.layers", &n_layers, err))) goto fail;
+    }
+    gr_names_init(&b.layer_names);
     int64_t shape[GR_MAX_DIMS];
     shape[0] = g->micro_batch;
     for (int i = 0; i < in_ndim; i++) shape[i + 1] = in_shape[i];
@@ -486,7 +619,7 @@ static gr_status gr_graph_build_ex(const gr_job_spec *spec, const int64_t *in_sh
         st = gr_spec_error(err, spec, "train.loss.type", "unknown loss '%s'", spec->train.loss);
         goto fail;
     }
-    if (!infer) return GR_OK;
+    if (!infer) goto done;
     const gr_tensor *lt = &g->tensors[cur];
     if (lt->ndim != 2) {
         char buf[64];
@@ -507,21 +640,6 @@ static gr_status gr_graph_build_ex(const gr_job_spec *spec, const int64_t *in_sh
     g->nodes[ln].flops = 5 * g->n_classes;
     g->n_forward = g->n_nodes;
 
-    /* a layer whose output nothing reads still has its parameters updated
-     * (weight decay, momentum: their gradient is zero, where PyTorch would
-     * leave a parameter without .grad alone): almost surely a wrong `input:` */
-    for (int i = 0; i < g->n_forward; i++) {
-        const gr_node *nd = &g->nodes[i];
-        if (nd->layer < 0) continue;
-        bool read = false;
-        for (int j = i + 1; j < g->n_forward && !read; j++)
-            for (int k = 0; k < g->nodes[j].nin; k++) read |= g->nodes[j].in[k] == nd->out[0];
-        if (!read)
-            fprintf(stderr, "gpurun: %s: warning: the output of layer %s is never used%s\n", spec->file,
-                    g->layers[nd->layer].name, g->layers[nd->layer].n_params ? " (its parameters are still "
-                    "updated: weight decay and momentum apply)" : "");
-    }
-
     /* params first, then non-trainable state, so the grads arena mirrors
      * the front of the params arena */
     int64_t off = 0;
@@ -537,8 +655,37 @@ static gr_status gr_graph_build_ex(const gr_job_spec *spec, const int64_t *in_sh
         if (pass == 0) g->n_trainable = off;
     }
     g->n_params = off;
+
+    /* a job trains something: without parameters the optimizer has nothing
+     * to update (graphs built for gradchecks of parameter-free ops, from
+     * specs that no file gave, may have none) */
+    if (g->n_weights == 0 && spec->root) {
+        st = gr_cfg_error(err, layers, "model.layers", "the model has no trainable parameters (it needs a "
+                          "dense, conv or batchnorm layer to train)");
+        goto fail;
+    }
+
+    /* a layer whose output nothing reads still has its parameters updated
+     * (weight decay, momentum: their gradient is zero, where PyTorch would
+     * leave a parameter without .grad alone): almost surely a wrong `input:` */
+    {
+        bool *read = gr_xcalloc((size_t)g->n_tensors, sizeof *read);
+        for (int j = 0; j < g->n_forward; j++)
+            for (int k = 0; k < g->nodes[j].nin; k++) read[g->nodes[j].in[k]] = true;
+        for (int i = 0; i < g->n_forward; i++) {
+            const gr_node *nd = &g->nodes[i];
+            if (nd->layer < 0 || read[nd->out[0]]) continue;
+            fprintf(stderr, "gpurun: %s: warning: the output of layer %s is never used%s\n", spec->file,
+                    g->layers[nd->layer].name, g->layers[nd->layer].n_params ? " (its parameters are still "
+                    "updated: weight decay and momentum apply)" : "");
+        }
+        free(read);
+    }
+done:
+    gr_names_free(&b.layer_names);
     return GR_OK;
 fail:
+    gr_names_free(&b.layer_names);
     gr_graph_free(g);
     return st;
 }
