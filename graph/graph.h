@@ -146,7 +146,13 @@ int gr_op_lookup(const char *name);
 
 /* Builds the forward graph + loss from spec->model and spec->train.loss for
  * samples of shape in_shape[0..in_ndim) at micro-batch spec->train.micro_batch.
- * Errors point at the YAML: "job.yaml:12:7: model.layers[3].dense.units: ...". */
+ * Errors point at the YAML: "job.yaml:12:7: model.layers[3].dense.units: ...".
+ * A model expands to at most 100,000 layers (checked before expanding, at
+ * the block use or repeat that passes it); a job's model (spec->root set,
+ * as gr_spec_load leaves it) must have trainable parameters, while a
+ * hand-made spec (a gradcheck of pooling) may have none. A signal that
+ * runner/ recorded in gr_interrupted stops it: GR_ERR_SIGNAL, "interrupted
+ * by signal N during compile". */
 gr_status gr_graph_build(const gr_job_spec *spec, const int64_t *in_shape, int in_ndim,
                          gr_graph *g, gr_error *err);
 /* Checks the model section without data (for `gpurun validate`): op names,

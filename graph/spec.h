@@ -102,7 +102,7 @@ typedef struct gr_sched_spec {
 
 typedef struct gr_job_spec {
     char file[GR_PATH_MAX];   /* the YAML file it came from */
-    char name[GR_NAME_MAX];   /* default: file stem */
+    char name[GR_NAME_MAX];   /* default: file stem; letters, digits, ._-, not starting with . or - */
     uint64_t seed;            /* 0 */
     char device[32];          /* auto | cpu | cuda | cuda:N */
     gr_precision precision;   /* fp32 */
@@ -183,7 +183,10 @@ typedef struct gr_job_spec {
  * fills defaults and cross-field rules (micro_batch divides batch_size,
  * epochs or steps given, ...). On error returns GR_ERR_USAGE with
  * err->msg = "file:line:col: key: message"; a missing/unreadable file is
- * "path: cannot read job spec: <strerror>" (also exit 2). */
+ * "path: cannot read job spec: <strerror>" (also exit 2), and so is a path
+ * that is not a regular file or holds more than 4 MiB (spec_input.h). YAML
+ * tags other than the core schema's are refused; `name` (or the file stem
+ * it defaults to) must be a safe file name (DESIGN 1.3). */
 gr_status gr_spec_load(const char *path, const char *const *sets, int nsets,
                        gr_job_spec *out, gr_error *err);
 void gr_spec_free(gr_job_spec *spec);
