@@ -125,8 +125,6 @@ double gr_now(void) {
  * dropout masks, shuffles and augmentation, and free of shared state. */
 uint64_t gr_hash64(uint64_t key, uint64_t counter) { return gr_hash64_hd(key, counter); }
 
-volatile int gr_interrupted = 0;
-
 gr_status gr_check_regular(const char *path, const char *what, gr_status code, gr_error *err) {
     struct stat sb;
     if (stat(path, &sb) != 0 || S_ISREG(sb.st_mode)) return GR_OK;

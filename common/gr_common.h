@@ -76,11 +76,6 @@ static inline float gr_uniform(uint64_t key, uint64_t counter) { return gr_unifo
  * otherwise sets err with `code`: "PATH: WHAT is a FIFO, not a regular file". */
 gr_status gr_check_regular(const char *path, const char *what, gr_status code, gr_error *err);
 
-/* Flag set by runner/'s signal handlers and polled by long loops below
- * runner/ (graph expansion, data reads) so that a SIGTERM stops them
- * promptly: they return GR_ERR_SIGNAL "interrupted by SIGTERM". */
-extern volatile int gr_interrupted; /* the signal number, 0 when none */
-
 /* Levenshtein distance, for "did you mean" suggestions. */
 int gr_edit_distance(const char *a, const char *b);
 

@@ -121,7 +121,6 @@ typedef struct gr_builder {
     int stack[16];            /* blocks being expanded, outermost first */
     int depth;
     gr_names layer_names;     /* full layer name -> layer index, for duplicates */
-    int64_t n_items;          /* layer items built so far (polls gr_interrupted) */
 } gr_builder;
 
 static void gr_scope_init(gr_scope *sc, const gr_builder *b, const char *prefix, int input) {
@@ -508,16 +507,6 @@ static gr_status gr_build_layer(gr_builder *b, gr_scope *sc, const gr_layer_item
     return GR_OK;
 }
 
-/* Every GR_BUILD_POLL layer items, a signal that runner/'s handler recorded
- * stops the compile (a 100,000-layer model must not make SIGTERM wait). */
-#define GR_BUILD_POLL 2048
-
-static gr_status gr_build_poll(gr_builder *b, gr_error *err) {
-    if (++b->n_items % GR_BUILD_POLL) return GR_OK;
-    const int sig = gr_interrupted;
-    return sig ? gr_error_set(err, GR_ERR_SIGNAL, "interrupted by signal %d during compile", sig) : GR_OK;
-}
-
 static gr_status gr_build_seq(gr_builder *b, gr_scope *sc, const gr_cfg *layers, const char *key, int in,
                               int *out, gr_error *err) {
     gr_status st;
@@ -551,7 +540,6 @@ static gr_status gr_build_seq(gr_builder *b, gr_scope *sc, const gr_cfg *layers,
             }
         }
         for (int64_t r = 0; r < li.repeat; r++) {
-            if ((st = gr_build_poll(b, err))) return st;
             char local[GR_NAME_MAX];
             /* <op><k> and <block><k> count named layers too (DESIGN 1.4) */
             const int k = op >= 0 ? sc->op_count[op]++ : sc->block_uses[bi]++;

@@ -150,9 +150,8 @@ int gr_op_lookup(const char *name);
  * A model expands to at most 100,000 layers (checked before expanding, at
  * the block use or repeat that passes it); a job's model (spec->root set,
  * as gr_spec_load leaves it) must have trainable parameters, while a
- * hand-made spec (a gradcheck of pooling) may have none. A signal that
- * runner/ recorded in gr_interrupted stops it: GR_ERR_SIGNAL, "interrupted
- * by signal N during compile". */
+ * hand-made spec (a gradcheck of pooling) may have none. (A signal during
+ * a compile ends the process at once: runner/signals.c.) */
 gr_status gr_graph_build(const gr_job_spec *spec, const int64_t *in_shape, int in_ndim,
                          gr_graph *g, gr_error *err);
 /* Checks the model section without data (for `gpurun validate`): op names,

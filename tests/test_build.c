@@ -181,23 +181,6 @@ static void test_large_model(void) {
     if (st == GR_OK) gr_graph_free(&g);
 }
 
-/* A signal recorded by runner/'s handler stops a long compile. */
-static void test_interrupt(void) {
-    gr_graph g;
-    gr_error err = {0};
-    int64_t in[1] = {6};
-    gr_interrupted = 15;
-    gr_status st = build("[{relu: {}, repeat: 5000}, {dense: {units: 2}}]", NULL, in, 1, &g, &err);
-    gr_interrupted = 0;
-    CHECK_MSG(st == GR_ERR_SIGNAL, "status %d (%s)", st, err.msg);
-    CHECK_STR_CONTAINS(err.msg, "interrupted by signal 15 during compile");
-    if (st == GR_OK) gr_graph_free(&g);
-    /* the flag clear, the same model builds */
-    st = build("[{relu: {}, repeat: 5000}, {dense: {units: 2}}]", NULL, in, 1, &g, &err);
-    CHECK_MSG(st == GR_OK, "%s", err.msg);
-    if (st == GR_OK) gr_graph_free(&g);
-}
-
 /* A job whose model has nothing to train is a spec error at model.layers
  * (it hit an assertion in AdamW's kernel, exit 1); graphs that tests build
  * from hand-made specs, as the pooling gradchecks do, still may have none. */
@@ -233,7 +216,6 @@ int main(void) {
     test_errors();
     test_expansion_cap();
     test_large_model();
-    test_interrupt();
     test_no_params();
     return gr_test_report();
 }
