@@ -445,6 +445,8 @@ gr_status gr_dataset_open_cache(const char *path, const char *group, gr_cache_mo
         return gr_error_set(err, GR_ERR_DATA, "%s: %s", path, strerror(errno));
     }
     if (S_ISDIR(sb.st_mode)) return gr_error_set(err, GR_ERR_DATA, "%s: is a directory, not an HDF5 file", path);
+    if (!S_ISREG(sb.st_mode)) /* a FIFO would block the open, a device would be read without end */
+        return gr_check_regular(path, "the dataset", GR_ERR_DATA, err);
     if (access(path, R_OK) != 0) return gr_error_set(err, GR_ERR_DATA, "%s: %s", path, strerror(errno));
 
     gr_status st = GR_OK;

@@ -45,7 +45,7 @@ void gr_train_micro_step(gr_plan *p, const gr_batch *b, const gr_exec_ctx *ctx, 
                          double *correct);
 void gr_train_apply(gr_model *m, const gr_job_spec *s, double lr, int64_t step);
 /* The same with the gradients scaled by loss_scale (mixed precision):
- * divides it out, and with check (loss scaling on) first looks for inf/NaN
+ * divides it out, and with check (the training loop: always) first looks for inf/NaN
  * gradients; false = found, nothing was updated. */
 bool gr_train_apply_scaled(gr_model *m, const gr_job_spec *s, double lr, int64_t step, double loss_scale, bool check);
 
