@@ -10,7 +10,8 @@
 #            seed is printed; CAMP_SEED=N reproduces a run (up to the machine's timing),
 #            CAMP_KILLS=N sets the interruptions per job (30). SIGTERM during a slow compile or
 #            a slow data open (1.6 GB, generated: 2 GB of disk) stops the process within 2 s.
-#   spec     more tags, an alias bomb, 100k-deep nesting, an oversized spec, NUL bytes
+#   spec     more tags, an alias bomb, 100k-deep nesting, an oversized spec, NUL bytes; a
+#            97,336-layer model plans within 5 s (near-linear compile)
 #   data     FIFOs and devices as either split, truncated val file, labels out of range in val,
 #            NaN/inf in val, float16 NaN, the data file truncated under a running job
 #   ckpt     every checkpoint with a flipped crc; other trajectory keys one by one (batch,
@@ -74,6 +75,24 @@ rm -f "$T/sp_oversized.yaml"
 job sp_nul_byte
 printf 'seed: 3\0\n' | cat - "$T/sp_nul_byte.yaml" | sed '3d' >"$T/x.yaml" && mv "$T/x.yaml" "$T/sp_nul_byte.yaml"
 spec_file nul_byte "$T/sp_nul_byte.yaml"
+# compile time: 97,336 layers (nested blocks, under the 100,000 cap) plan within CAMP_COMPILE_S (5) s;
+# 8,000 take ~0.2 s, so near-linear lookups leave room (quadratic ones took 14 s)
+cat >"$T/sp_big_model.yaml" <<EOF
+name: nest
+data:
+  train: {path: $T/s.h5, group: /train}
+model:
+  blocks:
+    c: {layers: [relu]}
+    b: {layers: [{c: {}, repeat: 46}]}
+    a: {layers: [{b: {}, repeat: 46}]}
+  layers:
+    - flatten
+    - {a: {}, repeat: 46}
+    - dense: {units: 10}
+train: {batch_size: 16, steps: 2, optimizer: {type: sgd, lr: 0.05}}
+EOF
+kase spec.compile_97k_layers 0 - -t "${CAMP_COMPILE_S:-5}" -T $((${CAMP_COMPILE_S:-5} + 3)) -- "$G" plan "$T/sp_big_model.yaml"
 echo "spec: $((SECONDS - T0)) s"
 
 # ================================================================ data

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # e2e_campaign.sh — the fast, deterministic part of the bad-input and fault campaign of issue 11
-# (DESIGN 1.2 exit codes, 1.3 run directory, 1.4 spec, 1.5 data, 1.6 checkpoints), one or a few
-# cases per class, none of them a repeat of tests/e2e_errors.sh or tests/e2e_resume.sh:
+# (DESIGN 1.2 exit codes, 1.3 run directory, 1.4 spec, 1.5 data, 1.6 checkpoints), a few cases per
+# class beside those of tests/e2e_errors.sh and tests/e2e_resume.sh (the bad values below that
+# e2e_errors also has are given here to --resume auto over a stopped run, which must stay as it was):
 #
 #   spec     exit 2 with `file:line:col: key:`: bad values against an existing run, unsafe
 #            names, YAML tags, an unknown layer, nested repeats past the cap (at once), a model
