@@ -428,7 +428,10 @@ gr_status gr_ckpt_resume_auto(const char *dir, gr_ckpt_header *h, const gr_ckpt_
     *found = false;
     char latest[GR_PATH_MAX + 16];
     snprintf(latest, sizeof latest, "%s/LATEST", dir);
-    FILE *lf = fopen(latest, "r");
+    /* a FIFO or a device there would block or never end: only a regular LATEST is read */
+    FILE *lf = gr_check_regular(latest, "LATEST", GR_ERR_CKPT, NULL) == GR_OK ? fopen(latest, "r") : NULL;
+    if (!lf && access(latest, F_OK) == 0)
+        fprintf(stderr, "gpurun: %s is not a regular file; looking at the checkpoint files themselves\n", latest);
     if (lf) {
         char line[256] = "";
         bool got = fgets(line, sizeof line, lf) != NULL;
