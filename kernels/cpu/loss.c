@@ -1,7 +1,7 @@
 /* loss.c — CPU kernels of softmax cross-entropy (see graph/op_loss.c). */
 #include <math.h>
 
-#include "../cuda/body_elem.h"
+#include "../loss_math.h"
 #include "cpu_kernels.h"
 
 void gr_cpu_softmax_cross_entropy(const gr_kargs *a) {

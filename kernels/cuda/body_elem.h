@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "../loss_math.h"
 #include "body.h"
 
 /* ---- activations ---- */
@@ -128,11 +129,6 @@ GR_HD int64_t gr_sce_blocks(int64_t n) {
     return b < 1 ? 1 : b > GR_SCE_MAX_BLOCKS ? GR_SCE_MAX_BLOCKS : b;
 }
 
-/* Whether v ranks above the running maximum m, scanning in column order:
- * NaN ranks above every number (torch.argmax), and the first NaN or the
- * first maximum stays. A NaN maximum makes the row's loss NaN. */
-GR_HD int gr_sce_above(float v, float m) { return v > m || (v != v && m == m); }
-
 /* A lane's maximum of row z over its columns and the first column holding
  * it; arg = -1 when the lane has no column (k < lanes). */
 GR_HD void gr_body_sce_max_part(const float *z, int64_t k, int64_t lane, int64_t lanes, float *m, int64_t *arg) {
@@ -178,17 +174,6 @@ GR_HD void gr_body_sce_exp_part(const float *z, float *p, int64_t k, float zmax,
     }
     *sum = s;
     *zsum = zs;
-}
-
-/* The row's loss from the whole row's sums: (1 - eps) * -log p_y + eps * -mean_j log p_j.
- * Without smoothing the second term is left out, not multiplied by 0: a -inf
- * logit makes it inf, and PyTorch's loss is then finite, not NaN. */
-GR_HD double gr_sce_row_loss(double sum, double zsum, float zy_shifted, int64_t k, double eps) {
-    double logsum = log(sum);
-    double nll = logsum - (double)zy_shifted;
-    if (eps == 0.0) return nll;
-    double smooth = logsum - zsum / (double)k;
-    return (1.0 - eps) * nll + eps * smooth;
 }
 
 GR_HD float gr_sce_inv(double sum) { return (float)(1.0 / sum); }
