@@ -137,6 +137,25 @@ gr_status gr_check_regular(const char *path, const char *what, gr_status code, g
     return gr_error_set(err, code, "%s: %s is %s, not a regular file", path, what, kind);
 }
 
+const char *gr_fmt_count(int64_t v, char *buf, size_t cap) {
+    char digits[24], out[40];
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    int n = snprintf(digits, sizeof digits, "%llu", (unsigned long long)u);
+    size_t k = 0;
+    if (v < 0) out[k++] = '-';
+    for (int i = 0; i < n; i++) {
+        if (i > 0 && (n - i) % 3 == 0) out[k++] = ',';
+        out[k++] = digits[i];
+    }
+    out[k] = '\0';
+    if (cap) {
+        size_t m = GR_MIN(k, cap - 1);
+        memcpy(buf, out, m);
+        buf[m] = '\0';
+    }
+    return buf;
+}
+
 int gr_edit_distance(const char *a, const char *b) {
     size_t la = strlen(a), lb = strlen(b);
     if (la > 63 || lb > 63) return 64;

@@ -76,6 +76,9 @@ static inline float gr_uniform(uint64_t key, uint64_t counter) { return gr_unifo
  * otherwise sets err with `code`: "PATH: WHAT is a FIFO, not a regular file". */
 gr_status gr_check_regular(const char *path, const char *what, gr_status code, gr_error *err);
 
+/* v with thousands separators ("4,194,304", "-1,000") into buf; returns buf. */
+const char *gr_fmt_count(int64_t v, char *buf, size_t cap);
+
 /* Levenshtein distance, for "did you mean" suggestions. */
 int gr_edit_distance(const char *a, const char *b);
 

@@ -362,16 +362,16 @@ static gr_status gr_count_seq(gr_counter *c, const gr_cfg *seq, const gr_count_e
         if (*total > GR_MAX_LAYERS) {
             char ikey[512], before[32], each[32], cap[32], what[200];
             snprintf(ikey, sizeof ikey, "%s[%d]", key, i);
-            gr_cfg_fmt_count(*total - per * repeat, before, sizeof before);
-            gr_cfg_fmt_count(per, each, sizeof each);
-            gr_cfg_fmt_count(GR_MAX_LAYERS, cap, sizeof cap);
+            gr_fmt_count(*total - per * repeat, before, sizeof before);
+            gr_fmt_count(per, each, sizeof each);
+            gr_fmt_count(GR_MAX_LAYERS, cap, sizeof cap);
             if (bi >= 0)
                 snprintf(what, sizeof what, "block '%s' of %s layers%s", op, each, repeat > 1 ? "," : "");
             else
                 snprintf(what, sizeof what, "'%s'%s", op ? op : "?", repeat > 1 ? "," : "");
             if (repeat > 1) {
                 char tot[32];
-                gr_cfg_fmt_count(per * repeat, tot, sizeof tot);
+                gr_fmt_count(per * repeat, tot, sizeof tot);
                 size_t len = strlen(what);
                 snprintf(what + len, sizeof what - len, " repeat %lld = %s layers", (long long)repeat, tot);
             }

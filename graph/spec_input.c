@@ -14,25 +14,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-const char *gr_cfg_fmt_count(int64_t v, char *buf, size_t cap) {
-    char digits[24], out[40];
-    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    int n = snprintf(digits, sizeof digits, "%llu", (unsigned long long)u);
-    size_t k = 0;
-    if (v < 0) out[k++] = '-';
-    for (int i = 0; i < n; i++) {
-        if (i > 0 && (n - i) % 3 == 0) out[k++] = ',';
-        out[k++] = digits[i];
-    }
-    out[k] = 0;
-    if (cap) {
-        size_t m = GR_MIN(k, cap - 1);
-        memcpy(buf, out, m);
-        buf[m] = 0;
-    }
-    return buf;
-}
-
 const char *gr_cfg_escape(const char *s, char *buf, size_t cap) {
     size_t k = 0;
     for (const unsigned char *c = (const unsigned char *)s; *c && k + 5 < cap; c++) {
@@ -64,8 +45,8 @@ gr_status gr_spec_read_file(const char *path, char **buf, size_t *len, gr_error 
     if ((uint64_t)sb.st_size > GR_SPEC_MAX_BYTES) {
         close(fd);
         return gr_error_set(err, GR_ERR_USAGE, "%s: %s bytes; a job spec is at most 4 MiB (%s bytes)", path,
-                            gr_cfg_fmt_count((int64_t)sb.st_size, n1, sizeof n1),
-                            gr_cfg_fmt_count((int64_t)GR_SPEC_MAX_BYTES, n2, sizeof n2));
+                            gr_fmt_count((int64_t)sb.st_size, n1, sizeof n1),
+                            gr_fmt_count((int64_t)GR_SPEC_MAX_BYTES, n2, sizeof n2));
     }
     /* read to the end, whatever the size said (a file may grow), but never
      * more than the cap */
@@ -92,7 +73,7 @@ gr_status gr_spec_read_file(const char *path, char **buf, size_t *len, gr_error 
     if (n > GR_SPEC_MAX_BYTES) {
         free(b);
         return gr_error_set(err, GR_ERR_USAGE, "%s: more than %s bytes; a job spec is at most 4 MiB", path,
-                            gr_cfg_fmt_count((int64_t)GR_SPEC_MAX_BYTES, n1, sizeof n1));
+                            gr_fmt_count((int64_t)GR_SPEC_MAX_BYTES, n1, sizeof n1));
     }
     b[n] = 0;
     *buf = b;

@@ -4,8 +4,8 @@
  * Exports: gr_spec_read_file (the spec must be a regular file of at most
  * GR_SPEC_MAX_BYTES, read without blocking), gr_cfg_tag_rule (which YAML
  * tags a spec may carry), gr_spec_name_problem (the run name is a safe
- * file name, DESIGN 1.3), gr_cfg_fmt_count ("4,194,304") and
- * gr_cfg_escape (control characters of a value shown as \n, \xNN). */
+ * file name, DESIGN 1.3) and gr_cfg_escape (control characters of a value
+ * shown as \n, \xNN). */
 #ifndef GR_SPEC_INPUT_H
 #define GR_SPEC_INPUT_H
 
@@ -48,9 +48,6 @@ gr_cfg_tag gr_cfg_tag_rule(const char *tag, gr_cfg_kind kind, char *why, size_t 
  * "", ".", "..", "-x", ".hidden", "a/b" or a name with a newline); else
  * what it must be. */
 const char *gr_spec_name_problem(const char *name);
-
-/* v with thousands separators ("4,194,304") into buf. */
-const char *gr_cfg_fmt_count(int64_t v, char *buf, size_t cap);
 
 /* s with control characters, quotes and backslashes escaped (\n, \t,
  * \xNN), cut to fit buf, for messages that quote a value. */

@@ -1120,17 +1120,6 @@ done:
 }
 
 /* ---- `gpurun plan` ---- */
-static void gr_fmt_count(int64_t v, char *buf, size_t n) {
-    char tmp[32];
-    int len = snprintf(tmp, sizeof tmp, "%lld", (long long)v);
-    size_t k = 0;
-    for (int i = 0; i < len && k + 1 < n; i++) {
-        if (i > 0 && (len - i) % 3 == 0 && tmp[i - 1] != '-' && k + 2 < n) buf[k++] = ',';
-        buf[k++] = tmp[i];
-    }
-    buf[k] = '\0';
-}
-
 gr_status gr_train_plan_report(const gr_job_spec *spec, FILE *f, gr_error *err) {
     gr_job j;
     memset(&j, 0, sizeof j);
