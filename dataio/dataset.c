@@ -8,6 +8,7 @@
  * hyperslab selection, so files bigger than RAM work. */
 #include "dataio.h"
 #include "h5util.h"
+#include "nonfinite.h"
 #include "augment.h"
 
 #include <errno.h>
@@ -345,7 +346,12 @@ fail:
 }
 
 static gr_status read_direct(gr_dataset *ds, int64_t idx, void *dst, gr_error *err);
-static gr_status check_finite_mem(const gr_dataset *ds, gr_error *err);
+
+/* What the inf/NaN scan (nonfinite.h) needs to know of the images. */
+static gr_images gr_dataset_images_of(const gr_dataset *ds) {
+    gr_images im = {ds->path, ds->images_name, ds->dtype, ds->sample_elems, ds->elem_size};
+    return im;
+}
 
 /* Direct reads need the images stored raw: no filters, no external files,
  * the machine's byte order, and (chunked) chunks of whole samples. Then:
@@ -505,7 +511,7 @@ gr_status gr_dataset_open_cache(const char *path, const char *group, gr_cache_mo
         }
         GR_H5_CHECK(H5Dread(ds->images, ds->memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, ds->mem), err,
                     "%s: %s: read failed (corrupt file?)", path, ds->images_name);
-        if ((st = check_finite_mem(ds, err)) != GR_OK) goto fail;
+        if ((st = gr_images_check_finite(gr_dataset_images_of(ds), ds->mem, ds->n, NULL, err)) != GR_OK) goto fail;
     }
     H5Dclose(lab);
     *out = ds;
@@ -579,76 +585,6 @@ gr_status gr_dataset_check_labels(const gr_dataset *ds, int64_t classes, gr_erro
             return gr_error_set(err, GR_ERR_DATA, "%s: %s[%lld]: label %d is outside [0, %lld) (the model has %lld outputs)",
                                 ds->path, ds->labels_name, (long long)i, ds->labels[i], (long long)classes,
                                 (long long)classes);
-    return GR_OK;
-}
-
-/* ---- non-finite values in float images ----
- * A float16/float32 image holding inf or NaN would turn the loss NaN (or,
- * worse, only some weights): a data error naming the sample. Images held in
- * memory are scanned once at open; images read from the file, as each
- * batch's rows arrive (gr_dataset_fetch). */
-
-/* Whether sample p (sample_elems stored elements) holds an inf/NaN: an
- * exponent of all ones. Branch-free over the sample, so it vectorizes. */
-static bool sample_nonfinite(const gr_dataset *ds, const uint8_t *p) {
-    unsigned bad = 0;
-    if (ds->dtype == GR_DT_FLOAT32) {
-        const uint32_t *u = (const uint32_t *)(const void *)p;
-        #pragma omp simd reduction(| : bad)
-        for (int64_t i = 0; i < ds->sample_elems; i++) bad |= (u[i] & 0x7F800000u) == 0x7F800000u;
-    } else if (ds->dtype == GR_DT_FLOAT16) {
-        const uint16_t *u = (const uint16_t *)(const void *)p;
-        #pragma omp simd reduction(| : bad)
-        for (int64_t i = 0; i < ds->sample_elems; i++) bad |= (u[i] & 0x7C00u) == 0x7C00u;
-    }
-    return bad != 0;
-}
-
-/* The error for sample idx (stored at p), naming its first bad element in
- * C,H,W order of the stored layout; `more` other samples are bad too. */
-static gr_status nonfinite_error(const gr_dataset *ds, int64_t idx, const uint8_t *p, int64_t more, gr_error *err) {
-    int64_t e = 0;
-    bool nan = false;
-    for (; e < ds->sample_elems; e++) {
-        if (ds->dtype == GR_DT_FLOAT32) {
-            uint32_t u;
-            memcpy(&u, p + e * 4, 4);
-            if ((u & 0x7F800000u) == 0x7F800000u) { nan = (u & 0x7FFFFFu) != 0; break; }
-        } else {
-            uint16_t u;
-            memcpy(&u, p + e * 2, 2);
-            if ((u & 0x7C00u) == 0x7C00u) { nan = (u & 0x3FFu) != 0; break; }
-        }
-    }
-    char extra[96] = "";
-    if (more > 0) snprintf(extra, sizeof extra, " (and %lld more sample%s)", (long long)more, more == 1 ? "" : "s");
-    return gr_error_set(err, GR_ERR_DATA, "%s: %s: sample %lld holds %s at element %lld of %lld%s; float images "
-                        "must be finite: fix or drop the sample", ds->path, ds->images_name, (long long)idx,
-                        nan ? "NaN" : "inf", (long long)e, (long long)ds->sample_elems, extra);
-}
-
-/* The whole in-memory copy: the first bad sample, and how many there are. */
-static gr_status check_finite_mem(const gr_dataset *ds, gr_error *err) {
-    if (ds->dtype == GR_DT_UINT8) return GR_OK;
-    const size_t sb = (size_t)ds->sample_elems * ds->elem_size;
-    int64_t first = INT64_MAX, count = 0;
-    #pragma omp parallel for reduction(min : first) reduction(+ : count) if (ds->n * ds->sample_elems >= GR_OMP_MIN)
-    for (int64_t i = 0; i < ds->n; i++)
-        if (sample_nonfinite(ds, ds->mem + (size_t)i * sb)) {
-            count++;
-            if (i < first) first = i;
-        }
-    if (!count) return GR_OK;
-    return nonfinite_error(ds, first, ds->mem + (size_t)first * sb, count - 1, err);
-}
-
-/* Rows just read from the file: the first bad one in file order. */
-static gr_status check_finite_rows(const gr_dataset *ds, const gr_rows *r, gr_error *err) {
-    if (ds->dtype == GR_DT_UINT8) return GR_OK;
-    const size_t sb = (size_t)ds->sample_elems * ds->elem_size;
-    for (int64_t i = 0; i < r->n; i++)
-        if (sample_nonfinite(ds, r->raw + (size_t)i * sb))
-            return nonfinite_error(ds, r->sorted[i], r->raw + (size_t)i * sb, 0, err);
     return GR_OK;
 }
 
@@ -786,7 +722,7 @@ gr_status gr_dataset_fetch(gr_dataset *ds, const int64_t *idx, int64_t n, gr_row
                                 ds->images_name, (long long)idx[i], (long long)ds->n);
     if (ds->mem || n == 0) return GR_OK; /* checked at open */
     gr_status st = read_rows(ds, idx, n, rows, err);
-    return st != GR_OK ? st : check_finite_rows(ds, rows, err);
+    return st != GR_OK ? st : gr_images_check_finite(gr_dataset_images_of(ds), rows->raw, rows->n, rows->sorted, err);
 }
 
 const void *gr_rows_sample(const gr_dataset *ds, const gr_rows *rows, int64_t idx) {
