@@ -391,19 +391,18 @@ static bool gr_run_finished(const char *dir) {
     return strstr(text, "\"status\":\"finished\"") != NULL;
 }
 
+/* j->run_dir (made and locked at the start) gets this run: config.yaml,
+ * metrics.jsonl, TensorBoard, and the checkpoint directory j->ckpt_dir. */
 static gr_status gr_job_run_dir(gr_job *j, const gr_run_options *opt, gr_error *err) {
     const gr_job_spec *s = j->spec;
-    gr_run_dir_path(s, opt, j->run_dir, sizeof j->run_dir);
     bool has_run = gr_file_exists(j->run_dir, "config.yaml") || gr_file_exists(j->run_dir, "metrics.jsonl") ||
                    gr_file_exists(j->run_dir, "summary.json");
     if (has_run && !opt->resume)
         return gr_error_set(err, GR_ERR_USAGE, "%s: already holds a run (config.yaml/metrics.jsonl); "
                             "pass --resume auto to continue it, or --run-dir to start a new one elsewhere; "
                             "nothing was changed", j->run_dir);
-    gr_status st = gr_rundir_mkdirs(j->run_dir, "run directory", GR_ERR_CKPT, err);
-    /* the checkpoint directory too, before any file is written (exit 6 otherwise) */
-    gr_job_ckpt_dir(j);
-    if (!st) st = gr_rundir_mkdirs(j->ckpt_dir, "checkpoint directory", GR_ERR_CKPT, err);
+    /* the checkpoint directory before any file is written (exit 6 otherwise) */
+    gr_status st = gr_rundir_mkdirs(j->ckpt_dir, "checkpoint directory", GR_ERR_CKPT, err);
     if (st) return st;
 
     /* metrics.jsonl must be a plain file before anything is written */
@@ -661,8 +660,6 @@ static gr_status gr_job_pick_checkpoint(gr_job *j, const gr_run_options *opt, in
     gr_ckpt_header *h = &j->pre_h;
     gr_status st;
     if (strcmp(opt->resume, "auto") == 0) {
-        gr_run_dir_path(s, opt, j->run_dir, sizeof j->run_dir);
-        gr_job_ckpt_dir(j);
         if ((st = gr_ckpt_resume_auto(j->ckpt_dir, h, &cs, &j->pre_found, j->pre_path, sizeof j->pre_path, err)))
             return st;
         if (!j->pre_found) return GR_OK;
@@ -750,10 +747,12 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
      * a checkpoint and exit 75, instead of killing it (143) */
     gr_signals_install(s->checkpoint.signal_deadline_s);
     if ((st = gr_job_unsupported(s, err))) goto done;
+    j.spec = s;
+    gr_run_dir_path(s, opt, j.run_dir, sizeof j.run_dir);
+    gr_job_ckpt_dir(&j);
     if (opt->resume && strcmp(opt->resume, "auto") == 0) {
         /* the preemptible idiom reruns every job with --resume auto: a run
          * that already finished is left as it is */
-        gr_run_dir_path(s, opt, j.run_dir, sizeof j.run_dir);
         if (gr_run_finished(j.run_dir)) {
             fprintf(stderr, "gpurun: %s: this run already finished (summary.json); nothing to do (to train it "
                     "further, start a new run with --set model.init_from=%s/weights.h5)\n", j.run_dir, j.run_dir);
@@ -761,7 +760,6 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
         }
     }
     /* one writer per run directory, before anything in it is read */
-    gr_run_dir_path(s, opt, j.run_dir, sizeof j.run_dir);
     if ((st = gr_rundir_lock_take(&j.lock, j.run_dir, err))) goto done;
     if ((st = gr_job_compile(&j, s, true, err))) goto done;
     j.sc = gr_scaler_init(s);
