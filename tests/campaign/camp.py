@@ -23,6 +23,9 @@
 import hashlib, json, os, re, shutil, stat, sys
 import h5py, numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from resume_check import crc32c  # noqa: E402  (the tests' one pure-Python CRC-32C)
+
 COMMITTED = re.compile(r"^(config\.yaml|metrics\.jsonl|summary\.json|weights\.h5|LATEST|"
                        r"step-\d+\.h5|events\.out\.tfevents\..*)$")
 
@@ -130,27 +133,6 @@ def floatdata(src, out, *puts):
             g[split + "/labels"] = f[split + "/labels"][...]
 
 
-def _crc_table():
-    t = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        t.append(c)
-    return t
-
-
-TBL = _crc_table()
-
-
-def crc32c(data):
-    crc = 0xFFFFFFFF
-    for b in data:
-        crc = TBL[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-
-
-assert crc32c(b"123456789") == 0xE3069283
 
 
 def badweight(src, out, tensor, value):
