@@ -30,12 +30,7 @@
 . "$(dirname "$0")/e2e_lib.bash" "$@"
 . "$SRC/tests/campaign/lib.bash"
 
-mkdata || { fail fixtures "gpurun data synthetic failed"; camp_done; }
-job base
-crun 120 "$G" "$T/base.yaml" --run-dir "$T/tmpl" --quiet
-[ "$RC" -eq 0 ] || { fail fixtures "the template run failed (exit $RC): $(said)"; camp_done; }
-FIFO=$T/fifo
-mkfifo "$FIFO" || { fail fixtures "mkfifo"; camp_done; }
+camp_fixtures
 SEED=${CAMP_SEED:-$(date +%s)}
 KILLS=${CAMP_KILLS:-30}
 echo "campaign seed: $SEED (CAMP_SEED=$SEED reproduces it), $KILLS interruptions per job"

@@ -34,13 +34,7 @@
 . "$(dirname "$0")/e2e_lib.bash" "$@"
 . "$SRC/tests/campaign/lib.bash"
 
-mkdata || { fail fixtures "gpurun data synthetic failed"; camp_done; }
-job base
-# the template: 40 steps, checkpoints every 10 (all kept), eval every 10, a TensorBoard file
-crun 120 "$G" "$T/base.yaml" --run-dir "$T/tmpl" --quiet
-[ "$RC" -eq 0 ] || { fail fixtures "the template run failed (exit $RC): $(said)"; camp_done; }
-FIFO=$T/fifo
-mkfifo "$FIFO" || { fail fixtures "mkfifo"; camp_done; }
+camp_fixtures
 echo "fixtures: $((SECONDS - T0)) s"
 
 # ================================================================ spec: exit 2, file:line:col: key:

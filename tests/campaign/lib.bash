@@ -194,3 +194,14 @@ reap() {
     WALL_CS=$(elapsed_cs "$t0")
     WALL=$(cs2s "$WALL_CS")
 }
+
+# camp_fixtures: the data, the base job, its template run ($T/tmpl: 40 steps, checkpoints every 10,
+# all kept, eval every 10, a TensorBoard file) and a FIFO ($FIFO) both campaign scripts start from
+camp_fixtures() {
+    mkdata || { fail fixtures "gpurun data synthetic failed"; camp_done; }
+    job base
+    crun 120 "$G" "$T/base.yaml" --run-dir "$T/tmpl" --quiet
+    [ "$RC" -eq 0 ] || { fail fixtures "the template run failed (exit $RC): $(said)"; camp_done; }
+    FIFO=$T/fifo
+    mkfifo "$FIFO" || { fail fixtures "mkfifo"; camp_done; }
+}
