@@ -41,10 +41,10 @@ static gr_status gr_build_unknown_op(const gr_cfg *at, const char *key, const ch
     char all[512] = "";
     size_t k = 0;
     for (int i = 0; i < GR_OP_COUNT; i++) {
-        if (!(gr_op_descs[i]->flags & GR_OPF_LAYER)) continue;
-        int d = gr_edit_distance(name, gr_op_descs[i]->name);
-        if (d < best_d) { best_d = d; best = gr_op_descs[i]->name; }
-        k += (size_t)snprintf(all + k, sizeof all - k, "%s%s", k ? ", " : "", gr_op_descs[i]->name);
+        if (!(gr_op_flags(i) & GR_OPF_LAYER)) continue;
+        int d = gr_edit_distance(name, gr_op_name(i));
+        if (d < best_d) { best_d = d; best = gr_op_name(i); }
+        k += (size_t)snprintf(all + k, sizeof all - k, "%s%s", k ? ", " : "", gr_op_name(i));
     }
     if (best) return gr_cfg_error(err, at, key, "unknown op '%s' (did you mean '%s'?)", name, best);
     return gr_cfg_error(err, at, key, "unknown op '%s' (ops: %s)", name, all);

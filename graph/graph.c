@@ -26,6 +26,11 @@ const char *gr_op_name(gr_op op) {
     return gr_op_names[op];
 }
 
+unsigned gr_op_flags(gr_op op) {
+    GR_ASSERT(op >= 0 && op < GR_OP_COUNT);
+    return gr_op_descs[op]->flags;
+}
+
 int gr_op_lookup(const char *name) {
     for (int i = 0; i < GR_OP_COUNT; i++)
         if ((gr_op_descs[i]->flags & GR_OPF_LAYER) && strcmp(gr_op_names[i], name) == 0) return i;

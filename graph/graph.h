@@ -141,6 +141,8 @@ typedef struct gr_op_desc {
 #undef X
 extern const gr_op_desc *const gr_op_descs[GR_OP_COUNT];
 const char *gr_op_name(gr_op op);
+/* The op's GR_OPF_* flags (its ops.def row). */
+unsigned gr_op_flags(gr_op op);
 /* LAYER ops only; -1 when name is none. */
 int gr_op_lookup(const char *name);
 

@@ -107,7 +107,7 @@ gr_status gr_plan_compile(gr_plan *p, gr_model *m, const gr_graph *g, gr_plan_mo
     int n_nodes = mode == GR_PLAN_TRAIN ? g->n_nodes : g->n_forward;
     if (m && m->be)
         for (int i = 0; i < n_nodes; i++)
-            if (!(gr_op_descs[g->nodes[i].op]->flags & GR_OPF_VIEW) &&
+            if (!(gr_op_flags(g->nodes[i].op) & GR_OPF_VIEW) &&
                 !gr_backend_supports_op(m->be, g->nodes[i].op))
                 return gr_error_set(err, GR_ERR_DEVICE, "the %s backend has no kernel for op '%s' "
                                     "(layer %s); this job cannot run there", gr_backend_name(m->be),
@@ -186,7 +186,7 @@ gr_status gr_plan_compile(gr_plan *p, gr_model *m, const gr_graph *g, gr_plan_mo
     const bool half = prec == GR_PREC_FP16 || prec == GR_PREC_BF16;
     for (int i = 0; i < n_nodes; i++) {
         const gr_node *nd = &g->nodes[i];
-        if (gr_op_descs[nd->op]->flags & GR_OPF_VIEW) continue;
+        if (gr_op_flags(nd->op) & GR_OPF_VIEW) continue;
         gr_kargs *a = &p->steps[p->n_steps++];
         a->g = g;
         a->node = nd;

@@ -308,7 +308,7 @@ static gr_status gr_job_backend(gr_job *j, const gr_job_spec *s, const char *dev
         if (gr_backend_create("cuda:0", 0, &cuda, &e2) == GR_OK) {
             bool all = true;
             for (int i = 0; i < j->g.n_nodes; i++)
-                if (!(gr_op_descs[j->g.nodes[i].op]->flags & GR_OPF_VIEW) &&
+                if (!(gr_op_flags(j->g.nodes[i].op) & GR_OPF_VIEW) &&
                     !gr_backend_supports_op(cuda, j->g.nodes[i].op)) all = false;
             if (all) j->be = cuda;
             else {

@@ -233,7 +233,7 @@ static void gr_cuda_launch_steps(gr_cuda *cu, gr_plan *p, int64_t n, const gr_ex
             if (e != cudaSuccess) {
                 const gr_node *nd = a->node;
                 char what[GR_NAME_MAX + 96];
-                snprintf(what, sizeof what, "op %s of layer %s (GPURUN_CUDA_SYNC)", gr_op_descs[nd->op]->name,
+                snprintf(what, sizeof what, "op %s of layer %s (GPURUN_CUDA_SYNC)", gr_op_name(nd->op),
                          nd->layer >= 0 ? p->g->layers[nd->layer].name : "loss");
                 gr_cuda_die(__FILE__, __LINE__, what, cudaGetErrorString(e));
             }
