@@ -30,7 +30,7 @@
  * medians save_s, load_s, save_gb_per_s, load_gb_per_s, stall_ms,
  * stall_pct_of_sync_save, async_write_s; and the per-repeat lists. */
 #include "../checkpoints/ckpt.h"
-#include "../graph/spec.h"
+#include "../config/spec.h"
 #include "../kernels/backend.h"
 #include "../runner/saver.h"
 

@@ -15,7 +15,6 @@
  * can name the use, whose output is its last layer's. */
 #include "graph.h"
 #include "names.h"
-#include "spec_input.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -12,7 +12,7 @@
 #define GR_GRAPH_H
 
 #include "../common/gr_common.h"
-#include "spec.h"
+#include "../config/spec.h"
 
 #define GR_MAX_DIMS 4
 #define GR_MAX_IN 5

@@ -8,7 +8,7 @@
 #include "../dataio/dataio.h"
 #include "../dataio/convert.h"
 #include "../graph/graph.h"
-#include "../graph/spec.h"
+#include "../config/spec.h"
 #include "train.h"
 
 #define GR_MAX_SETS 256

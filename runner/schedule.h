@@ -17,7 +17,7 @@
 #ifndef GR_SCHEDULE_H
 #define GR_SCHEDULE_H
 
-#include "../graph/spec.h"
+#include "../config/spec.h"
 
 double gr_schedule_lr(const gr_sched_spec *s, double base_lr, int64_t step,
                       int64_t total_steps, int64_t steps_per_epoch);

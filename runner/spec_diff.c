@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../graph/spec.h"
+#include "../config/spec.h"
 
 /* Keys (or prefixes ending in '.') free to change between restarts. */
 static const char *const gr_diff_free[] = {

@@ -11,7 +11,7 @@
 
 #include "../dataio/dataio.h"
 #include "../graph/plan.h"
-#include "../graph/spec.h"
+#include "../config/spec.h"
 
 typedef struct gr_run_options {
     const char *run_dir;  /* NULL: log.dir, else runs/<name> */

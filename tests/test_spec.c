@@ -1,8 +1,8 @@
-/* test_spec.c — the job-spec reader (graph/spec.c): every error class with
+/* test_spec.c — the job-spec reader (config/): every error class with
  * its exact file:line:col message (table over tests/specs/bad_*.yaml and bad
  * --set overrides), typed values of a full spec, defaults, --set overrides,
  * aliases, the gr_cfg helpers, and the dump -> load round trip. */
-#include "../graph/spec.h"
+#include "../config/spec.h"
 
 #include <math.h>
 #include <stdio.h>

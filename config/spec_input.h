@@ -1,5 +1,6 @@
-/* spec_input.h — what the job-spec reader (spec.c) refuses at its door, and
- * small message helpers graph/ shares. Internal to graph/.
+/* spec_input.h — what the job-spec reader refuses at its door (the file,
+ * the YAML tags, the run name), and a message helper config/ shares.
+ * Internal to config/.
  *
  * Exports: gr_spec_read_file (the spec must be a regular file of at most
  * GR_SPEC_MAX_BYTES, read without blocking), gr_cfg_tag_rule (which YAML

@@ -1,69 +1,28 @@
-/* spec.h — the job spec: YAML file -> config tree (every node keeps
- * file:line:col) -> typed gr_job_spec, validated against the schema table in
- * spec.c (DESIGN 1.4).
+/* spec.h — the job spec (DESIGN 1.4, schema v1), and the config module's
+ * one header for the rest of the tree: YAML file -> config tree (cfg.h,
+ * every node keeps file:line:col) -> `--set` overrides (spec_set.c) -> a
+ * walk against the schema table (schema.c) -> typed gr_job_spec with
+ * defaults and cross-field rules (spec_load.c); gr_spec_dump (spec_dump.c)
+ * writes it back.
  *
- * Exports: gr_cfg (the tree), gr_spec_load (parse + --set overrides +
- * schema check + defaults), gr_spec_dump (the resolved spec as YAML, for
- * `gpurun validate` and the run directory's config.yaml), gr_spec_free,
- * and small tree helpers that graph/build.c uses to read the free-form
- * model section (ops parse their own attrs and report file:line:col). */
+ * Exports: everything of cfg.h (graph/build.c reads the free-form model
+ * section through the tree helpers: ops parse their own attrs and report
+ * file:line:col), gr_job_spec and its parts, gr_spec_load (parse + --set
+ * overrides + schema check + defaults), gr_spec_dump (the resolved spec as
+ * YAML, for `gpurun validate` and the run directory's config.yaml),
+ * gr_spec_free, gr_spec_error and the enum names. */
 #ifndef GR_SPEC_H
 #define GR_SPEC_H
 
 #include <stdio.h>
 
 #include "../common/gr_common.h"
+#include "cfg.h"
 
 #define GR_PATH_MAX 1024
 #define GR_NAME_MAX 128
 #define GR_MAX_MILESTONES 32
 #define GR_MAX_CHANNELS 16
-
-/* ---- config tree ---- */
-typedef enum gr_cfg_kind { GR_CFG_SCALAR, GR_CFG_MAP, GR_CFG_SEQ } gr_cfg_kind;
-
-typedef struct gr_cfg gr_cfg;
-struct gr_cfg {
-    gr_cfg_kind kind;
-    const char *file; /* the YAML file, or "--set" for an override value */
-    int line, col;    /* 1-based position of this node's value */
-    char *scalar;     /* GR_CFG_SCALAR: the text ("" for an empty/null value) */
-    bool quoted;      /* scalar was quoted in the source: always a string */
-    int n;            /* MAP: number of pairs; SEQ: number of items */
-    char **keys;      /* MAP: keys[i] */
-    int *key_line, *key_col; /* MAP: position of keys[i] */
-    gr_cfg **items;   /* MAP: value of keys[i]; SEQ: item i */
-};
-
-/* MAP lookup; NULL when absent or when map is not a map. */
-gr_cfg *gr_cfg_get(const gr_cfg *map, const char *key);
-/* Index of key in map, or -1. */
-int gr_cfg_find(const gr_cfg *map, const char *key);
-
-/* Typed scalar readers for op attrs. `key` is used in the message only.
- * Errors (exit 2) read `file:line:col: key: message`, e.g.
- * "job.yaml:7:20: model.layers[1].dense.units: expected an integer, got 'abc'".
- * Integers reject fractions, NaN, inf; both check [lo, hi]. */
-gr_status gr_cfg_int(const gr_cfg *node, const char *key, int64_t lo, int64_t hi,
-                     int64_t *out, gr_error *err);
-gr_status gr_cfg_float(const gr_cfg *node, const char *key, double lo, double hi,
-                       double *out, gr_error *err);
-gr_status gr_cfg_bool(const gr_cfg *node, const char *key, bool *out, gr_error *err);
-/* Formats "file:line:col: key: " + message into err, status GR_ERR_USAGE. */
-gr_status gr_cfg_error(gr_error *err, const gr_cfg *node, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-/* Parses one YAML document (file) or one YAML value (text, for --set) into a
- * tree. Anchors/aliases are resolved; multiple documents are an error. */
-gr_status gr_cfg_parse_file(const char *path, gr_cfg **out, gr_error *err);
-gr_status gr_cfg_parse_text(const char *text, const char *file, int line, int col,
-                            gr_cfg **out, gr_error *err);
-void gr_cfg_free(gr_cfg *node);
-/* A deep copy (positions kept), to be freed with gr_cfg_free. */
-gr_cfg *gr_cfg_clone(const gr_cfg *src);
-/* Writes the subtree as block YAML at the given indent (used by gr_spec_dump
- * for the model section). */
-void gr_cfg_dump(const gr_cfg *node, FILE *f, int indent);
 
 /* ---- typed job spec (DESIGN 1.4, schema v1) ---- */
 typedef enum gr_precision { GR_PREC_FP32, GR_PREC_TF32, GR_PREC_FP16, GR_PREC_BF16 } gr_precision;
