@@ -54,7 +54,8 @@ const gr_spec_row gr_spec_rows[] = {
     STR("device", 0, "auto", gr_spec_check_device, device),
     ENUM("precision", "fp32|tf32|fp16|bf16", "fp32", precision),
     {.path = "loss_scale", .type = GR_ST_LOSS_SCALE, .flags = GR_SF_LOX, .lo = 0, .hi = INFINITY},
-    BOOL("deterministic", "false", NULL, deterministic),
+    {.path = "deterministic", .type = GR_ST_BOOL, .def = "false", .off = GR_OFF(deterministic),
+     .honoured = "false", .unhonoured_why = "this version does not enforce deterministic algorithms (leave it false)"},
     BOOL("cuda_graph", "true", NULL, cuda_graph),
     BOOL("cudnn_benchmark", "false", NULL, cudnn_benchmark),
 
@@ -121,7 +122,9 @@ const gr_spec_row gr_spec_rows[] = {
 
     SECTION("parallel", 0),
     INT("parallel.data", GR_SF_AUTO, 0, 1 << 20, "auto", parallel.data),
-    ENUMSTR("parallel.backend", "auto|nccl|mpi|none", "auto", parallel.backend),
+    {.path = "parallel.backend", .type = GR_ST_ENUM, .choices = "auto|nccl|mpi|none", .def = "auto",
+     .off = GR_OFF(parallel.backend), .size = GR_FSZ(parallel.backend), .honoured = "auto|none",
+     .unhonoured_why = "this version runs one process on one device, with no collectives (auto or none)"},
 
     SECTION("checkpoint", 0),
     STR("checkpoint.dir", 0, NULL, NULL, checkpoint.dir),

@@ -53,6 +53,11 @@ typedef struct gr_spec_row {
     size_t size;          /* strings: capacity; lists: most items */
     size_t n_off;         /* lists: offsetof the int count */
     gr_spec_check_fn check;
+    /* Bool and enum rows whose every value schema v1 accepts but this
+     * version honours only some of: those values ("false", "auto|none"), and
+     * why another is refused at load (spec_load.c), at its file:line:col. */
+    const char *honoured;
+    const char *unhonoured_why;
 } gr_spec_row;
 
 extern const gr_spec_row gr_spec_rows[];

@@ -67,7 +67,7 @@ typedef struct gr_job_spec {
     gr_precision precision;   /* fp32 */
     bool loss_scale_dynamic;  /* default: true for fp16 only */
     double loss_scale;        /* fixed scale when not dynamic; 1 = none */
-    bool deterministic;       /* false */
+    bool deterministic;       /* false (true is refused at load: not honoured yet) */
     bool cuda_graph;          /* true: a GPU captures each pass once into a CUDA Graph and replays it */
     bool cudnn_benchmark;     /* false: conv algorithms by cuDNN's heuristics; true: timed once per shape */
 
@@ -110,7 +110,7 @@ typedef struct gr_job_spec {
 
     struct {
         int64_t data;             /* 0 = auto */
-        char backend[16];         /* auto | nccl | mpi | none */
+        char backend[16];         /* auto | nccl | mpi | none (nccl, mpi refused at load: one process) */
     } parallel;
 
     struct {
@@ -140,7 +140,9 @@ typedef struct gr_job_spec {
  * the file does not set it), checks every key against the schema (unknown
  * keys, wrong types, out-of-range, NaN/inf are errors at file:line:col),
  * fills defaults and cross-field rules (micro_batch divides batch_size,
- * epochs or steps given, ...). On error returns GR_ERR_USAGE with
+ * epochs or steps given, ...), and refuses the values schema v1 accepts
+ * but this version does not honour (`deterministic: true`,
+ * `parallel.backend: nccl` or `mpi`). On error returns GR_ERR_USAGE with
  * err->msg = "file:line:col: key: message"; a missing/unreadable file is
  * "path: cannot read job spec: <strerror>" (also exit 2), and so is a path
  * that is not a regular file or holds more than 4 MiB (spec_input.h). YAML

@@ -296,6 +296,37 @@ static gr_status gr_spec_cross(gr_job_spec *spec, gr_error *err) {
     return GR_OK;
 }
 
+/* Values schema v1 accepts but this version does not honour (the rows'
+ * `honoured`): refused at the value, so that nobody believes a run has what
+ * it asked for when it has not. */
+static gr_status gr_spec_honoured(const gr_job_spec *spec, gr_error *err) {
+    for (size_t i = 0; i < gr_spec_n_rows; i++) {
+        const gr_spec_row *r = &gr_spec_rows[i];
+        const gr_cfg *n = r->honoured ? gr_spec_node(spec->root, r->path) : NULL;
+        if (!n) continue; /* not given: the default, which is honoured */
+        const char *p = (const char *)spec + r->off;
+        char buf[64];
+        const char *v;
+        if (r->type == GR_ST_BOOL) {
+            bool b;
+            memcpy(&b, p, sizeof b);
+            v = b ? "true" : "false";
+        } else if (r->type == GR_ST_ENUM && r->size) {
+            v = p;
+        } else if (r->type == GR_ST_ENUM) {
+            int k;
+            memcpy(&k, p, sizeof k);
+            v = gr_spec_choice(r->choices, k, buf, sizeof buf);
+        } else {
+            return gr_error_set(err, GR_ERR_INTERNAL, "internal error (a bug): %s: honoured values on a row that "
+                                "is neither bool nor enum", r->path);
+        }
+        if (gr_spec_choice_index(r->honoured, v) < 0)
+            return gr_cfg_error(err, n, r->path, "%s is not supported yet: %s", v, r->unhonoured_why);
+    }
+    return GR_OK;
+}
+
 /* ---- entry points ---- */
 
 gr_status gr_spec_load(const char *path, const char *const *sets, int nsets, gr_job_spec *out, gr_error *err) {
@@ -310,6 +341,7 @@ gr_status gr_spec_load(const char *path, const char *const *sets, int nsets, gr_
     if (!st) st = gr_spec_defaults(out, err);
     if (!st) st = gr_spec_walk("", out->root, out, err);
     if (!st) st = gr_spec_cross(out, err);
+    if (!st) st = gr_spec_honoured(out, err);
     if (st) gr_spec_free(out);
     return st;
 }

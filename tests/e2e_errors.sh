@@ -132,6 +132,15 @@ expect_fail 2 "nosuch.key" -- "$G" validate "$T/ok.yaml" --set nosuch.key=1
 expect_fail 2 "train.optimizer.lr" "abc" -- "$G" validate "$T/ok.yaml" --set train.optimizer.lr=abc
 expect_fail 2 "train.optimizer.lr" -- "$G" validate "$T/ok.yaml" --set train.optimizer.lr=-1
 expect_fail 2 "train.batch_size" -- "$G" "$T/ok.yaml" --set train.batch_size=0 --run-dir "$T/rd_set0"
+# values schema v1 accepts but this version does not honour: refused at the value by validate, plan and a run
+spec determ tiny 's/^seed: 0/deterministic: true/'
+expect_fail 2 "$T/determ.yaml:2:16: deterministic: true is not supported yet" -- "$G" validate "$T/determ.yaml"
+expect_fail 2 "$T/determ.yaml:2:16: deterministic:" -- "$G" "$T/determ.yaml" --run-dir "$T/rd_determ"
+check "an unhonoured value leaves no run directory" test ! -e "$T/rd_determ"
+expect_fail 2 "--set:1:1: parallel.backend: nccl is not supported yet" "(auto or none)" -- \
+    "$G" plan "$T/ok.yaml" --set parallel.backend=nccl
+expect_ok "deterministic: false" "backend: none" -- \
+    "$G" validate "$T/ok.yaml" --set deterministic=false --set parallel.backend=none
 # a layer whose output nothing reads: a warning naming it (its parameters would still decay)
 spec deadlayer tiny 's/    - relu/    - {relu: {}, input: flatten0}/'
 expect 0 "deadlayer.yaml: warning: the output of layer dense0 is never used (its parameters are still updated" -- \

@@ -71,6 +71,14 @@ static const bad_case bad_cases[] = {
     {"bad_milestones.yaml", {0},
      "bad_milestones.yaml:8:52: train.schedule.milestones[2]: milestones must increase, got 20 after 30"},
     {"bad_mean_std.yaml", {0}, "bad_mean_std.yaml:3:43: data.normalize.std: has 2 values but data.normalize.mean has 3"},
+    /* values schema v1 accepts but this version does not honour: refused at the value */
+    {"bad_deterministic.yaml", {0}, "bad_deterministic.yaml:2:16: deterministic: true is not supported yet: this "
+                                    "version does not enforce deterministic algorithms (leave it false)"},
+    {"bad_parallel_backend.yaml", {0}, "bad_parallel_backend.yaml:9:33: parallel.backend: mpi is not supported yet: "
+                                       "this version runs one process on one device, with no collectives (auto or none)"},
+    {"valid_min.yaml", {"parallel.backend=nccl"}, "--set:1:1: parallel.backend: nccl is not supported yet: this "
+                                                  "version runs one process on one device"},
+    {"valid_min.yaml", {"deterministic=True"}, "--set:1:1: deterministic: true is not supported yet"},
     /* YAML level */
     {"bad_dup.yaml", {0}, "bad_dup.yaml:8:3: train.epochs: duplicate key (first given at line 7)"},
     {"bad_syntax.yaml", {0},
@@ -218,7 +226,7 @@ static void check_full(const gr_job_spec *s) {
     CHECK(!strcmp(s->device, "cuda:1"));
     CHECK(s->precision == GR_PREC_BF16);
     CHECK(!s->loss_scale_dynamic && s->loss_scale == 512);
-    CHECK(s->deterministic);
+    CHECK(!s->deterministic); /* the one value honoured, given explicitly */
     CHECK(!strcmp(s->data.train.path, "data/my set.h5") && !strcmp(s->data.train.group, "/train"));
     CHECK(!strcmp(s->data.val.path, "data/val.h5") && !strcmp(s->data.val.group, "/val"));
     CHECK(!s->data.shuffle && s->data.prefetch == 8 && s->data.workers == 6);
@@ -247,7 +255,7 @@ static void check_full(const gr_job_spec *s) {
     CHECK(sc->gamma == 0.2 && sc->n_milestones == 3 && sc->milestones[0] == 30 && sc->milestones[2] == 80.5);
     CHECK(!strcmp(s->train.loss, "softmax_cross_entropy") && s->train.label_smoothing == 0.1);
     CHECK(s->train.grad_clip == 5.0);
-    CHECK(s->parallel.data == 4 && !strcmp(s->parallel.backend, "nccl"));
+    CHECK(s->parallel.data == 4 && !strcmp(s->parallel.backend, "none"));
     CHECK(!strcmp(s->checkpoint.dir, "/scratch/ckpt") && s->checkpoint.every_steps == 1000);
     CHECK(s->checkpoint.every_minutes == 10 && s->checkpoint.keep == 5);
     CHECK(s->eval.every_epochs == 2 && s->eval.every_steps == 500);
@@ -396,6 +404,25 @@ static void test_sets(void) {
     fclose(mf);
     CHECK_MSG(strstr(text, "\nloss_scale: none\n") != NULL, "%s", text);
     free(text);
+    gr_spec_free(&s);
+}
+
+/* the values of deterministic and parallel.backend this version honours load
+ * (the others are in bad_cases) */
+static void test_honoured(void) {
+    gr_job_spec s;
+    gr_error e;
+    const char *sets[] = {"deterministic=false", "parallel.backend=none"};
+    gr_status st = load(SPEC("valid_min.yaml"), sets, 2, &s, &e);
+    CHECK_MSG(st == GR_OK, "%s", e.msg);
+    if (st) return;
+    CHECK(!s.deterministic && !strcmp(s.parallel.backend, "none"));
+    gr_spec_free(&s);
+    const char *sets2[] = {"parallel={backend: auto, data: 1}"};
+    st = load(SPEC("valid_min.yaml"), sets2, 1, &s, &e);
+    CHECK_MSG(st == GR_OK, "%s", e.msg);
+    if (st) return;
+    CHECK(!strcmp(s.parallel.backend, "auto") && s.parallel.data == 1);
     gr_spec_free(&s);
 }
 
@@ -592,6 +619,7 @@ int main(void) {
     test_minimal_and_defaults();
     test_full_and_round_trip();
     test_sets();
+    test_honoured();
     test_alias();
     test_cfg_helpers();
     return gr_test_report();
