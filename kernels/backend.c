@@ -1,5 +1,5 @@
-/* backend.c — backend creation by device name and the thin dispatch
- * wrappers the planner and runner call. */
+/* backend.c — backend creation by device name, the thin dispatch
+ * wrappers the runtime (exec/) and runner call, and the device-fault path. */
 #include "backend.h"
 
 #include "../common/gr_half.h"
@@ -89,9 +89,7 @@ void gr_backend_configure(gr_backend *be, const gr_backend_opts *o) {
 
 gr_precision gr_backend_precision(const gr_backend *be) { return be->precision; }
 
-void gr_backend_exec(const gr_kargs *a) {
-    a->be->vt->kernels[a->node->op](a);
-    if (!a->round_out) return;
+static void gr_backend_round_outputs(const gr_kargs *a) {
     int fmt = a->be->precision == GR_PREC_FP16 ? GR_HALF_FP16 : GR_HALF_BF16;
     for (int k = 0; k < a->node->nout; k++) {
         if (!(a->round_out & (1u << k))) continue;
@@ -100,14 +98,37 @@ void gr_backend_exec(const gr_kargs *a) {
     }
 }
 
-gr_status gr_backend_prepare(gr_backend *be, struct gr_plan *p, gr_error *err) {
-    return be->vt->prepare ? be->vt->prepare(be, p, err) : GR_OK;
+void gr_backend_exec(const gr_kargs *a) {
+    a->be->vt->kernels[a->node->op](a);
+    if (a->round_out) gr_backend_round_outputs(a);
+    if (a->be->vt->op_done) a->be->vt->op_done(a->be, a);
 }
 
-void gr_backend_release(gr_backend *be, struct gr_plan *p) {
-    if (be->vt->release) be->vt->release(be, p);
+bool gr_backend_host_addressable(const gr_backend *be) { return be->vt->host_addressable; }
+
+gr_status gr_backend_prepare(gr_backend *be, gr_steps *s, gr_error *err) {
+    return be->vt->prepare ? be->vt->prepare(be, s, err) : GR_OK;
 }
 
-bool gr_backend_run(gr_backend *be, struct gr_plan *p, int64_t n, const gr_exec_ctx *ctx) {
-    return be->vt->run && be->vt->run(be, p, n, ctx);
+void gr_backend_release(gr_backend *be, gr_steps *s) {
+    if (be->vt->release) be->vt->release(be, s);
+}
+
+gr_run_mode gr_backend_run_begin(gr_backend *be, gr_steps *s, int64_t n, const gr_exec_ctx *ctx) {
+    return be->vt->run_begin ? be->vt->run_begin(be, s, n, ctx) : GR_RUN_EAGER;
+}
+
+void gr_backend_run_end(gr_backend *be, gr_steps *s, gr_run_mode mode) {
+    if (be->vt->run_end) be->vt->run_end(be, s, mode);
+}
+
+/* ---- device faults ---- */
+static gr_backend_fault_fn gr_fault_handler; /* process-wide: set once by runner/main.c */
+
+void gr_backend_set_fault_handler(gr_backend_fault_fn fn) { gr_fault_handler = fn; }
+
+_Noreturn void gr_backend_fault(const char *what) {
+    if (gr_fault_handler) gr_fault_handler(what);
+    else fprintf(stderr, "gpurun: %s\n", what);
+    abort();
 }

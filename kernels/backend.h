@@ -1,4 +1,4 @@
-/* backend.h — the one interface between a plan and a device.
+/* backend.h — the one interface between the runtime (exec/) and a device.
  *
  * A backend is a table of functions behind an opaque handle (gr_backend):
  * memory (alloc/free/copy), one kernel per op (NULL = unsupported, and the
@@ -9,7 +9,12 @@
  *
  * Kernels get a gr_kargs: resolved data pointers for the node's inputs and
  * outputs (device memory of that backend), the runtime batch n, and the
- * step's context (training or not, RNG key, gradient scale). */
+ * step's context (training or not, RNG key, gradient scale). A plan's steps
+ * reach the backend as a gr_steps list (prepare/release, run begin/end); the
+ * steps themselves always run through exec/'s one loop.
+ *
+ * A device fault the run cannot recover from goes to gr_backend_fault: the
+ * handler runner/ installs decides the exit; kernels/ never exits. */
 #ifndef GR_BACKEND_H
 #define GR_BACKEND_H
 
@@ -17,7 +22,6 @@
 #include "cpu/optim.h"
 
 typedef struct gr_backend gr_backend;
-struct gr_plan;
 
 /* Per-run context shared by every kernel of one plan execution. */
 typedef struct gr_exec_ctx {
@@ -40,6 +44,22 @@ typedef struct gr_kargs {
 
 typedef void (*gr_kernel_fn)(const gr_kargs *a);
 
+/* A plan's bound steps as the backend sees them (exec/ owns them). */
+typedef struct gr_steps {
+    const gr_graph *g;
+    gr_kargs *step;        /* [n], in run order, pointers bound */
+    int n;
+    int64_t micro_batch;   /* the batch the arenas were planned for */
+    void *be_state;        /* the backend's per-plan state: set by prepare, freed by release */
+} gr_steps;
+
+/* How the exec loop runs one pass (gr_backend_run_begin). */
+typedef enum gr_run_mode {
+    GR_RUN_EAGER,     /* launch the steps now */
+    GR_RUN_CAPTURE,   /* launch them; the backend records them (a CUDA Graph) and runs them at run_end */
+    GR_RUN_REPLAYED,  /* the backend replayed a recorded run: the loop is skipped */
+} gr_run_mode;
+
 /* Creates a backend for device "cpu" (threads: 0 = all cores) or "cuda[:N]".
  * GR_ERR_DEVICE when the device is not there or this build lacks it. */
 gr_status gr_backend_create(const char *device, int threads, gr_backend **out, gr_error *err);
@@ -48,8 +68,12 @@ const char *gr_backend_name(const gr_backend *be);
 bool gr_backend_supports_op(const gr_backend *be, gr_op op);
 gr_kernel_fn gr_backend_kernel(const gr_backend *be, gr_op op);
 /* Runs one plan step: its kernel, then the half-precision storage of the
- * outputs marked in round_out. */
+ * outputs marked in round_out, then the backend's per-op check (the CUDA
+ * backend under GPURUN_CUDA_SYNC). exec/ calls it between its hooks. */
 void gr_backend_exec(const gr_kargs *a);
+/* Whether the backend's device pointers are host memory (the CPU): the
+ * caller may read them with memcpy instead of gr_backend_download. */
+bool gr_backend_host_addressable(const gr_backend *be);
 /* The precision the backend was configured with (fp32 until configured). */
 gr_precision gr_backend_precision(const gr_backend *be);
 
@@ -82,15 +106,25 @@ typedef struct gr_backend_opts {
 } gr_backend_opts;
 void gr_backend_configure(gr_backend *be, const gr_backend_opts *o);
 
-/* Per-plan preparation once its arenas exist (the CUDA backend chooses conv
- * algorithms and sizes its workspace; GR_ERR_OOM when that does not fit),
- * and its release. */
-gr_status gr_backend_prepare(gr_backend *be, struct gr_plan *p, gr_error *err);
-void gr_backend_release(gr_backend *be, struct gr_plan *p);
-/* Runs a plan's steps (the CUDA backend: replay of a captured graph, or
- * the kernels one by one); false when the backend leaves that to the
- * plan's own loop over gr_backend_kernel. */
-bool gr_backend_run(gr_backend *be, struct gr_plan *p, int64_t n, const gr_exec_ctx *ctx);
+/* Per-plan preparation once its arenas exist and its steps are bound (the
+ * CUDA backend chooses conv algorithms and sizes its workspace; GR_ERR_OOM
+ * when that does not fit; it may set s->be_state), and its release. */
+gr_status gr_backend_prepare(gr_backend *be, gr_steps *s, gr_error *err);
+void gr_backend_release(gr_backend *be, gr_steps *s);
+/* Around the exec loop of one pass of n samples: begin says how the loop
+ * runs (GR_RUN_EAGER where the backend has no say); end follows the loop
+ * unless begin answered GR_RUN_REPLAYED (a capture is finished and run). */
+gr_run_mode gr_backend_run_begin(gr_backend *be, gr_steps *s, int64_t n, const gr_exec_ctx *ctx);
+void gr_backend_run_end(gr_backend *be, gr_steps *s, gr_run_mode mode);
+
+/* Device faults: a failed call the run cannot recover from (a lost device,
+ * an illegal address). gr_backend_fault hands what happened (one line, no
+ * "gpurun: " prefix) to the installed handler, which is not expected to
+ * return; without one (or if it returns) it prints "gpurun: <what>" and
+ * aborts. runner/main.c installs the handler that exits 7. */
+typedef void (*gr_backend_fault_fn)(const char *what);
+void gr_backend_set_fault_handler(gr_backend_fault_fn fn);
+_Noreturn void gr_backend_fault(const char *what);
 
 /* Optimizer updates and gradient norm over flat device arrays. */
 void gr_backend_sgd(gr_backend *be, float *w, const float *g, float *buf, int64_t n,
@@ -119,9 +153,12 @@ typedef struct gr_backend_vtable {
     void (*upload_batch)(gr_backend *be, void *dst, const void *src, size_t bytes);
     bool (*mem_info)(gr_backend *be, size_t *free_bytes, size_t *total_bytes);
     void (*configure)(gr_backend *be, const gr_backend_opts *o);
-    gr_status (*prepare)(gr_backend *be, struct gr_plan *p, gr_error *err);
-    void (*release)(gr_backend *be, struct gr_plan *p);
-    bool (*run)(gr_backend *be, struct gr_plan *p, int64_t n, const gr_exec_ctx *ctx);
+    gr_status (*prepare)(gr_backend *be, gr_steps *s, gr_error *err);
+    void (*release)(gr_backend *be, gr_steps *s);
+    gr_run_mode (*run_begin)(gr_backend *be, gr_steps *s, int64_t n, const gr_exec_ctx *ctx);
+    void (*run_end)(gr_backend *be, gr_steps *s, gr_run_mode mode);
+    void (*op_done)(gr_backend *be, const gr_kargs *a); /* after each step's kernel and rounding */
+    bool host_addressable;       /* device pointers are host memory */
     /* x[0..n) rounded in place to fp16 or bf16 (gr_half_fmt); required */
     void (*round)(gr_backend *be, float *x, int64_t n, int fmt);
     void (*destroy)(gr_backend *be);

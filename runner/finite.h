@@ -17,7 +17,7 @@
 #ifndef GR_FINITE_H
 #define GR_FINITE_H
 
-#include "../graph/plan.h"
+#include "../exec/exec.h"
 
 /* Which arena gr_train_nonfinite_layer scans. */
 typedef enum gr_finite_arena { GR_FINITE_GRADS, GR_FINITE_PARAMS } gr_finite_arena;

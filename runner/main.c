@@ -9,6 +9,7 @@
 #include "../dataio/convert.h"
 #include "../graph/graph.h"
 #include "../config/spec.h"
+#include "../kernels/backend.h"
 #include "train.h"
 
 #define GR_MAX_SETS 256
@@ -38,6 +39,13 @@ static _Noreturn void gr_die(gr_status st, const char *msg) {
     fprintf(stderr, "gpurun: %s\n", msg);
     if (st == GR_ERR_INTERNAL) fprintf(stderr, "gpurun: this is a bug in gpurun; please report it\n");
     exit((int)st);
+}
+
+/* A device fault the run cannot recover from (kernels/ reports it through
+ * gr_backend_fault): exit 7. */
+static void gr_device_fault(const char *what) {
+    fprintf(stderr, "gpurun: %s\n", what);
+    exit(GR_ERR_DEVICE);
 }
 
 static _Noreturn void gr_usage_error(const char *fmt, const char *arg) {
@@ -180,6 +188,7 @@ static int gr_cmd_data(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+    gr_backend_set_fault_handler(gr_device_fault);
     if (argc < 2) {
         fputs(gr_usage, stderr);
         return GR_ERR_USAGE;

@@ -121,7 +121,7 @@ gr_status gr_saver_snapshot(gr_saver *sv, gr_backend *be, const float *params, c
     gr_status st = gr_saver_wait(sv, err);
     const gr_graph *g = sv->state.g;
     const size_t nt = (size_t)g->n_trainable, np = (size_t)g->n_params;
-    if (strcmp(gr_backend_name(be), "cpu") == 0) {
+    if (gr_backend_host_addressable(be)) {
         memcpy(sv->state.params + nt, params + nt, (np - nt) * sizeof(float)); /* the state, now */
         sv->src_params = params;
         sv->src_optim = optim;

@@ -20,7 +20,7 @@
 
 #include "../dataio/dataio.h"
 #include "../graph/graph.h"
-#include "../graph/plan.h"
+#include "../exec/exec.h"
 #include "../checkpoints/weights.h"
 #include "../checkpoints/ckpt.h"
 #include "finite.h"

@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 #include "../dataio/dataio.h"
-#include "../graph/plan.h"
+#include "../exec/exec.h"
 #include "../config/spec.h"
 
 typedef struct gr_run_options {

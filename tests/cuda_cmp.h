@@ -15,7 +15,7 @@
 
 #include "gr_test.h"
 #include "graph/graph.h"
-#include "graph/plan.h"
+#include "exec/exec.h"
 #include "runner/train.h"
 
 static inline const char *gr_cmp_device_name(void) {

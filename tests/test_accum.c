@@ -8,7 +8,7 @@
 
 #include "gr_test.h"
 #include "graph/graph.h"
-#include "graph/plan.h"
+#include "exec/exec.h"
 #include "runner/train.h"
 
 #define BATCH 128

@@ -16,7 +16,7 @@
 
 #include "gr_test.h"
 #include "graph/graph.h"
-#include "graph/plan.h"
+#include "exec/exec.h"
 #include "runner/train.h"
 
 /* ---- a small model through the real pipeline ---- */
@@ -68,8 +68,8 @@ static void gr_bnt_free(gr_bnt *t) {
 
 /* The plan step running the first node of op. */
 static gr_kargs *gr_bnt_step(gr_plan *p, gr_op op) {
-    for (int i = 0; i < p->n_steps; i++)
-        if (p->steps[i].node->op == op) return &p->steps[i];
+    for (int i = 0; i < p->steps.n; i++)
+        if (p->steps.step[i].node->op == op) return &p->steps.step[i];
     GR_ASSERT(!"no such step");
     return NULL;
 }

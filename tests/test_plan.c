@@ -7,7 +7,7 @@
 
 #include "gr_test.h"
 #include "graph/graph.h"
-#include "graph/plan.h"
+#include "exec/exec.h"
 
 static gr_cfg *layers_of(const char *yaml) {
     gr_error err = {0};
@@ -50,7 +50,7 @@ static void test_no_overlap(void) {
         const gr_node *nd = &g.nodes[i];
         for (int k = 0; k < nd->nin + nd->nout; k++) {
             int t = root_of(&g, k < nd->nin ? nd->in[k] : nd->out[k - nd->nin]);
-            if (p.offset[t] < 0) continue;
+            if (p.mem.offset[t] < 0) continue;
             if (first[t] < 0) first[t] = i;
             last[t] = i;
         }
@@ -58,12 +58,12 @@ static void test_no_overlap(void) {
     int conflicts = 0, pairs = 0;
     for (int a = 0; a < nt; a++) {
         if (first[a] < 0) continue;
-        int64_t sa = p.offset[a], ea = sa + gr_tensor_numel(&g.tensors[a]) * (g.tensors[a].elem == GR_U8 ? 1 : 4);
+        int64_t sa = p.mem.offset[a], ea = sa + gr_tensor_numel(&g.tensors[a]) * (g.tensors[a].elem == GR_U8 ? 1 : 4);
         CHECK(ea <= (int64_t)p.act_bytes);
         for (int b = a + 1; b < nt; b++) {
             if (first[b] < 0) continue;
             bool live = first[a] <= last[b] && first[b] <= last[a];
-            int64_t sb = p.offset[b], eb = sb + gr_tensor_numel(&g.tensors[b]) * (g.tensors[b].elem == GR_U8 ? 1 : 4);
+            int64_t sb = p.mem.offset[b], eb = sb + gr_tensor_numel(&g.tensors[b]) * (g.tensors[b].elem == GR_U8 ? 1 : 4);
             if (live) { pairs++; if (sa < eb && sb < ea) conflicts++; }
         }
     }
@@ -71,7 +71,7 @@ static void test_no_overlap(void) {
     CHECK_MSG(conflicts == 0, "%d pairs of live tensors share bytes", conflicts);
     /* the flatten view has no storage of its own */
     int flat = g.nodes[g.layers[0].node].out[0];
-    CHECK(g.tensors[flat].alias_of == g.input && p.offset[flat] == -1);
+    CHECK(g.tensors[flat].alias_of == g.input && p.mem.offset[flat] == -1);
     free(first);
     free(last);
     size_t train_bytes = p.act_bytes;
@@ -80,7 +80,7 @@ static void test_no_overlap(void) {
     /* eval plans hold forward tensors only, so they are smaller */
     gr_plan ep;
     CHECK(gr_plan_compile(&ep, NULL, &g, GR_PLAN_EVAL, false, &err) == GR_OK);
-    CHECK(ep.act_bytes < train_bytes && ep.n_steps < g.n_nodes);
+    CHECK(ep.act_bytes < train_bytes && ep.steps.n < g.n_nodes);
     gr_plan_free(&ep);
     gr_graph_free(&g);
     gr_cfg_free(layers);

@@ -57,6 +57,7 @@ static bool gr_cpu_mem_info(gr_backend *be, size_t *free_bytes, size_t *total_by
 
 static const gr_backend_vtable gr_cpu_vtable = {
     .name = "cpu",
+    .host_addressable = true,
     .kernels = gr_cpu_kernels,
     .alloc = gr_cpu_alloc,
     .dealloc = gr_cpu_dealloc,

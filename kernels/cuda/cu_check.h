@@ -2,8 +2,9 @@
  * and cuDNN call of the CUDA backend (C files and .cu files alike).
  *
  * A failing call is a device error the run cannot recover from (a lost
- * device, an illegal address, a driver fault): gr_cuda_die prints the call,
- * its file:line and the library's message, and exits 7 (DESIGN 1.2). Calls
+ * device, an illegal address, a driver fault): gr_cuda_die reports the call,
+ * its file:line and the library's message through gr_backend_fault, whose
+ * handler (runner/main.c) prints it and exits 7 (DESIGN 1.2). Calls
  * whose failure is an expected condition (cudaMalloc, device discovery)
  * are checked by hand where they are made and reported as a gr_status. */
 #ifndef GR_CU_CHECK_H

@@ -1,10 +1,11 @@
 /* cuda_backend.c — the CUDA backend: device selection, streams, memory, the
  * kernel table, the optimizer launches, and plan runs captured once into a
- * CUDA Graph and replayed.
+ * CUDA Graph and replayed (run begin/end around exec/'s one step loop).
  *
- * Every device call goes through cu_check.h. Allocation failures are not
- * fatal here: alloc returns NULL and the planner reports exit 4 with the
- * byte counts (gr_backend_mem_info gives free and total). */
+ * Every device call goes through cu_check.h; a failing one is a device
+ * fault (gr_backend_fault). Allocation failures are not fatal here: alloc
+ * returns NULL and the runtime reports exit 4 with the byte counts
+ * (gr_backend_mem_info gives free and total). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +15,9 @@
 #include "cuda_backend.h"
 
 void gr_cuda_die(const char *file, int line, const char *call, const char *msg) {
-    fprintf(stderr, "gpurun: CUDA error at %s:%d: %s (%s)\n", file, line, msg, call);
-    exit(7);
+    char what[2048];
+    snprintf(what, sizeof what, "CUDA error at %s:%d: %s (%s)", file, line, msg, call);
+    gr_backend_fault(what);
 }
 
 static const gr_kernel_fn gr_cuda_kernels[GR_OP_COUNT] = {
@@ -179,12 +181,13 @@ typedef struct gr_cuda_plan {
         cudaGraphExec_t exec;
     } g[GR_CUDA_GRAPHS];
     int ng;
+    int capturing;             /* the entry of g the stream is recording (GR_RUN_CAPTURE) */
 } gr_cuda_plan;
 
-static gr_status gr_cuda_prepare(gr_backend *be, gr_plan *p, gr_error *err) {
+static gr_status gr_cuda_prepare(gr_backend *be, gr_steps *s, gr_error *err) {
     gr_cuda *cu = gr_cu(be);
     size_t need = 0;
-    gr_status st = gr_cuda_conv_prepare(cu, p, &need, err);
+    gr_status st = gr_cuda_conv_prepare(cu, s, &need, err);
     if (st) return st;
     if (need > cu->ws_bytes) {
         GR_CU(cudaStreamSynchronize(cu->stream));
@@ -204,60 +207,52 @@ static gr_status gr_cuda_prepare(gr_backend *be, gr_plan *p, gr_error *err) {
         cu->ws = ws;
         cu->ws_bytes = need;
     }
-    p->be_state = gr_xcalloc(1, sizeof(gr_cuda_plan));
+    s->be_state = gr_xcalloc(1, sizeof(gr_cuda_plan));
     return GR_OK;
 }
 
-static void gr_cuda_release(gr_backend *be, gr_plan *p) {
+static void gr_cuda_release(gr_backend *be, gr_steps *s) {
     gr_cuda *cu = gr_cu(be);
-    gr_cuda_plan *cp = p->be_state;
+    gr_cuda_plan *cp = s->be_state;
     GR_CU(cudaStreamSynchronize(cu->stream));
     for (int i = 0; i < cp->ng; i++)
         if (cp->g[i].exec) GR_CU(cudaGraphExecDestroy(cp->g[i].exec));
     free(cp);
-    p->be_state = NULL;
+    s->be_state = NULL;
 }
 
 /* With GPURUN_CUDA_SYNC=1 (cu->sync_each) every op is followed by a stream
  * synchronize and an error check, so a kernel fault names its op and layer
  * instead of surfacing at the next copy (graphs are then off). */
-static void gr_cuda_launch_steps(gr_cuda *cu, gr_plan *p, int64_t n, const gr_exec_ctx *ctx) {
-    for (int i = 0; i < p->n_steps; i++) {
-        gr_kargs *a = &p->steps[i];
-        a->n = n;
-        a->ctx = ctx;
-        gr_backend_exec(a);
-        if (cu->sync_each) {
-            cudaError_t e = cudaStreamSynchronize(cu->stream);
-            if (e == cudaSuccess) e = cudaGetLastError();
-            if (e != cudaSuccess) {
-                const gr_node *nd = a->node;
-                char what[GR_NAME_MAX + 96];
-                snprintf(what, sizeof what, "op %s of layer %s (GPURUN_CUDA_SYNC)", gr_op_name(nd->op),
-                         nd->layer >= 0 ? p->g->layers[nd->layer].name : "loss");
-                gr_cuda_die(__FILE__, __LINE__, what, cudaGetErrorString(e));
-            }
-        }
+static void gr_cuda_op_done(gr_backend *be, const gr_kargs *a) {
+    gr_cuda *cu = gr_cu(be);
+    if (!cu->sync_each) return;
+    cudaError_t e = cudaStreamSynchronize(cu->stream);
+    if (e == cudaSuccess) e = cudaGetLastError();
+    if (e != cudaSuccess) {
+        const gr_node *nd = a->node;
+        char what[GR_NAME_MAX + 96];
+        snprintf(what, sizeof what, "op %s of layer %s (GPURUN_CUDA_SYNC)", gr_op_name(nd->op),
+                 nd->layer >= 0 ? a->g->layers[nd->layer].name : "loss");
+        gr_cuda_die(__FILE__, __LINE__, what, cudaGetErrorString(e));
     }
 }
 
 /* Runs with full micro-batches are captured on their third call (the first
  * two run eagerly, so cuBLAS and cuDNN finish their lazy set-up outside the
  * capture) and replayed from then on; the per-run values (RNG key,
- * gradient scale) reach the kernels through cu->dctx, written before each. */
-static bool gr_cuda_run(gr_backend *be, gr_plan *p, int64_t n, const gr_exec_ctx *ctx) {
+ * gradient scale) reach the kernels through cu->dctx, written before each.
+ * A capture records what the exec loop launches between begin and end. */
+static gr_run_mode gr_cuda_run_begin(gr_backend *be, gr_steps *s, int64_t n, const gr_exec_ctx *ctx) {
     gr_cuda *cu = gr_cu(be);
-    gr_cuda_plan *cp = p->be_state;
+    gr_cuda_plan *cp = s->be_state;
     cu->hctx = (gr_dev_ctx){.rng_key = ctx->rng_key, .grad_scale = ctx->grad_scale, .training = ctx->training};
     GR_CU(cudaMemcpyAsync(cu->dctx, &cu->hctx, sizeof cu->hctx, cudaMemcpyHostToDevice, cu->stream));
-    if (!cu->opts.cuda_graph || cu->sync_each || !cp || n != p->g->micro_batch) {
-        gr_cuda_launch_steps(cu, p, n, ctx);
-        return true;
-    }
+    if (!cu->opts.cuda_graph || cu->sync_each || !cp || n != s->micro_batch) return GR_RUN_EAGER;
     int k = 0;
     while (k < cp->ng && !(cp->g[k].n == n && cp->g[k].training == ctx->training)) k++;
     if (k == cp->ng) {
-        if (cp->ng == GR_CUDA_GRAPHS) { gr_cuda_launch_steps(cu, p, n, ctx); return true; }
+        if (cp->ng == GR_CUDA_GRAPHS) return GR_RUN_EAGER;
         cp->g[cp->ng++].n = n;
         cp->g[k].training = ctx->training;
     }
@@ -268,23 +263,29 @@ static bool gr_cuda_run(gr_backend *be, gr_plan *p, int64_t n, const gr_exec_ctx
     if (cp->g[k].exec) {
         GR_CU(cudaGraphLaunch(cp->g[k].exec, cu->stream));
         cu->replayed++;
-        return true;
+        return GR_RUN_REPLAYED;
     }
     if (cp->g[k].eager_runs < 2) {
         cp->g[k].eager_runs++;
-        gr_cuda_launch_steps(cu, p, n, ctx);
-        return true;
+        return GR_RUN_EAGER;
     }
-    cudaGraph_t graph;
+    cp->capturing = k;
     GR_CU(cudaStreamBeginCapture(cu->stream, cudaStreamCaptureModeThreadLocal));
-    gr_cuda_launch_steps(cu, p, n, ctx);
+    return GR_RUN_CAPTURE;
+}
+
+static void gr_cuda_run_end(gr_backend *be, gr_steps *s, gr_run_mode mode) {
+    if (mode != GR_RUN_CAPTURE) return;
+    gr_cuda *cu = gr_cu(be);
+    gr_cuda_plan *cp = s->be_state;
+    const int k = cp->capturing;
+    cudaGraph_t graph;
     GR_CU(cudaStreamEndCapture(cu->stream, &graph));
     GR_CU(cudaGraphInstantiate(&cp->g[k].exec, graph, 0));
     cp->g[k].ws_gen = cu->ws_gen;
     cu->captured++;
     GR_CU(cudaGraphDestroy(graph));
     GR_CU(cudaGraphLaunch(cp->g[k].exec, cu->stream));
-    return true;
 }
 
 void gr_cuda_graph_counts(const gr_backend *be, int64_t *captured, int64_t *replayed) {
@@ -333,7 +334,9 @@ static const gr_backend_vtable gr_cuda_vtable = {
     .configure = gr_cuda_configure,
     .prepare = gr_cuda_prepare,
     .release = gr_cuda_release,
-    .run = gr_cuda_run,
+    .run_begin = gr_cuda_run_begin,
+    .run_end = gr_cuda_run_end,
+    .op_done = gr_cuda_op_done,
     .round = gr_cuda_round,
     .destroy = gr_cuda_destroy,
 };

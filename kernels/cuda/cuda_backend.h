@@ -13,7 +13,6 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
-#include "../../graph/plan.h"
 #include "../backend.h"
 #include "body.h"
 #include "cu_check.h"
@@ -54,10 +53,10 @@ static inline int64_t gr_cuda_count(const gr_kargs *a, const gr_tensor *t) {
     return t->batched ? a->n * gr_tensor_sample_numel(t) : gr_tensor_numel(t);
 }
 
-/* The conv kernels' set-up for every conv node of a plan at its micro-batch
+/* The conv kernels' set-up for every conv step of a plan at its micro-batch
  * (descriptors, algorithms by heuristics or measured when cudnn_benchmark),
  * and the cuDNN workspace they need (op_conv.c); freed with the backend. */
-gr_status gr_cuda_conv_prepare(gr_cuda *cu, const gr_plan *p, size_t *ws_need, gr_error *err);
+gr_status gr_cuda_conv_prepare(gr_cuda *cu, const gr_steps *st, size_t *ws_need, gr_error *err);
 void gr_cuda_conv_free_all(gr_cuda *cu);
 
 #endif

@@ -240,7 +240,7 @@ static gr_conv_entry *gr_conv_get(gr_cuda *cu, const gr_kargs *a) {
 
 static size_t gr_tensor_bytes_f32(const gr_tensor *t) { return (size_t)gr_tensor_numel(t) * sizeof(float); }
 
-gr_status gr_cuda_conv_prepare(gr_cuda *cu, const gr_plan *p, size_t *ws_need, gr_error *err) {
+gr_status gr_cuda_conv_prepare(gr_cuda *cu, const gr_steps *st, size_t *ws_need, gr_error *err) {
     *ws_need = cu->ws_bytes;
     size_t fr = 0, tot = 0;
     GR_CU(cudaMemGetInfo(&fr, &tot));
@@ -248,8 +248,8 @@ gr_status gr_cuda_conv_prepare(gr_cuda *cu, const gr_plan *p, size_t *ws_need, g
     gr_conv_trial trial = {0}, *tp = NULL;
     if (cu->opts.cudnn_benchmark) {
         size_t out = 0;
-        for (int i = 0; i < p->n_steps; i++) {
-            const gr_kargs *a = &p->steps[i];
+        for (int i = 0; i < st->n; i++) {
+            const gr_kargs *a = &st->step[i];
             if (a->node->op != GR_OP_CONV) continue;
             size_t b[3] = {gr_tensor_bytes_f32(a->tin[0]), gr_tensor_bytes_f32(a->tin[1]), gr_tensor_bytes_f32(a->tout[0])};
             for (int k = 0; k < 3; k++) out = b[k] > out ? b[k] : out;
@@ -267,20 +267,20 @@ gr_status gr_cuda_conv_prepare(gr_cuda *cu, const gr_plan *p, size_t *ws_need, g
             tp = &trial;
         }
     }
-    for (int i = 0; i < p->n_steps; i++) {
-        const gr_kargs *a = &p->steps[i];
+    for (int i = 0; i < st->n; i++) {
+        const gr_kargs *a = &st->step[i];
         gr_op op = a->node->op;
         if (op != GR_OP_CONV && op != GR_OP_CONV_BWD_DATA && op != GR_OP_CONV_BWD_PARAMS) continue;
         gr_kargs full = *a;
-        full.n = p->g->micro_batch;
+        full.n = st->micro_batch;
         gr_conv_shape s = gr_cuda_conv_node_shape(&full);
         gr_conv_entry *e = gr_conv_lookup(cu, &s);
         if (!e) {
             e = gr_conv_add(cu, &s);
             if (tp) { /* the forward node's own buffers: x, w, and its output as dy */
                 const gr_kargs *f = a;
-                for (int j = 0; j < p->n_steps && op != GR_OP_CONV; j++)
-                    if (p->steps[j].node == &p->g->nodes[a->node->fwd]) f = &p->steps[j];
+                for (int j = 0; j < st->n && op != GR_OP_CONV; j++)
+                    if (st->step[j].node == &st->g->nodes[a->node->fwd]) f = &st->step[j];
                 if (f->node->op == GR_OP_CONV) {
                     trial.x = f->in[0];
                     trial.w = f->in[1];

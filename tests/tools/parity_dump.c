@@ -35,7 +35,7 @@
 #include <string.h>
 
 #include "graph/graph.h"
-#include "graph/plan.h"
+#include "exec/exec.h"
 #include "runner/train.h"
 
 #define GR_PD_NAME GR_TNAME_MAX
