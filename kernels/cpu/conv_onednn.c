@@ -22,6 +22,7 @@
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 
+#include "../../common/env.h"
 #include "conv.h"
 #include "cpu.h"
 #include "cpu_kernels.h"
@@ -213,7 +214,7 @@ static struct gr_cpu_dnn *gr_conv_dnn(gr_cpu *cpu) {
     struct gr_cpu_dnn *d = gr_xcalloc(1, sizeof *d);
     GR_DNNL_CHECK(dnnl_engine_create(&d->engine, dnnl_cpu, 0));
     GR_DNNL_CHECK(dnnl_stream_create(&d->stream, d->engine, dnnl_stream_default_flags));
-    const char *v = getenv("GPURUN_CONV_LAYOUT");
+    const char *v = gr_env_str(GR_ENV_CONV_LAYOUT);
     if (v && strcmp(v, "plain") == 0) d->layout = GR_LAYOUT_PLAIN;
     else if (v && strcmp(v, "blocked") == 0) d->layout = GR_LAYOUT_BLOCKED;
     cpu->dnn = d;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../common/env.h"
 #include "../../common/gr_half.h"
 #include "cpu.h"
 #include "cpu_kernels.h"
@@ -83,19 +84,16 @@ gr_cpu *gr_cpu_backend_state(gr_backend *be) {
 }
 
 gr_status gr_cpu_backend_create(int threads, gr_backend **out, gr_error *err) {
-    const char *gemm = getenv("GPURUN_GEMM");
     if (threads <= 0) threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (threads <= 0) threads = 1;
+    /* checked here too: tests and benchmarks make backends without gr_env_check */
+    gr_status st = gr_env_check_one(GR_ENV_GEMM, err);
+    if (!st) st = gr_env_check_one(GR_ENV_CONV, err);
+    if (st) return st;
     gr_cpu *cpu = gr_xcalloc(1, sizeof *cpu);
-    if (!gr_cpu_gemm_init(cpu, gemm, threads)) {
-        free(cpu);
-        return gr_error_set(err, GR_ERR_USAGE, "GPURUN_GEMM=%s: expected onednn or openblas", gemm);
-    }
-    const char *conv = getenv("GPURUN_CONV");
-    if (!gr_cpu_conv_set_path(cpu, conv)) {
-        free(cpu);
-        return gr_error_set(err, GR_ERR_USAGE, "GPURUN_CONV=%s: expected onednn or ref", conv);
-    }
+    bool known = gr_cpu_gemm_init(cpu, gr_env_str(GR_ENV_GEMM), threads) &&
+                 gr_cpu_conv_set_path(cpu, gr_env_str(GR_ENV_CONV));
+    GR_ASSERT(known); /* the table's names are the ones they take */
     gr_backend *be = gr_xcalloc(1, sizeof *be);
     be->vt = &gr_cpu_vtable;
     be->impl = cpu;
