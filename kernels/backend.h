@@ -14,7 +14,7 @@
 #define GR_BACKEND_H
 
 #include "../graph/graph.h"
-#include "cpu/optim.h"
+#include "optim.h"
 
 typedef struct gr_backend gr_backend;
 struct gr_plan;

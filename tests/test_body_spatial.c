@@ -1,5 +1,5 @@
 /* test_body_spatial.c — the bodies of the CUDA spatial kernels
- * (kernels/cuda/body_spatial.h), driven on the CPU over the whole grid each
+ * (kernels/body_spatial.h), driven on the CPU over the whole grid each
  * kernel covers (and, for the reductions, in the kernels' stages: thread
  * partials per slice, per-channel finish, elementwise pass), against the CPU
  * backend's kernels on fresh random inputs:
@@ -26,7 +26,7 @@
 #include "gr_test.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/cpu/cpu_kernels.h"
-#include "kernels/cuda/body_spatial.h"
+#include "kernels/body_spatial.h"
 
 static uint64_t g_key = 1000; /* a fresh random stream per array */
 

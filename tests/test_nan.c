@@ -22,8 +22,9 @@
 #include "gr_test.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/cpu/cpu_kernels.h"
-#include "kernels/cuda/body_elem.h"
-#include "kernels/cuda/body_spatial.h"
+#include "kernels/cpu/optim.h"
+#include "kernels/body_elem.h"
+#include "kernels/body_spatial.h"
 
 /* got equals want: both NaN, or equal to a relative 1e-6 (infinities exactly) */
 static bool same(float got, float want) {

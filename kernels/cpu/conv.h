@@ -20,11 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-typedef struct gr_conv_shape {
-    int64_t n, c, h, w;      /* input [n, c, h, w] (n = this run's batch) */
-    int64_t f, ho, wo;       /* output [n, f, ho, wo] */
-    int64_t kh, kw, sh, sw, ph, pw, groups;
-} gr_conv_shape;
+#include "../conv_shape.h"
 
 typedef struct gr_cpu gr_cpu;
 

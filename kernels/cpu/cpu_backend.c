@@ -9,6 +9,7 @@
 #include "../../common/gr_half.h"
 #include "cpu.h"
 #include "cpu_kernels.h"
+#include "optim.h"
 
 static const gr_kernel_fn gr_cpu_kernels[GR_OP_COUNT] = {
 #define X(E, name, flags) [GR_OP_##E] = gr_cpu_##name,

@@ -15,7 +15,7 @@
 
 #include "../../graph/plan.h"
 #include "../backend.h"
-#include "body.h"
+#include "../body.h"
 #include "cu_check.h"
 
 typedef struct gr_cuda {
