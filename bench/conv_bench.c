@@ -6,12 +6,13 @@
  * Usage: conv_bench [ref|onednn [n,c,h,w,f,k,s,p ...]] (OMP_NUM_THREADS picks the threads;
  * GPURUN_CONV_LAYOUT=plain|blocked forces the oneDNN layouts). Each time is
  * the fastest call in ~0.6 s; bwd_d is 0 where the input needs no gradient. */
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/gr_common.h"
-#include "kernels/cpu/conv.h"
+#include "kernels/cpu/cpu.h"
 
 typedef struct bench_case { const char *name; int64_t n, c, h, w, f, k, s, p; bool need_dx; } bench_case;
 
@@ -31,18 +32,26 @@ static double bench_ms(void (*fn)(const gr_conv_shape *, void **), const gr_conv
 }
 
 static bool use_ref;
+static gr_cpu *cpu; /* the state of a CPU backend (its col scratch, oneDNN primitives) */
 static void run_fwd(const gr_conv_shape *s, void **p) {
-    (use_ref ? gr_cpu_conv_ref_fwd : gr_cpu_conv_onednn_fwd)(s, p[0], p[1], p[2], p[3]);
+    (use_ref ? gr_cpu_conv_ref_fwd : gr_cpu_conv_onednn_fwd)(cpu, s, p[0], p[1], p[2], p[3]);
 }
 static void run_bwd_data(const gr_conv_shape *s, void **p) {
-    (use_ref ? gr_cpu_conv_ref_bwd_data : gr_cpu_conv_onednn_bwd_data)(s, p[3], p[1], p[0]);
+    (use_ref ? gr_cpu_conv_ref_bwd_data : gr_cpu_conv_onednn_bwd_data)(cpu, s, p[3], p[1], p[0]);
 }
 static void run_bwd_params(const gr_conv_shape *s, void **p) {
-    (use_ref ? gr_cpu_conv_ref_bwd_params : gr_cpu_conv_onednn_bwd_params)(s, p[3], p[0], p[4], p[5]);
+    (use_ref ? gr_cpu_conv_ref_bwd_params : gr_cpu_conv_onednn_bwd_params)(cpu, s, p[3], p[0], p[4], p[5]);
 }
 
 int main(int argc, char **argv) {
     use_ref = argc > 1 && strcmp(argv[1], "ref") == 0;
+    gr_backend *be;
+    gr_error err = {0};
+    if (gr_backend_create("cpu", omp_get_max_threads(), &be, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 2;
+    }
+    cpu = gr_cpu_backend_state(be);
     static const bench_case cases[] = {
         {"fmnist conv1 1x28x28->32 k3p1 n64", 64, 1, 28, 28, 32, 3, 1, 1, false},
         {"fmnist conv2 32x14x14->64 k3p1 n64", 64, 32, 14, 14, 64, 3, 1, 1, true},
@@ -92,5 +101,6 @@ int main(int argc, char **argv) {
         printf("%-38s %9.2f %9.2f %9.2f %9.2f\n", c->name, tf, td, tw, tf + td + tw);
         for (int k = 0; k < 6; k++) gr_aligned_free(p[k]);
     }
+    gr_backend_free(be);
     return 0;
 }

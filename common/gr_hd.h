@@ -3,7 +3,7 @@
  * GR_HD marks a function nvcc compiles for both host and device; plain C
  * sees a static inline function. The CUDA backend writes the per-element
  * (or per-row, per-channel) body of each custom kernel as such a function
- * of its indices (kernels/cuda/body_*.h): the .cu kernel calls it from each
+ * of its indices (kernels/body_*.h): the .cu kernel calls it from each
  * thread, and a CPU test drives it over the whole grid and compares with the
  * CPU backend, so the logic of every custom kernel is tested on machines
  * without a GPU. */

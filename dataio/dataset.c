@@ -10,6 +10,7 @@
 #include "h5util.h"
 #include "nonfinite.h"
 #include "augment.h"
+#include "../common/env.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -64,16 +65,8 @@ void gr_dataset_set_memory_limit(int64_t bytes) { g_mem_limit = bytes; }
 
 int64_t gr_dataset_memory_limit(void) {
     if (g_mem_limit >= 0) return g_mem_limit;
-    const char *s = getenv("GPURUN_DATA_MEM_LIMIT");
-    if (s && *s) {
-        char *end = NULL;
-        errno = 0;
-        long long v = strtoll(s, &end, 10);
-        if (errno == 0 && end && *end == '\0' && v >= 0) return (int64_t)v;
-        static bool said;
-        if (!said) fprintf(stderr, "gpurun: GPURUN_DATA_MEM_LIMIT=%s is not a byte count; ignored\n", s);
-        said = true;
-    }
+    int64_t env = gr_env_int(GR_ENV_DATA_MEM_LIMIT, -1);
+    if (env >= 0) return env;
     /* 2 GiB, or a quarter of the memory still available on a smaller machine
      * (a split loaded into memory must not push the run into the OOM killer) */
     size_t avail = 0, total = 0;
@@ -369,8 +362,7 @@ static void setup_direct(gr_dataset *ds, int64_t file_size) {
     ds->direct = DIRECT_NONE;
     ds->fd = -1;
     ds->file_size = file_size;
-    const char *env = getenv("GPURUN_DATA_DIRECT");
-    if (!ds->little_endian || (env && strcmp(env, "0") == 0)) return;
+    if (!ds->little_endian || !gr_env_bool(GR_ENV_DATA_DIRECT, true)) return;
     const uint64_t sb = (uint64_t)ds->sample_elems * ds->elem_size;
     hid_t dcpl = H5Dget_create_plist(ds->images);
     if (dcpl < 0) return;

@@ -19,7 +19,7 @@
 #define GR_BACKEND_H
 
 #include "../graph/graph.h"
-#include "cpu/optim.h"
+#include "optim.h"
 
 typedef struct gr_backend gr_backend;
 

@@ -1,5 +1,5 @@
 /* loss_math.h — softmax cross-entropy's per-row rules, written once for the
- * CPU kernel (kernels/cpu/loss.c) and the CUDA bodies (kernels/cuda/body_elem.h),
+ * CPU kernel (kernels/cpu/loss.c) and the CUDA bodies (kernels/body_elem.h),
  * so both backends rank NaN and form the loss alike. Host/device (GR_HD). */
 #ifndef GR_LOSS_MATH_H
 #define GR_LOSS_MATH_H

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/env.h"
 #include "../dataio/dataio.h"
 #include "../dataio/convert.h"
 #include "../graph/graph.h"
@@ -201,6 +202,8 @@ int main(int argc, char **argv) {
         printf("gpurun %s\n", GR_VERSION);
         return 0;
     }
+    gr_error env_err = {0};
+    if (gr_env_check(&env_err)) gr_die(env_err.status, env_err.msg);
     int i = 1;
     const char *cmd = "run";
     if (strcmp(argv[1], "run") == 0 || strcmp(argv[1], "plan") == 0 || strcmp(argv[1], "validate") == 0 ||

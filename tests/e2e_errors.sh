@@ -99,6 +99,23 @@ expect_ok "usage: gpurun" -- "$G" -h
 expect_ok "gpurun " -- "$G" --version
 check "--version prints 'gpurun X.Y.Z'" grep -qE '^gpurun [0-9]+\.[0-9]+' "$OUT"
 
+# ---------------------------------------------------------------- environment knobs (common/env.h)
+# an unknown GPURUN_* name or a malformed value stops every command before it starts, exit 2
+expect_fail 2 "GPURUN_FOO=1: unknown environment variable" "gpurun reads GPURUN_GEMM" -- \
+    env GPURUN_FOO=1 "$G" validate "$T/ok.yaml"
+expect_fail 2 "GPURUN_GEMN=openblas: unknown environment variable (did you mean GPURUN_GEMM?)" -- \
+    env GPURUN_GEMN=openblas "$G" "$T/ok.yaml" --run-dir "$T/env_run"
+expect_fail 2 "GPURUN_GEMM=blas: expected onednn or openblas" -- env GPURUN_GEMM=blas "$G" plan "$T/ok.yaml"
+expect_fail 2 "GPURUN_DATA_MEM_LIMIT=2G: expected an integer >= 0 (bytes)" -- \
+    env GPURUN_DATA_MEM_LIMIT=2G "$G" "$T/ok.yaml" --run-dir "$T/env_run"
+expect_fail 2 "GPURUN_LOSS_SCALE_INTERVAL=0: expected an integer >= 1 (steps)" -- \
+    env GPURUN_LOSS_SCALE_INTERVAL=0 "$G" "$T/ok.yaml" --run-dir "$T/env_run"
+expect_fail 2 "GPURUN_CONV_LAYOUT=nchw: expected plain or blocked" -- \
+    env GPURUN_CONV_LAYOUT=nchw "$G" data synthetic "$T/env.h5" --n 4 --shape 1,2,2
+check "refused environments made no run directory nor data file" test ! -e "$T/env_run" -a ! -e "$T/env.h5"
+expect_ok "train:" -- env GPURUN_GEMM=openblas GPURUN_DATA_DIRECT=0 GPURUN_CMAKE_ARGS=-DX=1 \
+    "$G" validate "$T/ok.yaml"
+
 # ---------------------------------------------------------------- job spec (1.4): exit 2
 expect_fail 2 "$T/nope.yaml" -- "$G" "$T/nope.yaml"
 expect_fail 2 "$T/nope.yaml" -- "$G" validate "$T/nope.yaml"

@@ -17,6 +17,11 @@
 #include "graph/graph.h"
 #include "exec/exec.h"
 #include "runner/train.h"
+#include "kernels/cpu/cpu.h"
+
+/* The conv path (kernels/cpu/conv.h) of the CPU backend each case makes;
+ * NULL: the backend's own (GPURUN_CONV). */
+static const char *gr_gc_conv_path;
 
 typedef struct gr_gc_case {
     const char *name;
@@ -72,6 +77,7 @@ static void gr_gc_run(const gr_gc_case *c) {
     gr_autodiff(&g, true);
     gr_backend *be;
     CHECK(gr_backend_create("cpu", 1, &be, &err) == GR_OK);
+    if (gr_gc_conv_path) CHECK(gr_cpu_conv_set_path(gr_cpu_backend_state(be), gr_gc_conv_path));
     gr_model m;
     CHECK(gr_model_init(&m, &g, be, 0, &err) == GR_OK);
     gr_graph_init_params(&g, m.params, spec.seed);

@@ -1,5 +1,5 @@
 /* test_body_elem.c — the bodies of the CUDA elementwise kernels
- * (kernels/cuda/body_elem.h), driven on the CPU over the whole grid each
+ * (kernels/body_elem.h), driven on the CPU over the whole grid each
  * kernel covers, against the CPU backend's kernels on fresh random inputs:
  *   - relu, sigmoid, tanh, gelu forward and backward (max relative error);
  *   - dropout: masks and outputs bit for bit for several layers, keys and
@@ -18,7 +18,7 @@
 
 #include "gr_test.h"
 #include "kernels/cpu/cpu_kernels.h"
-#include "kernels/cuda/body_elem.h"
+#include "kernels/body_elem.h"
 
 /* ---- inputs and comparisons ---- */
 

@@ -1,5 +1,5 @@
 /* test_body_optim.c — the bodies of the CUDA optimizer kernels
- * (kernels/cuda/body_optim.h), driven on the CPU over whole arrays of odd
+ * (kernels/body_optim.h), driven on the CPU over whole arrays of odd
  * sizes, against the CPU updates (kernels/cpu/optim.h):
  *   - SGD with momentum 0 (no buffer, as gr_cu_sgd passes), momentum, and
  *     nesterov, with and without weight decay, over several steps with fresh
@@ -16,7 +16,7 @@
 #include "common/gr_common.h"
 #include "gr_test.h"
 #include "kernels/cpu/optim.h"
-#include "kernels/cuda/body_optim.h"
+#include "kernels/body_optim.h"
 
 /* Two float ulps: the body and the CPU loop evaluate the same float
  * expressions in the same order, so they agree exactly today. */

@@ -1,5 +1,5 @@
 /* test_body_spatial.c — the bodies of the CUDA spatial kernels
- * (kernels/cuda/body_spatial.h), driven on the CPU over the whole grid each
+ * (kernels/body_spatial.h), driven on the CPU over the whole grid each
  * kernel covers (and, for the reductions, in the kernels' stages: thread
  * partials per slice, per-channel finish, elementwise pass), against the CPU
  * backend's kernels on fresh random inputs:
@@ -19,13 +19,14 @@
  *   - bias add (exact) and bias gradient against a double loop and against
  *     the db of kernels/cpu/dense.c and conv.c, one and several slices.
  * Needs no GPU and no CUDA headers. */
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gr_test.h"
-#include "kernels/cpu/conv.h"
+#include "kernels/cpu/cpu.h"
 #include "kernels/cpu/cpu_kernels.h"
-#include "kernels/cuda/body_spatial.h"
+#include "kernels/body_spatial.h"
 
 static uint64_t g_key = 1000; /* a fresh random stream per array */
 
@@ -98,7 +99,15 @@ static void t_tensor(gr_tensor *t, gr_elem elem, bool batched, int ndim, const i
     t->alias_of = t->grad = t->layer = -1;
 }
 
+/* The CPU backend whose state (GEMM provider, conv scratch) the kernels use;
+ * made at the first t_args_init. */
+static gr_backend *t_be;
+
 static void t_args_init(t_args *t, gr_op op, int nin, int nout, int64_t n, bool training) {
+    if (!t_be) {
+        gr_error err = {0};
+        CHECK(gr_backend_create("cpu", omp_get_max_threads(), &t_be, &err) == GR_OK);
+    }
     memset(t, 0, sizeof *t);
     t->node.op = op;
     t->node.nin = nin;
@@ -108,6 +117,7 @@ static void t_args_init(t_args *t, gr_op op, int nin, int nout, int64_t n, bool 
     t->a.node = &t->node;
     t->a.n = n;
     t->a.ctx = &t->ctx;
+    t->a.be = t_be;
     for (int i = 0; i < GR_MAX_IN; i++) t->a.tin[i] = &t->tin[i];
     for (int i = 0; i < GR_MAX_OUT; i++) t->a.tout[i] = &t->tout[i];
 }
@@ -539,7 +549,7 @@ static void test_bias(int64_t n, int64_t c, int64_t inner) {
     } else {
         gr_conv_shape s = {.n = n, .c = 2, .h = 1, .w = inner, .f = c, .ho = 1, .wo = inner,
                            .kh = 1, .kw = 1, .sh = 1, .sw = 1, .ph = 0, .pw = 0, .groups = 1};
-        gr_cpu_conv_ref_bwd_params(&s, dy, xin, dwt, db3);
+        gr_cpu_conv_ref_bwd_params(gr_cpu_backend_state(t_be), &s, dy, xin, dwt, db3);
         snprintf(w2, sizeof w2, "%s: grad vs kernels/cpu/conv.c", what);
         CHECK_CLOSE_ARR(w2, db2, db3, c, 1e-6);
     }
@@ -604,5 +614,6 @@ int main(void) {
     test_bias(5, 6, 63);       /* conv, one slice */
     test_bias(4, 3, 12544);    /* conv, several slices */
     test_bias(7, 5, 49);
+    if (t_be) gr_backend_free(t_be);
     return gr_test_report();
 }

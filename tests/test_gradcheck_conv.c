@@ -2,11 +2,17 @@
  * whole pipeline on both CPU paths (im2col reference and oneDNN), the
  * kernels of both paths against a direct 7-loop convolution on random odd
  * shapes with n below the planned batch, and the attribute errors. */
+#include <omp.h>
+
 #include "gradcheck.h"
-#include "kernels/cpu/conv.h"
+#include "kernels/cpu/cpu.h"
 #include "kernels/cpu/cpu_kernels.h"
 
 static const char *const gr_conv_paths[] = {"ref", "onednn"};
+
+/* The CPU backend whose state (conv path, scratch, oneDNN primitives) the
+ * kernels called directly here use. */
+static gr_backend *gr_tc_be;
 
 /* ---- gradchecks ---- */
 
@@ -32,7 +38,7 @@ static void test_gradchecks(void) {
          "flatten, {dense: {units: 3}}]", 3, {2, 5, 5}, 0, 0, NULL},
     };
     for (size_t p = 0; p < GR_ARRAY_LEN(gr_conv_paths); p++) {
-        CHECK(gr_cpu_conv_set_path(gr_conv_paths[p]));
+        gr_gc_conv_path = gr_conv_paths[p];
         printf("-- conv path %s\n", gr_conv_paths[p]);
         for (size_t i = 0; i < GR_ARRAY_LEN(cases); i++) gr_gc_run(&cases[i]);
     }
@@ -134,18 +140,20 @@ static void gr_tc_run(const gr_tc_shape *t, uint64_t seed) {
              (long long)t->f, (long long)t->kh, (long long)t->kw, (long long)t->sh, (long long)t->sw,
              (long long)t->ph, (long long)t->pw, (long long)t->groups, t->bias ? "" : " no bias");
     for (size_t p = 0; p < GR_ARRAY_LEN(gr_conv_paths); p++) {
-        CHECK(gr_cpu_conv_set_path(gr_conv_paths[p]));
+        CHECK(gr_cpu_conv_set_path(gr_cpu_backend_state(gr_tc_be), gr_conv_paths[p]));
         /* sentinels past n must survive */
         for (int64_t i = 0; i < ny; i++) y[i] = 7.0f;
         for (int64_t i = 0; i < nx; i++) dx[i] = 7.0f;
         for (int64_t i = 0; i < nw; i++) dw[i] = 0.5f;
         for (int64_t i = 0; i < t->f; i++) db[i] = 0.5f;
-        gr_kargs a = {.node = &fwd, .tin = {&tx, &tw, &tb}, .tout = {&ty}, .in = {x, w, b}, .out = {y}, .n = t->n};
+        gr_kargs a = {.node = &fwd, .tin = {&tx, &tw, &tb}, .tout = {&ty}, .in = {x, w, b}, .out = {y}, .n = t->n,
+                     .be = gr_tc_be};
         gr_cpu_conv(&a);
-        a = (gr_kargs){.node = &bwd_data, .tin = {&ty, &tw}, .tout = {&tx}, .in = {dy, w}, .out = {dx}, .n = t->n};
+        a = (gr_kargs){.node = &bwd_data, .tin = {&ty, &tw}, .tout = {&tx}, .in = {dy, w}, .out = {dx}, .n = t->n,
+                       .be = gr_tc_be};
         gr_cpu_conv_bwd_data(&a);
         a = (gr_kargs){.node = &bwd_params, .tin = {&ty, &tx}, .tout = {&tw, &tb}, .in = {dy, x}, .out = {dw, db},
-                       .n = t->n};
+                       .n = t->n, .be = gr_tc_be};
         gr_cpu_conv_bwd_params(&a);
         int64_t my = t->n * t->f * ho * wo, mx = t->n * t->c * t->h * t->w;
         double ey = gr_tc_err(y, ry, my), ex = gr_tc_err(dx, rdx, mx), ew = gr_tc_err(dw, rdw, nw);
@@ -205,8 +213,8 @@ static void test_cache_churn(void) {
     for (int64_t n = 1; n <= MAXN; n += 2) {
         gr_conv_shape s = {.n = n, .c = 2, .h = 3, .w = 3, .f = 1, .ho = 3, .wo = 3, .kh = 1, .kw = 1,
                            .sh = 1, .sw = 1, .groups = 1};
-        gr_cpu_conv_onednn_fwd(&s, x, w, b, y);
-        gr_cpu_conv_ref_fwd(&s, x, w, b, r);
+        gr_cpu_conv_onednn_fwd(gr_cpu_backend_state(gr_tc_be), &s, x, w, b, y);
+        gr_cpu_conv_ref_fwd(gr_cpu_backend_state(gr_tc_be), &s, x, w, b, r);
         for (int64_t i = 0; i < n * 9; i++) bad += fabsf(y[i] - r[i]) > 1e-5f;
     }
     CHECK_MSG(bad == 0, "%d outputs off across %d shapes", bad, MAXN / 2);
@@ -300,10 +308,13 @@ static void test_structure(void) {
 }
 
 int main(void) {
+    gr_error err = {0};
+    CHECK(gr_backend_create("cpu", omp_get_max_threads(), &gr_tc_be, &err) == GR_OK);
     test_errors();
     test_structure();
     test_kernels();
     test_cache_churn();
     test_gradchecks();
+    gr_backend_free(gr_tc_be);
     return gr_test_report();
 }

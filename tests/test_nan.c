@@ -20,11 +20,11 @@
 #include <string.h>
 
 #include "gr_test.h"
-#include "kernels/cpu/conv.h"
+#include "kernels/cpu/cpu.h"
 #include "kernels/cpu/cpu_kernels.h"
-#include "kernels/cpu/gemm.h"
-#include "kernels/cuda/body_elem.h"
-#include "kernels/cuda/body_spatial.h"
+#include "kernels/cpu/optim.h"
+#include "kernels/body_elem.h"
+#include "kernels/body_spatial.h"
 
 /* got equals want: both NaN, or equal to a relative 1e-6 (infinities exactly) */
 static bool same(float got, float want) {
@@ -38,6 +38,9 @@ static bool same(float got, float want) {
               (double)(want))
 
 /* ---- hand-built kernel arguments ---- */
+
+/* The CPU backend whose state (GEMM provider, conv path) the kernels use. */
+static gr_backend *kt_be;
 
 typedef struct kt {
     gr_tensor tin[GR_MAX_IN], tout[GR_MAX_OUT];
@@ -69,6 +72,7 @@ static void kt_init(kt *k, gr_op op, int nin, int nout, int64_t n, bool training
     k->a.node = &k->node;
     k->a.n = n;
     k->a.ctx = &k->ctx;
+    k->a.be = kt_be;
     for (int i = 0; i < GR_MAX_IN; i++) k->a.tin[i] = &k->tin[i];
     for (int i = 0; i < GR_MAX_OUT; i++) k->a.tout[i] = &k->tout[i];
 }
@@ -343,7 +347,7 @@ static void test_batchnorm(void) {
 /* ---- dense and conv ---- */
 
 static void test_dense(const char *gemm) {
-    CHECK(gr_cpu_gemm_init(gemm, 1));
+    CHECK(gr_cpu_gemm_init(gr_cpu_backend_state(kt_be), gemm, 1));
     /* x [2, 3] with a NaN in sample 0; W [2, 3]; b [2] */
     float x[6] = {NAN, 1.0f, 2.0f, 1.0f, 2.0f, 3.0f}, w[6] = {1, 0, 0, 0, 1, 0}, b[2] = {0.5f, -0.5f}, y[4];
     int64_t xs[2] = {2, 3}, ws[2] = {2, 3}, ys[2] = {2, 2};
@@ -385,7 +389,8 @@ static void test_dense(const char *gemm) {
 }
 
 static void test_conv(const char *path) {
-    CHECK(gr_cpu_conv_set_path(path));
+    gr_cpu *cpu = gr_cpu_backend_state(kt_be);
+    CHECK(gr_cpu_conv_set_path(cpu, path));
     /* x [1, 1, 4, 4], NaN at (1, 1); 3x3 kernel, padding 1, 2 filters of ones */
     gr_conv_shape s = {.n = 1, .c = 1, .h = 4, .w = 4, .f = 2, .ho = 4, .wo = 4, .kh = 3, .kw = 3, .sh = 1, .sw = 1,
                        .ph = 1, .pw = 1, .groups = 1};
@@ -393,13 +398,13 @@ static void test_conv(const char *path) {
     for (int i = 0; i < 16; i++) x[i] = (float)i / 16.0f;
     x[1 * 4 + 1] = NAN;
     for (int i = 0; i < 18; i++) w[i] = 1.0f;
-    void (*fwd)(const gr_conv_shape *, const float *, const float *, const float *, float *) =
+    void (*fwd)(gr_cpu *, const gr_conv_shape *, const float *, const float *, const float *, float *) =
         strcmp(path, "ref") == 0 ? gr_cpu_conv_ref_fwd : gr_cpu_conv_onednn_fwd;
-    void (*bwd_data)(const gr_conv_shape *, const float *, const float *, float *) =
+    void (*bwd_data)(gr_cpu *, const gr_conv_shape *, const float *, const float *, float *) =
         strcmp(path, "ref") == 0 ? gr_cpu_conv_ref_bwd_data : gr_cpu_conv_onednn_bwd_data;
-    void (*bwd_params)(const gr_conv_shape *, const float *, const float *, float *, float *) =
+    void (*bwd_params)(gr_cpu *, const gr_conv_shape *, const float *, const float *, float *, float *) =
         strcmp(path, "ref") == 0 ? gr_cpu_conv_ref_bwd_params : gr_cpu_conv_onednn_bwd_params;
-    fwd(&s, x, w, b, y);
+    fwd(cpu, &s, x, w, b, y);
     int bad = 0;
     for (int f = 0; f < 2; f++)
         for (int oh = 0; oh < 4; oh++)
@@ -411,7 +416,7 @@ static void test_conv(const char *path) {
     /* backward data: a NaN dy at (3, 3) of filter 0 reaches inputs (2..3, 2..3) */
     for (int i = 0; i < 32; i++) dy[i] = 0.5f;
     dy[3 * 4 + 3] = NAN;
-    bwd_data(&s, dy, w, dx);
+    bwd_data(cpu, &s, dy, w, dx);
     bad = 0;
     for (int ih = 0; ih < 4; ih++)
         for (int iw = 0; iw < 4; iw++)
@@ -419,7 +424,7 @@ static void test_conv(const char *path) {
     CHECK_MSG(bad == 0, "conv %s: %d input gradients wrong about NaN", path, bad);
     /* backward params, finite dy: every tap reads x(1, 1) through some output -> all of dW NaN, db finite */
     for (int i = 0; i < 32; i++) dy[i] = 0.5f;
-    bwd_params(&s, dy, x, dw, db);
+    bwd_params(cpu, &s, dy, x, dw, db);
     bad = 0;
     for (int i = 0; i < 18; i++) bad += !isnan(dw[i]);
     CHECK_MSG(bad == 0 && same(db[0], 8.0f) && same(db[1], 8.0f), "conv %s: dW has %d non-NaN, db %g %g", path,
@@ -512,6 +517,8 @@ static void test_clip(void) {
 }
 
 int main(void) {
+    gr_error err = {0};
+    CHECK(gr_backend_create("cpu", 1, &kt_be, &err) == GR_OK);
     for (int act = 0; act < 4; act++) test_act(act);
     test_dropout();
     test_maxpool();
@@ -523,5 +530,6 @@ int main(void) {
     test_conv("onednn");
     test_sce();
     test_clip();
+    gr_backend_free(kt_be);
     return gr_test_report();
 }

@@ -10,53 +10,42 @@
  * A 1x1 stride-1 unpadded conv uses x itself as col. The GEMMs are
  * multi-threaded inside gr_cpu_sgemm; im2col/col2im split rows/channels
  * over OpenMP. Samples run one after another, so dW accumulates with
- * beta = 1 without races. */
-#include <stdio.h>
-#include <stdlib.h>
+ * beta = 1 without races. The path and the col scratch are the backend's
+ * (cpu.h). */
 #include <string.h>
 
 #include "conv.h"
+#include "cpu.h"
 #include "cpu_kernels.h"
-#include "gemm.h"
 
 /* ---- path selection ---- */
 
-static gr_conv_path gr_conv_which = GR_CONV_ONEDNN;
-static bool gr_conv_chosen;
-
-bool gr_cpu_conv_set_path(const char *name) {
-    if (!name || !name[0] || strcmp(name, "onednn") == 0) gr_conv_which = GR_CONV_ONEDNN;
-    else if (strcmp(name, "ref") == 0) gr_conv_which = GR_CONV_REF;
+bool gr_cpu_conv_set_path(gr_cpu *cpu, const char *name) {
+    if (!name || !name[0] || strcmp(name, "onednn") == 0) cpu->conv_path = GR_CONV_ONEDNN;
+    else if (strcmp(name, "ref") == 0) cpu->conv_path = GR_CONV_REF;
     else return false;
-    gr_conv_chosen = true;
     return true;
 }
 
-/* An unknown GPURUN_CONV stops the run at the first conv (kernels cannot
- * return errors; the backend could check it at creation instead). */
-gr_conv_path gr_cpu_conv_get_path(void) {
-    if (!gr_conv_chosen && !gr_cpu_conv_set_path(getenv("GPURUN_CONV"))) {
-        fprintf(stderr, "gpurun: GPURUN_CONV=%s: expected ref or onednn\n", getenv("GPURUN_CONV"));
-        gr_assert_fail("GPURUN_CONV is ref or onednn", __FILE__, __LINE__);
-    }
-    return gr_conv_which;
+void gr_cpu_conv_free(gr_cpu *cpu) {
+    gr_aligned_free(cpu->col);
+    cpu->col = NULL;
+    cpu->col_cap = 0;
+    gr_cpu_conv_onednn_free(cpu);
 }
 
 /* ---- the reference path ---- */
 
-/* Scratch for one col matrix, grown on first use of a larger shape and kept
- * (one training thread; the step loop allocates nothing once warm). */
-static float *gr_conv_col;
-static size_t gr_conv_col_cap;
-
-static float *gr_conv_scratch(size_t n) {
-    if (n > gr_conv_col_cap) {
-        gr_aligned_free(gr_conv_col);
-        gr_conv_col = gr_aligned_alloc(n * sizeof(float));
-        GR_ASSERT(gr_conv_col);
-        gr_conv_col_cap = n;
+/* cpu's scratch for one col matrix, grown on first use of a larger shape and
+ * kept (the step loop allocates nothing once warm). */
+static float *gr_conv_scratch(gr_cpu *cpu, size_t n) {
+    if (n > cpu->col_cap) {
+        gr_aligned_free(cpu->col);
+        cpu->col = gr_aligned_alloc(n * sizeof(float));
+        GR_ASSERT(cpu->col);
+        cpu->col_cap = n;
     }
-    return gr_conv_col;
+    return cpu->col;
 }
 
 static bool gr_conv_is_direct(const gr_conv_shape *s) {
@@ -111,10 +100,11 @@ static void gr_conv_col2im(const gr_conv_shape *s, int64_t cg, const float *col,
     }
 }
 
-void gr_cpu_conv_ref_fwd(const gr_conv_shape *s, const float *x, const float *w, const float *b, float *y) {
+void gr_cpu_conv_ref_fwd(gr_cpu *cpu, const gr_conv_shape *s, const float *x, const float *w, const float *b,
+                         float *y) {
     int64_t cg = s->c / s->groups, fg = s->f / s->groups, k = cg * s->kh * s->kw, p = s->ho * s->wo;
     bool direct = gr_conv_is_direct(s);
-    float *col = direct ? NULL : gr_conv_scratch((size_t)(k * p));
+    float *col = direct ? NULL : gr_conv_scratch(cpu, (size_t)(k * p));
     for (int64_t i = 0; i < s->n; i++)
         for (int64_t g = 0; g < s->groups; g++) {
             const float *xs = x + (i * s->c + g * cg) * s->h * s->w;
@@ -126,33 +116,34 @@ void gr_cpu_conv_ref_fwd(const gr_conv_shape *s, const float *x, const float *w,
                 beta = 1.0f;
             }
             if (!direct) gr_conv_im2col(s, cg, xs, col);
-            gr_cpu_sgemm(false, false, fg, p, k, 1.0f, w + g * fg * k, k, direct ? xs : col, p, beta, ys, p);
+            gr_cpu_sgemm(cpu, false, false, fg, p, k, 1.0f, w + g * fg * k, k, direct ? xs : col, p, beta, ys, p);
         }
 }
 
-void gr_cpu_conv_ref_bwd_data(const gr_conv_shape *s, const float *dy, const float *w, float *dx) {
+void gr_cpu_conv_ref_bwd_data(gr_cpu *cpu, const gr_conv_shape *s, const float *dy, const float *w, float *dx) {
     int64_t cg = s->c / s->groups, fg = s->f / s->groups, k = cg * s->kh * s->kw, p = s->ho * s->wo;
     bool direct = gr_conv_is_direct(s);
-    float *col = direct ? NULL : gr_conv_scratch((size_t)(k * p));
+    float *col = direct ? NULL : gr_conv_scratch(cpu, (size_t)(k * p));
     for (int64_t i = 0; i < s->n; i++)
         for (int64_t g = 0; g < s->groups; g++) {
             const float *dys = dy + (i * s->f + g * fg) * p;
             float *dxs = dx + (i * s->c + g * cg) * s->h * s->w;
-            gr_cpu_sgemm(true, false, k, p, fg, 1.0f, w + g * fg * k, k, dys, p, 0.0f, direct ? dxs : col, p);
+            gr_cpu_sgemm(cpu, true, false, k, p, fg, 1.0f, w + g * fg * k, k, dys, p, 0.0f, direct ? dxs : col, p);
             if (!direct) gr_conv_col2im(s, cg, col, dxs);
         }
 }
 
-void gr_cpu_conv_ref_bwd_params(const gr_conv_shape *s, const float *dy, const float *x, float *dw, float *db) {
+void gr_cpu_conv_ref_bwd_params(gr_cpu *cpu, const gr_conv_shape *s, const float *dy, const float *x, float *dw,
+                                float *db) {
     int64_t cg = s->c / s->groups, fg = s->f / s->groups, k = cg * s->kh * s->kw, p = s->ho * s->wo;
     bool direct = gr_conv_is_direct(s);
-    float *col = direct ? NULL : gr_conv_scratch((size_t)(k * p));
+    float *col = direct ? NULL : gr_conv_scratch(cpu, (size_t)(k * p));
     for (int64_t i = 0; i < s->n; i++)
         for (int64_t g = 0; g < s->groups; g++) {
             const float *xs = x + (i * s->c + g * cg) * s->h * s->w;
             const float *dys = dy + (i * s->f + g * fg) * p;
             if (!direct) gr_conv_im2col(s, cg, xs, col);
-            gr_cpu_sgemm(false, true, fg, k, p, 1.0f, dys, p, direct ? xs : col, p, 1.0f, dw + g * fg * k, k);
+            gr_cpu_sgemm(cpu, false, true, fg, k, p, 1.0f, dys, p, direct ? xs : col, p, 1.0f, dw + g * fg * k, k);
         }
     if (!db) return;
     #pragma omp parallel for if (s->n * s->f * p >= GR_OMP_MIN)
@@ -183,21 +174,24 @@ static gr_conv_shape gr_conv_kshape(const gr_kargs *a, const gr_tensor *x, const
 }
 
 void gr_cpu_conv(const gr_kargs *a) {
+    gr_cpu *cpu = gr_cpu_of(a);
     gr_conv_shape s = gr_conv_kshape(a, a->tin[0], a->tout[0], a->tin[1]);
     const float *b = a->node->nin > 2 ? a->in[2] : NULL;
-    if (gr_cpu_conv_get_path() == GR_CONV_REF) gr_cpu_conv_ref_fwd(&s, a->in[0], a->in[1], b, a->out[0]);
-    else gr_cpu_conv_onednn_fwd(&s, a->in[0], a->in[1], b, a->out[0]);
+    if (cpu->conv_path == GR_CONV_REF) gr_cpu_conv_ref_fwd(cpu, &s, a->in[0], a->in[1], b, a->out[0]);
+    else gr_cpu_conv_onednn_fwd(cpu, &s, a->in[0], a->in[1], b, a->out[0]);
 }
 
 void gr_cpu_conv_bwd_data(const gr_kargs *a) {
+    gr_cpu *cpu = gr_cpu_of(a);
     gr_conv_shape s = gr_conv_kshape(a, a->tout[0], a->tin[0], a->tin[1]);
-    if (gr_cpu_conv_get_path() == GR_CONV_REF) gr_cpu_conv_ref_bwd_data(&s, a->in[0], a->in[1], a->out[0]);
-    else gr_cpu_conv_onednn_bwd_data(&s, a->in[0], a->in[1], a->out[0]);
+    if (cpu->conv_path == GR_CONV_REF) gr_cpu_conv_ref_bwd_data(cpu, &s, a->in[0], a->in[1], a->out[0]);
+    else gr_cpu_conv_onednn_bwd_data(cpu, &s, a->in[0], a->in[1], a->out[0]);
 }
 
 void gr_cpu_conv_bwd_params(const gr_kargs *a) {
+    gr_cpu *cpu = gr_cpu_of(a);
     gr_conv_shape s = gr_conv_kshape(a, a->tin[1], a->tin[0], a->tout[0]);
     float *db = a->node->nout > 1 ? a->out[1] : NULL;
-    if (gr_cpu_conv_get_path() == GR_CONV_REF) gr_cpu_conv_ref_bwd_params(&s, a->in[0], a->in[1], a->out[0], db);
-    else gr_cpu_conv_onednn_bwd_params(&s, a->in[0], a->in[1], a->out[0], db);
+    if (cpu->conv_path == GR_CONV_REF) gr_cpu_conv_ref_bwd_params(cpu, &s, a->in[0], a->in[1], a->out[0], db);
+    else gr_cpu_conv_onednn_bwd_params(cpu, &s, a->in[0], a->in[1], a->out[0], db);
 }

@@ -7,8 +7,8 @@
  *   onednn — oneDNN convolution primitives, cached per shape; the buffers
  *            stay nchw/oihw and blocked layouts are reached by reorders
  *            where they pay (conv_onednn.c); the default.
- * GPURUN_CONV=ref|onednn picks one when the first conv kernel runs;
- * gr_cpu_conv_set_path switches later (tests). Both paths give the same
+ * GPURUN_CONV=ref|onednn picks one at backend creation (the path is the
+ * backend's state, cpu.h); gr_cpu_conv_set_path switches later (tests). Both paths give the same
  * results to ~1e-6 relative (test_gradcheck_conv, conv_parity_torch.py).
  *
  * Contract of every path: fwd and bwd_data overwrite their output;
@@ -20,28 +20,32 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-typedef struct gr_conv_shape {
-    int64_t n, c, h, w;      /* input [n, c, h, w] (n = this run's batch) */
-    int64_t f, ho, wo;       /* output [n, f, ho, wo] */
-    int64_t kh, kw, sh, sw, ph, pw, groups;
-} gr_conv_shape;
+#include "../conv_shape.h"
+
+typedef struct gr_cpu gr_cpu;
 
 typedef enum gr_conv_path { GR_CONV_ONEDNN, GR_CONV_REF } gr_conv_path;
 
-/* "ref" or "onednn" (NULL or "" = onednn); false for any other name. */
-bool gr_cpu_conv_set_path(const char *name);
-gr_conv_path gr_cpu_conv_get_path(void);
+/* Sets cpu's path: "ref" or "onednn" (NULL or "" = onednn); false for any
+ * other name. */
+bool gr_cpu_conv_set_path(gr_cpu *cpu, const char *name);
+/* Frees cpu's conv scratch and oneDNN state (the backend's destroy). */
+void gr_cpu_conv_free(gr_cpu *cpu);
 
 /* x [n,c,h,w], w [f, c/groups, kh, kw], b [f] or NULL -> y [n,f,ho,wo] */
-void gr_cpu_conv_ref_fwd(const gr_conv_shape *s, const float *x, const float *w, const float *b, float *y);
+void gr_cpu_conv_ref_fwd(gr_cpu *cpu, const gr_conv_shape *s, const float *x, const float *w, const float *b,
+                         float *y);
 /* dy, w -> dx (overwritten) */
-void gr_cpu_conv_ref_bwd_data(const gr_conv_shape *s, const float *dy, const float *w, float *dx);
+void gr_cpu_conv_ref_bwd_data(gr_cpu *cpu, const gr_conv_shape *s, const float *dy, const float *w, float *dx);
 /* dw += dW(dy, x); db += sum(dy) when db != NULL */
-void gr_cpu_conv_ref_bwd_params(const gr_conv_shape *s, const float *dy, const float *x, float *dw, float *db);
+void gr_cpu_conv_ref_bwd_params(gr_cpu *cpu, const gr_conv_shape *s, const float *dy, const float *x, float *dw,
+                                float *db);
 
-void gr_cpu_conv_onednn_fwd(const gr_conv_shape *s, const float *x, const float *w, const float *b, float *y);
-void gr_cpu_conv_onednn_bwd_data(const gr_conv_shape *s, const float *dy, const float *w, float *dx);
-void gr_cpu_conv_onednn_bwd_params(const gr_conv_shape *s, const float *dy, const float *x, float *dw,
+void gr_cpu_conv_onednn_fwd(gr_cpu *cpu, const gr_conv_shape *s, const float *x, const float *w, const float *b,
+                            float *y);
+void gr_cpu_conv_onednn_bwd_data(gr_cpu *cpu, const gr_conv_shape *s, const float *dy, const float *w, float *dx);
+void gr_cpu_conv_onednn_bwd_params(gr_cpu *cpu, const gr_conv_shape *s, const float *dy, const float *x, float *dw,
                                    float *db);
+void gr_cpu_conv_onednn_free(gr_cpu *cpu);
 
 #endif

@@ -5,7 +5,8 @@
  * before it reads and after it writes (see gr_conv_any_layout).
  *
  * Primitives are made once per (direction, shape incl. the run's n, bias)
- * and kept in a small table for the life of the process; memory objects are
+ * and kept in a small table for the life of the backend (its state, cpu.h:
+ * made at the first oneDNN conv, freed with the backend); memory objects are
  * created without data and pointed at the buffers on each call. The
  * primitives' own layouts and their scratchpads live in one pool shared by
  * all of them (one runs at a time), grown to the largest need on first use,
@@ -21,7 +22,9 @@
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 
+#include "../../common/env.h"
 #include "conv.h"
+#include "cpu.h"
 #include "cpu_kernels.h"
 
 #define GR_DNNL_CHECK(call) do { \
@@ -61,31 +64,37 @@ typedef struct gr_conv_prim {
     size_t acc_bytes;                 /* backward weights: dW then db at the pool's front */
 } gr_conv_prim;
 
-static dnnl_engine_t gr_conv_engine;
-static dnnl_stream_t gr_conv_stream;
-static gr_conv_prim gr_conv_cache[GR_CONV_CACHE_MAX];
-static int gr_conv_cached;
-static char *gr_conv_pool;
-static size_t gr_conv_pool_cap;
+typedef enum gr_conv_layout { GR_LAYOUT_AUTO, GR_LAYOUT_PLAIN, GR_LAYOUT_BLOCKED } gr_conv_layout;
+
+/* The path's state in a CPU backend (gr_cpu.dnn). */
+struct gr_cpu_dnn {
+    dnnl_engine_t engine;
+    dnnl_stream_t stream;
+    gr_conv_layout layout;             /* GPURUN_CONV_LAYOUT, read once */
+    int cached;
+    gr_conv_prim cache[GR_CONV_CACHE_MAX];
+    char *pool;
+    size_t pool_cap;
+};
 
 static size_t gr_conv_align(size_t n) { return (n + 63) & ~(size_t)63; }
 
 /* The pool with at least n bytes (grown only by a larger shape's first call). */
-static char *gr_conv_pool_get(size_t n) {
-    if (n > gr_conv_pool_cap) {
-        gr_aligned_free(gr_conv_pool);
-        gr_conv_pool = gr_aligned_alloc(n);
-        GR_ASSERT(gr_conv_pool);
-        gr_conv_pool_cap = n;
+static char *gr_conv_pool_get(struct gr_cpu_dnn *d, size_t n) {
+    if (n > d->pool_cap) {
+        gr_aligned_free(d->pool);
+        d->pool = gr_aligned_alloc(n);
+        GR_ASSERT(d->pool);
+        d->pool_cap = n;
     }
-    return gr_conv_pool;
+    return d->pool;
 }
 
 /* The pool sized for e: [acc | scratchpad | inner tensors]. */
-static char *gr_conv_pool_for(const gr_conv_prim *e) {
+static char *gr_conv_pool_for(struct gr_cpu_dnn *d, const gr_conv_prim *e) {
     size_t need = e->acc_bytes + gr_conv_align(e->scratch_bytes);
     for (int i = 0; i < e->nargs; i++) need += e->args[i].inner_bytes;
-    return gr_conv_pool_get(need);
+    return gr_conv_pool_get(d, need);
 }
 
 /* Plain layouts: x, w, b, y. `any` leaves x, w and y to the primitive. */
@@ -104,21 +113,21 @@ static void gr_conv_mds(const gr_conv_shape *s, bool any, dnnl_memory_desc_t *sr
     }
 }
 
-static void gr_conv_arg_make(gr_conv_prim *e, int arg, bool output, const dnnl_memory_desc_t *plain) {
+static void gr_conv_arg_make(dnnl_engine_t eng, gr_conv_prim *e, int arg, bool output, const dnnl_memory_desc_t *plain) {
     gr_conv_arg *a = &e->args[e->nargs++];
     a->arg = arg;
     a->output = output;
-    GR_DNNL_CHECK(dnnl_memory_create(&a->user, plain, gr_conv_engine, DNNL_MEMORY_NONE));
+    GR_DNNL_CHECK(dnnl_memory_create(&a->user, plain, eng, DNNL_MEMORY_NONE));
     const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(e->pd, dnnl_query_exec_arg_md, arg);
     GR_ASSERT(md);
     if (dnnl_memory_desc_equal(md, plain)) return;
-    GR_DNNL_CHECK(dnnl_memory_create(&a->inner, md, gr_conv_engine, DNNL_MEMORY_NONE));
+    GR_DNNL_CHECK(dnnl_memory_create(&a->inner, md, eng, DNNL_MEMORY_NONE));
     a->inner_bytes = gr_conv_align(dnnl_memory_desc_get_size(md));
     dnnl_primitive_desc_t rpd;
     if (output)
-        GR_DNNL_CHECK(dnnl_reorder_primitive_desc_create(&rpd, md, gr_conv_engine, plain, gr_conv_engine, NULL));
+        GR_DNNL_CHECK(dnnl_reorder_primitive_desc_create(&rpd, md, eng, plain, eng, NULL));
     else
-        GR_DNNL_CHECK(dnnl_reorder_primitive_desc_create(&rpd, plain, gr_conv_engine, md, gr_conv_engine, NULL));
+        GR_DNNL_CHECK(dnnl_reorder_primitive_desc_create(&rpd, plain, eng, md, eng, NULL));
     GR_DNNL_CHECK(dnnl_primitive_create(&a->reorder, rpd));
     GR_DNNL_CHECK(dnnl_primitive_desc_destroy(rpd));
 }
@@ -131,21 +140,17 @@ static void gr_conv_arg_make(gr_conv_prim *e, int arg, bool output, const dnnl_m
  * kernels win (512x7x7 -> 2048: 9 ms vs 11 ms). Fixed per shape, never timed
  * at run time, so runs repeat bit for bit. GPURUN_CONV_LAYOUT=plain|blocked
  * overrides (for measurements). */
-static bool gr_conv_any_layout(const gr_conv_shape *s) {
-    const char *v = getenv("GPURUN_CONV_LAYOUT");
-    if (v && strcmp(v, "plain") == 0) return false;
-    if (v && strcmp(v, "blocked") == 0) return true;
+static bool gr_conv_any_layout(const struct gr_cpu_dnn *d, const gr_conv_shape *s) {
+    if (d->layout == GR_LAYOUT_PLAIN) return false;
+    if (d->layout == GR_LAYOUT_BLOCKED) return true;
     return !(s->kh == 1 && s->kw == 1 && s->ho * s->wo >= 64);
 }
 
-static void gr_conv_prim_make(gr_conv_prim *e) {
-    if (!gr_conv_engine) {
-        GR_DNNL_CHECK(dnnl_engine_create(&gr_conv_engine, dnnl_cpu, 0));
-        GR_DNNL_CHECK(dnnl_stream_create(&gr_conv_stream, gr_conv_engine, dnnl_stream_default_flags));
-    }
+static void gr_conv_prim_make(struct gr_cpu_dnn *d, gr_conv_prim *e) {
+    dnnl_engine_t eng = d->engine;
     const gr_conv_shape *s = &e->s;
     dnnl_memory_desc_t src, wei, bia, dst, psrc, pwei, pbia, pdst;
-    gr_conv_mds(s, gr_conv_any_layout(s), &src, &wei, &bia, &dst);
+    gr_conv_mds(s, gr_conv_any_layout(d, s), &src, &wei, &bia, &dst);
     gr_conv_mds(s, false, &psrc, &pwei, &pbia, &pdst);
     dnnl_dims_t strides = {s->sh, s->sw}, pad = {s->ph, s->pw};
     dnnl_convolution_desc_t fd, bd;
@@ -156,37 +161,37 @@ static void gr_conv_prim_make(gr_conv_prim *e) {
                                                      &wei, e->bias ? &bia : NULL, &dst, strides, pad, pad));
     switch (e->dir) {
     case GR_CONV_FWD:
-        GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->pd, &fd, attr, gr_conv_engine, NULL));
-        gr_conv_arg_make(e, DNNL_ARG_SRC, false, &psrc);
-        gr_conv_arg_make(e, DNNL_ARG_WEIGHTS, false, &pwei);
-        if (e->bias) gr_conv_arg_make(e, DNNL_ARG_BIAS, false, &pbia);
-        gr_conv_arg_make(e, DNNL_ARG_DST, true, &pdst);
+        GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->pd, &fd, attr, eng, NULL));
+        gr_conv_arg_make(eng, e, DNNL_ARG_SRC, false, &psrc);
+        gr_conv_arg_make(eng, e, DNNL_ARG_WEIGHTS, false, &pwei);
+        if (e->bias) gr_conv_arg_make(eng, e, DNNL_ARG_BIAS, false, &pbia);
+        gr_conv_arg_make(eng, e, DNNL_ARG_DST, true, &pdst);
         break;
     case GR_CONV_BWD_DATA:
-        GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->hint, &fd, NULL, gr_conv_engine, NULL));
+        GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->hint, &fd, NULL, eng, NULL));
         GR_DNNL_CHECK(dnnl_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &src, &wei, &dst,
                                                                strides, pad, pad));
-        GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->pd, &bd, attr, gr_conv_engine, e->hint));
-        gr_conv_arg_make(e, DNNL_ARG_DIFF_DST, false, &pdst);
-        gr_conv_arg_make(e, DNNL_ARG_WEIGHTS, false, &pwei);
-        gr_conv_arg_make(e, DNNL_ARG_DIFF_SRC, true, &psrc);
+        GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->pd, &bd, attr, eng, e->hint));
+        gr_conv_arg_make(eng, e, DNNL_ARG_DIFF_DST, false, &pdst);
+        gr_conv_arg_make(eng, e, DNNL_ARG_WEIGHTS, false, &pwei);
+        gr_conv_arg_make(eng, e, DNNL_ARG_DIFF_SRC, true, &psrc);
         break;
     case GR_CONV_BWD_WEIGHTS:
-        GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->hint, &fd, NULL, gr_conv_engine, NULL));
+        GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->hint, &fd, NULL, eng, NULL));
         GR_DNNL_CHECK(dnnl_convolution_backward_weights_desc_init(
             &bd, dnnl_convolution_direct, &src, &wei, e->bias ? &bia : NULL, &dst, strides, pad, pad));
-        GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->pd, &bd, attr, gr_conv_engine, e->hint));
-        gr_conv_arg_make(e, DNNL_ARG_SRC, false, &psrc);
-        gr_conv_arg_make(e, DNNL_ARG_DIFF_DST, false, &pdst);
-        gr_conv_arg_make(e, DNNL_ARG_DIFF_WEIGHTS, true, &pwei);
-        if (e->bias) gr_conv_arg_make(e, DNNL_ARG_DIFF_BIAS, true, &pbia);
+        GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->pd, &bd, attr, eng, e->hint));
+        gr_conv_arg_make(eng, e, DNNL_ARG_SRC, false, &psrc);
+        gr_conv_arg_make(eng, e, DNNL_ARG_DIFF_DST, false, &pdst);
+        gr_conv_arg_make(eng, e, DNNL_ARG_DIFF_WEIGHTS, true, &pwei);
+        if (e->bias) gr_conv_arg_make(eng, e, DNNL_ARG_DIFF_BIAS, true, &pbia);
         e->acc_bytes = gr_conv_align((size_t)(s->f * (s->c / s->groups) * s->kh * s->kw + s->f) * sizeof(float));
         break;
     }
     GR_DNNL_CHECK(dnnl_primitive_attr_destroy(attr));
     const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(e->pd, dnnl_query_scratchpad_md, 0);
     e->scratch_bytes = smd ? dnnl_memory_desc_get_size(smd) : 0;
-    if (e->scratch_bytes) GR_DNNL_CHECK(dnnl_memory_create(&e->scratch, smd, gr_conv_engine, DNNL_MEMORY_NONE));
+    if (e->scratch_bytes) GR_DNNL_CHECK(dnnl_memory_create(&e->scratch, smd, eng, DNNL_MEMORY_NONE));
     GR_DNNL_CHECK(dnnl_primitive_create(&e->prim, e->pd));
 }
 
@@ -203,39 +208,63 @@ static void gr_conv_prim_free(gr_conv_prim *e) {
     if (e->hint) dnnl_primitive_desc_destroy(e->hint);
 }
 
+/* cpu's oneDNN state, made on first use. */
+static struct gr_cpu_dnn *gr_conv_dnn(gr_cpu *cpu) {
+    if (cpu->dnn) return cpu->dnn;
+    struct gr_cpu_dnn *d = gr_xcalloc(1, sizeof *d);
+    GR_DNNL_CHECK(dnnl_engine_create(&d->engine, dnnl_cpu, 0));
+    GR_DNNL_CHECK(dnnl_stream_create(&d->stream, d->engine, dnnl_stream_default_flags));
+    const char *v = gr_env_str(GR_ENV_CONV_LAYOUT);
+    if (v && strcmp(v, "plain") == 0) d->layout = GR_LAYOUT_PLAIN;
+    else if (v && strcmp(v, "blocked") == 0) d->layout = GR_LAYOUT_BLOCKED;
+    cpu->dnn = d;
+    return d;
+}
+
+void gr_cpu_conv_onednn_free(gr_cpu *cpu) {
+    struct gr_cpu_dnn *d = cpu->dnn;
+    if (!d) return;
+    for (int i = 0; i < d->cached; i++) gr_conv_prim_free(&d->cache[i]);
+    dnnl_stream_destroy(d->stream);
+    dnnl_engine_destroy(d->engine);
+    gr_aligned_free(d->pool);
+    free(d);
+    cpu->dnn = NULL;
+}
+
 /* The cached primitive for (dir, s, bias); made on first use. */
-static gr_conv_prim *gr_conv_prim_get(gr_conv_dir dir, const gr_conv_shape *s, bool bias) {
-    for (int i = 0; i < gr_conv_cached; i++) {
-        gr_conv_prim *e = &gr_conv_cache[i];
+static gr_conv_prim *gr_conv_prim_get(struct gr_cpu_dnn *d, gr_conv_dir dir, const gr_conv_shape *s, bool bias) {
+    for (int i = 0; i < d->cached; i++) {
+        gr_conv_prim *e = &d->cache[i];
         if (e->dir == dir && e->bias == bias && memcmp(&e->s, s, sizeof *s) == 0) return e;
     }
     /* a full table drops its oldest half: shapes churn only with odd eval batches */
-    if (gr_conv_cached == GR_CONV_CACHE_MAX) {
+    if (d->cached == GR_CONV_CACHE_MAX) {
         int half = GR_CONV_CACHE_MAX / 2;
-        for (int i = 0; i < half; i++) gr_conv_prim_free(&gr_conv_cache[i]);
-        memmove(gr_conv_cache, gr_conv_cache + half, (size_t)half * sizeof gr_conv_cache[0]);
-        gr_conv_cached = half;
+        for (int i = 0; i < half; i++) gr_conv_prim_free(&d->cache[i]);
+        memmove(d->cache, d->cache + half, (size_t)half * sizeof d->cache[0]);
+        d->cached = half;
     }
-    gr_conv_prim *e = &gr_conv_cache[gr_conv_cached];
+    gr_conv_prim *e = &d->cache[d->cached];
     memset(e, 0, sizeof *e);
     e->dir = dir;
     e->bias = bias;
     e->s = *s;
-    gr_conv_prim_make(e);
-    gr_conv_cached++;
+    gr_conv_prim_make(d, e);
+    d->cached++;
     return e;
 }
 
-static void gr_conv_reorder(gr_conv_arg *a, bool to_inner) {
+static void gr_conv_reorder(dnnl_stream_t stream, gr_conv_arg *a, bool to_inner) {
     dnnl_exec_arg_t r[2] = {{DNNL_ARG_FROM, to_inner ? a->user : a->inner},
                             {DNNL_ARG_TO, to_inner ? a->inner : a->user}};
-    GR_DNNL_CHECK(dnnl_primitive_execute(a->reorder, gr_conv_stream, 2, r));
+    GR_DNNL_CHECK(dnnl_primitive_execute(a->reorder, stream, 2, r));
 }
 
 /* ptr[i]: the user buffer of args[i], in the order they were made */
-static void gr_conv_run(gr_conv_prim *e, const void *const *ptr) {
+static void gr_conv_run(struct gr_cpu_dnn *d, gr_conv_prim *e, const void *const *ptr) {
     dnnl_exec_arg_t args[5];
-    char *pool = gr_conv_pool_for(e) + e->acc_bytes;
+    char *pool = gr_conv_pool_for(d, e) + e->acc_bytes;
     if (e->scratch) {
         GR_DNNL_CHECK(dnnl_memory_set_data_handle(e->scratch, pool));
         pool += gr_conv_align(e->scratch_bytes);
@@ -247,36 +276,40 @@ static void gr_conv_run(gr_conv_prim *e, const void *const *ptr) {
             GR_DNNL_CHECK(dnnl_memory_set_data_handle(a->inner, pool));
             pool += a->inner_bytes;
         }
-        if (a->inner && !a->output) gr_conv_reorder(a, true);
+        if (a->inner && !a->output) gr_conv_reorder(d->stream, a, true);
         args[i] = (dnnl_exec_arg_t){a->arg, a->inner ? a->inner : a->user};
     }
     int nargs = e->nargs;
     if (e->scratch) args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, e->scratch};
-    GR_DNNL_CHECK(dnnl_primitive_execute(e->prim, gr_conv_stream, nargs, args));
+    GR_DNNL_CHECK(dnnl_primitive_execute(e->prim, d->stream, nargs, args));
     for (int i = 0; i < e->nargs; i++)
-        if (e->args[i].inner && e->args[i].output) gr_conv_reorder(&e->args[i], false);
-    GR_DNNL_CHECK(dnnl_stream_wait(gr_conv_stream));
+        if (e->args[i].inner && e->args[i].output) gr_conv_reorder(d->stream, &e->args[i], false);
+    GR_DNNL_CHECK(dnnl_stream_wait(d->stream));
 }
 
-void gr_cpu_conv_onednn_fwd(const gr_conv_shape *s, const float *x, const float *w, const float *b, float *y) {
-    gr_conv_prim *e = gr_conv_prim_get(GR_CONV_FWD, s, b != NULL);
+void gr_cpu_conv_onednn_fwd(gr_cpu *cpu, const gr_conv_shape *s, const float *x, const float *w, const float *b,
+                            float *y) {
+    struct gr_cpu_dnn *d = gr_conv_dnn(cpu);
+    gr_conv_prim *e = gr_conv_prim_get(d, GR_CONV_FWD, s, b != NULL);
     const void *with_bias[4] = {x, w, b, y}, *without[3] = {x, w, y};
-    gr_conv_run(e, b ? with_bias : without);
+    gr_conv_run(d, e, b ? with_bias : without);
 }
 
-void gr_cpu_conv_onednn_bwd_data(const gr_conv_shape *s, const float *dy, const float *w, float *dx) {
-    gr_conv_prim *e = gr_conv_prim_get(GR_CONV_BWD_DATA, s, false);
+void gr_cpu_conv_onednn_bwd_data(gr_cpu *cpu, const gr_conv_shape *s, const float *dy, const float *w, float *dx) {
+    struct gr_cpu_dnn *d = gr_conv_dnn(cpu);
+    gr_conv_prim *e = gr_conv_prim_get(d, GR_CONV_BWD_DATA, s, false);
     const void *ptr[3] = {dy, w, dx};
-    gr_conv_run(e, ptr);
+    gr_conv_run(d, e, ptr);
 }
 
-void gr_cpu_conv_onednn_bwd_params(const gr_conv_shape *s, const float *dy, const float *x, float *dw,
+void gr_cpu_conv_onednn_bwd_params(gr_cpu *cpu, const gr_conv_shape *s, const float *dy, const float *x, float *dw,
                                    float *db) {
-    gr_conv_prim *e = gr_conv_prim_get(GR_CONV_BWD_WEIGHTS, s, db != NULL);
+    struct gr_cpu_dnn *d = gr_conv_dnn(cpu);
+    gr_conv_prim *e = gr_conv_prim_get(d, GR_CONV_BWD_WEIGHTS, s, db != NULL);
     int64_t nw = s->f * (s->c / s->groups) * s->kh * s->kw;
-    float *tw = (float *)gr_conv_pool_for(e), *tb = tw + nw;
+    float *tw = (float *)gr_conv_pool_for(d, e), *tb = tw + nw;
     const void *ptr[4] = {x, dy, tw, tb};
-    gr_conv_run(e, ptr);
+    gr_conv_run(d, e, ptr);
     #pragma omp parallel for simd if (nw >= GR_OMP_MIN)
     for (int64_t i = 0; i < nw; i++) dw[i] += tw[i];
     if (db)

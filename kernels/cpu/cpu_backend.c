@@ -1,13 +1,15 @@
 /* cpu_backend.c — the CPU backend: host memory, the kernel table generated
- * from ops.def, optimizer updates; GEMMs through gemm.h (oneDNN by default). */
+ * from ops.def, optimizer updates; GEMMs through gemm.h (oneDNN by default);
+ * its state (cpu.h) in be->impl. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "../../common/env.h"
 #include "../../common/gr_half.h"
+#include "cpu.h"
 #include "cpu_kernels.h"
-#include "conv.h"
-#include "gemm.h"
+#include "optim.h"
 
 static const gr_kernel_fn gr_cpu_kernels[GR_OP_COUNT] = {
 #define X(E, name, flags) [GR_OP_##E] = gr_cpu_##name,
@@ -48,7 +50,12 @@ static void gr_cpu_round(gr_backend *be, float *x, int64_t n, int fmt) {
     for (int64_t i = 0; i < n; i++) gr_body_round((gr_half_fmt)fmt, x, i);
 }
 
-static void gr_cpu_destroy(gr_backend *be) { free(be); }
+static void gr_cpu_destroy(gr_backend *be) {
+    gr_cpu *cpu = be->impl;
+    gr_cpu_conv_free(cpu);
+    free(cpu);
+    free(be);
+}
 
 static bool gr_cpu_mem_info(gr_backend *be, size_t *free_bytes, size_t *total_bytes) {
     (void)be;
@@ -73,17 +80,25 @@ static const gr_backend_vtable gr_cpu_vtable = {
     .destroy = gr_cpu_destroy,
 };
 
+gr_cpu *gr_cpu_backend_state(gr_backend *be) {
+    GR_ASSERT(be && be->vt == &gr_cpu_vtable && be->impl);
+    return be->impl;
+}
+
 gr_status gr_cpu_backend_create(int threads, gr_backend **out, gr_error *err) {
-    const char *gemm = getenv("GPURUN_GEMM");
     if (threads <= 0) threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (threads <= 0) threads = 1;
-    if (!gr_cpu_gemm_init(gemm, threads))
-        return gr_error_set(err, GR_ERR_USAGE, "GPURUN_GEMM=%s: expected onednn or openblas", gemm);
-    const char *conv = getenv("GPURUN_CONV");
-    if (conv && conv[0] && !gr_cpu_conv_set_path(conv))
-        return gr_error_set(err, GR_ERR_USAGE, "GPURUN_CONV=%s: expected onednn or ref", conv);
+    /* checked here too: tests and benchmarks make backends without gr_env_check */
+    gr_status st = gr_env_check_one(GR_ENV_GEMM, err);
+    if (!st) st = gr_env_check_one(GR_ENV_CONV, err);
+    if (st) return st;
+    gr_cpu *cpu = gr_xcalloc(1, sizeof *cpu);
+    bool known = gr_cpu_gemm_init(cpu, gr_env_str(GR_ENV_GEMM), threads) &&
+                 gr_cpu_conv_set_path(cpu, gr_env_str(GR_ENV_CONV));
+    GR_ASSERT(known); /* the table's names are the ones they take */
     gr_backend *be = gr_xcalloc(1, sizeof *be);
     be->vt = &gr_cpu_vtable;
+    be->impl = cpu;
     be->threads = threads;
     *out = be;
     return GR_OK;

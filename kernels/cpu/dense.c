@@ -1,7 +1,8 @@
 /* dense.c — CPU kernels of dense and its backward, on the backend's sgemm
- * (gemm.h). Row-major: x [n, F], W [U, F], y [n, U]. */
+ * (gemm.h; the provider is the backend's, cpu.h). Row-major: x [n, F],
+ * W [U, F], y [n, U]. */
+#include "cpu.h"
 #include "cpu_kernels.h"
-#include "gemm.h"
 
 /* y = x W^T + b */
 void gr_cpu_dense(const gr_kargs *a) {
@@ -14,7 +15,7 @@ void gr_cpu_dense(const gr_kargs *a) {
             for (int j = 0; j < units; j++) y[(int64_t)i * units + j] = b[j];
         beta = 1.0f;
     }
-    gr_cpu_sgemm(false, true, n, units, fin, 1.0f, x, fin, w, fin, beta, y, units);
+    gr_cpu_sgemm(gr_cpu_of(a), false, true, n, units, fin, 1.0f, x, fin, w, fin, beta, y, units);
 }
 
 /* dx = dy W */
@@ -22,7 +23,7 @@ void gr_cpu_dense_bwd_data(const gr_kargs *a) {
     const float *dy = a->in[0], *w = a->in[1];
     float *dx = a->out[0];
     int n = (int)a->n, fin = (int)a->tin[1]->shape[1], units = (int)a->tin[1]->shape[0];
-    gr_cpu_sgemm(false, false, n, fin, units, 1.0f, dy, units, w, fin, 0.0f, dx, fin);
+    gr_cpu_sgemm(gr_cpu_of(a), false, false, n, fin, units, 1.0f, dy, units, w, fin, 0.0f, dx, fin);
 }
 
 /* dW += dy^T x;  db += sum over the batch of dy */
@@ -30,7 +31,7 @@ void gr_cpu_dense_bwd_params(const gr_kargs *a) {
     const float *dy = a->in[0], *x = a->in[1];
     float *dw = a->out[0], *db = a->node->nout > 1 ? a->out[1] : NULL;
     int n = (int)a->n, fin = (int)a->tout[0]->shape[1], units = (int)a->tout[0]->shape[0];
-    gr_cpu_sgemm(true, false, units, fin, n, 1.0f, dy, units, x, fin, 1.0f, dw, fin);
+    gr_cpu_sgemm(gr_cpu_of(a), true, false, units, fin, n, 1.0f, dy, units, x, fin, 1.0f, dw, fin);
     if (db)
         for (int i = 0; i < n; i++) {
             const float *row = dy + (int64_t)i * units;

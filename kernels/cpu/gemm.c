@@ -7,27 +7,22 @@
 #include <string.h>
 
 #include "../../common/gr_common.h"
+#include "cpu.h"
 
-static gr_gemm_provider gr_gemm_which = GR_GEMM_ONEDNN;
-
-bool gr_cpu_gemm_init(const char *provider, int threads) {
-    if (!provider || !provider[0] || strcmp(provider, "onednn") == 0) gr_gemm_which = GR_GEMM_ONEDNN;
-    else if (strcmp(provider, "openblas") == 0) gr_gemm_which = GR_GEMM_OPENBLAS;
+bool gr_cpu_gemm_init(gr_cpu *cpu, const char *provider, int threads) {
+    if (!provider || !provider[0] || strcmp(provider, "onednn") == 0) cpu->gemm = GR_GEMM_ONEDNN;
+    else if (strcmp(provider, "openblas") == 0) cpu->gemm = GR_GEMM_OPENBLAS;
     else return false;
     /* Only the chosen library gets threads, so the two pools never compete
      * for the same cores. */
-    omp_set_num_threads(gr_gemm_which == GR_GEMM_ONEDNN ? threads : 1);
-    openblas_set_num_threads(gr_gemm_which == GR_GEMM_OPENBLAS ? threads : 1);
+    omp_set_num_threads(cpu->gemm == GR_GEMM_ONEDNN ? threads : 1);
+    openblas_set_num_threads(cpu->gemm == GR_GEMM_OPENBLAS ? threads : 1);
     return true;
 }
 
-gr_gemm_provider gr_cpu_gemm_provider(void) { return gr_gemm_which; }
-
-const char *gr_cpu_gemm_name(void) { return gr_gemm_which == GR_GEMM_ONEDNN ? "onednn" : "openblas"; }
-
-void gr_cpu_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+void gr_cpu_sgemm(const gr_cpu *cpu, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                   const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-    if (gr_gemm_which == GR_GEMM_ONEDNN) {
+    if (cpu->gemm == GR_GEMM_ONEDNN) {
         dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
                                       beta, c, ldc);
         GR_ASSERT(st == dnnl_success);

@@ -6,21 +6,22 @@
  * cblas_sgemm (kept as the reference path; OpenBLAS 0.3.21 identifies
  * unknown CPU models as Prescott and then runs SSE3 kernels, ~5x slower on
  * the MLP's shapes here). GPURUN_GEMM=openblas|onednn picks one at backend
- * creation. */
+ * creation; the choice lives in the backend's state (cpu.h). */
 #ifndef GR_CPU_GEMM_H
 #define GR_CPU_GEMM_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+typedef struct gr_cpu gr_cpu;
+
 typedef enum gr_gemm_provider { GR_GEMM_ONEDNN, GR_GEMM_OPENBLAS } gr_gemm_provider;
 
-/* Selects the provider and its thread count; returns false for an unknown name. */
-bool gr_cpu_gemm_init(const char *provider, int threads);
-gr_gemm_provider gr_cpu_gemm_provider(void);
-const char *gr_cpu_gemm_name(void);
+/* Selects cpu's provider ("onednn" or "openblas"; NULL or "" = onednn) and
+ * the thread count of the libraries; returns false for an unknown name. */
+bool gr_cpu_gemm_init(gr_cpu *cpu, const char *provider, int threads);
 
-void gr_cpu_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+void gr_cpu_sgemm(const gr_cpu *cpu, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                   const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 
 #endif

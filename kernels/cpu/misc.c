@@ -1,7 +1,7 @@
 /* misc.c — CPU kernels of flatten (a view: nothing to do) and dropout. */
 #include <string.h>
 
-#include "../cuda/body_elem.h"
+#include "../body_elem.h"
 #include "cpu_kernels.h"
 
 void gr_cpu_flatten(const gr_kargs *a) { (void)a; }

@@ -1,6 +1,6 @@
 /* optim.c — CPU reference optimizer updates (SGD with momentum/nesterov,
- * AdamW) over flat fp32 arrays, and the global gradient norm / clip factor.
- * Semantics and formulas: see optim.h (PyTorch's, foreach=False). Each
+ * AdamW) over flat fp32 arrays, and the global gradient norm.
+ * Semantics and formulas: see kernels/optim.h (PyTorch's, foreach=False). Each
  * update is one branch-free loop per case so the compiler can vectorize it;
  * per-call scalars (bias corrections, decay factor) are computed once.
  * GCC vectorizes them at -O3, or at -O2 with -fvect-cost-model=cheap; the
@@ -101,14 +101,4 @@ double gr_cpu_sumsq(const float *g, int64_t n) {
         s += x * x;
     }
     return s;
-}
-
-/* As PyTorch's clip_grad_norm_: max_norm / (norm + 1e-6) clamped to 1, so a
- * NaN norm gives NaN and an infinite one 0 (the training loop reports a
- * non-finite norm as divergence before any update). */
-float gr_clip_factor(double norm, double max_norm) {
-    if (!(max_norm > 0.0))
-        return 1.0f;
-    double c = max_norm / (norm + 1e-6);
-    return c < 1.0 || c != c ? (float)c : 1.0f;
 }

@@ -9,7 +9,7 @@
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 
-#include "body_elem.h"
+#include "../body_elem.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -7,7 +7,7 @@
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 
-#include "../cpu/optim.h"
+#include "../optim.h"
 
 #ifdef __cplusplus
 extern "C" {

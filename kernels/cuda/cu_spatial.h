@@ -15,7 +15,7 @@
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 
-#include "body_spatial.h"
+#include "../body_spatial.h"
 
 #ifdef __cplusplus
 extern "C" {

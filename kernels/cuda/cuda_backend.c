@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../common/env.h"
 #include "cu_optim.h"
 #include "cu_round.h"
 #include "cuda_backend.h"
@@ -389,8 +390,7 @@ gr_status gr_cuda_backend_create(int device, gr_backend **out, gr_error *err) {
     }
     GR_CUBLAS(cublasSetWorkspace(cu->blas, cu->blas_ws, cu->blas_ws_bytes));
     cu->opts.precision = GR_PREC_FP32;
-    const char *sy = getenv("GPURUN_CUDA_SYNC");
-    cu->sync_each = sy && *sy && strcmp(sy, "0") != 0;
+    cu->sync_each = gr_env_bool(GR_ENV_CUDA_SYNC, false);
     GR_CUBLAS(cublasSetMathMode(cu->blas, CUBLAS_DEFAULT_MATH));
     *out = be;
     return GR_OK;

@@ -14,7 +14,7 @@
 #include <cudnn.h>
 
 #include "../backend.h"
-#include "body.h"
+#include "../body.h"
 #include "cu_check.h"
 
 typedef struct gr_cuda {

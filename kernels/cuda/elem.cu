@@ -7,7 +7,7 @@
 // block also takes one of the last n % 4 elements.
 #include <stdint.h>
 
-#include "body_elem.h"
+#include "../body_elem.h"
 #include "cu_check.h"
 #include "cu_elem.h"
 

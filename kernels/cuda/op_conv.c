@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../cpu/conv.h"
+#include "../conv_shape.h"
 #include "cu_spatial.h"
 #include "cuda_backend.h"
 

@@ -1,7 +1,7 @@
 // optim.cu — the optimizer kernels: SGD and AdamW over the flat parameter
 // arena in one launch each, and the gradient sum of squares for clipping.
 // The per-element math is body_optim.h.
-#include "body_optim.h"
+#include "../body_optim.h"
 #include "cu_check.h"
 #include "cu_optim.h"
 

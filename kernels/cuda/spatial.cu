@@ -9,7 +9,7 @@
 // every time; there are no atomics.
 #include <stdint.h>
 
-#include "body_spatial.h"
+#include "../body_spatial.h"
 #include "cu_check.h"
 #include "cu_spatial.h"
 

@@ -1,5 +1,5 @@
 /* body_spatial.h — per-element, per-thread and per-channel bodies of the
- * spatial kernels (spatial.cu): max/avg pooling, global average pooling,
+ * spatial kernels (kernels/cuda/spatial.cu): max/avg pooling, global average pooling,
  * batchnorm, and the per-channel bias add and bias gradient of dense and
  * conv. The semantics are kernels/cpu/pool.c, kernels/cpu/bn.c and the db of
  * kernels/cpu/dense.c and conv.c; tests/test_body_spatial.c drives these

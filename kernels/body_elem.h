@@ -1,4 +1,4 @@
-/* body_elem.h — bodies of the elementwise kernels (elem.cu): activations
+/* body_elem.h — bodies of the elementwise kernels (kernels/cuda/elem.cu): activations
  * and their backward, dropout, add, concat along axis 1, and softmax
  * cross-entropy; the formulas of kernels/cpu/{act,misc,join,loss}.c, in the
  * same float/double types and operation order.
@@ -12,7 +12,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "../loss_math.h"
+#include "loss_math.h"
 #include "body.h"
 
 /* ---- activations ---- */

@@ -1,15 +1,18 @@
-/* body.h — what every kernel body (kernels/cuda/body_*.h) shares: the
+/* body.h — what every kernel body (kernels/body_*.h) shares: the
  * GR_HD qualifier (common/gr_hd.h) and the device copy of the run context.
+ * They live at kernels/ level because both backends use them: kernels/cuda
+ * launches them, kernels/cpu shares some (the dropout key), and the CPU
+ * tests (tests/test_body_*.c) sweep them against the CPU kernels.
  *
  * Bodies are C11 and CUDA C++ at once: no restrict, no designated
  * initializers, no compound literals, int64_t indices, float math with the
  * same functions on both sides (expf, erff, tanhf, sqrtf, logf). */
-#ifndef GR_CUDA_BODY_H
-#define GR_CUDA_BODY_H
+#ifndef GR_BODY_H
+#define GR_BODY_H
 
 #include <stdint.h>
 
-#include "../../common/gr_hd.h"
+#include "../common/gr_hd.h"
 
 /* The per-run context as kernels read it: in device memory, rewritten
  * before every run, so a captured CUDA Graph sees each step's values. */

@@ -1,5 +1,5 @@
-/* body_optim.h — per-element bodies of the optimizer kernels (optim.cu),
- * the formulas of kernels/cpu/optim.h; tests/test_body_optim.c drives them
+/* body_optim.h — per-element bodies of the optimizer kernels (kernels/cuda/optim.cu),
+ * the formulas of kernels/optim.h; tests/test_body_optim.c drives them
  * over whole arrays against the CPU updates. */
 #ifndef GR_BODY_OPTIM_H
 #define GR_BODY_OPTIM_H
@@ -7,7 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../cpu/optim.h"
+#include "optim.h"
 #include "body.h"
 
 /* Per-call scalars of one update, computed once on the host. */

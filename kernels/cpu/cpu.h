@@ -1,0 +1,31 @@
+/* cpu.h — the CPU backend's state (gr_cpu), owned by its gr_backend as
+ * be->impl: made by gr_cpu_backend_create, freed by the backend's destroy.
+ *
+ * Kernels reach it through their gr_kargs (gr_cpu_of(a)); code that calls
+ * the CPU's GEMM or conv paths directly (tests, bench/conv_bench.c) takes it
+ * from a CPU backend with gr_cpu_backend_state. One training thread uses a
+ * backend at a time, so nothing here is locked. */
+#ifndef GR_CPU_H
+#define GR_CPU_H
+
+#include <stddef.h>
+
+#include "../backend.h"
+#include "conv.h"
+#include "gemm.h"
+
+struct gr_cpu_dnn; /* the oneDNN conv path's engine, stream, primitives and pool (conv_onednn.c) */
+
+struct gr_cpu {
+    gr_gemm_provider gemm;   /* GPURUN_GEMM (gr_cpu_gemm_init) */
+    gr_conv_path conv_path;  /* GPURUN_CONV (gr_cpu_conv_set_path) */
+    float *col;              /* the reference conv's col matrix, grown to the largest */
+    size_t col_cap;          /* shape met and kept: no allocation once warm */
+    struct gr_cpu_dnn *dnn;  /* made at the first oneDNN conv; NULL until then */
+};
+
+/* The state of a CPU backend (asserts that be is one). */
+gr_cpu *gr_cpu_backend_state(gr_backend *be);
+static inline gr_cpu *gr_cpu_of(const gr_kargs *a) { return gr_cpu_backend_state(a->be); }
+
+#endif
