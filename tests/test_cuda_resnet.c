@@ -20,7 +20,7 @@
  * kernel is 1e-3 or more; test_cuda_ops.c holds fp32 to 1e-8 on models too
  * small for flips). Weights after the step differ by lr times the gradient
  * error: NMSE 1e-8. */
-#include "cuda_cmp.h"
+#include "ops/cuda_cmp.h"
 
 #define MB 8
 

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gr_test.h"
+#include "../gr_test.h"
 #include "graph/graph.h"
 #include "graph/plan.h"
 #include "runner/train.h"
