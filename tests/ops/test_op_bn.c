@@ -1,132 +1,46 @@
-/* test_bn.c — batchnorm and the pooling ops beyond finite differences
- * (test_gradcheck_pool.c has those):
+/* test_op_bn.c — batchnorm (graph/op_bn.c):
+ *   - finite-difference gradchecks through the real pipeline on the backend
+ *     named on the command line (gradcheck.h: `cpu` or `cuda`), 4-D and 2-D;
+ *     the harness runs in training mode, so batchnorm normalizes with the
+ *     batch statistics and the check covers the full backward through them;
  *   - shapes, parameter/state tensors and attribute/shape errors;
- *   - batchnorm's running stats after k training passes (forward + backward,
+ *   - the running stats after k training passes (forward + backward,
  *     varying batch) against a double computation with PyTorch's momentum
  *     and unbiased variance; eval uses them and leaves them unchanged;
- *   - parity with PyTorch (tests/bn_torch.py, run with /usr/bin/python3;
- *     missing torch fails the test): batchnorm train forward/backward, running
- *     stats and eval forward on 4-D and 2-D input; maxpool (ties, argmax),
- *     avgpool (count_include_pad true and false, non-square, padding, wide
- *     rows), strides 1, 2 and 3, and
- *     global_avgpool forward and backward.
- * Kernels run one plan step at a time so the test controls dy. */
-#include <stdlib.h>
-#include <string.h>
+ *   - parity with PyTorch (bn_torch.py, run with /usr/bin/python3; missing
+ *     torch fails the test): train forward/backward, running stats and eval
+ *     forward on 4-D and 2-D input; kernels run one plan step at a time so
+ *     the test controls dy (op_step.h);
+ *   - the bodies (body_check.h), on the CPU against the CPU kernels, in the
+ *     kernels' stages (thread partials per slice, per-channel finish,
+ *     elementwise pass): training (y, saved, running stats over two steps
+ *     with two momenta), eval, and backward in both modes (dw/db accumulate;
+ *     with and without dx), 4-D (planes mode, one and several slices) and
+ *     2-D (columns mode), including a channel with |mean| >> std; the
+ *     reduction geometry: every element of a channel visited exactly once,
+ *     the partials within the device scratch.
+ * All but the gradchecks run with `cpu` only. */
+#include "body_check.h"
+#include "gradcheck.h"
+#include "op_step.h"
 
-#include "gr_test.h"
-#include "graph/graph.h"
-#include "graph/plan.h"
-#include "runner/train.h"
+/* ---- gradchecks ---- */
 
-/* ---- a small model through the real pipeline ---- */
-
-typedef struct gr_bnt {
-    gr_cfg *layers;
-    gr_job_spec spec;
-    gr_graph g;
-    gr_backend *be;
-    gr_model m;
-    gr_plan train, eval;
-} gr_bnt;
-
-static bool gr_bnt_init(gr_bnt *t, const char *layers, const int64_t *shape, int ndim, int64_t micro) {
-    memset(t, 0, sizeof *t);
-    gr_error err = {0};
-    if (gr_cfg_parse_text(layers, "t", 1, 1, &t->layers, &err) != GR_OK) {
-        CHECK_MSG(false, "%s", err.msg);
-        return false;
-    }
-    snprintf(t->spec.file, sizeof t->spec.file, "t");
-    t->spec.model.layers = t->layers;
-    t->spec.train.micro_batch = micro;
-    t->spec.train.batch_size = micro;
-    snprintf(t->spec.train.loss, sizeof t->spec.train.loss, "softmax_cross_entropy");
-    t->spec.seed = 3;
-    if (gr_graph_build(&t->spec, shape, ndim, &t->g, &err) != GR_OK) {
-        CHECK_MSG(false, "%s: %s", layers, err.msg);
-        gr_cfg_free(t->layers);
-        return false;
-    }
-    gr_autodiff(&t->g, true);
-    CHECK(gr_backend_create("cpu", 2, &t->be, &err) == GR_OK);
-    CHECK(gr_model_init(&t->m, &t->g, t->be, 0, &err) == GR_OK);
-    gr_graph_init_params(&t->g, t->m.params, t->spec.seed);
-    CHECK(gr_plan_compile(&t->train, &t->m, &t->g, GR_PLAN_TRAIN, true, &err) == GR_OK);
-    CHECK(gr_plan_compile(&t->eval, &t->m, &t->g, GR_PLAN_EVAL, true, &err) == GR_OK);
-    return true;
-}
-
-static void gr_bnt_free(gr_bnt *t) {
-    gr_plan_free(&t->train);
-    gr_plan_free(&t->eval);
-    gr_model_free(&t->m);
-    gr_backend_free(t->be);
-    gr_graph_free(&t->g);
-    gr_cfg_free(t->layers);
-}
-
-/* The plan step running the first node of op. */
-static gr_kargs *gr_bnt_step(gr_plan *p, gr_op op) {
-    for (int i = 0; i < p->n_steps; i++)
-        if (p->steps[i].node->op == op) return &p->steps[i];
-    GR_ASSERT(!"no such step");
-    return NULL;
-}
-
-static void gr_bnt_run(gr_bnt *t, gr_kargs *a, int64_t n, const gr_exec_ctx *ctx) {
-    a->n = n;
-    a->ctx = ctx;
-    gr_backend_kernel(t->be, a->node->op)(a);
-}
-
-/* The params-arena data of the (one) batchnorm layer's tensor pname. */
-static float *gr_bnt_param(gr_bnt *t, const char *pname) {
-    for (int i = 0; i < t->g.n_tensors; i++) {
-        const gr_tensor *x = &t->g.tensors[i];
-        if ((x->kind == GR_TK_PARAM || x->kind == GR_TK_STATE) && t->g.layers[x->layer].op == GR_OP_BATCHNORM &&
-            strcmp(x->pname, pname) == 0)
-            return t->m.params + x->param_offset;
-    }
-    GR_ASSERT(!"no such parameter");
-    return NULL;
-}
-
-static float *gr_bnt_grad(gr_bnt *t, const char *pname) {
-    return t->m.grads + (gr_bnt_param(t, pname) - t->m.params);
-}
-
-/* One CHECK per array: every |got - want| <= atol + rtol |want|. */
-static void gr_bnt_close(const char *what, const float *got, const float *want, int64_t n, double rtol,
-                         double atol) {
-    int64_t bad = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double d = fabs((double)got[i] - want[i]);
-        if (!(d <= atol + rtol * fabs(want[i]))) {
-            if (bad < 3) fprintf(stderr, "  %s[%lld]: got %.8g, want %.8g\n", what, (long long)i, got[i], want[i]);
-            bad++;
-        }
-    }
-    CHECK_MSG(bad == 0, "%s: %lld of %lld values off", what, (long long)bad, (long long)n);
+static void test_gradchecks(void) {
+    static const gr_gc_case cases[] = {
+        {"batchnorm 4-D", "[batchnorm, flatten, {dense: {units: 3}}]", 3, {2, 3, 3}, 0.0, 0.0, NULL},
+        {"batchnorm 4-D momentum eps", "[{batchnorm: {momentum: 0.3, eps: 0.01}}, flatten, {dense: {units: 3}}]",
+         3, {3, 2, 2}, 0.0, 0.0, NULL},
+        {"batchnorm 2-D after dense", "[{dense: {units: 5}}, batchnorm, {dense: {units: 3}}]", 1, {6}, 0.0, 0.0,
+         NULL},
+    };
+    for (size_t i = 0; i < GR_ARRAY_LEN(cases); i++) gr_gc_run(&cases[i]);
 }
 
 /* ---- shapes, tensors, errors ---- */
 
 static void test_shapes(void) {
     gr_bnt t;
-    int64_t s[3] = {64, 112, 112};
-    if (gr_bnt_init(&t, "[{maxpool: {kernel: 3, stride: 2, padding: 1}}, global_avgpool, flatten]", s, 3, 2)) {
-        const gr_node *mp = &t.g.nodes[t.g.layers[0].node], *gap = &t.g.nodes[t.g.layers[1].node];
-        const gr_tensor *y = &t.g.tensors[mp->out[0]], *idx = &t.g.tensors[mp->out[1]];
-        CHECK(y->ndim == 4 && y->shape[0] == 2 && y->shape[1] == 64 && y->shape[2] == 56 && y->shape[3] == 56);
-        CHECK(idx->elem == GR_I32 && idx->shape[3] == 56 && mp->nout == 2);
-        CHECK(mp->flops == 64 * 56 * 56 * 9);
-        const gr_tensor *gy = &t.g.tensors[gap->out[0]];
-        CHECK(gy->ndim == 4 && gy->shape[1] == 64 && gy->shape[2] == 1 && gy->shape[3] == 1);
-        CHECK(t.g.n_classes == 64);
-        CHECK(t.g.n_params == 0);
-        gr_bnt_free(&t);
-    }
     int64_t s2[3] = {3, 4, 5};
     if (gr_bnt_init(&t, "[{avgpool: {kernel: [3, 2], stride: [1, 2], padding: [1, 0]}}, batchnorm, flatten]",
                     s2, 3, 2)) {
@@ -151,58 +65,8 @@ static void test_shapes(void) {
     }
 }
 
-/* located: the message starts with the YAML position ("t:1:COL: "). */
-static void gr_bnt_expect_error_at(const char *layers, const int64_t *shape, int ndim, int64_t micro,
-                                   const char *want, bool located) {
-    gr_error err = {0};
-    gr_cfg *l = NULL;
-    CHECK(gr_cfg_parse_text(layers, "t", 1, 1, &l, &err) == GR_OK);
-    gr_job_spec spec;
-    memset(&spec, 0, sizeof spec);
-    snprintf(spec.file, sizeof spec.file, "t");
-    spec.model.layers = l;
-    spec.train.micro_batch = micro;
-    snprintf(spec.train.loss, sizeof spec.train.loss, "softmax_cross_entropy");
-    gr_graph g;
-    gr_status st = gr_graph_build(&spec, shape, ndim, &g, &err);
-    CHECK_MSG(st != GR_OK, "%s: built", layers);
-    if (st == GR_OK) gr_graph_free(&g);
-    CHECK_STR_CONTAINS(err.msg, want);
-    if (located) CHECK_MSG(strncmp(err.msg, "t:1:", 4) == 0, "%s", err.msg);
-    gr_cfg_free(l);
-}
-
-static void gr_bnt_expect_error(const char *layers, const int64_t *shape, int ndim, int64_t micro,
-                                const char *want) {
-    gr_bnt_expect_error_at(layers, shape, ndim, micro, want, true);
-}
-
 static void test_errors(void) {
-    int64_t flat[1] = {784}, img[3] = {1, 4, 4}, s3[2] = {3, 4}, c5[1] = {5};
-    gr_bnt_expect_error("[{maxpool: {kernel: 2}}]", flat, 1, 4, "maxpool needs [batch, C, H, W] input, got [n, 784]");
-    gr_bnt_expect_error("[global_avgpool]", flat, 1, 4, "global_avgpool needs [batch, C, H, W] input, got [n, 784]");
-    gr_bnt_expect_error("[{avgpool: {kernel: 5}}, flatten]", img, 3, 4,
-                        "kernel 5x5 is larger than the padded input 4x4");
-    gr_bnt_expect_error("[{maxpool: {kernel: [2, 7], padding: [0, 1]}}, flatten]", img, 3, 4,
-                        "kernel 2x7 is larger than the padded input 4x6");
-    gr_bnt_expect_error("[{maxpool: {kernel: 3, padding: 2}}, flatten]", img, 3, 4,
-                        "padding 2 is more than half the kernel 3");
-    gr_bnt_expect_error("[{avgpool: {kernel: [2, 4], padding: [1, 3]}}, flatten]", img, 3, 4,
-                        "padding 3 is more than half the kernel 4");
-    gr_bnt_expect_error("[{maxpool: {kernel: 0}}, flatten]", img, 3, 4, "maxpool.kernel");
-    gr_bnt_expect_error("[{maxpool: {kernel: 2, stride: -1}}, flatten]", img, 3, 4, "maxpool.stride");
-    gr_bnt_expect_error("[{maxpool: {kernel: 2, padding: -1}}, flatten]", img, 3, 4, "maxpool.padding");
-    gr_bnt_expect_error("[{maxpool: {stride: 2}}, flatten]", img, 3, 4, "kernel: required attribute missing");
-    gr_bnt_expect_error("[{maxpool: {kernel: 2, strid: 1}}, flatten]", img, 3, 4,
-                        "maxpool.strid: unknown attribute (maxpool takes kernel, stride, padding)");
-    gr_bnt_expect_error("[{maxpool: {kernel: 2, count_include_pad: false}}, flatten]", img, 3, 4,
-                        "unknown attribute");
-    gr_bnt_expect_error("[{avgpool: {kernel: [2, 2, 2]}}, flatten]", img, 3, 4, "a [h, w] list of two integers");
-    gr_bnt_expect_error("[{avgpool: {kernel: 2, count_include_pad: maybe}}, flatten]", img, 3, 4,
-                        "avgpool.count_include_pad");
-    /* no attrs node to point at (as dense) */
-    gr_bnt_expect_error_at("[maxpool]", img, 3, 4, "model.layers[0].maxpool: maxpool needs attributes", false);
-    gr_bnt_expect_error("[{global_avgpool: {kernel: 2}}, flatten]", img, 3, 4, "takes no attributes");
+    int64_t s3[2] = {3, 4}, c5[1] = {5};
     gr_bnt_expect_error("[batchnorm]", s3, 2, 4, "batchnorm needs [batch, C, H, W] or [batch, C] input, got [n, 3, 4]");
     gr_bnt_expect_error("[{batchnorm: {momentum: 1.5}}]", c5, 1, 4, "batchnorm.momentum");
     gr_bnt_expect_error("[{batchnorm: {eps: 0}}]", c5, 1, 4, "eps must be positive");
@@ -274,56 +138,6 @@ static void test_running_stats(void) {
 
 /* ---- PyTorch parity ---- */
 
-typedef struct gr_refarr {
-    char name[64];
-    float *v;
-    int64_t n;
-} gr_refarr;
-
-static gr_refarr gr_refs[128];
-static int gr_n_refs;
-
-static bool gr_refs_load(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return false;
-    char magic[4];
-    bool ok = fread(magic, 1, 4, f) == 4 && memcmp(magic, "GRBN", 4) == 0;
-    uint32_t len, cnt;
-    while (ok && fread(&len, 4, 1, f) == 1) {
-        gr_refarr *r = &gr_refs[gr_n_refs];
-        ok = gr_n_refs < (int)GR_ARRAY_LEN(gr_refs) && len < sizeof r->name && fread(r->name, 1, len, f) == len &&
-             fread(&cnt, 4, 1, f) == 1;
-        if (!ok) break;
-        r->name[len] = 0;
-        r->n = cnt;
-        r->v = malloc((size_t)cnt * sizeof *r->v + 1);
-        ok = fread(r->v, sizeof *r->v, cnt, f) == cnt;
-        gr_n_refs++;
-    }
-    fclose(f);
-    return ok && gr_n_refs > 0;
-}
-
-/* Reference array name ("bn4.y2") of n floats; a zero-filled stand-in when absent. */
-static const float *gr_ref_get(const char *name, int64_t n) {
-    for (int i = 0; i < gr_n_refs; i++)
-        if (strcmp(gr_refs[i].name, name) == 0) {
-            CHECK_MSG(gr_refs[i].n == n, "%s: %lld values, expected %lld", name, (long long)gr_refs[i].n,
-                      (long long)n);
-            if (gr_refs[i].n >= n) return gr_refs[i].v;
-        }
-    CHECK_MSG(false, "reference %s missing", name);
-    static float zeros[4096];
-    GR_ASSERT(n <= (int64_t)GR_ARRAY_LEN(zeros));
-    return zeros;
-}
-
-static const float *gr_ref(const char *cname, const char *what, int64_t n) {
-    char name[64];
-    snprintf(name, sizeof name, "%s.%s", cname, what);
-    return gr_ref_get(name, n);
-}
-
 typedef struct gr_bn_parity {
     const char *name, *layers;
     int ndim;
@@ -377,82 +191,214 @@ static void gr_parity_bn(const gr_bn_parity *pc) {
     gr_bnt_free(&t);
 }
 
-typedef struct gr_pool_parity {
-    const char *name, *layers;
-    gr_op op, bwd;
-    int64_t shape[3]; /* per sample */
-    int64_t n, out_total;
-} gr_pool_parity;
-
-static void gr_parity_pool(const gr_pool_parity *pc) {
-    gr_bnt t;
-    if (!gr_bnt_init(&t, pc->layers, pc->shape, 3, pc->n + 1)) return;
-    int64_t total = pc->n * pc->shape[0] * pc->shape[1] * pc->shape[2], nout = pc->out_total;
-    gr_exec_ctx train = {.training = true, .grad_scale = 1.0f};
-    gr_kargs *f = gr_bnt_step(&t.train, pc->op), *bw = gr_bnt_step(&t.train, pc->bwd);
-    CHECK(gr_tensor_sample_numel(f->tout[0]) * pc->n == nout);
-    char what[96];
-    memcpy(f->in[0], gr_ref(pc->name, "x", total), (size_t)total * sizeof(float));
-    gr_bnt_run(&t, f, pc->n, &train);
-    snprintf(what, sizeof what, "%s: y", pc->name);
-    gr_bnt_close(what, f->out[0], gr_ref(pc->name, "y", nout), nout, 1e-5, 1e-6);
-    if (pc->op == GR_OP_MAXPOOL) {
-        const int32_t *idx = f->out[1];
-        const float *want = gr_ref(pc->name, "idx", nout);
-        int64_t bad = 0;
-        for (int64_t i = 0; i < nout; i++) bad += idx[i] != (int32_t)want[i];
-        CHECK_MSG(bad == 0, "%s: %lld argmax indices differ", pc->name, (long long)bad);
-    }
-    memcpy(bw->in[0], gr_ref(pc->name, "dy", nout), (size_t)nout * sizeof(float));
-    gr_bnt_run(&t, bw, pc->n, &train);
-    snprintf(what, sizeof what, "%s: dx", pc->name);
-    gr_bnt_close(what, bw->out[0], gr_ref(pc->name, "dx", total), total, 1e-5, 1e-6);
-    gr_bnt_free(&t);
-}
-
 static void test_torch_parity(void) {
-    const char *out = GR_TEST_TMP "/bn_torch.bin";
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/bn_torch.py %s", GR_TEST_DIR, out);
-    remove(out);
-    int rc = system(cmd);
-    bool have = rc == 0 && gr_refs_load(out);
-    CHECK_MSG(have, "no PyTorch references (%s exited %d); /usr/bin/python3 needs torch", cmd, rc);
-    if (!have) return;
+    if (!gr_refs_fetch("bn")) return;
     static const gr_bn_parity bns[] = {
         {"bn4", "[{batchnorm: {momentum: 0.1, eps: 1e-5}}, flatten]", 3, {3, 5, 6}, 4},
         {"bn4m", "[{batchnorm: {momentum: 0.3, eps: 1e-3}}, flatten]", 3, {2, 3, 3}, 2},
         {"bn2", "[batchnorm]", 1, {5}, 6},
     };
     for (size_t i = 0; i < GR_ARRAY_LEN(bns); i++) gr_parity_bn(&bns[i]);
-    static const gr_pool_parity pools[] = {
-        {"max_ties", "[{maxpool: {kernel: 3, stride: 2, padding: 1}}, flatten]", GR_OP_MAXPOOL, GR_OP_MAXPOOL_BWD,
-         {3, 7, 8}, 2, 2 * 3 * 4 * 4},
-        {"max_2x2", "[{maxpool: {kernel: 2}}, flatten]", GR_OP_MAXPOOL, GR_OP_MAXPOOL_BWD, {2, 6, 6}, 2, 2 * 2 * 3 * 3},
-        {"max_rect", "[{maxpool: {kernel: [3, 2], stride: [2, 1], padding: [1, 1]}}, flatten]", GR_OP_MAXPOOL,
-         GR_OP_MAXPOOL_BWD, {2, 6, 5}, 2, 2 * 2 * 3 * 6},
-        {"max_s3", "[{maxpool: {kernel: 3, stride: 3, padding: 1}}, flatten]", GR_OP_MAXPOOL, GR_OP_MAXPOOL_BWD,
-         {2, 7, 10}, 2, 2 * 2 * 3 * 4},
-        {"avg_incl", "[{avgpool: {kernel: 3, stride: 2, padding: 1}}, flatten]", GR_OP_AVGPOOL, GR_OP_AVGPOOL_BWD,
-         {3, 7, 8}, 2, 2 * 3 * 4 * 4},
-        {"avg_excl", "[{avgpool: {kernel: 3, stride: 2, padding: 1, count_include_pad: false}}, flatten]",
-         GR_OP_AVGPOOL, GR_OP_AVGPOOL_BWD, {3, 7, 8}, 2, 2 * 3 * 4 * 4},
-        {"avg_rect", "[{avgpool: {kernel: [3, 2], stride: [2, 1], padding: [1, 1], count_include_pad: false}}, "
-         "flatten]", GR_OP_AVGPOOL, GR_OP_AVGPOOL_BWD, {2, 6, 5}, 2, 2 * 2 * 3 * 6},
-        /* rows wider than avgpool_bwd's chunk of 256 outputs */
-        {"avg_wide", "[{avgpool: {kernel: 3, stride: 1, padding: 1, count_include_pad: false}}, flatten]",
-         GR_OP_AVGPOOL, GR_OP_AVGPOOL_BWD, {1, 3, 600}, 2, 2 * 1 * 3 * 600},
-        {"gap", "[global_avgpool, flatten]", GR_OP_GLOBAL_AVGPOOL, GR_OP_GLOBAL_AVGPOOL_BWD, {3, 5, 4}, 2, 2 * 3},
-    };
-    for (size_t i = 0; i < GR_ARRAY_LEN(pools); i++) gr_parity_pool(&pools[i]);
-    for (int i = 0; i < gr_n_refs; i++) free(gr_refs[i].v);
-    printf("torch parity: %d reference arrays\n", gr_n_refs);
+    gr_refs_free();
 }
 
-int main(void) {
+/* ---- per-channel reductions ---- */
+
+/* Every element of every channel is visited once by the threads of its
+ * slices, and the partials fit the device scratch. */
+static void test_chan_geo(int64_t n, int64_t c, int64_t inner) {
+    gr_chan_geo g = gr_chan_geo_make(n, c, inner);
+    CHECK_MSG(g.m == n * inner && g.slices >= 1 && g.len * g.slices >= g.m && g.len * (g.slices - 1) < g.m,
+              "geo n%lld c%lld inner%lld: slices %lld of %lld", (long long)n, (long long)c, (long long)inner,
+              (long long)g.slices, (long long)g.len);
+    CHECK_MSG(c * g.slices <= GR_CHAN_PARTS_MAX || g.slices == 1, "geo n%lld c%lld inner%lld: %lld partials",
+              (long long)n, (long long)c, (long long)inner, (long long)(c * g.slices));
+    int64_t threads = g.cols ? 1 : GR_CHAN_THREADS, total = n * c * inner, bad = 0;
+    unsigned char *seen = gr_xcalloc((size_t)total, 1);
+    for (int64_t ch = 0; ch < c; ch++)
+        for (int64_t s = 0; s < g.slices; s++)
+            for (int64_t t = 0; t < threads; t++) {
+                int64_t e0, e1, step;
+                gr_chan_span(&g, s, t, &e0, &e1, &step);
+                gr_chan_cur cur = gr_chan_cur_at(&g, e0, step);
+                for (int64_t e = e0; e < e1; e += step) {
+                    int64_t at = ch * inner + cur.off;
+                    if (at < 0 || at >= total || gr_chan_of(at, inner, c) != ch) bad++;
+                    else seen[at]++;
+                    gr_chan_cur_next(&cur);
+                }
+            }
+    for (int64_t i = 0; i < total; i++) bad += seen[i] != 1;
+    CHECK_MSG(bad == 0, "geo n%lld c%lld inner%lld: %lld elements not visited exactly once", (long long)n,
+              (long long)c, (long long)inner, (long long)bad);
+    free(seen);
+}
+
+typedef struct t_bn {
+    int64_t n, c, h, w;   /* w == 0: 2-D [n, c] */
+    double momentum, eps;
+    float offset, spread; /* x = offset_c + spread * U(-1, 1), offset_c = offset * (c + 1) */
+} t_bn;
+
+static void t_bn_args(t_args *t, const t_bn *q, gr_op op, int nin, int nout, bool training) {
+    int64_t xs[4] = {q->n, q->c, q->h, q->w}, cs[1] = {q->c}, ss[2] = {2, q->c};
+    int nd = q->w ? 4 : 2;
+    t_args_init(t, op, nin, nout, q->n, training);
+    t->node.attrs.momentum = q->momentum;
+    t->node.attrs.eps = q->eps;
+    if (op == GR_OP_BATCHNORM) {
+        t_tensor(&t->tin[0], GR_F32, true, nd, xs);
+        for (int i = 1; i < 5; i++) t_tensor(&t->tin[i], GR_F32, false, 1, cs);
+        t_tensor(&t->tout[0], GR_F32, true, nd, xs);
+        t_tensor(&t->tout[1], GR_F32, false, 2, ss);
+    } else {
+        t_tensor(&t->tin[0], GR_F32, true, nd, xs);
+        t_tensor(&t->tin[1], GR_F32, true, nd, xs);
+        t_tensor(&t->tin[2], GR_F32, false, 1, cs);
+        t_tensor(&t->tin[3], GR_F32, false, 2, ss);
+        t_tensor(&t->tout[0], GR_F32, false, 1, cs);
+        t_tensor(&t->tout[1], GR_F32, false, 1, cs);
+        t_tensor(&t->tout[2], GR_F32, true, nd, xs);
+    }
+}
+
+static float *t_bn_input(const t_bn *q, int64_t hw) {
+    int64_t total = q->n * q->c * hw;
+    float *x = t_rand(total, -q->spread, q->spread);
+    for (int64_t i = 0; i < total; i++) x[i] += q->offset * (float)(gr_chan_of(i, hw, q->c) + 1);
+    return x;
+}
+
+static void test_batchnorm(const t_bn *q) {
+    int64_t hw = q->w ? q->h * q->w : 1, c = q->c, total = q->n * c * hw;
+    gr_chan_geo g = gr_chan_geo_make(q->n, c, hw);
+    char what[160], w2[220];
+    snprintf(what, sizeof what, "batchnorm [%lld, %lld%s%lld%s%lld] (%lld slices%s) mom %g offset %g",
+             (long long)q->n, (long long)c, q->w ? ", " : "", (long long)(q->w ? q->h : 0), q->w ? ", " : "",
+             (long long)q->w, (long long)g.slices, g.cols ? ", columns" : "", q->momentum, (double)q->offset);
+    float *w = t_rand(c, 0.5f, 1.5f), *b = t_rand(c, -0.5f, 0.5f);
+    float *rm = t_rand(c, -1.0f, 1.0f), *rv = t_rand(c, 0.5f, 2.0f);
+    float *rm2 = t_copy(rm, c), *rv2 = t_copy(rv, c);
+    float *y = t_alloc(total), *y2 = t_alloc(total), *saved = t_alloc(2 * c), *saved2 = t_alloc(2 * c);
+    float *coef = t_alloc(4 * c);
+    double *s1 = gr_xcalloc((size_t)c, sizeof *s1), *s2 = gr_xcalloc((size_t)c, sizeof *s2);
+    t_args t;
+
+    /* training, two steps on fresh inputs (the running stats compound) */
+    float *x = NULL;
+    for (int step = 0; step < 2; step++) {
+        free(x);
+        x = t_bn_input(q, hw);
+        t_bn_args(&t, q, GR_OP_BATCHNORM, 5, 2, true);
+        float *ins[5] = {x, w, b, rm, rv};
+        for (int i = 0; i < 5; i++) t.a.in[i] = ins[i];
+        t.a.out[0] = y;
+        t.a.out[1] = saved;
+        gr_cpu_batchnorm(&t.a);
+
+        t_chan_sums(&g, 0, x, NULL, NULL, s1, s2);
+        for (int64_t ch = 0; ch < c; ch++)
+            gr_body_bn_train_finish(&g, ch, s1[ch], s2[ch], x, q->eps, q->momentum, w, b, saved2, rm2, rv2, coef);
+        for (int64_t i = 0; i < total; i++) y2[i] = gr_body_bn_norm(x[i], coef + 4 * gr_chan_of(i, hw, c));
+        snprintf(w2, sizeof w2, "%s: train step %d: saved", what, step);
+        CHECK_CLOSE_ARR(w2, saved2, saved, 2 * c, 1e-6);
+        snprintf(w2, sizeof w2, "%s: train step %d: running_mean", what, step);
+        CHECK_CLOSE_ARR(w2, rm2, rm, c, 1e-6);
+        snprintf(w2, sizeof w2, "%s: train step %d: running_var", what, step);
+        CHECK_CLOSE_ARR(w2, rv2, rv, c, 1e-6);
+        snprintf(w2, sizeof w2, "%s: train step %d: y", what, step);
+        CHECK_CLOSE_ARR(w2, y2, y, total, 1e-5);
+    }
+
+    /* backward of the training step (the CPU's saved feeds both), dw/db
+     * accumulating into nonzero values, then without dx */
+    float *dy = t_rand(total, -1.0f, 1.0f), *dw = t_rand(c, -1.0f, 1.0f), *db = t_rand(c, -1.0f, 1.0f);
+    float *dw2 = t_copy(dw, c), *db2 = t_copy(db, c), *dx = t_alloc(total), *dx2 = t_alloc(total);
+    for (int mode = 0; mode < 2; mode++) {
+        bool training = mode == 0;
+        if (!training) {
+            /* eval forward: the running stats (const in the body) */
+            t_bn_args(&t, q, GR_OP_BATCHNORM, 5, 2, false);
+            float *ins[5] = {x, w, b, rm, rv};
+            for (int i = 0; i < 5; i++) t.a.in[i] = ins[i];
+            t.a.out[0] = y;
+            t.a.out[1] = saved;
+            gr_cpu_batchnorm(&t.a);
+            for (int64_t ch = 0; ch < c; ch++)
+                gr_body_bn_eval_finish(c, ch, (float)q->eps, w, b, rm2, rv2, saved2, coef);
+            for (int64_t i = 0; i < total; i++) y2[i] = gr_body_bn_norm(x[i], coef + 4 * gr_chan_of(i, hw, c));
+            snprintf(w2, sizeof w2, "%s: eval: saved", what);
+            CHECK_CLOSE_ARR(w2, saved2, saved, 2 * c, 1e-6);
+            snprintf(w2, sizeof w2, "%s: eval: y", what);
+            CHECK_CLOSE_ARR(w2, y2, y, total, 1e-5);
+        }
+        for (int with_dx = 1; with_dx >= 0; with_dx--) {
+            t_bn_args(&t, q, GR_OP_BATCHNORM_BWD, 4, with_dx ? 3 : 2, training);
+            float *ins[4] = {dy, x, w, saved};
+            for (int i = 0; i < 4; i++) t.a.in[i] = ins[i];
+            t.a.out[0] = dw;
+            t.a.out[1] = db;
+            t.a.out[2] = dx;
+            gr_cpu_batchnorm_bwd(&t.a);
+
+            t_chan_sums(&g, 1, dy, x, saved, s1, s2);
+            for (int64_t ch = 0; ch < c; ch++)
+                gr_body_bn_bwd_finish(&g, ch, s1[ch], s2[ch], training, w, saved, dw2, db2, coef);
+            snprintf(w2, sizeof w2, "%s: bwd %s%s: dweight", what, training ? "train" : "eval",
+                     with_dx ? "" : " (no dx)");
+            CHECK_CLOSE_ARR(w2, dw2, dw, c, 1e-5);
+            snprintf(w2, sizeof w2, "%s: bwd %s%s: dbias", what, training ? "train" : "eval",
+                     with_dx ? "" : " (no dx)");
+            CHECK_CLOSE_ARR(w2, db2, db, c, 1e-5);
+            if (!with_dx) continue;
+            for (int64_t i = 0; i < total; i++)
+                dx2[i] = gr_body_bn_dx(dy[i], x[i], coef + 4 * gr_chan_of(i, hw, c));
+            snprintf(w2, sizeof w2, "%s: bwd %s: dx", what, training ? "train" : "eval");
+            CHECK_CLOSE_ARR(w2, dx2, dx, total, 1e-5);
+        }
+    }
+    free(w); free(b); free(rm); free(rv); free(rm2); free(rv2); free(y); free(y2); free(saved); free(saved2);
+    free(coef); free(s1); free(s2); free(x); free(dy); free(dw); free(db); free(dw2); free(db2); free(dx);
+    free(dx2);
+}
+
+int main(int argc, char **argv) {
+    int rc = gr_gc_args(argc, argv);
+    if (rc) return rc;
+    test_gradchecks();
+    if (!gr_gc_on_cpu()) return gr_test_report();
     test_shapes();
     test_errors();
     test_running_stats();
     test_torch_parity();
+
+    /* geometries: columns and planes modes, one and several slices, the
+     * partials cap (16384 channels x 4 slices), more channels than partials */
+    test_chan_geo(3, 5, 1);
+    test_chan_geo(300, 7, 1);
+    test_chan_geo(4, 3, 35);
+    test_chan_geo(3, 2, 12544);
+    test_chan_geo(128, 3, 49);
+    test_chan_geo(1, 1, 1);
+    test_chan_geo(2, 70000, 1);
+    const int64_t caps[][3] = {{256, 4096, 1}, {256, 16384, 49}, {1024, 64, 12544}, {256, 2048, 49}};
+    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
+        gr_chan_geo g = gr_chan_geo_make(caps[i][0], caps[i][1], caps[i][2]);
+        CHECK_MSG(g.slices > 1 && caps[i][1] * g.slices <= GR_CHAN_PARTS_MAX, "geo [%lld][%lld][%lld]: %lld slices",
+                  (long long)caps[i][0], (long long)caps[i][1], (long long)caps[i][2], (long long)g.slices);
+    }
+
+    /* batchnorm bodies: n, c, h, w (0: 2-D), momentum, eps, offset, spread */
+    const t_bn bns[] = {
+        {4, 3, 5, 7, 0.1, 1e-5, 0.0f, 1.0f},
+        {2, 6, 33, 31, 0.1, 1e-5, 0.3f, 2.0f},
+        {3, 2, 112, 112, 0.3, 1e-3, -0.5f, 1.0f},  /* several slices, the last one short */
+        {128, 3, 7, 7, 0.1, 1e-5, 0.2f, 1.0f},     /* ResNet's last stage: hw 49 */
+        {16, 4, 9, 9, 0.1, 1e-5, 50.0f, 0.01f},    /* |mean| >> std */
+        {8, 16, 0, 0, 0.1, 1e-5, 0.1f, 1.0f},      /* 2-D */
+        {300, 5, 0, 0, 0.25, 1e-5, -0.2f, 1.0f},   /* 2-D, several slices */
+        {2, 1, 1, 1, 0.1, 1e-5, 0.0f, 1.0f},       /* two values per channel */
+    };
+    for (size_t i = 0; i < sizeof bns / sizeof bns[0]; i++) test_batchnorm(&bns[i]);
     return gr_test_report();
 }

@@ -1,115 +1,162 @@
-/* test_body_spatial.c — the bodies of the CUDA spatial kernels
- * (kernels/cuda/body_spatial.h), driven on the CPU over the whole grid each
- * kernel covers (and, for the reductions, in the kernels' stages: thread
- * partials per slice, per-channel finish, elementwise pass), against the CPU
- * backend's kernels on fresh random inputs:
- *   - maxpool forward (values and argmax) and backward, bit for bit, with
- *     ties (the first maximum in scan order) and NaN, padding, strides
- *     unequal to the kernel, odd and non-square sizes;
- *   - avgpool forward and backward, count_include_pad true and false, bit
- *     for bit (but for the CPU's reordering of rows wider than 256);
- *   - global_avgpool forward (the warp's lane partials and shuffle tree)
- *     and backward;
- *   - batchnorm training (y, saved, running stats over two steps with two
- *     momenta), eval, and backward in both modes (dw/db accumulate; with
- *     and without dx), 4-D (planes mode, one and several slices) and 2-D
- *     (columns mode), including a channel with |mean| >> std;
- *   - the reduction geometry: every element of a channel visited exactly
- *     once, the partials within the device scratch;
- *   - bias add (exact) and bias gradient against a double loop and against
- *     the db of kernels/cpu/dense.c and conv.c, one and several slices.
- * Needs no GPU and no CUDA headers. */
-#include <stdlib.h>
-#include <string.h>
+/* test_op_pool.c — maxpool, avgpool and global_avgpool (graph/op_pool.c):
+ *   - finite-difference gradchecks through the real pipeline on the backend
+ *     named on the command line (gradcheck.h: `cpu` or `cuda`), each
+ *     followed by flatten + dense so the loss sees every output;
+ *   - shapes and attribute/shape errors;
+ *   - parity with PyTorch (bn_torch.py, run with /usr/bin/python3; missing
+ *     torch fails the test): maxpool (ties, argmax), avgpool
+ *     (count_include_pad true and false, non-square, padding, wide rows),
+ *     strides 1, 2 and 3, and global_avgpool forward and backward; kernels
+ *     run one plan step at a time so the test controls dy (op_step.h);
+ *   - the pooling bodies (body_check.h), on the CPU over the whole grid
+ *     each kernel covers, against the CPU kernels: maxpool forward (values
+ *     and argmax) and backward, bit for bit, with ties (the first maximum in
+ *     scan order) and NaN, padding, strides unequal to the kernel, odd and
+ *     non-square sizes; avgpool forward and backward, count_include_pad true
+ *     and false, bit for bit (but for the CPU's reordering of rows wider than
+ *     256); global_avgpool forward (the warp's lane partials and shuffle
+ *     tree) and backward.
+ * All but the gradchecks run with `cpu` only.
+ *
+ * maxpool has a kink wherever the top two values of a window are within h
+ * (1e-2) of each other. The harness's inputs are a fixed function of the
+ * shape, so the maxpool shapes below were chosen (by scanning the inputs)
+ * such that every window's top two values differ by more than 0.015; change
+ * a maxpool shape and that margin must be checked again. */
+#include "body_check.h"
+#include "gradcheck.h"
+#include "op_step.h"
 
-#include "gr_test.h"
-#include "kernels/cpu/conv.h"
-#include "kernels/cpu/cpu_kernels.h"
-#include "kernels/cuda/body_spatial.h"
+/* ---- gradchecks ---- */
 
-static uint64_t g_key = 1000; /* a fresh random stream per array */
-
-static float *t_alloc(int64_t n) { return gr_xcalloc((size_t)(n > 0 ? n : 1), sizeof(float)); }
-
-/* lo + (hi - lo) * uniform */
-static float *t_rand(int64_t n, float lo, float hi) {
-    float *p = t_alloc(n);
-    uint64_t key = g_key++;
-    for (int64_t i = 0; i < n; i++) p[i] = lo + (hi - lo) * gr_uniform(key, (uint64_t)i);
-    return p;
+static void test_gradchecks(void) {
+    static const gr_gc_case cases[] = {
+        {"maxpool 2x2", "[{maxpool: {kernel: 2}}, flatten, {dense: {units: 3}}]", 3, {2, 4, 4}, 0.0, 0.05, NULL},
+        {"maxpool 3x3 s2 p1", "[{maxpool: {kernel: 3, stride: 2, padding: 1}}, flatten, {dense: {units: 3}}]",
+         3, {2, 4, 5}, 0.0, 0.05, NULL},
+        {"maxpool [2,3] s[1,2] p[1,1]",
+         "[{maxpool: {kernel: [2, 3], stride: [1, 2], padding: [1, 1]}}, flatten, {dense: {units: 3}}]",
+         3, {1, 4, 5}, 0.0, 0.05, NULL},
+        {"avgpool 2x2", "[{avgpool: {kernel: 2}}, flatten, {dense: {units: 3}}]", 3, {2, 4, 4}, 0.0, 0.0, NULL},
+        {"avgpool 3x3 s2 p1 incl pad",
+         "[{avgpool: {kernel: 3, stride: 2, padding: 1}}, flatten, {dense: {units: 3}}]", 3, {2, 5, 5}, 0.0,
+         0.0, NULL},
+        {"avgpool 3x3 s2 p1 excl pad",
+         "[{avgpool: {kernel: 3, stride: 2, padding: 1, count_include_pad: false}}, flatten, "
+         "{dense: {units: 3}}]", 3, {2, 5, 5}, 0.0, 0.0, NULL},
+        {"avgpool [3,2] s[2,1] p[1,0]",
+         "[{avgpool: {kernel: [3, 2], stride: [2, 1], padding: [1, 0], count_include_pad: false}}, flatten, "
+         "{dense: {units: 3}}]", 3, {1, 6, 4}, 0.0, 0.0, NULL},
+        {"global_avgpool", "[global_avgpool, flatten, {dense: {units: 3}}]", 3, {3, 3, 4}, 0.0, 0.0, NULL},
+    };
+    for (size_t i = 0; i < GR_ARRAY_LEN(cases); i++) gr_gc_run(&cases[i]);
 }
 
-static float *t_copy(const float *src, int64_t n) {
-    float *p = t_alloc(n);
-    memcpy(p, src, (size_t)n * sizeof *p);
-    return p;
-}
+/* ---- shapes and errors ---- */
 
-/* max |got - ref| / max |ref| (NaN where only one side is NaN counts as
- * infinite); *at = the worst index. */
-static double t_err(const float *got, const float *ref, int64_t n, int64_t *at) {
-    double scale = 0.0, worst = 0.0;
-    *at = -1;
-    for (int64_t i = 0; i < n; i++)
-        if (fabs((double)ref[i]) > scale) scale = fabs((double)ref[i]);
-    if (scale == 0.0) scale = 1.0;
-    for (int64_t i = 0; i < n; i++) {
-        double d = (isnan(got[i]) != isnan(ref[i])) ? INFINITY
-                 : isnan(ref[i]) ? 0.0 : fabs((double)got[i] - (double)ref[i]) / scale;
-        if (d > worst || *at < 0) {
-            if (d > worst) worst = d;
-            *at = i;
-        }
+static void test_shapes(void) {
+    gr_bnt t;
+    int64_t s[3] = {64, 112, 112};
+    if (gr_bnt_init(&t, "[{maxpool: {kernel: 3, stride: 2, padding: 1}}, global_avgpool, flatten]", s, 3, 2)) {
+        const gr_node *mp = &t.g.nodes[t.g.layers[0].node], *gap = &t.g.nodes[t.g.layers[1].node];
+        const gr_tensor *y = &t.g.tensors[mp->out[0]], *idx = &t.g.tensors[mp->out[1]];
+        CHECK(y->ndim == 4 && y->shape[0] == 2 && y->shape[1] == 64 && y->shape[2] == 56 && y->shape[3] == 56);
+        CHECK(idx->elem == GR_I32 && idx->shape[3] == 56 && mp->nout == 2);
+        CHECK(mp->flops == 64 * 56 * 56 * 9);
+        const gr_tensor *gy = &t.g.tensors[gap->out[0]];
+        CHECK(gy->ndim == 4 && gy->shape[1] == 64 && gy->shape[2] == 1 && gy->shape[3] == 1);
+        CHECK(t.g.n_classes == 64);
+        CHECK(t.g.n_params == 0);
+        gr_bnt_free(&t);
     }
-    return worst;
 }
 
-#define CHECK_CLOSE_ARR(what, got, ref, n, tol) do { \
-    int64_t at_; \
-    double e_ = t_err(got, ref, n, &at_); \
-    CHECK_MSG(e_ <= (tol), "%s: error %.3g > %.3g at index %lld (got %.9g, want %.9g)", what, e_, (double)(tol), \
-              (long long)at_, (double)(got)[at_], (double)(ref)[at_]); \
-} while (0)
-
-/* Bitwise equality of n 4-byte values; reports the first difference. */
-#define CHECK_SAME_ARR(what, got, ref, n) do { \
-    int64_t d_ = -1; \
-    for (int64_t i_ = 0; i_ < (n) && d_ < 0; i_++) \
-        if (memcmp(&(got)[i_], &(ref)[i_], 4) != 0) d_ = i_; \
-    CHECK_MSG(d_ < 0, "%s: differs at index %lld (got %.9g, want %.9g)", what, (long long)d_, \
-              d_ < 0 ? 0.0 : (double)(got)[d_], d_ < 0 ? 0.0 : (double)(ref)[d_]); \
-} while (0)
-
-/* ---- hand-built kernel arguments for the CPU kernels ---- */
-
-typedef struct t_args {
-    gr_node node;
-    gr_tensor tin[GR_MAX_IN], tout[GR_MAX_OUT];
-    gr_exec_ctx ctx;
-    gr_kargs a;
-} t_args;
-
-static void t_tensor(gr_tensor *t, gr_elem elem, bool batched, int ndim, const int64_t *shape) {
-    memset(t, 0, sizeof *t);
-    t->elem = elem;
-    t->batched = batched;
-    t->ndim = ndim;
-    for (int d = 0; d < ndim; d++) t->shape[d] = shape[d];
-    t->alias_of = t->grad = t->layer = -1;
+static void test_errors(void) {
+    int64_t flat[1] = {784}, img[3] = {1, 4, 4};
+    gr_bnt_expect_error("[{maxpool: {kernel: 2}}]", flat, 1, 4, "maxpool needs [batch, C, H, W] input, got [n, 784]");
+    gr_bnt_expect_error("[global_avgpool]", flat, 1, 4, "global_avgpool needs [batch, C, H, W] input, got [n, 784]");
+    gr_bnt_expect_error("[{avgpool: {kernel: 5}}, flatten]", img, 3, 4,
+                        "kernel 5x5 is larger than the padded input 4x4");
+    gr_bnt_expect_error("[{maxpool: {kernel: [2, 7], padding: [0, 1]}}, flatten]", img, 3, 4,
+                        "kernel 2x7 is larger than the padded input 4x6");
+    gr_bnt_expect_error("[{maxpool: {kernel: 3, padding: 2}}, flatten]", img, 3, 4,
+                        "padding 2 is more than half the kernel 3");
+    gr_bnt_expect_error("[{avgpool: {kernel: [2, 4], padding: [1, 3]}}, flatten]", img, 3, 4,
+                        "padding 3 is more than half the kernel 4");
+    gr_bnt_expect_error("[{maxpool: {kernel: 0}}, flatten]", img, 3, 4, "maxpool.kernel");
+    gr_bnt_expect_error("[{maxpool: {kernel: 2, stride: -1}}, flatten]", img, 3, 4, "maxpool.stride");
+    gr_bnt_expect_error("[{maxpool: {kernel: 2, padding: -1}}, flatten]", img, 3, 4, "maxpool.padding");
+    gr_bnt_expect_error("[{maxpool: {stride: 2}}, flatten]", img, 3, 4, "kernel: required attribute missing");
+    gr_bnt_expect_error("[{maxpool: {kernel: 2, strid: 1}}, flatten]", img, 3, 4,
+                        "maxpool.strid: unknown attribute (maxpool takes kernel, stride, padding)");
+    gr_bnt_expect_error("[{maxpool: {kernel: 2, count_include_pad: false}}, flatten]", img, 3, 4,
+                        "unknown attribute");
+    gr_bnt_expect_error("[{avgpool: {kernel: [2, 2, 2]}}, flatten]", img, 3, 4, "a [h, w] list of two integers");
+    gr_bnt_expect_error("[{avgpool: {kernel: 2, count_include_pad: maybe}}, flatten]", img, 3, 4,
+                        "avgpool.count_include_pad");
+    /* no attrs node to point at (as dense) */
+    gr_bnt_expect_error_at("[maxpool]", img, 3, 4, "model.layers[0].maxpool: maxpool needs attributes", false);
+    gr_bnt_expect_error("[{global_avgpool: {kernel: 2}}, flatten]", img, 3, 4, "takes no attributes");
 }
 
-static void t_args_init(t_args *t, gr_op op, int nin, int nout, int64_t n, bool training) {
-    memset(t, 0, sizeof *t);
-    t->node.op = op;
-    t->node.nin = nin;
-    t->node.nout = nout;
-    t->node.fwd = -1;
-    t->ctx.training = training;
-    t->a.node = &t->node;
-    t->a.n = n;
-    t->a.ctx = &t->ctx;
-    for (int i = 0; i < GR_MAX_IN; i++) t->a.tin[i] = &t->tin[i];
-    for (int i = 0; i < GR_MAX_OUT; i++) t->a.tout[i] = &t->tout[i];
+/* ---- PyTorch parity ---- */
+
+typedef struct gr_pool_parity {
+    const char *name, *layers;
+    gr_op op, bwd;
+    int64_t shape[3]; /* per sample */
+    int64_t n, out_total;
+} gr_pool_parity;
+
+static void gr_parity_pool(const gr_pool_parity *pc) {
+    gr_bnt t;
+    if (!gr_bnt_init(&t, pc->layers, pc->shape, 3, pc->n + 1)) return;
+    int64_t total = pc->n * pc->shape[0] * pc->shape[1] * pc->shape[2], nout = pc->out_total;
+    gr_exec_ctx train = {.training = true, .grad_scale = 1.0f};
+    gr_kargs *f = gr_bnt_step(&t.train, pc->op), *bw = gr_bnt_step(&t.train, pc->bwd);
+    CHECK(gr_tensor_sample_numel(f->tout[0]) * pc->n == nout);
+    char what[96];
+    memcpy(f->in[0], gr_ref(pc->name, "x", total), (size_t)total * sizeof(float));
+    gr_bnt_run(&t, f, pc->n, &train);
+    snprintf(what, sizeof what, "%s: y", pc->name);
+    gr_bnt_close(what, f->out[0], gr_ref(pc->name, "y", nout), nout, 1e-5, 1e-6);
+    if (pc->op == GR_OP_MAXPOOL) {
+        const int32_t *idx = f->out[1];
+        const float *want = gr_ref(pc->name, "idx", nout);
+        int64_t bad = 0;
+        for (int64_t i = 0; i < nout; i++) bad += idx[i] != (int32_t)want[i];
+        CHECK_MSG(bad == 0, "%s: %lld argmax indices differ", pc->name, (long long)bad);
+    }
+    memcpy(bw->in[0], gr_ref(pc->name, "dy", nout), (size_t)nout * sizeof(float));
+    gr_bnt_run(&t, bw, pc->n, &train);
+    snprintf(what, sizeof what, "%s: dx", pc->name);
+    gr_bnt_close(what, bw->out[0], gr_ref(pc->name, "dx", total), total, 1e-5, 1e-6);
+    gr_bnt_free(&t);
+}
+
+static void test_torch_parity(void) {
+    if (!gr_refs_fetch("pool")) return;
+    static const gr_pool_parity pools[] = {
+        {"max_ties", "[{maxpool: {kernel: 3, stride: 2, padding: 1}}, flatten]", GR_OP_MAXPOOL, GR_OP_MAXPOOL_BWD,
+         {3, 7, 8}, 2, 2 * 3 * 4 * 4},
+        {"max_2x2", "[{maxpool: {kernel: 2}}, flatten]", GR_OP_MAXPOOL, GR_OP_MAXPOOL_BWD, {2, 6, 6}, 2, 2 * 2 * 3 * 3},
+        {"max_rect", "[{maxpool: {kernel: [3, 2], stride: [2, 1], padding: [1, 1]}}, flatten]", GR_OP_MAXPOOL,
+         GR_OP_MAXPOOL_BWD, {2, 6, 5}, 2, 2 * 2 * 3 * 6},
+        {"max_s3", "[{maxpool: {kernel: 3, stride: 3, padding: 1}}, flatten]", GR_OP_MAXPOOL, GR_OP_MAXPOOL_BWD,
+         {2, 7, 10}, 2, 2 * 2 * 3 * 4},
+        {"avg_incl", "[{avgpool: {kernel: 3, stride: 2, padding: 1}}, flatten]", GR_OP_AVGPOOL, GR_OP_AVGPOOL_BWD,
+         {3, 7, 8}, 2, 2 * 3 * 4 * 4},
+        {"avg_excl", "[{avgpool: {kernel: 3, stride: 2, padding: 1, count_include_pad: false}}, flatten]",
+         GR_OP_AVGPOOL, GR_OP_AVGPOOL_BWD, {3, 7, 8}, 2, 2 * 3 * 4 * 4},
+        {"avg_rect", "[{avgpool: {kernel: [3, 2], stride: [2, 1], padding: [1, 1], count_include_pad: false}}, "
+         "flatten]", GR_OP_AVGPOOL, GR_OP_AVGPOOL_BWD, {2, 6, 5}, 2, 2 * 2 * 3 * 6},
+        /* rows wider than avgpool_bwd's chunk of 256 outputs */
+        {"avg_wide", "[{avgpool: {kernel: 3, stride: 1, padding: 1, count_include_pad: false}}, flatten]",
+         GR_OP_AVGPOOL, GR_OP_AVGPOOL_BWD, {1, 3, 600}, 2, 2 * 1 * 3 * 600},
+        {"gap", "[global_avgpool, flatten]", GR_OP_GLOBAL_AVGPOOL, GR_OP_GLOBAL_AVGPOOL_BWD, {3, 5, 4}, 2, 2 * 3},
+    };
+    for (size_t i = 0; i < GR_ARRAY_LEN(pools); i++) gr_parity_pool(&pools[i]);
+    gr_refs_free();
 }
 
 /* ---- pooling ---- */
@@ -300,254 +347,16 @@ static void test_global_avgpool(int64_t n, int64_t c, int64_t h, int64_t w) {
     free(x); free(y); free(y2); free(dy); free(dx); free(dx2);
 }
 
-/* ---- per-channel reductions ---- */
+int main(int argc, char **argv) {
+    int rc = gr_gc_args(argc, argv);
+    if (rc) return rc;
+    test_gradchecks();
+    if (!gr_gc_on_cpu()) return gr_test_report();
+    test_shapes();
+    test_errors();
+    test_torch_parity();
 
-/* Every element of every channel is visited once by the threads of its
- * slices, and the partials fit the device scratch. */
-static void test_chan_geo(int64_t n, int64_t c, int64_t inner) {
-    gr_chan_geo g = gr_chan_geo_make(n, c, inner);
-    CHECK_MSG(g.m == n * inner && g.slices >= 1 && g.len * g.slices >= g.m && g.len * (g.slices - 1) < g.m,
-              "geo n%lld c%lld inner%lld: slices %lld of %lld", (long long)n, (long long)c, (long long)inner,
-              (long long)g.slices, (long long)g.len);
-    CHECK_MSG(c * g.slices <= GR_CHAN_PARTS_MAX || g.slices == 1, "geo n%lld c%lld inner%lld: %lld partials",
-              (long long)n, (long long)c, (long long)inner, (long long)(c * g.slices));
-    int64_t threads = g.cols ? 1 : GR_CHAN_THREADS, total = n * c * inner, bad = 0;
-    unsigned char *seen = gr_xcalloc((size_t)total, 1);
-    for (int64_t ch = 0; ch < c; ch++)
-        for (int64_t s = 0; s < g.slices; s++)
-            for (int64_t t = 0; t < threads; t++) {
-                int64_t e0, e1, step;
-                gr_chan_span(&g, s, t, &e0, &e1, &step);
-                gr_chan_cur cur = gr_chan_cur_at(&g, e0, step);
-                for (int64_t e = e0; e < e1; e += step) {
-                    int64_t at = ch * inner + cur.off;
-                    if (at < 0 || at >= total || gr_chan_of(at, inner, c) != ch) bad++;
-                    else seen[at]++;
-                    gr_chan_cur_next(&cur);
-                }
-            }
-    for (int64_t i = 0; i < total; i++) bad += seen[i] != 1;
-    CHECK_MSG(bad == 0, "geo n%lld c%lld inner%lld: %lld elements not visited exactly once", (long long)n,
-              (long long)c, (long long)inner, (long long)bad);
-    free(seen);
-}
-
-/* The stage-1 partials of one reduction, summed per channel in slice order
- * as the stage-2 warp does (in double; the GPU's tree only reorders double
- * additions): kind 0 batchnorm statistics of a, 1 batchnorm gradient sums
- * of (dy = a, x = b, mean = saved[ch]), 2 bias gradient of a. */
-static void t_chan_sums(const gr_chan_geo *g, int kind, const float *a, const float *b, const float *saved,
-                        double *s1, double *s2) {
-    int64_t threads = g->cols ? 1 : GR_CHAN_THREADS;
-    for (int64_t ch = 0; ch < g->c; ch++) {
-        s1[ch] = s2[ch] = 0.0;
-        for (int64_t s = 0; s < g->slices; s++) {
-            double p1 = 0.0, p2 = 0.0;
-            for (int64_t t = 0; t < threads; t++) {
-                int64_t e0, e1, step;
-                double u = 0.0, v = 0.0;
-                gr_chan_span(g, s, t, &e0, &e1, &step);
-                if (kind == 0) gr_body_bn_stats_part(g, a, ch, e0, e1, step, &u, &v);
-                else if (kind == 1) gr_body_bn_grad_part(g, a, b, saved[ch], ch, e0, e1, step, &u, &v);
-                else u = gr_body_bias_grad_part(g, a, ch, e0, e1, step);
-                p1 += u;
-                p2 += v;
-            }
-            s1[ch] += p1;
-            s2[ch] += p2;
-        }
-    }
-}
-
-typedef struct t_bn {
-    int64_t n, c, h, w;   /* w == 0: 2-D [n, c] */
-    double momentum, eps;
-    float offset, spread; /* x = offset_c + spread * U(-1, 1), offset_c = offset * (c + 1) */
-} t_bn;
-
-static void t_bn_args(t_args *t, const t_bn *q, gr_op op, int nin, int nout, bool training) {
-    int64_t xs[4] = {q->n, q->c, q->h, q->w}, cs[1] = {q->c}, ss[2] = {2, q->c};
-    int nd = q->w ? 4 : 2;
-    t_args_init(t, op, nin, nout, q->n, training);
-    t->node.attrs.momentum = q->momentum;
-    t->node.attrs.eps = q->eps;
-    if (op == GR_OP_BATCHNORM) {
-        t_tensor(&t->tin[0], GR_F32, true, nd, xs);
-        for (int i = 1; i < 5; i++) t_tensor(&t->tin[i], GR_F32, false, 1, cs);
-        t_tensor(&t->tout[0], GR_F32, true, nd, xs);
-        t_tensor(&t->tout[1], GR_F32, false, 2, ss);
-    } else {
-        t_tensor(&t->tin[0], GR_F32, true, nd, xs);
-        t_tensor(&t->tin[1], GR_F32, true, nd, xs);
-        t_tensor(&t->tin[2], GR_F32, false, 1, cs);
-        t_tensor(&t->tin[3], GR_F32, false, 2, ss);
-        t_tensor(&t->tout[0], GR_F32, false, 1, cs);
-        t_tensor(&t->tout[1], GR_F32, false, 1, cs);
-        t_tensor(&t->tout[2], GR_F32, true, nd, xs);
-    }
-}
-
-static float *t_bn_input(const t_bn *q, int64_t hw) {
-    int64_t total = q->n * q->c * hw;
-    float *x = t_rand(total, -q->spread, q->spread);
-    for (int64_t i = 0; i < total; i++) x[i] += q->offset * (float)(gr_chan_of(i, hw, q->c) + 1);
-    return x;
-}
-
-static void test_batchnorm(const t_bn *q) {
-    int64_t hw = q->w ? q->h * q->w : 1, c = q->c, total = q->n * c * hw;
-    gr_chan_geo g = gr_chan_geo_make(q->n, c, hw);
-    char what[160], w2[220];
-    snprintf(what, sizeof what, "batchnorm [%lld, %lld%s%lld%s%lld] (%lld slices%s) mom %g offset %g",
-             (long long)q->n, (long long)c, q->w ? ", " : "", (long long)(q->w ? q->h : 0), q->w ? ", " : "",
-             (long long)q->w, (long long)g.slices, g.cols ? ", columns" : "", q->momentum, (double)q->offset);
-    float *w = t_rand(c, 0.5f, 1.5f), *b = t_rand(c, -0.5f, 0.5f);
-    float *rm = t_rand(c, -1.0f, 1.0f), *rv = t_rand(c, 0.5f, 2.0f);
-    float *rm2 = t_copy(rm, c), *rv2 = t_copy(rv, c);
-    float *y = t_alloc(total), *y2 = t_alloc(total), *saved = t_alloc(2 * c), *saved2 = t_alloc(2 * c);
-    float *coef = t_alloc(4 * c);
-    double *s1 = gr_xcalloc((size_t)c, sizeof *s1), *s2 = gr_xcalloc((size_t)c, sizeof *s2);
-    t_args t;
-
-    /* training, two steps on fresh inputs (the running stats compound) */
-    float *x = NULL;
-    for (int step = 0; step < 2; step++) {
-        free(x);
-        x = t_bn_input(q, hw);
-        t_bn_args(&t, q, GR_OP_BATCHNORM, 5, 2, true);
-        float *ins[5] = {x, w, b, rm, rv};
-        for (int i = 0; i < 5; i++) t.a.in[i] = ins[i];
-        t.a.out[0] = y;
-        t.a.out[1] = saved;
-        gr_cpu_batchnorm(&t.a);
-
-        t_chan_sums(&g, 0, x, NULL, NULL, s1, s2);
-        for (int64_t ch = 0; ch < c; ch++)
-            gr_body_bn_train_finish(&g, ch, s1[ch], s2[ch], x, q->eps, q->momentum, w, b, saved2, rm2, rv2, coef);
-        for (int64_t i = 0; i < total; i++) y2[i] = gr_body_bn_norm(x[i], coef + 4 * gr_chan_of(i, hw, c));
-        snprintf(w2, sizeof w2, "%s: train step %d: saved", what, step);
-        CHECK_CLOSE_ARR(w2, saved2, saved, 2 * c, 1e-6);
-        snprintf(w2, sizeof w2, "%s: train step %d: running_mean", what, step);
-        CHECK_CLOSE_ARR(w2, rm2, rm, c, 1e-6);
-        snprintf(w2, sizeof w2, "%s: train step %d: running_var", what, step);
-        CHECK_CLOSE_ARR(w2, rv2, rv, c, 1e-6);
-        snprintf(w2, sizeof w2, "%s: train step %d: y", what, step);
-        CHECK_CLOSE_ARR(w2, y2, y, total, 1e-5);
-    }
-
-    /* backward of the training step (the CPU's saved feeds both), dw/db
-     * accumulating into nonzero values, then without dx */
-    float *dy = t_rand(total, -1.0f, 1.0f), *dw = t_rand(c, -1.0f, 1.0f), *db = t_rand(c, -1.0f, 1.0f);
-    float *dw2 = t_copy(dw, c), *db2 = t_copy(db, c), *dx = t_alloc(total), *dx2 = t_alloc(total);
-    for (int mode = 0; mode < 2; mode++) {
-        bool training = mode == 0;
-        if (!training) {
-            /* eval forward: the running stats (const in the body) */
-            t_bn_args(&t, q, GR_OP_BATCHNORM, 5, 2, false);
-            float *ins[5] = {x, w, b, rm, rv};
-            for (int i = 0; i < 5; i++) t.a.in[i] = ins[i];
-            t.a.out[0] = y;
-            t.a.out[1] = saved;
-            gr_cpu_batchnorm(&t.a);
-            for (int64_t ch = 0; ch < c; ch++)
-                gr_body_bn_eval_finish(c, ch, (float)q->eps, w, b, rm2, rv2, saved2, coef);
-            for (int64_t i = 0; i < total; i++) y2[i] = gr_body_bn_norm(x[i], coef + 4 * gr_chan_of(i, hw, c));
-            snprintf(w2, sizeof w2, "%s: eval: saved", what);
-            CHECK_CLOSE_ARR(w2, saved2, saved, 2 * c, 1e-6);
-            snprintf(w2, sizeof w2, "%s: eval: y", what);
-            CHECK_CLOSE_ARR(w2, y2, y, total, 1e-5);
-        }
-        for (int with_dx = 1; with_dx >= 0; with_dx--) {
-            t_bn_args(&t, q, GR_OP_BATCHNORM_BWD, 4, with_dx ? 3 : 2, training);
-            float *ins[4] = {dy, x, w, saved};
-            for (int i = 0; i < 4; i++) t.a.in[i] = ins[i];
-            t.a.out[0] = dw;
-            t.a.out[1] = db;
-            t.a.out[2] = dx;
-            gr_cpu_batchnorm_bwd(&t.a);
-
-            t_chan_sums(&g, 1, dy, x, saved, s1, s2);
-            for (int64_t ch = 0; ch < c; ch++)
-                gr_body_bn_bwd_finish(&g, ch, s1[ch], s2[ch], training, w, saved, dw2, db2, coef);
-            snprintf(w2, sizeof w2, "%s: bwd %s%s: dweight", what, training ? "train" : "eval",
-                     with_dx ? "" : " (no dx)");
-            CHECK_CLOSE_ARR(w2, dw2, dw, c, 1e-5);
-            snprintf(w2, sizeof w2, "%s: bwd %s%s: dbias", what, training ? "train" : "eval",
-                     with_dx ? "" : " (no dx)");
-            CHECK_CLOSE_ARR(w2, db2, db, c, 1e-5);
-            if (!with_dx) continue;
-            for (int64_t i = 0; i < total; i++)
-                dx2[i] = gr_body_bn_dx(dy[i], x[i], coef + 4 * gr_chan_of(i, hw, c));
-            snprintf(w2, sizeof w2, "%s: bwd %s: dx", what, training ? "train" : "eval");
-            CHECK_CLOSE_ARR(w2, dx2, dx, total, 1e-5);
-        }
-    }
-    free(w); free(b); free(rm); free(rv); free(rm2); free(rv2); free(y); free(y2); free(saved); free(saved2);
-    free(coef); free(s1); free(s2); free(x); free(dy); free(dw); free(db); free(dw2); free(db2); free(dx);
-    free(dx2);
-}
-
-/* ---- bias add and bias gradient of [n][c][inner] ---- */
-
-static void test_bias(int64_t n, int64_t c, int64_t inner) {
-    int64_t total = n * c * inner;
-    gr_chan_geo g = gr_chan_geo_make(n, c, inner);
-    char what[120], w2[180];
-    snprintf(what, sizeof what, "bias [%lld][%lld][%lld] (%lld slices%s)", (long long)n, (long long)c,
-             (long long)inner, (long long)g.slices, g.cols ? ", columns" : "");
-    float *y = t_rand(total, -1.0f, 1.0f), *b = t_rand(c, -1.0f, 1.0f), *y2 = t_copy(y, total);
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t j = 0; j < c; j++)
-            for (int64_t k = 0; k < inner; k++) y[(i * c + j) * inner + k] += b[j];
-    for (int64_t i = 0; i < total; i++) gr_body_bias_add(y2, b, i, gr_chan_of(i, inner, c));
-    snprintf(w2, sizeof w2, "%s: add", what);
-    CHECK_SAME_ARR(w2, y2, y, total);
-
-    /* gradient: a double loop, and the kernel's stages (one slice finishes
-     * directly, as the first stage does then) */
-    float *dy = t_rand(total, -1.0f, 1.0f), *db = t_rand(c, -1.0f, 1.0f), *db2 = t_copy(db, c);
-    float *db3 = t_copy(db, c);
-    for (int64_t j = 0; j < c; j++) {
-        double s = 0.0;
-        for (int64_t i = 0; i < n; i++)
-            for (int64_t k = 0; k < inner; k++) s += dy[(i * c + j) * inner + k];
-        db[j] += (float)s;
-    }
-    double *s1 = gr_xcalloc((size_t)c, sizeof *s1), *s2 = gr_xcalloc((size_t)c, sizeof *s2);
-    t_chan_sums(&g, 2, dy, NULL, NULL, s1, s2);
-    for (int64_t j = 0; j < c; j++) gr_body_bias_grad_finish(j, s1[j], db2);
-    snprintf(w2, sizeof w2, "%s: grad vs double loop", what);
-    CHECK_CLOSE_ARR(w2, db2, db, c, 1e-6);
-
-    /* the CPU backend's db: dense (inner 1, summed in float) or conv (a 1x1 conv) */
-    float *xin = t_rand(n * 2 * inner, -1.0f, 1.0f), *dwt = t_alloc(c * 2);
-    if (inner == 1) {
-        t_args t;
-        int64_t ws[2] = {c, 2}, xs[2] = {n, 2}, ys[2] = {n, c}, bs[1] = {c};
-        t_args_init(&t, GR_OP_DENSE_BWD_PARAMS, 2, 2, n, true);
-        t_tensor(&t.tin[0], GR_F32, true, 2, ys);
-        t_tensor(&t.tin[1], GR_F32, true, 2, xs);
-        t_tensor(&t.tout[0], GR_F32, false, 2, ws);
-        t_tensor(&t.tout[1], GR_F32, false, 1, bs);
-        t.a.in[0] = dy;
-        t.a.in[1] = xin;
-        t.a.out[0] = dwt;
-        t.a.out[1] = db3;
-        gr_cpu_dense_bwd_params(&t.a);
-        snprintf(w2, sizeof w2, "%s: grad vs kernels/cpu/dense.c", what);
-        CHECK_CLOSE_ARR(w2, db2, db3, c, 1e-5);
-    } else {
-        gr_conv_shape s = {.n = n, .c = 2, .h = 1, .w = inner, .f = c, .ho = 1, .wo = inner,
-                           .kh = 1, .kw = 1, .sh = 1, .sw = 1, .ph = 0, .pw = 0, .groups = 1};
-        gr_cpu_conv_ref_bwd_params(&s, dy, xin, dwt, db3);
-        snprintf(w2, sizeof w2, "%s: grad vs kernels/cpu/conv.c", what);
-        CHECK_CLOSE_ARR(w2, db2, db3, c, 1e-6);
-    }
-    free(y); free(b); free(y2); free(dy); free(db); free(db2); free(db3); free(s1); free(s2); free(xin); free(dwt);
-}
-
-int main(void) {
-    /* pooling: n, c, h, w, kh, kw, sh, sw, ph, pw */
+    /* pooling bodies: n, c, h, w, kh, kw, sh, sw, ph, pw */
     const t_pool pools[] = {
         {2, 3, 13, 11, 3, 3, 2, 2, 1, 1},   /* ResNet's stem pool on odd sizes */
         {2, 2, 9, 7, 2, 2, 2, 2, 0, 0},     /* kernel = stride, a ragged edge */
@@ -567,42 +376,5 @@ int main(void) {
     test_global_avgpool(3, 4, 1, 1);
     test_global_avgpool(2, 3, 37, 29);
     test_global_avgpool(1, 2, 112, 112);
-
-    /* geometries: columns and planes modes, one and several slices, the
-     * partials cap (16384 channels x 4 slices), more channels than partials */
-    test_chan_geo(3, 5, 1);
-    test_chan_geo(300, 7, 1);
-    test_chan_geo(4, 3, 35);
-    test_chan_geo(3, 2, 12544);
-    test_chan_geo(128, 3, 49);
-    test_chan_geo(1, 1, 1);
-    test_chan_geo(2, 70000, 1);
-    const int64_t caps[][3] = {{256, 4096, 1}, {256, 16384, 49}, {1024, 64, 12544}, {256, 2048, 49}};
-    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
-        gr_chan_geo g = gr_chan_geo_make(caps[i][0], caps[i][1], caps[i][2]);
-        CHECK_MSG(g.slices > 1 && caps[i][1] * g.slices <= GR_CHAN_PARTS_MAX, "geo [%lld][%lld][%lld]: %lld slices",
-                  (long long)caps[i][0], (long long)caps[i][1], (long long)caps[i][2], (long long)g.slices);
-    }
-
-    /* batchnorm: n, c, h, w (0: 2-D), momentum, eps, offset, spread */
-    const t_bn bns[] = {
-        {4, 3, 5, 7, 0.1, 1e-5, 0.0f, 1.0f},
-        {2, 6, 33, 31, 0.1, 1e-5, 0.3f, 2.0f},
-        {3, 2, 112, 112, 0.3, 1e-3, -0.5f, 1.0f},  /* several slices, the last one short */
-        {128, 3, 7, 7, 0.1, 1e-5, 0.2f, 1.0f},     /* ResNet's last stage: hw 49 */
-        {16, 4, 9, 9, 0.1, 1e-5, 50.0f, 0.01f},    /* |mean| >> std */
-        {8, 16, 0, 0, 0.1, 1e-5, 0.1f, 1.0f},      /* 2-D */
-        {300, 5, 0, 0, 0.25, 1e-5, -0.2f, 1.0f},   /* 2-D, several slices */
-        {2, 1, 1, 1, 0.1, 1e-5, 0.0f, 1.0f},       /* two values per channel */
-    };
-    for (size_t i = 0; i < sizeof bns / sizeof bns[0]; i++) test_batchnorm(&bns[i]);
-
-    /* bias: n, c, inner */
-    test_bias(256, 4096, 1);   /* dense, several slices per column */
-    test_bias(3, 10, 1);       /* one slice */
-    test_bias(2, 70000, 1);    /* more channels than partials */
-    test_bias(5, 6, 63);       /* conv, one slice */
-    test_bias(4, 3, 12544);    /* conv, several slices */
-    test_bias(7, 5, 49);
     return gr_test_report();
 }
