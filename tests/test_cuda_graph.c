@@ -24,7 +24,7 @@
  * after 7 steps), so both cannot be wrong the same way. A fifth run asks for
  * graphs under GPURUN_CUDA_SYNC=1 (a synchronize and error check after
  * every op): it captures nothing and equals the eager run. */
-#include "cuda_cmp.h"
+#include "ops/cuda_cmp.h"
 
 #define MB 16     /* micro-batch */
 #define ACCUM 2   /* micro-batches per optimizer step */

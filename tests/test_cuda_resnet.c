@@ -17,10 +17,10 @@
  * gradient element on one only; one such flip in layer 4 (8x4x4 positions
  * per channel) moves that conv's weight gradient by NMSE ~2e-5. Hence
  * gradients NMSE 1e-5 over the whole arena and 1e-4 per tensor (a wrong
- * kernel is 1e-3 or more; test_cuda_ops.c holds fp32 to 1e-8 on models too
+ * kernel is 1e-3 or more; ops/test_cuda_vs_cpu.c holds fp32 to 1e-8 on models too
  * small for flips). Weights after the step differ by lr times the gradient
  * error: NMSE 1e-8. */
-#include "cuda_cmp.h"
+#include "ops/cuda_cmp.h"
 
 #define MB 8
 

@@ -1,4 +1,4 @@
-/* test_cuda_ops.c — every op of graph/ops.def on the CUDA backend against
+/* test_cuda_vs_cpu.c — every op of graph/ops.def on the CUDA backend against
  * the CPU reference, through the real pipeline (graph -> autodiff -> plan ->
  * gr_train_micro_step). Label `gpu`: exits 77 (skipped) without a device.
  *

@@ -1,12 +1,12 @@
 """conv_parity_torch.py — conv forward and backward of both CPU paths against
 PyTorch (torch.nn.functional.conv2d + autograd, in float64).
 
-Runs test_gradcheck_conv with GR_CONV_DUMP=<tmp file>, which writes every
+Runs test_op_conv cpu with GR_CONV_DUMP=<tmp file>, which writes every
 kernel case (odd shapes, stride, padding, groups, depthwise, no bias, n below
 the planned batch) with its inputs and both paths' outputs; recomputes each
 with torch and compares (max |a - b| / (1 + max |b|) < 2e-5).
 
-Usage: conv_parity_torch.py path/to/test_gradcheck_conv"""
+Usage: conv_parity_torch.py path/to/test_op_conv"""
 import os
 import subprocess
 import sys
@@ -29,7 +29,7 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         dump = os.path.join(d, "conv.bin")
         env = dict(os.environ, GR_CONV_DUMP=dump)
-        r = subprocess.run([exe], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        r = subprocess.run([exe, "cpu"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if r.returncode != 0:
             print(r.stdout)
             sys.exit("%s failed (exit %d)" % (exe, r.returncode))

@@ -1,13 +1,13 @@
 #!/usr/bin/python3
-"""bn_torch.py OUT — PyTorch references for tests/test_bn.c.
+"""bn_torch.py OUT — PyTorch references for tests/ops/test_op_bn.c and test_op_pool.c.
 
 Writes inputs and torch 1.x results (float32, CPU) of batchnorm (train
 forward twice, backward, running stats, eval forward), maxpool (with ties),
 avgpool (count_include_pad true/false, non-square) and global_avgpool
 (AdaptiveAvgPool2d(1)) to OUT, as named float32 arrays:
     b"GRBN" then, per array: u32 name length, name, u32 count, count float32.
-test_bn.c runs the same layers through gpurun's kernels and compares.
-Case names and shapes must match test_bn.c's table."""
+test_op_bn.c and test_op_pool.c run the same layers through gpurun's kernels
+and compare. Case names and shapes must match their tables."""
 import struct
 import sys
 

@@ -1,4 +1,4 @@
-/* test_body_optim.c — the bodies of the CUDA optimizer kernels
+/* test_optim_body.c — the bodies of the CUDA optimizer kernels
  * (kernels/body_optim.h), driven on the CPU over whole arrays of odd
  * sizes, against the CPU updates (kernels/cpu/optim.h):
  *   - SGD with momentum 0 (no buffer, as gr_cu_sgd passes), momentum, and

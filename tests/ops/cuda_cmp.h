@@ -1,4 +1,4 @@
-/* cuda_cmp.h — what the CPU-vs-CUDA comparison tests (test_cuda_ops.c,
+/* cuda_cmp.h — what the CPU-vs-CUDA comparison tests (test_cuda_vs_cpu.c,
  * test_cuda_resnet.c, test_cuda_graph.c) share: the device under test (or a
  * skip), models built from YAML, random batches, poisoned activation arenas
  * and the normalized squared error between a result and its reference.
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gr_test.h"
+#include "../gr_test.h"
 #include "graph/graph.h"
 #include "exec/exec.h"
 #include "runner/train.h"

@@ -1,7 +1,11 @@
-/* test_gradcheck_conv.c — conv: finite-difference gradchecks through the
- * whole pipeline on both CPU paths (im2col reference and oneDNN), the
- * kernels of both paths against a direct 7-loop convolution on random odd
- * shapes with n below the planned batch, and the attribute errors. */
+/* test_op_conv.c — conv (graph/op_conv.c): finite-difference gradchecks
+ * through the whole pipeline on the backend named on the command line
+ * (gradcheck.h: `cpu` runs them on both CPU paths, im2col reference and
+ * oneDNN; `cuda` on the CUDA backend), and with `cpu` only: the kernels of
+ * both CPU paths against a direct 7-loop convolution on random odd shapes
+ * with n below the planned batch (dumped for conv_parity_torch.py with
+ * GR_CONV_DUMP), the oneDNN primitive cache under churn, the attribute
+ * errors and the structure of a small CNN. */
 #include <omp.h>
 
 #include "gradcheck.h"
@@ -37,6 +41,10 @@ static void test_gradchecks(void) {
         {"conv -> conv", "[{conv: {filters: 4, kernel: 3, padding: 1}}, {conv: {filters: 3, kernel: 2, stride: 2}}, "
          "flatten, {dense: {units: 3}}]", 3, {2, 5, 5}, 0, 0, NULL},
     };
+    if (!gr_gc_on_cpu()) {
+        for (size_t i = 0; i < GR_ARRAY_LEN(cases); i++) gr_gc_run(&cases[i]);
+        return;
+    }
     for (size_t p = 0; p < GR_ARRAY_LEN(gr_conv_paths); p++) {
         gr_gc_conv_path = gr_conv_paths[p];
         printf("-- conv path %s\n", gr_conv_paths[p]);
@@ -47,7 +55,7 @@ static void test_gradchecks(void) {
 /* ---- kernels against a direct convolution ---- */
 
 /* GR_CONV_DUMP=path: every kernel case is also written there for
- * tests/conv_parity_torch.py, per case and path: int64 header
+ * tests/ops/conv_parity_torch.py, per case and path: int64 header
  * {path, n, c, h, w, f, kh, kw, sh, sw, ph, pw, groups, bias, ho, wo}, then
  * float32 x, w, b, dy (inputs) and y, dx, dW, db (outputs; dW and db started
  * from 0.5), each of its n-sample or parameter size. */
@@ -307,14 +315,18 @@ static void test_structure(void) {
     gr_cfg_free(layers);
 }
 
-int main(void) {
-    gr_error err = {0};
-    CHECK(gr_backend_create("cpu", omp_get_max_threads(), &gr_tc_be, &err) == GR_OK);
-    test_errors();
-    test_structure();
-    test_kernels();
-    test_cache_churn();
+int main(int argc, char **argv) {
+    int rc = gr_gc_args(argc, argv);
+    if (rc) return rc;
+    if (gr_gc_on_cpu()) {
+        gr_error err = {0};
+        CHECK(gr_backend_create("cpu", omp_get_max_threads(), &gr_tc_be, &err) == GR_OK);
+        test_errors();
+        test_structure();
+        test_kernels();
+        test_cache_churn();
+    }
     test_gradchecks();
-    gr_backend_free(gr_tc_be);
+    if (gr_tc_be) gr_backend_free(gr_tc_be);
     return gr_test_report();
 }

@@ -1,12 +1,19 @@
 /* gradcheck.h — the finite-difference gradient check shared by the
- * test_gradcheck*.c files, through the real pipeline: graph build ->
- * autodiff -> plan -> CPU kernels.
+ * tests/ops/test_op_*.c files, through the real pipeline: graph build ->
+ * autodiff -> plan -> the backend's kernels.
  *
  * Each case is a small model ending in softmax cross-entropy. The analytic
  * gradients (parameters and the input batch) from one backward pass are
  * compared with central differences of the mean loss, (L(w+h) - L(w-h)) / 2h.
  * Kinks are avoided by construction: ops with one (relu, maxpool) are fed
- * inputs whose magnitude is well above h. */
+ * inputs whose magnitude is well above h.
+ *
+ * The backend comes from the command line (gr_gc_args): `cpu` (the default)
+ * or `cuda`, configured strict fp32 (no TF32), checked with the same
+ * tolerances; `cuda` on a build without CUDA or a machine without a device
+ * prints "SKIP: ..." and the test exits 77 (ctest's SKIP_RETURN_CODE).
+ * Parameters, gradients and the input's gradient move through the backend's
+ * upload/download, so the same code runs on device memory. */
 #ifndef GR_TEST_GRADCHECK_H
 #define GR_TEST_GRADCHECK_H
 
@@ -19,7 +26,7 @@
 #include "runner/train.h"
 #include "kernels/cpu/cpu.h"
 
-/* The conv path (kernels/cpu/conv.h) of the CPU backend each case makes;
+/* The conv path (kernels/cpu/cpu.h) of the CPU backend each case makes;
  * NULL: the backend's own (GPURUN_CONV). */
 static const char *gr_gc_conv_path;
 
@@ -32,6 +39,35 @@ typedef struct gr_gc_case {
     double min_abs;          /* inputs drawn with |x| >= min_abs */
     const char *blocks;      /* YAML flow map of model.blocks, or NULL */
 } gr_gc_case;
+
+/* The device the gradchecks run on: "cpu" or "cuda:0". */
+static const char *gr_gc_device = "cpu";
+
+/* Reads the backend from argv ([cpu|cuda]). Returns 0 to go on, 77 when
+ * `cuda` cannot run here (after printing "SKIP: ..."), 2 on a bad argument. */
+static int gr_gc_args(int argc, char **argv) {
+    const char *want = argc > 1 ? argv[1] : "cpu";
+    if (argc > 2 || (strcmp(want, "cpu") != 0 && strcmp(want, "cuda") != 0)) {
+        fprintf(stderr, "usage: %s [cpu|cuda]\n", argv[0]);
+        return 2;
+    }
+    if (strcmp(want, "cuda") == 0) {
+        gr_error err = {0};
+        gr_backend *be = NULL;
+        if (gr_backend_create("cuda:0", 1, &be, &err) != GR_OK) {
+            printf("SKIP: %s\n", err.msg);
+            return 77;
+        }
+        gr_backend_free(be);
+        gr_gc_device = "cuda:0";
+    }
+    printf("backend %s\n", gr_gc_device);
+    return 0;
+}
+
+/* Whether the checks run on the CPU backend (the CPU-only parts of a family
+ * test — kernel paths, host/device bodies, errors — run only then). */
+static bool gr_gc_on_cpu(void) { return strcmp(gr_gc_device, "cpu") == 0; }
 
 static double gr_gc_loss(gr_plan *p, const gr_batch *b, const gr_exec_ctx *ctx) {
     double loss = 0.0, correct = 0.0;
@@ -76,11 +112,18 @@ static void gr_gc_run(const gr_gc_case *c) {
     if (st) { gr_cfg_free(layers); gr_cfg_free(blocks); return; }
     gr_autodiff(&g, true);
     gr_backend *be;
-    CHECK(gr_backend_create("cpu", 1, &be, &err) == GR_OK);
-    if (gr_gc_conv_path) CHECK(gr_cpu_conv_set_path(gr_cpu_backend_state(be), gr_gc_conv_path));
+    CHECK(gr_backend_create(gr_gc_device, 1, &be, &err) == GR_OK);
+    if (gr_gc_on_cpu() && gr_gc_conv_path) CHECK(gr_cpu_conv_set_path(gr_cpu_backend_state(be), gr_gc_conv_path));
+    if (!gr_gc_on_cpu()) {
+        gr_backend_opts fp32 = {.precision = GR_PREC_FP32};
+        gr_backend_configure(be, &fp32);
+    }
     gr_model m;
     CHECK(gr_model_init(&m, &g, be, 0, &err) == GR_OK);
-    gr_graph_init_params(&g, m.params, spec.seed);
+    /* the parameters live on the backend; w is their host copy */
+    float *w = calloc((size_t)(g.n_params ? g.n_params : 1), sizeof *w);
+    gr_graph_init_params(&g, w, spec.seed);
+    gr_backend_upload(be, m.params, w, (size_t)g.n_params * sizeof *w);
     gr_plan p;
     CHECK(gr_plan_compile(&p, &m, &g, GR_PLAN_TRAIN, true, &err) == GR_OK);
 
@@ -98,26 +141,29 @@ static void gr_gc_run(const gr_gc_case *c) {
     gr_exec_ctx ctx = {.training = true, .rng_key = 99, .grad_scale = 1.0f / (float)n};
 
     /* analytic */
-    memset(m.grads, 0, (size_t)g.n_trainable * sizeof(float));
+    gr_backend_zero(be, m.grads, (size_t)g.n_trainable * sizeof(float));
     gr_gc_loss(&p, &b, &ctx);
     float *gw = malloc((size_t)g.n_trainable * sizeof *gw);
-    memcpy(gw, m.grads, (size_t)g.n_trainable * sizeof *gw);
+    gr_backend_download(be, gw, m.grads, (size_t)g.n_trainable * sizeof *gw);
     int gx_t = g.tensors[g.input].grad;
     CHECK_MSG(gx_t >= 0, "%s: the input has no gradient", c->name);
     float *gx = malloc((size_t)(n * per) * sizeof *gx);
-    if (gx_t >= 0) memcpy(gx, gr_plan_ptr(&p, gx_t), (size_t)(n * per) * sizeof *gx);
+    if (gx_t >= 0) gr_backend_download(be, gx, gr_plan_ptr(&p, gx_t), (size_t)(n * per) * sizeof *gx);
 
     const float h = 1e-2f;
     int bad = 0, checked = 0;
     /* parameters: every element of small tensors, a stride through large ones */
     int64_t stride = g.n_trainable > 400 ? g.n_trainable / 400 : 1;
     for (int64_t k = 0; k < g.n_trainable; k += stride) {
-        float w0 = m.params[k];
-        m.params[k] = w0 + h;
+        float w0 = w[k];
+        w[k] = w0 + h;
+        gr_backend_upload(be, m.params + k, &w[k], sizeof *w);
         double lp = gr_gc_loss(&p, &b, &ctx);
-        m.params[k] = w0 - h;
+        w[k] = w0 - h;
+        gr_backend_upload(be, m.params + k, &w[k], sizeof *w);
         double lm = gr_gc_loss(&p, &b, &ctx);
-        m.params[k] = w0;
+        w[k] = w0;
+        gr_backend_upload(be, m.params + k, &w[k], sizeof *w);
         gr_gc_compare("param", c->name, gw[k], (lp - lm) / (2.0 * h), &bad);
         checked++;
     }
@@ -137,6 +183,7 @@ static void gr_gc_run(const gr_gc_case *c) {
     printf("gradcheck %-28s %4d entries ok\n", c->name, checked - bad);
 
     free(x);
+    free(w);
     free(gw);
     free(gx);
     gr_plan_free(&p);

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""gen_optim_ref.py — reference numbers for tests/test_optim.c from PyTorch.
+"""gen_optim_ref.py — reference numbers for tests/ops/test_optim.c from PyTorch.
 
 Prints C initializers; they are pasted into test_optim.c (nothing reads this
 script at build or test time). Rerun with Debian's torch and re-paste:
 
-    /usr/bin/python3 tests/gen_optim_ref.py
+    /usr/bin/python3 tests/ops/gen_optim_ref.py
 
 Covers torch.optim.SGD (momentum 0.9, nesterov, weight_decay 1e-4),
 torch.optim.AdamW (lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight_decay 0.01),

@@ -1,4 +1,4 @@
-/* test_cuda_optim.c — the CUDA backend's memory and optimizer kernels agree
+/* test_optim_cuda.c — the CUDA backend's memory and optimizer kernels agree
  * with the CPU reference (SGD nesterov + weight decay, AdamW, the gradient
  * sum of squares). Label `gpu`: exits 77 (skipped) where no CUDA device is
  * present. */
