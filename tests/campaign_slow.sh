@@ -29,6 +29,7 @@
 # Prints PASS/FAIL/SKIP per case, then `N passed, N failed, N skipped`; exits non-zero on a failure.
 . "$(dirname "$0")/e2e_lib.bash" "$@"
 . "$SRC/tests/campaign/lib.bash"
+e2e_need_py h5py numpy  # the fixtures and tests/campaign/camp.py
 
 camp_fixtures
 SEED=${CAMP_SEED:-$(date +%s)}

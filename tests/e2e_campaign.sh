@@ -33,6 +33,7 @@
 # non-zero when a case failed.
 . "$(dirname "$0")/e2e_lib.bash" "$@"
 . "$SRC/tests/campaign/lib.bash"
+e2e_need_py h5py numpy  # the fixtures and tests/campaign/camp.py
 
 camp_fixtures
 echo "fixtures: $((SECONDS - T0)) s"

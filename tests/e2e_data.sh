@@ -9,6 +9,7 @@
 # Tiny inputs only: runs in a second or two. Prints `N passed, M failed` last
 # and exits non-zero when M > 0.
 . "$(dirname "$0")/e2e_lib.bash" "$@"
+e2e_need_py h5py numpy
 
 # want CODE OUT TEXT... -- CMD...
 # Runs CMD; passes when it exits CODE and stderr holds every TEXT (fixed

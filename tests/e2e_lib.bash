@@ -15,7 +15,19 @@
 #                       strings) in stderr, no HDF5 error stack (expect_fail
 #                       is the same)
 #   expect_ok TEXT... -- CMD...      exit 0, every TEXT in stdout
-#   e2e_done            prints "N passed, M failed", exits non-zero on M > 0
+#   e2e_done            prints "N passed, M failed", exits non-zero on M > 0,
+#                       77 (ctest's SKIP_RETURN_CODE) when nothing failed but
+#                       a part was skipped
+# What a test needs and may not find here (a missing tool or dataset makes it
+# report skipped, with a "SKIP: <reason>" line, never passed nor failed):
+#   e2e_lacks MODULE... the reason $PY cannot serve (it is not there, or a
+#                       MODULE is not installed); empty when it can. A module
+#                       that is there but fails to import is no reason: the
+#                       check using it fails
+#   e2e_have_fmnist     the dataset-fashion-mnist package's files are in $FMNIST
+#   e2e_need_py MODULE... / e2e_need_fmnist: the whole script is skipped
+#                       (exit 77 at once) without them
+#   e2e_skip WHY        a part that cannot run here: says "SKIP: WHY"
 set -u
 
 if [ $# -ne 3 ]; then
@@ -89,6 +101,45 @@ expect_ok() {
 
 e2e_done() {
     echo "$PASS passed, $FAIL failed"
-    [ "$FAIL" -eq 0 ]
-    exit $?
+    [ "$FAIL" -eq 0 ] || exit 1
+    if [ -n "$SKIPPED" ]; then
+        echo "SKIP: ${SKIPPED%; } (the checks above passed)"
+        exit 77
+    fi
+    exit 0
+}
+
+FMNIST=/usr/share/datasets/fashion-mnist
+SKIPPED=
+
+e2e_lacks() {
+    if [ ! -x "$PY" ]; then echo "$PY is not installed"; return; fi
+    local m
+    for m in "$@"; do
+        "$PY" -c 'import importlib.util as u, sys; s = u.find_spec(sys.argv[1]); sys.exit(not (s and s.origin))' "$m" ||
+            { echo "$PY cannot import $m (apt-get install python3-$m, as scripts/dev.sh does)"; return; }
+    done
+}
+
+e2e_have_fmnist() {
+    local f
+    for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+        [ -f "$FMNIST/$f.gz" ] || return 1
+    done
+}
+E2E_NO_FMNIST="$FMNIST is not installed (apt-get install dataset-fashion-mnist, as scripts/dev.sh does)"
+
+e2e_need_py() {
+    local why
+    why=$(e2e_lacks "$@")
+    if [ -n "$why" ]; then echo "SKIP: $why"; exit 77; fi
+}
+
+e2e_need_fmnist() {
+    e2e_have_fmnist || { echo "SKIP: $E2E_NO_FMNIST"; exit 77; }
+}
+
+e2e_skip() {
+    echo "SKIP: $*"
+    SKIPPED="$SKIPPED$*; "
 }

@@ -7,6 +7,13 @@
 set -u
 gpurun=$1 src=$2 tmp=$3
 PY=/usr/bin/python3
+FMNIST=/usr/share/datasets/fashion-mnist
+# without the dataset package or python3 the test cannot run: skipped (77, ctest's SKIP_RETURN_CODE)
+for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+    [ -f "$FMNIST/$f.gz" ] ||
+        { echo "SKIP: $FMNIST is not installed (apt-get install dataset-fashion-mnist, as scripts/dev.sh does)"; exit 77; }
+done
+[ -x "$PY" ] || { echo "SKIP: $PY is not installed"; exit 77; }
 rm -rf "$tmp" && mkdir -p "$tmp"
 pass=0 fail=0
 ok() { pass=$((pass + 1)); }

@@ -14,6 +14,7 @@
 #
 # Tiny HDF5 files (python3 + h5py) and tiny specs: a few seconds.
 . "$(dirname "$0")/e2e_lib.bash" "$@"
+e2e_need_py h5py numpy
 
 "$PY" - "$T" <<'EOF' || { echo "FAIL: cannot make HDF5 fixtures with $PY (h5py, numpy)"; echo "0 passed, 1 failed"; exit 1; }
 import sys, h5py, numpy as np

@@ -19,6 +19,7 @@
 #
 #   bash tests/e2e_precision.sh GPURUN_BINARY SOURCE_DIR TMPDIR
 . "$(dirname "$0")/e2e_lib.bash" "$@"
+e2e_need_py h5py numpy
 
 H=$SRC/tests/resume_check.py
 expect 0 -- "$G" data synthetic "$T/syn.h5" --n 3000 --shape 1,16,16 --classes 10 --test 500 --seed 3

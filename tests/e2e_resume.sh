@@ -24,6 +24,7 @@
 # metrics.jsonl shows a given step, so the checks do not depend on the speed
 # of the machine. Prints `N passed, M failed` last; exits non-zero when M > 0.
 . "$(dirname "$0")/e2e_lib.bash" "$@"
+e2e_need_py h5py numpy
 
 # laststep FILE : the step of FILE's last line (0 when there is none)
 laststep() {

@@ -21,6 +21,7 @@
 # The random moments come from bash's RANDOM with a fixed seed, so a failure
 # reproduces (up to the machine's timing). Prints `N passed, M failed` last.
 . "$(dirname "$0")/e2e_lib.bash" "$@"
+e2e_need_py h5py numpy
 laststep() {  # the step of FILE's last line, 0 when none
     local s
     s=$(tail -n 1 "$1" 2>/dev/null | grep -o '"step":[0-9]*')

@@ -184,7 +184,7 @@ int main(void) {
     graph.cuda_graph = true;
     gr_backend *be = NULL;
     if (gr_cmp_open_device(&eager, &be, &err) != GR_OK) {
-        printf("skipped: %s\n", err.msg);
+        printf("SKIP: %s\n", err.msg);
         return 77;
     }
     printf("%d full steps of %d x %d samples and one of %d, then %d + 1 eval runs, on %s\n", STEPS + 1, ACCUM, MB,

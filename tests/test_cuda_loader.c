@@ -56,7 +56,7 @@ int main(void) {
     gr_error err = {0};
     gr_backend *cuda = NULL;
     if (gr_backend_create("cuda:0", 0, &cuda, &err) != GR_OK) {
-        printf("skipped: %s\n", err.msg);
+        printf("SKIP: %s\n", err.msg);
         return 77;
     }
     const char *path = GR_TEST_TMP "/cuda_loader.h5";

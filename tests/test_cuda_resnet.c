@@ -62,7 +62,7 @@ int main(void) {
     gr_backend *be[2] = {NULL, NULL}; /* [0] cpu reference, [1] device */
     gr_backend_opts opts = {.precision = GR_PREC_FP32, .cudnn_benchmark = false, .cuda_graph = false};
     if (gr_cmp_open_device(&opts, &be[1], &err) != GR_OK) {
-        printf("skipped: %s\n", err.msg);
+        printf("SKIP: %s\n", err.msg);
         return 77;
     }
     CHECK(gr_backend_create("cpu", 0, &be[0], &err) == GR_OK);

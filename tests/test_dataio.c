@@ -972,7 +972,7 @@ static void test_convert_small(void) {
 
 static void test_convert_fashion_mnist(void) {
     if (!file_exists(FMNIST_DIR "/train-images-idx3-ubyte.gz")) {
-        printf("skipping Fashion-MNIST conversion: %s not installed\n", FMNIST_DIR);
+        gr_test_skip("the Fashion-MNIST conversion check: " FMNIST_DIR " is not installed (dataset-fashion-mnist)");
         return;
     }
     const char *out = tmp_path("fmnist.h5");

@@ -343,7 +343,7 @@ int main(void) {
     gr_error err = {0};
     gr_backend *be[2] = {NULL, NULL};
     if (gr_cmp_open_device(&passes[0].opts, &be[1], &err) != GR_OK) {
-        printf("skipped: %s\n", err.msg);
+        printf("SKIP: %s\n", err.msg);
         return 77;
     }
     CHECK(gr_backend_create("cpu", 0, &be[0], &err) == GR_OK);

@@ -7,8 +7,8 @@
  *   - the running stats after k training passes (forward + backward,
  *     varying batch) against a double computation with PyTorch's momentum
  *     and unbiased variance; eval uses them and leaves them unchanged;
- *   - parity with PyTorch (bn_torch.py, run with /usr/bin/python3; missing
- *     torch fails the test): train forward/backward, running stats and eval
+ *   - parity with PyTorch (bn_torch.py, run with /usr/bin/python3; without
+ *     torch the test reports skipped, exit 77, after its other checks): train forward/backward, running stats and eval
  *     forward on 4-D and 2-D input; kernels run one plan step at a time so
  *     the test controls dy (op_step.h);
  *   - the bodies (body_check.h), on the CPU against the CPU kernels, in the

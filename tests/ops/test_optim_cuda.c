@@ -14,7 +14,7 @@ int main(void) {
     gr_error err = {0};
     gr_backend *cuda = NULL, *cpu = NULL;
     if (gr_backend_create("cuda:0", 0, &cuda, &err) != GR_OK) {
-        printf("skipped: %s\n", err.msg);
+        printf("SKIP: %s\n", err.msg);
         return 77;
     }
     CHECK(gr_backend_create("cpu", 1, &cpu, &err) == GR_OK);
