@@ -190,7 +190,8 @@ gr_status gr_job_backend(gr_job *j, const gr_job_spec *s, const char *device, in
     const char *dev = device;
     if (strcmp(dev, "auto") == 0) {
         dev = "cpu";
-#ifdef GR_HAVE_CUDA
+        /* the fall-back is said even with --quiet: a job meant for a GPU does
+         * not run on the cpu unnoticed (a build without CUDA says so too) */
         gr_backend *cuda = NULL;
         gr_error e2;
         if (gr_backend_create("cuda:0", 0, &cuda, &e2) == GR_OK) {
@@ -203,10 +204,9 @@ gr_status gr_job_backend(gr_job *j, const gr_job_spec *s, const char *device, in
                 fprintf(stderr, "gpurun: device auto: the cuda backend lacks kernels this job needs; using the cpu\n");
                 gr_backend_free(cuda);
             }
-        } else if (!quiet) {
+        } else {
             fprintf(stderr, "gpurun: device auto: %s; using the cpu\n", e2.msg);
         }
-#endif
     }
     gr_status st = j->be ? GR_OK : gr_backend_create(dev, threads, &j->be, err);
     if (st) return st;
