@@ -1,9 +1,12 @@
-/* train.h — the training loop and the compile-only report behind
- * `gpurun run` and `gpurun plan`.
+/* train.h — the training loop and the commands behind `gpurun run`,
+ * `gpurun eval` and `gpurun plan`.
  *
  * gr_train_run drives epochs, micro-batches with gradient accumulation, the
  * optimizer, the LR schedule, gradient clipping, periodic eval, the progress
- * line and the run directory (config.yaml, metrics.jsonl, summary.json). */
+ * line and the run directory (config.yaml, metrics.jsonl, summary.json).
+ * It lives in train.c; the job it runs is compiled in job.c, its lines and
+ * files are written by metrics.c, its checkpoints by resume.c; step.c holds
+ * the passes below, eval_cmd.c and plan_cmd.c the other two commands. */
 #ifndef GR_TRAIN_H
 #define GR_TRAIN_H
 

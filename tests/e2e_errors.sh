@@ -317,6 +317,18 @@ for w in 0 1 3; do
         <(grep -o '"loss":[^,]*' "$T/rd_workers_$w/metrics.jsonl")
 done
 
+# device auto that ends on the cpu (no GPU, or a build without CUDA) says so on stderr,
+# even with --quiet
+run "$G" "$T/ok.yaml" --quiet --device auto --run-dir "$T/rd_auto"
+if [ "$RC" -ne 0 ]; then
+    bad "device auto --quiet: exit code $RC, expected 0"; show
+elif grep -qF '"device":"cpu"' "$T/rd_auto/summary.json" &&
+    ! grep -qE '^gpurun: device auto: .+; using the cpu$' "$ERR"; then
+    bad "device auto fell back to the cpu without a word on stderr (--quiet)"; show
+else
+    ok
+fi
+
 # model.init_from: the final weights.h5 of a run loads into the same model;
 # missing, mis-shaped and corrupted tensors are checkpoint errors (exit 6)
 expect_ok -- "$G" "$T/ok.yaml" --run-dir "$T/rd_w" --quiet

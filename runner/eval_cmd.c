@@ -1,0 +1,65 @@
+/* eval_cmd.c — `gpurun eval` (gr_train_eval, see train.h): a checkpoint's
+ * parameters and state through the evaluation plan over a whole split. */
+#include "job.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+
+/* The checkpoint's parameters and state into the model (its optimizer
+ * state is read, verified and dropped); *step: the steps it was after. */
+static gr_status gr_eval_load(gr_job *j, const char *checkpoint, int64_t *step, gr_error *err) {
+    gr_ckpt_header h;
+    float *p = gr_xmalloc((size_t)(j->g.n_params + 1) * sizeof(float));
+    float *o = gr_xmalloc((size_t)(2 * j->g.n_trainable + 1) * sizeof(float));
+    gr_ckpt_state cs = {&j->g, p, o};
+    gr_status st = gr_ckpt_load(checkpoint, &h, &cs, err);
+    if (!st) {
+        free(h.spec);
+        gr_backend_upload(j->be, j->m.params, p, (size_t)j->g.n_params * sizeof(float));
+        *step = h.step;
+    }
+    free(p);
+    free(o);
+    return st;
+}
+
+gr_status gr_train_eval(const gr_job_spec *spec, const char *checkpoint, const char *split,
+                        const gr_run_options *opt, gr_error *err) {
+    gr_job j;
+    gr_job_init(&j, spec, true);
+    gr_status st;
+    const bool val = strcmp(split, "val") == 0;
+    if (val && !spec->data.val.path[0]) {
+        st = gr_spec_error(err, spec, "data", "eval --split val needs data.val");
+        goto done;
+    }
+    if ((st = gr_job_compile(&j, spec, val, err))) goto done;
+    if ((st = gr_job_backend(&j, spec, opt->device ? opt->device : spec->device, opt->threads, true, err))) goto done;
+    if ((st = gr_model_init(&j.m, &j.g, j.be, gr_optim_slots(&spec->train.optimizer), err))) goto done;
+    int64_t step = 0;
+    if ((st = gr_eval_load(&j, checkpoint, &step, err))) goto done;
+    if ((st = gr_plan_compile(&j.eval_plan, &j.m, &j.g, GR_PLAN_EVAL, true, err))) goto done;
+    /* the split through the evaluation loader: file order, last batch kept, centre crop */
+    gr_loader_config lc;
+    gr_job_loader_config(&j, &lc);
+    lc.aug = j.val_aug;
+    if ((st = gr_loader_open(val ? j.val_ds : j.train_ds, &lc, &j.val_ld, err))) goto done;
+    double loss = 0.0, acc = 0.0;
+    int64_t n = gr_loader_samples_per_epoch(j.val_ld);
+    if ((st = gr_job_evaluate(&j, &loss, &acc, err))) goto done;
+    gr_json js;
+    gr_json_begin(&js);
+    gr_json_str(&js, "kind", "eval");
+    gr_json_str(&js, "split", split);
+    gr_json_str(&js, "checkpoint", checkpoint);
+    gr_json_int(&js, "step", step);
+    gr_json_int(&js, "samples", n);
+    gr_json_num(&js, "loss", loss);
+    gr_json_num(&js, "accuracy", acc);
+    printf("%s\n", gr_json_end(&js));
+done:
+    gr_job_free(&j);
+    return st;
+}

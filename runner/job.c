@@ -1,0 +1,350 @@
+/* job.c — compiling a job and giving it what it runs on (see job.h): the
+ * data and its shape and normalization, the graph, the backend, the model
+ * and its plans, the loaders, and the run directory's paths and files. */
+#include "job.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../checkpoints/weights.h"
+#include "../graph/graph.h"
+
+void gr_job_init(gr_job *j, const gr_job_spec *spec, bool quiet) {
+    memset(j, 0, sizeof *j);
+    j->spec = spec;
+    j->ck_step = -1;
+    j->lock.fd = -1;
+    gr_metrics_init(&j->mx, quiet);
+}
+
+void gr_job_free(gr_job *j) {
+    gr_saver_free(j->saver);
+    free(j->pre_params);
+    free(j->pre_optim);
+    free(j->spec_text);
+    gr_metrics_close(&j->mx);
+    gr_plan_free(&j->train_plan);
+    gr_plan_free(&j->eval_plan);
+    gr_model_free(&j->m);
+    gr_loader_close(j->train_ld); /* before the backend: its buffers may be the backend's */
+    gr_loader_close(j->val_ld);
+    gr_backend_free(j->be);
+    if (j->have_graph) gr_graph_free(&j->g);
+    gr_dataset_close(j->train_ds);
+    gr_dataset_close(j->val_ds);
+    memset(j, 0, sizeof *j);
+}
+
+/* Refused rather than ignored, so nobody believes a run is checkpointed or
+ * augmented when it is not. */
+gr_status gr_job_unsupported(const gr_job_spec *s, gr_error *err) {
+    if (s->parallel.data > 1)
+        return gr_spec_error(err, s, "parallel.data", "%lld ranks asked for, but this version runs on one "
+                             "device only", (long long)s->parallel.data);
+    return GR_OK;
+}
+
+int gr_optim_slots(const gr_optim_spec *o) {
+    if (o->type == GR_OPTIM_ADAMW) return 2;
+    return o->momentum > 0.0 ? 1 : 0;
+}
+
+/* ---- compile ---- */
+
+/* data.augment: the training transform, and the evaluation one (a centre
+ * crop of the same size, which is the identity when the images are that
+ * size already, as with padded random crops). */
+static void gr_job_augment(const gr_job_spec *spec, gr_augment *train, gr_augment *val) {
+    memset(train, 0, sizeof *train);
+    memset(val, 0, sizeof *val);
+    train->flip = spec->data.flip;
+    if (spec->data.crop_size > 0) {
+        train->crop = spec->data.crop_type == 1 ? GR_CROP_RESIZED : GR_CROP_RANDOM;
+        train->size = spec->data.crop_size;
+        train->padding = spec->data.crop_padding;
+        memcpy(train->scale, spec->data.crop_scale, sizeof train->scale);
+        memcpy(train->ratio, spec->data.crop_ratio, sizeof train->ratio);
+        val->crop = GR_CROP_CENTER;
+        val->size = spec->data.crop_size;
+    }
+}
+
+/* The samples the model sees: the stored ones, or the crop of them (chw);
+ * the input shape (model.input, which must hold as many values); the val
+ * split's samples must match. */
+static gr_status gr_job_input_shape(gr_job *j, int64_t chw[3], gr_error *err) {
+    const gr_job_spec *spec = j->spec;
+    int64_t stored[3];
+    gr_status st;
+    gr_dataset_sample_shape(j->train_ds, stored);
+    gr_job_augment(spec, &j->aug, &j->val_aug);
+    if ((st = gr_augment_check(&j->aug, stored[1], stored[2], spec->data.train.path,
+                               gr_dataset_images_name(j->train_ds), err)))
+        return st;
+    chw[0] = stored[0];
+    gr_augment_out_shape(&j->aug, stored[1], stored[2], &chw[1], &chw[2]);
+    if (spec->model.n_input > 0) {
+        int64_t want = 1, have = chw[0] * chw[1] * chw[2];
+        for (int i = 0; i < spec->model.n_input; i++) want *= spec->model.input[i];
+        if (want != have)
+            return gr_error_set(err, GR_ERR_DATA, "%s: %s/images: samples are [%lld, %lld, %lld] but "
+                                "model.input asks for %lld values per sample", spec->data.train.path,
+                                spec->data.train.group, (long long)chw[0], (long long)chw[1],
+                                (long long)chw[2], (long long)want);
+        j->in_ndim = spec->model.n_input;
+        for (int i = 0; i < j->in_ndim; i++) j->in_shape[i] = spec->model.input[i];
+    } else {
+        j->in_ndim = 3;
+        memcpy(j->in_shape, chw, 3 * sizeof chw[0]);
+    }
+    if (j->val_ds) {
+        int64_t vs[3], vchw[3];
+        gr_dataset_sample_shape(j->val_ds, vs);
+        vchw[0] = vs[0];
+        gr_augment_out_shape(&j->val_aug, vs[1], vs[2], &vchw[1], &vchw[2]);
+        if (memcmp(vchw, chw, sizeof vchw) != 0)
+            return gr_error_set(err, GR_ERR_DATA, "%s: %s/images: samples are [%lld, %lld, %lld] but the "
+                                "train split's are [%lld, %lld, %lld]%s", spec->data.val.path,
+                                spec->data.val.group, (long long)vchw[0], (long long)vchw[1],
+                                (long long)vchw[2], (long long)chw[0], (long long)chw[1], (long long)chw[2],
+                                j->aug.crop != GR_CROP_NONE ? " (after the crop)" : "");
+    }
+    return GR_OK;
+}
+
+/* Normalization of c channels: the spec, else the dataset's attributes,
+ * else [0,1] for uint8. */
+static gr_status gr_job_normalization(gr_job *j, int c, gr_error *err) {
+    const gr_job_spec *spec = j->spec;
+    if (spec->data.n_mean > 0) {
+        if (spec->data.n_mean != 1 && spec->data.n_mean != c)
+            return gr_spec_error(err, spec, "data.normalize.mean", "has %d values but the images have %d "
+                                 "channels", spec->data.n_mean, c);
+        j->n_norm = spec->data.n_mean;
+        memcpy(j->mean, spec->data.mean, sizeof j->mean);
+        memcpy(j->std, spec->data.std, sizeof j->std);
+    } else {
+        int nm = gr_dataset_attr_floats(j->train_ds, "mean", j->mean, GR_MAX_CHANNELS);
+        int ns = gr_dataset_attr_floats(j->train_ds, "std", j->std, GR_MAX_CHANNELS);
+        if (nm != 0 || ns != 0) { /* the file says how to normalize: it must make sense */
+            char why[160] = "";
+            if (nm < 0 || ns < 0) snprintf(why, sizeof why, "%s is not a list of numbers", nm < 0 ? "mean" : "std");
+            else if (nm != ns) snprintf(why, sizeof why, "mean has %d values, std %d", nm, ns);
+            else if (nm != 1 && nm != c) snprintf(why, sizeof why, "%d values for %d channels", nm, c);
+            for (int i = 0; !why[0] && i < nm; i++)
+                if (!isfinite(j->mean[i]) || !isfinite(j->std[i]) || !(j->std[i] > 0.0))
+                    snprintf(why, sizeof why, "mean[%d] = %g, std[%d] = %g", i, j->mean[i], i, j->std[i]);
+            if (why[0])
+                return gr_error_set(err, GR_ERR_DATA, "%s: %s: attributes mean/std (the default normalization): %s; "
+                                    "fix them, or set data.normalize", spec->data.train.path, spec->data.train.group,
+                                    why);
+            j->n_norm = nm;
+        } else {
+            j->n_norm = 1;
+            j->mean[0] = 0.0;
+            j->std[0] = gr_dataset_dtype(j->train_ds) == GR_DT_UINT8 ? 255.0 : 1.0;
+        }
+    }
+    if (c > GR_MAX_CHANNELS)
+        return gr_error_set(err, GR_ERR_DATA, "%s: %s/images: %d channels; at most %d are supported",
+                            spec->data.train.path, spec->data.train.group, c, GR_MAX_CHANNELS);
+    for (int i = j->n_norm; i < c; i++) { j->mean[i] = j->mean[0]; j->std[i] = j->std[0]; }
+    j->n_norm = c;
+    return GR_OK;
+}
+
+gr_status gr_job_compile(gr_job *j, const gr_job_spec *spec, bool need_val, gr_error *err) {
+    gr_status st;
+    j->spec = spec;
+    if (!spec->data.train.path[0])
+        return gr_spec_error(err, spec, "data.train.path", "required to run or plan this job");
+    const gr_cache_mode cache = !strcmp(spec->data.cache, "memory") ? GR_CACHE_MEMORY
+                                : !strcmp(spec->data.cache, "none") ? GR_CACHE_NONE : GR_CACHE_AUTO;
+    if ((st = gr_dataset_open_cache(spec->data.train.path, spec->data.train.group, cache, &j->train_ds, err)))
+        return st;
+    if (need_val && spec->data.val.path[0] &&
+        (st = gr_dataset_open_cache(spec->data.val.path, spec->data.val.group, cache, &j->val_ds, err)))
+        return st;
+    int64_t chw[3];
+    if ((st = gr_job_input_shape(j, chw, err))) return st;
+    if ((st = gr_job_normalization(j, (int)chw[0], err))) return st;
+
+    if ((st = gr_graph_build(spec, j->in_shape, j->in_ndim, &j->g, err))) return st;
+    j->have_graph = true;
+    gr_autodiff(&j->g, false);
+    if ((st = gr_dataset_check_labels(j->train_ds, j->g.n_classes, err))) return st;
+    if (gr_dataset_len(j->train_ds) < spec->train.batch_size)
+        return gr_error_set(err, GR_ERR_DATA, "%s: %s: the split has %lld samples, fewer than train.batch_size "
+                            "%lld", spec->data.train.path, spec->data.train.group,
+                            (long long)gr_dataset_len(j->train_ds), (long long)spec->train.batch_size);
+    if (j->val_ds && (st = gr_dataset_check_labels(j->val_ds, j->g.n_classes, err))) return st;
+    return GR_OK;
+}
+
+/* ---- device, model, loaders ---- */
+
+gr_status gr_job_backend(gr_job *j, const gr_job_spec *s, const char *device, int threads, bool quiet,
+                         gr_error *err) {
+    const char *dev = device;
+    if (strcmp(dev, "auto") == 0) {
+        dev = "cpu";
+        /* the fall-back is said even with --quiet: a job meant for a GPU does
+         * not run on the cpu unnoticed (a build without CUDA says so too) */
+        gr_backend *cuda = NULL;
+        gr_error e2;
+        if (gr_backend_create("cuda:0", 0, &cuda, &e2) == GR_OK) {
+            bool all = true;
+            for (int i = 0; i < j->g.n_nodes; i++)
+                if (!(gr_op_flags(j->g.nodes[i].op) & GR_OPF_VIEW) &&
+                    !gr_backend_supports_op(cuda, j->g.nodes[i].op)) all = false;
+            if (all) j->be = cuda;
+            else {
+                fprintf(stderr, "gpurun: device auto: the cuda backend lacks kernels this job needs; using the cpu\n");
+                gr_backend_free(cuda);
+            }
+        } else {
+            fprintf(stderr, "gpurun: device auto: %s; using the cpu\n", e2.msg);
+        }
+    }
+    gr_status st = j->be ? GR_OK : gr_backend_create(dev, threads, &j->be, err);
+    if (st) return st;
+    gr_backend_opts o = {.precision = s->precision, .cudnn_benchmark = s->cudnn_benchmark, .cuda_graph = s->cuda_graph};
+    gr_backend_configure(j->be, &o);
+    if (s->precision == GR_PREC_TF32 && strcmp(gr_backend_name(j->be), "cpu") == 0 && !quiet)
+        fprintf(stderr, "gpurun: precision tf32: the cpu computes in full fp32\n");
+    return GR_OK;
+}
+
+gr_status gr_job_model(gr_job *j, gr_error *err) {
+    const gr_job_spec *s = j->spec;
+    gr_status st = gr_model_init(&j->m, &j->g, j->be, gr_optim_slots(&s->train.optimizer), err);
+    if (st) return st;
+    float *host = gr_xmalloc((size_t)j->g.n_params * sizeof(float));
+    gr_graph_init_params(&j->g, host, s->seed);
+    if (s->model.init_from[0] &&
+        ((st = gr_check_regular(s->model.init_from, "model.init_from", GR_ERR_CKPT, err)) ||
+         (st = gr_weights_load(s->model.init_from, &j->g, host, err)))) {
+        free(host);
+        return st;
+    }
+    gr_backend_upload(j->be, j->m.params, host, (size_t)j->g.n_params * sizeof(float));
+    free(host);
+    if ((st = gr_plan_compile(&j->train_plan, &j->m, &j->g, GR_PLAN_TRAIN, true, err))) return st;
+    if (j->val_ds && (st = gr_plan_compile(&j->eval_plan, &j->m, &j->g, GR_PLAN_EVAL, true, err))) return st;
+    return GR_OK;
+}
+
+void gr_job_loader_config(const gr_job *j, gr_loader_config *lc) {
+    const gr_job_spec *s = j->spec;
+    memset(lc, 0, sizeof *lc);
+    lc->batch = s->train.micro_batch;
+    lc->seed = s->seed;
+    lc->rank = 0;
+    lc->world = 1;
+    lc->n_norm = j->n_norm;
+    memcpy(lc->mean, j->mean, sizeof lc->mean);
+    memcpy(lc->std, j->std, sizeof lc->std);
+    lc->prefetch = (int)s->data.prefetch;
+    lc->workers = (int)s->data.workers;
+}
+
+/* Batch buffers from the backend: page-locked memory on a GPU. */
+static void *gr_job_host_alloc(size_t bytes, void *ctx) { return gr_backend_host_alloc(ctx, bytes); }
+static void gr_job_host_free(void *p, void *ctx) { gr_backend_host_free(ctx, p); }
+
+gr_status gr_job_open_loaders(gr_job *j, gr_error *err) {
+    gr_loader_config lc;
+    gr_job_loader_config(j, &lc);
+    lc.shuffle = j->spec->data.shuffle;
+    lc.drop_last = true;
+    lc.aug = j->aug;
+    if (j->be) {
+        lc.host_alloc = gr_job_host_alloc;
+        lc.host_free = gr_job_host_free;
+        lc.alloc_ctx = j->be;
+    }
+    gr_status st = gr_loader_open(j->train_ds, &lc, &j->train_ld, err);
+    if (st) return st;
+    if (j->val_ds) {
+        lc.shuffle = false;
+        lc.drop_last = false;
+        lc.aug = j->val_aug;
+        if ((st = gr_loader_open(j->val_ds, &lc, &j->val_ld, err))) return st;
+    }
+    return GR_OK;
+}
+
+/* ---- the run directory ---- */
+
+/* The job's spec as run (config.yaml, checkpoints): with what the data
+ * decided filled in, so the file reproduces the run on another copy of the
+ * data: model.input and data.normalize (from the file's mean/std or /255). */
+static void gr_job_dump_spec(const gr_job *j, FILE *f) {
+    gr_job_spec r = *j->spec; /* shallow: the dump only reads */
+    if (r.model.n_input == 0) {
+        r.model.n_input = j->in_ndim;
+        for (int i = 0; i < j->in_ndim; i++) r.model.input[i] = j->in_shape[i];
+    }
+    if (r.data.n_mean == 0) {
+        r.data.n_mean = r.data.n_std = j->n_norm;
+        for (int i = 0; i < j->n_norm; i++) r.data.mean[i] = j->mean[i], r.data.std[i] = j->std[i];
+    }
+    gr_spec_dump(&r, f);
+}
+static void gr_job_dump_spec_cb(FILE *f, const void *j) { gr_job_dump_spec(j, f); }
+
+const char *gr_job_spec_text(gr_job *j) {
+    if (!j->spec_text) {
+        size_t len = 0;
+        FILE *mf = open_memstream(&j->spec_text, &len);
+        GR_ASSERT(mf != NULL);
+        gr_job_dump_spec(j, mf);
+        fclose(mf);
+    }
+    return j->spec_text;
+}
+
+void gr_job_paths(gr_job *j, const gr_run_options *opt) {
+    const gr_job_spec *s = j->spec;
+    if (opt->run_dir) snprintf(j->run_dir, sizeof j->run_dir, "%s", opt->run_dir);
+    else if (s->log.dir[0]) snprintf(j->run_dir, sizeof j->run_dir, "%s", s->log.dir);
+    else snprintf(j->run_dir, sizeof j->run_dir, "runs/%s", s->name);
+    if (s->checkpoint.dir[0]) snprintf(j->ckpt_dir, sizeof j->ckpt_dir, "%s", s->checkpoint.dir);
+    else snprintf(j->ckpt_dir, sizeof j->ckpt_dir, "%s/checkpoints", j->run_dir);
+}
+
+static bool gr_file_exists(const char *dir, const char *name) {
+    char p[GR_PATH_MAX + 64];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    struct stat sb;
+    return stat(p, &sb) == 0;
+}
+
+gr_status gr_job_open_run_dir(gr_job *j, const gr_run_options *opt, gr_error *err) {
+    bool has_run = gr_file_exists(j->run_dir, "config.yaml") || gr_file_exists(j->run_dir, "metrics.jsonl") ||
+                   gr_file_exists(j->run_dir, "summary.json");
+    if (has_run && !opt->resume)
+        return gr_error_set(err, GR_ERR_USAGE, "%s: already holds a run (config.yaml/metrics.jsonl); "
+                            "pass --resume auto to continue it, or --run-dir to start a new one elsewhere; "
+                            "nothing was changed", j->run_dir);
+    /* the checkpoint directory before any file is written (exit 6 otherwise) */
+    gr_status st = gr_rundir_mkdirs(j->ckpt_dir, "checkpoint directory", GR_ERR_CKPT, err);
+    if (st) return st;
+    /* metrics.jsonl must be a plain file before anything is written */
+    if ((st = gr_metrics_check(&j->mx, j->run_dir, err))) return st;
+    j->wrote_run_dir = true;
+    if ((st = gr_rundir_write_file(j->run_dir, "config.yaml", gr_job_dump_spec_cb, j, err))) return st;
+    return gr_metrics_open(&j->mx, j->run_dir, j->spec->log.tensorboard, err);
+}
+
+gr_status gr_job_save_weights(gr_job *j, gr_error *err) {
+    char path[GR_PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/weights.h5", j->run_dir);
+    float *host = gr_xmalloc((size_t)j->g.n_params * sizeof(float));
+    gr_backend_download(j->be, host, j->m.params, (size_t)j->g.n_params * sizeof(float));
+    gr_status st = gr_weights_save(path, &j->g, host, err);
+    free(host);
+    return st;
+}

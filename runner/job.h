@@ -1,0 +1,107 @@
+/* job.h — a job as `gpurun run`, `eval` and `plan` hold it while they work:
+ * its data, graph, backend, model, plans and loaders, and (for `run`) its
+ * run directory, metrics, loss scaler and checkpoints.
+ *
+ * The runner's files share this struct; each owns a part of it:
+ *   job.c      compile (data, input shape, normalization, graph), the
+ *              backend, the model and its plans, the loaders, the run
+ *              directory's paths and files, the spec as run, free
+ *   step.c     the passes: a micro-batch, the optimizer update, evaluation
+ *   resume.c   checkpoints: their header, periodic and last saves, resuming
+ *   metrics.c  the metrics sinks (gr_metrics)
+ *   scaler.c   the loss scaler (gr_scaler)
+ *   train.c    the loop (gr_train_run)
+ * and eval_cmd.c / plan_cmd.c are `gpurun eval` and `gpurun plan`. */
+#ifndef GR_JOB_H
+#define GR_JOB_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "../checkpoints/ckpt.h"
+#include "metrics.h"
+#include "rundir.h"
+#include "saver.h"
+#include "scaler.h"
+#include "train.h"
+
+typedef struct gr_job {
+    const gr_job_spec *spec;
+    gr_dataset *train_ds, *val_ds;
+    gr_loader *train_ld, *val_ld;
+    gr_augment aug, val_aug;  /* per-sample transforms of the two splits */
+    int64_t in_shape[3];
+    int in_ndim;
+    double mean[GR_MAX_CHANNELS], std[GR_MAX_CHANNELS];
+    int n_norm;
+    gr_graph g;
+    bool have_graph;
+    gr_backend *be;
+    gr_model m;
+    gr_plan train_plan, eval_plan;
+    char run_dir[GR_PATH_MAX];
+    gr_rundir_lock lock; /* held from the start of `gpurun run` to its end */
+    bool wrote_run_dir;  /* config.yaml written: the run directory holds this run */
+    gr_metrics mx;       /* metrics.jsonl, TensorBoard, the console, summary.json; the run's record */
+    char ckpt_dir[GR_PATH_MAX + 16];
+    gr_saver *saver; /* checkpoints: host snapshot buffers + the background writer */
+    char *spec_text; /* the resolved spec, stored in every checkpoint */
+    bool eval_pending; /* the evaluation due at the checkpoint's step was interrupted */
+    /* --resume: the checkpoint, loaded, verified and checked against the job
+     * before the run directory is touched (pre_found false: none, start fresh) */
+    gr_ckpt_header pre_h;
+    float *pre_params, *pre_optim;
+    bool pre_found;
+    char pre_path[GR_PATH_MAX + 100];
+    gr_scaler sc;      /* loss scaling: the scale and its history (checkpointed) */
+    int64_t ck_step;   /* step of the last save started (-1: none); ck_failed: it was reported failed */
+    bool ck_failed;
+} gr_job;
+
+/* An empty job of spec (quiet: no console lines but errors). */
+void gr_job_init(gr_job *j, const gr_job_spec *spec, bool quiet);
+/* Frees everything the job holds (the run directory's lock is the caller's). */
+void gr_job_free(gr_job *j);
+
+/* Keys of schema v1 whose features this version lacks: refused with their
+ * position (exit 2). */
+gr_status gr_job_unsupported(const gr_job_spec *s, gr_error *err);
+
+/* Opens the data (and with need_val the val split), decides the input shape
+ * and normalization, builds the graph with its backward pass. */
+gr_status gr_job_compile(gr_job *j, const gr_job_spec *spec, bool need_val, gr_error *err);
+/* The backend for device ("auto": CUDA when it runs every op of the job,
+ * else the cpu, which is said on stderr even when quiet). */
+gr_status gr_job_backend(gr_job *j, const gr_job_spec *s, const char *device, int threads, bool quiet,
+                         gr_error *err);
+/* The model on the backend: its arenas, the initial parameters (the seed's,
+ * or model.init_from) and the train and eval plans. */
+gr_status gr_job_model(gr_job *j, gr_error *err);
+/* The base of both loaders' configuration: micro-batch, seed, normalization,
+ * prefetch and workers (one rank). */
+void gr_job_loader_config(const gr_job *j, gr_loader_config *lc);
+/* The train loader (shuffled, drop_last, augmented) and the val one. */
+gr_status gr_job_open_loaders(gr_job *j, gr_error *err);
+
+/* Optimizer state slots per trainable value: AdamW 2, SGD with momentum 1, else 0. */
+int gr_optim_slots(const gr_optim_spec *o);
+
+/* j->run_dir (--run-dir, log.dir or runs/<name>) and j->ckpt_dir
+ * (checkpoint.dir or <run dir>/checkpoints), decided once. */
+void gr_job_paths(gr_job *j, const gr_run_options *opt);
+/* j->run_dir (made and locked at the start) gets this run: config.yaml,
+ * metrics.jsonl, TensorBoard, and the checkpoint directory j->ckpt_dir.
+ * A directory holding another run is refused unless resumed. */
+gr_status gr_job_open_run_dir(gr_job *j, const gr_run_options *opt, gr_error *err);
+/* The resolved spec every checkpoint stores (made once, kept in j). */
+const char *gr_job_spec_text(gr_job *j);
+/* <run dir>/weights.h5: the final weights, loadable by model.init_from. */
+gr_status gr_job_save_weights(gr_job *j, gr_error *err);
+
+/* ---- step.c ---- */
+
+/* Mean loss and accuracy over one epoch of j->val_ld (eval mode); NaN both
+ * when a signal came in between (a preemption does not wait for it). */
+gr_status gr_job_evaluate(gr_job *j, double *loss, double *acc, gr_error *err);
+
+#endif

@@ -1,0 +1,242 @@
+/* metrics.c — the metrics sinks: metrics.jsonl, TensorBoard, the console
+ * and summary.json (see metrics.h). */
+#include "metrics.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "json.h"
+#include "rundir.h"
+
+void gr_metrics_init(gr_metrics *mx, bool quiet) {
+    memset(mx, 0, sizeof *mx);
+    mx->quiet = quiet;
+    mx->rec.last_loss = mx->rec.last_acc = mx->rec.last_vloss = mx->rec.best_acc = NAN; /* a resume fills it */
+}
+
+void gr_metrics_close(gr_metrics *mx) {
+    if (mx->jsonl) fclose(mx->jsonl);
+    mx->jsonl = NULL;
+    gr_tfevents_close(mx->tb, NULL);
+    mx->tb = NULL;
+}
+
+/* ---- the files ---- */
+
+gr_status gr_metrics_check(gr_metrics *mx, const char *run_dir, gr_error *err) {
+    snprintf(mx->path, sizeof mx->path, "%s/metrics.jsonl", run_dir);
+    return gr_check_regular(mx->path, "metrics.jsonl", GR_ERR_CKPT, err);
+}
+
+gr_status gr_metrics_open(gr_metrics *mx, const char *run_dir, bool tensorboard, gr_error *err) {
+    gr_status st = gr_rundir_open_append(mx->path, &mx->jsonl, err);
+    if (st) return st;
+    if (tensorboard) return gr_tfevents_open(run_dir, &mx->tb, err);
+    return GR_OK;
+}
+
+/* Keeps the metrics.jsonl lines of steps <= step (a resumed run logs the
+ * later ones again), through a temporary file and a rename. */
+static gr_status gr_metrics_trim_file(gr_metrics *mx, int64_t step, gr_error *err) {
+    const char *path = mx->path;
+    char tmp[GR_METRICS_PATH_MAX + 80];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    fclose(mx->jsonl);
+    mx->jsonl = NULL;
+    gr_status st = gr_check_regular(path, "metrics.jsonl", GR_ERR_CKPT, err);
+    if (st) return st;
+    unlink(tmp); /* a leftover, or a symlink planted there, is replaced rather than followed */
+    FILE *in = fopen(path, "r"), *out = fopen(tmp, "wx");
+    if (!in || !out) {
+        int e = errno;
+        if (in) fclose(in);
+        if (out) fclose(out);
+        return gr_error_set(err, GR_ERR_CKPT, "%s: cannot rewrite: %s", path, strerror(e));
+    }
+    char line[8192];
+    while (fgets(line, sizeof line, in)) {
+        const char *p = strstr(line, "\"step\":");
+        if (p && strtoll(p + 7, NULL, 10) > step) continue;
+        fputs(line, out);
+    }
+    bool bad = ferror(in) || ferror(out) || fflush(out) != 0;
+    fclose(in);
+    if (fclose(out) != 0 || bad || rename(tmp, path) != 0) {
+        int e = errno ? errno : EIO;
+        unlink(tmp);
+        return gr_error_set(err, GR_ERR_CKPT, "%s: cannot rewrite: %s", path, strerror(e));
+    }
+    return gr_rundir_open_append(path, &mx->jsonl, err);
+}
+
+/* metrics.jsonl and the TensorBoard files of earlier starts: nothing past
+ * step, where this start continues */
+gr_status gr_metrics_trim(gr_metrics *mx, const char *run_dir, int64_t step, gr_error *err) {
+    gr_status st = gr_metrics_trim_file(mx, step, err);
+    if (!st) st = gr_tfevents_trim(run_dir, step, mx->tb ? gr_tfevents_path(mx->tb) : NULL, err);
+    return st;
+}
+
+/* ---- the lines ---- */
+
+void gr_metrics_begin(gr_metrics *mx, const gr_metrics_run *run) {
+    mx->run = *run;
+    if (!mx->quiet)
+        printf("gpurun: %s on %s: %lld parameters, %lld steps (%lld per epoch), batch %lld = %lld x %lld "
+               "micro-batches, run dir %s\n", run->name, run->device, (long long)run->params,
+               (long long)run->total, (long long)run->spe, (long long)run->batch,
+               (long long)(run->batch / run->micro_batch), (long long)run->micro_batch, run->run_dir);
+    mx->t0 = mx->t_window = gr_now();
+    mx->wait_window = 0.0;
+    mx->steps_window = 0;
+    mx->eval_s = 0.0;
+}
+
+double gr_metrics_time_s(const gr_metrics *mx) { return mx->rec.time0 + (gr_now() - mx->t0); }
+
+void gr_metrics_loss(gr_metrics *mx, double loss) {
+    mx->rec.loss_window += loss;
+    mx->rec.loss_n++;
+    mx->steps_window++;
+    mx->rec.last_loss = loss;
+}
+
+bool gr_metrics_due(const gr_metrics *mx, int64_t step) {
+    return step % mx->run.log_every == 0 || step == mx->run.total;
+}
+
+static void gr_fmt_duration(double s, char *buf, size_t n) {
+    if (!isfinite(s) || s < 0) s = 0;
+    long t = (long)(s + 0.5);
+    snprintf(buf, n, "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
+}
+
+gr_status gr_metrics_step(gr_metrics *mx, int64_t step, double lr, double loss_scale, double data_wait_s,
+                          gr_error *err) {
+    const gr_metrics_run *r = &mx->run;
+    const double epoch = (double)step / (double)r->spe;
+    const double loss = mx->rec.loss_window / (double)mx->rec.loss_n;
+    double now = gr_now();
+    double sps = (double)(mx->steps_window * r->batch) / (now - mx->t_window);
+    double wait_pct = 100.0 * (data_wait_s - mx->wait_window) / (now - mx->t_window);
+    mx->wait_window = data_wait_s;
+    double eta = (now - mx->t0) / (double)(step - r->start) * (double)(r->total - step);
+    gr_json js;
+    gr_json_begin(&js);
+    gr_json_str(&js, "kind", "train");
+    gr_json_int(&js, "step", step);
+    gr_json_num(&js, "epoch", epoch);
+    gr_json_num(&js, "loss", loss);
+    gr_json_num(&js, "lr", lr);
+    gr_json_num(&js, "samples_per_s", sps);
+    gr_json_num(&js, "loss_scale", loss_scale);
+    gr_json_num(&js, "time_s", mx->rec.time0 + (now - mx->t0));
+    gr_json_num(&js, "data_wait_pct", wait_pct);
+    fprintf(mx->jsonl, "%s\n", gr_json_end(&js));
+    gr_status st = gr_rundir_flush(mx->jsonl, mx->path, err);
+    if (st) return st;
+    if (mx->tb) {
+        double t = gr_tfevents_wall_time();
+        gr_tfevents_scalar(mx->tb, "train/loss", step, t, (float)loss);
+        gr_tfevents_scalar(mx->tb, "train/lr", step, t, (float)lr);
+        gr_tfevents_scalar(mx->tb, "train/samples_per_s", step, t, (float)sps);
+        if ((st = gr_tfevents_flush(mx->tb, err))) return st; /* live in TensorBoard, like metrics.jsonl */
+    }
+    if (!mx->quiet) {
+        char etab[32];
+        gr_fmt_duration(eta, etab, sizeof etab);
+        printf("step %lld/%lld  epoch %.2f/%lld  loss %.4f  lr %.4g  %.0f samples/s  data wait %.1f%%  "
+               "ETA %s\n", (long long)step, (long long)r->total, epoch,
+               (long long)((r->total + r->spe - 1) / r->spe), loss, lr, sps, wait_pct, etab);
+        fflush(stdout);
+    }
+    mx->t_window = now;
+    mx->rec.loss_window = 0.0;
+    mx->rec.loss_n = 0;
+    mx->steps_window = 0;
+    return GR_OK;
+}
+
+gr_status gr_metrics_eval(gr_metrics *mx, int64_t step, double loss, double acc, gr_error *err) {
+    const double epoch = (double)step / (double)mx->run.spe;
+    mx->rec.last_vloss = loss;
+    mx->rec.last_acc = acc;
+    if (isnan(mx->rec.best_acc) || acc > mx->rec.best_acc) mx->rec.best_acc = acc;
+    gr_json js;
+    gr_json_begin(&js);
+    gr_json_str(&js, "kind", "eval");
+    gr_json_str(&js, "split", "val");
+    gr_json_int(&js, "step", step);
+    gr_json_num(&js, "epoch", epoch);
+    gr_json_num(&js, "loss", loss);
+    gr_json_num(&js, "accuracy", acc);
+    fprintf(mx->jsonl, "%s\n", gr_json_end(&js));
+    gr_status st = gr_rundir_flush(mx->jsonl, mx->path, err);
+    if (mx->tb) {
+        double t = gr_tfevents_wall_time();
+        gr_tfevents_scalar(mx->tb, "val/loss", step, t, (float)loss);
+        gr_tfevents_scalar(mx->tb, "val/accuracy", step, t, (float)acc);
+    }
+    if (!mx->quiet)
+        printf("eval  step %lld  epoch %.2f  val loss %.4f  accuracy %.4f\n", (long long)step, epoch, loss, acc);
+    return st;
+}
+
+void gr_metrics_eval_time(gr_metrics *mx, double seconds) {
+    mx->t_window += seconds;
+    mx->eval_s += seconds;
+}
+
+gr_status gr_metrics_flush(gr_metrics *mx, gr_error *err) { return mx->tb ? gr_tfevents_flush(mx->tb, err) : GR_OK; }
+
+/* ---- the end ---- */
+
+static void gr_write_line_cb(FILE *f, const void *text) { fprintf(f, "%s\n", (const char *)text); }
+
+gr_status gr_metrics_summary(gr_metrics *mx, const char *status, int64_t steps, double loss_scale,
+                             int64_t skipped_steps, double data_wait_s, gr_error *err) {
+    const gr_metrics_run *r = &mx->run;
+    const gr_record *rec = &mx->rec;
+    const double wall = mx->wall_s = gr_now() - mx->t0, eval_s = mx->eval_s;
+    gr_json js;
+    gr_json_begin(&js);
+    gr_json_str(&js, "status", status);
+    gr_json_str(&js, "name", r->name);
+    gr_json_str(&js, "device", r->device);
+    gr_json_int(&js, "steps", steps);
+    gr_json_num(&js, "epochs", (double)steps / (double)r->spe);
+    gr_json_num(&js, "wall_s", wall);
+    /* this process's steps over its time (a resumed run's earlier steps are not in wall) */
+    const double samples = (double)((steps - r->start) * r->batch);
+    gr_json_int(&js, "start_step", r->start);
+    gr_json_num(&js, "samples_per_s", samples / (wall > 0 ? wall : 1));
+    gr_json_num(&js, "eval_s", eval_s);
+    gr_json_num(&js, "train_samples_per_s", samples / (wall - eval_s > 0 ? wall - eval_s : 1));
+    gr_json_num(&js, "final_train_loss", rec->last_loss);
+    gr_json_num(&js, "best_val_accuracy", rec->best_acc);
+    gr_json_num(&js, "last_val_accuracy", rec->last_acc);
+    gr_json_str(&js, "precision", r->precision);
+    gr_json_num(&js, "loss_scale", loss_scale);
+    gr_json_int(&js, "skipped_steps", skipped_steps);
+    gr_json_num(&js, "last_val_loss", rec->last_vloss);
+    gr_json_int(&js, "params", r->params);
+    gr_json_num(&js, "data_wait_s", data_wait_s);
+    gr_json_num(&js, "data_wait_pct", wall - eval_s > 0 ? 100.0 * data_wait_s / (wall - eval_s) : 0.0);
+    gr_status st = gr_rundir_write_file(r->run_dir, "summary.json", gr_write_line_cb, gr_json_end(&js), err);
+    gr_error e2;
+    gr_status st2 = gr_metrics_flush(mx, &e2);
+    if (!st && st2) {
+        st = st2;
+        *err = e2;
+    }
+    return st;
+}
+
+void gr_metrics_done(const gr_metrics *mx, int64_t steps) {
+    if (!mx->quiet)
+        printf("done: %lld steps in %.1f s, final train loss %.4f, val accuracy %.4f (best %.4f)\n",
+               (long long)steps, mx->wall_s, mx->rec.last_loss, mx->rec.last_acc, mx->rec.best_acc);
+}

@@ -1,0 +1,108 @@
+/* metrics.h — what a training run tells: the sinks behind one interface.
+ *
+ * Every line the loop reports goes through here, to each sink that is on:
+ *   metrics.jsonl  one JSON object per line ({"kind":"train"|"eval", ...}),
+ *                  flushed per line; a write failure is exit 6
+ *   TensorBoard    train/loss, train/lr, train/samples_per_s, val/loss and
+ *                  val/accuracy scalars (log.tensorboard; runner/tfevents.c)
+ *   the console    the start line, progress and eval lines on stdout (not
+ *                  with --quiet) and the closing "done:" line
+ *   summary.json   written once at the end, whatever the outcome
+ * It also keeps the run's record (the last and best figures, the train
+ * losses not yet reported, the training time so far), which checkpoints
+ * carry so that a resumed run's lines continue the first one's, and after a
+ * resume it trims the lines of the steps that are run again.
+ *
+ * The loop calls gr_metrics_step / gr_metrics_eval / gr_metrics_summary and
+ * formats nothing itself. */
+#ifndef GR_METRICS_H
+#define GR_METRICS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../common/gr_common.h"
+#include "tfevents.h"
+
+#define GR_METRICS_PATH_MAX (1024 + 16) /* GR_PATH_MAX + "/metrics.jsonl" */
+
+/* What the lines say about the run, fixed when it begins. */
+typedef struct gr_metrics_run {
+    const char *name, *device, *precision, *run_dir;
+    int64_t params;                 /* the model's weights */
+    int64_t batch, micro_batch;     /* samples per optimizer step and per micro-batch */
+    int64_t spe, total, start;      /* steps per epoch, the job's steps, the first step of this process */
+    int64_t log_every;              /* log.every_steps */
+} gr_metrics_run;
+
+/* The run's record: checkpointed, so a resumed run's metrics and summary
+ * carry it on. */
+typedef struct gr_record {
+    double last_loss, last_acc, last_vloss, best_acc; /* NaN: none yet */
+    double loss_window;  /* train losses since the last train line, and how many */
+    int64_t loss_n;
+    double time0;        /* training time before this process */
+} gr_record;
+
+typedef struct gr_metrics {
+    FILE *jsonl;                   /* metrics.jsonl, opened for append */
+    char path[GR_METRICS_PATH_MAX];
+    gr_tfevents *tb;               /* NULL unless log.tensorboard */
+    bool quiet;                    /* no console lines but errors */
+    gr_metrics_run run;
+    gr_record rec;
+    /* this process's clock */
+    double t0;                     /* when its training began (gr_now) */
+    double t_window, wait_window;  /* the last train line: when, and the loader's wait then */
+    int64_t steps_window;          /* steps since the last train line (throughput) */
+    double eval_s;                 /* time spent evaluating */
+    double wall_s;                 /* set by gr_metrics_summary */
+} gr_metrics;
+
+/* Nothing open, nothing recorded yet (the record's figures NaN). */
+void gr_metrics_init(gr_metrics *mx, bool quiet);
+/* Closes the sinks (a TensorBoard write failure is not reported here). */
+void gr_metrics_close(gr_metrics *mx);
+
+/* run_dir/metrics.jsonl must be a regular file when it exists (exit 6),
+ * checked before anything of the run is written. */
+gr_status gr_metrics_check(gr_metrics *mx, const char *run_dir, gr_error *err);
+/* Opens metrics.jsonl for append and, with tensorboard, a new event file. */
+gr_status gr_metrics_open(gr_metrics *mx, const char *run_dir, bool tensorboard, gr_error *err);
+/* After a resume from step: drops the lines and events of later steps that
+ * earlier starts wrote (they are run again). */
+gr_status gr_metrics_trim(gr_metrics *mx, const char *run_dir, int64_t step, gr_error *err);
+
+/* The console's start line; the clock from which rates, ETA and the
+ * training time are measured starts here. */
+void gr_metrics_begin(gr_metrics *mx, const gr_metrics_run *run);
+/* Training time so far, this process's and earlier ones' (checkpoints). */
+double gr_metrics_time_s(const gr_metrics *mx);
+
+/* A step's mean loss (also a step the loss scaler skipped). */
+void gr_metrics_loss(gr_metrics *mx, double loss);
+/* Is a train line due after step (1-based): every log.every_steps and at the end? */
+bool gr_metrics_due(const gr_metrics *mx, int64_t step);
+/* The train line after step: mean loss since the last one, lr, throughput,
+ * loss scale, training time, the share of time spent waiting for data
+ * (data_wait_s: the loader's total so far), and the ETA on the console. */
+gr_status gr_metrics_step(gr_metrics *mx, int64_t step, double lr, double loss_scale, double data_wait_s,
+                          gr_error *err);
+/* An evaluation of the val split after step: recorded (last, best) and
+ * written (the TensorBoard file is flushed by gr_metrics_flush). */
+gr_status gr_metrics_eval(gr_metrics *mx, int64_t step, double loss, double acc, gr_error *err);
+/* Time spent evaluating: not training time (throughput excludes it). */
+void gr_metrics_eval_time(gr_metrics *mx, double seconds);
+/* Pushes the TensorBoard file's buffered events. */
+gr_status gr_metrics_flush(gr_metrics *mx, gr_error *err);
+
+/* summary.json: the run's outcome (status: finished, stopped, diverged,
+ * checkpoint_failed), its figures and this process's throughput; then the
+ * TensorBoard file is flushed. The first failure is returned. */
+gr_status gr_metrics_summary(gr_metrics *mx, const char *status, int64_t steps, double loss_scale,
+                             int64_t skipped_steps, double data_wait_s, gr_error *err);
+/* The console's closing line. */
+void gr_metrics_done(const gr_metrics *mx, int64_t steps);
+
+#endif

@@ -1,0 +1,82 @@
+/* step.c — the passes the loop and the tests share (see train.h): one
+ * micro-batch's forward + backward, the optimizer update, and the
+ * evaluation of a whole split (job.h). */
+#include "job.h"
+
+#include <math.h>
+
+#include "signals.h"
+
+/* The batch into the plan's input and label tensors. */
+static void gr_plan_load_batch(gr_plan *p, const gr_batch *b) {
+    const gr_graph *g = p->g;
+    size_t per = (size_t)gr_tensor_sample_numel(&g->tensors[g->input]);
+    /* asynchronous on a GPU: the stats read-back at the end of the pass is the fence */
+    gr_backend_upload_batch(p->m->be, gr_plan_ptr(p, g->input), b->x, (size_t)b->n * per * sizeof(float));
+    gr_backend_upload_batch(p->m->be, gr_plan_ptr(p, g->label), b->y, (size_t)b->n * sizeof(int32_t));
+}
+
+/* Adds the pass's loss sum and correct count. */
+static void gr_plan_read_stats(gr_plan *p, double *loss_sum, double *correct) {
+    float stats[2];
+    gr_backend_download(p->m->be, stats, gr_plan_ptr(p, p->g->loss_stats), sizeof stats);
+    *loss_sum += stats[0];
+    *correct += stats[1];
+}
+
+void gr_train_micro_step(gr_plan *p, const gr_batch *b, const gr_exec_ctx *ctx, double *loss_sum,
+                         double *correct) {
+    gr_plan_load_batch(p, b);
+    gr_plan_run(p, b->n, ctx);
+    gr_plan_read_stats(p, loss_sum, correct);
+}
+
+void gr_train_apply(gr_model *m, const gr_job_spec *s, double lr, int64_t step) {
+    (void)gr_train_apply_scaled(m, s, lr, step, 1.0, false);
+}
+
+bool gr_train_apply_scaled(gr_model *m, const gr_job_spec *s, double lr, int64_t step, double loss_scale, bool check) {
+    const gr_optim_spec *o = &s->train.optimizer;
+    int64_t nt = m->g->n_trainable;
+    float mult = 1.0f;
+    if (s->train.grad_clip > 0.0 || check) {
+        double sumsq = gr_backend_sumsq(m->be, m->grads, nt);
+        if (check && !isfinite(sumsq)) return false;
+        if (s->train.grad_clip > 0.0) mult = gr_clip_factor(sqrt(sumsq) / loss_scale, s->train.grad_clip);
+    }
+    if (loss_scale != 1.0) mult = (float)((double)mult / loss_scale);
+    if (o->type == GR_OPTIM_SGD) {
+        gr_sgd_hparams h = {(float)lr, (float)o->momentum, (float)o->weight_decay, mult, o->nesterov};
+        gr_backend_sgd(m->be, m->params, m->grads, m->optim, nt, &h);
+    } else {
+        gr_adamw_hparams h = {(float)lr, (float)o->betas[0], (float)o->betas[1], (float)o->eps,
+                              (float)o->weight_decay, mult, step + 1};
+        gr_backend_adamw(m->be, m->params, m->grads, m->optim, m->optim + nt, nt, &h);
+    }
+    return true;
+}
+
+gr_status gr_job_evaluate(gr_job *j, double *loss, double *acc, gr_error *err) {
+    /* every evaluation takes one whole epoch of the val loader, which is
+     * unshuffled and unaugmented, so each starts where the last ended and
+     * finds its first batches already prefetched */
+    gr_status st;
+    gr_exec_ctx ctx = {.training = false, .rng_key = 0, .grad_scale = 0.0f};
+    double loss_sum = 0.0, correct = 0.0;
+    int64_t seen = 0, nb = gr_loader_batches_per_epoch(j->val_ld);
+    for (int64_t i = 0; i < nb; i++) {
+        gr_batch *b;
+        if (gr_signals_pending()) { /* a preemption does not wait for the evaluation */
+            *loss = *acc = NAN;
+            return GR_OK;
+        }
+        if ((st = gr_loader_next(j->val_ld, &b, err))) return st;
+        GR_ASSERT(b->index == i);
+        gr_train_micro_step(&j->eval_plan, b, &ctx, &loss_sum, &correct);
+        seen += b->n;
+        gr_loader_release(j->val_ld, b);
+    }
+    *loss = loss_sum / (double)(seen ? seen : 1);
+    *acc = correct / (double)(seen ? seen : 1);
+    return GR_OK;
+}
