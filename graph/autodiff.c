@@ -1,5 +1,5 @@
 /* autodiff.c — backward as a graph rewrite: walks the forward nodes in
- * reverse and lets each op's descriptor append ordinary nodes that compute
+ * reverse and lets each op's implementation append ordinary nodes that compute
  * the gradients of the inputs that need one. The result runs on any backend
  * that has the kernels.
  *
@@ -59,12 +59,12 @@ void gr_autodiff(gr_graph *g, bool need_input_grad) {
         const gr_node *nd = &g->nodes[i];
         for (int k = 0; k < nd->nout; k++) gr_autodiff_sum(g, nd->out[k], nd->layer);
         nd = &g->nodes[i];
-        const gr_op_desc *d = gr_op_descs[nd->op];
-        bool is_loss = (d->flags & GR_OPF_LOSS) != 0;
+        const gr_op_impl *impl = gr_op_impl_of(nd->op);
+        bool is_loss = (gr_op_flags(nd->op) & GR_OPF_LOSS) != 0;
         if (!is_loss && g->tensors[nd->out[0]].grad < 0) continue; /* no gradient reaches it */
-        GR_ASSERT(d->backward);
+        GR_ASSERT(impl && impl->backward);
         g->ad_node = i;
-        d->backward(g, i);
+        impl->backward(g, i);
         g->ad_node = -1;
     }
     if (need_input_grad) gr_autodiff_sum(g, g->input, -1);

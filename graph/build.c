@@ -3,7 +3,7 @@
  * Each item of model.layers is `- op`, or a one-op map `- op: {attrs}` with
  * optional `name:`, `input:` (an earlier layer's name; for add and concat a
  * list of them) and `repeat: N`. Each layer becomes one forward node whose
- * descriptor parses its attrs and infers its output shape; errors point at
+ * implementation parses its attrs and infers its output shape; errors point at
  * the YAML node.
  *
  * Blocks (model.blocks) are templates: `name: {args: {a: default}, layers:
@@ -154,8 +154,21 @@ static bool gr_named_later(const gr_cfg *items, int from, const char *name) {
     return false;
 }
 
+/* The ops that take a list of inputs (GR_OPF_JOIN) into buf: "add and concat". */
+static void gr_build_join_ops(char *buf, size_t n) {
+    int m = 0, count = 0;
+    for (int i = 0; i < GR_OP_COUNT; i++) count += (gr_op_flags(i) & GR_OPF_JOIN) != 0;
+    size_t k = 0;
+    for (int i = 0; i < GR_OP_COUNT && k < n; i++) {
+        if (!(gr_op_flags(i) & GR_OPF_JOIN)) continue;
+        const char *sep = m == 0 ? "" : m == count - 1 ? " and " : ", ";
+        k += (size_t)snprintf(buf + k, n - k, "%s%s", sep, gr_op_name(i));
+        m++;
+    }
+}
+
 /* The tensors a layer reads: the previous layer's output, or those `input:`
- * names (a name or, for add and concat, a list). */
+ * names (a name or, for the join ops, a list). */
 static gr_status gr_build_inputs(const gr_scope *sc, const gr_cfg *items, int item, const gr_layer_item *li,
                                  bool join, const char *key, int prev, int *in, int *nin, gr_error *err) {
     if (!li->input) {
@@ -166,9 +179,12 @@ static gr_status gr_build_inputs(const gr_scope *sc, const gr_cfg *items, int it
     char sub[720];
     snprintf(sub, sizeof sub, "%s.input", key);
     const gr_cfg *v = li->input;
-    if (v->kind == GR_CFG_MAP || (v->kind == GR_CFG_SEQ && !join))
-        return gr_cfg_error(err, v, sub, "expected the name of an earlier layer%s",
-                            v->kind == GR_CFG_SEQ ? " (lists of inputs are for add and concat)" : "");
+    if (v->kind == GR_CFG_MAP || (v->kind == GR_CFG_SEQ && !join)) {
+        char joins[160] = "";
+        if (v->kind == GR_CFG_SEQ) gr_build_join_ops(joins, sizeof joins);
+        return gr_cfg_error(err, v, sub, "expected the name of an earlier layer%s%s%s",
+                            joins[0] ? " (lists of inputs are for " : "", joins, joins[0] ? ")" : "");
+    }
     int n = v->kind == GR_CFG_SEQ ? v->n : 1;
     if (n > GR_MAX_IN)
         return gr_cfg_error(err, v, sub, "%d inputs; at most %d can be joined by one layer", n, GR_MAX_IN);
@@ -494,7 +510,7 @@ static gr_status gr_build_layer(gr_builder *b, gr_scope *sc, const gr_layer_item
     g->nodes[nd].attrs = *attrs;
     g->layers[l].node = nd;
     if (b->infer) {
-        gr_status st = gr_op_descs[op]->infer(g, nd, &li->op_at, akey, err);
+        gr_status st = gr_op_impl_of((gr_op)op)->infer(g, nd, &li->op_at, akey, err);
         if (st) return st;
     } else {
         gr_tensor x = g->tensors[in[0]];
@@ -522,22 +538,14 @@ static gr_status gr_build_seq(gr_builder *b, gr_scope *sc, const gr_cfg *layers,
         const int bi = b->blocks ? gr_cfg_find(b->blocks, li.op) : -1;
         const int op = bi >= 0 ? -1 : gr_op_lookup(li.op);
         if (bi < 0 && op < 0) return gr_build_unknown_op(&li.op_at, ikey, li.op, err);
-        const bool join = op == GR_OP_ADD || op == GR_OP_CONCAT;
+        const bool join = op >= 0 && (gr_op_flags((gr_op)op) & GR_OPF_JOIN);
         int ins[GR_MAX_IN], nin = 0;
         if ((st = gr_build_inputs(sc, layers, i + 1, &li, join, ikey, cur, ins, &nin, err))) return st;
         char akey[640];
         snprintf(akey, sizeof akey, "%s.%s", ikey, li.op);
         gr_attrs attrs;
         memset(&attrs, 0, sizeof attrs);
-        if (op >= 0) {
-            const gr_op_desc *d = gr_op_descs[op];
-            if (d->parse) {
-                if ((st = d->parse(&attrs, li.attrs, akey, err))) return st;
-            } else if (li.attrs && !(li.attrs->kind == GR_CFG_SCALAR && !li.attrs->scalar[0]) &&
-                       !(li.attrs->kind == GR_CFG_MAP && li.attrs->n == 0)) {
-                return gr_cfg_error(err, li.attrs, akey, "%s takes no attributes", li.op);
-            }
-        }
+        if (op >= 0 && (st = gr_op_parse_attrs((gr_op)op, &attrs, li.attrs, akey, err))) return st;
         for (int64_t r = 0; r < li.repeat; r++) {
             char local[GR_NAME_MAX];
             /* <op><k> and <block><k> count named layers too (DESIGN 1.4) */

@@ -1,39 +1,73 @@
-/* graph.c — graph IR storage: tensors, nodes, layers, the op table and the
- * small helpers op descriptors build with. */
+/* graph.c — graph IR storage: tensors, nodes, layers, the op table (made
+ * from ops.def's rows, checked at compile time) and the small helpers op
+ * implementations build with. */
 #include "graph.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define X(E, name, flags) &gr_op_desc_##name,
-const gr_op_desc *const gr_op_descs[GR_OP_COUNT] = {
-#include "ops.def"
-};
-#undef X
+/* An op's row, as ops.def gives it. */
+typedef struct gr_op_row {
+    const char *name;
+    unsigned flags;
+    int bwd;
+    const gr_op_impl *impl;
+} gr_op_row;
 
-static const char *const gr_op_names[] = {
-#define X(E, name, flags) #name,
+/* Backward rows have no implementation (autodiff emits them; their work is
+ * their kernels'): the constant condition folds, so only forward rows name
+ * gr_op_impl_<name>, and one without it fails the link. */
+static const gr_op_row gr_op_rows[] = {
+#define X(E, name, flags, bwd) \
+    [GR_OP_##E] = {#name, (flags), GR_OP_##bwd, ((flags) & GR_OPF_BACKWARD) ? NULL : &gr_op_impl_##name},
 #include "ops.def"
 #undef X
 };
-_Static_assert(GR_ARRAY_LEN(gr_op_names) == GR_OP_COUNT, "op name table out of step with ops.def");
+_Static_assert(GR_ARRAY_LEN(gr_op_rows) == GR_OP_COUNT, "op table out of step with ops.def");
+
+/* The rows checked at compile time: each is exactly one of LAYER, LOSS,
+ * BACKWARD; a forward row's bwd names a backward row, a backward row's is NONE. */
+enum {
+#define X(E, name, flags, bwd) GR_OPF_OF_##E = (flags),
+#include "ops.def"
+#undef X
+    GR_OPF_OF_NONE = 0,
+};
+#define X(E, name, flags, bwd)                                                                         \
+    _Static_assert(((flags) & GR_OPF_LAYER ? 1 : 0) + ((flags) & GR_OPF_LOSS ? 1 : 0) +               \
+                   ((flags) & GR_OPF_BACKWARD ? 1 : 0) == 1,                                          \
+                   "ops.def row " #name ": flags need exactly one of LAYER, LOSS, BACKWARD");         \
+    _Static_assert((flags) & GR_OPF_BACKWARD ? (int)GR_OP_##bwd == GR_OP_NONE                          \
+                                             : (GR_OPF_OF_##bwd & GR_OPF_BACKWARD) != 0,              \
+                   "ops.def row " #name ": bwd names a backward op (NONE on a backward row)");
+#include "ops.def"
+#undef X
 
 const char *gr_op_name(gr_op op) {
     GR_ASSERT(op >= 0 && op < GR_OP_COUNT);
-    return gr_op_names[op];
+    return gr_op_rows[op].name;
 }
 
 unsigned gr_op_flags(gr_op op) {
     GR_ASSERT(op >= 0 && op < GR_OP_COUNT);
-    return gr_op_descs[op]->flags;
+    return gr_op_rows[op].flags;
+}
+
+int gr_op_bwd(gr_op op) {
+    GR_ASSERT(op >= 0 && op < GR_OP_COUNT);
+    return gr_op_rows[op].bwd;
+}
+
+const gr_op_impl *gr_op_impl_of(gr_op op) {
+    GR_ASSERT(op >= 0 && op < GR_OP_COUNT);
+    return gr_op_rows[op].impl;
 }
 
 int gr_op_lookup(const char *name) {
     for (int i = 0; i < GR_OP_COUNT; i++)
-        if ((gr_op_descs[i]->flags & GR_OPF_LAYER) && strcmp(gr_op_names[i], name) == 0) return i;
+        if ((gr_op_rows[i].flags & GR_OPF_LAYER) && strcmp(gr_op_rows[i].name, name) == 0) return i;
     return -1;
 }
 
@@ -67,37 +101,6 @@ const char *gr_shape_str_n(const gr_tensor *t, char *buf, size_t n) {
     return buf;
 }
 
-gr_status gr_attr_pair(const gr_cfg *v, const char *key, int64_t lo, int64_t out[2], gr_error *err) {
-    const int64_t hi = (int64_t)1 << 20;
-    if (v->kind == GR_CFG_SCALAR) {
-        gr_status st = gr_cfg_int(v, key, lo, hi, &out[0], err);
-        out[1] = out[0];
-        return st;
-    }
-    if (v->kind != GR_CFG_SEQ || v->n != 2)
-        return gr_cfg_error(err, v, key, "expected an integer or a [h, w] list of two integers");
-    for (int i = 0; i < 2; i++) {
-        char sub[320];
-        snprintf(sub, sizeof sub, "%s[%d]", key, i);
-        gr_status st = gr_cfg_int(v->items[i], sub, lo, hi, &out[i], err);
-        if (st) return st;
-    }
-    return GR_OK;
-}
-
-gr_status gr_attr_unknown(gr_error *err, const gr_cfg *attrs, int i, const char *key, const char *fmt, ...) {
-    char takes[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(takes, sizeof takes, fmt, ap);
-    va_end(ap);
-    gr_cfg at = *attrs;
-    at.line = attrs->key_line[i];
-    at.col = attrs->key_col[i];
-    if (attrs->items[i] && attrs->items[i]->file) at.file = attrs->items[i]->file; /* a key --set added */
-    return gr_cfg_error(err, &at, key, "unknown attribute (%s)", takes);
-}
-
 int gr_graph_add_tensor(gr_graph *g, const char *name, gr_tensor_kind kind, gr_elem elem,
                         int ndim, const int64_t *shape, bool batched) {
     GR_ASSERT(ndim >= 0 && ndim <= GR_MAX_DIMS);
@@ -128,6 +131,7 @@ int gr_graph_add_param(gr_graph *g, int layer, const char *pname, int ndim, cons
     p->layer = layer;
     p->requires_grad = true;
     snprintf(p->pname, sizeof p->pname, "%s", pname);
+    p->init = GR_INIT_FAN_IN;
     g->layers[layer].n_params += gr_tensor_numel(p);
     return t;
 }
@@ -139,6 +143,7 @@ int gr_graph_add_state(gr_graph *g, int layer, const char *pname, int ndim, cons
     gr_tensor *p = &g->tensors[t];
     p->layer = layer;
     snprintf(p->pname, sizeof p->pname, "%s", pname);
+    p->init = GR_INIT_ZERO;
     return t;
 }
 
@@ -216,9 +221,8 @@ void gr_graph_init_params(const gr_graph *g, float *params, uint64_t seed) {
         if (t->kind != GR_TK_PARAM && t->kind != GR_TK_STATE) continue;
         int64_t n = gr_tensor_numel(t);
         float *p = params + t->param_offset;
-        if (g->layers[t->layer].op == GR_OP_BATCHNORM || t->kind == GR_TK_STATE) {
-            /* nn.BatchNorm: weight 1, bias 0, running_mean 0, running_var 1 */
-            float v = strcmp(t->pname, "weight") == 0 || strcmp(t->pname, "running_var") == 0 ? 1.0f : 0.0f;
+        if (t->init != GR_INIT_FAN_IN) {
+            float v = t->init == GR_INIT_ONE ? 1.0f : 0.0f;
             for (int64_t k = 0; k < n; k++) p[k] = v;
             continue;
         }

@@ -6,10 +6,14 @@
  * dimension is the batch when `batched` is set; shapes hold the planned
  * micro-batch and a run may use any n <= it (the last eval batch).
  *
- * Exports: gr_op (enum from ops.def), gr_op_desc and gr_op_descs[],
+ * Exports: gr_op (enum from ops.def) and its row's accessors (gr_op_name,
+ * gr_op_flags, gr_op_bwd, gr_op_lookup), gr_op_impl (an op's attribute
+ * table, infer and backward) with the generic attribute parser (attrs.c),
  * gr_graph_* (build/free/add helpers), gr_autodiff. */
 #ifndef GR_GRAPH_H
 #define GR_GRAPH_H
+
+#include <stddef.h>
 
 #include "../common/gr_common.h"
 #include "../config/spec.h"
@@ -20,19 +24,24 @@
 #define GR_TNAME_MAX 192
 #define GR_PARAM_ALIGN 16
 
+/* The flags column of ops.def (what each means: the comment there). */
 enum {
     GR_OPF_LAYER = 1u << 0,
     GR_OPF_VIEW = 1u << 1,
     GR_OPF_BACKWARD = 1u << 2,
     GR_OPF_LOSS = 1u << 3,
+    GR_OPF_JOIN = 1u << 4,
+    GR_OPF_FP32_OUT = 1u << 5,
 };
 
 typedef enum gr_op {
-#define X(E, name, flags) GR_OP_##E,
+#define X(E, name, flags, bwd) GR_OP_##E,
 #include "ops.def"
 #undef X
     GR_OP_COUNT
 } gr_op;
+/* The bwd column of a backward row: no op. */
+enum { GR_OP_NONE = -1 };
 
 /* Where a tensor lives: the plan gives each class its own arena. */
 typedef enum gr_tensor_kind {
@@ -47,6 +56,13 @@ typedef enum gr_tensor_kind {
 
 typedef enum gr_elem { GR_F32, GR_I32, GR_U8 } gr_elem;
 
+/* A parameter's or state's initial value; the op that creates it says which. */
+typedef enum gr_init {
+    GR_INIT_FAN_IN,          /* U(+-1/sqrt(fan_in)) (nn.Linear, nn.Conv2d); add_param's default */
+    GR_INIT_ZERO,            /* add_state's default */
+    GR_INIT_ONE,
+} gr_init;
+
 typedef struct gr_tensor {
     char name[GR_TNAME_MAX]; /* "dense0.weight", "relu1", "relu1.grad", ... */
     gr_tensor_kind kind;
@@ -60,6 +76,7 @@ typedef struct gr_tensor {
     int64_t param_offset;    /* PARAM/GRAD/STATE: element offset in their arena */
     int layer;               /* PARAM/STATE: index of the layer that owns it; -1 */
     char pname[32];          /* PARAM/STATE: PyTorch tensor name ("weight", "bias") */
+    gr_init init;            /* PARAM/STATE: how gr_graph_init_params fills it */
 } gr_tensor;
 
 /* Op attributes: one flat struct (ops are few and small). Spatial pairs
@@ -124,27 +141,88 @@ typedef struct gr_graph {
     int ad_np, ad_cap;
 } gr_graph;
 
-/* One descriptor per op (graph/op_*.c). Forward ops implement parse (attrs
- * from YAML; NULL = takes none) and infer (shape of the output, parameters);
- * backward emits the nodes computing the gradients of the inputs that need
+/* ---- op attributes: one table per op, read by one parser (attrs.c) ---- */
+
+typedef enum gr_attr_kind {
+    GR_ATTR_INT,             /* int64_t */
+    GR_ATTR_PAIR,            /* int64_t[2]: an int for both spatial sides or a [h, w] list */
+    GR_ATTR_FLOAT,           /* double */
+    GR_ATTR_BOOL,            /* bool */
+} gr_attr_kind;
+
+enum {
+    GR_ATTR_REQUIRED = 1u << 0, /* "<key>: required attribute missing" when absent */
+    GR_ATTR_POSITIVE = 1u << 1, /* FLOAT: also > 0 ("<key> must be positive") */
+};
+
+/* One attribute: its YAML key, where it goes, its bounds (inclusive; PAIR:
+ * each side) and its value when not given (BOOL: nonzero = true). */
+typedef struct gr_attr_def {
+    const char *key;
+    gr_attr_kind kind;
+    size_t offset;           /* of its field in gr_attrs */
+    double lo, hi;
+    double def;
+    unsigned opts;           /* GR_ATTR_* */
+} gr_attr_def;
+
+/* GR_ATTR("units", units, 1, 1 << 24, 0, GR_ATTR_REQUIRED): the kind comes
+ * from the gr_attrs field's type, so a table cannot read a field as another. */
+#define GR_ATTR(key, field, lo, hi, def, opts)                                                 \
+    {key,                                                                                      \
+     _Generic(((gr_attrs *)0)->field, int64_t: GR_ATTR_INT, int64_t *: GR_ATTR_PAIR,           \
+              double: GR_ATTR_FLOAT, bool: GR_ATTR_BOOL),                                      \
+     offsetof(gr_attrs, field), lo, hi, def, opts}
+
+/* An op's attributes. Attributes that are not a map are refused with usage
+ * (always when one is required; else only when given and not empty); an
+ * unknown key with "unknown attribute (<op> takes <keys><takes_note>)". */
+typedef struct gr_attr_table {
+    const gr_attr_def *defs;
+    int n;
+    const char *usage;       /* e.g. "dense needs attributes, e.g. {units: 10}" */
+    const char *takes_note;  /* e.g. ", which must be 1"; NULL none */
+} gr_attr_table;
+
+#define GR_ATTR_TABLE(defs, usage, takes_note) {defs, (int)GR_ARRAY_LEN(defs), usage, takes_note}
+
+/* Reads attrs (the YAML node after the op's key; NULL when none was given)
+ * into a through table t: defaults first, then every key in the map's order.
+ * op names the op in messages; key is the YAML path of attrs
+ * ("model.layers[3].dense"). t NULL: the op takes none ("<op> takes no
+ * attributes" unless attrs is empty). */
+gr_status gr_attrs_read(const char *op, const gr_attr_table *t, gr_attrs *a, const gr_cfg *attrs,
+                        const char *key, gr_error *err);
+
+/* ---- the op table ---- */
+
+/* What an op does beyond its ops.def row (graph/op_<family>.c defines
+ * gr_op_impl_<name> for each forward row). attrs: NULL = takes none. check:
+ * rules between attributes, after the table (may fill a default from another
+ * attribute); NULL none. infer: the output's shape and the parameters.
+ * backward: emits the nodes computing the gradients of the inputs that need
  * them (Caffe's propagate_down), through gr_graph_add_node. */
-typedef struct gr_op_desc {
-    const char *name;
-    unsigned flags;
-    gr_status (*parse)(gr_attrs *a, const gr_cfg *attrs, const char *key, gr_error *err);
+typedef struct gr_op_impl {
+    const gr_attr_table *attrs;
+    gr_status (*check)(gr_attrs *a, const gr_cfg *attrs, const char *key, gr_error *err);
     gr_status (*infer)(gr_graph *g, int node, const gr_cfg *at, const char *key, gr_error *err);
     void (*backward)(gr_graph *g, int node);
-} gr_op_desc;
+} gr_op_impl;
 
-#define X(E, name, flags) extern const gr_op_desc gr_op_desc_##name;
+#define X(E, name, flags, bwd) extern const gr_op_impl gr_op_impl_##name;
 #include "ops.def"
 #undef X
-extern const gr_op_desc *const gr_op_descs[GR_OP_COUNT];
+
+/* The row's name, flags (GR_OPF_*) and bwd column (GR_OP_NONE on backward rows). */
 const char *gr_op_name(gr_op op);
-/* The op's GR_OPF_* flags (its ops.def row). */
 unsigned gr_op_flags(gr_op op);
+int gr_op_bwd(gr_op op);
 /* LAYER ops only; -1 when name is none. */
 int gr_op_lookup(const char *name);
+/* A forward op's implementation (NULL for backward ops). */
+const gr_op_impl *gr_op_impl_of(gr_op op);
+/* Parses a LAYER op's attributes: its table (gr_attrs_read), then its check. */
+gr_status gr_op_parse_attrs(gr_op op, gr_attrs *a, const gr_cfg *attrs, const char *key, gr_error *err);
 
 /* Builds the forward graph + loss from spec->model and spec->train.loss for
  * samples of shape in_shape[0..in_ndim) at micro-batch spec->train.micro_batch.
@@ -164,7 +242,7 @@ gr_status gr_graph_check(const gr_job_spec *spec, gr_error *err);
 void gr_autodiff(gr_graph *g, bool need_input_grad);
 void gr_graph_free(gr_graph *g);
 
-/* Builder helpers for op descriptors and tests. */
+/* Builder helpers for op implementations and tests. */
 int gr_graph_add_tensor(gr_graph *g, const char *name, gr_tensor_kind kind, gr_elem elem,
                         int ndim, const int64_t *shape, bool batched);
 int gr_graph_add_param(gr_graph *g, int layer, const char *pname, int ndim, const int64_t *shape);
@@ -183,17 +261,10 @@ const char *gr_shape_str(const gr_tensor *t, char *buf, size_t n);
 /* "[n, 784]": the shape with a batched tensor's first dimension written n
  * (for messages about per-sample shapes). */
 const char *gr_shape_str_n(const gr_tensor *t, char *buf, size_t n);
-/* An op attribute that is an int for both spatial sides or a [h, w] list
- * (kernel, stride, padding), each in [lo, 2^20]. */
-gr_status gr_attr_pair(const gr_cfg *v, const char *key, int64_t lo, int64_t out[2], gr_error *err);
-/* "unknown attribute (<what the op takes>)" at the position of the attrs
- * map's key i, e.g. ("dense takes units, bias"). */
-gr_status gr_attr_unknown(gr_error *err, const gr_cfg *attrs, int i, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-
 /* Deterministic PyTorch-style initialization of every parameter and state
- * tensor from seed (nn.Linear/nn.Conv2d: weight and bias ~ U(+-1/sqrt(fan_in));
- * batchnorm: weight 1, bias 0, running_mean 0, running_var 1). */
+ * tensor from seed, as its init says (nn.Linear/nn.Conv2d: weight and bias ~
+ * U(+-1/sqrt(fan_in)); batchnorm: weight 1, bias 0, running_mean 0,
+ * running_var 1). */
 void gr_graph_init_params(const gr_graph *g, float *params, uint64_t seed);
 
 #endif

@@ -1,7 +1,19 @@
 /* op_act.c — elementwise activations: relu, sigmoid, tanh, gelu (exact, erf).
  * relu/sigmoid/tanh differentiate through their output y; gelu through its
- * input x. */
+ * input x. One infer and one backward serve them all, reading gr_acts[]. */
 #include "graph.h"
+
+/* Per activation: flops per element (forward; the backward counts the same)
+ * and whether its backward reads the input x instead of the output y. */
+static const struct gr_act {
+    int flops;
+    bool bwd_reads_input;
+} gr_acts[GR_OP_COUNT] = {
+    [GR_OP_RELU] = {1, false},
+    [GR_OP_SIGMOID] = {4, false},
+    [GR_OP_TANH] = {4, false},
+    [GR_OP_GELU] = {8, true},
+};
 
 static gr_status gr_act_infer(gr_graph *g, int node, const gr_cfg *at, const char *key, gr_error *err) {
     (void)at; (void)key; (void)err;
@@ -13,7 +25,8 @@ static gr_status gr_act_infer(gr_graph *g, int node, const gr_cfg *at, const cha
     nd->out[0] = y;
     nd->nout = 1;
     int64_t per = gr_tensor_sample_numel(&x);
-    nd->flops = nd->op == GR_OP_RELU ? per : nd->op == GR_OP_GELU ? 8 * per : 4 * per;
+    GR_ASSERT(gr_acts[nd->op].flops > 0);
+    nd->flops = gr_acts[nd->op].flops * per;
     return GR_OK;
 }
 
@@ -21,22 +34,16 @@ static void gr_act_backward(gr_graph *g, int node) {
     gr_node nd = g->nodes[node];
     int x = nd.in[0];
     if (!g->tensors[x].requires_grad) return;
-    gr_op bop = nd.op == GR_OP_RELU ? GR_OP_RELU_BWD : nd.op == GR_OP_SIGMOID ? GR_OP_SIGMOID_BWD
-              : nd.op == GR_OP_TANH ? GR_OP_TANH_BWD : GR_OP_GELU_BWD;
-    int saved = nd.op == GR_OP_GELU ? x : nd.out[0];
+    int saved = gr_acts[nd.op].bwd_reads_input ? x : nd.out[0];
     int dy = gr_graph_grad(g, nd.out[0]);
     int dx = gr_graph_grad(g, x);
     int in[2] = {dy, saved}, out[1] = {dx};
-    int k = gr_graph_add_node(g, bop, nd.layer, in, 2, out, 1);
+    int k = gr_graph_add_node(g, gr_op_bwd(nd.op), nd.layer, in, 2, out, 1);
     g->nodes[k].fwd = node;
     g->nodes[k].flops = nd.flops;
 }
 
-const gr_op_desc gr_op_desc_relu = {"relu", GR_OPF_LAYER, NULL, gr_act_infer, gr_act_backward};
-const gr_op_desc gr_op_desc_sigmoid = {"sigmoid", GR_OPF_LAYER, NULL, gr_act_infer, gr_act_backward};
-const gr_op_desc gr_op_desc_tanh = {"tanh", GR_OPF_LAYER, NULL, gr_act_infer, gr_act_backward};
-const gr_op_desc gr_op_desc_gelu = {"gelu", GR_OPF_LAYER, NULL, gr_act_infer, gr_act_backward};
-const gr_op_desc gr_op_desc_relu_bwd = {"relu_bwd", GR_OPF_BACKWARD, NULL, NULL, NULL};
-const gr_op_desc gr_op_desc_sigmoid_bwd = {"sigmoid_bwd", GR_OPF_BACKWARD, NULL, NULL, NULL};
-const gr_op_desc gr_op_desc_tanh_bwd = {"tanh_bwd", GR_OPF_BACKWARD, NULL, NULL, NULL};
-const gr_op_desc gr_op_desc_gelu_bwd = {"gelu_bwd", GR_OPF_BACKWARD, NULL, NULL, NULL};
+const gr_op_impl gr_op_impl_relu = {NULL, NULL, gr_act_infer, gr_act_backward};
+const gr_op_impl gr_op_impl_sigmoid = {NULL, NULL, gr_act_infer, gr_act_backward};
+const gr_op_impl gr_op_impl_tanh = {NULL, NULL, gr_act_infer, gr_act_backward};
+const gr_op_impl gr_op_impl_gelu = {NULL, NULL, gr_act_infer, gr_act_backward};

@@ -14,32 +14,13 @@
 #include "graph.h"
 
 #include <stdio.h>
-#include <string.h>
 
-static gr_status gr_bn_parse(gr_attrs *a, const gr_cfg *attrs, const char *key, gr_error *err) {
-    a->momentum = 0.1;
-    a->eps = 1e-5;
-    if (!attrs || (attrs->kind == GR_CFG_SCALAR && !attrs->scalar[0])) return GR_OK;
-    if (attrs->kind != GR_CFG_MAP)
-        return gr_cfg_error(err, attrs, key, "expected a map of attributes, e.g. {momentum: 0.1, eps: 1e-5}");
-    for (int i = 0; i < attrs->n; i++) {
-        char sub[300];
-        snprintf(sub, sizeof sub, "%s.%s", key, attrs->keys[i]);
-        const char *k = attrs->keys[i];
-        const gr_cfg *v = attrs->items[i];
-        gr_status st;
-        if (strcmp(k, "momentum") == 0) {
-            st = gr_cfg_float(v, sub, 0.0, 1.0, &a->momentum, err);
-        } else if (strcmp(k, "eps") == 0) {
-            st = gr_cfg_float(v, sub, 0.0, 1.0, &a->eps, err);
-            if (!st && !(a->eps > 0.0)) st = gr_cfg_error(err, v, sub, "eps must be positive");
-        } else {
-            st = gr_attr_unknown(err, attrs, i, sub, "batchnorm takes momentum, eps");
-        }
-        if (st) return st;
-    }
-    return GR_OK;
-}
+static const gr_attr_def gr_bn_attr_defs[] = {
+    GR_ATTR("momentum", momentum, 0.0, 1.0, 0.1, 0),
+    GR_ATTR("eps", eps, 0.0, 1.0, 1e-5, GR_ATTR_POSITIVE),
+};
+static const gr_attr_table gr_bn_attrs =
+    GR_ATTR_TABLE(gr_bn_attr_defs, "expected a map of attributes, e.g. {momentum: 0.1, eps: 1e-5}", NULL);
 
 static gr_status gr_bn_infer(gr_graph *g, int node, const gr_cfg *at, const char *key, gr_error *err) {
     gr_node *nd = &g->nodes[node];
@@ -60,6 +41,9 @@ static gr_status gr_bn_infer(gr_graph *g, int node, const gr_cfg *at, const char
     int b = gr_graph_add_param(g, layer, "bias", 1, cshape);
     int rm = gr_graph_add_state(g, layer, "running_mean", 1, cshape);
     int rv = gr_graph_add_state(g, layer, "running_var", 1, cshape);
+    g->tensors[w].init = GR_INIT_ONE; /* as nn.BatchNorm: running_mean (a state) 0 too */
+    g->tensors[b].init = GR_INIT_ZERO;
+    g->tensors[rv].init = GR_INIT_ONE;
     const char *lname = g->layers[layer].name;
     int y = gr_graph_add_tensor(g, lname, GR_TK_ACT, GR_F32, x.ndim, x.shape, true);
     char sname[GR_NAME_MAX + 8];
@@ -87,12 +71,11 @@ static void gr_bn_backward(gr_graph *g, int node) {
     int in[4] = {dy, x, w, nd.out[1]}, out[3] = {dw, db, -1};
     int nout = 2;
     if (g->tensors[x].requires_grad) out[nout++] = gr_graph_grad(g, x);
-    int k = gr_graph_add_node(g, GR_OP_BATCHNORM_BWD, nd.layer, in, 4, out, nout);
+    int k = gr_graph_add_node(g, gr_op_bwd(nd.op), nd.layer, in, 4, out, nout);
     g->nodes[k].fwd = node;
     g->nodes[k].attrs = nd.attrs;
     /* sums of dy and dy*xhat, then dx: ~ 4 + 4 per element */
     g->nodes[k].flops = (nout > 2 ? 8 : 4) * gr_tensor_sample_numel(&g->tensors[x]);
 }
 
-const gr_op_desc gr_op_desc_batchnorm = {"batchnorm", GR_OPF_LAYER, gr_bn_parse, gr_bn_infer, gr_bn_backward};
-const gr_op_desc gr_op_desc_batchnorm_bwd = {"batchnorm_bwd", GR_OPF_BACKWARD, NULL, NULL, NULL};
+const gr_op_impl gr_op_impl_batchnorm = {&gr_bn_attrs, NULL, gr_bn_infer, gr_bn_backward};

@@ -1,51 +1,25 @@
 /* op_conv.c — conv (PyTorch nn.Conv2d):
  *   y[n, F, Ho, Wo] = conv(x[n, C, H, W], W[F, C/groups, kh, kw]) + b[F],
  *   Ho = (H + 2*ph - kh) / sh + 1, Wo likewise.
- * Backward: dx = conv_bwd_data(dy, W) (only when x needs a gradient);
+ * Backward: dx = conv_bwd_data(dy, W) (only when x needs a gradient: the
+ * row's bwd op);
  * dW += conv_bwd_params(dy, x), db += sum over n, Ho, Wo of dy.
  * Backward nodes carry the forward node's attrs, so kernels read stride,
  * padding and groups from their own node. */
 #include "graph.h"
 
-#include <stdio.h>
-#include <string.h>
+static const gr_attr_def gr_conv_attr_defs[] = {
+    GR_ATTR("filters", filters, 1, 1 << 20, 0, GR_ATTR_REQUIRED),
+    GR_ATTR("kernel", kernel, 1, 1 << 20, 0, GR_ATTR_REQUIRED),
+    GR_ATTR("stride", stride, 1, 1 << 20, 1, 0),
+    GR_ATTR("padding", padding, 0, 1 << 20, 0, 0),
+    GR_ATTR("groups", groups, 1, 1 << 20, 1, 0),
+    GR_ATTR("bias", bias, 0, 0, 1, 0),
+};
+static const gr_attr_table gr_conv_attrs =
+    GR_ATTR_TABLE(gr_conv_attr_defs, "conv needs attributes, e.g. {filters: 64, kernel: 3}", NULL);
 
-static gr_status gr_conv_parse(gr_attrs *a, const gr_cfg *attrs, const char *key, gr_error *err) {
-    a->bias = true;
-    a->stride[0] = a->stride[1] = 1;
-    a->padding[0] = a->padding[1] = 0;
-    a->groups = 1;
-    if (!attrs || attrs->kind != GR_CFG_MAP)
-        return gr_cfg_error(err, attrs, key, "conv needs attributes, e.g. {filters: 64, kernel: 3}");
-    bool have_filters = false, have_kernel = false;
-    for (int i = 0; i < attrs->n; i++) {
-        char sub[300];
-        snprintf(sub, sizeof sub, "%s.%s", key, attrs->keys[i]);
-        const char *k = attrs->keys[i];
-        const gr_cfg *v = attrs->items[i];
-        gr_status st;
-        if (strcmp(k, "filters") == 0) {
-            st = gr_cfg_int(v, sub, 1, (int64_t)1 << 20, &a->filters, err);
-            have_filters = true;
-        } else if (strcmp(k, "kernel") == 0) {
-            st = gr_attr_pair(v, sub, 1, a->kernel, err);
-            have_kernel = true;
-        } else if (strcmp(k, "stride") == 0) {
-            st = gr_attr_pair(v, sub, 1, a->stride, err);
-        } else if (strcmp(k, "padding") == 0) {
-            st = gr_attr_pair(v, sub, 0, a->padding, err);
-        } else if (strcmp(k, "groups") == 0) {
-            st = gr_cfg_int(v, sub, 1, (int64_t)1 << 20, &a->groups, err);
-        } else if (strcmp(k, "bias") == 0) {
-            st = gr_cfg_bool(v, sub, &a->bias, err);
-        } else {
-            st = gr_attr_unknown(err, attrs, i, sub, "conv takes filters, kernel, stride, "
-                              "padding, groups, bias");
-        }
-        if (st) return st;
-    }
-    if (!have_filters) return gr_cfg_error(err, attrs, key, "filters: required attribute missing");
-    if (!have_kernel) return gr_cfg_error(err, attrs, key, "kernel: required attribute missing");
+static gr_status gr_conv_check(gr_attrs *a, const gr_cfg *attrs, const char *key, gr_error *err) {
     if (a->filters % a->groups != 0)
         return gr_cfg_error(err, attrs, key, "filters %lld are not divisible by groups %lld",
                             (long long)a->filters, (long long)a->groups);
@@ -100,7 +74,7 @@ static void gr_conv_backward(gr_graph *g, int node) {
     if (g->tensors[x].requires_grad) {
         int dx = gr_graph_grad(g, x);
         int in[2] = {dy, w}, out[1] = {dx};
-        int k = gr_graph_add_node(g, GR_OP_CONV_BWD_DATA, nd.layer, in, 2, out, 1);
+        int k = gr_graph_add_node(g, gr_op_bwd(nd.op), nd.layer, in, 2, out, 1);
         g->nodes[k].fwd = node;
         g->nodes[k].attrs = nd.attrs;
         g->nodes[k].flops = 2 * macs;
@@ -114,6 +88,4 @@ static void gr_conv_backward(gr_graph *g, int node) {
     g->nodes[k].flops = 2 * macs + (db >= 0 ? per_out : 0);
 }
 
-const gr_op_desc gr_op_desc_conv = {"conv", GR_OPF_LAYER, gr_conv_parse, gr_conv_infer, gr_conv_backward};
-const gr_op_desc gr_op_desc_conv_bwd_data = {"conv_bwd_data", GR_OPF_BACKWARD, NULL, NULL, NULL};
-const gr_op_desc gr_op_desc_conv_bwd_params = {"conv_bwd_params", GR_OPF_BACKWARD, NULL, NULL, NULL};
+const gr_op_impl gr_op_impl_conv = {&gr_conv_attrs, gr_conv_check, gr_conv_infer, gr_conv_backward};

@@ -1,32 +1,14 @@
 /* op_dense.c — dense (PyTorch nn.Linear): y[n, units] = x[n, in] W[units, in]^T + b.
- * Backward: dx = dy W (only when x needs a gradient), dW += dy^T x, db += sum_n dy. */
+ * Backward: dx = dy W (only when x needs a gradient: the row's bwd op, dense_bwd_data),
+ * dW += dy^T x, db += sum_n dy (dense_bwd_params). */
 #include "graph.h"
 
-#include <stdio.h>
-#include <string.h>
-
-static gr_status gr_dense_parse(gr_attrs *a, const gr_cfg *attrs, const char *key, gr_error *err) {
-    a->bias = true;
-    if (!attrs || attrs->kind != GR_CFG_MAP)
-        return gr_cfg_error(err, attrs, key, "dense needs attributes, e.g. {units: 10}");
-    bool have_units = false;
-    for (int i = 0; i < attrs->n; i++) {
-        char sub[300];
-        snprintf(sub, sizeof sub, "%s.%s", key, attrs->keys[i]);
-        gr_status st;
-        if (strcmp(attrs->keys[i], "units") == 0) {
-            st = gr_cfg_int(attrs->items[i], sub, 1, (int64_t)1 << 24, &a->units, err);
-            have_units = true;
-        } else if (strcmp(attrs->keys[i], "bias") == 0) {
-            st = gr_cfg_bool(attrs->items[i], sub, &a->bias, err);
-        } else {
-            st = gr_attr_unknown(err, attrs, i, sub, "dense takes units, bias");
-        }
-        if (st) return st;
-    }
-    if (!have_units) return gr_cfg_error(err, attrs, key, "units: required attribute missing");
-    return GR_OK;
-}
+static const gr_attr_def gr_dense_attr_defs[] = {
+    GR_ATTR("units", units, 1, 1 << 24, 0, GR_ATTR_REQUIRED),
+    GR_ATTR("bias", bias, 0, 0, 1, 0),
+};
+static const gr_attr_table gr_dense_attrs =
+    GR_ATTR_TABLE(gr_dense_attr_defs, "dense needs attributes, e.g. {units: 10}", NULL);
 
 static gr_status gr_dense_infer(gr_graph *g, int node, const gr_cfg *at, const char *key, gr_error *err) {
     gr_node *nd = &g->nodes[node];
@@ -60,7 +42,7 @@ static void gr_dense_backward(gr_graph *g, int node) {
     if (g->tensors[x].requires_grad) {
         int dx = gr_graph_grad(g, x);
         int in[2] = {dy, w}, out[1] = {dx};
-        int k = gr_graph_add_node(g, GR_OP_DENSE_BWD_DATA, nd.layer, in, 2, out, 1);
+        int k = gr_graph_add_node(g, gr_op_bwd(nd.op), nd.layer, in, 2, out, 1);
         g->nodes[k].fwd = node;
         g->nodes[k].flops = 2 * fin * units;
     }
@@ -72,7 +54,4 @@ static void gr_dense_backward(gr_graph *g, int node) {
     g->nodes[k].flops = 2 * fin * units + (db >= 0 ? units : 0);
 }
 
-const gr_op_desc gr_op_desc_dense = {"dense", GR_OPF_LAYER, gr_dense_parse, gr_dense_infer,
-                                     gr_dense_backward};
-const gr_op_desc gr_op_desc_dense_bwd_data = {"dense_bwd_data", GR_OPF_BACKWARD, NULL, NULL, NULL};
-const gr_op_desc gr_op_desc_dense_bwd_params = {"dense_bwd_params", GR_OPF_BACKWARD, NULL, NULL, NULL};
+const gr_op_impl gr_op_impl_dense = {&gr_dense_attrs, NULL, gr_dense_infer, gr_dense_backward};

@@ -54,27 +54,16 @@ static void gr_add_backward(gr_graph *g, int node) {
         g->ad_slot = 0;
         g->tensors[dx].alias_of = dy;
         int in[1] = {dy}, out[1] = {dx};
-        int b = gr_graph_add_node(g, GR_OP_ADD_BWD, nd.layer, in, 1, out, 1);
+        int b = gr_graph_add_node(g, gr_op_bwd(nd.op), nd.layer, in, 1, out, 1);
         g->nodes[b].fwd = node;
     }
 }
 
-static gr_status gr_concat_parse(gr_attrs *a, const gr_cfg *attrs, const char *key, gr_error *err) {
-    a->axis = 1;
-    if (!attrs || (attrs->kind == GR_CFG_SCALAR && !attrs->scalar[0])) return GR_OK;
-    if (attrs->kind != GR_CFG_MAP) return gr_cfg_error(err, attrs, key, "expected attributes like {axis: 1}");
-    for (int i = 0; i < attrs->n; i++) {
-        char sub[300];
-        snprintf(sub, sizeof sub, "%s.%s", key, attrs->keys[i]);
-        if (strcmp(attrs->keys[i], "axis") == 0) {
-            gr_status st = gr_cfg_int(attrs->items[i], sub, 1, 1, &a->axis, err);
-            if (st) return st;
-        } else {
-            return gr_attr_unknown(err, attrs, i, sub, "concat takes axis, which must be 1");
-        }
-    }
-    return GR_OK;
-}
+static const gr_attr_def gr_concat_attr_defs[] = {
+    GR_ATTR("axis", axis, 1, 1, 1, 0),
+};
+static const gr_attr_table gr_concat_attrs =
+    GR_ATTR_TABLE(gr_concat_attr_defs, "expected attributes like {axis: 1}", ", which must be 1");
 
 static gr_status gr_concat_infer(gr_graph *g, int node, const gr_cfg *at, const char *key, gr_error *err) {
     gr_node *nd = &g->nodes[node];
@@ -114,7 +103,7 @@ static void gr_concat_backward(gr_graph *g, int node) {
             int dx = gr_graph_grad(g, nd.in[k]);
             g->ad_slot = 0;
             int in[1] = {dy}, out[1] = {dx};
-            int b = gr_graph_add_node(g, GR_OP_CONCAT_BWD, nd.layer, in, 1, out, 1);
+            int b = gr_graph_add_node(g, gr_op_bwd(nd.op), nd.layer, in, 1, out, 1);
             g->nodes[b].fwd = node;
             g->nodes[b].attrs.offset = offset;
         }
@@ -122,8 +111,5 @@ static void gr_concat_backward(gr_graph *g, int node) {
     }
 }
 
-const gr_op_desc gr_op_desc_add = {"add", GR_OPF_LAYER, NULL, gr_add_infer, gr_add_backward};
-const gr_op_desc gr_op_desc_add_bwd = {"add_bwd", GR_OPF_BACKWARD | GR_OPF_VIEW, NULL, NULL, NULL};
-const gr_op_desc gr_op_desc_concat = {"concat", GR_OPF_LAYER, gr_concat_parse, gr_concat_infer,
-                                      gr_concat_backward};
-const gr_op_desc gr_op_desc_concat_bwd = {"concat_bwd", GR_OPF_BACKWARD, NULL, NULL, NULL};
+const gr_op_impl gr_op_impl_add = {NULL, NULL, gr_add_infer, gr_add_backward};
+const gr_op_impl gr_op_impl_concat = {&gr_concat_attrs, NULL, gr_concat_infer, gr_concat_backward};

@@ -13,13 +13,11 @@ static void gr_softmax_ce_backward(gr_graph *g, int node) {
     if (!g->tensors[z].requires_grad) return;
     int dz = gr_graph_grad(g, z);
     int in[2] = {nd.out[0], nd.in[1]}, out[1] = {dz};
-    int k = gr_graph_add_node(g, GR_OP_SOFTMAX_CE_BWD, -1, in, 2, out, 1);
+    int k = gr_graph_add_node(g, gr_op_bwd(nd.op), -1, in, 2, out, 1);
     g->nodes[k].fwd = node;
     g->nodes[k].attrs = nd.attrs;
     g->nodes[k].flops = 2 * g->tensors[z].shape[1];
 }
 
-const gr_op_desc gr_op_desc_softmax_cross_entropy = {"softmax_cross_entropy", GR_OPF_LOSS, NULL, NULL,
-                                                     gr_softmax_ce_backward};
-const gr_op_desc gr_op_desc_softmax_cross_entropy_bwd = {"softmax_cross_entropy_bwd", GR_OPF_BACKWARD,
-                                                         NULL, NULL, NULL};
+/* built by graph/build.c from train.loss, not from a layer: no attributes, no infer */
+const gr_op_impl gr_op_impl_softmax_cross_entropy = {NULL, NULL, NULL, gr_softmax_ce_backward};

@@ -5,7 +5,6 @@
 #include "graph.h"
 
 #include <stdio.h>
-#include <string.h>
 
 static gr_status gr_flatten_infer(gr_graph *g, int node, const gr_cfg *at, const char *key, gr_error *err) {
     (void)at; (void)key; (void)err;
@@ -27,29 +26,16 @@ static void gr_flatten_backward(gr_graph *g, int node) {
     int dx = gr_graph_grad(g, nd.in[0]);
     g->tensors[dx].alias_of = dy;
     int in[1] = {dy}, out[1] = {dx};
-    int k = gr_graph_add_node(g, GR_OP_FLATTEN_BWD, nd.layer, in, 1, out, 1);
+    int k = gr_graph_add_node(g, gr_op_bwd(nd.op), nd.layer, in, 1, out, 1);
     g->nodes[k].fwd = node;
 }
 
-static gr_status gr_dropout_parse(gr_attrs *a, const gr_cfg *attrs, const char *key, gr_error *err) {
-    if (!attrs || attrs->kind != GR_CFG_MAP)
-        return gr_cfg_error(err, attrs, key, "dropout needs attributes, e.g. {rate: 0.5}");
-    bool have = false;
-    for (int i = 0; i < attrs->n; i++) {
-        char sub[300];
-        snprintf(sub, sizeof sub, "%s.%s", key, attrs->keys[i]);
-        if (strcmp(attrs->keys[i], "rate") == 0) {
-            /* rate 1 would zero everything and divide by zero */
-            gr_status st = gr_cfg_float(attrs->items[i], sub, 0.0, 0.999, &a->rate, err);
-            if (st) return st;
-            have = true;
-        } else {
-            return gr_attr_unknown(err, attrs, i, sub, "dropout takes rate");
-        }
-    }
-    if (!have) return gr_cfg_error(err, attrs, key, "rate: required attribute missing");
-    return GR_OK;
-}
+/* rate 1 would zero everything and divide by zero */
+static const gr_attr_def gr_dropout_attr_defs[] = {
+    GR_ATTR("rate", rate, 0.0, 0.999, 0, GR_ATTR_REQUIRED),
+};
+static const gr_attr_table gr_dropout_attrs =
+    GR_ATTR_TABLE(gr_dropout_attr_defs, "dropout needs attributes, e.g. {rate: 0.5}", NULL);
 
 static gr_status gr_dropout_infer(gr_graph *g, int node, const gr_cfg *at, const char *key, gr_error *err) {
     (void)at; (void)key; (void)err;
@@ -74,15 +60,11 @@ static void gr_dropout_backward(gr_graph *g, int node) {
     int dy = gr_graph_grad(g, nd.out[0]);
     int dx = gr_graph_grad(g, nd.in[0]);
     int in[2] = {dy, nd.out[1]}, out[1] = {dx};
-    int k = gr_graph_add_node(g, GR_OP_DROPOUT_BWD, nd.layer, in, 2, out, 1);
+    int k = gr_graph_add_node(g, gr_op_bwd(nd.op), nd.layer, in, 2, out, 1);
     g->nodes[k].fwd = node;
     g->nodes[k].attrs = nd.attrs;
     g->nodes[k].flops = nd.flops / 2;
 }
 
-const gr_op_desc gr_op_desc_flatten = {"flatten", GR_OPF_LAYER | GR_OPF_VIEW, NULL, gr_flatten_infer,
-                                       gr_flatten_backward};
-const gr_op_desc gr_op_desc_flatten_bwd = {"flatten_bwd", GR_OPF_BACKWARD | GR_OPF_VIEW, NULL, NULL, NULL};
-const gr_op_desc gr_op_desc_dropout = {"dropout", GR_OPF_LAYER, gr_dropout_parse, gr_dropout_infer,
-                                       gr_dropout_backward};
-const gr_op_desc gr_op_desc_dropout_bwd = {"dropout_bwd", GR_OPF_BACKWARD, NULL, NULL, NULL};
+const gr_op_impl gr_op_impl_flatten = {NULL, NULL, gr_flatten_infer, gr_flatten_backward};
+const gr_op_impl gr_op_impl_dropout = {&gr_dropout_attrs, NULL, gr_dropout_infer, gr_dropout_backward};

@@ -9,40 +9,27 @@
 #include "graph.h"
 
 #include <stdio.h>
-#include <string.h>
 
-/* maxpool {kernel, stride: kernel, padding: 0}; avgpool adds count_include_pad: true. */
-static gr_status gr_pool_parse(gr_attrs *a, const gr_cfg *attrs, const char *key, bool avg, gr_error *err) {
-    const char *op = avg ? "avgpool" : "maxpool";
-    a->padding[0] = a->padding[1] = 0;
-    a->count_include_pad = true;
-    if (!attrs || attrs->kind != GR_CFG_MAP)
-        return gr_cfg_error(err, attrs, key, "%s needs attributes, e.g. {kernel: 2}", op);
-    bool have_kernel = false, have_stride = false;
-    for (int i = 0; i < attrs->n; i++) {
-        char sub[300];
-        snprintf(sub, sizeof sub, "%s.%s", key, attrs->keys[i]);
-        const char *k = attrs->keys[i];
-        const gr_cfg *v = attrs->items[i];
-        gr_status st;
-        if (strcmp(k, "kernel") == 0) {
-            st = gr_attr_pair(v, sub, 1, a->kernel, err);
-            have_kernel = true;
-        } else if (strcmp(k, "stride") == 0) {
-            st = gr_attr_pair(v, sub, 1, a->stride, err);
-            have_stride = true;
-        } else if (strcmp(k, "padding") == 0) {
-            st = gr_attr_pair(v, sub, 0, a->padding, err);
-        } else if (avg && strcmp(k, "count_include_pad") == 0) {
-            st = gr_cfg_bool(v, sub, &a->count_include_pad, err);
-        } else {
-            st = gr_attr_unknown(err, attrs, i, sub, "%s takes kernel, stride, padding%s", op,
-                              avg ? ", count_include_pad" : "");
-        }
-        if (st) return st;
-    }
-    if (!have_kernel) return gr_cfg_error(err, attrs, key, "kernel: required attribute missing");
-    if (!have_stride) {
+/* maxpool {kernel, stride: kernel, padding: 0}; avgpool adds count_include_pad: true.
+ * stride 0 (never given: it is at least 1) stands for the kernel until gr_pool_check. */
+static const gr_attr_def gr_maxpool_attr_defs[] = {
+    GR_ATTR("kernel", kernel, 1, 1 << 20, 0, GR_ATTR_REQUIRED),
+    GR_ATTR("stride", stride, 1, 1 << 20, 0, 0),
+    GR_ATTR("padding", padding, 0, 1 << 20, 0, 0),
+};
+static const gr_attr_def gr_avgpool_attr_defs[] = {
+    GR_ATTR("kernel", kernel, 1, 1 << 20, 0, GR_ATTR_REQUIRED),
+    GR_ATTR("stride", stride, 1, 1 << 20, 0, 0),
+    GR_ATTR("padding", padding, 0, 1 << 20, 0, 0),
+    GR_ATTR("count_include_pad", count_include_pad, 0, 0, 1, 0),
+};
+static const gr_attr_table gr_maxpool_attrs =
+    GR_ATTR_TABLE(gr_maxpool_attr_defs, "maxpool needs attributes, e.g. {kernel: 2}", NULL);
+static const gr_attr_table gr_avgpool_attrs =
+    GR_ATTR_TABLE(gr_avgpool_attr_defs, "avgpool needs attributes, e.g. {kernel: 2}", NULL);
+
+static gr_status gr_pool_check(gr_attrs *a, const gr_cfg *attrs, const char *key, gr_error *err) {
+    if (a->stride[0] == 0) {
         a->stride[0] = a->kernel[0];
         a->stride[1] = a->kernel[1];
     }
@@ -55,13 +42,13 @@ static gr_status gr_pool_parse(gr_attrs *a, const gr_cfg *attrs, const char *key
     return GR_OK;
 }
 
-static gr_status gr_maxpool_parse(gr_attrs *a, const gr_cfg *attrs, const char *key, gr_error *err) {
-    return gr_pool_parse(a, attrs, key, false, err);
-}
-
-static gr_status gr_avgpool_parse(gr_attrs *a, const gr_cfg *attrs, const char *key, gr_error *err) {
-    return gr_pool_parse(a, attrs, key, true, err);
-}
+/* Per pooling op: whether it saves the argmax of each window (a second
+ * output, which its backward reads to route dy). */
+static const struct gr_pool {
+    bool argmax;
+} gr_pools[GR_OP_COUNT] = {
+    [GR_OP_MAXPOOL] = {true},
+};
 
 static gr_status gr_pool_need_4d(const gr_graph *g, int node, const gr_cfg *at, const char *key, gr_error *err) {
     const gr_node *nd = &g->nodes[node];
@@ -89,7 +76,7 @@ static gr_status gr_pool_infer(gr_graph *g, int node, const gr_cfg *at, const ch
     int64_t ho = (hp - a->kernel[0]) / a->stride[0] + 1, wo = (wp - a->kernel[1]) / a->stride[1] + 1;
     int64_t yshape[4] = {x.shape[0], c, ho, wo};
     const char *lname = g->layers[nd->layer].name;
-    bool is_max = nd->op == GR_OP_MAXPOOL;
+    bool is_max = gr_pools[nd->op].argmax;
     int y = gr_graph_add_tensor(g, lname, GR_TK_ACT, GR_F32, 4, yshape, true);
     int idx = -1;
     if (is_max) {
@@ -124,27 +111,18 @@ static gr_status gr_global_avgpool_infer(gr_graph *g, int node, const gr_cfg *at
 static void gr_pool_backward(gr_graph *g, int node) {
     gr_node nd = g->nodes[node];
     if (!g->tensors[nd.in[0]].requires_grad) return;
+    bool argmax = gr_pools[nd.op].argmax;
     int dy = gr_graph_grad(g, nd.out[0]);
     int dx = gr_graph_grad(g, nd.in[0]);
-    int in[2] = {dy, nd.nout > 1 ? nd.out[1] : -1}, out[1] = {dx};
-    gr_op op = nd.op == GR_OP_MAXPOOL ? GR_OP_MAXPOOL_BWD
-             : nd.op == GR_OP_AVGPOOL ? GR_OP_AVGPOOL_BWD : GR_OP_GLOBAL_AVGPOOL_BWD;
-    int k = gr_graph_add_node(g, op, nd.layer, in, op == GR_OP_MAXPOOL_BWD ? 2 : 1, out, 1);
+    int in[2] = {dy, argmax ? nd.out[1] : -1}, out[1] = {dx};
+    int k = gr_graph_add_node(g, gr_op_bwd(nd.op), nd.layer, in, argmax ? 2 : 1, out, 1);
     g->nodes[k].fwd = node;
     g->nodes[k].attrs = nd.attrs;
-    const gr_tensor *yt = &g->tensors[nd.out[0]];
-    int64_t outs = gr_tensor_sample_numel(yt);
-    /* maxpool: one add per output; the others spread each output over its window */
-    g->nodes[k].flops = op == GR_OP_MAXPOOL_BWD ? outs
-                      : op == GR_OP_AVGPOOL_BWD ? nd.flops : gr_tensor_sample_numel(&g->tensors[nd.in[0]]);
+    /* the argmax routes each dy to one place: one add per output; the others
+     * spread each output over its window: as many as the forward */
+    g->nodes[k].flops = argmax ? gr_tensor_sample_numel(&g->tensors[nd.out[0]]) : nd.flops;
 }
 
-const gr_op_desc gr_op_desc_maxpool = {"maxpool", GR_OPF_LAYER, gr_maxpool_parse, gr_pool_infer,
-                                       gr_pool_backward};
-const gr_op_desc gr_op_desc_avgpool = {"avgpool", GR_OPF_LAYER, gr_avgpool_parse, gr_pool_infer,
-                                       gr_pool_backward};
-const gr_op_desc gr_op_desc_global_avgpool = {"global_avgpool", GR_OPF_LAYER, NULL, gr_global_avgpool_infer,
-                                              gr_pool_backward};
-const gr_op_desc gr_op_desc_maxpool_bwd = {"maxpool_bwd", GR_OPF_BACKWARD, NULL, NULL, NULL};
-const gr_op_desc gr_op_desc_avgpool_bwd = {"avgpool_bwd", GR_OPF_BACKWARD, NULL, NULL, NULL};
-const gr_op_desc gr_op_desc_global_avgpool_bwd = {"global_avgpool_bwd", GR_OPF_BACKWARD, NULL, NULL, NULL};
+const gr_op_impl gr_op_impl_maxpool = {&gr_maxpool_attrs, gr_pool_check, gr_pool_infer, gr_pool_backward};
+const gr_op_impl gr_op_impl_avgpool = {&gr_avgpool_attrs, gr_pool_check, gr_pool_infer, gr_pool_backward};
+const gr_op_impl gr_op_impl_global_avgpool = {NULL, NULL, gr_global_avgpool_infer, gr_pool_backward};

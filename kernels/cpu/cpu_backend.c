@@ -12,7 +12,7 @@
 #include "optim.h"
 
 static const gr_kernel_fn gr_cpu_kernels[GR_OP_COUNT] = {
-#define X(E, name, flags) [GR_OP_##E] = gr_cpu_##name,
+#define X(E, name, ...) [GR_OP_##E] = gr_cpu_##name,
 #include "../../graph/ops.def"
 #undef X
 };

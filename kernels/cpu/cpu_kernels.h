@@ -4,7 +4,7 @@
 
 #include "../backend.h"
 
-#define X(E, name, flags) void gr_cpu_##name(const gr_kargs *a);
+#define X(E, name, ...) void gr_cpu_##name(const gr_kargs *a);
 #include "../../graph/ops.def"
 #undef X
 

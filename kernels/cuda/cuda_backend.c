@@ -22,7 +22,7 @@ void gr_cuda_die(const char *file, int line, const char *call, const char *msg) 
 }
 
 static const gr_kernel_fn gr_cuda_kernels[GR_OP_COUNT] = {
-#define X(E, name, flags) [GR_OP_##E] = gr_cuda_##name,
+#define X(E, name, ...) [GR_OP_##E] = gr_cuda_##name,
 #include "../../graph/ops.def"
 #undef X
 };

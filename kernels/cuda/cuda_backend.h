@@ -44,7 +44,7 @@ typedef struct gr_cuda {
 static inline gr_cuda *gr_cuda_of(const gr_kargs *a) { return (gr_cuda *)a->be->impl; }
 
 /* Kernel table entries: gr_cuda_<name> for every op of graph/ops.def. */
-#define X(E, name, flags) void gr_cuda_##name(const gr_kargs *a);
+#define X(E, name, ...) void gr_cuda_##name(const gr_kargs *a);
 #include "../../graph/ops.def"
 #undef X
 

@@ -1,0 +1,174 @@
+/* test_attrs.c — the op table and the generic attribute parser (graph/attrs.c):
+ * ops.def's rows as gr_op_name/flags/bwd/lookup report them; a table's
+ * defaults, bounds, int-or-[h, w] pairs, floats that must be positive,
+ * required keys, the usage message for attributes that are not a map, and
+ * the unknown-key message made from the table, each at its file:line:col;
+ * then every layer op's own table through gr_op_parse_attrs (its defaults
+ * and its exact "<op> takes ..." list). */
+#include <string.h>
+
+#include "gr_test.h"
+#include "graph/graph.h"
+
+/* ---- the op table ---- */
+
+static void test_rows(void) {
+    CHECK(strcmp(gr_op_name(GR_OP_DENSE), "dense") == 0);
+    CHECK(strcmp(gr_op_name(GR_OP_SOFTMAX_CE), "softmax_cross_entropy") == 0);
+    CHECK(gr_op_lookup("conv") == GR_OP_CONV);
+    CHECK(gr_op_lookup("relu_bwd") == -1);              /* layer ops only */
+    CHECK(gr_op_lookup("softmax_cross_entropy") == -1);
+    CHECK(gr_op_bwd(GR_OP_RELU) == GR_OP_RELU_BWD);
+    CHECK(gr_op_bwd(GR_OP_MAXPOOL) == GR_OP_MAXPOOL_BWD);
+    CHECK(gr_op_bwd(GR_OP_RELU_BWD) == GR_OP_NONE);
+    CHECK(gr_op_flags(GR_OP_SOFTMAX_CE) & GR_OPF_FP32_OUT);
+    int joins = 0, fp32 = 0;
+    for (int op = 0; op < GR_OP_COUNT; op++) {
+        unsigned f = gr_op_flags((gr_op)op);
+        const gr_op_impl *impl = gr_op_impl_of((gr_op)op);
+        joins += (f & GR_OPF_JOIN) != 0;
+        fp32 += (f & GR_OPF_FP32_OUT) != 0;
+        if (f & GR_OPF_BACKWARD) {
+            CHECK_MSG(!impl, "%s: a backward op has no implementation", gr_op_name((gr_op)op));
+            continue;
+        }
+        CHECK_MSG(impl && impl->backward, "%s: no backward", gr_op_name((gr_op)op));
+        CHECK_MSG(!(f & GR_OPF_LAYER) || (impl && impl->infer), "%s: a layer op needs infer", gr_op_name((gr_op)op));
+        CHECK_MSG(gr_op_flags((gr_op)gr_op_bwd((gr_op)op)) & GR_OPF_BACKWARD, "%s: bwd", gr_op_name((gr_op)op));
+    }
+    CHECK(joins == 2 && (gr_op_flags(GR_OP_ADD) & GR_OPF_JOIN) && (gr_op_flags(GR_OP_CONCAT) & GR_OPF_JOIN));
+    CHECK(fp32 == 1);
+}
+
+/* ---- the generic parser on a table of every kind ---- */
+
+static const gr_attr_def t_defs[] = {
+    GR_ATTR("units", units, 1, 100, 0, GR_ATTR_REQUIRED),
+    GR_ATTR("kernel", kernel, 1, 8, 3, 0),
+    GR_ATTR("padding", padding, 0, 8, 0, 0),
+    GR_ATTR("eps", eps, 0.0, 1.0, 0.5, GR_ATTR_POSITIVE),
+    GR_ATTR("bias", bias, 0, 0, 1, 0),
+};
+static const gr_attr_table t_table = GR_ATTR_TABLE(t_defs, "t needs attributes, e.g. {units: 1}", NULL);
+static const gr_attr_def t_opt_defs[] = {
+    GR_ATTR("axis", axis, 1, 1, 1, 0),
+};
+static const gr_attr_table t_opt = GR_ATTR_TABLE(t_opt_defs, "expected attributes like {axis: 1}",
+                                                 ", which must be 1");
+
+/* Reads text (flow YAML on line 4 of t.yaml, from column 1; "" = no
+ * attributes at all) through table t; the message when it fails. */
+static gr_status t_read(const gr_attr_table *t, const char *text, gr_attrs *a, gr_error *err) {
+    memset(a, 0, sizeof *a);
+    memset(err, 0, sizeof *err);
+    gr_cfg *c = NULL;
+    if (text[0] && gr_cfg_parse_text(text, "t.yaml", 4, 1, &c, err)) return GR_ERR_INTERNAL;
+    gr_status st = gr_attrs_read("t", t, a, c, "model.layers[0].t", err);
+    gr_cfg_free(c);
+    return st;
+}
+
+static void t_expect(const gr_attr_table *t, const char *text, const char *msg) {
+    gr_attrs a;
+    gr_error err;
+    gr_status st = t_read(t, text, &a, &err);
+    CHECK_MSG(st == GR_ERR_USAGE && strcmp(err.msg, msg) == 0, "%s: status %d, message\n  %s\nwanted\n  %s", text,
+              st, err.msg, msg);
+}
+
+static void test_parser(void) {
+    gr_attrs a;
+    gr_error err;
+    /* defaults, then the given keys; a pair from one int or a [h, w] list */
+    CHECK(t_read(&t_table, "{units: 7}", &a, &err) == GR_OK);
+    CHECK(a.units == 7 && a.kernel[0] == 3 && a.kernel[1] == 3 && a.padding[0] == 0 && a.eps == 0.5 && a.bias);
+    CHECK(t_read(&t_table, "{kernel: 5, units: 100, padding: [1, 2], eps: 1e-3, bias: false}", &a, &err) == GR_OK);
+    CHECK(a.units == 100 && a.kernel[0] == 5 && a.kernel[1] == 5 && a.padding[0] == 1 && a.padding[1] == 2);
+    CHECK(a.eps == 1e-3 && !a.bias);
+    CHECK(t_read(&t_table, "{units: 1, kernel: [8, 1], padding: 0}", &a, &err) == GR_OK);
+    CHECK(a.units == 1 && a.kernel[0] == 8 && a.kernel[1] == 1);
+    /* bounds, each side of a pair its own key */
+    t_expect(&t_table, "{units: 0}", "t.yaml:4:9: model.layers[0].t.units: must be >= 1, got 0");
+    t_expect(&t_table, "{units: 101}",
+             "t.yaml:4:9: model.layers[0].t.units: must be <= 100, got 101");
+    t_expect(&t_table, "{units: 1, kernel: [2, 9]}",
+             "t.yaml:4:24: model.layers[0].t.kernel[1]: must be <= 8, got 9");
+    t_expect(&t_table, "{units: 1, kernel: [2, 2, 2]}",
+             "t.yaml:4:20: model.layers[0].t.kernel: expected an integer or a [h, w] list of two integers");
+    t_expect(&t_table, "{units: 1, eps: 2}", "t.yaml:4:17: model.layers[0].t.eps: must be in [0, 1], got 2");
+    t_expect(&t_table, "{units: 1, eps: 0}", "t.yaml:4:17: model.layers[0].t.eps: eps must be positive");
+    t_expect(&t_table, "{units: 1, bias: maybe}",
+             "t.yaml:4:18: model.layers[0].t.bias: expected true or false, got 'maybe'");
+    /* required keys, the usage of a table with one, unknown keys at the key */
+    t_expect(&t_table, "{kernel: 2}", "t.yaml:4:1: model.layers[0].t: units: required attribute missing");
+    t_expect(&t_table, "3", "t.yaml:4:1: model.layers[0].t: t needs attributes, e.g. {units: 1}");
+    t_expect(&t_table, "{units: 1, unitz: 2}",
+             "t.yaml:4:12: model.layers[0].t.unitz: unknown attribute (t takes units, kernel, padding, eps, bias)");
+    /* no required key: nothing given is the defaults; the note ends the list */
+    CHECK(t_read(&t_opt, "", &a, &err) == GR_OK && a.axis == 1);
+    CHECK(t_read(&t_opt, "{}", &a, &err) == GR_OK && a.axis == 1);
+    t_expect(&t_opt, "[1]", "t.yaml:4:1: model.layers[0].t: expected attributes like {axis: 1}");
+    t_expect(&t_opt, "{axis: 2}", "t.yaml:4:8: model.layers[0].t.axis: must be <= 1, got 2");
+    t_expect(&t_opt, "{dim: 1}", "t.yaml:4:2: model.layers[0].t.dim: unknown attribute (t takes axis, which must be 1)");
+    /* no table: no attributes */
+    CHECK(t_read(NULL, "", &a, &err) == GR_OK);
+    CHECK(t_read(NULL, "{}", &a, &err) == GR_OK);
+    t_expect(NULL, "{kernel: 2}", "t.yaml:4:1: model.layers[0].t: t takes no attributes");
+}
+
+/* ---- every layer op's own table ---- */
+
+static gr_status op_read(gr_op op, const char *text, gr_attrs *a, gr_error *err) {
+    memset(a, 0, sizeof *a);
+    memset(err, 0, sizeof *err);
+    gr_cfg *c = NULL;
+    if (text[0] && gr_cfg_parse_text(text, "m.yaml", 1, 1, &c, err)) return GR_ERR_INTERNAL;
+    gr_status st = gr_op_parse_attrs(op, a, c, "k", err);
+    gr_cfg_free(c);
+    return st;
+}
+
+static void op_unknown(gr_op op, const char *text, const char *takes) {
+    gr_attrs a;
+    gr_error err;
+    gr_status st = op_read(op, text, &a, &err);
+    char want[256];
+    snprintf(want, sizeof want, "unknown attribute (%s)", takes);
+    CHECK_MSG(st == GR_ERR_USAGE && strstr(err.msg, want), "%s: %s", gr_op_name(op), err.msg);
+}
+
+static void test_ops(void) {
+    gr_attrs a;
+    gr_error err;
+    CHECK(op_read(GR_OP_DENSE, "{units: 3}", &a, &err) == GR_OK && a.units == 3 && a.bias);
+    CHECK(op_read(GR_OP_CONV, "{filters: 4, kernel: 3}", &a, &err) == GR_OK);
+    CHECK(a.filters == 4 && a.kernel[1] == 3 && a.stride[0] == 1 && a.stride[1] == 1 && a.padding[0] == 0);
+    CHECK(a.groups == 1 && a.bias);
+    CHECK(op_read(GR_OP_MAXPOOL, "{kernel: [3, 2]}", &a, &err) == GR_OK);
+    CHECK(a.stride[0] == 3 && a.stride[1] == 2); /* stride: the kernel */
+    CHECK(op_read(GR_OP_AVGPOOL, "{kernel: 3, stride: 1, padding: 1}", &a, &err) == GR_OK);
+    CHECK(a.stride[0] == 1 && a.padding[1] == 1 && a.count_include_pad);
+    CHECK(op_read(GR_OP_BATCHNORM, "", &a, &err) == GR_OK && a.momentum == 0.1 && a.eps == 1e-5);
+    CHECK(op_read(GR_OP_CONCAT, "", &a, &err) == GR_OK && a.axis == 1);
+    CHECK(op_read(GR_OP_DROPOUT, "{rate: 0.25}", &a, &err) == GR_OK && a.rate == 0.25);
+    CHECK(op_read(GR_OP_RELU, "", &a, &err) == GR_OK);
+    op_unknown(GR_OP_DENSE, "{unitz: 1}", "dense takes units, bias");
+    op_unknown(GR_OP_CONV, "{x: 1}", "conv takes filters, kernel, stride, padding, groups, bias");
+    op_unknown(GR_OP_MAXPOOL, "{x: 1}", "maxpool takes kernel, stride, padding");
+    op_unknown(GR_OP_AVGPOOL, "{x: 1}", "avgpool takes kernel, stride, padding, count_include_pad");
+    op_unknown(GR_OP_BATCHNORM, "{x: 1}", "batchnorm takes momentum, eps");
+    op_unknown(GR_OP_DROPOUT, "{x: 1}", "dropout takes rate");
+    op_unknown(GR_OP_CONCAT, "{x: 1}", "concat takes axis, which must be 1");
+    /* the checks between attributes, after the table */
+    CHECK(op_read(GR_OP_CONV, "{filters: 6, kernel: 3, groups: 4}", &a, &err) == GR_ERR_USAGE);
+    CHECK(strcmp(err.msg, "m.yaml:1:1: k: filters 6 are not divisible by groups 4") == 0);
+    CHECK(op_read(GR_OP_MAXPOOL, "{kernel: 3, padding: 2}", &a, &err) == GR_ERR_USAGE);
+    CHECK(strcmp(err.msg, "m.yaml:1:1: k: padding 2 is more than half the kernel 3 (it must be at most 1)") == 0);
+}
+
+int main(void) {
+    test_rows();
+    test_parser();
+    test_ops();
+    return gr_test_report();
+}
