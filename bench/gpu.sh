@@ -4,7 +4,7 @@
 #       cuDNN (system, else the pip wheel), system headers of the C dependencies;
 #   (b) configures and builds gpurun (system libraries when all are there, else the unpacked
 #       Debian packages of bench/gpu_deps.sh: bench/deps/root.tar.xz -> bench/deps/root);
-#   (c) runs `ctest -L gpu` and the CPU tests of the CUDA kernel bodies (test_body_*);
+#   (c) runs `ctest -L gpu` and the CPU tests of the CUDA kernel bodies (op_*_cpu, optim_body);
 #   (d) ResNet-50 training throughput at batch 256, gpurun vs PyTorch (bench/gpu_torch.py),
 #       for fp32, tf32 and bf16, on synthetic data;
 #   (e) a table precision | gpurun img/s | PyTorch img/s | ratio, also in $OUT/gpu_bench.md.
@@ -302,11 +302,11 @@ fi
 if [ $BUILT = 1 ]; then
     phase ctest_gpu 150 "${GR_ENV[@]}" ctest --test-dir "$BUILD" -L gpu --output-on-failure --timeout 90 || FAILED=1
     grep -E 'tests passed|Not Run|\*\*\*Skipped|Failed' "$OUT/ctest_gpu.log" | sed 's/^/   /' | tee -a "$SUMMARY"
-    if ctest --test-dir "$BUILD" -N -R '^test_body_' 2>/dev/null | grep -q 'Total Tests: [1-9]'; then
-        phase ctest_body 90 "${GR_ENV[@]}" ctest --test-dir "$BUILD" -R '^test_body_' --output-on-failure --timeout 60 -j 4 || FAILED=1
+    if ctest --test-dir "$BUILD" -N -R '^op_.*_cpu$|^optim_body$' 2>/dev/null | grep -q 'Total Tests: [1-9]'; then
+        phase ctest_body 90 "${GR_ENV[@]}" ctest --test-dir "$BUILD" -R '^op_.*_cpu$|^optim_body$' --output-on-failure --timeout 60 -j 4 || FAILED=1
         grep -E 'tests passed' "$OUT/ctest_body.log" | sed 's/^/   /' | tee -a "$SUMMARY"
     else
-        say "== ctest_body: no test_body_* tests are registered in this build"
+        say "== ctest_body: no op_*_cpu / optim_body tests are registered in this build"
     fi
 fi
 

@@ -119,7 +119,8 @@ static void gr_plan_bind(gr_plan *p) {
             /* mixed precision: activations and their gradients are stored in
              * half precision (the loss's probabilities and sums stay fp32) */
             const gr_tensor *t = a->tout[k];
-            if (half && t->kind == GR_TK_ACT && t->elem == GR_F32 && t->batched && nd->op != GR_OP_SOFTMAX_CE)
+            if (half && t->kind == GR_TK_ACT && t->elem == GR_F32 && t->batched &&
+                !(gr_op_flags(nd->op) & GR_OPF_FP32_OUT))
                 a->round_out |= 1u << k;
         }
     }

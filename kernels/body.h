@@ -2,7 +2,7 @@
  * GR_HD qualifier (common/gr_hd.h) and the device copy of the run context.
  * They live at kernels/ level because both backends use them: kernels/cuda
  * launches them, kernels/cpu shares some (the dropout key), and the CPU
- * tests (tests/test_body_*.c) sweep them against the CPU kernels.
+ * tests (tests/ops/test_op_*.c, tests/ops/test_optim_body.c) sweep them against the CPU kernels.
  *
  * Bodies are C11 and CUDA C++ at once: no restrict, no designated
  * initializers, no compound literals, int64_t indices, float math with the

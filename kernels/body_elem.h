@@ -3,7 +3,7 @@
  * cross-entropy; the formulas of kernels/cpu/{act,misc,join,loss}.c, in the
  * same float/double types and operation order.
  *
- * tests/test_body_elem.c drives them over the grids the kernels cover and
+ * tests/ops/test_op_{dense_act,misc,join,loss}.c drive them over the grids the kernels cover and
  * compares with the CPU kernels. The dropout key function is the CPU's too
  * (kernels/cpu/misc.c), so the two backends draw the same masks. */
 #ifndef GR_BODY_ELEM_H

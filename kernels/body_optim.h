@@ -1,5 +1,5 @@
 /* body_optim.h — per-element bodies of the optimizer kernels (kernels/cuda/optim.cu),
- * the formulas of kernels/optim.h; tests/test_body_optim.c drives them
+ * the formulas of kernels/optim.h; tests/ops/test_optim_body.c drives them
  * over whole arrays against the CPU updates. */
 #ifndef GR_BODY_OPTIM_H
 #define GR_BODY_OPTIM_H

@@ -2,7 +2,7 @@
  * spatial kernels (kernels/cuda/spatial.cu): max/avg pooling, global average pooling,
  * batchnorm, and the per-channel bias add and bias gradient of dense and
  * conv. The semantics are kernels/cpu/pool.c, kernels/cpu/bn.c and the db of
- * kernels/cpu/dense.c and conv.c; tests/test_body_spatial.c drives these
+ * kernels/cpu/dense.c and conv.c; tests/ops/test_op_{pool,bn,dense_act}.c drive these
  * bodies over whole grids against those CPU kernels.
  *
  * Pooling: one thread per output (forward) or per input element (backward,

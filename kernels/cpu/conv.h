@@ -9,7 +9,7 @@
  *            where they pay (conv_onednn.c); the default.
  * GPURUN_CONV=ref|onednn picks one at backend creation (the path is the
  * backend's state, cpu.h); gr_cpu_conv_set_path switches later (tests). Both paths give the same
- * results to ~1e-6 relative (test_gradcheck_conv, conv_parity_torch.py).
+ * results to ~1e-6 relative (tests/ops/test_op_conv.c, conv_parity_torch.py).
  *
  * Contract of every path: fwd and bwd_data overwrite their output;
  * bwd_params ADDS dW (and db when db != NULL) into its outputs, because the
