@@ -113,6 +113,10 @@ static gr_status gr_read_str(hid_t f, const char *path, const char *name, size_t
         st = gr_error_set(err, GR_ERR_CKPT, "%s: attribute %s: not a string", path, name);
         goto fail;
     }
+    if (gr_tio_attr_count(a) != 1) { /* H5Aread writes every string: more would overrun *out */
+        st = gr_error_set(err, GR_ERR_CKPT, "%s: attribute %s: not a single string", path, name);
+        goto fail;
+    }
     if (H5Tis_variable_str(t) > 0) {
         char *s = NULL;
         CK_CHECK(mt = H5Tcopy(H5T_C_S1), "%s: attribute %s: unreadable", path, name);
@@ -352,9 +356,11 @@ gr_status gr_ckpt_load(const char *path, gr_ckpt_header *h, const gr_ckpt_state 
     }
     if (!st) {
         hid_t a = H5Aopen(f, "loss_scale", H5P_DEFAULT);
-        bool ok = a >= 0 && H5Aread(a, H5T_NATIVE_DOUBLE, &h->loss_scale) >= 0;
+        const bool one = a >= 0 && gr_tio_attr_count(a) == 1; /* more values would overrun loss_scale */
+        bool ok = one && H5Aread(a, H5T_NATIVE_DOUBLE, &h->loss_scale) >= 0;
         if (a >= 0) H5Aclose(a);
-        if (!ok) st = gr_h5_fail(err, GR_ERR_CKPT, "%s: attribute loss_scale: missing or unreadable", path);
+        if (a >= 0 && !one) st = gr_error_set(err, GR_ERR_CKPT, "%s: attribute loss_scale: not a single number", path);
+        else if (!ok) st = gr_h5_fail(err, GR_ERR_CKPT, "%s: attribute loss_scale: missing or unreadable", path);
         else if (!(h->loss_scale > 0.0) || !isfinite(h->loss_scale))
             st = gr_error_set(err, GR_ERR_CKPT, "%s: attribute loss_scale: %g is not a positive finite number", path,
                               h->loss_scale);
@@ -395,7 +401,7 @@ static herr_t gr_intact_visit(hid_t obj, const char *name, const H5O_info_t *inf
               H5Aexists(ds, "crc32c") > 0;
     if (ok) {
         hid_t a = H5Aopen(ds, "crc32c", H5P_DEFAULT);
-        ok = a >= 0 && H5Aread(a, H5T_NATIVE_UINT32, &want) >= 0;
+        ok = a >= 0 && gr_tio_attr_count(a) == 1 && H5Aread(a, H5T_NATIVE_UINT32, &want) >= 0;
         if (a >= 0) H5Aclose(a);
     }
     ok = ok && gr_crc32c(0, buf, (size_t)n * sizeof(float)) == want;

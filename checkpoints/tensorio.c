@@ -50,6 +50,13 @@ static void tio_shape_str(int ndim, const hsize_t *dims, char *buf, size_t n) {
     if (k < n) snprintf(buf + k, n - k, "]");
 }
 
+hssize_t gr_tio_attr_count(hid_t attr) {
+    hid_t sp = H5Aget_space(attr);
+    hssize_t n = sp < 0 ? -1 : H5Sget_simple_extent_npoints(sp);
+    if (sp >= 0) H5Sclose(sp);
+    return n;
+}
+
 htri_t gr_tio_exists(hid_t f, const char *name) {
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", name);
@@ -158,6 +165,11 @@ gr_status gr_tio_read(hid_t f, const char *file, const char *name, int ndim, con
     if (has) {
         uint32_t stored = 0;
         TIO_CHECK(attr = H5Aopen(ds, "crc32c", H5P_DEFAULT), "%s: %s: cannot read crc32c", file, name);
+        if (gr_tio_attr_count(attr) != 1) { /* more values would overrun `stored` */
+            st = gr_error_set(err, GR_ERR_CKPT, "%s: %s: crc32c is not a single value: the file is corrupt", file,
+                              name);
+            goto fail;
+        }
         TIO_CHECK(H5Aread(attr, H5T_NATIVE_UINT32, &stored), "%s: %s: cannot read crc32c", file, name);
         const uint32_t crc = gr_crc32c(0, dst, (size_t)tio_numel(ndim, shape) * sizeof(float));
         if (crc != stored) {

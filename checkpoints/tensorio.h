@@ -26,6 +26,10 @@ gr_status gr_tio_write(hid_t f, const char *file, const char *name, int ndim, co
 gr_status gr_tio_read(hid_t f, const char *file, const char *name, int ndim, const int64_t *shape, float *dst,
                       bool need_crc, gr_error *err);
 
+/* How many values attribute attr holds (< 0 on HDF5 error). H5Aread writes
+ * all of them: check it before reading into a fixed-size variable. */
+hssize_t gr_tio_attr_count(hid_t attr);
+
 /* Whether every link of an absolute path exists: 1, 0, < 0 on HDF5 error. */
 htri_t gr_tio_exists(hid_t f, const char *name);
 

@@ -1,15 +1,29 @@
 /* signals.c — see signals.h. Handlers only set flags, arm the deadline and,
- * for the second SIGINT or the deadline, write a line and _exit. */
+ * for the second SIGINT or the deadline, write a line and _exit.
+ *
+ * Where they run: gr_signals_install blocks the four signals in its thread,
+ * and so in every thread started after it (the OpenMP workers, the loaders,
+ * the checkpoint writer), and leaves them open in one thread of their own
+ * that does nothing but wait for them. The kernel writes a handler's frame
+ * below the interrupted thread's stack pointer, and oneDNN's JIT GEMM
+ * kernels run with %rsp pointing into their heap workspace (oneDNN issue
+ * 4845, fixed after 3.11): a SIGTERM taken inside one wrote its frame into
+ * the heap, which glibc found corrupted later ("corrupted size vs.
+ * prev_size while consolidating", "free(): invalid pointer"). */
 #include "signals.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t gr_sig_caught;
-static volatile sig_atomic_t gr_sig_armed; /* 0: set-up, a signal exits at once */
-static unsigned gr_sig_deadline = 20;
+/* lock-free atomics: safe in a handler, and read by other threads */
+static atomic_int gr_sig_caught;
+static atomic_int gr_sig_armed; /* 0: set-up, a signal exits at once */
+static atomic_uint gr_sig_deadline = 20;
 static struct sigaction gr_sig_old[4];
 static const int gr_sig_list[4] = {SIGTERM, SIGINT, SIGUSR1, SIGALRM};
 
@@ -24,7 +38,7 @@ static void gr_sig_handler(int sig) {
                     "exiting without one (rerun with --resume auto resumes from the previous one)\n");
         _exit(6);
     }
-    if (!gr_sig_armed && sig != SIGALRM) {
+    if (!atomic_load(&gr_sig_armed) && sig != SIGALRM) {
         gr_sig_say(sig == SIGINT    ? "gpurun: stopped by SIGINT"
                    : sig == SIGTERM ? "gpurun: stopped by SIGTERM"
                                     : "gpurun: stopped by SIGUSR1");
@@ -32,29 +46,64 @@ static void gr_sig_handler(int sig) {
                    "changed: rerun with --resume auto to continue\n");
         _exit(75);
     }
-    if (gr_sig_caught) {
+    if (atomic_load(&gr_sig_caught)) {
         if (sig == SIGINT) {
             gr_sig_say("gpurun: second interrupt: exiting now, committed checkpoints untouched\n");
             _exit(130);
         }
         return;
     }
-    gr_sig_caught = sig;
-    alarm(gr_sig_deadline);
+    atomic_store(&gr_sig_caught, sig);
+    alarm(atomic_load(&gr_sig_deadline));
+}
+
+static void gr_sig_set(sigset_t *set) {
+    sigemptyset(set);
+    for (int i = 0; i < 4; i++) sigaddset(set, gr_sig_list[i]);
+}
+
+/* The thread the handlers run on. */
+static void *gr_sig_thread(void *arg) {
+    (void)arg;
+    for (;;) pause();
+    return NULL;
+}
+
+static pthread_once_t gr_sig_once = PTHREAD_ONCE_INIT;
+static bool gr_sig_thread_ok; /* false: it could not be started; the caller keeps the signals */
+
+static void gr_sig_thread_start(void) {
+    sigset_t set, old;
+    gr_sig_set(&set);
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&a, 256 * 1024);
+    pthread_t t;
+    pthread_sigmask(SIG_UNBLOCK, &set, &old); /* the new thread starts with this mask */
+    gr_sig_thread_ok = pthread_create(&t, &a, gr_sig_thread, NULL) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&a);
 }
 
 void gr_signals_install(double deadline_s) {
-    gr_sig_caught = 0;
-    gr_sig_armed = 0;
-    gr_sig_deadline = deadline_s >= 1.0 ? (unsigned)ceil(deadline_s) : 1u;
+    atomic_store(&gr_sig_caught, 0);
+    atomic_store(&gr_sig_armed, 0);
+    atomic_store(&gr_sig_deadline, deadline_s >= 1.0 ? (unsigned)ceil(deadline_s) : 1u);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = gr_sig_handler;
     sigemptyset(&sa.sa_mask);
     for (int i = 0; i < 4; i++) sigaction(gr_sig_list[i], &sa, &gr_sig_old[i]);
+    pthread_once(&gr_sig_once, gr_sig_thread_start);
+    if (gr_sig_thread_ok) {
+        sigset_t set;
+        gr_sig_set(&set);
+        pthread_sigmask(SIG_BLOCK, &set, NULL);
+    }
 }
 
-void gr_signals_arm(void) { gr_sig_armed = 1; }
+void gr_signals_arm(void) { atomic_store(&gr_sig_armed, 1); }
 
 /* Disarms the deadline. The handlers stay until the process exits, so a
  * second SIGINT while the run writes its summary still exits at once with
@@ -64,4 +113,4 @@ void gr_signals_restore(void) {
     sigaction(SIGALRM, &gr_sig_old[3], NULL);
 }
 
-int gr_signals_pending(void) { return (int)gr_sig_caught; }
+int gr_signals_pending(void) { return atomic_load(&gr_sig_caught); }

@@ -7,7 +7,11 @@
  * Until gr_signals_arm() — compile, data open, device set-up, checkpoint
  * verification: nothing in the run directory written yet — a signal ends
  * the process at once with a line and exit 75 (nothing is lost: a resumed
- * run's checkpoint is still the newest), however long that phase takes. */
+ * run's checkpoint is still the newest), however long that phase takes.
+ *
+ * The handlers run on a thread of their own: the thread that installs them,
+ * and every thread it starts afterwards, block the four signals (signals.c
+ * says why). */
 #ifndef GR_SIGNALS_H
 #define GR_SIGNALS_H
 

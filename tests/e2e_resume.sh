@@ -283,6 +283,12 @@ cp "$(ck "$C" 100)" "$T/bad/missing.h5"
 check "delete /optim/conv1/weight/momentum_buffer" \
     "$PY" "$H" deltensor "$T/bad/missing.h5" /optim/conv1/weight/momentum_buffer
 cp "$(ck "$T/other/checkpoints" 100)" "$T/bad/other.h5"
+# attributes of several values where one is read: refused, never read past the one (a stack overrun)
+for w in "crc /params/conv1/weight crc32c" "scale / loss_scale" "str / precision"; do
+    read -r wn wo wa <<<"$w"
+    cp "$(ck "$C" 100)" "$T/bad/wide_$wn.h5"
+    check "attribute $wa of $wo as 64 values" "$PY" "$H" widen "$T/bad/wide_$wn.h5" "$wo" "$wa" 64
+done
 cp "$T/tmpl/weights.h5" "$T/bad/weights.h5"
 
 # --resume PATH: exit 6 naming the file and the tensor, nothing created or changed
@@ -299,7 +305,13 @@ expect 6 "$F/other.h5: /params/conv0/weight: shape [8, 1, 3, 3], but [16, 1, 3, 
 expect 6 "$F/weights.h5: attribute format: missing" -- \
     "$G" "$T/base.yaml" --resume "$F/weights.h5" --run-dir "$T/p_weights"
 expect 6 "$T/rnd.h5: attribute format" -- "$G" "$T/base.yaml" --resume "$T/rnd.h5" --run-dir "$T/p_data"
-for d in p_trunc p_flip p_flip2 p_missing p_other p_weights p_data; do
+expect 6 "$F/wide_crc.h5: /params/conv1/weight: crc32c is not a single value: the file is corrupt" -- \
+    "$G" "$T/base.yaml" --resume "$F/wide_crc.h5" --run-dir "$T/p_wide_crc"
+expect 6 "$F/wide_scale.h5: attribute loss_scale: not a single number" -- \
+    "$G" "$T/base.yaml" --resume "$F/wide_scale.h5" --run-dir "$T/p_wide_scale"
+expect 6 "$F/wide_str.h5: attribute precision: not a single string" -- \
+    "$G" "$T/base.yaml" --resume "$F/wide_str.h5" --run-dir "$T/p_wide_str"
+for d in p_trunc p_flip p_flip2 p_missing p_other p_weights p_data p_wide_crc p_wide_scale p_wide_str; do
     check "--resume PATH that does not verify: $d not created" test ! -e "$T/$d"
 done
 # into the stopped run of part 1 ($T/term.before holds its files as they were at the stop)

@@ -7,6 +7,7 @@ and checkpoints, with h5py/numpy (CRC-32C in pure Python, as an independent read
   verify CKPT [attr=value]... format, attributes, every dataset's crc32c
   flip CKPT DATASET           flips one bit inside the dataset's bytes on disk
   deltensor CKPT DATASET      deletes a dataset
+  widen CKPT OBJECT ATTR N    rewrites an attribute of OBJECT ("/": the file) as N copies of its value
   committed DIR               verifies every step-*.h5 of DIR, prints the newest step (0: none)
 """
 import json, os, re, sys
@@ -159,6 +160,13 @@ def deltensor(path, name):
     with h5py.File(path, "a") as f:
         del f[name]
 
+def widen(path, obj, attr, n):
+    with h5py.File(path, "a") as f:
+        o = f[obj]
+        v = o.attrs[attr]
+        del o.attrs[attr]
+        o.attrs.create(attr, np.array([v] * int(n)))
+
 def committed(d):
     newest = 0
     if not os.path.isdir(d):  # killed before the run made its checkpoint directory
@@ -180,4 +188,4 @@ def committed(d):
 
 if __name__ == "__main__":  # tests/campaign/camp.py imports its crc32c
     {"same": same, "ckeq": ckeq, "verify": verify, "flip": flip, "deltensor": deltensor,
-     "committed": committed}[sys.argv[1]](*sys.argv[2:])
+     "widen": widen, "committed": committed}[sys.argv[1]](*sys.argv[2:])
