@@ -201,8 +201,9 @@ static inline double source_index(float scale, int64_t i) {
 
 /* The resize loops, built twice on x86-64 GCC (AVX2+FMA and baseline) and
  * picked at load time: the x pass is a float gather, which AVX2 does 8 at a
- * time. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+ * time. (Not under ThreadSanitizer: its runtime crashes at start on the
+ * ifunc resolver target_clones makes.) */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
 #define GR_MULTIVERSION __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define GR_MULTIVERSION
