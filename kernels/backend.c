@@ -78,6 +78,12 @@ void gr_backend_upload_batch(gr_backend *be, void *dst, const void *src, size_t 
     else be->vt->upload(be, dst, src, bytes);
 }
 
+const char *gr_backend_describe(gr_backend *be, char *buf, size_t n) {
+    if (be->vt->describe) be->vt->describe(be, buf, n);
+    else snprintf(buf, n, "%s", be->vt->name);
+    return buf;
+}
+
 bool gr_backend_mem_info(gr_backend *be, size_t *free_bytes, size_t *total_bytes) {
     return be->vt->mem_info && be->vt->mem_info(be, free_bytes, total_bytes);
 }

@@ -74,6 +74,12 @@ void gr_backend_exec(const gr_kargs *a);
 /* Whether the backend's device pointers are host memory (the CPU): the
  * caller may read them with memcpy instead of gr_backend_download. */
 bool gr_backend_host_addressable(const gr_backend *be);
+/* What the device computes with, in one line for `gpurun plan` and
+ * summary.json: the CPU's oneDNN version, the instruction set oneDNN
+ * dispatches to (avx2, avx512_core, avx512_core_bf16, avx512_core_amx...)
+ * and the GEMM and conv paths; a GPU's name and compute capability. Written
+ * into buf (n bytes), which is returned. */
+const char *gr_backend_describe(gr_backend *be, char *buf, size_t n);
 /* The precision the backend was configured with (fp32 until configured). */
 gr_precision gr_backend_precision(const gr_backend *be);
 
@@ -152,6 +158,7 @@ typedef struct gr_backend_vtable {
     /* optional (NULL: the defaults described above) */
     void (*upload_batch)(gr_backend *be, void *dst, const void *src, size_t bytes);
     bool (*mem_info)(gr_backend *be, size_t *free_bytes, size_t *total_bytes);
+    void (*describe)(gr_backend *be, char *buf, size_t n); /* NULL: the backend's name */
     void (*configure)(gr_backend *be, const gr_backend_opts *o);
     gr_status (*prepare)(gr_backend *be, gr_steps *s, gr_error *err);
     void (*release)(gr_backend *be, gr_steps *s);

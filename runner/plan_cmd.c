@@ -82,6 +82,8 @@ static void gr_plan_cmd_fit(const gr_job_spec *spec, size_t need, FILE *f) {
                     "it will not fit; lower train.micro_batch\n", c, dev);
         }
     }
+    char what[512];
+    if (be) fprintf(f, "%s: %s\n", dev, gr_backend_describe(be, what, sizeof what));
     gr_backend_free(be);
 }
 

@@ -56,7 +56,9 @@ static void gr_loop_init(gr_loop *L, const gr_job *j) {
 /* The console's start line and the clock. */
 static void gr_loop_begin(gr_job *j, gr_loop *L) {
     const gr_job_spec *s = j->spec;
+    char detail[256];
     gr_metrics_run r = {.name = s->name, .device = gr_backend_name(j->be),
+                        .device_detail = gr_backend_describe(j->be, detail, sizeof detail),
                         .precision = gr_precision_name(s->precision), .run_dir = j->run_dir,
                         .params = j->g.n_weights, .batch = s->train.batch_size, .micro_batch = s->train.micro_batch,
                         .spe = L->spe, .total = L->total, .start = L->start, .log_every = s->log.every_steps};

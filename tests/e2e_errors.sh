@@ -395,7 +395,17 @@ import json, sys
 s = json.load(open(sys.argv[1]), parse_constant=lambda c: 1 / 0)
 assert s["status"] == "finished", s
 assert s["steps"] == 2, s
+d = s["device_detail"]  # what the device computes with (gr_backend_describe)
+if s["device"] == "cpu":
+    assert d.startswith("oneDNN ") and ", ISA " in d and "; GEMM " in d, s
+else:
+    assert "compute capability" in d, s
 ' "$R/summary.json"
+"$G" plan "$T/ok.yaml" --set device=cpu >"$T/ok.plan" 2>&1
+check "plan names the instruction set oneDNN dispatches to and the CPU paths" \
+    grep -qE "^cpu: oneDNN [0-9]+\.[0-9]+\.[0-9]+, ISA [a-z0-9_ ]+; GEMM (onednn|openblas), conv (onednn|ref)$" "$T/ok.plan"
+GPURUN_GEMM=openblas GPURUN_CONV=ref "$G" plan "$T/ok.yaml" --set device=cpu >"$T/ok2.plan" 2>&1
+check "plan: the GEMM and conv paths follow GPURUN_GEMM and GPURUN_CONV" grep -qE "; GEMM openblas, conv ref$" "$T/ok2.plan"
 
 mkdir -p "$T/before"
 cp "$R/config.yaml" "$R/metrics.jsonl" "$R/summary.json" "$T/before/"

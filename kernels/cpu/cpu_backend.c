@@ -1,9 +1,12 @@
 /* cpu_backend.c — the CPU backend: host memory, the kernel table generated
  * from ops.def, optimizer updates; GEMMs through gemm.h (oneDNN by default);
  * its state (cpu.h) in be->impl. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <oneapi/dnnl/dnnl.h>
 
 #include "../../common/env.h"
 #include "../../common/gr_half.h"
@@ -62,6 +65,29 @@ static bool gr_cpu_mem_info(gr_backend *be, size_t *free_bytes, size_t *total_by
     return gr_host_mem_info(free_bytes, total_bytes);
 }
 
+/* oneDNN 2.x's dnnl_cpu_isa_t values, by name (a value this table does not
+ * know is printed in hex). */
+static const char *gr_cpu_isa_name(int isa, char *buf, size_t n) {
+    static const struct { int v; const char *name; } isas[] = {
+        {0x1, "sse41"}, {0x3, "avx"}, {0x7, "avx2"}, {0x407, "avx2_vnni"}, {0xf, "avx512_mic"},
+        {0x1f, "avx512_mic_4ops"}, {0x27, "avx512_core"}, {0x67, "avx512_core_vnni"},
+        {0xe7, "avx512_core_bf16"}, {0x3e7, "avx512_core_amx"},
+    };
+    for (size_t i = 0; i < GR_ARRAY_LEN(isas); i++)
+        if (isas[i].v == isa) return isas[i].name;
+    snprintf(buf, n, "isa 0x%x", (unsigned)isa);
+    return buf;
+}
+
+static void gr_cpu_describe(gr_backend *be, char *buf, size_t n) {
+    const gr_cpu *cpu = gr_cpu_backend_state(be);
+    const dnnl_version_t *v = dnnl_version();
+    char isa[32];
+    snprintf(buf, n, "oneDNN %d.%d.%d, ISA %s; GEMM %s, conv %s", v->major, v->minor, v->patch,
+             gr_cpu_isa_name((int)dnnl_get_effective_cpu_isa(), isa, sizeof isa),
+             cpu->gemm == GR_GEMM_OPENBLAS ? "openblas" : "onednn", cpu->conv_path == GR_CONV_REF ? "ref" : "onednn");
+}
+
 static const gr_backend_vtable gr_cpu_vtable = {
     .name = "cpu",
     .host_addressable = true,
@@ -77,6 +103,7 @@ static const gr_backend_vtable gr_cpu_vtable = {
     .sumsq = gr_cpu_sumsq_be,
     .round = gr_cpu_round,
     .mem_info = gr_cpu_mem_info,
+    .describe = gr_cpu_describe,
     .destroy = gr_cpu_destroy,
 };
 

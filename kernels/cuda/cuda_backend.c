@@ -316,6 +316,11 @@ static void gr_cuda_destroy(gr_backend *be) {
     free(be);
 }
 
+static void gr_cuda_describe(gr_backend *be, char *buf, size_t n) {
+    const gr_cuda *cu = gr_cu(be);
+    snprintf(buf, n, "%s, compute capability %d.%d", cu->name, cu->cc_major, cu->cc_minor);
+}
+
 static const gr_backend_vtable gr_cuda_vtable = {
     .name = "cuda",
     .kernels = gr_cuda_kernels,
@@ -332,6 +337,7 @@ static const gr_backend_vtable gr_cuda_vtable = {
     .sumsq = gr_cuda_sumsq,
     .upload_batch = gr_cuda_upload_batch,
     .mem_info = gr_cuda_mem_info,
+    .describe = gr_cuda_describe,
     .configure = gr_cuda_configure,
     .prepare = gr_cuda_prepare,
     .release = gr_cuda_release,
@@ -364,6 +370,8 @@ gr_status gr_cuda_backend_create(int device, gr_backend **out, gr_error *err) {
     gr_cuda *cu = &im->cu;
     cu->device = device;
     snprintf(cu->name, sizeof cu->name, "%s", prop.name);
+    cu->cc_major = prop.major;
+    cu->cc_minor = prop.minor;
     GR_CU(cudaStreamCreateWithFlags(&cu->stream, cudaStreamNonBlocking));
     GR_CU(cudaStreamCreateWithFlags(&cu->copy, cudaStreamNonBlocking));
     GR_CU(cudaEventCreateWithFlags(&cu->uploaded, cudaEventDisableTiming));

@@ -20,6 +20,7 @@
 typedef struct gr_cuda {
     int device;
     char name[256];
+    int cc_major, cc_minor;   /* compute capability */
     cudaStream_t stream;      /* compute */
     cudaStream_t copy;        /* batch uploads */
     cudaEvent_t uploaded;     /* recorded on copy after an upload, waited on by stream */
