@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "gr_test.h"
+#include "kargs_fixture.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/optim.h"
@@ -42,39 +43,10 @@ static bool same(float got, float want) {
 /* The CPU backend whose state (GEMM provider, conv path) the kernels use. */
 static gr_backend *kt_be;
 
-typedef struct kt {
-    gr_tensor tin[GR_MAX_IN], tout[GR_MAX_OUT];
-    gr_node node;
-    gr_exec_ctx ctx;
-    gr_kargs a;
-} kt;
-
-static void kt_tensor(gr_tensor *t, int ndim, const int64_t *shape) {
-    memset(t, 0, sizeof *t);
-    t->kind = GR_TK_ACT;
-    t->elem = GR_F32;
-    t->ndim = ndim;
-    for (int d = 0; d < ndim; d++) t->shape[d] = shape[d];
-    t->batched = true;
-    t->alias_of = -1;
-    t->grad = -1;
-    t->layer = -1;
-}
+static void kt_tensor(gr_tensor *t, int ndim, const int64_t *shape) { kt_tensor_of(t, GR_F32, true, ndim, shape); }
 
 static void kt_init(kt *k, gr_op op, int nin, int nout, int64_t n, bool training) {
-    memset(k, 0, sizeof *k);
-    k->node.op = op;
-    k->node.nin = nin;
-    k->node.nout = nout;
-    k->node.fwd = -1;
-    k->ctx.training = training;
-    k->ctx.grad_scale = 1.0f;
-    k->a.node = &k->node;
-    k->a.n = n;
-    k->a.ctx = &k->ctx;
-    k->a.be = kt_be;
-    for (int i = 0; i < GR_MAX_IN; i++) k->a.tin[i] = &k->tin[i];
-    for (int i = 0; i < GR_MAX_OUT; i++) k->a.tout[i] = &k->tout[i];
+    kt_setup(k, kt_be, op, nin, nout, n, training);
 }
 
 /* ---- activations ---- */

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "gr_test.h"
+#include "kargs_fixture.h"
 #include <omp.h>
 
 #include "kernels/body_elem.h"
@@ -57,39 +58,25 @@ static inline double max_rel(const float *got, const float *want, int64_t n, dou
 
 /* ---- hand-built kernel arguments for the CPU kernels ---- */
 
-typedef struct kt {
-    gr_tensor tin[GR_MAX_IN], tout[GR_MAX_OUT];
-    gr_node node;
-    gr_exec_ctx ctx;
-    gr_kargs a;
-} kt;
+/* The CPU backend whose state (GEMM provider, conv scratch) the kernels use;
+ * made at the first kt_init or t_args_init. */
+static gr_backend *t_be;
+
+static inline gr_backend *t_cpu(void) {
+    if (!t_be) {
+        gr_error err = {0};
+        CHECK(gr_backend_create("cpu", omp_get_max_threads(), &t_be, &err) == GR_OK);
+    }
+    return t_be;
+}
 
 static inline void kt_tensor(gr_tensor *t, gr_elem e, int ndim, const int64_t *shape) {
-    memset(t, 0, sizeof *t);
-    t->kind = GR_TK_ACT;
-    t->elem = e;
-    t->ndim = ndim;
-    for (int d = 0; d < ndim; d++) t->shape[d] = shape[d];
-    t->batched = true;
-    t->alias_of = -1;
-    t->grad = -1;
-    t->layer = -1;
+    kt_tensor_of(t, e, true, ndim, shape);
 }
 
 /* kargs of op with nin inputs and nout outputs, run on n samples */
 static inline void kt_init(kt *k, gr_op op, int nin, int nout, int64_t n) {
-    memset(k, 0, sizeof *k);
-    k->node.op = op;
-    k->node.nin = nin;
-    k->node.nout = nout;
-    k->node.fwd = -1;
-    k->ctx.training = true;
-    k->ctx.grad_scale = 1.0f;
-    k->a.node = &k->node;
-    k->a.n = n;
-    k->a.ctx = &k->ctx;
-    for (int i = 0; i < GR_MAX_IN; i++) k->a.tin[i] = &k->tin[i];
-    for (int i = 0; i < GR_MAX_OUT; i++) k->a.tout[i] = &k->tout[i];
+    kt_setup(k, t_cpu(), op, nin, nout, n, true);
 }
 
 /* ==== the spatial bodies ==== */
@@ -148,45 +135,16 @@ static inline double t_err(const float *got, const float *ref, int64_t n, int64_
               d_ < 0 ? 0.0 : (double)(got)[d_], d_ < 0 ? 0.0 : (double)(ref)[d_]); \
 } while (0)
 
-/* ---- hand-built kernel arguments for the CPU kernels ---- */
+/* ---- the same kernel arguments, under the spatial tests' names ---- */
 
-typedef struct t_args {
-    gr_node node;
-    gr_tensor tin[GR_MAX_IN], tout[GR_MAX_OUT];
-    gr_exec_ctx ctx;
-    gr_kargs a;
-} t_args;
+typedef kt t_args;
 
 static inline void t_tensor(gr_tensor *t, gr_elem elem, bool batched, int ndim, const int64_t *shape) {
-    memset(t, 0, sizeof *t);
-    t->elem = elem;
-    t->batched = batched;
-    t->ndim = ndim;
-    for (int d = 0; d < ndim; d++) t->shape[d] = shape[d];
-    t->alias_of = t->grad = t->layer = -1;
+    kt_tensor_of(t, elem, batched, ndim, shape);
 }
 
-/* The CPU backend whose state (GEMM provider, conv scratch) the kernels use;
- * made at the first t_args_init. */
-static gr_backend *t_be;
-
 static inline void t_args_init(t_args *t, gr_op op, int nin, int nout, int64_t n, bool training) {
-    if (!t_be) {
-        gr_error err = {0};
-        CHECK(gr_backend_create("cpu", omp_get_max_threads(), &t_be, &err) == GR_OK);
-    }
-    memset(t, 0, sizeof *t);
-    t->node.op = op;
-    t->node.nin = nin;
-    t->node.nout = nout;
-    t->node.fwd = -1;
-    t->ctx.training = training;
-    t->a.node = &t->node;
-    t->a.n = n;
-    t->a.ctx = &t->ctx;
-    t->a.be = t_be;
-    for (int i = 0; i < GR_MAX_IN; i++) t->a.tin[i] = &t->tin[i];
-    for (int i = 0; i < GR_MAX_OUT; i++) t->a.tout[i] = &t->tout[i];
+    kt_setup(t, t_cpu(), op, nin, nout, n, training);
 }
 
 /* The stage-1 partials of one reduction, summed per channel in slice order
