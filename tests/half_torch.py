@@ -15,16 +15,15 @@ Same value: the same bits, or NaN on both sides (payloads may differ).
 Prints one line per check and "N passed, M failed"; exits 1 on any failure.
 """
 import subprocess
+import os
 import sys
 
-try:  # a missing module skips the test (exit 77, ctest's SKIP_RETURN_CODE); a broken one fails it
-    import numpy as np
-    import torch
-except ModuleNotFoundError as e:
-    if e.name not in ("numpy", "torch"):
-        raise
-    print(f"SKIP: {sys.executable} cannot import {e.name} (apt-get install python3-{e.name}, as scripts/dev.sh does)")
-    sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pyneed import need  # noqa: E402 (tests/pyneed.py: a missing module skips the test)
+
+need("numpy", "torch")
+import numpy as np
+import torch
 
 passed = failed = 0
 

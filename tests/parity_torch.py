@@ -27,15 +27,13 @@ import subprocess
 import sys
 import tempfile
 
-try:  # a missing module skips the test (exit 77, ctest's SKIP_RETURN_CODE); a broken one fails it
-    import numpy as np
-    import torch
-    import torch.nn.functional as F
-except ModuleNotFoundError as e:
-    if e.name not in ("numpy", "torch"):
-        raise
-    print(f"SKIP: {sys.executable} cannot import {e.name} (apt-get install python3-{e.name}, as scripts/dev.sh does)")
-    sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pyneed import need  # noqa: E402 (tests/pyneed.py: a missing module skips the test)
+
+need("numpy", "torch")
+import numpy as np
+import torch
+import torch.nn.functional as F
 
 K_STEPS = 3
 SGD = dict(lr=0.1, momentum=0.9, weight_decay=1e-4)

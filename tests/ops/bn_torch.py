@@ -9,16 +9,15 @@ avgpool (count_include_pad true/false, non-square) and global_avgpool
 test_op_bn.c and test_op_pool.c run the same layers through gpurun's kernels
 and compare. Case names and shapes must match their tables."""
 import struct
+import os
 import sys
 
-try:  # a missing module skips the test (exit 77, ctest's SKIP_RETURN_CODE); a broken one fails it
-    import torch
-    import torch.nn as nn
-except ModuleNotFoundError as e:
-    if e.name not in ("torch",):
-        raise
-    print(f"SKIP: {sys.executable} cannot import {e.name} (apt-get install python3-{e.name}, as scripts/dev.sh does)")
-    sys.exit(77)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from pyneed import need  # noqa: E402 (tests/pyneed.py: a missing module skips the test)
+
+need("torch")
+import torch
+import torch.nn as nn
 
 torch.manual_seed(1234)
 arrays = []
