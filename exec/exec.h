@@ -45,9 +45,7 @@ typedef struct gr_exec_hook {
 typedef struct gr_plan {
     const gr_graph *g;
     gr_model *m;            /* NULL when only planned (no backend): nothing bound */
-    gr_memplan mem;         /* where each tensor lives in the activation arena */
-    size_t act_bytes;       /* mem.act_bytes: the activation arena after reuse */
-    size_t act_bytes_naive; /* mem.act_bytes_naive: what it would take without reuse */
+    gr_memplan mem;         /* where each tensor lives in the activation arena; its bytes */
     void *act;              /* the activation arena on m->be (NULL when not allocated) */
     gr_steps steps;         /* the bound steps (steps.step[0..steps.n)), as the backend sees them */
     gr_exec_hook *hooks;

@@ -74,7 +74,7 @@ static gr_status gr_plan_check_support(const gr_graph *g, int n_nodes, gr_backen
 
 static gr_status gr_plan_alloc_act(gr_plan *p, gr_error *err) {
     gr_model *m = p->m;
-    p->act = gr_backend_alloc(m->be, p->act_bytes ? p->act_bytes : 64);
+    p->act = gr_backend_alloc(m->be, p->mem.act_bytes ? p->mem.act_bytes : 64);
     if (!p->act) {
         size_t pb, gb, ob;
         gr_model_bytes(p->g, m->optim_slots, &pb, &gb, &ob);
@@ -82,10 +82,10 @@ static gr_status gr_plan_alloc_act(gr_plan *p, gr_error *err) {
         return gr_error_set(err, GR_ERR_OOM, "out of memory on %s: the %s activation arena needs "
                             "%zu bytes at micro-batch %lld, on top of the model's params %zu, grads %zu "
                             "and optimizer state %zu%s (lower train.micro_batch)", gr_backend_name(m->be),
-                            p->mem.mode == GR_PLAN_TRAIN ? "training" : "eval", p->act_bytes,
+                            p->mem.mode == GR_PLAN_TRAIN ? "training" : "eval", p->mem.act_bytes,
                             (long long)p->g->micro_batch, pb, gb, ob, gr_free_str(m->be, fr, sizeof fr));
     }
-    gr_backend_zero(m->be, p->act, p->act_bytes);
+    gr_backend_zero(m->be, p->act, p->mem.act_bytes);
     return GR_OK;
 }
 
@@ -137,8 +137,6 @@ gr_status gr_plan_compile(gr_plan *p, gr_model *m, const gr_graph *g, gr_plan_mo
         if (st) return st;
     }
     gr_memplan_init(&p->mem, g, mode);
-    p->act_bytes = p->mem.act_bytes;
-    p->act_bytes_naive = p->mem.act_bytes_naive;
     gr_status st = GR_OK;
     if (alloc) {
         GR_ASSERT(m && m->be);

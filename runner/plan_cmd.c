@@ -50,14 +50,14 @@ static size_t gr_plan_cmd_memory(const gr_job_spec *spec, const gr_graph *g, con
     fprintf(f, "  grads            %14s\n", a);
     gr_fmt_count((int64_t)ob, a, sizeof a);
     fprintf(f, "  optimizer state  %14s  (%s)\n", a, gr_optim_name(spec->train.optimizer.type));
-    gr_fmt_count((int64_t)tp->act_bytes, a, sizeof a);
-    gr_fmt_count((int64_t)tp->act_bytes_naive, b, sizeof b);
+    gr_fmt_count((int64_t)tp->mem.act_bytes, a, sizeof a);
+    gr_fmt_count((int64_t)tp->mem.act_bytes_naive, b, sizeof b);
     fprintf(f, "  activations      %14s  (train; %s without reuse)\n", a, b);
-    gr_fmt_count((int64_t)ep->act_bytes, a, sizeof a);
+    gr_fmt_count((int64_t)ep->mem.act_bytes, a, sizeof a);
     fprintf(f, "  activations      %14s  (eval)\n", a);
-    gr_fmt_count((int64_t)(pb + gb + ob + tp->act_bytes), a, sizeof a);
+    gr_fmt_count((int64_t)(pb + gb + ob + tp->mem.act_bytes), a, sizeof a);
     fprintf(f, "  total            %14s  (training)\n", a);
-    return pb + gb + ob + tp->act_bytes + ep->act_bytes;
+    return pb + gb + ob + tp->mem.act_bytes + ep->mem.act_bytes;
 }
 
 /* A run that will not fit is told before it starts (on a GPU the cuDNN

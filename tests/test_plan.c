@@ -41,7 +41,7 @@ static void test_no_overlap(void) {
     gr_plan p;
     gr_error err = {0};
     CHECK(gr_plan_compile(&p, NULL, &g, GR_PLAN_TRAIN, false, &err) == GR_OK);
-    CHECK(p.act_bytes < p.act_bytes_naive);
+    CHECK(p.mem.act_bytes < p.mem.act_bytes_naive);
     /* lifetimes recomputed here from the node list */
     int nt = g.n_tensors;
     int *first = malloc((size_t)nt * sizeof *first), *last = malloc((size_t)nt * sizeof *last);
@@ -59,7 +59,7 @@ static void test_no_overlap(void) {
     for (int a = 0; a < nt; a++) {
         if (first[a] < 0) continue;
         int64_t sa = p.mem.offset[a], ea = sa + gr_tensor_numel(&g.tensors[a]) * (g.tensors[a].elem == GR_U8 ? 1 : 4);
-        CHECK(ea <= (int64_t)p.act_bytes);
+        CHECK(ea <= (int64_t)p.mem.act_bytes);
         for (int b = a + 1; b < nt; b++) {
             if (first[b] < 0) continue;
             bool live = first[a] <= last[b] && first[b] <= last[a];
@@ -74,13 +74,13 @@ static void test_no_overlap(void) {
     CHECK(g.tensors[flat].alias_of == g.input && p.mem.offset[flat] == -1);
     free(first);
     free(last);
-    size_t train_bytes = p.act_bytes;
+    size_t train_bytes = p.mem.act_bytes;
     gr_plan_free(&p);
 
     /* eval plans hold forward tensors only, so they are smaller */
     gr_plan ep;
     CHECK(gr_plan_compile(&ep, NULL, &g, GR_PLAN_EVAL, false, &err) == GR_OK);
-    CHECK(ep.act_bytes < train_bytes && ep.steps.n < g.n_nodes);
+    CHECK(ep.mem.act_bytes < train_bytes && ep.steps.n < g.n_nodes);
     gr_plan_free(&ep);
     gr_graph_free(&g);
     gr_cfg_free(layers);

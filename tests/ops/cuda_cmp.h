@@ -117,7 +117,7 @@ static inline void gr_cmp_batch(const gr_graph *g, int64_t n, uint64_t key, floa
  * no earlier step of the pass wrote (or accumulates into one) then makes
  * the results NaN instead of passing by luck on a zeroed arena. */
 static inline void gr_cmp_poison(gr_plan *p) {
-    size_t n = p->act_bytes / sizeof(float);
+    size_t n = p->mem.act_bytes / sizeof(float);
     if (!n) return;
     float *h = gr_xmalloc(n * sizeof *h);
     for (size_t i = 0; i < n; i++) h[i] = NAN;
