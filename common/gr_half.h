@@ -1,11 +1,12 @@
-/* gr_half.h — rounding an fp32 value to the nearest fp16 or bf16 value,
- * kept in a float: the storage emulation of mixed precision.
+/* gr_half.h — fp16 and bf16: rounding an fp32 value to the nearest half
+ * value (kept in a float), and the 16-bit storage patterns.
  *
- * Activations and activation gradients are stored at half precision; in
- * version 1 they stay fp32 arrays, and every value a kernel writes is
- * rounded in place here, on the CPU and (through the same GR_HD bodies) on
- * the GPU, so overflow to inf, underflow to 0 and the loss-scaling logic
- * behave as with real half storage.
+ * Under mixed precision the plan stores activations and their gradients in
+ * half (graph/precision.c); a kernel without a native half path reads them
+ * decoded to fp32 and its outputs are encoded back (kernels/backend.c), so
+ * overflow to inf, underflow to 0 and the loss-scaling logic behave as with
+ * any half storage. The in-place rounding is the same conversion without
+ * the narrow storage (tests and the CUDA kernels' bodies use it).
  *
  * The rounding is the hardware / PyTorch conversion float -> half -> float:
  * round to nearest, ties to even. It works on the bit pattern with integer
@@ -87,6 +88,41 @@ GR_HD float gr_round_half_hd(gr_half_fmt f, float x) {
     case GR_HALF_BF16: return gr_round_bf16_hd(x);
     default: return x;
     }
+}
+
+/* ---- half storage: the 16-bit patterns ----
+ * Encoding rounds exactly as gr_round_*_hd (round to nearest, ties to
+ * even), so decode(encode(x)) == gr_round_*_hd(x) bit for bit for every
+ * non-NaN x: an array stored in half and read back holds the values the
+ * in-place emulation would. A NaN stays a NaN (quiet; its payload is not
+ * kept). */
+
+GR_HD uint16_t gr_bf16_encode_hd(float x) {
+    uint32_t u = gr_half_bits_hd(x);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x0040u);
+    u += 0x7FFFu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+GR_HD float gr_bf16_decode_hd(uint16_t h) { return gr_half_float_hd((uint32_t)h << 16); }
+
+GR_HD uint16_t gr_fp16_encode_hd(float x) {
+    uint32_t u = gr_half_bits_hd(x);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)(sign | 0x7E00u);
+    uint32_t a = gr_half_bits_hd(gr_round_fp16_hd(x)) & 0x7FFFFFFFu; /* an fp16 value now */
+    if (a == 0x7F800000u) return (uint16_t)(sign | 0x7C00u);
+    if (a >= 0x38800000u) /* normal: rebias the exponent, keep the top 10 mantissa bits */
+        return (uint16_t)(sign | (((a >> 23) - 112u) << 10) | ((a >> 13) & 0x3FFu));
+    /* subnormal (or zero): a whole number of 2^-24 quanta below 1024 */
+    return (uint16_t)(sign | (uint16_t)(gr_half_float_hd(a) * 0x1p24f));
+}
+
+GR_HD float gr_fp16_decode_hd(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
+    if (e == 0x1Fu) return gr_half_float_hd(sign | 0x7F800000u | (m << 13));
+    if (e) return gr_half_float_hd(sign | ((e + 112u) << 23) | (m << 13));
+    return gr_half_float_hd(sign | gr_half_bits_hd((float)m * 0x1p-24f));
 }
 
 /* Element i of an in-place rounding pass (kernels/cuda/round.cu). */

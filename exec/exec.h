@@ -10,8 +10,9 @@
  *
  * gr_plan_run is the one loop over a plan's steps, on every backend and in
  * every mode (CPU, CUDA eager, CUDA Graph capture): each step goes through
- * one dispatch — the plan's before-hooks, gr_backend_exec (kernel,
- * half-precision rounding, the backend's per-op check), the after-hooks.
+ * one dispatch — the plan's before-hooks, gr_backend_exec (kernel, the
+ * fp32 staging of half tensors a kernel does not take, the backend's
+ * per-op check), the after-hooks.
  * Hooks are where a profiler, a precision cast or a gradient all-reduce
  * attach. */
 #ifndef GR_EXEC_H
@@ -50,6 +51,11 @@ typedef struct gr_plan {
     gr_steps steps;         /* the bound steps (steps.step[0..steps.n)), as the backend sees them */
     gr_exec_hook *hooks;
     int n_hooks;
+    /* half storage: steps whose kernel computes in fp32 on staged copies
+     * (gr_kargs.staged), and their fp32 staging area on the backend */
+    int n_staged;
+    size_t stage_bytes;
+    void *stage;
 } gr_plan;
 
 /* Allocates the model's arenas on m->be (optim_slots: 0 plain SGD, 1
@@ -68,6 +74,9 @@ void gr_plan_free(gr_plan *p);
 void gr_plan_add_hook(gr_plan *p, const gr_exec_hook *h);
 /* Runs the pass for n <= micro_batch samples. */
 void gr_plan_run(gr_plan *p, int64_t n, const gr_exec_ctx *ctx);
+/* The ops of p's staged steps, "batchnorm, relu, ..." (each once, in run
+ * order) into buf; "" when none. */
+const char *gr_plan_staged_ops(const gr_plan *p, char *buf, size_t n);
 /* Device pointer of tensor t (activation arena or model arenas). */
 void *gr_plan_ptr(const gr_plan *p, int t);
 

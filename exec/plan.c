@@ -90,7 +90,7 @@ static gr_status gr_plan_alloc_act(gr_plan *p, gr_error *err) {
 }
 
 /* One step per non-view node of the pass, pointers resolved when the
- * arena exists (NULL otherwise). */
+ * arena exists (NULL otherwise), each tensor's storage type as planned. */
 static void gr_plan_bind(gr_plan *p) {
     const gr_graph *g = p->g;
     gr_backend *be = p->m ? p->m->be : NULL;
@@ -99,8 +99,6 @@ static void gr_plan_bind(gr_plan *p) {
     s->g = g;
     s->micro_batch = g->micro_batch;
     s->step = gr_xcalloc((size_t)(n_nodes ? n_nodes : 1), sizeof *s->step);
-    gr_precision prec = be ? gr_backend_precision(be) : GR_PREC_FP32;
-    const bool half = prec == GR_PREC_FP16 || prec == GR_PREC_BF16;
     const bool bound = p->act != NULL;
     for (int i = 0; i < n_nodes; i++) {
         const gr_node *nd = &g->nodes[i];
@@ -112,18 +110,82 @@ static void gr_plan_bind(gr_plan *p) {
         for (int k = 0; k < nd->nin; k++) {
             a->tin[k] = &g->tensors[nd->in[k]];
             a->in[k] = bound ? gr_plan_ptr(p, nd->in[k]) : NULL;
+            a->ein[k] = a->tin[k]->elem;
         }
         for (int k = 0; k < nd->nout; k++) {
             a->tout[k] = &g->tensors[nd->out[k]];
             a->out[k] = bound ? gr_plan_ptr(p, nd->out[k]) : NULL;
-            /* mixed precision: activations and their gradients are stored in
-             * half precision (the loss's probabilities and sums stay fp32) */
-            const gr_tensor *t = a->tout[k];
-            if (half && t->kind == GR_TK_ACT && t->elem == GR_F32 && t->batched &&
-                !(gr_op_flags(nd->op) & GR_OPF_FP32_OUT))
-                a->round_out |= 1u << k;
+            a->eout[k] = a->tout[k]->elem;
         }
     }
+}
+
+static bool gr_kargs_has_half(const gr_kargs *a) {
+    for (int k = 0; k < a->node->nin; k++)
+        if (gr_elem_is_half(a->ein[k])) return true;
+    for (int k = 0; k < a->node->nout; k++)
+        if (gr_elem_is_half(a->eout[k])) return true;
+    return false;
+}
+
+/* fp32 bytes of the staging copy of a half tensor at the micro-batch */
+static size_t gr_stage_bytes(const gr_tensor *t) {
+    return ((size_t)gr_tensor_numel(t) * sizeof(float) + 63) & ~(size_t)63;
+}
+
+/* Marks the steps whose half tensors their kernel does not take (all of
+ * them without a backend: `gpurun plan` without a device) and sizes their
+ * fp32 staging area, one for all (steps run one at a time): the largest
+ * step's need. With the arena allocated, allocates it and points the
+ * steps' stage_in/stage_out into it. */
+static gr_status gr_plan_stage(gr_plan *p, bool alloc, gr_error *err) {
+    gr_backend *be = p->m ? p->m->be : NULL;
+    for (int i = 0; i < p->steps.n; i++) {
+        gr_kargs *a = &p->steps.step[i];
+        if (!gr_kargs_has_half(a) || (be && gr_backend_native_half(be, a))) continue;
+        a->staged = true;
+        p->n_staged++;
+        size_t need = 0;
+        for (int k = 0; k < a->node->nin; k++)
+            if (gr_elem_is_half(a->ein[k])) need += gr_stage_bytes(a->tin[k]);
+        for (int k = 0; k < a->node->nout; k++)
+            if (gr_elem_is_half(a->eout[k])) need += gr_stage_bytes(a->tout[k]);
+        if (need > p->stage_bytes) p->stage_bytes = need;
+    }
+    if (!alloc || !p->stage_bytes) return GR_OK;
+    p->stage = gr_backend_alloc(be, p->stage_bytes);
+    if (!p->stage) {
+        char fr[96];
+        return gr_error_set(err, GR_ERR_OOM, "out of memory on %s: the fp32 staging area of the half-precision "
+                            "steps needs %zu bytes at micro-batch %lld%s (lower train.micro_batch)",
+                            gr_backend_name(be), p->stage_bytes, (long long)p->g->micro_batch,
+                            gr_free_str(be, fr, sizeof fr));
+    }
+    for (int i = 0; i < p->steps.n; i++) {
+        gr_kargs *a = &p->steps.step[i];
+        if (!a->staged) continue;
+        char *q = p->stage;
+        for (int k = 0; k < a->node->nin; k++)
+            if (gr_elem_is_half(a->ein[k])) { a->stage_in[k] = q; q += gr_stage_bytes(a->tin[k]); }
+        for (int k = 0; k < a->node->nout; k++)
+            if (gr_elem_is_half(a->eout[k])) { a->stage_out[k] = q; q += gr_stage_bytes(a->tout[k]); }
+    }
+    return GR_OK;
+}
+
+const char *gr_plan_staged_ops(const gr_plan *p, char *buf, size_t n) {
+    bool seen[GR_OP_COUNT] = {false};
+    size_t len = 0;
+    buf[0] = 0;
+    for (int i = 0; i < p->steps.n; i++) {
+        const gr_kargs *a = &p->steps.step[i];
+        if (!a->staged || seen[a->node->op]) continue;
+        seen[a->node->op] = true;
+        int w = snprintf(buf + len, n - len, "%s%s", len ? ", " : "", gr_op_name(a->node->op));
+        if (w < 0 || (size_t)w >= n - len) break;
+        len += (size_t)w;
+    }
+    return buf;
 }
 
 gr_status gr_plan_compile(gr_plan *p, gr_model *m, const gr_graph *g, gr_plan_mode mode,
@@ -143,6 +205,7 @@ gr_status gr_plan_compile(gr_plan *p, gr_model *m, const gr_graph *g, gr_plan_mo
         if ((st = gr_plan_alloc_act(p, err))) goto fail;
     }
     gr_plan_bind(p);
+    if ((st = gr_plan_stage(p, alloc, err))) goto fail;
     if (alloc && (st = gr_backend_prepare(m->be, &p->steps, err))) goto fail;
     return GR_OK;
 fail:
@@ -154,6 +217,7 @@ void gr_plan_free(gr_plan *p) {
     gr_backend *be = p->m ? p->m->be : NULL;
     if (p->steps.be_state && be) gr_backend_release(be, &p->steps);
     if (p->act && be) gr_backend_dealloc(be, p->act);
+    if (p->stage && be) gr_backend_dealloc(be, p->stage);
     free(p->steps.step);
     free(p->hooks);
     gr_memplan_free(&p->mem);

@@ -1,7 +1,7 @@
 /* run.c — the one step loop and its dispatch with hooks.
  *
  * Every op of every run passes through gr_exec_step: the plan's
- * before-hooks, gr_backend_exec (kernel, half-precision rounding, the
+ * before-hooks, gr_backend_exec (kernel with its half staging, the
  * backend's per-op check), its after-hooks. The backend only decides how
  * the loop's launches are used (gr_backend_run_begin/end): launched eagerly,
  * recorded into a CUDA Graph while launched, or skipped because it replayed

@@ -54,7 +54,13 @@ typedef enum gr_tensor_kind {
     GR_TK_STAT,   /* small per-step results read back by the runner (loss sum, correct) */
 } gr_tensor_kind;
 
-typedef enum gr_elem { GR_F32, GR_I32, GR_U8 } gr_elem;
+/* A tensor's storage type. Graphs are built in GR_F32/GR_I32/GR_U8; the
+ * precision pass (gr_graph_set_precision) stores activations in half. */
+typedef enum gr_elem { GR_F32, GR_I32, GR_U8, GR_BF16, GR_F16, GR_ELEM_COUNT } gr_elem;
+
+size_t gr_elem_size(gr_elem e);          /* bytes per element */
+const char *gr_elem_name(gr_elem e);     /* "fp32", "int32", "uint8", "bf16", "fp16" */
+static inline bool gr_elem_is_half(gr_elem e) { return e == GR_BF16 || e == GR_F16; }
 
 /* A parameter's or state's initial value; the op that creates it says which. */
 typedef enum gr_init {
@@ -130,6 +136,7 @@ typedef struct gr_graph {
     int64_t n_weights;       /* elements of PARAM tensors: the model's parameter count */
     int64_t n_classes;
     uint64_t seed;
+    gr_precision precision;  /* what gr_graph_set_precision stored it in (fp32 before) */
     /* autodiff's bookkeeping (autodiff.c): a tensor read by several forward
      * nodes gets one partial gradient per reader, summed by an add node */
     int ad_node;             /* forward node whose backward is being emitted; -1 */
@@ -241,6 +248,15 @@ gr_status gr_graph_check(const gr_job_spec *spec, gr_error *err);
  * input batch a gradient (gradcheck uses it). */
 void gr_autodiff(gr_graph *g, bool need_input_grad);
 void gr_graph_free(gr_graph *g);
+/* The precision policy (graph/precision.c), run once after gr_autodiff:
+ * under fp16/bf16, every activation and activation gradient a node writes
+ * is stored in that type, except the outputs of GR_OPF_FP32_OUT ops (the
+ * loss's probabilities and sums) and unbatched ones (batchnorm's saved
+ * statistics); a view has its storage root's type. The input batch,
+ * labels, masks, indices, parameters, gradients and optimizer state stay
+ * as built (fp32 master weights). fp32/tf32 change nothing. Kernels that
+ * compute in fp32 accumulate in fp32 whatever the storage. */
+void gr_graph_set_precision(gr_graph *g, gr_precision p);
 
 /* Builder helpers for op implementations and tests. */
 int gr_graph_add_tensor(gr_graph *g, const char *name, gr_tensor_kind kind, gr_elem elem,

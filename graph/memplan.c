@@ -13,8 +13,6 @@
 
 static size_t gr_align64(size_t x) { return (x + 63) & ~(size_t)63; }
 
-static size_t gr_elem_size(gr_elem e) { return e == GR_U8 ? 1 : 4; }
-
 static size_t gr_tensor_bytes(const gr_tensor *t) {
     return (size_t)gr_tensor_numel(t) * gr_elem_size(t->elem);
 }
@@ -102,6 +100,7 @@ void gr_memplan_init(gr_memplan *mp, const gr_graph *g, gr_plan_mode mode) {
         mp->offset[lv[i].root] = (int64_t)off;
         if (off + lv[i].bytes > mp->act_bytes) mp->act_bytes = off + lv[i].bytes;
         mp->act_bytes_naive += lv[i].bytes;
+        mp->naive_by_elem[mp->g->tensors[lv[i].root].elem] += lv[i].bytes;
     }
     free(placed_off);
     free(lv);

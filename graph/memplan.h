@@ -25,6 +25,7 @@ typedef struct gr_memplan {
                                arena; -1 for views and for tensors in no activation arena */
     size_t act_bytes;       /* activation arena after reuse */
     size_t act_bytes_naive; /* what it would take without reuse */
+    size_t naive_by_elem[GR_ELEM_COUNT]; /* act_bytes_naive by storage type (gr_tensor.elem) */
 } gr_memplan;
 
 /* Plans the activation arena of g's pass in mode. */

@@ -2,8 +2,6 @@
  * wrappers the runtime (exec/) and runner call, and the device-fault path. */
 #include "backend.h"
 
-#include "../common/gr_half.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,18 +93,43 @@ void gr_backend_configure(gr_backend *be, const gr_backend_opts *o) {
 
 gr_precision gr_backend_precision(const gr_backend *be) { return be->precision; }
 
-static void gr_backend_round_outputs(const gr_kargs *a) {
-    int fmt = a->be->precision == GR_PREC_FP16 ? GR_HALF_FP16 : GR_HALF_BF16;
-    for (int k = 0; k < a->node->nout; k++) {
-        if (!(a->round_out & (1u << k))) continue;
-        const gr_tensor *t = a->tout[k];
-        a->be->vt->round(a->be, a->out[k], a->n * gr_tensor_sample_numel(t), fmt);
+bool gr_backend_native_half(gr_backend *be, const gr_kargs *a) {
+    return be->vt->native_half && be->vt->native_half(be, a);
+}
+
+void gr_backend_cast(gr_backend *be, void *dst, gr_elem dt, const void *src, gr_elem st, int64_t n) {
+    GR_ASSERT((dt == GR_F32 && gr_elem_is_half(st)) || (st == GR_F32 && gr_elem_is_half(dt)));
+    if (n > 0) be->vt->cast(be, dst, dt, src, st, n);
+}
+
+static int64_t gr_kargs_count(const gr_kargs *a, const gr_tensor *t) {
+    return t->batched ? a->n * gr_tensor_sample_numel(t) : gr_tensor_numel(t);
+}
+
+/* The step on fp32 copies of its half tensors (gr_kargs.staged). */
+static void gr_backend_exec_staged(const gr_kargs *a, gr_kernel_fn fn) {
+    gr_kargs b = *a;
+    for (int k = 0; k < a->node->nin; k++) {
+        if (!a->stage_in[k]) continue;
+        gr_backend_cast(a->be, a->stage_in[k], GR_F32, a->in[k], a->ein[k], gr_kargs_count(a, a->tin[k]));
+        b.in[k] = a->stage_in[k];
+        b.ein[k] = GR_F32;
     }
+    for (int k = 0; k < a->node->nout; k++) {
+        if (!a->stage_out[k]) continue;
+        b.out[k] = a->stage_out[k];
+        b.eout[k] = GR_F32;
+    }
+    fn(&b);
+    for (int k = 0; k < a->node->nout; k++)
+        if (a->stage_out[k])
+            gr_backend_cast(a->be, a->out[k], a->eout[k], a->stage_out[k], GR_F32, gr_kargs_count(a, a->tout[k]));
 }
 
 void gr_backend_exec(const gr_kargs *a) {
-    a->be->vt->kernels[a->node->op](a);
-    if (a->round_out) gr_backend_round_outputs(a);
+    gr_kernel_fn fn = a->be->vt->kernels[a->node->op];
+    if (a->staged) gr_backend_exec_staged(a, fn);
+    else fn(a);
     if (a->be->vt->op_done) a->be->vt->op_done(a->be, a);
 }
 

@@ -38,8 +38,17 @@ typedef struct gr_kargs {
     int64_t n;           /* samples in this run (<= planned micro-batch) */
     const gr_exec_ctx *ctx;
     gr_backend *be;
-    unsigned round_out;  /* fp16/bf16: bit k set = out[k] is stored in half precision
-                            (rounded in place after the kernel; gr_backend_exec) */
+    /* The storage type of in[k] / out[k] as this kernel call gets them
+     * (gr_tensor.elem, or GR_F32 where the step is staged). */
+    gr_elem ein[GR_MAX_IN], eout[GR_MAX_OUT];
+    /* Staged: the step touches half storage its kernel does not take (the
+     * backend's native_half says no). gr_backend_exec decodes each half
+     * input into stage_in[k] (fp32), runs the kernel on the fp32 copies
+     * and encodes stage_out[k] into out[k] (round to nearest even): the
+     * numerics of half storage with fp32 compute. NULL where a tensor is
+     * not half. The plan owns the buffers (one area reused by every step). */
+    bool staged;
+    void *stage_in[GR_MAX_IN], *stage_out[GR_MAX_OUT];
 } gr_kargs;
 
 typedef void (*gr_kernel_fn)(const gr_kargs *a);
@@ -67,10 +76,19 @@ void gr_backend_free(gr_backend *be);
 const char *gr_backend_name(const gr_backend *be);
 bool gr_backend_supports_op(const gr_backend *be, gr_op op);
 gr_kernel_fn gr_backend_kernel(const gr_backend *be, gr_op op);
-/* Runs one plan step: its kernel, then the half-precision storage of the
- * outputs marked in round_out, then the backend's per-op check (the CUDA
- * backend under GPURUN_CUDA_SYNC). exec/ calls it between its hooks. */
+/* Runs one plan step: its kernel (staged: between the decoding of its
+ * half inputs and the encoding of its half outputs), then the backend's
+ * per-op check (the CUDA backend under GPURUN_CUDA_SYNC). exec/ calls it
+ * between its hooks. */
 void gr_backend_exec(const gr_kargs *a);
+/* Whether the backend's kernel for a's op takes a's element types
+ * (a->ein/eout) as they are; false: the step must be staged. A step with
+ * no half tensor always runs as it is. */
+bool gr_backend_native_half(gr_backend *be, const gr_kargs *a);
+/* dst[0..n) = src[0..n) converted between fp32 and a half type (dt or st
+ * is GR_F32, the other GR_BF16 or GR_F16), on the device; fp32 -> half
+ * rounds to nearest even (common/gr_half.h). Ordered with the kernels. */
+void gr_backend_cast(gr_backend *be, void *dst, gr_elem dt, const void *src, gr_elem st, int64_t n);
 /* Whether the backend's device pointers are host memory (the CPU): the
  * caller may read them with memcpy instead of gr_backend_download. */
 bool gr_backend_host_addressable(const gr_backend *be);
@@ -164,10 +182,12 @@ typedef struct gr_backend_vtable {
     void (*release)(gr_backend *be, gr_steps *s);
     gr_run_mode (*run_begin)(gr_backend *be, gr_steps *s, int64_t n, const gr_exec_ctx *ctx);
     void (*run_end)(gr_backend *be, gr_steps *s, gr_run_mode mode);
-    void (*op_done)(gr_backend *be, const gr_kargs *a); /* after each step's kernel and rounding */
+    void (*op_done)(gr_backend *be, const gr_kargs *a); /* after each step (kernel and staging) */
     bool host_addressable;       /* device pointers are host memory */
-    /* x[0..n) rounded in place to fp16 or bf16 (gr_half_fmt); required */
-    void (*round)(gr_backend *be, float *x, int64_t n, int fmt);
+    /* gr_backend_cast; required */
+    void (*cast)(gr_backend *be, void *dst, gr_elem dt, const void *src, gr_elem st, int64_t n);
+    /* gr_backend_native_half; NULL: no kernel takes half storage */
+    bool (*native_half)(gr_backend *be, const gr_kargs *a);
     void (*destroy)(gr_backend *be);
 } gr_backend_vtable;
 

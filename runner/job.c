@@ -174,6 +174,7 @@ gr_status gr_job_compile(gr_job *j, const gr_job_spec *spec, bool need_val, gr_e
     if ((st = gr_graph_build(spec, j->in_shape, j->in_ndim, &j->g, err))) return st;
     j->have_graph = true;
     gr_autodiff(&j->g, false);
+    gr_graph_set_precision(&j->g, spec->precision);
     if ((st = gr_dataset_check_labels(j->train_ds, j->g.n_classes, err))) return st;
     if (gr_dataset_len(j->train_ds) < spec->train.batch_size)
         return gr_error_set(err, GR_ERR_DATA, "%s: %s: the split has %lld samples, fewer than train.batch_size "
@@ -234,6 +235,15 @@ gr_status gr_job_model(gr_job *j, gr_error *err) {
     if ((st = gr_plan_compile(&j->train_plan, &j->m, &j->g, GR_PLAN_TRAIN, true, err))) return st;
     if (j->val_ds && (st = gr_plan_compile(&j->eval_plan, &j->m, &j->g, GR_PLAN_EVAL, true, err))) return st;
     return GR_OK;
+}
+
+void gr_job_say_staged(const gr_job *j, bool quiet) {
+    char ops[256];
+    if (quiet || !j->train_plan.n_staged) return;
+    fprintf(stderr, "gpurun: precision %s: the %s backend has no native %s kernel for %s; they compute in fp32 "
+            "on converted copies of their %s tensors\n", gr_precision_name(j->spec->precision),
+            gr_backend_name(j->be), gr_precision_name(j->spec->precision),
+            gr_plan_staged_ops(&j->train_plan, ops, sizeof ops), gr_precision_name(j->spec->precision));
 }
 
 void gr_job_loader_config(const gr_job *j, gr_loader_config *lc) {

@@ -77,6 +77,9 @@ gr_status gr_job_backend(gr_job *j, const gr_job_spec *s, const char *device, in
 /* The model on the backend: its arenas, the initial parameters (the seed's,
  * or model.init_from) and the train and eval plans. */
 gr_status gr_job_model(gr_job *j, gr_error *err);
+/* Under fp16/bf16, names on stderr (unless quiet) the ops whose kernels on
+ * this backend compute in fp32 on converted copies of their half tensors. */
+void gr_job_say_staged(const gr_job *j, bool quiet);
 /* The base of both loaders' configuration: micro-batch, seed, normalization,
  * prefetch and workers (one rank). */
 void gr_job_loader_config(const gr_job *j, gr_loader_config *lc);

@@ -86,6 +86,8 @@ void gr_metrics_begin(gr_metrics *mx, const gr_metrics_run *run) {
     mx->run = *run;
     snprintf(mx->device_detail, sizeof mx->device_detail, "%s", run->device_detail ? run->device_detail : "");
     mx->run.device_detail = mx->device_detail;
+    snprintf(mx->staged_ops, sizeof mx->staged_ops, "%s", run->staged_ops ? run->staged_ops : "");
+    mx->run.staged_ops = mx->staged_ops;
     if (!mx->quiet)
         printf("gpurun: %s on %s: %lld parameters, %lld steps (%lld per epoch), batch %lld = %lld x %lld "
                "micro-batches, run dir %s\n", run->name, run->device, (long long)run->params,
@@ -209,6 +211,7 @@ gr_status gr_metrics_summary(gr_metrics *mx, const char *status, int64_t steps, 
     gr_json_str(&js, "name", r->name);
     gr_json_str(&js, "device", r->device);
     gr_json_str(&js, "device_detail", r->device_detail);
+    gr_json_str(&js, "half_staged_ops", r->staged_ops);
     gr_json_int(&js, "steps", steps);
     gr_json_num(&js, "epochs", (double)steps / (double)r->spe);
     gr_json_num(&js, "wall_s", wall);

@@ -31,6 +31,7 @@
 typedef struct gr_metrics_run {
     const char *name, *device, *precision, *run_dir;
     const char *device_detail;      /* gr_backend_describe: ISA and libraries, or the GPU */
+    const char *staged_ops;         /* gr_plan_staged_ops of the train plan: half storage computed in fp32 */
     int64_t params;                 /* the model's weights */
     int64_t batch, micro_batch;     /* samples per optimizer step and per micro-batch */
     int64_t spe, total, start;      /* steps per epoch, the job's steps, the first step of this process */
@@ -53,6 +54,7 @@ typedef struct gr_metrics {
     bool quiet;                    /* no console lines but errors */
     gr_metrics_run run;
     char device_detail[256];       /* run.device_detail points here */
+    char staged_ops[256];          /* run.staged_ops points here */
     gr_record rec;
     /* this process's clock */
     double t0;                     /* when its training began (gr_now) */

@@ -11,9 +11,9 @@
 /* The layer table (forward nodes) and the FLOPs per sample and step. */
 static void gr_plan_cmd_layers(const gr_job_spec *spec, const gr_graph *g, FILE *f) {
     char a[64], b[64], c[64];
-    fprintf(f, "%-20s %-22s %-20s %12s %14s\n", "layer", "op", "output", "params", "FLOPs/sample");
-    fprintf(f, "%-20s %-22s %-20s %12s %14s\n", "input", "-", gr_shape_str(&g->tensors[g->input], a, sizeof a),
-            "0", "0");
+    fprintf(f, "%-20s %-22s %-20s %-5s %12s %14s\n", "layer", "op", "output", "type", "params", "FLOPs/sample");
+    fprintf(f, "%-20s %-22s %-20s %-5s %12s %14s\n", "input", "-", gr_shape_str(&g->tensors[g->input], a, sizeof a),
+            gr_elem_name(g->tensors[g->input].elem), "0", "0");
     int64_t fwd = 0, train = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const gr_node *nd = &g->nodes[i];
@@ -24,8 +24,8 @@ static void gr_plan_cmd_layers(const gr_job_spec *spec, const gr_graph *g, FILE 
         int64_t np = nd->layer >= 0 ? g->layers[nd->layer].n_params : 0;
         gr_fmt_count(np, b, sizeof b);
         gr_fmt_count(nd->flops, c, sizeof c);
-        fprintf(f, "%-20s %-22s %-20s %12s %14s\n", name, gr_op_name(nd->op),
-                gr_shape_str(&g->tensors[nd->out[0]], a, sizeof a), b, c);
+        fprintf(f, "%-20s %-22s %-20s %-5s %12s %14s\n", name, gr_op_name(nd->op),
+                gr_shape_str(&g->tensors[nd->out[0]], a, sizeof a), gr_elem_name(g->tensors[nd->out[0]].elem), b, c);
     }
     gr_fmt_count(g->n_weights, a, sizeof a);
     fprintf(f, "\ntotal parameters: %s\n", a);
@@ -36,43 +36,72 @@ static void gr_plan_cmd_layers(const gr_job_spec *spec, const gr_graph *g, FILE 
     fprintf(f, "FLOPs per optimizer step: %s (batch %lld)\n", a, (long long)spec->train.batch_size);
 }
 
+/* "bf16 1,234, fp32 567, int32 8" of the naive bytes per storage type */
+static const char *gr_plan_cmd_by_elem(const gr_memplan *mp, char *buf, size_t n) {
+    size_t len = 0;
+    buf[0] = 0;
+    for (int e = 0; e < GR_ELEM_COUNT && len < n; e++) {
+        if (!mp->naive_by_elem[e]) continue;
+        char c[64];
+        gr_fmt_count((int64_t)mp->naive_by_elem[e], c, sizeof c);
+        len += (size_t)snprintf(buf + len, n - len, "%s%s %s", len ? ", " : "", gr_elem_name((gr_elem)e), c);
+    }
+    return buf;
+}
+
 /* Bytes per arena at the micro-batch; returns what training and eval
  * together need on the device. */
 static size_t gr_plan_cmd_memory(const gr_job_spec *spec, const gr_graph *g, const gr_plan *tp, const gr_plan *ep,
                                  FILE *f) {
-    char a[64], b[64];
+    char a[64], b[64], c[256];
     size_t pb, gb, ob;
     gr_model_bytes(g, gr_optim_slots(&spec->train.optimizer), &pb, &gb, &ob);
-    fprintf(f, "memory at micro-batch %lld (bytes):\n", (long long)g->micro_batch);
+    fprintf(f, "memory at micro-batch %lld (bytes), precision %s:\n", (long long)g->micro_batch,
+            gr_precision_name(spec->precision));
     gr_fmt_count((int64_t)pb, a, sizeof a);
-    fprintf(f, "  params           %14s\n", a);
+    fprintf(f, "  params           %14s  (fp32 master weights and state)\n", a);
     gr_fmt_count((int64_t)gb, a, sizeof a);
-    fprintf(f, "  grads            %14s\n", a);
+    fprintf(f, "  grads            %14s  (fp32)\n", a);
     gr_fmt_count((int64_t)ob, a, sizeof a);
-    fprintf(f, "  optimizer state  %14s  (%s)\n", a, gr_optim_name(spec->train.optimizer.type));
+    fprintf(f, "  optimizer state  %14s  (%s, fp32)\n", a, gr_optim_name(spec->train.optimizer.type));
     gr_fmt_count((int64_t)tp->mem.act_bytes, a, sizeof a);
     gr_fmt_count((int64_t)tp->mem.act_bytes_naive, b, sizeof b);
-    fprintf(f, "  activations      %14s  (train; %s without reuse)\n", a, b);
+    fprintf(f, "  activations      %14s  (train; %s without reuse: %s)\n", a, b,
+            gr_plan_cmd_by_elem(&tp->mem, c, sizeof c));
     gr_fmt_count((int64_t)ep->mem.act_bytes, a, sizeof a);
     fprintf(f, "  activations      %14s  (eval)\n", a);
-    gr_fmt_count((int64_t)(pb + gb + ob + tp->mem.act_bytes), a, sizeof a);
+    size_t stage = tp->stage_bytes > ep->stage_bytes ? tp->stage_bytes : ep->stage_bytes;
+    if (stage) {
+        gr_fmt_count((int64_t)stage, a, sizeof a);
+        fprintf(f, "  fp32 staging     %14s  (half tensors of: %s)\n", a, gr_plan_staged_ops(tp, c, sizeof c));
+    }
+    gr_fmt_count((int64_t)(pb + gb + ob + tp->mem.act_bytes + tp->stage_bytes), a, sizeof a);
     fprintf(f, "  total            %14s  (training)\n", a);
-    return pb + gb + ob + tp->mem.act_bytes + ep->mem.act_bytes;
+    return pb + gb + ob + tp->mem.act_bytes + ep->mem.act_bytes + stage;
+}
+
+/* The backend the run would take (auto: GPU 0, else the cpu), configured
+ * for the job's precision; NULL when it cannot be made. */
+static gr_backend *gr_plan_cmd_device(const gr_job_spec *spec, const char **dev) {
+    gr_backend *be = NULL;
+    gr_error e2;
+    *dev = spec->device;
+    if (strcmp(*dev, "auto") == 0) {
+        *dev = "cuda:0";
+        if (gr_backend_create(*dev, 1, &be, &e2) != GR_OK) be = NULL, *dev = "cpu";
+    }
+    if (!be && gr_backend_create(*dev, 1, &be, &e2) != GR_OK) return NULL;
+    gr_backend_opts o = {.precision = spec->precision};
+    gr_backend_configure(be, &o);
+    return be;
 }
 
 /* A run that will not fit is told before it starts (on a GPU the cuDNN
  * workspace comes on top, chosen when the run prepares its plans). */
-static void gr_plan_cmd_fit(const gr_job_spec *spec, size_t need, FILE *f) {
+static void gr_plan_cmd_fit(gr_backend *be, const char *dev, size_t need, FILE *f) {
     char a[64], b[64], c[64];
-    const char *dev = spec->device;
-    gr_backend *be = NULL;
-    gr_error e2;
-    if (strcmp(dev, "auto") == 0) { /* what the run would take: GPU 0, else the cpu */
-        dev = "cuda:0";
-        if (gr_backend_create(dev, 1, &be, &e2) != GR_OK) be = NULL, dev = "cpu";
-    }
     size_t fr = 0, tot = 0;
-    if ((be || gr_backend_create(dev, 1, &be, &e2) == GR_OK) && gr_backend_mem_info(be, &fr, &tot)) {
+    if (be && gr_backend_mem_info(be, &fr, &tot)) {
         gr_fmt_count((int64_t)fr, a, sizeof a);
         gr_fmt_count((int64_t)tot, b, sizeof b);
         fprintf(f, "%s: %s bytes free of %s\n", dev, a, b);
@@ -84,13 +113,21 @@ static void gr_plan_cmd_fit(const gr_job_spec *spec, size_t need, FILE *f) {
     }
     char what[512];
     if (be) fprintf(f, "%s: %s\n", dev, gr_backend_describe(be, what, sizeof what));
-    gr_backend_free(be);
+}
+
+/* Plans the pass without arenas, on be when it has every kernel (which
+ * steps its half-precision kernels take natively), else device-free. */
+static gr_status gr_plan_cmd_compile(gr_plan *p, gr_model *stub, const gr_graph *g, gr_plan_mode mode,
+                                     gr_error *err) {
+    if (stub->be && gr_plan_compile(p, stub, g, mode, false, err) == GR_OK) return GR_OK;
+    return gr_plan_compile(p, NULL, g, mode, false, err);
 }
 
 gr_status gr_train_plan_report(const gr_job_spec *spec, FILE *f, gr_error *err) {
     gr_job j;
     gr_job_init(&j, spec, true);
     gr_status st;
+    gr_backend *be = NULL;
     /* a model with model.input can be planned before its data exists
      * (configs/resnet50.yaml names an ImageNet file most machines lack) */
     const bool no_data = spec->model.n_input > 0 && spec->data.train.path[0] &&
@@ -99,21 +136,26 @@ gr_status gr_train_plan_report(const gr_job_spec *spec, FILE *f, gr_error *err) 
         if ((st = gr_graph_build(spec, spec->model.input, spec->model.n_input, &j.g, err))) goto done;
         j.have_graph = true;
         gr_autodiff(&j.g, false);
+        gr_graph_set_precision(&j.g, spec->precision);
     } else if ((st = gr_job_compile(&j, spec, false, err))) {
         goto done;
     }
+    const char *dev;
+    be = gr_plan_cmd_device(spec, &dev);
+    gr_model stub = {.g = &j.g, .be = be};
     gr_plan tp, ep;
-    if ((st = gr_plan_compile(&tp, NULL, &j.g, GR_PLAN_TRAIN, false, err))) goto done;
-    if ((st = gr_plan_compile(&ep, NULL, &j.g, GR_PLAN_EVAL, false, err))) { gr_plan_free(&tp); goto done; }
+    if ((st = gr_plan_cmd_compile(&tp, &stub, &j.g, GR_PLAN_TRAIN, err))) goto done;
+    if ((st = gr_plan_cmd_compile(&ep, &stub, &j.g, GR_PLAN_EVAL, err))) { gr_plan_free(&tp); goto done; }
     fprintf(f, "%s: %s, micro-batch %lld\n", spec->name, spec->file, (long long)j.g.micro_batch);
     if (no_data)
         fprintf(f, "(%s is not there: shapes from model.input)\n", spec->data.train.path);
     fprintf(f, "\n");
     gr_plan_cmd_layers(spec, &j.g, f);
-    gr_plan_cmd_fit(spec, gr_plan_cmd_memory(spec, &j.g, &tp, &ep, f), f);
+    gr_plan_cmd_fit(be, dev, gr_plan_cmd_memory(spec, &j.g, &tp, &ep, f), f);
     gr_plan_free(&tp);
     gr_plan_free(&ep);
 done:
+    gr_backend_free(be);
     gr_job_free(&j);
     return st;
 }

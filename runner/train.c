@@ -56,9 +56,10 @@ static void gr_loop_init(gr_loop *L, const gr_job *j) {
 /* The console's start line and the clock. */
 static void gr_loop_begin(gr_job *j, gr_loop *L) {
     const gr_job_spec *s = j->spec;
-    char detail[256];
+    char detail[256], staged[256];
     gr_metrics_run r = {.name = s->name, .device = gr_backend_name(j->be),
                         .device_detail = gr_backend_describe(j->be, detail, sizeof detail),
+                        .staged_ops = gr_plan_staged_ops(&j->train_plan, staged, sizeof staged),
                         .precision = gr_precision_name(s->precision), .run_dir = j->run_dir,
                         .params = j->g.n_weights, .batch = s->train.batch_size, .micro_batch = s->train.micro_batch,
                         .spe = L->spe, .total = L->total, .start = L->start, .log_every = s->log.every_steps};
@@ -208,6 +209,7 @@ gr_status gr_train_run(const gr_job_spec *s, const gr_run_options *opt, gr_error
     j.sc = gr_scaler_init(s->loss_scale_dynamic, s->loss_scale);
     if ((st = gr_job_backend(&j, s, opt->device ? opt->device : s->device, opt->threads, opt->quiet, err))) goto done;
     if ((st = gr_job_model(&j, err))) goto done;
+    gr_job_say_staged(&j, opt->quiet);
     if ((st = gr_job_open_loaders(&j, err))) goto done;
     gr_loop_init(&L, &j);
     /* a checkpoint that does not verify or fit changes nothing on disk */

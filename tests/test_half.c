@@ -20,6 +20,9 @@
  *     RNE;
  *   - the checks have teeth: a truncating bf16, a ties-away fp16 and the
  *     wrong format are caught;
+ *   - the 16-bit storage (gr_*_encode_hd, gr_*_decode_hd): a value stored
+ *     and read back is the rounded one over the same sets, fp16 patterns are
+ *     F16C's, NaNs stay NaN;
  *   - gr_round_half_hd dispatch and gr_body_round over an array: fp16/bf16
  *     round just element i; GR_HALF_NONE (and an unknown format) leaves
  *     every value bit for bit, NaN payloads included.
@@ -69,6 +72,9 @@ static int same(float a, float b) { return (isnan(a) && isnan(b)) || bits(a) == 
 
 static float fp16_fn(float x) { return gr_round_fp16_hd(x); }
 static float bf16_fn(float x) { return gr_round_bf16_hd(x); }
+/* stored in 16 bits and read back (gr_*_encode_hd / gr_*_decode_hd) */
+static float fp16_store(float x) { return gr_fp16_decode_hd(gr_fp16_encode_hd(x)); }
+static float bf16_store(float x) { return gr_bf16_decode_hd(gr_bf16_encode_hd(x)); }
 
 /* ---- the double reference ---- */
 
@@ -301,6 +307,11 @@ __attribute__((target("avx,f16c"))) static float f16c_fp16(float x) {
     return _mm_cvtss_f32(_mm_cvtph_ps(h));
 }
 
+__attribute__((target("avx,f16c"))) static uint16_t f16c_bits(float x) {
+    __m128i h = _mm_cvtps_ph(_mm_set_ss(x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    return (uint16_t)_mm_extract_epi16(h, 0);
+}
+
 /* 65536 patterns hi << 16 | lo: gr_round_fp16_hd against vcvtps2ph eight
  * at a time; the mismatches, the first one's pattern in *first. */
 __attribute__((target("avx2,f16c"))) static uint64_t f16c_block(uint32_t hi, float *buf, uint32_t *first) {
@@ -486,6 +497,34 @@ int main(int argc, char **argv) {
     }
 #else
     printf("not x86-64: the exhaustive fp16 check (F16C) skipped\n");
+#endif
+
+    /* half storage: read back, a stored value is the rounded one (the
+     * double reference) over the same sets; fp16's bit patterns are the
+     * hardware's (F16C), over the boundaries */
+    bad = cmp_set("fp16 store", fp16_store, ref_fp16, &b16, 0) + cmp_set("bf16 store", bf16_store, ref_bf16, &bb, 0);
+    CHECK_MSG(bad == 0, "half storage vs reference on the boundaries: %llu mismatches", (unsigned long long)bad);
+    bad = cmp_range("fp16 store", fp16_store, ref_fp16, 3, 0xFFFFFFFFu, 1021u * GR_SWEEP, 0) +
+          cmp_range("bf16 store", bf16_store, ref_bf16, 3, 0xFFFFFFFFu, 1021u * GR_SWEEP, 0) +
+          cmp_range("fp16 store", fp16_store, ref_fp16, 0, 0x38800000u, 127, 0);
+    CHECK_MSG(bad == 0, "half storage vs reference at a stride: %llu mismatches", (unsigned long long)bad);
+    CHECK(cmp_set("", bf16_store, ref_fp16, &b16, 1) > 0);
+    CHECK(gr_bf16_encode_hd(1.0f) == 0x3F80 && gr_fp16_encode_hd(1.0f) == 0x3C00 &&
+          gr_fp16_encode_hd(-0.0f) == 0x8000 && gr_fp16_encode_hd(65520.0f) == 0x7C00 &&
+          gr_fp16_encode_hd(0x1p-24f) == 0x0001 && gr_bf16_encode_hd(-INFINITY) == 0xFF80);
+    /* a NaN whose payload lies in the dropped bits stays a NaN (not inf) */
+    CHECK(isnan(gr_bf16_decode_hd(gr_bf16_encode_hd(from_bits(0x7F800001u)))) &&
+          isnan(gr_fp16_decode_hd(gr_fp16_encode_hd(from_bits(0xFF800001u)))));
+#ifdef HAVE_F16C_TEST
+    if (have_f16c_avx2()) {
+        uint64_t diff = 0;
+        for (size_t i = 0; i < b16.n; i++) {
+            float x = from_bits(b16.u[i]);
+            if (isnan(x)) continue;
+            diff += f16c_bits(x) != gr_fp16_encode_hd(x);
+        }
+        CHECK_MSG(diff == 0, "fp16 encode vs F16C bits on the boundaries: %llu mismatches", (unsigned long long)diff);
+    }
 #endif
 
     test_body();

@@ -46,11 +46,30 @@ static double gr_cpu_sumsq_be(gr_backend *be, const float *g, int64_t n) {
     return gr_cpu_sumsq(g, n);
 }
 
-/* Mixed precision on the CPU: the half-precision storage emulated in fp32. */
-static void gr_cpu_round(gr_backend *be, float *x, int64_t n, int fmt) {
+/* Half storage to and from fp32 (gr_backend_cast). */
+static void gr_cpu_cast(gr_backend *be, void *dst, gr_elem dt, const void *src, gr_elem st, int64_t n) {
     (void)be;
-    #pragma omp parallel for if (n >= GR_OMP_MIN)
-    for (int64_t i = 0; i < n; i++) gr_body_round((gr_half_fmt)fmt, x, i);
+    if (dt == GR_F32) {
+        float *restrict d = dst;
+        const uint16_t *restrict h = src;
+        if (st == GR_BF16) {
+            #pragma omp parallel for simd if (n >= GR_OMP_MIN)
+            for (int64_t i = 0; i < n; i++) d[i] = gr_bf16_decode_hd(h[i]);
+        } else {
+            #pragma omp parallel for simd if (n >= GR_OMP_MIN)
+            for (int64_t i = 0; i < n; i++) d[i] = gr_fp16_decode_hd(h[i]);
+        }
+        return;
+    }
+    uint16_t *restrict h = dst;
+    const float *restrict x = src;
+    if (dt == GR_BF16) {
+        #pragma omp parallel for simd if (n >= GR_OMP_MIN)
+        for (int64_t i = 0; i < n; i++) h[i] = gr_bf16_encode_hd(x[i]);
+    } else {
+        #pragma omp parallel for simd if (n >= GR_OMP_MIN)
+        for (int64_t i = 0; i < n; i++) h[i] = gr_fp16_encode_hd(x[i]);
+    }
 }
 
 static void gr_cpu_destroy(gr_backend *be) {
@@ -101,7 +120,7 @@ static const gr_backend_vtable gr_cpu_vtable = {
     .sgd = gr_cpu_sgd,
     .adamw = gr_cpu_adamw,
     .sumsq = gr_cpu_sumsq_be,
-    .round = gr_cpu_round,
+    .cast = gr_cpu_cast,
     .mem_info = gr_cpu_mem_info,
     .describe = gr_cpu_describe,
     .destroy = gr_cpu_destroy,

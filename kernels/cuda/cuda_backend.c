@@ -12,7 +12,7 @@
 
 #include "../../common/env.h"
 #include "cu_optim.h"
-#include "cu_round.h"
+#include "cu_cast.h"
 #include "cuda_backend.h"
 
 void gr_cuda_die(const char *file, int line, const char *call, const char *msg) {
@@ -158,7 +158,13 @@ static double gr_cuda_sumsq(gr_backend *be, const float *g, int64_t n) {
     return s;
 }
 
-static void gr_cuda_round(gr_backend *be, float *x, int64_t n, int fmt) { gr_cu_round(gr_cu(be)->stream, x, n, fmt); }
+/* Every CUDA kernel computes in fp32: half storage is staged (no native_half yet). */
+static void gr_cuda_cast(gr_backend *be, void *dst, gr_elem dt, const void *src, gr_elem st, int64_t n) {
+    bool to_half = dt != GR_F32;
+    int fmt = (to_half ? dt : st) == GR_BF16 ? GR_CU_HALF_BF16 : GR_CU_HALF_FP16;
+    if (to_half) gr_cu_cast(gr_cu(be)->stream, (float *)src, dst, n, fmt, 1);
+    else gr_cu_cast(gr_cu(be)->stream, dst, (uint16_t *)src, n, fmt, 0);
+}
 
 /* ---- options ---- */
 static void gr_cuda_configure(gr_backend *be, const gr_backend_opts *o) {
@@ -344,7 +350,7 @@ static const gr_backend_vtable gr_cuda_vtable = {
     .run_begin = gr_cuda_run_begin,
     .run_end = gr_cuda_run_end,
     .op_done = gr_cuda_op_done,
-    .round = gr_cuda_round,
+    .cast = gr_cuda_cast,
     .destroy = gr_cuda_destroy,
 };
 

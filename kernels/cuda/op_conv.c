@@ -282,9 +282,10 @@ gr_status gr_cuda_conv_prepare(gr_cuda *cu, const gr_steps *st, size_t *ws_need,
                 for (int j = 0; j < st->n && op != GR_OP_CONV; j++)
                     if (st->step[j].node == &st->g->nodes[a->node->fwd]) f = &st->step[j];
                 if (f->node->op == GR_OP_CONV) {
-                    trial.x = f->in[0];
+                    /* a staged step's fp32 copies (half storage is half the bytes) */
+                    trial.x = f->stage_in[0] ? f->stage_in[0] : f->in[0];
                     trial.w = f->in[1];
-                    trial.dy = f->out[0];
+                    trial.dy = f->stage_out[0] ? f->stage_out[0] : f->out[0];
                     gr_conv_choose(cu, e, limit, tp);
                 } else {
                     gr_conv_choose(cu, e, limit, NULL);

@@ -1,0 +1,26 @@
+/* cu_cast.h — launcher of the half-storage conversion kernel (cast.cu):
+ * fp32 <-> fp16 / bf16 over device arrays, with common/gr_half.h's
+ * encoding (round to nearest even), shared with the CPU backend. */
+#ifndef GR_CU_CAST_H
+#define GR_CU_CAST_H
+
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The half format of gr_cu_cast. */
+enum { GR_CU_HALF_FP16, GR_CU_HALF_BF16 };
+
+/* to_half: h[0..n) = encode(x[0..n)); else x[0..n) = decode(h[0..n)); on
+ * stream s in format fmt. One launch, no sync, no allocation: capturable in
+ * a graph. Nothing for n <= 0. */
+void gr_cu_cast(cudaStream_t s, float *x, uint16_t *h, int64_t n, int fmt, int to_half);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
