@@ -86,6 +86,18 @@ int gr_edit_distance(const char *a, const char *b);
  * more than it saves below it). */
 #define GR_OMP_MIN ((int64_t)1 << 15)
 
+/* A hot loop built for AVX-512 and AVX2 as well as the baseline on x86-64
+ * GCC, the build picked at load time (the library is built for baseline
+ * x86-64). Only for loops whose results do not depend on the ISA: integer
+ * work and single roundings (no a*b+c, which AVX2 may fuse). Not under
+ * ThreadSanitizer: its runtime crashes at start on the ifunc resolver
+ * target_clones makes. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+#define GR_ISA_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define GR_ISA_CLONES
+#endif
+
 #define GR_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define GR_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define GR_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))

@@ -97,11 +97,11 @@ GR_HD float gr_round_half_hd(gr_half_fmt f, float x) {
  * in-place emulation would. A NaN stays a NaN (quiet; its payload is not
  * kept). */
 
+/* branch-free (a select), so loops over it vectorize */
 GR_HD uint16_t gr_bf16_encode_hd(float x) {
     uint32_t u = gr_half_bits_hd(x);
-    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x0040u);
-    u += 0x7FFFu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
+    uint32_t nan = (u >> 16) | 0x0040u, rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+    return (uint16_t)((u & 0x7FFFFFFFu) > 0x7F800000u ? nan : rounded);
 }
 
 GR_HD float gr_bf16_decode_hd(uint16_t h) { return gr_half_float_hd((uint32_t)h << 16); }

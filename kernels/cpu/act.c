@@ -4,23 +4,40 @@
 #include <math.h>
 
 #include "cpu_kernels.h"
+#include "half_io.h"
 
 static int64_t gr_count(const gr_kargs *a, const gr_tensor *t) {
     return t->batched ? a->n * gr_tensor_sample_numel(t) : gr_tensor_numel(t);
 }
 
+/* relu and its backward also on bf16 storage (every activation of the step in bf16) */
 void gr_cpu_relu(const gr_kargs *a) {
+    int64_t n = gr_count(a, a->tin[0]);
+    if (a->ein[0] == GR_BF16) {
+        const uint16_t *hx = a->in[0];
+        uint16_t *hy = a->out[0];
+        #pragma omp parallel for if (n >= GR_OMP_MIN)
+        for (int64_t i = 0; i < n; i += GR_HIO_CHUNK) gr_hio_relu_bf16(hx + i, hy + i, GR_MIN(GR_HIO_CHUNK, n - i));
+        return;
+    }
     const float *restrict x = a->in[0];
     float *restrict y = a->out[0];
-    int64_t n = gr_count(a, a->tin[0]);
     #pragma omp parallel for simd if (n >= GR_OMP_MIN)
     for (int64_t i = 0; i < n; i++) y[i] = x[i] <= 0.0f ? 0.0f : x[i];
 }
 
 void gr_cpu_relu_bwd(const gr_kargs *a) {
+    int64_t n = gr_count(a, a->tin[0]);
+    if (a->ein[0] == GR_BF16) {
+        const uint16_t *hdy = a->in[0], *hy = a->in[1];
+        uint16_t *hdx = a->out[0];
+        #pragma omp parallel for if (n >= GR_OMP_MIN)
+        for (int64_t i = 0; i < n; i += GR_HIO_CHUNK)
+            gr_hio_relu_bwd_bf16(hdy + i, hy + i, hdx + i, GR_MIN(GR_HIO_CHUNK, n - i));
+        return;
+    }
     const float *restrict dy = a->in[0], *restrict y = a->in[1];
     float *restrict dx = a->out[0];
-    int64_t n = gr_count(a, a->tin[0]);
     #pragma omp parallel for simd if (n >= GR_OMP_MIN)
     for (int64_t i = 0; i < n; i++) dx[i] = y[i] <= 0.0f ? 0.0f : dy[i];
 }

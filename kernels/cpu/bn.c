@@ -1,6 +1,7 @@
 /* bn.c — CPU kernels of batchnorm and its backward (graph/op_bn.c has the
  * node layout). x is [n, C, hw] (hw = H*W, 1 for [n, C]); channel c's m =
- * n*hw values are n planes of hw floats, C*hw apart.
+ * n*hw values are n planes of hw values, C*hw apart, in fp32 or bf16
+ * (read and written a block at a time through fp32: half_io.h).
  *
  * Training forward and the backward work channel by channel (in parallel
  * over channels), two passes over a channel's planes each: statistics, then
@@ -15,6 +16,8 @@
 #include <string.h>
 
 #include "cpu_kernels.h"
+#include "../../common/gr_half.h"
+#include "half_io.h"
 
 #define GR_BN_BLOCK 1024
 
@@ -27,14 +30,21 @@ static gr_bn_dims gr_bn_dims_of(const gr_kargs *a, const gr_tensor *x) {
     return d;
 }
 
-/* s += sum(p[i] - k), ss += sum((p[i] - k)^2) over len floats. */
-static void gr_bn_sums(const float *p, int64_t len, float k, double *s, double *ss) {
+/* element i of p (fp32, or bf16 when h) */
+static inline float gr_bn_get(const void *p, bool h, int64_t i) {
+    return h ? gr_bf16_decode_hd(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+
+/* s += sum(p[i] - k), ss += sum((p[i] - k)^2) over len values. */
+static void gr_bn_sums(const void *p, bool h, int64_t len, float k, double *s, double *ss) {
+    float tmp[GR_BN_BLOCK];
     for (int64_t b0 = 0; b0 < len; b0 += GR_BN_BLOCK) {
-        int64_t b1 = b0 + GR_BN_BLOCK < len ? b0 + GR_BN_BLOCK : len;
+        int64_t nb = b0 + GR_BN_BLOCK < len ? GR_BN_BLOCK : len - b0;
+        const float *q = gr_hio_read(gr_hio_cat(p, h, b0), h, nb, tmp);
         float s1 = 0.0f, s2 = 0.0f;
         #pragma omp simd reduction(+ : s1, s2)
-        for (int64_t i = b0; i < b1; i++) {
-            float v = p[i] - k;
+        for (int64_t i = 0; i < nb; i++) {
+            float v = q[i] - k;
             s1 += v;
             s2 += v * v;
         }
@@ -43,44 +53,71 @@ static void gr_bn_sums(const float *p, int64_t len, float k, double *s, double *
     }
 }
 
-/* s += sum(dy[i]), sdx += sum(dy[i] * (x[i] - mean)) over len floats. */
-static void gr_bn_grad_sums(const float *dy, const float *x, int64_t len, float mean, double *s, double *sdx) {
+/* s += sum(dy[i]), sdx += sum(dy[i] * (x[i] - mean)) over len values. */
+static void gr_bn_grad_sums(const void *dy, const void *x, bool h, int64_t len, float mean, double *s, double *sdx) {
+    float t1[GR_BN_BLOCK], t2[GR_BN_BLOCK];
     for (int64_t b0 = 0; b0 < len; b0 += GR_BN_BLOCK) {
-        int64_t b1 = b0 + GR_BN_BLOCK < len ? b0 + GR_BN_BLOCK : len;
+        int64_t nb = b0 + GR_BN_BLOCK < len ? GR_BN_BLOCK : len - b0;
+        const float *g = gr_hio_read(gr_hio_cat(dy, h, b0), h, nb, t1);
+        const float *q = gr_hio_read(gr_hio_cat(x, h, b0), h, nb, t2);
         float s1 = 0.0f, s2 = 0.0f;
         #pragma omp simd reduction(+ : s1, s2)
-        for (int64_t i = b0; i < b1; i++) {
-            s1 += dy[i];
-            s2 += dy[i] * (x[i] - mean);
+        for (int64_t i = 0; i < nb; i++) {
+            s1 += g[i];
+            s2 += g[i] * (q[i] - mean);
         }
         *s += s1;
         *sdx += s2;
     }
 }
 
-/* out = (in - mean) * scale + shift over len floats. */
-static void gr_bn_affine(float *restrict out, const float *restrict in, int64_t len, float mean, float scale,
-                         float shift) {
-    #pragma omp simd
-    for (int64_t i = 0; i < len; i++) out[i] = (in[i] - mean) * scale + shift;
+/* out = (in - mean) * scale + shift over len values. */
+static void gr_bn_affine(void *out, const void *in, bool h, int64_t len, float mean, float scale, float shift) {
+    float t1[GR_BN_BLOCK], t2[GR_BN_BLOCK];
+    for (int64_t b0 = 0; b0 < len; b0 += GR_BN_BLOCK) {
+        int64_t nb = b0 + GR_BN_BLOCK < len ? GR_BN_BLOCK : len - b0;
+        const float *restrict q = gr_hio_read(gr_hio_cat(in, h, b0), h, nb, t1);
+        void *ob = gr_hio_at(out, h, b0);
+        float *restrict o = gr_hio_dst(ob, h, t2);
+        #pragma omp simd
+        for (int64_t i = 0; i < nb; i++) o[i] = (q[i] - mean) * scale + shift;
+        gr_hio_write(ob, h, nb, o);
+    }
+}
+
+/* out = fa * dy + fb * (x - mean) + fc over len values. */
+static void gr_bn_dx(void *out, const void *dy, const void *x, bool h, int64_t len, float mean, float fa, float fb,
+                     float fc) {
+    float t1[GR_BN_BLOCK], t2[GR_BN_BLOCK], t3[GR_BN_BLOCK];
+    for (int64_t b0 = 0; b0 < len; b0 += GR_BN_BLOCK) {
+        int64_t nb = b0 + GR_BN_BLOCK < len ? GR_BN_BLOCK : len - b0;
+        const float *restrict g = gr_hio_read(gr_hio_cat(dy, h, b0), h, nb, t1);
+        const float *restrict q = gr_hio_read(gr_hio_cat(x, h, b0), h, nb, t2);
+        void *ob = gr_hio_at(out, h, b0);
+        float *restrict o = gr_hio_dst(ob, h, t3);
+        #pragma omp simd
+        for (int64_t j = 0; j < nb; j++) o[j] = fa * g[j] + fb * (q[j] - mean) + fc;
+        gr_hio_write(ob, h, nb, o);
+    }
 }
 
 /* One channel in training: batch statistics, running stats, saved, y. */
-static void gr_bn_train_channel(const gr_kargs *a, const gr_bn_dims *d, int64_t c, float *rvar) {
-    const float *x = a->in[0], *w = a->in[1], *b = a->in[2];
-    float *rmean = a->in[3], *y = a->out[0], *saved = a->out[1];
+static void gr_bn_train_channel(const gr_kargs *a, const gr_bn_dims *d, int64_t c, float *rvar, bool h) {
+    const float *w = a->in[1], *b = a->in[2];
+    float *rmean = a->in[3], *saved = a->out[1];
     int64_t stride = d->c * d->hw, m = d->n * d->hw;
-    const float *xc = x + c * d->hw;
-    float k = xc[0];
+    const void *xc = gr_hio_cat(a->in[0], h, c * d->hw);
+    void *yc = gr_hio_at(a->out[0], h, c * d->hw);
+    float k = gr_bn_get(xc, h, 0);
     double s = 0.0, ss = 0.0;
     if (d->hw == 1) {
         for (int64_t i = 0; i < d->n; i++) {
-            double v = (double)xc[i * stride] - k;
+            double v = (double)gr_bn_get(xc, h, i * stride) - k;
             s += v;
             ss += v * v;
         }
     } else {
-        for (int64_t i = 0; i < d->n; i++) gr_bn_sums(xc + i * stride, d->hw, k, &s, &ss);
+        for (int64_t i = 0; i < d->n; i++) gr_bn_sums(gr_hio_cat(xc, h, i * stride), h, d->hw, k, &s, &ss);
     }
     double dm = s / (double)m, var = ss / (double)m - dm * dm;
     if (var < 0.0) var = 0.0;
@@ -92,22 +129,25 @@ static void gr_bn_train_channel(const gr_kargs *a, const gr_bn_dims *d, int64_t 
     rvar[c] = (float)((1.0 - mom) * rvar[c] + mom * var * (double)m / (double)(m - 1));
     float scale = (float)(w[c] * invstd);
     for (int64_t i = 0; i < d->n; i++)
-        gr_bn_affine(y + c * d->hw + i * stride, xc + i * stride, d->hw, saved[c], scale, b[c]);
+        gr_bn_affine(gr_hio_at(yc, h, i * stride), gr_hio_cat(xc, h, i * stride), h, d->hw, saved[c], scale, b[c]);
 }
 
+/* x and y in fp32, or both in bf16 (the CPU's native half steps) */
 void gr_cpu_batchnorm(const gr_kargs *a) {
     gr_bn_dims d = gr_bn_dims_of(a, a->tin[0]);
     GR_ASSERT(d.n * d.hw >= 2 || !a->ctx->training);
+    const bool h = a->ein[0] == GR_BF16;
+    GR_ASSERT(h == (a->eout[0] == GR_BF16));
     float *rvar = a->in[4];
     bool par = d.n * d.c * d.hw >= GR_OMP_MIN;
     if (a->ctx->training) {
         #pragma omp parallel for if (par)
-        for (int64_t c = 0; c < d.c; c++) gr_bn_train_channel(a, &d, c, rvar);
+        for (int64_t c = 0; c < d.c; c++) gr_bn_train_channel(a, &d, c, rvar, h);
         return;
     }
     /* eval: the running stats, unchanged */
-    const float *x = a->in[0], *w = a->in[1], *b = a->in[2], *rmean = a->in[3];
-    float *y = a->out[0], *saved = a->out[1];
+    const float *w = a->in[1], *b = a->in[2], *rmean = a->in[3];
+    float *saved = a->out[1];
     float eps = (float)a->node->attrs.eps;
     for (int64_t c = 0; c < d.c; c++) {
         saved[c] = rmean[c];
@@ -116,7 +156,8 @@ void gr_cpu_batchnorm(const gr_kargs *a) {
     #pragma omp parallel for if (par)
     for (int64_t p = 0; p < d.n * d.c; p++) {
         int64_t c = p % d.c;
-        gr_bn_affine(y + p * d.hw, x + p * d.hw, d.hw, saved[c], w[c] * saved[d.c + c], b[c]);
+        gr_bn_affine(gr_hio_at(a->out[0], h, p * d.hw), gr_hio_cat(a->in[0], h, p * d.hw), h, d.hw, saved[c],
+                     w[c] * saved[d.c + c], b[c]);
     }
 }
 
@@ -124,25 +165,29 @@ void gr_cpu_batchnorm(const gr_kargs *a) {
  *   dweight += sum(dy * xhat), dbias += sum(dy),
  *   dx = weight * invstd * (dy - sum(dy) / m - xhat * sum(dy * xhat) / m),
  * computed as dx = A dy + B (x - mean) + C0 per channel. Eval (frozen statistics):
- * dx = weight * invstd * dy. */
+ * dx = weight * invstd * dy. dy, x and dx in fp32, or all in bf16. */
 void gr_cpu_batchnorm_bwd(const gr_kargs *a) {
-    const float *dy = a->in[0], *x = a->in[1], *w = a->in[2], *saved = a->in[3];
-    float *dw = a->out[0], *db = a->out[1], *dx = a->node->nout > 2 ? a->out[2] : NULL;
+    const float *w = a->in[2], *saved = a->in[3];
+    float *dw = a->out[0], *db = a->out[1];
+    void *dx = a->node->nout > 2 ? a->out[2] : NULL;
+    const bool h = a->ein[0] == GR_BF16;
     gr_bn_dims d = gr_bn_dims_of(a, a->tin[1]);
     int64_t stride = d.c * d.hw, m = d.n * d.hw;
     bool training = a->ctx->training;
     #pragma omp parallel for if (d.n * d.c * d.hw >= GR_OMP_MIN)
     for (int64_t c = 0; c < d.c; c++) {
-        const float *dyc = dy + c * d.hw, *xc = x + c * d.hw;
+        const void *dyc = gr_hio_cat(a->in[0], h, c * d.hw), *xc = gr_hio_cat(a->in[1], h, c * d.hw);
         float mean = saved[c], invstd = saved[d.c + c];
         double s = 0.0, sdx = 0.0;
         if (d.hw == 1) {
             for (int64_t i = 0; i < d.n; i++) {
-                s += dyc[i * stride];
-                sdx += (double)dyc[i * stride] * (xc[i * stride] - mean);
+                float g = gr_bn_get(dyc, h, i * stride);
+                s += g;
+                sdx += (double)g * (gr_bn_get(xc, h, i * stride) - mean);
             }
         } else {
-            for (int64_t i = 0; i < d.n; i++) gr_bn_grad_sums(dyc + i * stride, xc + i * stride, d.hw, mean, &s, &sdx);
+            for (int64_t i = 0; i < d.n; i++)
+                gr_bn_grad_sums(gr_hio_cat(dyc, h, i * stride), gr_hio_cat(xc, h, i * stride), h, d.hw, mean, &s, &sdx);
         }
         dw[c] += (float)(sdx * invstd);
         db[c] += (float)s;
@@ -152,12 +197,8 @@ void gr_cpu_batchnorm_bwd(const gr_kargs *a) {
             B = -A * invstd * invstd * sdx / (double)m;
             C0 = -A * s / (double)m;
         }
-        float fa = (float)A, fb = (float)B, fc = (float)C0;
-        for (int64_t i = 0; i < d.n; i++) {
-            const float *restrict g = dyc + i * stride, *restrict xi = xc + i * stride;
-            float *restrict o = dx + c * d.hw + i * stride;
-            #pragma omp simd
-            for (int64_t j = 0; j < d.hw; j++) o[j] = fa * g[j] + fb * (xi[j] - mean) + fc;
-        }
+        for (int64_t i = 0; i < d.n; i++)
+            gr_bn_dx(gr_hio_at(dx, h, c * d.hw + i * stride), gr_hio_cat(dyc, h, i * stride),
+                     gr_hio_cat(xc, h, i * stride), h, d.hw, mean, (float)A, (float)B, (float)C0);
     }
 }

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../../graph/graph.h"
 #include "../conv_shape.h"
 
 typedef struct gr_cpu gr_cpu;
@@ -41,6 +42,21 @@ void gr_cpu_conv_ref_bwd_data(gr_cpu *cpu, const gr_conv_shape *s, const float *
 void gr_cpu_conv_ref_bwd_params(gr_cpu *cpu, const gr_conv_shape *s, const float *dy, const float *x, float *dw,
                                 float *db);
 
+/* The storage of the conv's activations on the oneDNN path: x (or dx) and
+ * y (or dy), each GR_F32 or GR_BF16. With either in bf16 the primitive
+ * computes in bf16 (fp32 accumulation) and its weights are converted from
+ * the fp32 masters on each call; dW and db stay fp32. */
+typedef struct gr_conv_elems {
+    gr_elem x, y;
+} gr_conv_elems;
+
+void gr_cpu_conv_onednn_fwd_as(gr_cpu *cpu, const gr_conv_shape *s, const gr_conv_elems *t, const void *x,
+                               const float *w, const float *b, void *y);
+void gr_cpu_conv_onednn_bwd_data_as(gr_cpu *cpu, const gr_conv_shape *s, const gr_conv_elems *t, const void *dy,
+                                    const float *w, void *dx);
+void gr_cpu_conv_onednn_bwd_params_as(gr_cpu *cpu, const gr_conv_shape *s, const gr_conv_elems *t, const void *dy,
+                                      const void *x, float *dw, float *db);
+/* the same in fp32 */
 void gr_cpu_conv_onednn_fwd(gr_cpu *cpu, const gr_conv_shape *s, const float *x, const float *w, const float *b,
                             float *y);
 void gr_cpu_conv_onednn_bwd_data(gr_cpu *cpu, const gr_conv_shape *s, const float *dy, const float *w, float *dx);

@@ -55,6 +55,7 @@ typedef struct gr_conv_prim {
     gr_conv_dir dir;
     bool bias;
     gr_conv_shape s;
+    gr_elem ex, ey;                   /* storage of x (dx) and y (dy): GR_F32 or GR_BF16 */
     dnnl_primitive_desc_t hint, pd; /* hint: the forward pd backward ones were made from */
     dnnl_primitive_t prim;
     gr_conv_arg args[4];              /* src, weights, bias, dst (their diff_ for backward) */
@@ -97,19 +98,23 @@ static char *gr_conv_pool_for(struct gr_cpu_dnn *d, const gr_conv_prim *e) {
     return gr_conv_pool_get(d, need);
 }
 
-/* Plain layouts: x, w, b, y. `any` leaves x, w and y to the primitive. */
-static void gr_conv_mds(const gr_conv_shape *s, bool any, dnnl_memory_desc_t *src, dnnl_memory_desc_t *wei,
+static dnnl_data_type_t gr_conv_dt(gr_elem e) { return e == GR_BF16 ? dnnl_bf16 : dnnl_f32; }
+
+/* The descriptors of x, w, b, y in types tx, tw, ty (bias: fp32); plain
+ * layouts (nchw, oihw or goihw, x), or left to the primitive (`any`). */
+static void gr_conv_mds(const gr_conv_shape *s, bool any, dnnl_data_type_t tx, dnnl_data_type_t tw,
+                        dnnl_data_type_t ty, dnnl_memory_desc_t *src, dnnl_memory_desc_t *wei,
                         dnnl_memory_desc_t *bia, dnnl_memory_desc_t *dst) {
     dnnl_dims_t sd = {s->n, s->c, s->h, s->w}, dd = {s->n, s->f, s->ho, s->wo}, bd = {s->f};
-    GR_DNNL_CHECK(dnnl_memory_desc_init_by_tag(src, 4, sd, dnnl_f32, any ? dnnl_format_tag_any : dnnl_nchw));
-    GR_DNNL_CHECK(dnnl_memory_desc_init_by_tag(dst, 4, dd, dnnl_f32, any ? dnnl_format_tag_any : dnnl_nchw));
+    GR_DNNL_CHECK(dnnl_memory_desc_init_by_tag(src, 4, sd, tx, any ? dnnl_format_tag_any : dnnl_nchw));
+    GR_DNNL_CHECK(dnnl_memory_desc_init_by_tag(dst, 4, dd, ty, any ? dnnl_format_tag_any : dnnl_nchw));
     GR_DNNL_CHECK(dnnl_memory_desc_init_by_tag(bia, 1, bd, dnnl_f32, dnnl_x));
     if (s->groups == 1) {
         dnnl_dims_t wd = {s->f, s->c, s->kh, s->kw};
-        GR_DNNL_CHECK(dnnl_memory_desc_init_by_tag(wei, 4, wd, dnnl_f32, any ? dnnl_format_tag_any : dnnl_oihw));
+        GR_DNNL_CHECK(dnnl_memory_desc_init_by_tag(wei, 4, wd, tw, any ? dnnl_format_tag_any : dnnl_oihw));
     } else {
         dnnl_dims_t wd = {s->groups, s->f / s->groups, s->c / s->groups, s->kh, s->kw};
-        GR_DNNL_CHECK(dnnl_memory_desc_init_by_tag(wei, 5, wd, dnnl_f32, any ? dnnl_format_tag_any : dnnl_goihw));
+        GR_DNNL_CHECK(dnnl_memory_desc_init_by_tag(wei, 5, wd, tw, any ? dnnl_format_tag_any : dnnl_goihw));
     }
 }
 
@@ -140,7 +145,9 @@ static void gr_conv_arg_make(dnnl_engine_t eng, gr_conv_prim *e, int arg, bool o
  * kernels win (512x7x7 -> 2048: 9 ms vs 11 ms). Fixed per shape, never timed
  * at run time, so runs repeat bit for bit. GPURUN_CONV_LAYOUT=plain|blocked
  * overrides (for measurements). */
-static bool gr_conv_any_layout(const struct gr_cpu_dnn *d, const gr_conv_shape *s) {
+static bool gr_conv_any_layout(const struct gr_cpu_dnn *d, const gr_conv_prim *e) {
+    const gr_conv_shape *s = &e->s;
+    if (e->ex == GR_BF16 || e->ey == GR_BF16) return true; /* bf16 kernels are blocked ones */
     if (d->layout == GR_LAYOUT_PLAIN) return false;
     if (d->layout == GR_LAYOUT_BLOCKED) return true;
     return !(s->kh == 1 && s->kw == 1 && s->ho * s->wo >= 64);
@@ -149,9 +156,16 @@ static bool gr_conv_any_layout(const struct gr_cpu_dnn *d, const gr_conv_shape *
 static void gr_conv_prim_make(struct gr_cpu_dnn *d, gr_conv_prim *e) {
     dnnl_engine_t eng = d->engine;
     const gr_conv_shape *s = &e->s;
-    dnnl_memory_desc_t src, wei, bia, dst, psrc, pwei, pbia, pdst;
-    gr_conv_mds(s, gr_conv_any_layout(d, s), &src, &wei, &bia, &dst);
-    gr_conv_mds(s, false, &psrc, &pwei, &pbia, &pdst);
+    /* the primitive computes in bf16 when either activation is stored in it
+     * (fp32 weights and an fp32 input batch are converted by the reorders);
+     * backward weights writes fp32 gradients */
+    const bool half = e->ex == GR_BF16 || e->ey == GR_BF16;
+    const dnnl_data_type_t ct = half ? dnnl_bf16 : dnnl_f32;
+    dnnl_memory_desc_t src, wei, bia, dst, psrc, pwei, pbia, pdst, dwei;
+    const bool any = gr_conv_any_layout(d, e);
+    gr_conv_mds(s, any, ct, ct, ct, &src, &wei, &bia, &dst);
+    gr_conv_mds(s, any, ct, dnnl_f32, ct, &src, &dwei, &bia, &dst);
+    gr_conv_mds(s, false, gr_conv_dt(e->ex), dnnl_f32, gr_conv_dt(e->ey), &psrc, &pwei, &pbia, &pdst);
     dnnl_dims_t strides = {s->sh, s->sw}, pad = {s->ph, s->pw};
     dnnl_convolution_desc_t fd, bd;
     dnnl_primitive_attr_t attr;
@@ -179,7 +193,7 @@ static void gr_conv_prim_make(struct gr_cpu_dnn *d, gr_conv_prim *e) {
     case GR_CONV_BWD_WEIGHTS:
         GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->hint, &fd, NULL, eng, NULL));
         GR_DNNL_CHECK(dnnl_convolution_backward_weights_desc_init(
-            &bd, dnnl_convolution_direct, &src, &wei, e->bias ? &bia : NULL, &dst, strides, pad, pad));
+            &bd, dnnl_convolution_direct, &src, &dwei, e->bias ? &bia : NULL, &dst, strides, pad, pad));
         GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->pd, &bd, attr, eng, e->hint));
         gr_conv_arg_make(eng, e, DNNL_ARG_SRC, false, &psrc);
         gr_conv_arg_make(eng, e, DNNL_ARG_DIFF_DST, false, &pdst);
@@ -233,10 +247,12 @@ void gr_cpu_conv_onednn_free(gr_cpu *cpu) {
 }
 
 /* The cached primitive for (dir, s, bias); made on first use. */
-static gr_conv_prim *gr_conv_prim_get(struct gr_cpu_dnn *d, gr_conv_dir dir, const gr_conv_shape *s, bool bias) {
+static gr_conv_prim *gr_conv_prim_get(struct gr_cpu_dnn *d, gr_conv_dir dir, const gr_conv_shape *s, bool bias,
+                                      gr_elem ex, gr_elem ey) {
     for (int i = 0; i < d->cached; i++) {
         gr_conv_prim *e = &d->cache[i];
-        if (e->dir == dir && e->bias == bias && memcmp(&e->s, s, sizeof *s) == 0) return e;
+        if (e->dir == dir && e->bias == bias && e->ex == ex && e->ey == ey && memcmp(&e->s, s, sizeof *s) == 0)
+            return e;
     }
     /* a full table drops its oldest half: shapes churn only with odd eval batches */
     if (d->cached == GR_CONV_CACHE_MAX) {
@@ -250,6 +266,8 @@ static gr_conv_prim *gr_conv_prim_get(struct gr_cpu_dnn *d, gr_conv_dir dir, con
     e->dir = dir;
     e->bias = bias;
     e->s = *s;
+    e->ex = ex;
+    e->ey = ey;
     gr_conv_prim_make(d, e);
     d->cached++;
     return e;
@@ -287,25 +305,26 @@ static void gr_conv_run(struct gr_cpu_dnn *d, gr_conv_prim *e, const void *const
     GR_DNNL_CHECK(dnnl_stream_wait(d->stream));
 }
 
-void gr_cpu_conv_onednn_fwd(gr_cpu *cpu, const gr_conv_shape *s, const float *x, const float *w, const float *b,
-                            float *y) {
+void gr_cpu_conv_onednn_fwd_as(gr_cpu *cpu, const gr_conv_shape *s, const gr_conv_elems *t, const void *x,
+                            const float *w, const float *b, void *y) {
     struct gr_cpu_dnn *d = gr_conv_dnn(cpu);
-    gr_conv_prim *e = gr_conv_prim_get(d, GR_CONV_FWD, s, b != NULL);
+    gr_conv_prim *e = gr_conv_prim_get(d, GR_CONV_FWD, s, b != NULL, t->x, t->y);
     const void *with_bias[4] = {x, w, b, y}, *without[3] = {x, w, y};
     gr_conv_run(d, e, b ? with_bias : without);
 }
 
-void gr_cpu_conv_onednn_bwd_data(gr_cpu *cpu, const gr_conv_shape *s, const float *dy, const float *w, float *dx) {
+void gr_cpu_conv_onednn_bwd_data_as(gr_cpu *cpu, const gr_conv_shape *s, const gr_conv_elems *t, const void *dy,
+                                 const float *w, void *dx) {
     struct gr_cpu_dnn *d = gr_conv_dnn(cpu);
-    gr_conv_prim *e = gr_conv_prim_get(d, GR_CONV_BWD_DATA, s, false);
+    gr_conv_prim *e = gr_conv_prim_get(d, GR_CONV_BWD_DATA, s, false, t->x, t->y);
     const void *ptr[3] = {dy, w, dx};
     gr_conv_run(d, e, ptr);
 }
 
-void gr_cpu_conv_onednn_bwd_params(gr_cpu *cpu, const gr_conv_shape *s, const float *dy, const float *x, float *dw,
-                                   float *db) {
+void gr_cpu_conv_onednn_bwd_params_as(gr_cpu *cpu, const gr_conv_shape *s, const gr_conv_elems *t, const void *dy,
+                                   const void *x, float *dw, float *db) {
     struct gr_cpu_dnn *d = gr_conv_dnn(cpu);
-    gr_conv_prim *e = gr_conv_prim_get(d, GR_CONV_BWD_WEIGHTS, s, db != NULL);
+    gr_conv_prim *e = gr_conv_prim_get(d, GR_CONV_BWD_WEIGHTS, s, db != NULL, t->x, t->y);
     int64_t nw = s->f * (s->c / s->groups) * s->kh * s->kw;
     float *tw = (float *)gr_conv_pool_for(d, e), *tb = tw + nw;
     const void *ptr[4] = {x, dy, tw, tb};
@@ -314,4 +333,21 @@ void gr_cpu_conv_onednn_bwd_params(gr_cpu *cpu, const gr_conv_shape *s, const fl
     for (int64_t i = 0; i < nw; i++) dw[i] += tw[i];
     if (db)
         for (int64_t i = 0; i < s->f; i++) db[i] += tb[i];
+}
+
+/* the fp32 entry points (tests, bench/conv_bench.c) */
+static const gr_conv_elems gr_conv_f32 = {GR_F32, GR_F32};
+
+void gr_cpu_conv_onednn_fwd(gr_cpu *cpu, const gr_conv_shape *s, const float *x, const float *w, const float *b,
+                            float *y) {
+    gr_cpu_conv_onednn_fwd_as(cpu, s, &gr_conv_f32, x, w, b, y);
+}
+
+void gr_cpu_conv_onednn_bwd_data(gr_cpu *cpu, const gr_conv_shape *s, const float *dy, const float *w, float *dx) {
+    gr_cpu_conv_onednn_bwd_data_as(cpu, s, &gr_conv_f32, dy, w, dx);
+}
+
+void gr_cpu_conv_onednn_bwd_params(gr_cpu *cpu, const gr_conv_shape *s, const float *dy, const float *x, float *dw,
+                                   float *db) {
+    gr_cpu_conv_onednn_bwd_params_as(cpu, s, &gr_conv_f32, dy, x, dw, db);
 }

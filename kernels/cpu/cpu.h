@@ -22,6 +22,7 @@ struct gr_cpu {
     float *col;              /* the reference conv's col matrix, grown to the largest */
     size_t col_cap;          /* shape met and kept: no allocation once warm */
     struct gr_cpu_dnn *dnn;  /* made at the first oneDNN conv; NULL until then */
+    bool bf16_native;        /* precision bf16 with the ISA for it and GPURUN_HALF=native (configure) */
 };
 
 /* The state of a CPU backend (asserts that be is one). */

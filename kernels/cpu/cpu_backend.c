@@ -9,7 +9,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include "../../common/env.h"
-#include "../../common/gr_half.h"
+#include "half_io.h"
 #include "cpu.h"
 #include "cpu_kernels.h"
 #include "optim.h"
@@ -46,29 +46,17 @@ static double gr_cpu_sumsq_be(gr_backend *be, const float *g, int64_t n) {
     return gr_cpu_sumsq(g, n);
 }
 
-/* Half storage to and from fp32 (gr_backend_cast). */
+/* Half storage to and from fp32 (gr_backend_cast), in chunks over the threads. */
 static void gr_cpu_cast(gr_backend *be, void *dst, gr_elem dt, const void *src, gr_elem st, int64_t n) {
     (void)be;
-    if (dt == GR_F32) {
-        float *restrict d = dst;
-        const uint16_t *restrict h = src;
-        if (st == GR_BF16) {
-            #pragma omp parallel for simd if (n >= GR_OMP_MIN)
-            for (int64_t i = 0; i < n; i++) d[i] = gr_bf16_decode_hd(h[i]);
-        } else {
-            #pragma omp parallel for simd if (n >= GR_OMP_MIN)
-            for (int64_t i = 0; i < n; i++) d[i] = gr_fp16_decode_hd(h[i]);
-        }
-        return;
-    }
-    uint16_t *restrict h = dst;
-    const float *restrict x = src;
-    if (dt == GR_BF16) {
-        #pragma omp parallel for simd if (n >= GR_OMP_MIN)
-        for (int64_t i = 0; i < n; i++) h[i] = gr_bf16_encode_hd(x[i]);
-    } else {
-        #pragma omp parallel for simd if (n >= GR_OMP_MIN)
-        for (int64_t i = 0; i < n; i++) h[i] = gr_fp16_encode_hd(x[i]);
+    const bool to_half = dt != GR_F32, bf16 = (to_half ? dt : st) == GR_BF16;
+    #pragma omp parallel for if (n >= GR_OMP_MIN)
+    for (int64_t i = 0; i < n; i += GR_HIO_CHUNK) {
+        int64_t len = GR_MIN(GR_HIO_CHUNK, n - i);
+        if (to_half && bf16) gr_hio_encode_bf16((const float *)src + i, (uint16_t *)dst + i, len);
+        else if (to_half) gr_hio_encode_fp16((const float *)src + i, (uint16_t *)dst + i, len);
+        else if (bf16) gr_hio_decode_bf16((const uint16_t *)src + i, (float *)dst + i, len);
+        else gr_hio_decode_fp16((const uint16_t *)src + i, (float *)dst + i, len);
     }
 }
 
@@ -98,13 +86,65 @@ static const char *gr_cpu_isa_name(int isa, char *buf, size_t n) {
     return buf;
 }
 
+/* oneDNN's bf16 kernels want AVX-512 BF16 (or AMX): dnnl_cpu_isa_t values
+ * are bit sets, each holding the ones below it. Below that, oneDNN would
+ * emulate bf16 on AVX-512 slower than fp32. */
+static bool gr_cpu_isa_bf16(void) {
+    unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
+    return (isa & 0xe7u) == 0xe7u;
+}
+
+static void gr_cpu_configure(gr_backend *be, const gr_backend_opts *o) {
+    gr_cpu *cpu = gr_cpu_backend_state(be);
+    const char *h = gr_env_str(GR_ENV_HALF);
+    cpu->bf16_native = o->precision == GR_PREC_BF16 && gr_cpu_isa_bf16() && cpu->conv_path == GR_CONV_ONEDNN &&
+                       !(h && strcmp(h, "staged") == 0);
+}
+
+/* Whether every batched tensor of the step that holds floats is in bf16
+ * (parameters, statistics, masks and indices are as built). */
+static bool gr_cpu_all_bf16(const gr_kargs *a) {
+    for (int k = 0; k < a->node->nin + a->node->nout; k++) {
+        bool in = k < a->node->nin;
+        const gr_tensor *t = in ? a->tin[k] : a->tout[k - a->node->nin];
+        gr_elem e = in ? a->ein[k] : a->eout[k - a->node->nin];
+        if (t->batched && (e == GR_F32 || e == GR_F16)) return false;
+    }
+    return true;
+}
+
+/* The steps the CPU computes on bf16 storage as it is: the oneDNN
+ * convolutions (an fp32 input batch is converted by their reorders), and
+ * relu, add and batchnorm with every activation in bf16 (half_io.h).
+ * fp16 is always staged (no fp16 kernel is used on the CPU). */
+static bool gr_cpu_native_half(gr_backend *be, const gr_kargs *a) {
+    const gr_cpu *cpu = gr_cpu_backend_state(be);
+    if (!cpu->bf16_native) return false;
+    for (int k = 0; k < a->node->nin; k++)
+        if (a->ein[k] == GR_F16) return false;
+    for (int k = 0; k < a->node->nout; k++)
+        if (a->eout[k] == GR_F16) return false;
+    switch (a->node->op) {
+    case GR_OP_CONV:
+    case GR_OP_CONV_BWD_DATA:
+    case GR_OP_CONV_BWD_PARAMS: return true;
+    case GR_OP_RELU:
+    case GR_OP_RELU_BWD:
+    case GR_OP_ADD:
+    case GR_OP_BATCHNORM:
+    case GR_OP_BATCHNORM_BWD: return gr_cpu_all_bf16(a);
+    default: return false;
+    }
+}
+
 static void gr_cpu_describe(gr_backend *be, char *buf, size_t n) {
     const gr_cpu *cpu = gr_cpu_backend_state(be);
     const dnnl_version_t *v = dnnl_version();
     char isa[32];
-    snprintf(buf, n, "oneDNN %d.%d.%d, ISA %s; GEMM %s, conv %s", v->major, v->minor, v->patch,
+    snprintf(buf, n, "oneDNN %d.%d.%d, ISA %s; GEMM %s, conv %s; bf16 %s", v->major, v->minor, v->patch,
              gr_cpu_isa_name((int)dnnl_get_effective_cpu_isa(), isa, sizeof isa),
-             cpu->gemm == GR_GEMM_OPENBLAS ? "openblas" : "onednn", cpu->conv_path == GR_CONV_REF ? "ref" : "onednn");
+             cpu->gemm == GR_GEMM_OPENBLAS ? "openblas" : "onednn", cpu->conv_path == GR_CONV_REF ? "ref" : "onednn",
+             !gr_cpu_isa_bf16() ? "staged (no AVX-512 BF16 or AMX)" : cpu->bf16_native ? "native" : "available");
 }
 
 static const gr_backend_vtable gr_cpu_vtable = {
@@ -123,6 +163,8 @@ static const gr_backend_vtable gr_cpu_vtable = {
     .cast = gr_cpu_cast,
     .mem_info = gr_cpu_mem_info,
     .describe = gr_cpu_describe,
+    .configure = gr_cpu_configure,
+    .native_half = gr_cpu_native_half,
     .destroy = gr_cpu_destroy,
 };
 

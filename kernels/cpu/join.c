@@ -3,10 +3,36 @@
 #include <string.h>
 
 #include "cpu_kernels.h"
+#include "../../common/gr_half.h"
+#include "half_io.h"
+
+/* y = x0 + x1 + ... in bf16 storage, summed in fp32 left to right */
+static void gr_cpu_add_bf16(const gr_kargs *a, int64_t total) {
+    uint16_t *y = a->out[0];
+    const int nin = a->node->nin;
+    const uint16_t *x0 = a->in[0], *x1 = nin > 1 ? a->in[1] : NULL;
+    if (nin == 2) { /* the residual add */
+        #pragma omp parallel for if (total >= GR_OMP_MIN)
+        for (int64_t i = 0; i < total; i += GR_HIO_CHUNK)
+            gr_hio_add2_bf16(x0 + i, x1 + i, y + i, GR_MIN(GR_HIO_CHUNK, total - i));
+        return;
+    }
+    #pragma omp parallel for if (total >= GR_OMP_MIN)
+    for (int64_t i = 0; i < total; i++) {
+        float v = gr_bf16_decode_hd(x0[i]);
+        if (x1) v += gr_bf16_decode_hd(x1[i]);
+        for (int k = 2; k < nin; k++) v += gr_bf16_decode_hd(((const uint16_t *)a->in[k])[i]);
+        y[i] = gr_bf16_encode_hd(v);
+    }
+}
 
 /* y = x0 + x1 + ... (nin >= 1; one input is a copy) */
 void gr_cpu_add(const gr_kargs *a) {
     const int64_t total = a->n * gr_tensor_sample_numel(a->tout[0]);
+    if (a->eout[0] == GR_BF16) {
+        gr_cpu_add_bf16(a, total);
+        return;
+    }
     float *y = a->out[0];
     const int nin = a->node->nin;
     const float *x0 = a->in[0], *x1 = nin > 1 ? a->in[1] : NULL;
