@@ -1,0 +1,348 @@
+/* test_precision.c — native mixed precision on the CPU:
+ *   - the precision policy (graph/precision.c): which tensors bf16/fp16
+ *     store in half (activations, their gradients, a view as its root),
+ *     which stay as built (the input batch, labels, masks, batchnorm's
+ *     saved statistics, the loss's probabilities and sums, parameters), and
+ *     the activation arena sized by them (about half of fp32's);
+ *   - the plan's staging: without a native kernel every step touching half
+ *     storage is staged, and its fp32 staging area is sized;
+ *   - relu, add and batchnorm on bf16 storage (kernels/cpu/half_io.h) give
+ *     bit for bit the staged path's results (decode, fp32 kernel, encode):
+ *     a training pass of a conv-free model on a native and a staged
+ *     backend, same weights and batch, same gradients and running stats;
+ *   - the oneDNN bf16 convolution (forward, backward data, backward
+ *     weights; 3x3, strided 1x1, a 7x7 on an fp32 input, grouped, with
+ *     bias) against the fp32 reference path within the format's bound:
+ *     |native - fp32| <= 2^-6 * (the same conv on |x|, |w|) + 1e-6 per
+ *     element (bf16 keeps 8 significant bits: x, w and the result are each
+ *     rounded once, relative error 2^-8 each, fp32 accumulation).
+ * The native parts need a CPU with AVX-512 BF16 or AMX (oneDNN's bf16
+ * kernels); elsewhere they report skipped. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/gr_half.h"
+#include "exec/exec.h"
+#include "graph/graph.h"
+#include "kernels/cpu/cpu.h"
+#include "gr_test.h"
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static float urand(void) { /* [-1, 1) */
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((rng >> 40) & 0xFFFFFF) / (float)(1 << 23) - 1.0f;
+}
+
+typedef struct model {
+    gr_cfg *layers;
+    gr_graph g;
+} model;
+
+static void model_build(model *m, const char *layers, const int64_t *in, int nin, int64_t mb, gr_precision p) {
+    memset(m, 0, sizeof *m);
+    gr_error err = {0};
+    CHECK(gr_cfg_parse_text(layers, "prec", 1, 1, &m->layers, &err) == GR_OK);
+    gr_job_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.model.layers = m->layers;
+    spec.train.micro_batch = mb;
+    snprintf(spec.train.loss, sizeof spec.train.loss, "softmax_cross_entropy");
+    CHECK_MSG(gr_graph_build(&spec, in, nin, &m->g, &err) == GR_OK, "%s", err.msg);
+    gr_autodiff(&m->g, false);
+    gr_graph_set_precision(&m->g, p);
+}
+
+static void model_free(model *m) {
+    gr_graph_free(&m->g);
+    gr_cfg_free(m->layers);
+}
+
+static int find(const gr_graph *g, const char *name) {
+    for (int t = 0; t < g->n_tensors; t++)
+        if (strcmp(g->tensors[t].name, name) == 0) return t;
+    CHECK_MSG(0, "no tensor %s", name);
+    return 0;
+}
+
+static gr_elem elem_of(const gr_graph *g, const char *name) { return g->tensors[find(g, name)].elem; }
+
+/* ---- the policy ---- */
+
+static void test_policy(void) {
+    const char *layers = "[{conv: {filters: 8, kernel: 3, padding: 1}}, batchnorm, relu, {maxpool: {kernel: 2}}, "
+                         "{dropout: {rate: 0.1}}, flatten, {dense: {units: 10}}]";
+    int64_t in[3] = {3, 8, 8};
+    model f, b, h;
+    model_build(&f, layers, in, 3, 4, GR_PREC_FP32);
+    model_build(&b, layers, in, 3, 4, GR_PREC_BF16);
+    model_build(&h, layers, in, 3, 4, GR_PREC_FP16);
+    const gr_graph *g = &b.g;
+    CHECK(g->precision == GR_PREC_BF16 && f.g.precision == GR_PREC_FP32);
+    CHECK(g->tensors[g->input].elem == GR_F32 && g->tensors[g->label].elem == GR_I32);
+    CHECK(elem_of(g, "conv0") == GR_BF16 && elem_of(g, "batchnorm0") == GR_BF16 && elem_of(g, "relu0") == GR_BF16);
+    CHECK(elem_of(g, "conv0.grad") == GR_BF16 && elem_of(g, "relu0.grad") == GR_BF16);
+    CHECK(elem_of(&h.g, "conv0") == GR_F16 && elem_of(&h.g, "relu0.grad") == GR_F16);
+    CHECK(elem_of(g, "flatten0") == GR_BF16); /* a view: its root's type */
+    CHECK(elem_of(g, "dense0") == GR_BF16);
+    CHECK(g->tensors[g->loss_probs].elem == GR_F32 && g->tensors[g->loss_stats].elem == GR_F32);
+    int saved = -1, mask = -1, idx = -1;
+    for (int t = 0; t < g->n_tensors; t++) {
+        const gr_tensor *x = &g->tensors[t];
+        if (x->kind == GR_TK_PARAM || x->kind == GR_TK_STATE || x->kind == GR_TK_GRAD)
+            CHECK_MSG(x->elem == GR_F32, "%s is %s", x->name, gr_elem_name(x->elem));
+        if (x->kind == GR_TK_ACT && !x->batched) saved = t;
+        if (x->elem == GR_U8) mask = t;
+        if (x->elem == GR_I32 && x->kind == GR_TK_ACT) idx = t;
+        /* nothing else changes: shapes, kinds, the graph itself */
+        CHECK(x->kind == f.g.tensors[t].kind && gr_tensor_numel(x) == gr_tensor_numel(&f.g.tensors[t]));
+    }
+    CHECK(saved >= 0 && g->tensors[saved].elem == GR_F32); /* batchnorm's saved statistics */
+    CHECK(mask >= 0 && idx >= 0);                           /* dropout's mask, maxpool's indices: as built */
+    CHECK(g->n_nodes == f.g.n_nodes && g->n_tensors == f.g.n_tensors);
+
+    /* the arena by the real element sizes */
+    gr_memplan mf, mb;
+    gr_memplan_init(&mf, &f.g, GR_PLAN_TRAIN);
+    gr_memplan_init(&mb, &b.g, GR_PLAN_TRAIN);
+    CHECK_MSG(mb.act_bytes < 0.65 * (double)mf.act_bytes && mb.act_bytes > 0.4 * (double)mf.act_bytes,
+              "bf16 arena %zu vs fp32 %zu", mb.act_bytes, mf.act_bytes);
+    size_t sum = 0;
+    for (int e = 0; e < GR_ELEM_COUNT; e++) sum += mb.naive_by_elem[e];
+    CHECK(sum == mb.act_bytes_naive && mb.naive_by_elem[GR_BF16] > 0 && mf.naive_by_elem[GR_BF16] == 0);
+    /* what went to bf16 takes half its fp32 bytes (up to each tensor's 64-byte alignment) */
+    long long moved = (long long)mf.naive_by_elem[GR_F32] - (long long)mb.naive_by_elem[GR_F32];
+    CHECK_MSG(llabs(moved - 2 * (long long)mb.naive_by_elem[GR_BF16]) <= 128LL * g->n_tensors, "%lld vs 2 x %zu",
+              moved, mb.naive_by_elem[GR_BF16]);
+    gr_memplan_free(&mf);
+    gr_memplan_free(&mb);
+
+    /* planned without a device: every step with a half tensor is staged */
+    gr_plan p;
+    gr_error err = {0};
+    CHECK(gr_plan_compile(&p, NULL, g, GR_PLAN_TRAIN, false, &err) == GR_OK);
+    int half_steps = 0;
+    for (int i = 0; i < p.steps.n; i++) {
+        const gr_kargs *a = &p.steps.step[i];
+        bool half = false;
+        for (int k = 0; k < a->node->nin; k++) half |= gr_elem_is_half(a->ein[k]);
+        for (int k = 0; k < a->node->nout; k++) half |= gr_elem_is_half(a->eout[k]);
+        half_steps += half;
+        CHECK(a->staged == half);
+    }
+    CHECK(half_steps > 0 && p.n_staged == half_steps && p.stage_bytes > 0);
+    char ops[256];
+    CHECK_STR_CONTAINS(gr_plan_staged_ops(&p, ops, sizeof ops), "conv, batchnorm, relu");
+    gr_plan_free(&p);
+    CHECK(gr_plan_compile(&p, NULL, &f.g, GR_PLAN_TRAIN, false, &err) == GR_OK);
+    CHECK(p.n_staged == 0 && p.stage_bytes == 0);
+    gr_plan_free(&p);
+    model_free(&f);
+    model_free(&b);
+    model_free(&h);
+}
+
+/* ---- native vs staged ---- */
+
+/* A CPU backend configured for bf16, native or staged (GPURUN_HALF). */
+static gr_backend *bf16_backend(bool native) {
+    gr_backend *be = NULL;
+    gr_error err = {0};
+    if (native) unsetenv("GPURUN_HALF");
+    else setenv("GPURUN_HALF", "staged", 1);
+    CHECK(gr_backend_create("cpu", 2, &be, &err) == GR_OK);
+    gr_backend_opts o = {.precision = GR_PREC_BF16};
+    gr_backend_configure(be, &o);
+    unsetenv("GPURUN_HALF");
+    return be;
+}
+
+static bool have_native_bf16(void) {
+    gr_backend *be = bf16_backend(true);
+    char d[256];
+    bool yes = strstr(gr_backend_describe(be, d, sizeof d), "bf16 native") != NULL;
+    gr_backend_free(be);
+    return yes;
+}
+
+typedef struct run {
+    gr_backend *be;
+    gr_model m;
+    gr_plan p;
+} run;
+
+/* One training pass of g on be from the given weights and batch. */
+static void run_pass(run *r, const gr_graph *g, gr_backend *be, const float *w, const float *x, const int32_t *y,
+                     int64_t n) {
+    gr_error err = {0};
+    r->be = be;
+    CHECK(gr_model_init(&r->m, g, be, 0, &err) == GR_OK);
+    CHECK_MSG(gr_plan_compile(&r->p, &r->m, g, GR_PLAN_TRAIN, true, &err) == GR_OK, "%s", err.msg);
+    gr_backend_upload(be, r->m.params, w, (size_t)g->n_params * sizeof *w);
+    memcpy(gr_plan_ptr(&r->p, g->input), x, (size_t)(n * gr_tensor_sample_numel(&g->tensors[g->input])) * sizeof *x);
+    memcpy(gr_plan_ptr(&r->p, g->label), y, (size_t)n * sizeof *y);
+    gr_exec_ctx ctx = {.training = true, .rng_key = 7, .grad_scale = 1.0f / (float)n};
+    gr_plan_run(&r->p, n, &ctx);
+}
+
+static void run_free(run *r) {
+    gr_plan_free(&r->p);
+    gr_model_free(&r->m);
+}
+
+static bool staged_op(const gr_plan *p, gr_op op, int nth) {
+    for (int i = 0; i < p->steps.n; i++)
+        if (p->steps.step[i].node->op == op && nth-- == 0) return p->steps.step[i].staged;
+    CHECK_MSG(0, "no step %d of %s", nth, gr_op_name(op));
+    return false;
+}
+
+static void test_elementwise_bitwise(void) {
+    /* batchnorm0 reads the fp32 batch (staged); relu0, batchnorm1, add0 and their
+     * backward are all-bf16 (native); the dense head is staged */
+    const char *layers = "[batchnorm, relu, batchnorm, {add: {}, input: [relu0, batchnorm1]}, relu, flatten, "
+                         "{dense: {units: 10}}]";
+    int64_t in[3] = {16, 6, 6};
+    const int64_t n = 8;
+    model b;
+    model_build(&b, layers, in, 3, n, GR_PREC_BF16);
+    const gr_graph *g = &b.g;
+    float *w = malloc((size_t)g->n_params * sizeof *w), *x = malloc((size_t)(n * 16 * 36) * sizeof *x);
+    int32_t y[8];
+    gr_graph_init_params(g, w, 11);
+    for (int64_t i = 0; i < g->n_params; i++) w[i] += 0.1f * urand(); /* batchnorm's 1 and 0 made generic */
+    for (int64_t i = 0; i < n * 16 * 36; i++) x[i] = 3.0f * urand() + 0.5f;
+    for (int i = 0; i < 8; i++) y[i] = (i * 3) % 10;
+
+    run rn, rs;
+    run_pass(&rn, g, bf16_backend(true), w, x, y, n);
+    run_pass(&rs, g, bf16_backend(false), w, x, y, n);
+    /* the native plan runs the all-bf16 steps as they are; the staged one none */
+    CHECK(staged_op(&rn.p, GR_OP_BATCHNORM, 0) && !staged_op(&rn.p, GR_OP_BATCHNORM, 1));
+    CHECK(!staged_op(&rn.p, GR_OP_RELU, 0) && !staged_op(&rn.p, GR_OP_ADD, 0) && !staged_op(&rn.p, GR_OP_RELU_BWD, 0));
+    CHECK(!staged_op(&rn.p, GR_OP_BATCHNORM_BWD, 0) && staged_op(&rn.p, GR_OP_DENSE, 0));
+    CHECK(staged_op(&rs.p, GR_OP_RELU, 0) && staged_op(&rs.p, GR_OP_ADD, 0) && staged_op(&rs.p, GR_OP_BATCHNORM, 1));
+    CHECK(rn.p.n_staged < rs.p.n_staged);
+
+    /* gradients, the running statistics, the loss: bit for bit */
+    CHECK(memcmp(rn.m.grads, rs.m.grads, (size_t)g->n_trainable * sizeof(float)) == 0);
+    CHECK(memcmp(rn.m.params, rs.m.params, (size_t)g->n_params * sizeof(float)) == 0);
+    const float *sn = gr_plan_ptr(&rn.p, g->loss_stats), *ss = gr_plan_ptr(&rs.p, g->loss_stats);
+    CHECK(memcmp(sn, ss, 2 * sizeof *sn) == 0 && isfinite(sn[0]) && sn[0] > 0.0f);
+    double gsum = 0.0;
+    for (int64_t i = 0; i < g->n_trainable; i++) gsum += fabsf(rn.m.grads[i]);
+    CHECK(gsum > 0.0); /* a pass that computed nothing would agree too */
+    gr_backend *bn = rn.be, *bs = rs.be;
+    run_free(&rn);
+    run_free(&rs);
+    gr_backend_free(bn);
+    gr_backend_free(bs);
+    free(w);
+    free(x);
+    model_free(&b);
+}
+
+/* ---- the bf16 convolution ---- */
+
+static uint16_t *to_bf16(const float *x, int64_t n, float *rounded) {
+    uint16_t *h = malloc((size_t)n * sizeof *h);
+    for (int64_t i = 0; i < n; i++) {
+        h[i] = gr_bf16_encode_hd(x[i]);
+        rounded[i] = gr_bf16_decode_hd(h[i]);
+    }
+    return h;
+}
+
+static float *absf(const float *x, int64_t n) {
+    float *a = malloc((size_t)n * sizeof *a);
+    for (int64_t i = 0; i < n; i++) a[i] = fabsf(x[i]);
+    return a;
+}
+
+static float *rnd(int64_t n, float scale) {
+    float *a = malloc((size_t)n * sizeof *a);
+    for (int64_t i = 0; i < n; i++) a[i] = scale * urand();
+    return a;
+}
+
+/* out (bf16 or fp32 by h) within 2^-6 * bound + 1e-6 of ref; returns the worst |diff| / bound */
+static double within(const char *what, const void *out, bool h, const float *ref, const float *bound, int64_t n) {
+    int bad = 0;
+    double worst = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        float v = h ? gr_bf16_decode_hd(((const uint16_t *)out)[i]) : ((const float *)out)[i];
+        double d = fabs((double)v - ref[i]), lim = 0x1p-6 * bound[i] + 1e-6;
+        if (bound[i] > 0 && d / bound[i] > worst) worst = d / bound[i];
+        if (!(d <= lim) && bad++ < 3)
+            fprintf(stderr, "  %s[%lld]: %g vs fp32 %g (bound %g)\n", what, (long long)i, (double)v, (double)ref[i],
+                    lim);
+    }
+    CHECK_MSG(bad == 0, "%s: %d elements outside the bf16 bound", what, bad);
+    return worst;
+}
+
+static void conv_case(gr_cpu *cpu, gr_conv_shape s, bool x_fp32, bool bias) {
+    const int64_t nx = s.n * s.c * s.h * s.w, ny = s.n * s.f * s.ho * s.wo;
+    const int64_t nw = s.f * (s.c / s.groups) * s.kh * s.kw;
+    float *x = rnd(nx, 2.0f), *w = rnd(nw, 0.5f), *b = bias ? rnd(s.f, 1.0f) : NULL, *dy = rnd(ny, 1.0f);
+    float *xr = malloc((size_t)nx * sizeof *xr), *dyr = malloc((size_t)ny * sizeof *dyr);
+    uint16_t *xh = to_bf16(x, nx, xr), *dyh = to_bf16(dy, ny, dyr);
+    if (x_fp32) memcpy(xr, x, (size_t)nx * sizeof *x); /* the input batch: read as fp32 */
+    float *ax = absf(xr, nx), *aw = absf(w, nw), *ady = absf(dyr, ny), *ab = bias ? absf(b, s.f) : NULL;
+    float *ref = malloc((size_t)(nx > ny ? nx : ny) * sizeof *ref), *bnd = malloc((size_t)(nx > ny ? nx : ny) * sizeof *bnd);
+    uint16_t *outh = malloc((size_t)(nx > ny ? nx : ny) * sizeof *outh);
+    gr_conv_elems t = {x_fp32 ? GR_F32 : GR_BF16, GR_BF16};
+    char what[96];
+    snprintf(what, sizeof what, "%lldx%lld/%lld c%lld f%lld g%lld%s", (long long)s.kh, (long long)s.kw, (long long)s.sh,
+             (long long)s.c, (long long)s.f, (long long)s.groups, x_fp32 ? " fp32-x" : "");
+
+    gr_cpu_conv_onednn_fwd_as(cpu, &s, &t, x_fp32 ? (const void *)x : xh, w, b, outh);
+    gr_cpu_conv_ref_fwd(cpu, &s, xr, w, b, ref);
+    gr_cpu_conv_ref_fwd(cpu, &s, ax, aw, ab, bnd);
+    double wf = within(what, outh, true, ref, bnd, ny);
+
+    if (!x_fp32) { /* backward data: dx in bf16 */
+        gr_cpu_conv_onednn_bwd_data_as(cpu, &s, &t, dyh, w, outh);
+        gr_cpu_conv_ref_bwd_data(cpu, &s, dyr, w, ref);
+        gr_cpu_conv_ref_bwd_data(cpu, &s, ady, aw, bnd);
+        within(what, outh, true, ref, bnd, nx);
+    }
+    /* backward weights: fp32 dW (added to what is there) */
+    float *dw = calloc((size_t)nw, sizeof *dw), *dwr = calloc((size_t)nw, sizeof *dwr), *dwb = calloc((size_t)nw, sizeof *dwb);
+    float *db = bias ? calloc((size_t)s.f, sizeof *db) : NULL, *dbr = bias ? calloc((size_t)s.f, sizeof *dbr) : NULL;
+    float *dbb = bias ? calloc((size_t)s.f, sizeof *dbb) : NULL;
+    gr_cpu_conv_onednn_bwd_params_as(cpu, &s, &t, dyh, x_fp32 ? (const void *)x : xh, dw, db);
+    gr_cpu_conv_ref_bwd_params(cpu, &s, dyr, xr, dwr, dbr);
+    gr_cpu_conv_ref_bwd_params(cpu, &s, ady, ax, dwb, dbb);
+    within(what, dw, false, dwr, dwb, nw);
+    if (bias) within(what, db, false, dbr, dbb, s.f);
+    /* it did compute in bf16: the weights' rounding shows somewhere */
+    CHECK_MSG(wf > 0.0, "%s: forward identical to fp32", what);
+    float *all[] = {x, w, b, dy, xr, dyr, ax, aw, ady, ab, ref, bnd, dw, dwr, dwb, db, dbr, dbb};
+    for (size_t i = 0; i < GR_ARRAY_LEN(all); i++) free(all[i]);
+    free(xh);
+    free(dyh);
+    free(outh);
+}
+
+static void test_conv(void) {
+    gr_backend *be = bf16_backend(true);
+    gr_cpu *cpu = gr_cpu_backend_state(be);
+    /* n, c, h, w, f, ho, wo, kh, kw, sh, sw, ph, pw, groups */
+    conv_case(cpu, (gr_conv_shape){2, 16, 10, 10, 32, 10, 10, 3, 3, 1, 1, 1, 1, 1}, false, false);
+    conv_case(cpu, (gr_conv_shape){2, 32, 9, 9, 16, 5, 5, 1, 1, 2, 2, 0, 0, 1}, false, true);
+    conv_case(cpu, (gr_conv_shape){2, 3, 20, 20, 16, 10, 10, 7, 7, 2, 2, 3, 3, 1}, true, false);
+    conv_case(cpu, (gr_conv_shape){3, 32, 6, 6, 32, 6, 6, 3, 3, 1, 1, 1, 1, 2}, false, true);
+    gr_backend_free(be);
+}
+
+int main(void) {
+    test_policy();
+    if (have_native_bf16()) {
+        test_elementwise_bitwise();
+        test_conv();
+    } else {
+        gr_test_skip("this CPU has no AVX-512 BF16 or AMX: the native bf16 kernels were not tested");
+    }
+    return gr_test_report();
+}
