@@ -112,7 +112,8 @@ torch_runs() {
 # $tfail and $TF of the last run.
 report() {
     local w=$1 p=$2 unit=$3 ratio=$4 goal=$5 g t s note
-    note="[pytorch $TF, the faster of ${TTHREADS// //} threads]"
+    note="[pytorch $TF, threads $THREADS]"
+    if [ "$THREADS" -ne 1 ]; then note="[pytorch $TF, the faster of threads $THREADS and 1]"; fi
     g=$(median "${g_runs[@]}")
     if [ -n "$tfail" ] || [ ${#t_runs[@]} -eq 0 ]; then
         s=$(printf '%-9s %-5s gpurun %s %s   pytorch failed: %s   %s' "$w" "$p" "$g" "$unit" "${tfail:-?}" "$note")
