@@ -6,17 +6,20 @@
 #       Debian packages of bench/gpu_deps.sh: bench/deps/root.tar.xz -> bench/deps/root);
 #   (c) runs `ctest -L gpu` and the CPU tests of the CUDA kernel bodies (op_*_cpu, optim_body);
 #   (d) ResNet-50 training throughput at batch 256, gpurun vs PyTorch (bench/gpu_torch.py),
-#       for fp32, tf32 and bf16, on synthetic data;
+#       for fp32, tf32, bf16 and fp16, on synthetic data: gpurun with --set precision=P,
+#       PyTorch channels-last for every precision and AMP (torch.autocast; a GradScaler for
+#       fp16) for bf16 and fp16;
 #   (e) a table precision | gpurun img/s | PyTorch img/s | ratio, also in $OUT/gpu_bench.md.
 # Logs of every phase go to ${OUT:-bench/out}. Each phase runs under its own timeout, cut to
-# what is left of GPU_BENCH_BUDGET_S (default 460 s, build included), so one hang cannot eat
+# what is left of GPU_BENCH_BUDGET_S (default 500 s, build included), so one hang cannot eat
 # the session; a failed phase is reported and the script goes on. Without a GPU it stops
 # after (c), exit 0, with "no GPU: skipped the benchmark".
 #
 # Knobs: OUT, BUILD_DIR (build), JOBS (nproc), GPU_BENCH_BUDGET_S, GPU_BENCH_FORCE_DEPS=1
 # (build against bench/deps/root even when the system has the headers), GPU_BENCH_CUDNN_ROOT
 # (a cuDNN tree with include/ and lib/), GPU_BENCH_PYTHON (the python with torch),
-# GPU_BENCH_PRECISIONS ("fp32 tf32 bf16"), GPU_BENCH_STEPS (gpurun steps, 20),
+# GPU_BENCH_PRECISIONS ("fp32 tf32 bf16 fp16", run in that order: the last ones are skipped
+# first when the budget runs short), GPU_BENCH_STEPS (gpurun steps, 20),
 # GPU_BENCH_WARMUP (leading gpurun steps dropped, 4), GPU_BENCH_TORCH_STEPS (15) and _WARMUP (5),
 # GPU_BENCH_TMP (synthetic data and run directories, /tmp/gpurun-gpu-bench); for a dry run
 # of the benchmark phases without a GPU: GPU_BENCH_DEVICE=cpu GPU_BENCH_BATCH=8 (slow: keep
@@ -28,8 +31,8 @@ OUT=${OUT:-bench/out}
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
 BUILD=${BUILD_DIR:-build}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
-BUDGET=${GPU_BENCH_BUDGET_S:-460}
-PRECISIONS=${GPU_BENCH_PRECISIONS:-fp32 tf32 bf16}
+BUDGET=${GPU_BENCH_BUDGET_S:-500}
+PRECISIONS=${GPU_BENCH_PRECISIONS:-fp32 tf32 bf16 fp16}
 BATCH=${GPU_BENCH_BATCH:-256}
 DEVICE=${GPU_BENCH_DEVICE:-cuda}
 STEPS=${GPU_BENCH_STEPS:-20}
@@ -57,6 +60,8 @@ phase() {
     [ "$t" -gt "$cap" ] && t=$cap
     if [ "$t" -lt 5 ]; then
         say "== $name: SKIPPED (the ${BUDGET} s budget is spent)"
+        # the row of this phase reads this, not a log of an earlier run
+        echo "SKIPPED: the ${BUDGET} s budget is spent" >"$OUT/$name.log"
         FAILED=1
         return 124
     fi
@@ -399,10 +404,11 @@ MD=$OUT/gpu_bench.md
     echo "GPU: $GPU_NAME; nvcc: $("$NVCC" --version 2>/dev/null | grep -o 'release [0-9.]*' || echo none);" \
          "gpurun cuDNN $(cudnn_ver "$CUDNN_INC") ($CUDNN_FROM); C deps: $([ $USE_DEPS = 1 ] && echo bench/deps/root || echo system)"
     IFS='|' read -r tv tcudnn tcuda <<<"${TORCH_INFO:-||}"
-    echo "PyTorch ${tv:-?} (CUDA ${tcuda:-?}, cuDNN ${tcudnn:-?}), torchvision $(pyget torchvision): eager, channels_last," \
-         "cudnn.benchmark, data already on the device, $TSTEPS timed steps after $TWARM."
-    echo "gpurun: configs/resnet50.yaml, --device $DEVICE, data from HDF5 through the loader (12 workers), median" \
-         "samples_per_s of metrics.jsonl over $STEPS steps less $WARM warm-up."
+    echo "PyTorch ${tv:-?} (CUDA ${tcuda:-?}, cuDNN ${tcudnn:-?}), torchvision $(pyget torchvision): eager, channels_last" \
+         "for every precision, AMP (torch.autocast) for bf16 and fp16 with a GradScaler for fp16, cudnn.benchmark," \
+         "data already on the device, $TSTEPS timed steps after $TWARM."
+    echo "gpurun: configs/resnet50.yaml, --device $DEVICE, --set precision=P (fp16: dynamic loss scaling), data from" \
+         "HDF5 through the loader (12 workers), median samples_per_s of metrics.jsonl over $STEPS steps less $WARM warm-up."
     echo
     echo "| precision | gpurun img/s | PyTorch img/s | ratio |"
     echo "|---|---|---|---|"
