@@ -10,6 +10,9 @@
  *     bit for bit the staged path's results (decode, fp32 kernel, encode):
  *     a training pass of a conv-free model on a native and a staged
  *     backend, same weights and batch, same gradients and running stats;
+ *   - maxpool's 2x2 stride-2 path against a scan-order reference (ties keep
+ *     the first maximum, NaN propagates, -inf), in fp32 and on bf16 storage
+ *     (the same maxima and indices; the backward's dx the encoded fp32 one);
  *   - the oneDNN bf16 convolution (forward, backward data, backward
  *     weights; 3x3, strided 1x1, a 7x7 on an fp32 input, grouped, with
  *     bias) against the fp32 reference path within the format's bound:
@@ -26,7 +29,9 @@
 #include "exec/exec.h"
 #include "graph/graph.h"
 #include "kernels/cpu/cpu.h"
+#include "kernels/cpu/cpu_kernels.h"
 #include "gr_test.h"
+#include "kargs_fixture.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static float urand(void) { /* [-1, 1) */
@@ -336,8 +341,92 @@ static void test_conv(void) {
     gr_backend_free(be);
 }
 
+/* ---- maxpool 2x2 stride 2 ---- */
+
+static void maxpool_args(kt *k, gr_backend *be, bool bwd, bool h, void *x, void *y, int32_t *idx) {
+    const int64_t xs[4] = {2, 3, 6, 8}, ys[4] = {2, 3, 3, 4};
+    kt_setup(k, be, bwd ? GR_OP_MAXPOOL_BWD : GR_OP_MAXPOOL, bwd ? 2 : 1, bwd ? 1 : 2, 2, true);
+    k->node.attrs.kernel[0] = k->node.attrs.kernel[1] = 2;
+    k->node.attrs.stride[0] = k->node.attrs.stride[1] = 2;
+    gr_elem e = h ? GR_BF16 : GR_F32;
+    if (!bwd) {
+        kt_tensor_of(&k->tin[0], e, true, 4, xs);
+        kt_tensor_of(&k->tout[0], e, true, 4, ys);
+        kt_tensor_of(&k->tout[1], GR_I32, true, 4, ys);
+        k->a.in[0] = x, k->a.out[0] = y, k->a.out[1] = idx;
+        k->a.ein[0] = k->a.eout[0] = e;
+    } else { /* dy, idx -> dx */
+        kt_tensor_of(&k->tin[0], e, true, 4, ys);
+        kt_tensor_of(&k->tin[1], GR_I32, true, 4, ys);
+        kt_tensor_of(&k->tout[0], e, true, 4, xs);
+        k->a.in[0] = y, k->a.in[1] = idx, k->a.out[0] = x;
+        k->a.ein[0] = k->a.eout[0] = e;
+    }
+}
+
+static void test_maxpool_2x2(void) {
+    enum { NX = 2 * 3 * 6 * 8, NY = 2 * 3 * 3 * 4 };
+    static const float vals[6] = {-1.0f, 0.0f, 1.0f, 2.0f, NAN, -INFINITY};
+    float x[NX], y[NY], dy[NY], ref[NY], dyr[NY], dxr[NX];
+    uint16_t xh[NX], yh[NY], dyh[NY], dxh[NX];
+    int32_t idx[NY], idxh[NY], want[NY];
+    for (int i = 0; i < NX; i++) {
+        rng = rng * 6364136223846793005ull + 1;
+        x[i] = vals[(rng >> 33) % 6 == 4 && (rng >> 40) % 4 ? 0 : (rng >> 33) % 6]; /* a few NaNs, many ties */
+        xh[i] = gr_bf16_encode_hd(x[i]);
+    }
+    /* the reference: scan order (kh, kw), a later value taken if greater or NaN */
+    for (int p = 0; p < 6; p++)
+        for (int oh = 0; oh < 3; oh++)
+            for (int ow = 0; ow < 4; ow++) {
+                int j = (p * 3 + oh) * 4 + ow, best = (2 * oh) * 8 + 2 * ow;
+                for (int q = 1; q < 4; q++) {
+                    int at = (2 * oh + q / 2) * 8 + 2 * ow + q % 2;
+                    float v = x[p * 48 + at], m = x[p * 48 + best];
+                    if (v > m || v != v) best = at;
+                }
+                want[j] = best;
+                ref[j] = x[p * 48 + best];
+            }
+    gr_backend *be = bf16_backend(true);
+    kt k;
+    maxpool_args(&k, be, false, false, x, y, idx);
+    gr_cpu_maxpool(&k.a);
+    int bad = 0;
+    for (int j = 0; j < NY; j++)
+        bad += idx[j] != want[j] || !(y[j] == ref[j] || (isnan(y[j]) && isnan(ref[j])));
+    CHECK_MSG(bad == 0, "maxpool 2x2 fp32: %d outputs differ from the scan-order reference", bad);
+    maxpool_args(&k, be, false, true, xh, yh, idxh);
+    gr_cpu_maxpool(&k.a);
+    bad = 0;
+    for (int j = 0; j < NY; j++) {
+        float v = gr_bf16_decode_hd(yh[j]);
+        bad += idxh[j] != want[j] || !(v == ref[j] || (isnan(v) && isnan(ref[j])));
+    }
+    CHECK_MSG(bad == 0, "maxpool 2x2 bf16: %d outputs differ", bad);
+    /* backward: dx[idx] += dy, the bf16 one is the encoded fp32 one */
+    for (int j = 0; j < NY; j++) {
+        dyh[j] = gr_bf16_encode_hd(urand());
+        dyr[j] = gr_bf16_decode_hd(dyh[j]);
+        dy[j] = dyr[j];
+    }
+    maxpool_args(&k, be, true, false, dxr, dy, idx);
+    gr_cpu_maxpool_bwd(&k.a);
+    maxpool_args(&k, be, true, true, dxh, dyh, idx);
+    gr_cpu_maxpool_bwd(&k.a);
+    bad = 0;
+    int nonzero = 0;
+    for (int i = 0; i < NX; i++) {
+        bad += dxh[i] != gr_bf16_encode_hd(dxr[i]);
+        nonzero += dxr[i] != 0.0f;
+    }
+    CHECK_MSG(bad == 0 && nonzero > NY / 2, "maxpool 2x2 backward bf16: %d differ (%d nonzero)", bad, nonzero);
+    gr_backend_free(be);
+}
+
 int main(void) {
     test_policy();
+    test_maxpool_2x2();
     if (have_native_bf16()) {
         test_elementwise_bitwise();
         test_conv();

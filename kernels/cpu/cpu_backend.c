@@ -115,7 +115,7 @@ static bool gr_cpu_all_bf16(const gr_kargs *a) {
 
 /* The steps the CPU computes on bf16 storage as it is: the oneDNN
  * convolutions (an fp32 input batch is converted by their reorders), and
- * relu, add and batchnorm with every activation in bf16 (half_io.h).
+ * relu, add, batchnorm and maxpool with every activation in bf16 (half_io.h).
  * fp16 is always staged (no fp16 kernel is used on the CPU). */
 static bool gr_cpu_native_half(gr_backend *be, const gr_kargs *a) {
     const gr_cpu *cpu = gr_cpu_backend_state(be);
@@ -132,7 +132,9 @@ static bool gr_cpu_native_half(gr_backend *be, const gr_kargs *a) {
     case GR_OP_RELU_BWD:
     case GR_OP_ADD:
     case GR_OP_BATCHNORM:
-    case GR_OP_BATCHNORM_BWD: return gr_cpu_all_bf16(a);
+    case GR_OP_BATCHNORM_BWD:
+    case GR_OP_MAXPOOL:
+    case GR_OP_MAXPOOL_BWD: return gr_cpu_all_bf16(a);
     default: return false;
     }
 }

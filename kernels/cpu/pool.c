@@ -8,9 +8,11 @@
  * compare/add the compiler can vectorize, and ties keep the first maximum
  * in scan order (a later value must be strictly greater), as PyTorch. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu_kernels.h"
+#include "half_io.h"
 
 /* Window columns whose output ranges are precomputed (wider kernels compute them per row). */
 #define GR_POOL_KW_TABLE 16
@@ -68,60 +70,111 @@ static inline void gr_maxpool_sweep(float *restrict yr, int32_t *restrict ir, co
     }
 }
 
-/* y = max over each window (padding = -inf); idx = its flat index ih*W + iw. */
-void gr_cpu_maxpool(const gr_kargs *a) {
-    const float *x = a->in[0];
-    float *y = a->out[0];
-    int32_t *idx = a->out[1];
-    gr_pool_dims d = gr_pool_dims_of(a, a->tin[0], a->tout[0]);
-    #pragma omp parallel for if (d.planes * d.h * d.w >= GR_OMP_MIN)
-    for (int64_t p = 0; p < d.planes; p++) {
-        const float *xp = x + p * d.h * d.w;
-        for (int64_t oh = 0; oh < d.ho; oh++) {
-            float *restrict yr = y + (p * d.ho + oh) * d.wo;
-            int32_t *restrict ir = idx + (p * d.ho + oh) * d.wo;
-            int64_t h0 = oh * d.sh - d.ph;
-            /* PyTorch starts each window at -inf with the index of its first in-bounds element */
-            int64_t ih0 = h0 > 0 ? h0 : 0;
-            for (int64_t ow = 0; ow < d.wo; ow++) {
-                int64_t w0 = ow * d.sw - d.pw;
-                yr[ow] = -INFINITY;
-                ir[ow] = (int32_t)(ih0 * d.w + (w0 > 0 ? w0 : 0));
+/* The 2x2 stride-2 unpadded window (LeNet's, the Fashion-MNIST CNN's): the
+ * four values in scan order, the same rule as the sweep. */
+static void gr_maxpool_plane_2x2(const gr_pool_dims *d, const float *restrict xp, float *restrict yp,
+                                 int32_t *restrict ip) {
+    for (int64_t oh = 0; oh < d->ho; oh++) {
+        const float *r0 = xp + 2 * oh * d->w, *r1 = r0 + d->w;
+        float *restrict yr = yp + oh * d->wo;
+        int32_t *restrict ir = ip + oh * d->wo;
+        const int32_t base = (int32_t)(2 * oh * d->w);
+        for (int64_t ow = 0; ow < d->wo; ow++) {
+            const float v[4] = {r0[2 * ow], r0[2 * ow + 1], r1[2 * ow], r1[2 * ow + 1]};
+            const int32_t at[4] = {0, 1, (int32_t)d->w, (int32_t)d->w + 1};
+            float m = v[0];
+            int32_t k = 0;
+            for (int q = 1; q < 4; q++) {
+                bool take = v[q] > m || v[q] != v[q];
+                m = take ? v[q] : m;
+                k = take ? q : k;
             }
-            for (int64_t kh = 0; kh < d.kh; kh++) {
-                int64_t ih = h0 + kh;
-                if (ih < 0 || ih >= d.h) continue;
-                const float *restrict xr = xp + ih * d.w;
-                for (int64_t kw = 0; kw < d.kw; kw++) {
-                    int64_t lo, hi;
-                    gr_pool_cols(&d, kw, &lo, &hi);
-                    if (lo >= hi) continue;
-                    int64_t iw = lo * d.sw + kw - d.pw; /* >= 0 by lo's choice */
-                    int32_t base = (int32_t)(ih * d.w + iw);
-                    /* constant strides let the compiler vectorize the strided loads */
-                    if (d.sw == 1) gr_maxpool_sweep(yr + lo, ir + lo, xr + iw, base, hi - lo, 1);
-                    else if (d.sw == 2) gr_maxpool_sweep(yr + lo, ir + lo, xr + iw, base, hi - lo, 2);
-                    else gr_maxpool_sweep(yr + lo, ir + lo, xr + iw, base, hi - lo, d.sw);
-                }
+            yr[ow] = m;
+            ir[ow] = base + (int32_t)(2 * ow) + at[k];
+        }
+    }
+}
+
+/* One (sample, channel) plane: yp = the window maxima of xp (padding =
+ * -inf); ip = their flat indices ih*W + iw. */
+static void gr_maxpool_plane(const gr_pool_dims *d, const float *xp, float *yp, int32_t *ip) {
+    if (d->kh == 2 && d->kw == 2 && d->sh == 2 && d->sw == 2 && d->ph == 0 && d->pw == 0) {
+        gr_maxpool_plane_2x2(d, xp, yp, ip);
+        return;
+    }
+    for (int64_t oh = 0; oh < d->ho; oh++) {
+        float *restrict yr = yp + oh * d->wo;
+        int32_t *restrict ir = ip + oh * d->wo;
+        int64_t h0 = oh * d->sh - d->ph;
+        /* PyTorch starts each window at -inf with the index of its first in-bounds element */
+        int64_t ih0 = h0 > 0 ? h0 : 0;
+        for (int64_t ow = 0; ow < d->wo; ow++) {
+            int64_t w0 = ow * d->sw - d->pw;
+            yr[ow] = -INFINITY;
+            ir[ow] = (int32_t)(ih0 * d->w + (w0 > 0 ? w0 : 0));
+        }
+        for (int64_t kh = 0; kh < d->kh; kh++) {
+            int64_t ih = h0 + kh;
+            if (ih < 0 || ih >= d->h) continue;
+            const float *restrict xr = xp + ih * d->w;
+            for (int64_t kw = 0; kw < d->kw; kw++) {
+                int64_t lo, hi;
+                gr_pool_cols(d, kw, &lo, &hi);
+                if (lo >= hi) continue;
+                int64_t iw = lo * d->sw + kw - d->pw; /* >= 0 by lo's choice */
+                int32_t base = (int32_t)(ih * d->w + iw);
+                /* constant strides let the compiler vectorize the strided loads */
+                if (d->sw == 1) gr_maxpool_sweep(yr + lo, ir + lo, xr + iw, base, hi - lo, 1);
+                else if (d->sw == 2) gr_maxpool_sweep(yr + lo, ir + lo, xr + iw, base, hi - lo, 2);
+                else gr_maxpool_sweep(yr + lo, ir + lo, xr + iw, base, hi - lo, d->sw);
             }
         }
     }
 }
 
-/* dx = 0, then dx[idx] += dy for every output. */
+/* y = max over each window; idx = its flat index ih*W + iw. x and y in fp32,
+ * or both in bf16: a plane is decoded, pooled in fp32 and its maxima
+ * encoded (exact: a maximum is one of the inputs). */
+void gr_cpu_maxpool(const gr_kargs *a) {
+    gr_pool_dims d = gr_pool_dims_of(a, a->tin[0], a->tout[0]);
+    const bool h = a->ein[0] == GR_BF16;
+    const int64_t in_plane = d.h * d.w, out_plane = d.ho * d.wo;
+    #pragma omp parallel if (d.planes * in_plane >= GR_OMP_MIN)
+    {
+        float *tx = h ? gr_xmalloc((size_t)(in_plane + out_plane) * sizeof *tx) : NULL, *ty = tx ? tx + in_plane : NULL;
+        #pragma omp for
+        for (int64_t p = 0; p < d.planes; p++) {
+            const float *xp = gr_hio_read(gr_hio_cat(a->in[0], h, p * in_plane), h, in_plane, tx);
+            void *yb = gr_hio_at(a->out[0], h, p * out_plane);
+            float *yp = gr_hio_dst(yb, h, ty);
+            gr_maxpool_plane(&d, xp, yp, (int32_t *)a->out[1] + p * out_plane);
+            gr_hio_write(yb, h, out_plane, yp);
+        }
+        free(tx);
+    }
+}
+
+/* dx = 0, then dx[idx] += dy for every output (summed in fp32; bf16 dx is
+ * encoded once per plane). */
 void gr_cpu_maxpool_bwd(const gr_kargs *a) {
-    const float *dy = a->in[0];
     const int32_t *idx = a->in[1];
-    float *dx = a->out[0];
     gr_pool_dims d = gr_pool_dims_of(a, a->tout[0], a->tin[0]);
-    int64_t in_plane = d.h * d.w, out_plane = d.ho * d.wo;
-    #pragma omp parallel for if (d.planes * in_plane >= GR_OMP_MIN)
-    for (int64_t p = 0; p < d.planes; p++) {
-        float *restrict dxp = dx + p * in_plane;
-        const float *restrict dyp = dy + p * out_plane;
-        const int32_t *restrict ip = idx + p * out_plane;
-        memset(dxp, 0, (size_t)in_plane * sizeof *dxp);
-        for (int64_t j = 0; j < out_plane; j++) dxp[ip[j]] += dyp[j];
+    const bool h = a->ein[0] == GR_BF16;
+    const int64_t in_plane = d.h * d.w, out_plane = d.ho * d.wo;
+    #pragma omp parallel if (d.planes * in_plane >= GR_OMP_MIN)
+    {
+        float *tdy = h ? gr_xmalloc((size_t)(in_plane + out_plane) * sizeof *tdy) : NULL, *tdx = tdy ? tdy + out_plane : NULL;
+        #pragma omp for
+        for (int64_t p = 0; p < d.planes; p++) {
+            const float *restrict dyp = gr_hio_read(gr_hio_cat(a->in[0], h, p * out_plane), h, out_plane, tdy);
+            void *dxb = gr_hio_at(a->out[0], h, p * in_plane);
+            float *restrict dxp = gr_hio_dst(dxb, h, tdx);
+            const int32_t *restrict ip = idx + p * out_plane;
+            memset(dxp, 0, (size_t)in_plane * sizeof *dxp);
+            for (int64_t j = 0; j < out_plane; j++) dxp[ip[j]] += dyp[j];
+            gr_hio_write(dxb, h, in_plane, dxp);
+        }
+        free(tdy);
     }
 }
 
