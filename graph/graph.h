@@ -62,6 +62,18 @@ size_t gr_elem_size(gr_elem e);          /* bytes per element */
 const char *gr_elem_name(gr_elem e);     /* "fp32", "int32", "uint8", "bf16", "fp16" */
 static inline bool gr_elem_is_half(gr_elem e) { return e == GR_BF16 || e == GR_F16; }
 
+/* The memory order of a 4-D batched activation: NCHW as built; the layout
+ * pass (gr_graph_set_layout) may store some channels-last. */
+typedef enum gr_layout { GR_NCHW, GR_NHWC } gr_layout;
+
+/* What a backend's kernel of an op does with channels-last tensors (the
+ * table gr_graph_set_layout reads). */
+typedef enum gr_layout_cap {
+    GR_LAYOUT_CAP_NONE, /* NCHW only */
+    GR_LAYOUT_CAP_SAME, /* NHWC too, when all its 4-D activations share it (relu, add, batchnorm) */
+    GR_LAYOUT_CAP_ANY,  /* each 4-D activation in either (conv, global_avgpool: they convert) */
+} gr_layout_cap;
+
 /* A parameter's or state's initial value; the op that creates it says which. */
 typedef enum gr_init {
     GR_INIT_FAN_IN,          /* U(+-1/sqrt(fan_in)) (nn.Linear, nn.Conv2d); add_param's default */
@@ -73,6 +85,7 @@ typedef struct gr_tensor {
     char name[GR_TNAME_MAX]; /* "dense0.weight", "relu1", "relu1.grad", ... */
     gr_tensor_kind kind;
     gr_elem elem;
+    gr_layout layout;        /* 4-D batched activations: NCHW unless gr_graph_set_layout chose NHWC */
     int ndim;
     int64_t shape[GR_MAX_DIMS];
     bool batched;            /* shape[0] is the batch */
@@ -257,6 +270,13 @@ void gr_graph_free(gr_graph *g);
  * as built (fp32 master weights). fp32/tf32 change nothing. Kernels that
  * compute in fp32 accumulate in fp32 whatever the storage. */
 void gr_graph_set_precision(gr_graph *g, gr_precision p);
+/* The layout pass (graph/layout.c), after gr_graph_set_precision: stores
+ * channels-last every 4-D batched activation whose producer and readers all
+ * take it (caps, per op: a backend's table). A tensor shares its layout
+ * with its gradient, its views, and the other 4-D activations of every
+ * node whose op is GR_LAYOUT_CAP_SAME; the input batch stays NCHW. Shapes
+ * and sizes do not change (shape[] stays [n, C, H, W]). */
+void gr_graph_set_layout(gr_graph *g, const gr_layout_cap caps[GR_OP_COUNT]);
 
 /* Builder helpers for op implementations and tests. */
 int gr_graph_add_tensor(gr_graph *g, const char *name, gr_tensor_kind kind, gr_elem elem,

@@ -97,6 +97,11 @@ bool gr_backend_native_half(gr_backend *be, const gr_kargs *a) {
     return be->vt->native_half && be->vt->native_half(be, a);
 }
 
+void gr_backend_layout_caps(gr_backend *be, gr_layout_cap caps[GR_OP_COUNT]) {
+    for (int i = 0; i < GR_OP_COUNT; i++) caps[i] = GR_LAYOUT_CAP_NONE;
+    if (be->vt->layout_caps) be->vt->layout_caps(be, caps);
+}
+
 void gr_backend_cast(gr_backend *be, void *dst, gr_elem dt, const void *src, gr_elem st, int64_t n) {
     GR_ASSERT((dt == GR_F32 && gr_elem_is_half(st)) || (st == GR_F32 && gr_elem_is_half(dt)));
     if (n > 0) be->vt->cast(be, dst, dt, src, st, n);

@@ -85,6 +85,10 @@ void gr_backend_exec(const gr_kargs *a);
  * (a->ein/eout) as they are; false: the step must be staged. A step with
  * no half tensor always runs as it is. */
 bool gr_backend_native_half(gr_backend *be, const gr_kargs *a);
+/* Which layouts the backend's kernels take, per op (GR_LAYOUT_CAP_NONE for
+ * all where it says nothing): the table gr_graph_set_layout plans with,
+ * as configured (the CPU takes channels-last only with native bf16). */
+void gr_backend_layout_caps(gr_backend *be, gr_layout_cap caps[GR_OP_COUNT]);
 /* dst[0..n) = src[0..n) converted between fp32 and a half type (dt or st
  * is GR_F32, the other GR_BF16 or GR_F16), on the device; fp32 -> half
  * rounds to nearest even (common/gr_half.h). Ordered with the kernels. */
@@ -186,6 +190,8 @@ typedef struct gr_backend_vtable {
     bool host_addressable;       /* device pointers are host memory */
     /* gr_backend_cast; required */
     void (*cast)(gr_backend *be, void *dst, gr_elem dt, const void *src, gr_elem st, int64_t n);
+    /* gr_backend_layout_caps; NULL: NCHW only */
+    void (*layout_caps)(gr_backend *be, gr_layout_cap *caps);
     /* gr_backend_native_half; NULL: no kernel takes half storage */
     bool (*native_half)(gr_backend *be, const gr_kargs *a);
     void (*destroy)(gr_backend *be);

@@ -37,6 +37,7 @@ gr_status gr_train_eval(const gr_job_spec *spec, const char *checkpoint, const c
     }
     if ((st = gr_job_compile(&j, spec, val, err))) goto done;
     if ((st = gr_job_backend(&j, spec, opt->device ? opt->device : spec->device, opt->threads, true, err))) goto done;
+    gr_job_layout(&j);
     if ((st = gr_model_init(&j.m, &j.g, j.be, gr_optim_slots(&spec->train.optimizer), err))) goto done;
     int64_t step = 0;
     if ((st = gr_eval_load(&j, checkpoint, &step, err))) goto done;

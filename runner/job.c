@@ -218,8 +218,15 @@ gr_status gr_job_backend(gr_job *j, const gr_job_spec *s, const char *device, in
     return GR_OK;
 }
 
+void gr_job_layout(gr_job *j) {
+    gr_layout_cap caps[GR_OP_COUNT];
+    gr_backend_layout_caps(j->be, caps);
+    gr_graph_set_layout(&j->g, caps);
+}
+
 gr_status gr_job_model(gr_job *j, gr_error *err) {
     const gr_job_spec *s = j->spec;
+    gr_job_layout(j);
     gr_status st = gr_model_init(&j->m, &j->g, j->be, gr_optim_slots(&s->train.optimizer), err);
     if (st) return st;
     float *host = gr_xmalloc((size_t)j->g.n_params * sizeof(float));

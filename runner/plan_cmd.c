@@ -8,12 +8,19 @@
 
 #include "../graph/graph.h"
 
+/* "nchw" / "nhwc" for an image tensor, "-" otherwise */
+static const char *gr_plan_cmd_layout(const gr_tensor *t) {
+    return t->ndim != 4 ? "-" : t->layout == GR_NHWC ? "nhwc" : "nchw";
+}
+
 /* The layer table (forward nodes) and the FLOPs per sample and step. */
 static void gr_plan_cmd_layers(const gr_job_spec *spec, const gr_graph *g, FILE *f) {
     char a[64], b[64], c[64];
-    fprintf(f, "%-20s %-22s %-20s %-5s %12s %14s\n", "layer", "op", "output", "type", "params", "FLOPs/sample");
-    fprintf(f, "%-20s %-22s %-20s %-5s %12s %14s\n", "input", "-", gr_shape_str(&g->tensors[g->input], a, sizeof a),
-            gr_elem_name(g->tensors[g->input].elem), "0", "0");
+    fprintf(f, "%-20s %-22s %-20s %-5s %-6s %12s %14s\n", "layer", "op", "output", "type", "layout", "params",
+            "FLOPs/sample");
+    fprintf(f, "%-20s %-22s %-20s %-5s %-6s %12s %14s\n", "input", "-",
+            gr_shape_str(&g->tensors[g->input], a, sizeof a), gr_elem_name(g->tensors[g->input].elem),
+            gr_plan_cmd_layout(&g->tensors[g->input]), "0", "0");
     int64_t fwd = 0, train = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const gr_node *nd = &g->nodes[i];
@@ -24,8 +31,9 @@ static void gr_plan_cmd_layers(const gr_job_spec *spec, const gr_graph *g, FILE 
         int64_t np = nd->layer >= 0 ? g->layers[nd->layer].n_params : 0;
         gr_fmt_count(np, b, sizeof b);
         gr_fmt_count(nd->flops, c, sizeof c);
-        fprintf(f, "%-20s %-22s %-20s %-5s %12s %14s\n", name, gr_op_name(nd->op),
-                gr_shape_str(&g->tensors[nd->out[0]], a, sizeof a), gr_elem_name(g->tensors[nd->out[0]].elem), b, c);
+        const gr_tensor *y = &g->tensors[nd->out[0]];
+        fprintf(f, "%-20s %-22s %-20s %-5s %-6s %12s %14s\n", name, gr_op_name(nd->op), gr_shape_str(y, a, sizeof a),
+                gr_elem_name(y->elem), gr_plan_cmd_layout(y), b, c);
     }
     gr_fmt_count(g->n_weights, a, sizeof a);
     fprintf(f, "\ntotal parameters: %s\n", a);
@@ -142,6 +150,11 @@ gr_status gr_train_plan_report(const gr_job_spec *spec, FILE *f, gr_error *err) 
     }
     const char *dev;
     be = gr_plan_cmd_device(spec, &dev);
+    if (be) {
+        gr_layout_cap caps[GR_OP_COUNT];
+        gr_backend_layout_caps(be, caps);
+        gr_graph_set_layout(&j.g, caps);
+    }
     gr_model stub = {.g = &j.g, .be = be};
     gr_plan tp, ep;
     if ((st = gr_plan_cmd_compile(&tp, &stub, &j.g, GR_PLAN_TRAIN, err))) goto done;

@@ -403,9 +403,9 @@ else:
 ' "$R/summary.json"
 "$G" plan "$T/ok.yaml" --set device=cpu >"$T/ok.plan" 2>&1
 check "plan names the instruction set oneDNN dispatches to and the CPU paths" \
-    grep -qE "^cpu: oneDNN [0-9]+\.[0-9]+\.[0-9]+, ISA [a-z0-9_ ]+; GEMM (onednn|openblas), conv (onednn|ref)$" "$T/ok.plan"
+    grep -qE "^cpu: oneDNN [0-9]+\.[0-9]+\.[0-9]+, ISA [a-z0-9_ ]+; GEMM (onednn|openblas), conv (onednn|ref); bf16 (native|available|staged \(no AVX-512 BF16 or AMX\))$" "$T/ok.plan"
 GPURUN_GEMM=openblas GPURUN_CONV=ref "$G" plan "$T/ok.yaml" --set device=cpu >"$T/ok2.plan" 2>&1
-check "plan: the GEMM and conv paths follow GPURUN_GEMM and GPURUN_CONV" grep -qE "; GEMM openblas, conv ref$" "$T/ok2.plan"
+check "plan: the GEMM and conv paths follow GPURUN_GEMM and GPURUN_CONV" grep -qE "; GEMM openblas, conv ref; bf16 " "$T/ok2.plan"
 
 mkdir -p "$T/before"
 cp "$R/config.yaml" "$R/metrics.jsonl" "$R/summary.json" "$T/before/"

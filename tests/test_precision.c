@@ -32,43 +32,7 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "gr_test.h"
 #include "kargs_fixture.h"
-
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static float urand(void) { /* [-1, 1) */
-    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-    return (float)((rng >> 40) & 0xFFFFFF) / (float)(1 << 23) - 1.0f;
-}
-
-typedef struct model {
-    gr_cfg *layers;
-    gr_graph g;
-} model;
-
-static void model_build(model *m, const char *layers, const int64_t *in, int nin, int64_t mb, gr_precision p) {
-    memset(m, 0, sizeof *m);
-    gr_error err = {0};
-    CHECK(gr_cfg_parse_text(layers, "prec", 1, 1, &m->layers, &err) == GR_OK);
-    gr_job_spec spec;
-    memset(&spec, 0, sizeof spec);
-    spec.model.layers = m->layers;
-    spec.train.micro_batch = mb;
-    snprintf(spec.train.loss, sizeof spec.train.loss, "softmax_cross_entropy");
-    CHECK_MSG(gr_graph_build(&spec, in, nin, &m->g, &err) == GR_OK, "%s", err.msg);
-    gr_autodiff(&m->g, false);
-    gr_graph_set_precision(&m->g, p);
-}
-
-static void model_free(model *m) {
-    gr_graph_free(&m->g);
-    gr_cfg_free(m->layers);
-}
-
-static int find(const gr_graph *g, const char *name) {
-    for (int t = 0; t < g->n_tensors; t++)
-        if (strcmp(g->tensors[t].name, name) == 0) return t;
-    CHECK_MSG(0, "no tensor %s", name);
-    return 0;
-}
+#include "precision_fixture.h"
 
 static gr_elem elem_of(const gr_graph *g, const char *name) { return g->tensors[find(g, name)].elem; }
 
@@ -148,52 +112,6 @@ static void test_policy(void) {
 }
 
 /* ---- native vs staged ---- */
-
-/* A CPU backend configured for bf16, native or staged (GPURUN_HALF). */
-static gr_backend *bf16_backend(bool native) {
-    gr_backend *be = NULL;
-    gr_error err = {0};
-    if (native) unsetenv("GPURUN_HALF");
-    else setenv("GPURUN_HALF", "staged", 1);
-    CHECK(gr_backend_create("cpu", 2, &be, &err) == GR_OK);
-    gr_backend_opts o = {.precision = GR_PREC_BF16};
-    gr_backend_configure(be, &o);
-    unsetenv("GPURUN_HALF");
-    return be;
-}
-
-static bool have_native_bf16(void) {
-    gr_backend *be = bf16_backend(true);
-    char d[256];
-    bool yes = strstr(gr_backend_describe(be, d, sizeof d), "bf16 native") != NULL;
-    gr_backend_free(be);
-    return yes;
-}
-
-typedef struct run {
-    gr_backend *be;
-    gr_model m;
-    gr_plan p;
-} run;
-
-/* One training pass of g on be from the given weights and batch. */
-static void run_pass(run *r, const gr_graph *g, gr_backend *be, const float *w, const float *x, const int32_t *y,
-                     int64_t n) {
-    gr_error err = {0};
-    r->be = be;
-    CHECK(gr_model_init(&r->m, g, be, 0, &err) == GR_OK);
-    CHECK_MSG(gr_plan_compile(&r->p, &r->m, g, GR_PLAN_TRAIN, true, &err) == GR_OK, "%s", err.msg);
-    gr_backend_upload(be, r->m.params, w, (size_t)g->n_params * sizeof *w);
-    memcpy(gr_plan_ptr(&r->p, g->input), x, (size_t)(n * gr_tensor_sample_numel(&g->tensors[g->input])) * sizeof *x);
-    memcpy(gr_plan_ptr(&r->p, g->label), y, (size_t)n * sizeof *y);
-    gr_exec_ctx ctx = {.training = true, .rng_key = 7, .grad_scale = 1.0f / (float)n};
-    gr_plan_run(&r->p, n, &ctx);
-}
-
-static void run_free(run *r) {
-    gr_plan_free(&r->p);
-    gr_model_free(&r->m);
-}
 
 static bool staged_op(const gr_plan *p, gr_op op, int nth) {
     for (int i = 0; i < p->steps.n; i++)
@@ -296,7 +214,7 @@ static void conv_case(gr_cpu *cpu, gr_conv_shape s, bool x_fp32, bool bias) {
     float *ax = absf(xr, nx), *aw = absf(w, nw), *ady = absf(dyr, ny), *ab = bias ? absf(b, s.f) : NULL;
     float *ref = malloc((size_t)(nx > ny ? nx : ny) * sizeof *ref), *bnd = malloc((size_t)(nx > ny ? nx : ny) * sizeof *bnd);
     uint16_t *outh = malloc((size_t)(nx > ny ? nx : ny) * sizeof *outh);
-    gr_conv_elems t = {x_fp32 ? GR_F32 : GR_BF16, GR_BF16};
+    gr_conv_store t = {x_fp32 ? GR_F32 : GR_BF16, GR_BF16, GR_NCHW, GR_NCHW};
     char what[96];
     snprintf(what, sizeof what, "%lldx%lld/%lld c%lld f%lld g%lld%s", (long long)s.kh, (long long)s.kw, (long long)s.sh,
              (long long)s.c, (long long)s.f, (long long)s.groups, x_fp32 ? " fp32-x" : "");

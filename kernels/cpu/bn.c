@@ -134,6 +134,10 @@ static void gr_bn_train_channel(const gr_kargs *a, const gr_bn_dims *d, int64_t 
 
 /* x and y in fp32, or both in bf16 (the CPU's native half steps) */
 void gr_cpu_batchnorm(const gr_kargs *a) {
+    if (a->tin[0]->layout == GR_NHWC) {
+        gr_cpu_batchnorm_nhwc(a);
+        return;
+    }
     gr_bn_dims d = gr_bn_dims_of(a, a->tin[0]);
     GR_ASSERT(d.n * d.hw >= 2 || !a->ctx->training);
     const bool h = a->ein[0] == GR_BF16;
@@ -167,6 +171,10 @@ void gr_cpu_batchnorm(const gr_kargs *a) {
  * computed as dx = A dy + B (x - mean) + C0 per channel. Eval (frozen statistics):
  * dx = weight * invstd * dy. dy, x and dx in fp32, or all in bf16. */
 void gr_cpu_batchnorm_bwd(const gr_kargs *a) {
+    if (a->tin[1]->layout == GR_NHWC) {
+        gr_cpu_batchnorm_bwd_nhwc(a);
+        return;
+    }
     const float *w = a->in[2], *saved = a->in[3];
     float *dw = a->out[0], *db = a->out[1];
     void *dx = a->node->nout > 2 ? a->out[2] : NULL;

@@ -177,7 +177,7 @@ void gr_cpu_conv(const gr_kargs *a) {
     gr_cpu *cpu = gr_cpu_of(a);
     gr_conv_shape s = gr_conv_kshape(a, a->tin[0], a->tout[0], a->tin[1]);
     const float *b = a->node->nin > 2 ? a->in[2] : NULL;
-    gr_conv_elems t = {a->ein[0], a->eout[0]};
+    gr_conv_store t = {a->ein[0], a->eout[0], a->tin[0]->layout, a->tout[0]->layout};
     if (cpu->conv_path == GR_CONV_REF) gr_cpu_conv_ref_fwd(cpu, &s, a->in[0], a->in[1], b, a->out[0]);
     else gr_cpu_conv_onednn_fwd_as(cpu, &s, &t, a->in[0], a->in[1], b, a->out[0]);
 }
@@ -185,7 +185,7 @@ void gr_cpu_conv(const gr_kargs *a) {
 void gr_cpu_conv_bwd_data(const gr_kargs *a) {
     gr_cpu *cpu = gr_cpu_of(a);
     gr_conv_shape s = gr_conv_kshape(a, a->tout[0], a->tin[0], a->tin[1]);
-    gr_conv_elems t = {a->eout[0], a->ein[0]};
+    gr_conv_store t = {a->eout[0], a->ein[0], a->tout[0]->layout, a->tin[0]->layout};
     if (cpu->conv_path == GR_CONV_REF) gr_cpu_conv_ref_bwd_data(cpu, &s, a->in[0], a->in[1], a->out[0]);
     else gr_cpu_conv_onednn_bwd_data_as(cpu, &s, &t, a->in[0], a->in[1], a->out[0]);
 }
@@ -194,7 +194,7 @@ void gr_cpu_conv_bwd_params(const gr_kargs *a) {
     gr_cpu *cpu = gr_cpu_of(a);
     gr_conv_shape s = gr_conv_kshape(a, a->tin[1], a->tin[0], a->tout[0]);
     float *db = a->node->nout > 1 ? a->out[1] : NULL;
-    gr_conv_elems t = {a->ein[1], a->ein[0]};
+    gr_conv_store t = {a->ein[1], a->ein[0], a->tin[1]->layout, a->tin[0]->layout};
     if (cpu->conv_path == GR_CONV_REF) gr_cpu_conv_ref_bwd_params(cpu, &s, a->in[0], a->in[1], a->out[0], db);
     else gr_cpu_conv_onednn_bwd_params_as(cpu, &s, &t, a->in[0], a->in[1], a->out[0], db);
 }

@@ -43,18 +43,20 @@ void gr_cpu_conv_ref_bwd_params(gr_cpu *cpu, const gr_conv_shape *s, const float
                                 float *db);
 
 /* The storage of the conv's activations on the oneDNN path: x (or dx) and
- * y (or dy), each GR_F32 or GR_BF16. With either in bf16 the primitive
- * computes in bf16 (fp32 accumulation) and its weights are converted from
- * the fp32 masters on each call; dW and db stay fp32. */
-typedef struct gr_conv_elems {
+ * y (or dy), each GR_F32 or GR_BF16, NCHW or NHWC. With either in bf16 the
+ * primitive computes in bf16 (fp32 accumulation) and its weights are
+ * converted from the fp32 masters on each call; dW and db stay fp32. With
+ * either channels-last (bf16 only) the primitive runs on nhwc. */
+typedef struct gr_conv_store {
     gr_elem x, y;
-} gr_conv_elems;
+    gr_layout lx, ly;
+} gr_conv_store;
 
-void gr_cpu_conv_onednn_fwd_as(gr_cpu *cpu, const gr_conv_shape *s, const gr_conv_elems *t, const void *x,
+void gr_cpu_conv_onednn_fwd_as(gr_cpu *cpu, const gr_conv_shape *s, const gr_conv_store *t, const void *x,
                                const float *w, const float *b, void *y);
-void gr_cpu_conv_onednn_bwd_data_as(gr_cpu *cpu, const gr_conv_shape *s, const gr_conv_elems *t, const void *dy,
+void gr_cpu_conv_onednn_bwd_data_as(gr_cpu *cpu, const gr_conv_shape *s, const gr_conv_store *t, const void *dy,
                                     const float *w, void *dx);
-void gr_cpu_conv_onednn_bwd_params_as(gr_cpu *cpu, const gr_conv_shape *s, const gr_conv_elems *t, const void *dy,
+void gr_cpu_conv_onednn_bwd_params_as(gr_cpu *cpu, const gr_conv_shape *s, const gr_conv_store *t, const void *dy,
                                       const void *x, float *dw, float *db);
 /* the same in fp32 */
 void gr_cpu_conv_onednn_fwd(gr_cpu *cpu, const gr_conv_shape *s, const float *x, const float *w, const float *b,
@@ -63,5 +65,8 @@ void gr_cpu_conv_onednn_bwd_data(gr_cpu *cpu, const gr_conv_shape *s, const floa
 void gr_cpu_conv_onednn_bwd_params(gr_cpu *cpu, const gr_conv_shape *s, const float *dy, const float *x, float *dw,
                                    float *db);
 void gr_cpu_conv_onednn_free(gr_cpu *cpu);
+/* How many primitives ran blocked because oneDNN had only its reference
+ * kernel for their nhwc shape. */
+int gr_cpu_conv_onednn_nhwc_fallbacks(const gr_cpu *cpu);
 
 #endif

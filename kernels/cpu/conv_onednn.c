@@ -55,7 +55,8 @@ typedef struct gr_conv_prim {
     gr_conv_dir dir;
     bool bias;
     gr_conv_shape s;
-    gr_elem ex, ey;                   /* storage of x (dx) and y (dy): GR_F32 or GR_BF16 */
+    gr_conv_store st;                 /* how x (dx) and y (dy) are stored */
+    bool nhwc_ref;                    /* channels-last had only oneDNN's reference kernel: blocked instead */
     dnnl_primitive_desc_t hint, pd; /* hint: the forward pd backward ones were made from */
     dnnl_primitive_t prim;
     gr_conv_arg args[4];              /* src, weights, bias, dst (their diff_ for backward) */
@@ -76,6 +77,7 @@ struct gr_cpu_dnn {
     gr_conv_prim cache[GR_CONV_CACHE_MAX];
     char *pool;
     size_t pool_cap;
+    int nhwc_fallbacks;                /* primitives made blocked for want of an nhwc kernel */
 };
 
 static size_t gr_conv_align(size_t n) { return (n + 63) & ~(size_t)63; }
@@ -100,23 +102,26 @@ static char *gr_conv_pool_for(struct gr_cpu_dnn *d, const gr_conv_prim *e) {
 
 static dnnl_data_type_t gr_conv_dt(gr_elem e) { return e == GR_BF16 ? dnnl_bf16 : dnnl_f32; }
 
-/* The descriptors of x, w, b, y in types tx, tw, ty (bias: fp32); plain
- * layouts (nchw, oihw or goihw, x), or left to the primitive (`any`). */
-static void gr_conv_mds(const gr_conv_shape *s, bool any, dnnl_data_type_t tx, dnnl_data_type_t tw,
-                        dnnl_data_type_t ty, dnnl_memory_desc_t *src, dnnl_memory_desc_t *wei,
-                        dnnl_memory_desc_t *bia, dnnl_memory_desc_t *dst) {
+/* The descriptors of x, w, b, y in types tx, tw, ty (bias: fp32); x and y
+ * in format tags fx and fy (nchw, nhwc, or `any`: the primitive's choice),
+ * w plain (oihw or goihw) or left to the primitive (wany). */
+static void gr_conv_mds(const gr_conv_shape *s, dnnl_format_tag_t fx, bool wany, dnnl_format_tag_t fy,
+                        dnnl_data_type_t tx, dnnl_data_type_t tw, dnnl_data_type_t ty, dnnl_memory_desc_t *src,
+                        dnnl_memory_desc_t *wei, dnnl_memory_desc_t *bia, dnnl_memory_desc_t *dst) {
     dnnl_dims_t sd = {s->n, s->c, s->h, s->w}, dd = {s->n, s->f, s->ho, s->wo}, bd = {s->f};
-    GR_DNNL_CHECK(dnnl_memory_desc_init_by_tag(src, 4, sd, tx, any ? dnnl_format_tag_any : dnnl_nchw));
-    GR_DNNL_CHECK(dnnl_memory_desc_init_by_tag(dst, 4, dd, ty, any ? dnnl_format_tag_any : dnnl_nchw));
+    GR_DNNL_CHECK(dnnl_memory_desc_init_by_tag(src, 4, sd, tx, fx));
+    GR_DNNL_CHECK(dnnl_memory_desc_init_by_tag(dst, 4, dd, ty, fy));
     GR_DNNL_CHECK(dnnl_memory_desc_init_by_tag(bia, 1, bd, dnnl_f32, dnnl_x));
     if (s->groups == 1) {
         dnnl_dims_t wd = {s->f, s->c, s->kh, s->kw};
-        GR_DNNL_CHECK(dnnl_memory_desc_init_by_tag(wei, 4, wd, tw, any ? dnnl_format_tag_any : dnnl_oihw));
+        GR_DNNL_CHECK(dnnl_memory_desc_init_by_tag(wei, 4, wd, tw, wany ? dnnl_format_tag_any : dnnl_oihw));
     } else {
         dnnl_dims_t wd = {s->groups, s->f / s->groups, s->c / s->groups, s->kh, s->kw};
-        GR_DNNL_CHECK(dnnl_memory_desc_init_by_tag(wei, 5, wd, tw, any ? dnnl_format_tag_any : dnnl_goihw));
+        GR_DNNL_CHECK(dnnl_memory_desc_init_by_tag(wei, 5, wd, tw, wany ? dnnl_format_tag_any : dnnl_goihw));
     }
 }
+
+static dnnl_format_tag_t gr_conv_tag(gr_layout l) { return l == GR_NHWC ? dnnl_nhwc : dnnl_nchw; }
 
 static void gr_conv_arg_make(dnnl_engine_t eng, gr_conv_prim *e, int arg, bool output, const dnnl_memory_desc_t *plain) {
     gr_conv_arg *a = &e->args[e->nargs++];
@@ -147,54 +152,87 @@ static void gr_conv_arg_make(dnnl_engine_t eng, gr_conv_prim *e, int arg, bool o
  * overrides (for measurements). */
 static bool gr_conv_any_layout(const struct gr_cpu_dnn *d, const gr_conv_prim *e) {
     const gr_conv_shape *s = &e->s;
-    if (e->ex == GR_BF16 || e->ey == GR_BF16) return true; /* bf16 kernels are blocked ones */
+    if (e->st.x == GR_BF16 || e->st.y == GR_BF16) return true; /* bf16 kernels are blocked ones */
     if (d->layout == GR_LAYOUT_PLAIN) return false;
     if (d->layout == GR_LAYOUT_BLOCKED) return true;
     return !(s->kh == 1 && s->kw == 1 && s->ho * s->wo >= 64);
 }
 
-static void gr_conv_prim_make(struct gr_cpu_dnn *d, gr_conv_prim *e) {
-    dnnl_engine_t eng = d->engine;
+/* e->pd (and the forward hint of a backward one) with x and y in format fx
+ * (weights: the primitive's choice when wany). The implementation's name. */
+static const char *gr_conv_pd_make(struct gr_cpu_dnn *d, gr_conv_prim *e, dnnl_format_tag_t fx, bool wany,
+                                   const_dnnl_primitive_attr_t attr) {
     const gr_conv_shape *s = &e->s;
     /* the primitive computes in bf16 when either activation is stored in it
      * (fp32 weights and an fp32 input batch are converted by the reorders);
      * backward weights writes fp32 gradients */
-    const bool half = e->ex == GR_BF16 || e->ey == GR_BF16;
+    const bool half = e->st.x == GR_BF16 || e->st.y == GR_BF16;
     const dnnl_data_type_t ct = half ? dnnl_bf16 : dnnl_f32;
-    dnnl_memory_desc_t src, wei, bia, dst, psrc, pwei, pbia, pdst, dwei;
-    const bool any = gr_conv_any_layout(d, e);
-    gr_conv_mds(s, any, ct, ct, ct, &src, &wei, &bia, &dst);
-    gr_conv_mds(s, any, ct, dnnl_f32, ct, &src, &dwei, &bia, &dst);
-    gr_conv_mds(s, false, gr_conv_dt(e->ex), dnnl_f32, gr_conv_dt(e->ey), &psrc, &pwei, &pbia, &pdst);
+    dnnl_memory_desc_t src, wei, bia, dst, dwei;
+    gr_conv_mds(s, fx, wany, fx, ct, ct, ct, &src, &wei, &bia, &dst);
+    gr_conv_mds(s, fx, wany, fx, ct, dnnl_f32, ct, &src, &dwei, &bia, &dst);
     dnnl_dims_t strides = {s->sh, s->sw}, pad = {s->ph, s->pw};
     dnnl_convolution_desc_t fd, bd;
+    GR_DNNL_CHECK(dnnl_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &src,
+                                                     &wei, e->bias ? &bia : NULL, &dst, strides, pad, pad));
+    if (e->dir == GR_CONV_FWD) {
+        GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->pd, &fd, attr, d->engine, NULL));
+    } else {
+        GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->hint, &fd, NULL, d->engine, NULL));
+        if (e->dir == GR_CONV_BWD_DATA)
+            GR_DNNL_CHECK(dnnl_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &src, &wei, &dst,
+                                                                   strides, pad, pad));
+        else
+            GR_DNNL_CHECK(dnnl_convolution_backward_weights_desc_init(
+                &bd, dnnl_convolution_direct, &src, &dwei, e->bias ? &bia : NULL, &dst, strides, pad, pad));
+        GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->pd, &bd, attr, d->engine, e->hint));
+    }
+    const char *impl = "";
+    GR_DNNL_CHECK(dnnl_primitive_desc_query(e->pd, dnnl_query_impl_info_str, 0, &impl));
+    return impl;
+}
+
+/* The primitive of e, its arguments and scratchpad. In bf16 with either
+ * activation channels-last the primitive runs on nhwc itself (no reorder
+ * of activations); where oneDNN has only its reference kernel for that, on
+ * its own blocked layouts with reorders (e->nhwc_ref, said by
+ * gr_cpu_conv_onednn_nhwc_fallbacks). */
+static void gr_conv_prim_make(struct gr_cpu_dnn *d, gr_conv_prim *e) {
+    dnnl_engine_t eng = d->engine;
+    const gr_conv_shape *s = &e->s;
+    const bool half = e->st.x == GR_BF16 || e->st.y == GR_BF16;
+    const bool any = gr_conv_any_layout(d, e), nhwc = half && (e->st.lx == GR_NHWC || e->st.ly == GR_NHWC);
     dnnl_primitive_attr_t attr;
     GR_DNNL_CHECK(dnnl_primitive_attr_create(&attr));
     GR_DNNL_CHECK(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
-    GR_DNNL_CHECK(dnnl_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &src,
-                                                     &wei, e->bias ? &bia : NULL, &dst, strides, pad, pad));
+    const dnnl_format_tag_t fx = nhwc ? dnnl_nhwc : any ? dnnl_format_tag_any : dnnl_nchw;
+    if (nhwc && strncmp(gr_conv_pd_make(d, e, fx, any, attr), "ref", 3) == 0) {
+        dnnl_primitive_desc_destroy(e->pd);
+        if (e->hint) dnnl_primitive_desc_destroy(e->hint);
+        e->pd = e->hint = NULL;
+        e->nhwc_ref = true;
+        d->nhwc_fallbacks++;
+        gr_conv_pd_make(d, e, dnnl_format_tag_any, true, attr);
+    } else if (!nhwc) {
+        gr_conv_pd_make(d, e, fx, any, attr);
+    }
+    GR_DNNL_CHECK(dnnl_primitive_attr_destroy(attr));
+    dnnl_memory_desc_t psrc, pwei, pbia, pdst;
+    gr_conv_mds(s, gr_conv_tag(e->st.lx), false, gr_conv_tag(e->st.ly), gr_conv_dt(e->st.x), dnnl_f32,
+                gr_conv_dt(e->st.y), &psrc, &pwei, &pbia, &pdst);
     switch (e->dir) {
     case GR_CONV_FWD:
-        GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->pd, &fd, attr, eng, NULL));
         gr_conv_arg_make(eng, e, DNNL_ARG_SRC, false, &psrc);
         gr_conv_arg_make(eng, e, DNNL_ARG_WEIGHTS, false, &pwei);
         if (e->bias) gr_conv_arg_make(eng, e, DNNL_ARG_BIAS, false, &pbia);
         gr_conv_arg_make(eng, e, DNNL_ARG_DST, true, &pdst);
         break;
     case GR_CONV_BWD_DATA:
-        GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->hint, &fd, NULL, eng, NULL));
-        GR_DNNL_CHECK(dnnl_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &src, &wei, &dst,
-                                                               strides, pad, pad));
-        GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->pd, &bd, attr, eng, e->hint));
         gr_conv_arg_make(eng, e, DNNL_ARG_DIFF_DST, false, &pdst);
         gr_conv_arg_make(eng, e, DNNL_ARG_WEIGHTS, false, &pwei);
         gr_conv_arg_make(eng, e, DNNL_ARG_DIFF_SRC, true, &psrc);
         break;
     case GR_CONV_BWD_WEIGHTS:
-        GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->hint, &fd, NULL, eng, NULL));
-        GR_DNNL_CHECK(dnnl_convolution_backward_weights_desc_init(
-            &bd, dnnl_convolution_direct, &src, &dwei, e->bias ? &bia : NULL, &dst, strides, pad, pad));
-        GR_DNNL_CHECK(dnnl_primitive_desc_create(&e->pd, &bd, attr, eng, e->hint));
         gr_conv_arg_make(eng, e, DNNL_ARG_SRC, false, &psrc);
         gr_conv_arg_make(eng, e, DNNL_ARG_DIFF_DST, false, &pdst);
         gr_conv_arg_make(eng, e, DNNL_ARG_DIFF_WEIGHTS, true, &pwei);
@@ -202,7 +240,6 @@ static void gr_conv_prim_make(struct gr_cpu_dnn *d, gr_conv_prim *e) {
         e->acc_bytes = gr_conv_align((size_t)(s->f * (s->c / s->groups) * s->kh * s->kw + s->f) * sizeof(float));
         break;
     }
-    GR_DNNL_CHECK(dnnl_primitive_attr_destroy(attr));
     const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(e->pd, dnnl_query_scratchpad_md, 0);
     e->scratch_bytes = smd ? dnnl_memory_desc_get_size(smd) : 0;
     if (e->scratch_bytes) GR_DNNL_CHECK(dnnl_memory_create(&e->scratch, smd, eng, DNNL_MEMORY_NONE));
@@ -248,10 +285,11 @@ void gr_cpu_conv_onednn_free(gr_cpu *cpu) {
 
 /* The cached primitive for (dir, s, bias); made on first use. */
 static gr_conv_prim *gr_conv_prim_get(struct gr_cpu_dnn *d, gr_conv_dir dir, const gr_conv_shape *s, bool bias,
-                                      gr_elem ex, gr_elem ey) {
+                                      const gr_conv_store *st) {
     for (int i = 0; i < d->cached; i++) {
         gr_conv_prim *e = &d->cache[i];
-        if (e->dir == dir && e->bias == bias && e->ex == ex && e->ey == ey && memcmp(&e->s, s, sizeof *s) == 0)
+        if (e->dir == dir && e->bias == bias && e->st.x == st->x && e->st.y == st->y && e->st.lx == st->lx &&
+            e->st.ly == st->ly && memcmp(&e->s, s, sizeof *s) == 0)
             return e;
     }
     /* a full table drops its oldest half: shapes churn only with odd eval batches */
@@ -266,8 +304,7 @@ static gr_conv_prim *gr_conv_prim_get(struct gr_cpu_dnn *d, gr_conv_dir dir, con
     e->dir = dir;
     e->bias = bias;
     e->s = *s;
-    e->ex = ex;
-    e->ey = ey;
+    e->st = *st;
     gr_conv_prim_make(d, e);
     d->cached++;
     return e;
@@ -305,26 +342,26 @@ static void gr_conv_run(struct gr_cpu_dnn *d, gr_conv_prim *e, const void *const
     GR_DNNL_CHECK(dnnl_stream_wait(d->stream));
 }
 
-void gr_cpu_conv_onednn_fwd_as(gr_cpu *cpu, const gr_conv_shape *s, const gr_conv_elems *t, const void *x,
+void gr_cpu_conv_onednn_fwd_as(gr_cpu *cpu, const gr_conv_shape *s, const gr_conv_store *t, const void *x,
                             const float *w, const float *b, void *y) {
     struct gr_cpu_dnn *d = gr_conv_dnn(cpu);
-    gr_conv_prim *e = gr_conv_prim_get(d, GR_CONV_FWD, s, b != NULL, t->x, t->y);
+    gr_conv_prim *e = gr_conv_prim_get(d, GR_CONV_FWD, s, b != NULL, t);
     const void *with_bias[4] = {x, w, b, y}, *without[3] = {x, w, y};
     gr_conv_run(d, e, b ? with_bias : without);
 }
 
-void gr_cpu_conv_onednn_bwd_data_as(gr_cpu *cpu, const gr_conv_shape *s, const gr_conv_elems *t, const void *dy,
+void gr_cpu_conv_onednn_bwd_data_as(gr_cpu *cpu, const gr_conv_shape *s, const gr_conv_store *t, const void *dy,
                                  const float *w, void *dx) {
     struct gr_cpu_dnn *d = gr_conv_dnn(cpu);
-    gr_conv_prim *e = gr_conv_prim_get(d, GR_CONV_BWD_DATA, s, false, t->x, t->y);
+    gr_conv_prim *e = gr_conv_prim_get(d, GR_CONV_BWD_DATA, s, false, t);
     const void *ptr[3] = {dy, w, dx};
     gr_conv_run(d, e, ptr);
 }
 
-void gr_cpu_conv_onednn_bwd_params_as(gr_cpu *cpu, const gr_conv_shape *s, const gr_conv_elems *t, const void *dy,
+void gr_cpu_conv_onednn_bwd_params_as(gr_cpu *cpu, const gr_conv_shape *s, const gr_conv_store *t, const void *dy,
                                    const void *x, float *dw, float *db) {
     struct gr_cpu_dnn *d = gr_conv_dnn(cpu);
-    gr_conv_prim *e = gr_conv_prim_get(d, GR_CONV_BWD_WEIGHTS, s, db != NULL, t->x, t->y);
+    gr_conv_prim *e = gr_conv_prim_get(d, GR_CONV_BWD_WEIGHTS, s, db != NULL, t);
     int64_t nw = s->f * (s->c / s->groups) * s->kh * s->kw;
     float *tw = (float *)gr_conv_pool_for(d, e), *tb = tw + nw;
     const void *ptr[4] = {x, dy, tw, tb};
@@ -336,7 +373,7 @@ void gr_cpu_conv_onednn_bwd_params_as(gr_cpu *cpu, const gr_conv_shape *s, const
 }
 
 /* the fp32 entry points (tests, bench/conv_bench.c) */
-static const gr_conv_elems gr_conv_f32 = {GR_F32, GR_F32};
+static const gr_conv_store gr_conv_f32 = {GR_F32, GR_F32, GR_NCHW, GR_NCHW};
 
 void gr_cpu_conv_onednn_fwd(gr_cpu *cpu, const gr_conv_shape *s, const float *x, const float *w, const float *b,
                             float *y) {
@@ -351,3 +388,5 @@ void gr_cpu_conv_onednn_bwd_params(gr_cpu *cpu, const gr_conv_shape *s, const fl
                                    float *db) {
     gr_cpu_conv_onednn_bwd_params_as(cpu, s, &gr_conv_f32, dy, x, dw, db);
 }
+
+int gr_cpu_conv_onednn_nhwc_fallbacks(const gr_cpu *cpu) { return cpu->dnn ? cpu->dnn->nhwc_fallbacks : 0; }

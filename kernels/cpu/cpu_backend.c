@@ -115,7 +115,8 @@ static bool gr_cpu_all_bf16(const gr_kargs *a) {
 
 /* The steps the CPU computes on bf16 storage as it is: the oneDNN
  * convolutions (an fp32 input batch is converted by their reorders), and
- * relu, add, batchnorm and maxpool with every activation in bf16 (half_io.h).
+ * relu, add, batchnorm, maxpool and global_avgpool with every activation
+ * in bf16 (half_io.h).
  * fp16 is always staged (no fp16 kernel is used on the CPU). */
 static bool gr_cpu_native_half(gr_backend *be, const gr_kargs *a) {
     const gr_cpu *cpu = gr_cpu_backend_state(be);
@@ -134,9 +135,25 @@ static bool gr_cpu_native_half(gr_backend *be, const gr_kargs *a) {
     case GR_OP_BATCHNORM:
     case GR_OP_BATCHNORM_BWD:
     case GR_OP_MAXPOOL:
-    case GR_OP_MAXPOOL_BWD: return gr_cpu_all_bf16(a);
+    case GR_OP_MAXPOOL_BWD:
+    case GR_OP_GLOBAL_AVGPOOL:
+    case GR_OP_GLOBAL_AVGPOOL_BWD: return gr_cpu_all_bf16(a);
     default: return false;
     }
+}
+
+/* Channels-last with native bf16 (oneDNN's bf16 convolutions run on nhwc
+ * without reordering activations; its fp32 ones have only reference
+ * kernels for some nhwc shapes): the convolutions and global_avgpool take
+ * each tensor in either layout, relu, add and batchnorm a shared one. */
+static void gr_cpu_layout_caps(gr_backend *be, gr_layout_cap *caps) {
+    if (!gr_cpu_backend_state(be)->bf16_native) return;
+    static const gr_op any[] = {GR_OP_CONV, GR_OP_CONV_BWD_DATA, GR_OP_CONV_BWD_PARAMS, GR_OP_GLOBAL_AVGPOOL,
+                                GR_OP_GLOBAL_AVGPOOL_BWD};
+    static const gr_op same[] = {GR_OP_RELU, GR_OP_RELU_BWD, GR_OP_ADD, GR_OP_ADD_BWD, GR_OP_BATCHNORM,
+                                 GR_OP_BATCHNORM_BWD};
+    for (size_t i = 0; i < GR_ARRAY_LEN(any); i++) caps[any[i]] = GR_LAYOUT_CAP_ANY;
+    for (size_t i = 0; i < GR_ARRAY_LEN(same); i++) caps[same[i]] = GR_LAYOUT_CAP_SAME;
 }
 
 static void gr_cpu_describe(gr_backend *be, char *buf, size_t n) {
@@ -167,6 +184,7 @@ static const gr_backend_vtable gr_cpu_vtable = {
     .describe = gr_cpu_describe,
     .configure = gr_cpu_configure,
     .native_half = gr_cpu_native_half,
+    .layout_caps = gr_cpu_layout_caps,
     .destroy = gr_cpu_destroy,
 };
 

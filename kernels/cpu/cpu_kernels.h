@@ -8,4 +8,9 @@
 #include "../../graph/ops.def"
 #undef X
 
+/* batchnorm and its backward on channels-last activations (bn_nhwc.c),
+ * called by gr_cpu_batchnorm / gr_cpu_batchnorm_bwd for NHWC tensors */
+void gr_cpu_batchnorm_nhwc(const gr_kargs *a);
+void gr_cpu_batchnorm_bwd_nhwc(const gr_kargs *a);
+
 #endif

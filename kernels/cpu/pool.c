@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../common/gr_half.h"
 #include "cpu_kernels.h"
 #include "half_io.h"
 
@@ -280,34 +281,82 @@ void gr_cpu_avgpool_bwd(const gr_kargs *a) {
     }
 }
 
-/* y[n, C, 1, 1] = the mean of each plane. */
+/* y[n, C, 1, 1] = the mean of each plane (x NCHW) or of each sample's rows
+ * of C (x NHWC); x and y in fp32 or bf16 (y [n, C, 1, 1] is the same in
+ * both layouts). */
 void gr_cpu_global_avgpool(const gr_kargs *a) {
-    const float *x = a->in[0];
-    float *y = a->out[0];
     const gr_tensor *xt = a->tin[0];
-    int64_t planes = a->n * xt->shape[1], hw = xt->shape[2] * xt->shape[3];
-    float inv = 1.0f / (float)hw;
-    #pragma omp parallel for if (planes * hw >= GR_OMP_MIN)
-    for (int64_t p = 0; p < planes; p++) {
-        const float *xp = x + p * hw;
-        float s = 0.0f;
-        #pragma omp simd reduction(+ : s)
-        for (int64_t i = 0; i < hw; i++) s += xp[i];
-        y[p] = s * inv;
+    const bool hx = a->ein[0] == GR_BF16, hy = a->eout[0] == GR_BF16;
+    const int64_t n = a->n, c = xt->shape[1], hw = xt->shape[2] * xt->shape[3], planes = n * c;
+    const float inv = 1.0f / (float)hw;
+    if (xt->layout == GR_NHWC) {
+        #pragma omp parallel if (planes * hw >= GR_OMP_MIN)
+        {
+            float *acc = gr_xmalloc((size_t)(2 * c) * sizeof *acc), *row = acc + c;
+            #pragma omp for
+            for (int64_t i = 0; i < n; i++) {
+                memset(acc, 0, (size_t)c * sizeof *acc);
+                for (int64_t p = 0; p < hw; p++) {
+                    const float *restrict r = gr_hio_read(gr_hio_cat(a->in[0], hx, (i * hw + p) * c), hx, c, row);
+                    #pragma omp simd
+                    for (int64_t j = 0; j < c; j++) acc[j] += r[j];
+                }
+                for (int64_t j = 0; j < c; j++) acc[j] *= inv;
+                float *yd = gr_hio_dst(gr_hio_at(a->out[0], hy, i * c), hy, row);
+                memcpy(yd, acc, (size_t)c * sizeof *acc);
+                gr_hio_write(gr_hio_at(a->out[0], hy, i * c), hy, c, yd);
+            }
+            free(acc);
+        }
+        return;
+    }
+    #pragma omp parallel if (planes * hw >= GR_OMP_MIN)
+    {
+        float *tmp = hx ? gr_xmalloc((size_t)hw * sizeof *tmp) : NULL;
+        #pragma omp for
+        for (int64_t p = 0; p < planes; p++) {
+            const float *xp = gr_hio_read(gr_hio_cat(a->in[0], hx, p * hw), hx, hw, tmp);
+            float s = 0.0f;
+            #pragma omp simd reduction(+ : s)
+            for (int64_t i = 0; i < hw; i++) s += xp[i];
+            s *= inv;
+            if (hy) ((uint16_t *)a->out[0])[p] = gr_bf16_encode_hd(s);
+            else ((float *)a->out[0])[p] = s;
+        }
+        free(tmp);
     }
 }
 
-/* dx = dy / (H*W) over each plane. */
+/* dx = dy / (H*W) over each plane (dx NCHW) or each sample's rows (NHWC). */
 void gr_cpu_global_avgpool_bwd(const gr_kargs *a) {
-    const float *dy = a->in[0];
-    float *dx = a->out[0];
     const gr_tensor *xt = a->tout[0];
-    int64_t planes = a->n * xt->shape[1], hw = xt->shape[2] * xt->shape[3];
-    float inv = 1.0f / (float)hw;
-    #pragma omp parallel for if (planes * hw >= GR_OMP_MIN)
-    for (int64_t p = 0; p < planes; p++) {
-        float *restrict dxp = dx + p * hw;
-        float g = dy[p] * inv;
-        for (int64_t i = 0; i < hw; i++) dxp[i] = g;
+    const bool hy = a->ein[0] == GR_BF16, hx = a->eout[0] == GR_BF16;
+    const int64_t n = a->n, c = xt->shape[1], hw = xt->shape[2] * xt->shape[3], planes = n * c;
+    const float inv = 1.0f / (float)hw;
+    const bool nhwc = xt->layout == GR_NHWC;
+    #pragma omp parallel if (planes * hw >= GR_OMP_MIN)
+    {
+        /* one sample's gradient rows (NHWC: C values; NCHW: a plane of hw) */
+        const int64_t len = nhwc ? c : hw;
+        float *g = gr_xmalloc((size_t)(2 * len) * sizeof *g), *dyv = g + len;
+        #pragma omp for
+        for (int64_t q = 0; q < (nhwc ? n : planes); q++) {
+            if (nhwc) {
+                const float *d = gr_hio_read(gr_hio_cat(a->in[0], hy, q * c), hy, c, dyv);
+                for (int64_t j = 0; j < c; j++) g[j] = d[j] * inv;
+                for (int64_t p = 0; p < hw; p++) {
+                    void *o = gr_hio_at(a->out[0], hx, (q * hw + p) * c);
+                    if (hx) gr_hio_write(o, true, c, g);
+                    else memcpy(o, g, (size_t)c * sizeof *g);
+                }
+            } else {
+                float v = (hy ? gr_bf16_decode_hd(((const uint16_t *)a->in[0])[q]) : ((const float *)a->in[0])[q]) * inv;
+                for (int64_t i = 0; i < hw; i++) g[i] = v;
+                void *o = gr_hio_at(a->out[0], hx, q * hw);
+                if (hx) gr_hio_write(o, true, hw, g);
+                else memcpy(o, g, (size_t)hw * sizeof *g);
+            }
+        }
+        free(g);
     }
 }

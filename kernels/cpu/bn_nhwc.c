@@ -1,0 +1,179 @@
+/* bn_nhwc.c — batchnorm and its backward on channels-last activations
+ * (graph.h: gr_layout): x is rows of C channels, m = n*H*W rows, in fp32
+ * or bf16 (half_io.h). Same formulas as bn.c (the NCHW kernels): shifted
+ * sums for the statistics, dx = A dy + B (x - mean) + C0.
+ *
+ * The rows are cut into blocks of a fixed count (from C alone), each block
+ * sums its rows per channel in float over the channels as one vector
+ * (parallel over blocks), and the blocks' sums are added up in double in
+ * block order: the result does not depend on the thread count, so runs
+ * repeat bit for bit. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../common/gr_half.h"
+#include "cpu_kernels.h"
+#include "half_io.h"
+
+/* rows per block: about 16k values, at least one row */
+static int64_t gr_bnh_rows(int64_t c) { return c >= 16384 ? 1 : 16384 / c; }
+
+typedef struct gr_bnh {
+    int64_t m, c, rows, nblk;
+    bool h;                  /* bf16 storage */
+} gr_bnh;
+
+static gr_bnh gr_bnh_of(const gr_kargs *a, const gr_tensor *x, bool h) {
+    gr_bnh b = {a->n * x->shape[2] * x->shape[3], x->shape[1], gr_bnh_rows(x->shape[1]), 0, h};
+    b.nblk = (b.m + b.rows - 1) / b.rows;
+    return b;
+}
+
+/* Per block k: s1[k][c] = sum(p - shift) and s2[k][c] = sum((p - shift)^2)
+ * (q NULL), or s1 = sum(p) and s2 = sum(p * (q - shift)) (the backward's
+ * dy and x). The block sums are added in block order into S1, S2. */
+static void gr_bnh_sums(const gr_bnh *b, const void *p, const void *q, const float *shift, double *S1, double *S2) {
+    const int64_t c = b->c;
+    float *part = gr_xmalloc((size_t)(2 * b->nblk * c) * sizeof *part);
+    #pragma omp parallel if (b->m * c >= GR_OMP_MIN)
+    {
+        float *tp = b->h ? gr_xmalloc((size_t)(2 * b->rows * c) * sizeof *tp) : NULL;
+        float *tq = tp ? tp + b->rows * c : NULL;
+        #pragma omp for schedule(static)
+        for (int64_t k = 0; k < b->nblk; k++) {
+            int64_t r0 = k * b->rows, nr = GR_MIN(b->rows, b->m - r0);
+            const float *pv = gr_hio_read(gr_hio_cat(p, b->h, r0 * c), b->h, nr * c, tp);
+            const float *qv = q ? gr_hio_read(gr_hio_cat(q, b->h, r0 * c), b->h, nr * c, tq) : NULL;
+            float *restrict s1 = part + 2 * k * c, *restrict s2 = s1 + c;
+            memset(s1, 0, (size_t)(2 * c) * sizeof *s1);
+            for (int64_t r = 0; r < nr; r++) {
+                const float *restrict pr = pv + r * c;
+                if (qv) {
+                    const float *restrict qr = qv + r * c;
+                    #pragma omp simd
+                    for (int64_t j = 0; j < c; j++) {
+                        s1[j] += pr[j];
+                        s2[j] += pr[j] * (qr[j] - shift[j]);
+                    }
+                } else {
+                    #pragma omp simd
+                    for (int64_t j = 0; j < c; j++) {
+                        float v = pr[j] - shift[j];
+                        s1[j] += v;
+                        s2[j] += v * v;
+                    }
+                }
+            }
+        }
+        free(tp);
+    }
+    for (int64_t j = 0; j < c; j++) S1[j] = S2[j] = 0.0;
+    for (int64_t k = 0; k < b->nblk; k++)
+        for (int64_t j = 0; j < c; j++) {
+            S1[j] += part[2 * k * c + j];
+            S2[j] += part[2 * k * c + c + j];
+        }
+    free(part);
+}
+
+/* Over all rows: out = fa * p + fb * (q - mean) + fc (the backward's dx
+ * from dy and x), or without q out = (p - mean) * fa + fc (the forward's
+ * y, as bn.c rounds it). Per channel j. */
+static void gr_bnh_apply(const gr_bnh *b, void *out, const void *p, const void *q, const float *mean, const float *fa,
+                         const float *fb, const float *fc) {
+    const int64_t c = b->c;
+    #pragma omp parallel if (b->m * c >= GR_OMP_MIN)
+    {
+        float *tp = b->h ? gr_xmalloc((size_t)(3 * b->rows * c) * sizeof *tp) : NULL;
+        float *tq = tp ? tp + b->rows * c : NULL, *to = tp ? tp + 2 * b->rows * c : NULL;
+        #pragma omp for schedule(static)
+        for (int64_t k = 0; k < b->nblk; k++) {
+            int64_t r0 = k * b->rows, nr = GR_MIN(b->rows, b->m - r0);
+            const float *pv = gr_hio_read(gr_hio_cat(p, b->h, r0 * c), b->h, nr * c, tp);
+            const float *qv = q ? gr_hio_read(gr_hio_cat(q, b->h, r0 * c), b->h, nr * c, tq) : NULL;
+            void *ob = gr_hio_at(out, b->h, r0 * c);
+            float *ov = gr_hio_dst(ob, b->h, to);
+            for (int64_t r = 0; r < nr; r++) {
+                const float *restrict pr = pv + r * c;
+                float *restrict orow = ov + r * c;
+                if (qv) {
+                    const float *restrict qr = qv + r * c;
+                    #pragma omp simd
+                    for (int64_t j = 0; j < c; j++) orow[j] = fa[j] * pr[j] + fb[j] * (qr[j] - mean[j]) + fc[j];
+                } else {
+                    #pragma omp simd
+                    for (int64_t j = 0; j < c; j++) orow[j] = (pr[j] - mean[j]) * fa[j] + fc[j];
+                }
+            }
+            gr_hio_write(ob, b->h, nr * c, ov);
+        }
+        free(tp);
+    }
+}
+
+static float gr_bnh_get(const void *p, bool h, int64_t i) {
+    return h ? gr_bf16_decode_hd(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+
+void gr_cpu_batchnorm_nhwc(const gr_kargs *a) {
+    const bool h = a->ein[0] == GR_BF16;
+    gr_bnh b = gr_bnh_of(a, a->tin[0], h);
+    const int64_t c = b.c;
+    const float *w = a->in[1], *bias = a->in[2];
+    float *rmean = a->in[3], *rvar = a->in[4], *saved = a->out[1];
+    float *v = gr_xmalloc((size_t)(3 * c) * sizeof *v), *scale = v + c, *shift = v + 2 * c;
+    if (a->ctx->training) {
+        GR_ASSERT(b.m >= 2);
+        double *S = gr_xmalloc((size_t)(2 * c) * sizeof *S);
+        for (int64_t j = 0; j < c; j++) v[j] = gr_bnh_get(a->in[0], h, j); /* the first row: the shift */
+        gr_bnh_sums(&b, a->in[0], NULL, v, S, S + c);
+        double mom = a->node->attrs.momentum;
+        for (int64_t j = 0; j < c; j++) {
+            double dm = S[j] / (double)b.m, var = S[c + j] / (double)b.m - dm * dm;
+            if (var < 0.0) var = 0.0;
+            double mean = (double)v[j] + dm, invstd = 1.0 / sqrt(var + a->node->attrs.eps);
+            saved[j] = (float)mean;
+            saved[c + j] = (float)invstd;
+            rmean[j] = (float)((1.0 - mom) * rmean[j] + mom * mean);
+            rvar[j] = (float)((1.0 - mom) * rvar[j] + mom * var * (double)b.m / (double)(b.m - 1));
+            scale[j] = (float)(w[j] * invstd);
+        }
+        free(S);
+    } else {
+        float eps = (float)a->node->attrs.eps;
+        for (int64_t j = 0; j < c; j++) {
+            saved[j] = rmean[j];
+            saved[c + j] = 1.0f / sqrtf(rvar[j] + eps);
+            scale[j] = w[j] * saved[c + j];
+        }
+    }
+    for (int64_t j = 0; j < c; j++) shift[j] = bias[j];
+    gr_bnh_apply(&b, a->out[0], a->in[0], NULL, saved, scale, NULL, shift);
+    free(v);
+}
+
+void gr_cpu_batchnorm_bwd_nhwc(const gr_kargs *a) {
+    const bool h = a->ein[0] == GR_BF16;
+    gr_bnh b = gr_bnh_of(a, a->tin[1], h);
+    const int64_t c = b.c;
+    const float *w = a->in[2], *saved = a->in[3];
+    float *dw = a->out[0], *db = a->out[1];
+    double *S = gr_xmalloc((size_t)(2 * c) * sizeof *S);
+    gr_bnh_sums(&b, a->in[0], a->in[1], saved, S, S + c);
+    float *f = gr_xmalloc((size_t)(3 * c) * sizeof *f);
+    for (int64_t j = 0; j < c; j++) {
+        double invstd = saved[c + j], s = S[j], sdx = S[c + j];
+        dw[j] += (float)(sdx * invstd);
+        db[j] += (float)s;
+        double A = (double)w[j] * invstd, B = 0.0, C0 = 0.0;
+        if (a->ctx->training) {
+            B = -A * invstd * invstd * sdx / (double)b.m;
+            C0 = -A * s / (double)b.m;
+        }
+        f[j] = (float)A, f[c + j] = (float)B, f[2 * c + j] = (float)C0;
+    }
+    if (a->node->nout > 2) gr_bnh_apply(&b, a->out[2], a->in[0], a->in[1], saved, f, f + c, f + 2 * c);
+    free(f);
+    free(S);
+}

@@ -1,0 +1,257 @@
+/* test_layout.c — channels-last activations (graph/layout.c and the CPU's
+ * NHWC kernels):
+ *   - the pass: with the CPU's bf16 table a residual model stores its conv,
+ *     batchnorm, relu and add activations NHWC, each with its gradient;
+ *     the input batch, what maxpool (NCHW only) touches and what flatten
+ *     reads stay NCHW; with an empty table (fp32, or staged bf16) nothing
+ *     changes;
+ *   - batchnorm (training forward with running stats, eval forward,
+ *     backward) and global_avgpool (forward, backward) on NHWC against the
+ *     NCHW kernels on the same values (1e-5 relative: only the summation
+ *     order differs), and their bf16 storage giving the encoded fp32 result
+ *     bit for bit;
+ *   - a training pass of the residual model in bf16 on the native backend
+ *     with the NHWC plan against the NCHW plan: the same loss and gradients
+ *     to bf16's precision (the convolutions and batchnorm sum in other
+ *     orders), and far from a pass on transposed data would be.
+ * The model pass needs native bf16 (AVX-512 BF16 or AMX); elsewhere it
+ * reports skipped. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/gr_half.h"
+#include "kernels/cpu/cpu_kernels.h"
+#include "gr_test.h"
+#include "kargs_fixture.h"
+#include "precision_fixture.h"
+
+static const char *RES = "[{conv: {filters: 16, kernel: 3, padding: 1}}, batchnorm, relu, {maxpool: {kernel: 2}}, "
+                         "{conv: {filters: 16, kernel: 3, padding: 1}}, batchnorm, relu, "
+                         "{conv: {filters: 16, kernel: 1}}, batchnorm, {add: {}, input: [maxpool0, batchnorm2]}, relu, "
+                         "global_avgpool, flatten, {dense: {units: 10}}]";
+
+static gr_layout layout_of(const gr_graph *g, const char *name) { return g->tensors[find(g, name)].layout; }
+
+static void test_pass(void) {
+    int64_t in[3] = {3, 12, 12};
+    model m;
+    model_build(&m, RES, in, 3, 4, GR_PREC_BF16);
+    gr_graph *g = &m.g;
+    gr_layout_cap none[GR_OP_COUNT] = {GR_LAYOUT_CAP_NONE};
+    gr_graph_set_layout(g, none);
+    for (int t = 0; t < g->n_tensors; t++) CHECK(g->tensors[t].layout == GR_NCHW);
+
+    gr_backend *be = bf16_backend(true);
+    gr_layout_cap caps[GR_OP_COUNT];
+    gr_backend_layout_caps(be, caps);
+    gr_backend_free(be);
+    if (caps[GR_OP_CONV] == GR_LAYOUT_CAP_NONE) {
+        gr_test_skip("the CPU backend plans NCHW only here (no native bf16)");
+        model_free(&m);
+        return;
+    }
+    CHECK(caps[GR_OP_CONV] == GR_LAYOUT_CAP_ANY && caps[GR_OP_BATCHNORM] == GR_LAYOUT_CAP_SAME &&
+          caps[GR_OP_MAXPOOL] == GR_LAYOUT_CAP_NONE && caps[GR_OP_FLATTEN] == GR_LAYOUT_CAP_NONE);
+    gr_graph_set_layout(g, caps);
+    CHECK(g->tensors[g->input].layout == GR_NCHW);
+    /* conv0 -> batchnorm0 -> relu0 -> maxpool0: one group, maxpool takes NCHW only */
+    CHECK(layout_of(g, "conv0") == GR_NCHW && layout_of(g, "relu0") == GR_NCHW && layout_of(g, "maxpool0") == GR_NCHW);
+    /* maxpool0 is also an input of add0, so the add's group is NCHW too */
+    CHECK(layout_of(g, "add0") == GR_NCHW && layout_of(g, "batchnorm2") == GR_NCHW);
+    /* conv1 -> batchnorm1 -> relu1 (read by conv2): channels-last, and so are their gradients */
+    CHECK(layout_of(g, "conv1") == GR_NHWC && layout_of(g, "batchnorm1") == GR_NHWC && layout_of(g, "relu1") == GR_NHWC);
+    CHECK(layout_of(g, "conv1.grad") == GR_NHWC && layout_of(g, "relu1.grad") == GR_NHWC);
+    CHECK(layout_of(g, "flatten0") == GR_NCHW && layout_of(g, "global_avgpool0") == GR_NCHW);
+    for (int t = 0; t < g->n_tensors; t++) {
+        const gr_tensor *x = &g->tensors[t];
+        if (x->grad >= 0) CHECK_MSG(x->layout == g->tensors[x->grad].layout, "%s and its gradient", x->name);
+        if (x->ndim != 4 || x->kind != GR_TK_ACT) CHECK(x->layout == GR_NCHW);
+    }
+    model_free(&m);
+}
+
+/* ---- kernels ---- */
+
+/* [n, c, hw] <-> [n, hw, c] */
+static void to_nhwc(const float *x, float *y, int64_t n, int64_t c, int64_t hw) {
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < c; j++)
+            for (int64_t p = 0; p < hw; p++) y[(i * hw + p) * c + j] = x[(i * c + j) * hw + p];
+}
+
+static int close_all(const float *a, const float *b, int64_t len, double rtol) {
+    int bad = 0;
+    for (int64_t i = 0; i < len; i++)
+        bad += !(fabs((double)a[i] - b[i]) <= rtol * (fabs((double)b[i]) + 1.0));
+    return bad;
+}
+
+enum { N = 3, C = 5, H = 4, W = 6, HW = H * W, NX = N * C * HW };
+
+/* batchnorm args: x, w, b, rmean, rvar -> y, saved (fwd); dy, x, w, saved -> dw, db, dx (bwd) */
+static void bn_setup(kt *k, gr_backend *be, bool bwd, bool training, gr_layout l, bool h) {
+    const int64_t xs[4] = {N, C, H, W}, cs[1] = {C}, ss[1] = {2 * C};
+    kt_setup(k, be, bwd ? GR_OP_BATCHNORM_BWD : GR_OP_BATCHNORM, bwd ? 4 : 5, bwd ? 3 : 2, N, training);
+    k->node.attrs.momentum = 0.1;
+    k->node.attrs.eps = 1e-5;
+    gr_elem e = h ? GR_BF16 : GR_F32;
+    gr_tensor *x = bwd ? &k->tin[1] : &k->tin[0];
+    kt_tensor_of(x, e, true, 4, xs);
+    x->layout = l;
+    if (bwd) {
+        kt_tensor_of(&k->tin[0], e, true, 4, xs), k->tin[0].layout = l;
+        kt_tensor_of(&k->tin[2], GR_F32, false, 1, cs);
+        kt_tensor_of(&k->tin[3], GR_F32, false, 1, ss);
+        kt_tensor_of(&k->tout[0], GR_F32, false, 1, cs);
+        kt_tensor_of(&k->tout[1], GR_F32, false, 1, cs);
+        kt_tensor_of(&k->tout[2], e, true, 4, xs), k->tout[2].layout = l;
+        k->a.ein[0] = k->a.ein[1] = k->a.eout[2] = e;
+    } else {
+        for (int i = 1; i < 5; i++) kt_tensor_of(&k->tin[i], GR_F32, false, 1, cs);
+        kt_tensor_of(&k->tout[0], e, true, 4, xs), k->tout[0].layout = l;
+        kt_tensor_of(&k->tout[1], GR_F32, false, 1, ss);
+        k->a.ein[0] = k->a.eout[0] = e;
+    }
+}
+
+static void test_bn(void) {
+    gr_backend *be = bf16_backend(true);
+    float x[NX], xt[NX], dy[NX], dyt[NX], w[C], b[C];
+    for (int i = 0; i < NX; i++) x[i] = 3.0f * urand() + 2.0f, dy[i] = urand();
+    for (int j = 0; j < C; j++) w[j] = 1.0f + 0.3f * urand(), b[j] = urand();
+    to_nhwc(x, xt, N, C, HW);
+    to_nhwc(dy, dyt, N, C, HW);
+    for (int training = 1; training >= 0; training--) {
+        float rm[2][C], rv[2][C], y[2][NX], yt[NX], sv[2][2 * C];
+        for (int l = 0; l < 2; l++) {
+            for (int j = 0; j < C; j++) rm[l][j] = 0.1f * (float)j, rv[l][j] = 1.0f + 0.2f * (float)j;
+            kt k;
+            bn_setup(&k, be, false, training, l ? GR_NHWC : GR_NCHW, false);
+            void *in[5] = {l ? xt : x, w, b, rm[l], rv[l]};
+            memcpy(k.a.in, in, sizeof in);
+            k.a.out[0] = y[l], k.a.out[1] = sv[l];
+            gr_cpu_batchnorm(&k.a);
+        }
+        to_nhwc(y[0], yt, N, C, HW);
+        CHECK_MSG(close_all(y[1], yt, NX, 1e-5) == 0, "batchnorm NHWC forward (training %d)", training);
+        CHECK(close_all(sv[1], sv[0], 2 * C, 1e-6) == 0 && close_all(rm[1], rm[0], C, 1e-6) == 0 &&
+              close_all(rv[1], rv[0], C, 1e-6) == 0);
+        /* backward: NHWC against NCHW */
+        float dw[2][C] = {{0}}, db[2][C] = {{0}}, dx[2][NX], dxt[NX];
+        for (int l = 0; l < 2; l++) {
+            kt k;
+            bn_setup(&k, be, true, training, l ? GR_NHWC : GR_NCHW, false);
+            void *in[4] = {l ? dyt : dy, l ? xt : x, w, sv[0]};
+            memcpy(k.a.in, in, sizeof in);
+            k.a.out[0] = dw[l], k.a.out[1] = db[l], k.a.out[2] = dx[l];
+            gr_cpu_batchnorm_bwd(&k.a);
+        }
+        to_nhwc(dx[0], dxt, N, C, HW);
+        CHECK_MSG(close_all(dx[1], dxt, NX, 1e-5) == 0 && close_all(dw[1], dw[0], C, 1e-5) == 0 &&
+                      close_all(db[1], db[0], C, 1e-5) == 0,
+                  "batchnorm NHWC backward (training %d)", training);
+    }
+    /* bf16 storage: the encoded fp32 results, bit for bit */
+    uint16_t xh[NX], yh[NX], dyh[NX], dxh[NX];
+    float xr[NX], dyr[NX], y32[NX], dx32[NX], rm[C] = {0}, rv[C], sv[2 * C], dw[C] = {0}, db[C] = {0};
+    for (int i = 0; i < NX; i++) {
+        xh[i] = gr_bf16_encode_hd(xt[i]), xr[i] = gr_bf16_decode_hd(xh[i]);
+        dyh[i] = gr_bf16_encode_hd(dyt[i]), dyr[i] = gr_bf16_decode_hd(dyh[i]);
+    }
+    for (int h = 0; h < 2; h++) {
+        kt k;
+        for (int j = 0; j < C; j++) rv[j] = 1.0f;
+        bn_setup(&k, be, false, true, GR_NHWC, h);
+        void *in[5] = {h ? (void *)xh : xr, w, b, rm, rv};
+        memcpy(k.a.in, in, sizeof in);
+        k.a.out[0] = h ? (void *)yh : y32, k.a.out[1] = sv;
+        gr_cpu_batchnorm(&k.a);
+        bn_setup(&k, be, true, true, GR_NHWC, h);
+        void *bin[4] = {h ? (void *)dyh : dyr, h ? (void *)xh : xr, w, sv};
+        memcpy(k.a.in, bin, sizeof bin);
+        k.a.out[0] = dw, k.a.out[1] = db, k.a.out[2] = h ? (void *)dxh : dx32;
+        gr_cpu_batchnorm_bwd(&k.a);
+    }
+    int bad = 0;
+    for (int i = 0; i < NX; i++) bad += yh[i] != gr_bf16_encode_hd(y32[i]) || dxh[i] != gr_bf16_encode_hd(dx32[i]);
+    CHECK_MSG(bad == 0, "batchnorm NHWC bf16: %d values differ from the encoded fp32 ones", bad);
+    gr_backend_free(be);
+}
+
+static void test_gap(void) {
+    gr_backend *be = bf16_backend(true);
+    const int64_t xs[4] = {N, C, H, W}, ys[4] = {N, C, 1, 1};
+    float x[NX], xt[NX], y[2][N * C], dy[N * C], dx[2][NX], dxt[NX];
+    for (int i = 0; i < NX; i++) x[i] = urand();
+    for (int i = 0; i < N * C; i++) dy[i] = urand();
+    to_nhwc(x, xt, N, C, HW);
+    for (int l = 0; l < 2; l++) {
+        kt k;
+        kt_setup(&k, be, GR_OP_GLOBAL_AVGPOOL, 1, 1, N, true);
+        kt_tensor_of(&k.tin[0], GR_F32, true, 4, xs), k.tin[0].layout = l ? GR_NHWC : GR_NCHW;
+        kt_tensor_of(&k.tout[0], GR_F32, true, 4, ys);
+        k.a.in[0] = l ? xt : x, k.a.out[0] = y[l];
+        gr_cpu_global_avgpool(&k.a);
+        kt_setup(&k, be, GR_OP_GLOBAL_AVGPOOL_BWD, 1, 1, N, true);
+        kt_tensor_of(&k.tin[0], GR_F32, true, 4, ys);
+        kt_tensor_of(&k.tout[0], GR_F32, true, 4, xs), k.tout[0].layout = l ? GR_NHWC : GR_NCHW;
+        k.a.in[0] = dy, k.a.out[0] = dx[l];
+        gr_cpu_global_avgpool_bwd(&k.a);
+    }
+    to_nhwc(dx[0], dxt, N, C, HW);
+    CHECK(close_all(y[1], y[0], N * C, 1e-5) == 0);
+    CHECK(memcmp(dx[1], dxt, sizeof dxt) == 0);
+    gr_backend_free(be);
+}
+
+/* ---- a model pass ---- */
+
+static void test_model(void) {
+    int64_t in[3] = {3, 12, 12};
+    const int64_t n = 4;
+    model a, b; /* the same graph, planned NCHW and NHWC */
+    model_build(&a, RES, in, 3, n, GR_PREC_BF16);
+    model_build(&b, RES, in, 3, n, GR_PREC_BF16);
+    gr_backend *be = bf16_backend(true);
+    gr_layout_cap caps[GR_OP_COUNT];
+    gr_backend_layout_caps(be, caps);
+    gr_graph_set_layout(&b.g, caps);
+    int nhwc = 0;
+    for (int t = 0; t < b.g.n_tensors; t++) nhwc += b.g.tensors[t].layout == GR_NHWC;
+    CHECK(nhwc >= 6);
+    const gr_graph *g = &a.g;
+    float *w = malloc((size_t)g->n_params * sizeof *w), *x = malloc((size_t)(n * 3 * 144) * sizeof *x);
+    int32_t y[4] = {1, 7, 3, 9};
+    gr_graph_init_params(g, w, 5);
+    for (int64_t i = 0; i < n * 3 * 144; i++) x[i] = urand();
+    run ra, rb;
+    run_pass(&ra, &a.g, be, w, x, y, n);
+    run_pass(&rb, &b.g, be, w, x, y, n);
+    double num = 0.0, den = 0.0;
+    for (int64_t i = 0; i < g->n_trainable; i++) {
+        double d = (double)ra.m.grads[i] - rb.m.grads[i];
+        num += d * d;
+        den += (double)ra.m.grads[i] * ra.m.grads[i];
+    }
+    const float *la = gr_plan_ptr(&ra.p, g->loss_stats), *lb = gr_plan_ptr(&rb.p, b.g.loss_stats);
+    printf("NHWC vs NCHW: loss %.6f vs %.6f, gradient rel diff %.2e\n", (double)lb[0], (double)la[0], sqrt(num / den));
+    CHECK(fabsf(la[0] - lb[0]) <= 1e-2f * fabsf(la[0]) && den > 0.0);
+    CHECK_MSG(sqrt(num / den) < 3e-2, "gradients differ by %.2e (relative)", sqrt(num / den));
+    run_free(&ra);
+    run_free(&rb);
+    gr_backend_free(be);
+    free(w);
+    free(x);
+    model_free(&a);
+    model_free(&b);
+}
+
+int main(void) {
+    test_pass();
+    test_bn();
+    test_gap();
+    if (have_native_bf16()) test_model();
+    else gr_test_skip("this CPU has no AVX-512 BF16 or AMX: the NHWC model pass was not run");
+    return gr_test_report();
+}
