@@ -261,6 +261,12 @@ gr_status gr_train_run(const gr_job_spec *s, const gr_run_options *opt, gr_error
     st = gr_loop_last_checkpoint(&j, &L, st, err);
     gr_signals_restore();
     gr_error e2;
+    /* what the device learnt while running (the CPU: convolutions that had to run blocked) */
+    char detail[sizeof j.mx.device_detail];
+    if (strcmp(gr_backend_describe(j.be, detail, sizeof detail), j.mx.device_detail) != 0) {
+        if (!opt->quiet) fprintf(stderr, "gpurun: device: %s\n", detail);
+        memcpy(j.mx.device_detail, detail, sizeof detail);
+    }
     gr_status st2 = gr_metrics_summary(&j.mx, L.status, L.step, j.sc.scale, j.sc.skipped,
                                        gr_loader_wait_s(j.train_ld), &e2);
     if (!st && st2) {

@@ -46,7 +46,9 @@ void gr_cpu_conv_ref_bwd_params(gr_cpu *cpu, const gr_conv_shape *s, const float
  * y (or dy), each GR_F32 or GR_BF16, NCHW or NHWC. With either in bf16 the
  * primitive computes in bf16 (fp32 accumulation) and its weights are
  * converted from the fp32 masters on each call; dW and db stay fp32. With
- * either channels-last (bf16 only) the primitive runs on nhwc. */
+ * either channels-last the primitive runs on nhwc (the CPU plans NHWC only
+ * with native bf16: oneDNN's fp32 nhwc kernels are slower than its blocked
+ * ones here, and for some shapes only a reference kernel). */
 typedef struct gr_conv_store {
     gr_elem x, y;
     gr_layout lx, ly;

@@ -192,16 +192,15 @@ static const char *gr_conv_pd_make(struct gr_cpu_dnn *d, gr_conv_prim *e, dnnl_f
     return impl;
 }
 
-/* The primitive of e, its arguments and scratchpad. In bf16 with either
- * activation channels-last the primitive runs on nhwc itself (no reorder
- * of activations); where oneDNN has only its reference kernel for that, on
- * its own blocked layouts with reorders (e->nhwc_ref, said by
- * gr_cpu_conv_onednn_nhwc_fallbacks). */
+/* The primitive of e, its arguments and scratchpad. With either activation
+ * channels-last the primitive runs on nhwc itself (no reorder of
+ * activations); where oneDNN has only its reference kernel for that (some
+ * fp32 shapes, e.g. strided 1x1), on its own blocked layouts with reorders
+ * (e->nhwc_ref, counted by gr_cpu_conv_onednn_nhwc_fallbacks). */
 static void gr_conv_prim_make(struct gr_cpu_dnn *d, gr_conv_prim *e) {
     dnnl_engine_t eng = d->engine;
     const gr_conv_shape *s = &e->s;
-    const bool half = e->st.x == GR_BF16 || e->st.y == GR_BF16;
-    const bool any = gr_conv_any_layout(d, e), nhwc = half && (e->st.lx == GR_NHWC || e->st.ly == GR_NHWC);
+    const bool any = gr_conv_any_layout(d, e), nhwc = e->st.lx == GR_NHWC || e->st.ly == GR_NHWC;
     dnnl_primitive_attr_t attr;
     GR_DNNL_CHECK(dnnl_primitive_attr_create(&attr));
     GR_DNNL_CHECK(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));

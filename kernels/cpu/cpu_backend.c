@@ -164,6 +164,11 @@ static void gr_cpu_describe(gr_backend *be, char *buf, size_t n) {
              gr_cpu_isa_name((int)dnnl_get_effective_cpu_isa(), isa, sizeof isa),
              cpu->gemm == GR_GEMM_OPENBLAS ? "openblas" : "onednn", cpu->conv_path == GR_CONV_REF ? "ref" : "onednn",
              !gr_cpu_isa_bf16() ? "staged (no AVX-512 BF16 or AMX)" : cpu->bf16_native ? "native" : "available");
+    int blocked = gr_cpu_conv_onednn_nhwc_fallbacks(cpu);
+    size_t len = strlen(buf);
+    if (blocked && len < n)
+        snprintf(buf + len, n - len, "; %d conv primitive%s blocked (oneDNN has no nhwc kernel for the shape)",
+                 blocked, blocked == 1 ? "" : "s");
 }
 
 static const gr_backend_vtable gr_cpu_vtable = {
