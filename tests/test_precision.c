@@ -6,10 +6,13 @@
  *     the activation arena sized by them (about half of fp32's);
  *   - the plan's staging: without a native kernel every step touching half
  *     storage is staged, and its fp32 staging area is sized;
- *   - relu, add and batchnorm on bf16 storage (kernels/cpu/half_io.h) give
+ *   - relu, add, batchnorm and global_avgpool on bf16 storage (half_io.h) give
  *     bit for bit the staged path's results (decode, fp32 kernel, encode):
- *     a training pass of a conv-free model on a native and a staged
+ *     a training pass of a conv- and dense-free model on a native and a staged
  *     backend, same weights and batch, same gradients and running stats;
+ *   - the bf16 dense layer (oneDNN matmul; an fp32 input batch encoded),
+ *     forward, backward data and backward weights (added into dW, db), in
+ *     the same bound;
  *   - maxpool's 2x2 stride-2 path against a scan-order reference (ties keep
  *     the first maximum, NaN propagates, -inf), in fp32 and on bf16 storage
  *     (the same maxima and indices; the backward's dx the encoded fp32 one);
@@ -121,10 +124,11 @@ static bool staged_op(const gr_plan *p, gr_op op, int nth) {
 }
 
 static void test_elementwise_bitwise(void) {
-    /* batchnorm0 reads the fp32 batch (staged); relu0, batchnorm1, add0 and their
-     * backward are all-bf16 (native); the dense head is staged */
-    const char *layers = "[batchnorm, relu, batchnorm, {add: {}, input: [relu0, batchnorm1]}, relu, flatten, "
-                         "{dense: {units: 10}}]";
+    /* batchnorm0 reads the fp32 batch (staged); relu0, batchnorm1, add0,
+     * global_avgpool0 and their backward are all-bf16 (native); the loss is
+     * staged; 16 channels are the 16 classes */
+    const char *layers = "[batchnorm, relu, batchnorm, {add: {}, input: [relu0, batchnorm1]}, relu, global_avgpool, "
+                         "flatten]";
     int64_t in[3] = {16, 6, 6};
     const int64_t n = 8;
     model b;
@@ -135,7 +139,7 @@ static void test_elementwise_bitwise(void) {
     gr_graph_init_params(g, w, 11);
     for (int64_t i = 0; i < g->n_params; i++) w[i] += 0.1f * urand(); /* batchnorm's 1 and 0 made generic */
     for (int64_t i = 0; i < n * 16 * 36; i++) x[i] = 3.0f * urand() + 0.5f;
-    for (int i = 0; i < 8; i++) y[i] = (i * 3) % 10;
+    for (int i = 0; i < 8; i++) y[i] = (i * 5) % 16;
 
     run rn, rs;
     run_pass(&rn, g, bf16_backend(true), w, x, y, n);
@@ -143,7 +147,8 @@ static void test_elementwise_bitwise(void) {
     /* the native plan runs the all-bf16 steps as they are; the staged one none */
     CHECK(staged_op(&rn.p, GR_OP_BATCHNORM, 0) && !staged_op(&rn.p, GR_OP_BATCHNORM, 1));
     CHECK(!staged_op(&rn.p, GR_OP_RELU, 0) && !staged_op(&rn.p, GR_OP_ADD, 0) && !staged_op(&rn.p, GR_OP_RELU_BWD, 0));
-    CHECK(!staged_op(&rn.p, GR_OP_BATCHNORM_BWD, 0) && staged_op(&rn.p, GR_OP_DENSE, 0));
+    CHECK(!staged_op(&rn.p, GR_OP_BATCHNORM_BWD, 0) && !staged_op(&rn.p, GR_OP_GLOBAL_AVGPOOL, 0));
+    CHECK(staged_op(&rn.p, GR_OP_SOFTMAX_CE, 0));
     CHECK(staged_op(&rs.p, GR_OP_RELU, 0) && staged_op(&rs.p, GR_OP_ADD, 0) && staged_op(&rs.p, GR_OP_BATCHNORM, 1));
     CHECK(rn.p.n_staged < rs.p.n_staged);
 
@@ -259,6 +264,86 @@ static void test_conv(void) {
     gr_backend_free(be);
 }
 
+/* ---- the bf16 dense layer ---- */
+
+/* y = x W^T + b (fp32 reference on the values bf16 holds), dx = dy W,
+ * dW += dy^T x, db += sum dy: each within 2^-6 of the same product on
+ * |values| (the bound of within()); x stored in fp32 (a first layer's
+ * input batch) or bf16; dW starts nonzero (it is added to). */
+static void dense_case(gr_backend *be, int64_t n, int64_t f, int64_t u, bool x_fp32) {
+    gr_cpu *cpu = gr_cpu_backend_state(be);
+    float *x = rnd(n * f, 2.0f), *w = rnd(u * f, 0.5f), *b = rnd(u, 1.0f), *dy = rnd(n * u, 1.0f);
+    float *xr = malloc((size_t)(n * f) * sizeof *xr), *dyr = malloc((size_t)(n * u) * sizeof *dyr);
+    uint16_t *xh = to_bf16(x, n * f, xr), *dyh = to_bf16(dy, n * u, dyr);
+    if (x_fp32) memcpy(xr, x, (size_t)(n * f) * sizeof *x);
+    float *ax = absf(xr, n * f), *aw = absf(w, u * f), *ady = absf(dyr, n * u), *ab = absf(b, u);
+    const int64_t big = n * f > u * f ? n * f : u * f;
+    float *ref = malloc((size_t)big * sizeof *ref), *bnd = malloc((size_t)big * sizeof *bnd);
+    uint16_t *outh = malloc((size_t)big * sizeof *outh);
+    const int64_t xs[2] = {n, f}, ws[2] = {u, f}, ys[2] = {n, u}, bs[1] = {u};
+    kt k;
+    /* forward */
+    kt_setup(&k, be, GR_OP_DENSE, 3, 1, n, true);
+    kt_tensor_of(&k.tin[0], x_fp32 ? GR_F32 : GR_BF16, true, 2, xs);
+    kt_tensor_of(&k.tin[1], GR_F32, false, 2, ws);
+    kt_tensor_of(&k.tin[2], GR_F32, false, 1, bs);
+    kt_tensor_of(&k.tout[0], GR_BF16, true, 2, ys);
+    k.node.nin = 3;
+    k.a.ein[0] = x_fp32 ? GR_F32 : GR_BF16, k.a.eout[0] = GR_BF16;
+    k.a.in[0] = x_fp32 ? (void *)x : xh, k.a.in[1] = w, k.a.in[2] = b, k.a.out[0] = outh;
+    gr_cpu_dense(&k.a);
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < u; j++) ref[i * u + j] = b[j], bnd[i * u + j] = ab[j];
+    gr_cpu_sgemm(cpu, false, true, n, u, f, 1.0f, xr, f, w, f, 1.0f, ref, u);
+    gr_cpu_sgemm(cpu, false, true, n, u, f, 1.0f, ax, f, aw, f, 1.0f, bnd, u);
+    within(x_fp32 ? "dense fp32-x" : "dense", outh, true, ref, bnd, n * u);
+    /* backward data */
+    if (!x_fp32) {
+        kt_setup(&k, be, GR_OP_DENSE_BWD_DATA, 2, 1, n, true);
+        kt_tensor_of(&k.tin[0], GR_BF16, true, 2, ys);
+        kt_tensor_of(&k.tin[1], GR_F32, false, 2, ws);
+        kt_tensor_of(&k.tout[0], GR_BF16, true, 2, xs);
+        k.a.ein[0] = k.a.eout[0] = GR_BF16;
+        k.a.in[0] = dyh, k.a.in[1] = w, k.a.out[0] = outh;
+        gr_cpu_dense_bwd_data(&k.a);
+        gr_cpu_sgemm(cpu, false, false, n, f, u, 1.0f, dyr, u, w, f, 0.0f, ref, f);
+        gr_cpu_sgemm(cpu, false, false, n, f, u, 1.0f, ady, u, aw, f, 0.0f, bnd, f);
+        within("dense backward data", outh, true, ref, bnd, n * f);
+    }
+    /* backward params, added to what is there */
+    float *dw = malloc((size_t)(u * f) * sizeof *dw), *db = malloc((size_t)u * sizeof *db);
+    float *dbr = malloc((size_t)u * sizeof *dbr), *dbb = malloc((size_t)u * sizeof *dbb);
+    for (int64_t i = 0; i < u * f; i++) dw[i] = ref[i] = 0.25f, bnd[i] = 0.25f;
+    for (int64_t j = 0; j < u; j++) db[j] = dbr[j] = dbb[j] = -0.5f;
+    kt_setup(&k, be, GR_OP_DENSE_BWD_PARAMS, 2, 2, n, true);
+    kt_tensor_of(&k.tin[0], GR_BF16, true, 2, ys);
+    kt_tensor_of(&k.tin[1], x_fp32 ? GR_F32 : GR_BF16, true, 2, xs);
+    kt_tensor_of(&k.tout[0], GR_F32, false, 2, ws);
+    kt_tensor_of(&k.tout[1], GR_F32, false, 1, bs);
+    k.a.ein[0] = GR_BF16, k.a.ein[1] = x_fp32 ? GR_F32 : GR_BF16;
+    k.a.in[0] = dyh, k.a.in[1] = x_fp32 ? (void *)x : xh, k.a.out[0] = dw, k.a.out[1] = db;
+    gr_cpu_dense_bwd_params(&k.a);
+    gr_cpu_sgemm(cpu, true, false, u, f, n, 1.0f, dyr, u, xr, f, 1.0f, ref, f);
+    gr_cpu_sgemm(cpu, true, false, u, f, n, 1.0f, ady, u, ax, f, 1.0f, bnd, f);
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < u; j++) dbr[j] += dyr[i * u + j], dbb[j] += ady[i * u + j];
+    for (int64_t j = 0; j < u; j++) dbb[j] = fabsf(dbb[j]) + 1.0f;
+    within("dense backward weights", dw, false, ref, bnd, u * f);
+    within("dense backward bias", db, false, dbr, dbb, u);
+    float *all[] = {x, w, b, dy, xr, dyr, ax, aw, ady, ab, ref, bnd, dw, db, dbr, dbb};
+    for (size_t i = 0; i < GR_ARRAY_LEN(all); i++) free(all[i]);
+    free(xh);
+    free(dyh);
+    free(outh);
+}
+
+static void test_dense(void) {
+    gr_backend *be = bf16_backend(true);
+    dense_case(be, 8, 40, 24, false);
+    dense_case(be, 5, 33, 7, true);
+    gr_backend_free(be);
+}
+
 /* ---- maxpool 2x2 stride 2 ---- */
 
 static void maxpool_args(kt *k, gr_backend *be, bool bwd, bool h, void *x, void *y, int32_t *idx) {
@@ -348,6 +433,7 @@ int main(void) {
     if (have_native_bf16()) {
         test_elementwise_bitwise();
         test_conv();
+        test_dense();
     } else {
         gr_test_skip("this CPU has no AVX-512 BF16 or AMX: the native bf16 kernels were not tested");
     }

@@ -19,21 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <oneapi/dnnl/dnnl.h>
-#include <oneapi/dnnl/dnnl_debug.h>
-
 #include "../../common/env.h"
 #include "conv.h"
 #include "cpu.h"
 #include "cpu_kernels.h"
-
-#define GR_DNNL_CHECK(call) do { \
-    dnnl_status_t st_ = (call); \
-    if (st_ != dnnl_success) { \
-        fprintf(stderr, "oneDNN: %s: %s\n", #call, dnnl_status2str(st_)); \
-        gr_assert_fail(#call, __FILE__, __LINE__); \
-    } \
-} while (0)
+#include "onednn.h"
 
 typedef enum gr_conv_dir { GR_CONV_FWD, GR_CONV_BWD_DATA, GR_CONV_BWD_WEIGHTS } gr_conv_dir;
 
@@ -269,6 +259,12 @@ static struct gr_cpu_dnn *gr_conv_dnn(gr_cpu *cpu) {
     else if (v && strcmp(v, "blocked") == 0) d->layout = GR_LAYOUT_BLOCKED;
     cpu->dnn = d;
     return d;
+}
+
+void gr_cpu_onednn_handles(gr_cpu *cpu, dnnl_engine_t *engine, dnnl_stream_t *stream) {
+    struct gr_cpu_dnn *d = gr_conv_dnn(cpu);
+    *engine = d->engine;
+    *stream = d->stream;
 }
 
 void gr_cpu_conv_onednn_free(gr_cpu *cpu) {

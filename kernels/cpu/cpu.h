@@ -15,6 +15,7 @@
 #include "gemm.h"
 
 struct gr_cpu_dnn; /* the oneDNN conv path's engine, stream, primitives and pool (conv_onednn.c) */
+struct gr_cpu_mm;  /* the bf16 dense path's primitives and scratch (dense_bf16.c) */
 
 struct gr_cpu {
     gr_gemm_provider gemm;   /* GPURUN_GEMM (gr_cpu_gemm_init) */
@@ -23,6 +24,7 @@ struct gr_cpu {
     size_t col_cap;          /* shape met and kept: no allocation once warm */
     struct gr_cpu_dnn *dnn;  /* made at the first oneDNN conv; NULL until then */
     bool bf16_native;        /* precision bf16 with the ISA for it and GPURUN_HALF=native (configure) */
+    struct gr_cpu_mm *mm;    /* the bf16 dense path's matmul primitives (dense_bf16.c); NULL until used */
 };
 
 /* The state of a CPU backend (asserts that be is one). */

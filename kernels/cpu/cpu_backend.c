@@ -62,6 +62,7 @@ static void gr_cpu_cast(gr_backend *be, void *dst, gr_elem dt, const void *src, 
 
 static void gr_cpu_destroy(gr_backend *be) {
     gr_cpu *cpu = be->impl;
+    gr_cpu_dense_bf16_free(cpu);
     gr_cpu_conv_free(cpu);
     free(cpu);
     free(be);
@@ -114,7 +115,8 @@ static bool gr_cpu_all_bf16(const gr_kargs *a) {
 }
 
 /* The steps the CPU computes on bf16 storage as it is: the oneDNN
- * convolutions (an fp32 input batch is converted by their reorders), and
+ * convolutions (an fp32 input batch is converted by their reorders) and
+ * dense layers (oneDNN matmul; an fp32 input batch is encoded), and
  * relu, add, batchnorm, maxpool and global_avgpool with every activation
  * in bf16 (half_io.h).
  * fp16 is always staged (no fp16 kernel is used on the CPU). */
@@ -128,7 +130,10 @@ static bool gr_cpu_native_half(gr_backend *be, const gr_kargs *a) {
     switch (a->node->op) {
     case GR_OP_CONV:
     case GR_OP_CONV_BWD_DATA:
-    case GR_OP_CONV_BWD_PARAMS: return true;
+    case GR_OP_CONV_BWD_PARAMS:
+    case GR_OP_DENSE:
+    case GR_OP_DENSE_BWD_DATA: return true;
+    case GR_OP_DENSE_BWD_PARAMS: return a->ein[0] == GR_BF16;
     case GR_OP_RELU:
     case GR_OP_RELU_BWD:
     case GR_OP_ADD:

@@ -4,6 +4,8 @@
 
 #include "../backend.h"
 
+typedef struct gr_cpu gr_cpu;
+
 #define X(E, name, ...) void gr_cpu_##name(const gr_kargs *a);
 #include "../../graph/ops.def"
 #undef X
@@ -12,5 +14,13 @@
  * called by gr_cpu_batchnorm / gr_cpu_batchnorm_bwd for NHWC tensors */
 void gr_cpu_batchnorm_nhwc(const gr_kargs *a);
 void gr_cpu_batchnorm_bwd_nhwc(const gr_kargs *a);
+
+/* dense and its backward on bf16 activations (dense_bf16.c), called by
+ * gr_cpu_dense* for native bf16 steps; the path's state is freed with the
+ * backend */
+void gr_cpu_dense_bf16(const gr_kargs *a);
+void gr_cpu_dense_bf16_bwd_data(const gr_kargs *a);
+void gr_cpu_dense_bf16_bwd_params(const gr_kargs *a);
+void gr_cpu_dense_bf16_free(gr_cpu *cpu);
 
 #endif

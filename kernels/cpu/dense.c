@@ -1,11 +1,16 @@
 /* dense.c — CPU kernels of dense and its backward, on the backend's sgemm
- * (gemm.h; the provider is the backend's, cpu.h). Row-major: x [n, F],
- * W [U, F], y [n, U]. */
+ * (gemm.h; the provider is the backend's, cpu.h), or on bf16 activations
+ * through oneDNN matmul (dense_bf16.c). Row-major: x [n, F], W [U, F],
+ * y [n, U]. */
 #include "cpu.h"
 #include "cpu_kernels.h"
 
 /* y = x W^T + b */
 void gr_cpu_dense(const gr_kargs *a) {
+    if (a->ein[0] == GR_BF16 || a->eout[0] == GR_BF16) {
+        gr_cpu_dense_bf16(a);
+        return;
+    }
     const float *x = a->in[0], *w = a->in[1], *b = a->node->nin > 2 ? a->in[2] : NULL;
     float *y = a->out[0];
     int n = (int)a->n, fin = (int)a->tin[1]->shape[1], units = (int)a->tin[1]->shape[0];
@@ -20,6 +25,10 @@ void gr_cpu_dense(const gr_kargs *a) {
 
 /* dx = dy W */
 void gr_cpu_dense_bwd_data(const gr_kargs *a) {
+    if (a->ein[0] == GR_BF16 || a->eout[0] == GR_BF16) {
+        gr_cpu_dense_bf16_bwd_data(a);
+        return;
+    }
     const float *dy = a->in[0], *w = a->in[1];
     float *dx = a->out[0];
     int n = (int)a->n, fin = (int)a->tin[1]->shape[1], units = (int)a->tin[1]->shape[0];
@@ -28,6 +37,10 @@ void gr_cpu_dense_bwd_data(const gr_kargs *a) {
 
 /* dW += dy^T x;  db += sum over the batch of dy */
 void gr_cpu_dense_bwd_params(const gr_kargs *a) {
+    if (a->ein[0] == GR_BF16) {
+        gr_cpu_dense_bf16_bwd_params(a);
+        return;
+    }
     const float *dy = a->in[0], *x = a->in[1];
     float *dw = a->out[0], *db = a->node->nout > 1 ? a->out[1] : NULL;
     int n = (int)a->n, fin = (int)a->tout[0]->shape[1], units = (int)a->tout[0]->shape[0];
