@@ -136,50 +136,55 @@ static void gr_maxpool_plane(const gr_pool_dims *d, const float *xp, float *yp, 
     }
 }
 
-/* y = max over each window; idx = its flat index ih*W + iw. x and y in fp32,
- * or both in bf16: a plane is decoded, pooled in fp32 and its maxima
- * encoded (exact: a maximum is one of the inputs). */
-void gr_cpu_maxpool(const gr_kargs *a) {
-    gr_pool_dims d = gr_pool_dims_of(a, a->tin[0], a->tout[0]);
+/* The work of one (sample, channel) plane p: in (in_len values of a->in[0])
+ * to out (out_len values of a->out[0]), both fp32. */
+typedef void (*gr_plane_fn)(const gr_kargs *a, const gr_pool_dims *d, int64_t p, const float *in, float *out);
+
+/* fn over every plane, in parallel; with a->in[0] and a->out[0] in bf16,
+ * each plane is decoded before fn and its result encoded after it. */
+static void gr_pool_planes(const gr_kargs *a, const gr_pool_dims *d, int64_t in_len, int64_t out_len, gr_plane_fn fn) {
     const bool h = a->ein[0] == GR_BF16;
-    const int64_t in_plane = d.h * d.w, out_plane = d.ho * d.wo;
-    #pragma omp parallel if (d.planes * in_plane >= GR_OMP_MIN)
+    GR_ASSERT(h == (a->eout[0] == GR_BF16));
+    #pragma omp parallel if (d->planes * (in_len > out_len ? in_len : out_len) >= GR_OMP_MIN)
     {
-        float *tx = h ? gr_xmalloc((size_t)(in_plane + out_plane) * sizeof *tx) : NULL, *ty = tx ? tx + in_plane : NULL;
+        float *tin = h ? gr_xmalloc((size_t)(in_len + out_len) * sizeof *tin) : NULL;
+        float *tout = tin ? tin + in_len : NULL;
         #pragma omp for
-        for (int64_t p = 0; p < d.planes; p++) {
-            const float *xp = gr_hio_read(gr_hio_cat(a->in[0], h, p * in_plane), h, in_plane, tx);
-            void *yb = gr_hio_at(a->out[0], h, p * out_plane);
-            float *yp = gr_hio_dst(yb, h, ty);
-            gr_maxpool_plane(&d, xp, yp, (int32_t *)a->out[1] + p * out_plane);
-            gr_hio_write(yb, h, out_plane, yp);
+        for (int64_t p = 0; p < d->planes; p++) {
+            const float *in = gr_hio_read(gr_hio_cat(a->in[0], h, p * in_len), h, in_len, tin);
+            void *ob = gr_hio_at(a->out[0], h, p * out_len);
+            float *out = gr_hio_dst(ob, h, tout);
+            fn(a, d, p, in, out);
+            gr_hio_write(ob, h, out_len, out);
         }
-        free(tx);
+        free(tin);
     }
 }
 
-/* dx = 0, then dx[idx] += dy for every output (summed in fp32; bf16 dx is
- * encoded once per plane). */
+static void gr_maxpool_fwd_plane(const gr_kargs *a, const gr_pool_dims *d, int64_t p, const float *x, float *y) {
+    gr_maxpool_plane(d, x, y, (int32_t *)a->out[1] + p * d->ho * d->wo);
+}
+
+/* y = max over each window; idx = its flat index ih*W + iw. x and y in fp32,
+ * or both in bf16 (exact: a maximum is one of the inputs). */
+void gr_cpu_maxpool(const gr_kargs *a) {
+    gr_pool_dims d = gr_pool_dims_of(a, a->tin[0], a->tout[0]);
+    gr_pool_planes(a, &d, d.h * d.w, d.ho * d.wo, gr_maxpool_fwd_plane);
+}
+
+static void gr_maxpool_bwd_plane(const gr_kargs *a, const gr_pool_dims *d, int64_t p, const float *restrict dy,
+                                 float *restrict dx) {
+    const int64_t out_plane = d->ho * d->wo;
+    const int32_t *restrict ip = (const int32_t *)a->in[1] + p * out_plane;
+    memset(dx, 0, (size_t)(d->h * d->w) * sizeof *dx);
+    for (int64_t j = 0; j < out_plane; j++) dx[ip[j]] += dy[j];
+}
+
+/* dx = 0, then dx[idx] += dy for every output (summed in fp32: a bf16 dx
+ * is encoded once per plane). */
 void gr_cpu_maxpool_bwd(const gr_kargs *a) {
-    const int32_t *idx = a->in[1];
     gr_pool_dims d = gr_pool_dims_of(a, a->tout[0], a->tin[0]);
-    const bool h = a->ein[0] == GR_BF16;
-    const int64_t in_plane = d.h * d.w, out_plane = d.ho * d.wo;
-    #pragma omp parallel if (d.planes * in_plane >= GR_OMP_MIN)
-    {
-        float *tdy = h ? gr_xmalloc((size_t)(in_plane + out_plane) * sizeof *tdy) : NULL, *tdx = tdy ? tdy + out_plane : NULL;
-        #pragma omp for
-        for (int64_t p = 0; p < d.planes; p++) {
-            const float *restrict dyp = gr_hio_read(gr_hio_cat(a->in[0], h, p * out_plane), h, out_plane, tdy);
-            void *dxb = gr_hio_at(a->out[0], h, p * in_plane);
-            float *restrict dxp = gr_hio_dst(dxb, h, tdx);
-            const int32_t *restrict ip = idx + p * out_plane;
-            memset(dxp, 0, (size_t)in_plane * sizeof *dxp);
-            for (int64_t j = 0; j < out_plane; j++) dxp[ip[j]] += dyp[j];
-            gr_hio_write(dxb, h, in_plane, dxp);
-        }
-        free(tdy);
-    }
+    gr_pool_planes(a, &d, d.ho * d.wo, d.h * d.w, gr_maxpool_bwd_plane);
 }
 
 /* Rows [*h0, *h1) of output row oh's window inside the input; the count of
