@@ -10,6 +10,8 @@
  *     bit for bit the staged path's results (decode, fp32 kernel, encode):
  *     a training pass of a conv- and dense-free model on a native and a staged
  *     backend, same weights and batch, same gradients and running stats;
+ *   - the conversion spans of kernels/cpu/half_io.c (vector clones, F16C)
+ *     give the scalar encoders' and decoders' bit patterns, NaNs included;
  *   - the bf16 dense layer (oneDNN matmul; an fp32 input batch encoded),
  *     forward, backward data and backward weights (added into dW, db), in
  *     the same bound;
@@ -33,6 +35,7 @@
 #include "graph/graph.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/half_io.h"
 #include "gr_test.h"
 #include "kargs_fixture.h"
 #include "precision_fixture.h"
@@ -264,6 +267,41 @@ static void test_conv(void) {
     gr_backend_free(be);
 }
 
+/* ---- the conversion spans ---- */
+
+/* kernels/cpu/half_io.c's spans (built for AVX-512/AVX2, fp16 on F16C where
+ * the CPU has it) give the scalar conversions' patterns: every 16-bit
+ * pattern decoded, and 2^20 float patterns (every 4096th, and NaNs, infs,
+ * zeros, subnormals) encoded, at an odd length (the vector tails). */
+static void test_spans(void) {
+    enum { NH = 65536 + 3, NF = (1 << 20) + 5 };
+    uint16_t *h = malloc(NH * sizeof *h), *e = malloc(NF * sizeof *e);
+    float *f = malloc((size_t)(NF > NH ? NF : NH) * sizeof *f), *x = malloc(NF * sizeof *x);
+    for (int i = 0; i < NH; i++) h[i] = (uint16_t)(i * 40503u);
+    for (int i = 0; i < NF; i++) {
+        uint32_t u = (uint32_t)i * 4096u + (uint32_t)(i % 4096);
+        if (i % 97 == 0) u = 0x7F800000u | (uint32_t)i; /* NaNs with payloads, and inf */
+        if (i % 89 == 0) u = (uint32_t)i & 0x807FFFFFu; /* fp32 subnormals and zeros */
+        memcpy(&x[i], &u, sizeof u);
+    }
+    int bad = 0;
+    gr_hio_decode_bf16(h, f, NH);
+    for (int i = 0; i < NH; i++) bad += memcmp(&f[i], &(float){gr_bf16_decode_hd(h[i])}, 4) != 0;
+    gr_hio_decode_fp16(h, f, NH);
+    for (int i = 0; i < NH; i++) {
+        float want = gr_fp16_decode_hd(h[i]);
+        bad += memcmp(&f[i], &want, 4) != 0 && !(isnan(f[i]) && isnan(want));
+    }
+    CHECK_MSG(bad == 0, "decode spans: %d patterns differ from the scalar decoders", bad);
+    bad = 0;
+    gr_hio_encode_bf16(x, e, NF);
+    for (int i = 0; i < NF; i++) bad += e[i] != gr_bf16_encode_hd(x[i]);
+    gr_hio_encode_fp16(x, e, NF);
+    for (int i = 0; i < NF; i++) bad += e[i] != gr_fp16_encode_hd(x[i]);
+    CHECK_MSG(bad == 0, "encode spans: %d values differ from the scalar encoders", bad);
+    free(h), free(e), free(f), free(x);
+}
+
 /* ---- the bf16 dense layer ---- */
 
 /* y = x W^T + b (fp32 reference on the values bf16 holds), dx = dy W,
@@ -429,6 +467,7 @@ static void test_maxpool_2x2(void) {
 
 int main(void) {
     test_policy();
+    test_spans();
     test_maxpool_2x2();
     if (have_native_bf16()) {
         test_elementwise_bitwise();
