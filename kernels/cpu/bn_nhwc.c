@@ -30,6 +30,51 @@ static gr_bnh gr_bnh_of(const gr_kargs *a, const gr_tensor *x, bool h) {
     return b;
 }
 
+/* The row loops, built for AVX-512/AVX2 too (GR_ISA_CLONES): each channel's
+ * values are summed row after row and every output is its own expression,
+ * so the vector width changes no result (and ISO C compiles no a*b+c into
+ * a fused multiply-add). Over nr rows of c channels: */
+
+/* s1[j] += p - shift, s2[j] += (p - shift)^2 (q NULL), or s1[j] += p,
+ * s2[j] += p * (q - shift) */
+GR_ISA_CLONES static void gr_bnh_rows_sums(const float *restrict pv, const float *restrict qv,
+                                           const float *restrict shift, float *restrict s1, float *restrict s2,
+                                           int64_t nr, int64_t c) {
+    for (int64_t r = 0; r < nr; r++) {
+        const float *restrict pr = pv + r * c;
+        if (qv) {
+            const float *restrict qr = qv + r * c;
+            for (int64_t j = 0; j < c; j++) {
+                s1[j] += pr[j];
+                s2[j] += pr[j] * (qr[j] - shift[j]);
+            }
+        } else {
+            for (int64_t j = 0; j < c; j++) {
+                float v = pr[j] - shift[j];
+                s1[j] += v;
+                s2[j] += v * v;
+            }
+        }
+    }
+}
+
+/* out = fa * p + fb * (q - mean) + fc, or (p - mean) * fa + fc (q NULL) */
+GR_ISA_CLONES static void gr_bnh_rows_apply(const float *restrict pv, const float *restrict qv, float *restrict ov,
+                                            const float *restrict mean, const float *restrict fa,
+                                            const float *restrict fb, const float *restrict fc, int64_t nr,
+                                            int64_t c) {
+    for (int64_t r = 0; r < nr; r++) {
+        const float *restrict pr = pv + r * c;
+        float *restrict orow = ov + r * c;
+        if (qv) {
+            const float *restrict qr = qv + r * c;
+            for (int64_t j = 0; j < c; j++) orow[j] = fa[j] * pr[j] + fb[j] * (qr[j] - mean[j]) + fc[j];
+        } else {
+            for (int64_t j = 0; j < c; j++) orow[j] = (pr[j] - mean[j]) * fa[j] + fc[j];
+        }
+    }
+}
+
 /* Per block k: s1[k][c] = sum(p - shift) and s2[k][c] = sum((p - shift)^2)
  * (q NULL), or s1 = sum(p) and s2 = sum(p * (q - shift)) (the backward's
  * dy and x). The block sums are added in block order into S1, S2. */
@@ -47,24 +92,7 @@ static void gr_bnh_sums(const gr_bnh *b, const void *p, const void *q, const flo
             const float *qv = q ? gr_hio_read(gr_hio_cat(q, b->h, r0 * c), b->h, nr * c, tq) : NULL;
             float *restrict s1 = part + 2 * k * c, *restrict s2 = s1 + c;
             memset(s1, 0, (size_t)(2 * c) * sizeof *s1);
-            for (int64_t r = 0; r < nr; r++) {
-                const float *restrict pr = pv + r * c;
-                if (qv) {
-                    const float *restrict qr = qv + r * c;
-                    #pragma omp simd
-                    for (int64_t j = 0; j < c; j++) {
-                        s1[j] += pr[j];
-                        s2[j] += pr[j] * (qr[j] - shift[j]);
-                    }
-                } else {
-                    #pragma omp simd
-                    for (int64_t j = 0; j < c; j++) {
-                        float v = pr[j] - shift[j];
-                        s1[j] += v;
-                        s2[j] += v * v;
-                    }
-                }
-            }
+            gr_bnh_rows_sums(pv, qv, shift, s1, s2, nr, c);
         }
         free(tp);
     }
@@ -94,18 +122,7 @@ static void gr_bnh_apply(const gr_bnh *b, void *out, const void *p, const void *
             const float *qv = q ? gr_hio_read(gr_hio_cat(q, b->h, r0 * c), b->h, nr * c, tq) : NULL;
             void *ob = gr_hio_at(out, b->h, r0 * c);
             float *ov = gr_hio_dst(ob, b->h, to);
-            for (int64_t r = 0; r < nr; r++) {
-                const float *restrict pr = pv + r * c;
-                float *restrict orow = ov + r * c;
-                if (qv) {
-                    const float *restrict qr = qv + r * c;
-                    #pragma omp simd
-                    for (int64_t j = 0; j < c; j++) orow[j] = fa[j] * pr[j] + fb[j] * (qr[j] - mean[j]) + fc[j];
-                } else {
-                    #pragma omp simd
-                    for (int64_t j = 0; j < c; j++) orow[j] = (pr[j] - mean[j]) * fa[j] + fc[j];
-                }
-            }
+            gr_bnh_rows_apply(pv, qv, ov, mean, fa, fb, fc, nr, c);
             gr_hio_write(ob, b->h, nr * c, ov);
         }
         free(tp);
