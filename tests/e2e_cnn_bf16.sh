@@ -8,7 +8,9 @@
 #     every kernel in fp32 on converted copies) agrees in every step's loss
 #     within 1e-2 relative over 50 steps of plain SGD (lr 0.01);
 #   - one epoch of it in bf16 reaches fp32's test accuracy within 0.5 points.
-# The native comparisons need a CPU with AVX-512 BF16 or AMX (gpurun plan
+# The runs use one thread: ctest runs two tests at once on two cores, and
+# OpenMP's spinning barriers of two multi-threaded processes on them slow a
+# run tens of times. The native comparisons need a CPU with AVX-512 BF16 or AMX (gpurun plan
 # says "bf16 native"); elsewhere they report skipped, and so do the
 # Fashion-MNIST parts without the dataset package.
 #
@@ -21,7 +23,7 @@ for p in fp32 bf16; do
     "$G" plan "$SRC/configs/resnet50.yaml" --set precision=$p --set device=cpu >"$T/r50_$p.plan" 2>&1 ||
         bad "plan resnet50 $p failed: $(head -3 "$T/r50_$p.plan")"
 done
-check "resnet50 plan in bf16: conv/batchnorm/relu outputs bf16, the input fp32, activations 0.45-0.55x fp32's" \
+check "resnet50 plan in bf16: conv/batchnorm/relu outputs bf16, input fp32, activations 0.45-0.55x fp32's" \
     "$PY" - "$T" <<'EOF'
 import re, sys
 T = sys.argv[1]
@@ -43,7 +45,8 @@ EOF
 
 native=$(grep -c "bf16 native" "$T/r50_bf16.plan")
 if [ "$native" -eq 0 ]; then
-    e2e_skip "this CPU has no native bf16 ($(grep -o 'bf16 staged.*' "$T/r50_bf16.plan" | head -1)): native runs not compared"
+    why=$(grep -o 'bf16 staged.*' "$T/r50_bf16.plan" | head -1)
+    e2e_skip "this CPU has no native bf16 ($why): native runs not compared"
 elif ! e2e_have_fmnist; then
     e2e_skip "the Fashion-MNIST runs: $E2E_NO_FMNIST"
 else
@@ -53,9 +56,9 @@ else
     # momentum 0.9 at lr 0.05 the first steps are chaotic, and any two roundings (fp32 vs
     # bf16 too) part by tens of percent within 30 steps
     for r in native:bf16 staged:bf16 native:fp32; do
-        expect 0 -- env GPURUN_HALF=${r%:*} "$G" "$T/cnn.yaml" --quiet --device cpu --run-dir "$T/s_${r/:/_}" \
-            --set precision=${r#*:} --set train.steps=50 --set log.every_steps=1 --set checkpoint.every_steps=0 \
-            --set "train.optimizer={type: sgd, lr: 0.01}"
+        expect 0 -- env GPURUN_HALF=${r%:*} "$G" "$T/cnn.yaml" --quiet --device cpu --threads 1 \
+            --run-dir "$T/s_${r/:/_}" --set precision=${r#*:} --set train.steps=50 --set log.every_steps=1 \
+            --set checkpoint.every_steps=0 --set "train.optimizer={type: sgd, lr: 0.01}"
     done
     check "bf16 native vs staged: every step's loss within 1e-2 relative over 50 steps" "$PY" - "$T" <<'EOF'
 import json, sys
@@ -77,8 +80,8 @@ assert "conv" in ss and "conv" not in sn and "batchnorm" not in sn, (sn, ss)
 EOF
     # ---- one epoch: bf16 against fp32
     for p in fp32 bf16; do
-        expect 0 -- "$G" "$T/cnn.yaml" --quiet --device cpu --run-dir "$T/e_$p" --set precision=$p \
-            --set log.every_steps=1000 --set checkpoint.every_steps=0
+        E2E_TIMEOUT=600 expect 0 -- "$G" "$T/cnn.yaml" --quiet --device cpu --threads 1 --run-dir "$T/e_$p" \
+            --set precision=$p --set log.every_steps=1000 --set checkpoint.every_steps=0
     done
     check "Fashion-MNIST CNN, one epoch: bf16 test accuracy within 0.5 points of fp32's" "$PY" - "$T" <<'EOF'
 import json, sys
