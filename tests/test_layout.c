@@ -1,15 +1,18 @@
 /* test_layout.c — channels-last activations (graph/layout.c and the CPU's
  * NHWC kernels):
- *   - the pass: with the CPU's bf16 table a residual model stores its conv,
- *     batchnorm, relu and add activations NHWC, each with its gradient;
- *     the input batch, what maxpool (NCHW only) touches and what flatten
- *     reads stay NCHW; with an empty table (fp32, or staged bf16) nothing
- *     changes;
+ *   - the pass: with a table where maxpool takes NCHW only, a residual
+ *     model stores NHWC the conv, batchnorm and relu activations no maxpool
+ *     or flatten touches, each with its gradient, and keeps NCHW the input
+ *     batch and the groups maxpool and flatten read; with the CPU's bf16
+ *     table everything from the first conv to global_avgpool is NHWC; with
+ *     an empty table (fp32, or staged bf16) nothing changes;
  *   - batchnorm (training forward with running stats, eval forward,
  *     backward) and global_avgpool (forward, backward) on NHWC against the
  *     NCHW kernels on the same values (1e-5 relative: only the summation
  *     order differs), and their bf16 storage giving the encoded fp32 result
  *     bit for bit;
+ *   - maxpool (3x3 stride 2 padded, with ties and NaN) and its backward on
+ *     NHWC against NCHW, bit for bit, in fp32 and bf16;
  *   - the bf16 convolutions (and fp32 ones, whose reference-only nhwc shapes
  *     run blocked, counted and said) on NHWC against NCHW;
  *   - a training pass of the residual model in bf16 on the native backend
@@ -45,20 +48,17 @@ static void test_pass(void) {
     gr_graph_set_layout(g, none);
     for (int t = 0; t < g->n_tensors; t++) CHECK(g->tensors[t].layout == GR_NCHW);
 
-    gr_backend *be = bf16_backend(true);
-    gr_layout_cap caps[GR_OP_COUNT];
-    gr_backend_layout_caps(be, caps);
-    gr_backend_free(be);
-    if (caps[GR_OP_CONV] == GR_LAYOUT_CAP_NONE) {
-        gr_test_skip("the CPU backend plans NCHW only here (no native bf16)");
-        model_free(&m);
-        return;
-    }
-    CHECK(caps[GR_OP_CONV] == GR_LAYOUT_CAP_ANY && caps[GR_OP_BATCHNORM] == GR_LAYOUT_CAP_SAME &&
-          caps[GR_OP_MAXPOOL] == GR_LAYOUT_CAP_NONE && caps[GR_OP_FLATTEN] == GR_LAYOUT_CAP_NONE);
+    /* a table where maxpool takes NCHW only */
+    gr_layout_cap caps[GR_OP_COUNT] = {GR_LAYOUT_CAP_NONE};
+    static const gr_op any[] = {GR_OP_CONV, GR_OP_CONV_BWD_DATA, GR_OP_CONV_BWD_PARAMS, GR_OP_GLOBAL_AVGPOOL,
+                                GR_OP_GLOBAL_AVGPOOL_BWD};
+    static const gr_op same[] = {GR_OP_RELU, GR_OP_RELU_BWD, GR_OP_ADD, GR_OP_ADD_BWD, GR_OP_BATCHNORM,
+                                 GR_OP_BATCHNORM_BWD};
+    for (size_t i = 0; i < GR_ARRAY_LEN(any); i++) caps[any[i]] = GR_LAYOUT_CAP_ANY;
+    for (size_t i = 0; i < GR_ARRAY_LEN(same); i++) caps[same[i]] = GR_LAYOUT_CAP_SAME;
     gr_graph_set_layout(g, caps);
     CHECK(g->tensors[g->input].layout == GR_NCHW);
-    /* conv0 -> batchnorm0 -> relu0 -> maxpool0: one group, maxpool takes NCHW only */
+    /* conv0 -> batchnorm0 -> relu0 -> maxpool0: one group, and maxpool takes NCHW only */
     CHECK(layout_of(g, "conv0") == GR_NCHW && layout_of(g, "relu0") == GR_NCHW && layout_of(g, "maxpool0") == GR_NCHW);
     /* maxpool0 is also an input of add0, so the add's group is NCHW too */
     CHECK(layout_of(g, "add0") == GR_NCHW && layout_of(g, "batchnorm2") == GR_NCHW);
@@ -71,6 +71,24 @@ static void test_pass(void) {
         if (x->grad >= 0) CHECK_MSG(x->layout == g->tensors[x->grad].layout, "%s and its gradient", x->name);
         if (x->ndim != 4 || x->kind != GR_TK_ACT) CHECK(x->layout == GR_NCHW);
     }
+
+    /* the CPU's table with native bf16: everything from the first conv to global_avgpool */
+    gr_backend *be = bf16_backend(true);
+    gr_backend_layout_caps(be, caps);
+    gr_backend_free(be);
+    if (caps[GR_OP_CONV] == GR_LAYOUT_CAP_NONE) {
+        gr_test_skip("the CPU backend plans NCHW only here (no native bf16)");
+        model_free(&m);
+        return;
+    }
+    CHECK(caps[GR_OP_CONV] == GR_LAYOUT_CAP_ANY && caps[GR_OP_BATCHNORM] == GR_LAYOUT_CAP_SAME &&
+          caps[GR_OP_MAXPOOL] == GR_LAYOUT_CAP_SAME && caps[GR_OP_FLATTEN] == GR_LAYOUT_CAP_NONE);
+    gr_graph_set_layout(g, caps);
+    CHECK(g->tensors[g->input].layout == GR_NCHW);
+    static const char *nhwc[] = {"conv0", "relu0", "maxpool0", "maxpool0.argmax", "add0", "batchnorm2", "relu2",
+                                 "conv1", "relu1.grad", "maxpool0.grad"};
+    for (size_t i = 0; i < GR_ARRAY_LEN(nhwc); i++) CHECK_MSG(layout_of(g, nhwc[i]) == GR_NHWC, "%s", nhwc[i]);
+    CHECK(layout_of(g, "flatten0") == GR_NCHW && layout_of(g, "global_avgpool0") == GR_NCHW);
     model_free(&m);
 }
 
@@ -208,6 +226,69 @@ static void test_gap(void) {
     gr_backend_free(be);
 }
 
+/* maxpool (3x3 stride 2 padding 1, ties and NaN) and its backward on NHWC
+ * against NCHW: the same maxima, indices and gradients, bit for bit, in
+ * fp32 and on bf16 storage */
+static void test_maxpool(void) {
+    enum { MH = 7, MW = 6, MHO = 4, MWO = 3, MX = N * C * MH * MW, MY = N * C * MHO * MWO };
+    const int64_t xs[4] = {N, C, MH, MW}, ys[4] = {N, C, MHO, MWO};
+    static const float vals[5] = {-1.0f, 0.0f, 1.0f, 2.0f, NAN};
+    float x[MX], xt[MX], y[2][MY], yt[MY], dy[MY], dyt[MY], dx[2][MX], dxt[MX];
+    int32_t idx[2][MY], idxt[MY];
+    gr_backend *be = bf16_backend(true);
+    for (int i = 0; i < MX; i++) x[i] = vals[(i * 7 + i / 5) % 5 == 4 && i % 3 ? 1 : (i * 7 + i / 5) % 5];
+    for (int i = 0; i < MY; i++) dy[i] = urand();
+    to_nhwc(x, xt, N, C, MH * MW);
+    to_nhwc(dy, dyt, N, C, MHO * MWO);
+    for (int h = 0; h < 2; h++) {
+        gr_elem e = h ? GR_BF16 : GR_F32;
+        for (int l = 0; l < 2; l++) {
+            kt k;
+            uint16_t xb[MX], yb[MY], dyb[MY], dxb[MX];
+            const float *xs_ = l ? xt : x, *dys = l ? dyt : dy;
+            for (int i = 0; i < MX; i++) xb[i] = gr_bf16_encode_hd(xs_[i]);
+            for (int i = 0; i < MY; i++) dyb[i] = gr_bf16_encode_hd(dys[i]);
+            kt_setup(&k, be, GR_OP_MAXPOOL, 1, 2, N, true);
+            k.node.attrs.kernel[0] = k.node.attrs.kernel[1] = 3;
+            k.node.attrs.stride[0] = k.node.attrs.stride[1] = 2;
+            k.node.attrs.padding[0] = k.node.attrs.padding[1] = 1;
+            kt_tensor_of(&k.tin[0], e, true, 4, xs), k.tin[0].layout = l ? GR_NHWC : GR_NCHW;
+            kt_tensor_of(&k.tout[0], e, true, 4, ys), k.tout[0].layout = k.tin[0].layout;
+            kt_tensor_of(&k.tout[1], GR_I32, true, 4, ys), k.tout[1].layout = k.tin[0].layout;
+            k.a.ein[0] = k.a.eout[0] = e;
+            k.a.in[0] = h ? (void *)xb : (void *)xs_, k.a.out[0] = h ? (void *)yb : y[l], k.a.out[1] = idx[l];
+            gr_cpu_maxpool(&k.a);
+            gr_attrs at = k.node.attrs;
+            kt_setup(&k, be, GR_OP_MAXPOOL_BWD, 2, 1, N, true);
+            k.node.attrs = at;
+            kt_tensor_of(&k.tin[0], e, true, 4, ys), k.tin[0].layout = l ? GR_NHWC : GR_NCHW;
+            kt_tensor_of(&k.tin[1], GR_I32, true, 4, ys), k.tin[1].layout = k.tin[0].layout;
+            kt_tensor_of(&k.tout[0], e, true, 4, xs), k.tout[0].layout = k.tin[0].layout;
+            k.a.ein[0] = k.a.eout[0] = e;
+            k.a.in[0] = h ? (void *)dyb : (void *)dys, k.a.in[1] = idx[l], k.a.out[0] = h ? (void *)dxb : dx[l];
+            gr_cpu_maxpool_bwd(&k.a);
+            if (h) {
+                for (int i = 0; i < MY; i++) y[l][i] = gr_bf16_decode_hd(yb[i]);
+                for (int i = 0; i < MX; i++) dx[l][i] = gr_bf16_decode_hd(dxb[i]);
+            }
+        }
+        to_nhwc(y[0], yt, N, C, MHO * MWO);
+        to_nhwc(dx[0], dxt, N, C, MH * MW);
+        for (int64_t i = 0; i < N; i++)
+            for (int64_t j = 0; j < C; j++)
+                for (int64_t p = 0; p < MHO * MWO; p++)
+                    idxt[(i * MHO * MWO + p) * C + j] = idx[0][(i * C + j) * MHO * MWO + p];
+        int bad = 0, nan = 0;
+        for (int i = 0; i < MY; i++) {
+            bad += idx[1][i] != idxt[i] || !(y[1][i] == yt[i] || (isnan(y[1][i]) && isnan(yt[i])));
+            nan += isnan(yt[i]) != 0;
+        }
+        for (int i = 0; i < MX; i++) bad += memcmp(&dx[1][i], &dxt[i], sizeof(float)) != 0;
+        CHECK_MSG(bad == 0 && nan > 0, "maxpool NHWC vs NCHW (%s): %d differ, %d NaN maxima", gr_elem_name(e), bad, nan);
+    }
+    gr_backend_free(be);
+}
+
 /* ---- the convolution on NHWC ---- */
 
 /* element i of a buffer of fp32 or bf16 */
@@ -336,6 +417,7 @@ int main(void) {
     test_pass();
     test_bn();
     test_gap();
+    test_maxpool();
     if (have_native_bf16()) {
         test_conv_nhwc();
         test_model();

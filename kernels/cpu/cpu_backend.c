@@ -150,13 +150,13 @@ static bool gr_cpu_native_half(gr_backend *be, const gr_kargs *a) {
 /* Channels-last with native bf16 (oneDNN's bf16 convolutions run on nhwc
  * without reordering activations; its fp32 ones have only reference
  * kernels for some nhwc shapes): the convolutions and global_avgpool take
- * each tensor in either layout, relu, add and batchnorm a shared one. */
+ * each tensor in either layout, relu, add, batchnorm and maxpool a shared one. */
 static void gr_cpu_layout_caps(gr_backend *be, gr_layout_cap *caps) {
     if (!gr_cpu_backend_state(be)->bf16_native) return;
     static const gr_op any[] = {GR_OP_CONV, GR_OP_CONV_BWD_DATA, GR_OP_CONV_BWD_PARAMS, GR_OP_GLOBAL_AVGPOOL,
                                 GR_OP_GLOBAL_AVGPOOL_BWD};
-    static const gr_op same[] = {GR_OP_RELU, GR_OP_RELU_BWD, GR_OP_ADD, GR_OP_ADD_BWD, GR_OP_BATCHNORM,
-                                 GR_OP_BATCHNORM_BWD};
+    static const gr_op same[] = {GR_OP_RELU,      GR_OP_RELU_BWD,      GR_OP_ADD,     GR_OP_ADD_BWD,
+                                 GR_OP_BATCHNORM, GR_OP_BATCHNORM_BWD, GR_OP_MAXPOOL, GR_OP_MAXPOOL_BWD};
     for (size_t i = 0; i < GR_ARRAY_LEN(any); i++) caps[any[i]] = GR_LAYOUT_CAP_ANY;
     for (size_t i = 0; i < GR_ARRAY_LEN(same); i++) caps[same[i]] = GR_LAYOUT_CAP_SAME;
 }

@@ -14,6 +14,9 @@ typedef struct gr_cpu gr_cpu;
  * called by gr_cpu_batchnorm / gr_cpu_batchnorm_bwd for NHWC tensors */
 void gr_cpu_batchnorm_nhwc(const gr_kargs *a);
 void gr_cpu_batchnorm_bwd_nhwc(const gr_kargs *a);
+/* maxpool and its backward on channels-last activations (pool_nhwc.c) */
+void gr_cpu_maxpool_nhwc(const gr_kargs *a);
+void gr_cpu_maxpool_bwd_nhwc(const gr_kargs *a);
 
 /* dense and its backward on bf16 activations (dense_bf16.c), called by
  * gr_cpu_dense* for native bf16 steps; the path's state is freed with the

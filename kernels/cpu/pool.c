@@ -168,6 +168,10 @@ static void gr_maxpool_fwd_plane(const gr_kargs *a, const gr_pool_dims *d, int64
 /* y = max over each window; idx = its flat index ih*W + iw. x and y in fp32,
  * or both in bf16 (exact: a maximum is one of the inputs). */
 void gr_cpu_maxpool(const gr_kargs *a) {
+    if (a->tin[0]->layout == GR_NHWC) {
+        gr_cpu_maxpool_nhwc(a);
+        return;
+    }
     gr_pool_dims d = gr_pool_dims_of(a, a->tin[0], a->tout[0]);
     gr_pool_planes(a, &d, d.h * d.w, d.ho * d.wo, gr_maxpool_fwd_plane);
 }
@@ -183,6 +187,10 @@ static void gr_maxpool_bwd_plane(const gr_kargs *a, const gr_pool_dims *d, int64
 /* dx = 0, then dx[idx] += dy for every output (summed in fp32: a bf16 dx
  * is encoded once per plane). */
 void gr_cpu_maxpool_bwd(const gr_kargs *a) {
+    if (a->tout[0]->layout == GR_NHWC) {
+        gr_cpu_maxpool_bwd_nhwc(a);
+        return;
+    }
     gr_pool_dims d = gr_pool_dims_of(a, a->tout[0], a->tin[0]);
     gr_pool_planes(a, &d, d.ho * d.wo, d.h * d.w, gr_maxpool_bwd_plane);
 }
