@@ -79,12 +79,7 @@ def main():
     torch.manual_seed(1234)
     net = pc.Net(blocks, layers, in_shape)
     init_path, data_path, job = (os.path.join(d, f) for f in ("init.h5", "data.h5", "job.yaml"))
-    w0 = {}
-    with h5py.File(init_path, "w") as f:
-        for tn, (kind, _k, _a) in net.tensor_names.items():
-            arr = net.tensor(tn).detach().numpy().astype(np.float32)
-            w0[tn] = arr.astype(np.float64)
-            f.create_dataset("%s/%s" % (kind, tn), data=arr)
+    w0 = pc.write_init(net, init_path)
     rng = np.random.default_rng(1234)
     images = rng.standard_normal((batch * steps,) + in_shape).astype(np.float32)
     labels = rng.integers(0, classes, size=batch * steps).astype(np.int32)

@@ -482,6 +482,17 @@ def check_momentum(net, sgd, net64, sgd64, latest, steps, fails):
     return worst
 
 
+def write_init(net, path):
+    """net's tensors as init.h5 (/params, /state); returns them in float64 by name"""
+    w0 = {}
+    with h5py.File(path, "w") as f:
+        for tn, (kind, _k, _a) in net.tensor_names.items():
+            arr = net.tensor(tn).detach().numpy().astype(np.float32)
+            w0[tn] = arr.astype(np.float64)
+            f.create_dataset("%s/%s" % (kind, tn), data=arr)
+    return w0
+
+
 def train_torch(net, images, labels, batch, steps, opt):
     dtype = next(net.parameters()).dtype
     sgd = torch.optim.SGD(net.parameters(), lr=opt["lr"], momentum=opt["momentum"], nesterov=opt["nesterov"],
@@ -515,12 +526,7 @@ def run_case(case, gpurun, tmp, device):
 
     # initial weights
     init_path = os.path.join(d, "init.h5")
-    w0 = {}
-    with h5py.File(init_path, "w") as f:
-        for tn, (kind, _k, _a) in net.tensor_names.items():
-            arr = net.tensor(tn).detach().numpy().astype(np.float32)
-            w0[tn] = arr.astype(np.float64)
-            f.create_dataset("%s/%s" % (kind, tn), data=arr)
+    w0 = write_init(net, init_path)
     # data
     rng = np.random.default_rng(seed)
     n = n or batch * steps

@@ -14,6 +14,13 @@ typedef struct gr_cpu gr_cpu;
  * called by gr_cpu_batchnorm / gr_cpu_batchnorm_bwd for NHWC tensors */
 void gr_cpu_batchnorm_nhwc(const gr_kargs *a);
 void gr_cpu_batchnorm_bwd_nhwc(const gr_kargs *a);
+/* The work of one unit u (a plane, a sample) of a pooling kernel: in
+ * (in_len values of a->in[0]) to out (out_len values of a->out[0]), fp32. */
+typedef void (*gr_pool_unit_fn)(const gr_kargs *a, const void *ctx, int64_t u, const float *in, float *out);
+/* fn over every unit, in parallel (pool.c); with a->in[0] and a->out[0] in
+ * bf16 each unit is decoded before fn and its result encoded after it. */
+void gr_cpu_pool_units(const gr_kargs *a, int64_t units, int64_t in_len, int64_t out_len, gr_pool_unit_fn fn,
+                       const void *ctx);
 /* maxpool and its backward on channels-last activations (pool_nhwc.c) */
 void gr_cpu_maxpool_nhwc(const gr_kargs *a);
 void gr_cpu_maxpool_bwd_nhwc(const gr_kargs *a);

@@ -136,32 +136,28 @@ static void gr_maxpool_plane(const gr_pool_dims *d, const float *xp, float *yp, 
     }
 }
 
-/* The work of one (sample, channel) plane p: in (in_len values of a->in[0])
- * to out (out_len values of a->out[0]), both fp32. */
-typedef void (*gr_plane_fn)(const gr_kargs *a, const gr_pool_dims *d, int64_t p, const float *in, float *out);
-
-/* fn over every plane, in parallel; with a->in[0] and a->out[0] in bf16,
- * each plane is decoded before fn and its result encoded after it. */
-static void gr_pool_planes(const gr_kargs *a, const gr_pool_dims *d, int64_t in_len, int64_t out_len, gr_plane_fn fn) {
+void gr_cpu_pool_units(const gr_kargs *a, int64_t units, int64_t in_len, int64_t out_len, gr_pool_unit_fn fn,
+                       const void *ctx) {
     const bool h = a->ein[0] == GR_BF16;
     GR_ASSERT(h == (a->eout[0] == GR_BF16));
-    #pragma omp parallel if (d->planes * (in_len > out_len ? in_len : out_len) >= GR_OMP_MIN)
+    #pragma omp parallel if (units * (in_len > out_len ? in_len : out_len) >= GR_OMP_MIN)
     {
         float *tin = h ? gr_xmalloc((size_t)(in_len + out_len) * sizeof *tin) : NULL;
         float *tout = tin ? tin + in_len : NULL;
         #pragma omp for
-        for (int64_t p = 0; p < d->planes; p++) {
-            const float *in = gr_hio_read(gr_hio_cat(a->in[0], h, p * in_len), h, in_len, tin);
-            void *ob = gr_hio_at(a->out[0], h, p * out_len);
+        for (int64_t u = 0; u < units; u++) {
+            const float *in = gr_hio_read(gr_hio_cat(a->in[0], h, u * in_len), h, in_len, tin);
+            void *ob = gr_hio_at(a->out[0], h, u * out_len);
             float *out = gr_hio_dst(ob, h, tout);
-            fn(a, d, p, in, out);
+            fn(a, ctx, u, in, out);
             gr_hio_write(ob, h, out_len, out);
         }
         free(tin);
     }
 }
 
-static void gr_maxpool_fwd_plane(const gr_kargs *a, const gr_pool_dims *d, int64_t p, const float *x, float *y) {
+static void gr_maxpool_fwd_plane(const gr_kargs *a, const void *ctx, int64_t p, const float *x, float *y) {
+    const gr_pool_dims *d = ctx;
     gr_maxpool_plane(d, x, y, (int32_t *)a->out[1] + p * d->ho * d->wo);
 }
 
@@ -173,11 +169,12 @@ void gr_cpu_maxpool(const gr_kargs *a) {
         return;
     }
     gr_pool_dims d = gr_pool_dims_of(a, a->tin[0], a->tout[0]);
-    gr_pool_planes(a, &d, d.h * d.w, d.ho * d.wo, gr_maxpool_fwd_plane);
+    gr_cpu_pool_units(a, d.planes, d.h * d.w, d.ho * d.wo, gr_maxpool_fwd_plane, &d);
 }
 
-static void gr_maxpool_bwd_plane(const gr_kargs *a, const gr_pool_dims *d, int64_t p, const float *restrict dy,
+static void gr_maxpool_bwd_plane(const gr_kargs *a, const void *ctx, int64_t p, const float *restrict dy,
                                  float *restrict dx) {
+    const gr_pool_dims *d = ctx;
     const int64_t out_plane = d->ho * d->wo;
     const int32_t *restrict ip = (const int32_t *)a->in[1] + p * out_plane;
     memset(dx, 0, (size_t)(d->h * d->w) * sizeof *dx);
@@ -192,7 +189,7 @@ void gr_cpu_maxpool_bwd(const gr_kargs *a) {
         return;
     }
     gr_pool_dims d = gr_pool_dims_of(a, a->tout[0], a->tin[0]);
-    gr_pool_planes(a, &d, d.ho * d.wo, d.h * d.w, gr_maxpool_bwd_plane);
+    gr_cpu_pool_units(a, d.planes, d.ho * d.wo, d.h * d.w, gr_maxpool_bwd_plane, &d);
 }
 
 /* Rows [*h0, *h1) of output row oh's window inside the input; the count of

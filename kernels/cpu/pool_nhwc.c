@@ -6,13 +6,11 @@
  * (PyTorch's), stored [Ho][Wo][C]. The results are the NCHW kernel's,
  * transposed, bit for bit. bf16 storage is decoded a sample at a time
  * (exact: a maximum is one of the inputs; the backward sums in fp32 and
- * encodes once). Parallel over samples. */
+ * encodes once). Parallel over samples (gr_cpu_pool_units). */
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cpu_kernels.h"
-#include "half_io.h"
 
 typedef struct gr_mpn {
     int64_t c, h, w, ho, wo, kh, kw, sh, sw, ph, pw;
@@ -53,46 +51,28 @@ static void gr_mpn_sample(const gr_mpn *d, const float *restrict x, float *restr
         }
 }
 
-void gr_cpu_maxpool_nhwc(const gr_kargs *a) {
-    const gr_mpn d = gr_mpn_of(a, a->tin[0], a->tout[0]);
-    const bool h = a->ein[0] == GR_BF16;
-    const int64_t in_len = d.h * d.w * d.c, out_len = d.ho * d.wo * d.c;
-    #pragma omp parallel if (a->n * in_len >= GR_OMP_MIN)
-    {
-        float *tin = h ? gr_xmalloc((size_t)(in_len + out_len) * sizeof *tin) : NULL;
-        float *tout = tin ? tin + in_len : NULL;
-        #pragma omp for
-        for (int64_t i = 0; i < a->n; i++) {
-            const float *x = gr_hio_read(gr_hio_cat(a->in[0], h, i * in_len), h, in_len, tin);
-            void *yb = gr_hio_at(a->out[0], h, i * out_len);
-            float *y = gr_hio_dst(yb, h, tout);
-            gr_mpn_sample(&d, x, y, (int32_t *)a->out[1] + i * out_len);
-            gr_hio_write(yb, h, out_len, y);
-        }
-        free(tin);
-    }
+static void gr_mpn_fwd(const gr_kargs *a, const void *ctx, int64_t i, const float *x, float *y) {
+    const gr_mpn *d = ctx;
+    gr_mpn_sample(d, x, y, (int32_t *)a->out[1] + i * d->ho * d->wo * d->c);
 }
 
-/* dx = 0, then dx[idx] += dy, channel by channel. */
+void gr_cpu_maxpool_nhwc(const gr_kargs *a) {
+    const gr_mpn d = gr_mpn_of(a, a->tin[0], a->tout[0]);
+    gr_cpu_pool_units(a, a->n, d.h * d.w * d.c, d.ho * d.wo * d.c, gr_mpn_fwd, &d);
+}
+
+/* dx = 0, then dx[idx] += dy, channel by channel */
+static void gr_mpn_bwd(const gr_kargs *a, const void *ctx, int64_t i, const float *restrict dy,
+                       float *restrict dx) {
+    const gr_mpn *d = ctx;
+    const int64_t c = d->c, out_len = d->ho * d->wo * c;
+    const int32_t *restrict idx = (const int32_t *)a->in[1] + i * out_len;
+    memset(dx, 0, (size_t)(d->h * d->w * c) * sizeof *dx);
+    for (int64_t p = 0; p < d->ho * d->wo; p++)
+        for (int64_t j = 0; j < c; j++) dx[(int64_t)idx[p * c + j] * c + j] += dy[p * c + j];
+}
+
 void gr_cpu_maxpool_bwd_nhwc(const gr_kargs *a) {
     const gr_mpn d = gr_mpn_of(a, a->tout[0], a->tin[0]);
-    const bool h = a->ein[0] == GR_BF16;
-    const int64_t c = d.c, in_len = d.h * d.w * c, out_len = d.ho * d.wo * c;
-    #pragma omp parallel if (a->n * in_len >= GR_OMP_MIN)
-    {
-        float *tdy = h ? gr_xmalloc((size_t)(in_len + out_len) * sizeof *tdy) : NULL;
-        float *tdx = tdy ? tdy + out_len : NULL;
-        #pragma omp for
-        for (int64_t i = 0; i < a->n; i++) {
-            const float *restrict dy = gr_hio_read(gr_hio_cat(a->in[0], h, i * out_len), h, out_len, tdy);
-            const int32_t *restrict idx = (const int32_t *)a->in[1] + i * out_len;
-            void *dxb = gr_hio_at(a->out[0], h, i * in_len);
-            float *restrict dx = gr_hio_dst(dxb, h, tdx);
-            memset(dx, 0, (size_t)in_len * sizeof *dx);
-            for (int64_t p = 0; p < d.ho * d.wo; p++)
-                for (int64_t j = 0; j < c; j++) dx[(int64_t)idx[p * c + j] * c + j] += dy[p * c + j];
-            gr_hio_write(dxb, h, in_len, dx);
-        }
-        free(tdy);
-    }
+    gr_cpu_pool_units(a, a->n, d.ho * d.wo * d.c, d.h * d.w * d.c, gr_mpn_bwd, &d);
 }
