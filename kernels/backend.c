@@ -107,16 +107,12 @@ void gr_backend_cast(gr_backend *be, void *dst, gr_elem dt, const void *src, gr_
     if (n > 0) be->vt->cast(be, dst, dt, src, st, n);
 }
 
-static int64_t gr_kargs_count(const gr_kargs *a, const gr_tensor *t) {
-    return t->batched ? a->n * gr_tensor_sample_numel(t) : gr_tensor_numel(t);
-}
-
 /* The step on fp32 copies of its half tensors (gr_kargs.staged). */
 static void gr_backend_exec_staged(const gr_kargs *a, gr_kernel_fn fn) {
     gr_kargs b = *a;
     for (int k = 0; k < a->node->nin; k++) {
         if (!a->stage_in[k]) continue;
-        gr_backend_cast(a->be, a->stage_in[k], GR_F32, a->in[k], a->ein[k], gr_kargs_count(a, a->tin[k]));
+        gr_backend_cast(a->be, a->stage_in[k], GR_F32, a->in[k], a->ein[k], gr_kargs_numel(a, a->tin[k]));
         b.in[k] = a->stage_in[k];
         b.ein[k] = GR_F32;
     }
@@ -128,7 +124,7 @@ static void gr_backend_exec_staged(const gr_kargs *a, gr_kernel_fn fn) {
     fn(&b);
     for (int k = 0; k < a->node->nout; k++)
         if (a->stage_out[k])
-            gr_backend_cast(a->be, a->out[k], a->eout[k], a->stage_out[k], GR_F32, gr_kargs_count(a, a->tout[k]));
+            gr_backend_cast(a->be, a->out[k], a->eout[k], a->stage_out[k], GR_F32, gr_kargs_numel(a, a->tout[k]));
 }
 
 void gr_backend_exec(const gr_kargs *a) {

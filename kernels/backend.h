@@ -53,6 +53,11 @@ typedef struct gr_kargs {
 
 typedef void (*gr_kernel_fn)(const gr_kargs *a);
 
+/* Elements of tensor t in a's run (a batched tensor holds a->n samples). */
+static inline int64_t gr_kargs_numel(const gr_kargs *a, const gr_tensor *t) {
+    return t->batched ? a->n * gr_tensor_sample_numel(t) : gr_tensor_numel(t);
+}
+
 /* A plan's bound steps as the backend sees them (exec/ owns them). */
 typedef struct gr_steps {
     const gr_graph *g;

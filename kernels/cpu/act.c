@@ -6,13 +6,9 @@
 #include "cpu_kernels.h"
 #include "half_io.h"
 
-static int64_t gr_count(const gr_kargs *a, const gr_tensor *t) {
-    return t->batched ? a->n * gr_tensor_sample_numel(t) : gr_tensor_numel(t);
-}
-
 /* relu and its backward also on bf16 storage (every activation of the step in bf16) */
 void gr_cpu_relu(const gr_kargs *a) {
-    int64_t n = gr_count(a, a->tin[0]);
+    int64_t n = gr_kargs_numel(a, a->tin[0]);
     if (a->ein[0] == GR_BF16) {
         const uint16_t *hx = a->in[0];
         uint16_t *hy = a->out[0];
@@ -27,7 +23,7 @@ void gr_cpu_relu(const gr_kargs *a) {
 }
 
 void gr_cpu_relu_bwd(const gr_kargs *a) {
-    int64_t n = gr_count(a, a->tin[0]);
+    int64_t n = gr_kargs_numel(a, a->tin[0]);
     if (a->ein[0] == GR_BF16) {
         const uint16_t *hdy = a->in[0], *hy = a->in[1];
         uint16_t *hdx = a->out[0];
@@ -45,7 +41,7 @@ void gr_cpu_relu_bwd(const gr_kargs *a) {
 void gr_cpu_sigmoid(const gr_kargs *a) {
     const float *restrict x = a->in[0];
     float *restrict y = a->out[0];
-    int64_t n = gr_count(a, a->tin[0]);
+    int64_t n = gr_kargs_numel(a, a->tin[0]);
     #pragma omp parallel for simd if (n >= GR_OMP_MIN)
     for (int64_t i = 0; i < n; i++) y[i] = 1.0f / (1.0f + expf(-x[i]));
 }
@@ -53,7 +49,7 @@ void gr_cpu_sigmoid(const gr_kargs *a) {
 void gr_cpu_sigmoid_bwd(const gr_kargs *a) {
     const float *restrict dy = a->in[0], *restrict y = a->in[1];
     float *restrict dx = a->out[0];
-    int64_t n = gr_count(a, a->tin[0]);
+    int64_t n = gr_kargs_numel(a, a->tin[0]);
     #pragma omp parallel for simd if (n >= GR_OMP_MIN)
     for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * y[i] * (1.0f - y[i]);
 }
@@ -61,7 +57,7 @@ void gr_cpu_sigmoid_bwd(const gr_kargs *a) {
 void gr_cpu_tanh(const gr_kargs *a) {
     const float *restrict x = a->in[0];
     float *restrict y = a->out[0];
-    int64_t n = gr_count(a, a->tin[0]);
+    int64_t n = gr_kargs_numel(a, a->tin[0]);
     #pragma omp parallel for simd if (n >= GR_OMP_MIN)
     for (int64_t i = 0; i < n; i++) y[i] = tanhf(x[i]);
 }
@@ -69,7 +65,7 @@ void gr_cpu_tanh(const gr_kargs *a) {
 void gr_cpu_tanh_bwd(const gr_kargs *a) {
     const float *restrict dy = a->in[0], *restrict y = a->in[1];
     float *restrict dx = a->out[0];
-    int64_t n = gr_count(a, a->tin[0]);
+    int64_t n = gr_kargs_numel(a, a->tin[0]);
     #pragma omp parallel for simd if (n >= GR_OMP_MIN)
     for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
 }
@@ -78,7 +74,7 @@ void gr_cpu_tanh_bwd(const gr_kargs *a) {
 void gr_cpu_gelu(const gr_kargs *a) {
     const float *restrict x = a->in[0];
     float *restrict y = a->out[0];
-    int64_t n = gr_count(a, a->tin[0]);
+    int64_t n = gr_kargs_numel(a, a->tin[0]);
     #pragma omp parallel for simd if (n >= GR_OMP_MIN)
     for (int64_t i = 0; i < n; i++) y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
 }
@@ -87,7 +83,7 @@ void gr_cpu_gelu(const gr_kargs *a) {
 void gr_cpu_gelu_bwd(const gr_kargs *a) {
     const float *restrict dy = a->in[0], *restrict x = a->in[1];
     float *restrict dx = a->out[0];
-    int64_t n = gr_count(a, a->tin[0]);
+    int64_t n = gr_kargs_numel(a, a->tin[0]);
     const float inv_sqrt_2pi = 0.3989422804014327f;
     #pragma omp parallel for simd if (n >= GR_OMP_MIN)
     for (int64_t i = 0; i < n; i++) {

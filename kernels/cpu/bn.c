@@ -16,7 +16,6 @@
 #include <string.h>
 
 #include "cpu_kernels.h"
-#include "../../common/gr_half.h"
 #include "half_io.h"
 
 #define GR_BN_BLOCK 1024
@@ -28,11 +27,6 @@ typedef struct gr_bn_dims {
 static gr_bn_dims gr_bn_dims_of(const gr_kargs *a, const gr_tensor *x) {
     gr_bn_dims d = {a->n, x->shape[1], x->ndim == 4 ? x->shape[2] * x->shape[3] : 1};
     return d;
-}
-
-/* element i of p (fp32, or bf16 when h) */
-static inline float gr_bn_get(const void *p, bool h, int64_t i) {
-    return h ? gr_bf16_decode_hd(((const uint16_t *)p)[i]) : ((const float *)p)[i];
 }
 
 /* s += sum(p[i] - k), ss += sum((p[i] - k)^2) over len values. */
@@ -108,11 +102,11 @@ static void gr_bn_train_channel(const gr_kargs *a, const gr_bn_dims *d, int64_t 
     int64_t stride = d->c * d->hw, m = d->n * d->hw;
     const void *xc = gr_hio_cat(a->in[0], h, c * d->hw);
     void *yc = gr_hio_at(a->out[0], h, c * d->hw);
-    float k = gr_bn_get(xc, h, 0);
+    float k = gr_hio_get(xc, h, 0);
     double s = 0.0, ss = 0.0;
     if (d->hw == 1) {
         for (int64_t i = 0; i < d->n; i++) {
-            double v = (double)gr_bn_get(xc, h, i * stride) - k;
+            double v = (double)gr_hio_get(xc, h, i * stride) - k;
             s += v;
             ss += v * v;
         }
@@ -189,9 +183,9 @@ void gr_cpu_batchnorm_bwd(const gr_kargs *a) {
         double s = 0.0, sdx = 0.0;
         if (d.hw == 1) {
             for (int64_t i = 0; i < d.n; i++) {
-                float g = gr_bn_get(dyc, h, i * stride);
+                float g = gr_hio_get(dyc, h, i * stride);
                 s += g;
-                sdx += (double)g * (gr_bn_get(xc, h, i * stride) - mean);
+                sdx += (double)g * (gr_hio_get(xc, h, i * stride) - mean);
             }
         } else {
             for (int64_t i = 0; i < d.n; i++)

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../common/gr_half.h"
 #include "cpu_kernels.h"
 #include "half_io.h"
 
@@ -129,10 +128,6 @@ static void gr_bnh_apply(const gr_bnh *b, void *out, const void *p, const void *
     }
 }
 
-static float gr_bnh_get(const void *p, bool h, int64_t i) {
-    return h ? gr_bf16_decode_hd(((const uint16_t *)p)[i]) : ((const float *)p)[i];
-}
-
 void gr_cpu_batchnorm_nhwc(const gr_kargs *a) {
     const bool h = a->ein[0] == GR_BF16;
     gr_bnh b = gr_bnh_of(a, a->tin[0], h);
@@ -143,7 +138,7 @@ void gr_cpu_batchnorm_nhwc(const gr_kargs *a) {
     if (a->ctx->training) {
         GR_ASSERT(b.m >= 2);
         double *S = gr_xmalloc((size_t)(2 * c) * sizeof *S);
-        for (int64_t j = 0; j < c; j++) v[j] = gr_bnh_get(a->in[0], h, j); /* the first row: the shift */
+        for (int64_t j = 0; j < c; j++) v[j] = gr_hio_get(a->in[0], h, j); /* the first row: the shift */
         gr_bnh_sums(&b, a->in[0], NULL, v, S, S + c);
         double mom = a->node->attrs.momentum;
         for (int64_t j = 0; j < c; j++) {

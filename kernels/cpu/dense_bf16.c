@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../common/gr_half.h"
 #include "cpu.h"
 #include "cpu_kernels.h"
 #include "half_io.h"

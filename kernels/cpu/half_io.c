@@ -1,7 +1,6 @@
 /* half_io.c — the conversion spans and bf16 elementwise spans of half_io.h. */
 #include "half_io.h"
 
-#include "../../common/gr_half.h"
 
 GR_ISA_CLONES void gr_hio_decode_bf16(const uint16_t *restrict h, float *restrict f, int64_t n) {
     for (int64_t i = 0; i < n; i++) f[i] = gr_bf16_decode_hd(h[i]);

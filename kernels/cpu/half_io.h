@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "../../common/gr_common.h"
+#include "../../common/gr_half.h"
 
 /* Elements per task when a conversion or a native elementwise kernel is
  * split over threads. */
@@ -38,6 +39,11 @@ void gr_hio_add2_bf16(const uint16_t *restrict x0, const uint16_t *restrict x1, 
 static inline void *gr_hio_at(void *p, bool bf16, int64_t off) { return (char *)p + off * (bf16 ? 2 : 4); }
 static inline const void *gr_hio_cat(const void *p, bool bf16, int64_t off) {
     return (const char *)p + off * (bf16 ? 2 : 4);
+}
+
+/* element i of p (fp32, or bf16 when bf16) as fp32 */
+static inline float gr_hio_get(const void *p, bool bf16, int64_t i) {
+    return bf16 ? gr_bf16_decode_hd(((const uint16_t *)p)[i]) : ((const float *)p)[i];
 }
 
 /* len values of p as fp32: p itself, or decoded into tmp (len floats) */

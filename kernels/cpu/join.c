@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "cpu_kernels.h"
-#include "../../common/gr_half.h"
 #include "half_io.h"
 
 /* y = x0 + x1 + ... in bf16 storage, summed in fp32 left to right */

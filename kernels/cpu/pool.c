@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../common/gr_half.h"
 #include "cpu_kernels.h"
 #include "half_io.h"
 
@@ -360,7 +359,7 @@ void gr_cpu_global_avgpool_bwd(const gr_kargs *a) {
                     else memcpy(o, g, (size_t)c * sizeof *g);
                 }
             } else {
-                float v = (hy ? gr_bf16_decode_hd(((const uint16_t *)a->in[0])[q]) : ((const float *)a->in[0])[q]) * inv;
+                float v = gr_hio_get(a->in[0], hy, q) * inv;
                 for (int64_t i = 0; i < hw; i++) g[i] = v;
                 void *o = gr_hio_at(a->out[0], hx, q * hw);
                 if (hx) gr_hio_write(o, true, hw, g);

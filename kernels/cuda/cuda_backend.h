@@ -49,11 +49,6 @@ static inline gr_cuda *gr_cuda_of(const gr_kargs *a) { return (gr_cuda *)a->be->
 #include "../../graph/ops.def"
 #undef X
 
-/* Elements of a tensor in this run (batched tensors hold a->n samples). */
-static inline int64_t gr_cuda_count(const gr_kargs *a, const gr_tensor *t) {
-    return t->batched ? a->n * gr_tensor_sample_numel(t) : gr_tensor_numel(t);
-}
-
 /* The conv kernels' set-up for every conv step of a plan at its micro-batch
  * (descriptors, algorithms by heuristics or measured when cudnn_benchmark),
  * and the cuDNN workspace they need (op_conv.c); freed with the backend. */

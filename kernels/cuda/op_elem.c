@@ -15,11 +15,11 @@ static cudaStream_t gr_stream(const gr_kargs *a) { return gr_cuda_of(a)->stream;
 /* ---- activations: x -> y, and (dy, saved) -> dx ---- */
 
 static void gr_cuda_act(const gr_kargs *a, gr_act act) {
-    gr_cu_act(gr_stream(a), act, a->in[0], a->out[0], gr_cuda_count(a, a->tin[0]));
+    gr_cu_act(gr_stream(a), act, a->in[0], a->out[0], gr_kargs_numel(a, a->tin[0]));
 }
 
 static void gr_cuda_act_bwd(const gr_kargs *a, gr_act act) {
-    gr_cu_act_bwd(gr_stream(a), act, a->in[0], a->in[1], a->out[0], gr_cuda_count(a, a->tin[0]));
+    gr_cu_act_bwd(gr_stream(a), act, a->in[0], a->in[1], a->out[0], gr_kargs_numel(a, a->tin[0]));
 }
 
 void gr_cuda_relu(const gr_kargs *a) { gr_cuda_act(a, GR_ACT_RELU); }
