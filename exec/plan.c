@@ -128,9 +128,19 @@ static bool gr_kargs_has_half(const gr_kargs *a) {
     return false;
 }
 
-/* fp32 bytes of the staging copy of a half tensor at the micro-batch */
-static size_t gr_stage_bytes(const gr_tensor *t) {
-    return ((size_t)gr_tensor_numel(t) * sizeof(float) + 63) & ~(size_t)63;
+/* The fp32 staging copies of a's half tensors, one after another from base:
+ * their bytes at the micro-batch; with base set, a's stage_in/stage_out
+ * point there. */
+static size_t gr_stage_layout(gr_kargs *a, char *base) {
+    size_t off = 0;
+    for (int k = 0; k < a->node->nin + a->node->nout; k++) {
+        bool in = k < a->node->nin;
+        int j = in ? k : k - a->node->nin;
+        if (!gr_elem_is_half(in ? a->ein[j] : a->eout[j])) continue;
+        if (base) *(in ? &a->stage_in[j] : &a->stage_out[j]) = base + off;
+        off += ((size_t)gr_tensor_numel(in ? a->tin[j] : a->tout[j]) * sizeof(float) + 63) & ~(size_t)63;
+    }
+    return off;
 }
 
 /* Marks the steps whose half tensors their kernel does not take (all of
@@ -145,11 +155,7 @@ static gr_status gr_plan_stage(gr_plan *p, bool alloc, gr_error *err) {
         if (!gr_kargs_has_half(a) || (be && gr_backend_native_half(be, a))) continue;
         a->staged = true;
         p->n_staged++;
-        size_t need = 0;
-        for (int k = 0; k < a->node->nin; k++)
-            if (gr_elem_is_half(a->ein[k])) need += gr_stage_bytes(a->tin[k]);
-        for (int k = 0; k < a->node->nout; k++)
-            if (gr_elem_is_half(a->eout[k])) need += gr_stage_bytes(a->tout[k]);
+        size_t need = gr_stage_layout(a, NULL);
         if (need > p->stage_bytes) p->stage_bytes = need;
     }
     if (!alloc || !p->stage_bytes) return GR_OK;
@@ -161,15 +167,8 @@ static gr_status gr_plan_stage(gr_plan *p, bool alloc, gr_error *err) {
                             gr_backend_name(be), p->stage_bytes, (long long)p->g->micro_batch,
                             gr_free_str(be, fr, sizeof fr));
     }
-    for (int i = 0; i < p->steps.n; i++) {
-        gr_kargs *a = &p->steps.step[i];
-        if (!a->staged) continue;
-        char *q = p->stage;
-        for (int k = 0; k < a->node->nin; k++)
-            if (gr_elem_is_half(a->ein[k])) { a->stage_in[k] = q; q += gr_stage_bytes(a->tin[k]); }
-        for (int k = 0; k < a->node->nout; k++)
-            if (gr_elem_is_half(a->eout[k])) { a->stage_out[k] = q; q += gr_stage_bytes(a->tout[k]); }
-    }
+    for (int i = 0; i < p->steps.n; i++)
+        if (p->steps.step[i].staged) gr_stage_layout(&p->steps.step[i], p->stage);
     return GR_OK;
 }
 

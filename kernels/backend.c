@@ -91,7 +91,9 @@ void gr_backend_configure(gr_backend *be, const gr_backend_opts *o) {
     if (be->vt->configure) be->vt->configure(be, o);
 }
 
-gr_precision gr_backend_precision(const gr_backend *be) { return be->precision; }
+int64_t gr_kargs_numel(const gr_kargs *a, const gr_tensor *t) {
+    return t->batched ? a->n * gr_tensor_sample_numel(t) : gr_tensor_numel(t);
+}
 
 bool gr_backend_native_half(gr_backend *be, const gr_kargs *a) {
     return be->vt->native_half && be->vt->native_half(be, a);

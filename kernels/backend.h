@@ -54,9 +54,7 @@ typedef struct gr_kargs {
 typedef void (*gr_kernel_fn)(const gr_kargs *a);
 
 /* Elements of tensor t in a's run (a batched tensor holds a->n samples). */
-static inline int64_t gr_kargs_numel(const gr_kargs *a, const gr_tensor *t) {
-    return t->batched ? a->n * gr_tensor_sample_numel(t) : gr_tensor_numel(t);
-}
+int64_t gr_kargs_numel(const gr_kargs *a, const gr_tensor *t);
 
 /* A plan's bound steps as the backend sees them (exec/ owns them). */
 typedef struct gr_steps {
@@ -107,8 +105,6 @@ bool gr_backend_host_addressable(const gr_backend *be);
  * and the GEMM and conv paths; a GPU's name and compute capability. Written
  * into buf (n bytes), which is returned. */
 const char *gr_backend_describe(gr_backend *be, char *buf, size_t n);
-/* The precision the backend was configured with (fp32 until configured). */
-gr_precision gr_backend_precision(const gr_backend *be);
 
 /* Device memory. alloc returns NULL on failure (the caller reports exit 4
  * with the byte counts). */

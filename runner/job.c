@@ -155,6 +155,15 @@ static gr_status gr_job_normalization(gr_job *j, int c, gr_error *err) {
     return GR_OK;
 }
 
+gr_status gr_job_graph(gr_job *j, const int64_t *in_shape, int in_ndim, gr_error *err) {
+    gr_status st = gr_graph_build(j->spec, in_shape, in_ndim, &j->g, err);
+    if (st) return st;
+    j->have_graph = true;
+    gr_autodiff(&j->g, false);
+    gr_graph_set_precision(&j->g, j->spec->precision);
+    return GR_OK;
+}
+
 gr_status gr_job_compile(gr_job *j, const gr_job_spec *spec, bool need_val, gr_error *err) {
     gr_status st;
     j->spec = spec;
@@ -171,10 +180,7 @@ gr_status gr_job_compile(gr_job *j, const gr_job_spec *spec, bool need_val, gr_e
     if ((st = gr_job_input_shape(j, chw, err))) return st;
     if ((st = gr_job_normalization(j, (int)chw[0], err))) return st;
 
-    if ((st = gr_graph_build(spec, j->in_shape, j->in_ndim, &j->g, err))) return st;
-    j->have_graph = true;
-    gr_autodiff(&j->g, false);
-    gr_graph_set_precision(&j->g, spec->precision);
+    if ((st = gr_job_graph(j, j->in_shape, j->in_ndim, err))) return st;
     if ((st = gr_dataset_check_labels(j->train_ds, j->g.n_classes, err))) return st;
     if (gr_dataset_len(j->train_ds) < spec->train.batch_size)
         return gr_error_set(err, GR_ERR_DATA, "%s: %s: the split has %lld samples, fewer than train.batch_size "

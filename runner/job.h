@@ -77,6 +77,10 @@ gr_status gr_job_backend(gr_job *j, const gr_job_spec *s, const char *device, in
 /* The model on the backend: its arenas, the initial parameters (the seed's,
  * or model.init_from) and the train and eval plans. */
 gr_status gr_job_model(gr_job *j, gr_error *err);
+/* The job's graph for samples of in_shape[0..in_ndim): built, its backward
+ * appended, stored at the spec's precision (gr_job_compile; `gpurun plan`
+ * without data). */
+gr_status gr_job_graph(gr_job *j, const int64_t *in_shape, int in_ndim, gr_error *err);
 /* The layout pass for the job's backend (gr_job_model runs it first). */
 void gr_job_layout(gr_job *j);
 /* Under fp16/bf16, names on stderr (unless quiet) the ops whose kernels on

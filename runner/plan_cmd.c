@@ -135,27 +135,19 @@ gr_status gr_train_plan_report(const gr_job_spec *spec, FILE *f, gr_error *err) 
     gr_job j;
     gr_job_init(&j, spec, true);
     gr_status st;
-    gr_backend *be = NULL;
     /* a model with model.input can be planned before its data exists
      * (configs/resnet50.yaml names an ImageNet file most machines lack) */
     const bool no_data = spec->model.n_input > 0 && spec->data.train.path[0] &&
                          access(spec->data.train.path, R_OK) != 0;
     if (no_data) {
-        if ((st = gr_graph_build(spec, spec->model.input, spec->model.n_input, &j.g, err))) goto done;
-        j.have_graph = true;
-        gr_autodiff(&j.g, false);
-        gr_graph_set_precision(&j.g, spec->precision);
+        if ((st = gr_job_graph(&j, spec->model.input, spec->model.n_input, err))) goto done;
     } else if ((st = gr_job_compile(&j, spec, false, err))) {
         goto done;
     }
     const char *dev;
-    be = gr_plan_cmd_device(spec, &dev);
-    if (be) {
-        gr_layout_cap caps[GR_OP_COUNT];
-        gr_backend_layout_caps(be, caps);
-        gr_graph_set_layout(&j.g, caps);
-    }
-    gr_model stub = {.g = &j.g, .be = be};
+    j.be = gr_plan_cmd_device(spec, &dev); /* gr_job_free frees it */
+    if (j.be) gr_job_layout(&j);
+    gr_model stub = {.g = &j.g, .be = j.be};
     gr_plan tp, ep;
     if ((st = gr_plan_cmd_compile(&tp, &stub, &j.g, GR_PLAN_TRAIN, err))) goto done;
     if ((st = gr_plan_cmd_compile(&ep, &stub, &j.g, GR_PLAN_EVAL, err))) { gr_plan_free(&tp); goto done; }
@@ -164,11 +156,10 @@ gr_status gr_train_plan_report(const gr_job_spec *spec, FILE *f, gr_error *err) 
         fprintf(f, "(%s is not there: shapes from model.input)\n", spec->data.train.path);
     fprintf(f, "\n");
     gr_plan_cmd_layers(spec, &j.g, f);
-    gr_plan_cmd_fit(be, dev, gr_plan_cmd_memory(spec, &j.g, &tp, &ep, f), f);
+    gr_plan_cmd_fit(j.be, dev, gr_plan_cmd_memory(spec, &j.g, &tp, &ep, f), f);
     gr_plan_free(&tp);
     gr_plan_free(&ep);
 done:
-    gr_backend_free(be);
     gr_job_free(&j);
     return st;
 }
