@@ -46,7 +46,6 @@ typedef struct gr_conv_prim {
     bool bias;
     gr_conv_shape s;
     gr_conv_store st;                 /* how x (dx) and y (dy) are stored */
-    bool nhwc_ref;                    /* channels-last had only oneDNN's reference kernel: blocked instead */
     dnnl_primitive_desc_t hint, pd; /* hint: the forward pd backward ones were made from */
     dnnl_primitive_t prim;
     gr_conv_arg args[4];              /* src, weights, bias, dst (their diff_ for backward) */
@@ -186,7 +185,7 @@ static const char *gr_conv_pd_make(struct gr_cpu_dnn *d, gr_conv_prim *e, dnnl_f
  * channels-last the primitive runs on nhwc itself (no reorder of
  * activations); where oneDNN has only its reference kernel for that (some
  * fp32 shapes, e.g. strided 1x1), on its own blocked layouts with reorders
- * (e->nhwc_ref, counted by gr_cpu_conv_onednn_nhwc_fallbacks). */
+ * (counted by gr_cpu_conv_onednn_nhwc_fallbacks). */
 static void gr_conv_prim_make(struct gr_cpu_dnn *d, gr_conv_prim *e) {
     dnnl_engine_t eng = d->engine;
     const gr_conv_shape *s = &e->s;
@@ -195,15 +194,13 @@ static void gr_conv_prim_make(struct gr_cpu_dnn *d, gr_conv_prim *e) {
     GR_DNNL_CHECK(dnnl_primitive_attr_create(&attr));
     GR_DNNL_CHECK(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
     const dnnl_format_tag_t fx = nhwc ? dnnl_nhwc : any ? dnnl_format_tag_any : dnnl_nchw;
-    if (nhwc && strncmp(gr_conv_pd_make(d, e, fx, any, attr), "ref", 3) == 0) {
+    const char *impl = gr_conv_pd_make(d, e, fx, any, attr);
+    if (nhwc && strncmp(impl, "ref", 3) == 0) {
         dnnl_primitive_desc_destroy(e->pd);
         if (e->hint) dnnl_primitive_desc_destroy(e->hint);
         e->pd = e->hint = NULL;
-        e->nhwc_ref = true;
         d->nhwc_fallbacks++;
         gr_conv_pd_make(d, e, dnnl_format_tag_any, true, attr);
-    } else if (!nhwc) {
-        gr_conv_pd_make(d, e, fx, any, attr);
     }
     GR_DNNL_CHECK(dnnl_primitive_attr_destroy(attr));
     dnnl_memory_desc_t psrc, pwei, pbia, pdst;
