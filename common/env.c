@@ -21,7 +21,7 @@ const gr_env_knob gr_env_knobs[GR_ENV_COUNT] = {
                             "for measuring"},
     [GR_ENV_HALF] = {"GPURUN_HALF", GR_ENV_ENUM, "native|staged", 0, 0, NULL,
                      "staged: every kernel computes fp16/bf16 storage in fp32 on converted copies (the "
-                     "numerical reference) instead of the CPU's native bf16 kernels"},
+                     "numerical reference) instead of the CPU's native bf16 kernels and the GPU's native half ones"},
     [GR_ENV_CUDA_SYNC] = {"GPURUN_CUDA_SYNC", GR_ENV_BOOL, NULL, 0, 0, NULL,
                           "1: synchronize and check after every CUDA op (no CUDA Graphs), to find a failing "
                           "kernel"},

@@ -6,6 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "body_half.h"
+
+_Static_assert(GR_BODY_F32 == (int)GR_F32 && GR_BODY_BF16 == (int)GR_BF16 && GR_BODY_F16 == (int)GR_F16,
+               "body_half.h's storage types must be graph.h's gr_elem values");
+
 gr_status gr_backend_create(const char *device, int threads, gr_backend **out, gr_error *err) {
     *out = NULL;
     if (strcmp(device, "cpu") == 0) return gr_cpu_backend_create(threads, out, err);

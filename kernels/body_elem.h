@@ -12,8 +12,9 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "loss_math.h"
 #include "body.h"
+#include "body_half.h"
+#include "loss_math.h"
 
 /* ---- activations ---- */
 
@@ -47,10 +48,14 @@ GR_HD float gr_act_bwd_hd(int act, float dy, float t) {
     }
 }
 
-GR_HD void gr_body_act(int act, const float *x, float *y, int64_t i) { y[i] = gr_act_hd(act, x[i]); }
+/* Element i of arrays stored as e (body_half.h): all of them, so a half
+ * step's inputs and outputs share one type (the backends' native_half). */
+GR_HD void gr_body_act(int act, int e, const void *x, void *y, int64_t i) {
+    gr_st_hd(y, e, i, gr_act_hd(act, gr_ld_hd(x, e, i)));
+}
 
-GR_HD void gr_body_act_bwd(int act, const float *dy, const float *t, float *dx, int64_t i) {
-    dx[i] = gr_act_bwd_hd(act, dy[i], t[i]);
+GR_HD void gr_body_act_bwd(int act, int e, const void *dy, const void *t, void *dx, int64_t i) {
+    gr_st_hd(dx, e, i, gr_act_bwd_hd(act, gr_ld_hd(dy, e, i), gr_ld_hd(t, e, i)));
 }
 
 /* ---- dropout ---- */
@@ -80,15 +85,16 @@ GR_HD void gr_body_dropout_bwd(float scale, const float *dy, const uint8_t *m, f
 #define GR_ELEM_MAX_IN 5
 
 typedef struct gr_add_in {
-    const float *x[GR_ELEM_MAX_IN];
+    const void *x[GR_ELEM_MAX_IN];
     int nin;
+    int e;               /* the storage type of the inputs and of y (body_half.h) */
 } gr_add_in;
 
-/* y = x0 + x1 + x2 + ..., summed left to right as the CPU does */
-GR_HD void gr_body_add(const gr_add_in *in, float *y, int64_t i) {
-    float v = in->x[0][i];
-    for (int k = 1; k < in->nin; k++) v += in->x[k][i];
-    y[i] = v;
+/* y = x0 + x1 + x2 + ..., summed left to right in fp32 as the CPU does, rounded once into y */
+GR_HD void gr_body_add(const gr_add_in *in, void *y, int64_t i) {
+    float v = gr_ld_hd(in->x[0], in->e, i);
+    for (int k = 1; k < in->nin; k++) v += gr_ld_hd(in->x[k], in->e, i);
+    gr_st_hd(y, in->e, i, v);
 }
 
 /* Input k contributes row[k] = C_k * inner floats per sample, at column

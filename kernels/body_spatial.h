@@ -21,6 +21,7 @@
 #include <math.h>
 
 #include "body.h"
+#include "body_half.h"
 
 /* a * b rounded on its own: nvcc would fuse a * b + c into one FMA, while
  * the CPU kernels (ISO C, no FP contraction) round the product first; this
@@ -243,16 +244,16 @@ GR_HD int64_t gr_chan_of(int64_t i, int64_t inner, int64_t c) { return (i / inne
  * over its elements of channel ch, k = the channel's first element (the
  * shift keeps E[d^2] - E[d]^2 from cancelling when |mean| >> std, as the
  * CPU kernel). */
-GR_HD void gr_body_bn_stats_part(const gr_chan_geo *g, const float *x, int64_t ch, int64_t e0, int64_t e1,
+GR_HD void gr_body_bn_stats_part(const gr_chan_geo *g, const void *x, int ex, int64_t ch, int64_t e0, int64_t e1,
                                  int64_t step, double *s1, double *s2) {
-    const float *xc = x + ch * g->inner;
-    double k = (double)xc[0], a = 0.0, b = 0.0;
+    const int64_t x0 = ch * g->inner;
+    double k = (double)gr_ld_hd(x, ex, x0), a = 0.0, b = 0.0;
     gr_chan_cur cur = gr_chan_cur_at(g, e0, step);
     int64_t e = e0;
     for (; e + 3 * step < e1; e += 4 * step) {
         float v[4];
         for (int u = 0; u < 4; u++) {
-            v[u] = xc[cur.off];
+            v[u] = gr_ld_hd(x, ex, x0 + cur.off);
             gr_chan_cur_next(&cur);
         }
         for (int u = 0; u < 4; u++) {
@@ -262,7 +263,7 @@ GR_HD void gr_body_bn_stats_part(const gr_chan_geo *g, const float *x, int64_t c
         }
     }
     for (; e < e1; e += step) {
-        double d = (double)xc[cur.off] - k;
+        double d = (double)gr_ld_hd(x, ex, x0 + cur.off) - k;
         a += d;
         b += d * d;
         gr_chan_cur_next(&cur);
@@ -275,10 +276,10 @@ GR_HD void gr_body_bn_stats_part(const gr_chan_geo *g, const float *x, int64_t c
  * biased variance, saved {mean, invstd}, running stats (momentum, variance
  * unbiased by m / (m - 1)), and the coefficients {mean, scale, shift} of
  * y = (x - mean) * scale + shift. */
-GR_HD void gr_body_bn_train_finish(const gr_chan_geo *g, int64_t ch, double s1, double s2, const float *x,
-                                   double eps, double mom, const float *w, const float *b, float *saved,
+GR_HD void gr_body_bn_train_finish(const gr_chan_geo *g, int64_t ch, double s1, double s2, const void *x,
+                                   int ex, double eps, double mom, const float *w, const float *b, float *saved,
                                    float *rmean, float *rvar, float *coef) {
-    double m = (double)g->m, k = (double)x[ch * g->inner];
+    double m = (double)g->m, k = (double)gr_ld_hd(x, ex, ch * g->inner);
     double dm = s1 / m, var = s2 / m - dm * dm;
     if (var < 0.0) var = 0.0;
     double mean = k + dm, invstd = 1.0 / sqrt(var + eps);
@@ -309,17 +310,17 @@ GR_HD float gr_body_bn_norm(float x, const float *cf) { return gr_mul_rn(x - cf[
 
 /* Batchnorm backward, one thread's part: the sums of dy and
  * dy * (x - mean) over its elements of channel ch. */
-GR_HD void gr_body_bn_grad_part(const gr_chan_geo *g, const float *dy, const float *x, float mean, int64_t ch,
-                                int64_t e0, int64_t e1, int64_t step, double *s1, double *s2) {
-    const float *dyc = dy + ch * g->inner, *xc = x + ch * g->inner;
+GR_HD void gr_body_bn_grad_part(const gr_chan_geo *g, const void *dy, const void *x, int et, float mean,
+                                int64_t ch, int64_t e0, int64_t e1, int64_t step, double *s1, double *s2) {
+    const int64_t c0 = ch * g->inner;
     double a = 0.0, b = 0.0;
     gr_chan_cur cur = gr_chan_cur_at(g, e0, step);
     int64_t e = e0;
     for (; e + 3 * step < e1; e += 4 * step) {
         float dv[4], xv[4];
         for (int u = 0; u < 4; u++) {
-            dv[u] = dyc[cur.off];
-            xv[u] = xc[cur.off];
+            dv[u] = gr_ld_hd(dy, et, c0 + cur.off);
+            xv[u] = gr_ld_hd(x, et, c0 + cur.off);
             gr_chan_cur_next(&cur);
         }
         for (int u = 0; u < 4; u++) {
@@ -328,9 +329,9 @@ GR_HD void gr_body_bn_grad_part(const gr_chan_geo *g, const float *dy, const flo
         }
     }
     for (; e < e1; e += step) {
-        double d = (double)dyc[cur.off];
+        double d = (double)gr_ld_hd(dy, et, c0 + cur.off);
         a += d;
-        b += d * ((double)xc[cur.off] - (double)mean);
+        b += d * ((double)gr_ld_hd(x, et, c0 + cur.off) - (double)mean);
         gr_chan_cur_next(&cur);
     }
     *s1 = a;
@@ -365,22 +366,22 @@ GR_HD float gr_body_bn_dx(float dy, float x, const float *cf) {
 
 /* Bias gradient, one thread's part: the sum of dy over its elements of
  * channel ch. */
-GR_HD double gr_body_bias_grad_part(const gr_chan_geo *g, const float *dy, int64_t ch, int64_t e0, int64_t e1,
-                                    int64_t step) {
-    const float *dyc = dy + ch * g->inner;
+GR_HD double gr_body_bias_grad_part(const gr_chan_geo *g, const void *dy, int et, int64_t ch, int64_t e0,
+                                    int64_t e1, int64_t step) {
+    const int64_t c0 = ch * g->inner;
     double a = 0.0;
     gr_chan_cur cur = gr_chan_cur_at(g, e0, step);
     int64_t e = e0;
     for (; e + 3 * step < e1; e += 4 * step) {
         float v[4];
         for (int u = 0; u < 4; u++) {
-            v[u] = dyc[cur.off];
+            v[u] = gr_ld_hd(dy, et, c0 + cur.off);
             gr_chan_cur_next(&cur);
         }
         for (int u = 0; u < 4; u++) a += (double)v[u];
     }
     for (; e < e1; e += step) {
-        a += (double)dyc[cur.off];
+        a += (double)gr_ld_hd(dy, et, c0 + cur.off);
         gr_chan_cur_next(&cur);
     }
     return a;
@@ -390,7 +391,9 @@ GR_HD double gr_body_bias_grad_part(const gr_chan_geo *g, const float *dy, int64
  * channel's sum, rounded once (kernels/cpu/conv.c's db). */
 GR_HD void gr_body_bias_grad_finish(int64_t ch, double s, float *db) { db[ch] += (float)s; }
 
-/* Bias add, element i of channel ch. */
-GR_HD void gr_body_bias_add(float *y, const float *b, int64_t i, int64_t ch) { y[i] += b[ch]; }
+/* Bias add, element i of channel ch, y stored as e (rounded once). */
+GR_HD void gr_body_bias_add(void *y, int e, const float *b, int64_t i, int64_t ch) {
+    gr_st_hd(y, e, i, gr_ld_hd(y, e, i) + b[ch]);
+}
 
 #endif

@@ -83,7 +83,7 @@ static bool graph_train(gr_backend *be, graph_run *r) {
     memset(r, 0, sizeof *r);
     gr_error err = {0};
     gr_cmp_model cm;
-    if (gr_cmp_model_build(&cm, layers, NULL, shape, 3, MB, 0.1, false, &err)) {
+    if (gr_cmp_model_build(&cm, layers, NULL, shape, 3, MB, 0.1, false, GR_PREC_FP32, &err)) {
         CHECK_MSG(false, "%s", err.msg);
         gr_cmp_model_free(&cm);
         return false;

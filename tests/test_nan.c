@@ -91,8 +91,8 @@ static void test_act(int act) {
     k.a.out[0] = dx;
     act_bwd[act](&k.a);
     for (int64_t i = 0; i < N; i++) {
-        gr_body_act(act, x, yb, i);
-        gr_body_act_bwd(act, dy, saved, dxb, i);
+        gr_body_act(act, GR_BODY_F32, x, yb, i);
+        gr_body_act_bwd(act, GR_BODY_F32, dy, saved, dxb, i);
     }
     char what[64];
     int bad = 0;

@@ -18,6 +18,9 @@ enum { GR_CU_HALF_FP16, GR_CU_HALF_BF16 };
  * stream s in format fmt. One launch, no sync, no allocation: capturable in
  * a graph. Nothing for n <= 0. */
 void gr_cu_cast(cudaStream_t s, float *x, uint16_t *h, int64_t n, int fmt, int to_half);
+/* x[0..n) += decode(h[0..n)): a weight gradient computed in half, accumulated
+ * into the fp32 gradient (over micro-batches, as every gradient). */
+void gr_cu_cast_add(cudaStream_t s, float *x, const uint16_t *h, int64_t n, int fmt);
 
 #ifdef __cplusplus
 }

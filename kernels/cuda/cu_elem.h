@@ -15,9 +15,10 @@
 extern "C" {
 #endif
 
-/* y = act(x); dx = act'(dy, t) with t = y (relu, sigmoid, tanh) or x (gelu) */
-void gr_cu_act(cudaStream_t s, gr_act act, const float *x, float *y, int64_t n);
-void gr_cu_act_bwd(cudaStream_t s, gr_act act, const float *dy, const float *t, float *dx, int64_t n);
+/* y = act(x); dx = act'(dy, t) with t = y (relu, sigmoid, tanh) or x
+ * (gelu); every array stored as e (body_half.h: fp32, bf16 or fp16) */
+void gr_cu_act(cudaStream_t s, gr_act act, int e, const void *x, void *y, int64_t n);
+void gr_cu_act_bwd(cudaStream_t s, gr_act act, int e, const void *dy, const void *t, void *dx, int64_t n);
 
 /* Training-mode dropout; the key comes from ctx->rng_key on the device, so
  * a captured launch draws a new mask every replay. */
@@ -25,7 +26,8 @@ void gr_cu_dropout(cudaStream_t s, const gr_dev_ctx *ctx, int layer, float rate,
                    float *y, uint8_t *m, int64_t n);
 void gr_cu_dropout_bwd(cudaStream_t s, float scale, const float *dy, const uint8_t *m, float *dx, int64_t n);
 
-void gr_cu_add(cudaStream_t s, const gr_add_in *in, float *y, int64_t n);
+/* y = sum of in->x, all stored as in->e */
+void gr_cu_add(cudaStream_t s, const gr_add_in *in, void *y, int64_t n);
 /* n samples of in->out_row floats; dx: n rows of row floats cut at off from rows of in_row */
 void gr_cu_concat(cudaStream_t s, const gr_concat_in *in, float *y, int64_t n);
 void gr_cu_concat_bwd(cudaStream_t s, const float *dy, float *dx, int64_t n, int64_t in_row, int64_t row,

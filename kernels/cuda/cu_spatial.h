@@ -31,23 +31,25 @@ void gr_cu_avgpool_bwd(cudaStream_t s, const gr_pool_geo *g, const float *dy, fl
 void gr_cu_global_avgpool(cudaStream_t s, const float *x, float *y, int64_t planes, int64_t hw);
 void gr_cu_global_avgpool_bwd(cudaStream_t s, const float *dy, float *dx, int64_t planes, int64_t hw);
 
-/* Batchnorm on x [n][c][hw] (kernels/cpu/bn.c). Training: batch statistics,
- * saved [2][c] = {mean, invstd}, running stats updated in place. */
-void gr_cu_batchnorm_train(cudaStream_t s, const float *x, const float *w, const float *b, float *rmean,
-                           float *rvar, float *y, float *saved, int64_t n, int64_t c, int64_t hw, double eps,
+/* Batchnorm on x [n][c][hw] (kernels/cpu/bn.c); x, y, dy and dx are stored
+ * as e (body_half.h: fp32, bf16 or fp16; statistics and parameters are
+ * fp32). Training: batch statistics, saved [2][c] = {mean, invstd}, running
+ * stats updated in place. */
+void gr_cu_batchnorm_train(cudaStream_t s, int e, const void *x, const float *w, const float *b, float *rmean,
+                           float *rvar, void *y, float *saved, int64_t n, int64_t c, int64_t hw, double eps,
                            double momentum);
 /* Eval: the running stats, unchanged; saved = {running_mean, 1/sqrt(running_var + eps)}. */
-void gr_cu_batchnorm_eval(cudaStream_t s, const float *x, const float *w, const float *b, const float *rmean,
-                          const float *rvar, float *y, float *saved, int64_t n, int64_t c, int64_t hw, float eps);
+void gr_cu_batchnorm_eval(cudaStream_t s, int e, const void *x, const float *w, const float *b, const float *rmean,
+                          const float *rvar, void *y, float *saved, int64_t n, int64_t c, int64_t hw, float eps);
 /* dw += sum(dy xhat), db += sum(dy); dx (overwritten; NULL: not wanted) with
  * the statistics' gradient in training, weight * invstd * dy in eval. */
-void gr_cu_batchnorm_bwd(cudaStream_t s, const float *dy, const float *x, const float *w, const float *saved,
-                         float *dw, float *db, float *dx, int64_t n, int64_t c, int64_t hw, int training);
+void gr_cu_batchnorm_bwd(cudaStream_t s, int e, const void *dy, const void *x, const float *w, const float *saved,
+                         float *dw, float *db, void *dx, int64_t n, int64_t c, int64_t hw, int training);
 
-/* y[i][j][k] += b[j], y is [n][c][inner]. */
-void gr_cu_bias_add(cudaStream_t s, float *y, const float *b, int64_t n, int64_t c, int64_t inner);
-/* db[j] += sum over i, k of dy[i][j][k] (summed in double, rounded once). */
-void gr_cu_bias_grad(cudaStream_t s, const float *dy, float *db, int64_t n, int64_t c, int64_t inner);
+/* y[i][j][k] += b[j], y is [n][c][inner] stored as e (rounded once). */
+void gr_cu_bias_add(cudaStream_t s, int e, void *y, const float *b, int64_t n, int64_t c, int64_t inner);
+/* db[j] += sum over i, k of dy[i][j][k] (dy stored as e; summed in double, rounded once). */
+void gr_cu_bias_grad(cudaStream_t s, int e, const void *dy, float *db, int64_t n, int64_t c, int64_t inner);
 
 #ifdef __cplusplus
 }

@@ -158,7 +158,9 @@ static double gr_cuda_sumsq(gr_backend *be, const float *g, int64_t n) {
     return s;
 }
 
-/* Every CUDA kernel computes in fp32: half storage is staged (no native_half yet). */
+/* ---- half storage ---- */
+
+/* fp32 <-> half of the staged steps and of the weight copies */
 static void gr_cuda_cast(gr_backend *be, void *dst, gr_elem dt, const void *src, gr_elem st, int64_t n) {
     bool to_half = dt != GR_F32;
     int fmt = (to_half ? dt : st) == GR_BF16 ? GR_CU_HALF_BF16 : GR_CU_HALF_FP16;
@@ -166,10 +168,92 @@ static void gr_cuda_cast(gr_backend *be, void *dst, gr_elem dt, const void *src,
     else gr_cu_cast(gr_cu(be)->stream, dst, (uint16_t *)src, n, fmt, 0);
 }
 
+static int gr_cuda_half_fmt(gr_elem e) { return e == GR_BF16 ? GR_CU_HALF_BF16 : GR_CU_HALF_FP16; }
+
+const void *gr_cuda_weight_as(gr_cuda *cu, const float *w, int64_t n, gr_elem e) {
+    if (e == GR_F32) return w;
+    GR_ASSERT(cu->wh && (size_t)n * 2 <= cu->wh_bytes / 2);
+    gr_cu_cast(cu->stream, (float *)w, cu->wh, n, gr_cuda_half_fmt(e), 1);
+    return cu->wh;
+}
+
+void *gr_cuda_wgrad_half(gr_cuda *cu) { return (char *)cu->wh + cu->wh_bytes / 2; }
+
+void gr_cuda_wgrad_add(gr_cuda *cu, float *dw, int64_t n, gr_elem e) {
+    gr_cu_cast_add(cu->stream, dw, gr_cuda_wgrad_half(cu), n, gr_cuda_half_fmt(e));
+}
+
+/* The one half type of every batched float tensor of the step; GR_F32 when
+ * one of them is fp32 or two half types meet (masks and indices aside). */
+static gr_elem gr_cuda_step_half(const gr_kargs *a) {
+    gr_elem h = GR_F32;
+    for (int k = 0; k < a->node->nin + a->node->nout; k++) {
+        bool in = k < a->node->nin;
+        const gr_tensor *t = in ? a->tin[k] : a->tout[k - a->node->nin];
+        gr_elem e = in ? a->ein[k] : a->eout[k - a->node->nin];
+        if (!t->batched || e == GR_I32 || e == GR_U8) continue;
+        if (e == GR_F32 || (h != GR_F32 && h != e)) return GR_F32;
+        h = e;
+    }
+    return h;
+}
+
+/* The steps the CUDA kernels run on half storage as it is (bf16 or fp16,
+ * every activation of the step in the one type): convs (cuDNN), dense
+ * (cuBLAS GemmEx), batchnorm, the activations and add. A step with an
+ * fp32 activation (a first layer reading the input batch) and the other
+ * ops (pooling, dropout, concat, the loss) are staged. */
+static bool gr_cuda_native_half(gr_backend *be, const gr_kargs *a) {
+    if (!gr_cu(be)->half_native || gr_cuda_step_half(a) == GR_F32) return false;
+    switch (a->node->op) {
+    case GR_OP_CONV:
+    case GR_OP_CONV_BWD_DATA:
+    case GR_OP_CONV_BWD_PARAMS:
+    case GR_OP_DENSE:
+    case GR_OP_DENSE_BWD_DATA:
+    case GR_OP_DENSE_BWD_PARAMS:
+    case GR_OP_BATCHNORM:
+    case GR_OP_BATCHNORM_BWD:
+    case GR_OP_RELU:
+    case GR_OP_RELU_BWD:
+    case GR_OP_SIGMOID:
+    case GR_OP_SIGMOID_BWD:
+    case GR_OP_TANH:
+    case GR_OP_TANH_BWD:
+    case GR_OP_GELU:
+    case GR_OP_GELU_BWD:
+    case GR_OP_ADD: return true;
+    default: return false;
+    }
+}
+
+/* The most elements of a weight that a native half conv or GEMM of the plan reads (or writes the gradient of). */
+static int64_t gr_cuda_half_weight_most(const gr_steps *s) {
+    int64_t most = 0;
+    for (int i = 0; i < s->n; i++) {
+        const gr_kargs *a = &s->step[i];
+        if (a->staged || gr_cuda_step_half(a) == GR_F32) continue;
+        const gr_tensor *w = NULL;
+        switch (a->node->op) {
+        case GR_OP_CONV:
+        case GR_OP_CONV_BWD_DATA:
+        case GR_OP_DENSE:
+        case GR_OP_DENSE_BWD_DATA: w = a->tin[1]; break;
+        case GR_OP_CONV_BWD_PARAMS:
+        case GR_OP_DENSE_BWD_PARAMS: w = a->tout[0]; break;
+        default: break;
+        }
+        if (w && gr_tensor_numel(w) > most) most = gr_tensor_numel(w);
+    }
+    return most;
+}
+
 /* ---- options ---- */
 static void gr_cuda_configure(gr_backend *be, const gr_backend_opts *o) {
     gr_cuda *cu = gr_cu(be);
     cu->opts = *o;
+    const char *h = gr_env_str(GR_ENV_HALF);
+    cu->half_native = !(h && strcmp(h, "staged") == 0);
     /* fp32 is strict: no TF32 tensor cores unless the job asks for them */
     GR_CUBLAS(cublasSetMathMode(cu->blas, o->precision == GR_PREC_FP32 ? CUBLAS_DEFAULT_MATH
                                                                        : CUBLAS_TF32_TENSOR_OP_MATH));
@@ -191,10 +275,33 @@ typedef struct gr_cuda_plan {
     int capturing;             /* the entry of g the stream is recording (GR_RUN_CAPTURE) */
 } gr_cuda_plan;
 
+/* The half weight block for the plan's native half steps (a weight copy and
+ * a gradient, each of the largest weight), grown when a plan needs more. */
+static gr_status gr_cuda_half_weights(gr_cuda *cu, const gr_steps *s, gr_error *err) {
+    size_t half = ((size_t)gr_cuda_half_weight_most(s) * 2 + 255) & ~(size_t)255;
+    if (2 * half <= cu->wh_bytes) return GR_OK;
+    GR_CU(cudaStreamSynchronize(cu->stream));
+    gr_cuda_free_raw(cu, cu->wh);
+    cu->wh = NULL;
+    cu->wh_bytes = 0;
+    cu->ws_gen++; /* captured graphs read the old block */
+    if (!(cu->wh = gr_cuda_malloc_raw(cu, 2 * half))) {
+        size_t fr = 0, tot = 0;
+        (void)cudaMemGetInfo(&fr, &tot);
+        return gr_error_set(err, GR_ERR_OOM, "out of memory on cuda:%d: the half copies of a weight and its "
+                            "gradient need %zu bytes; %zu free of %zu, %zu held by this run", cu->device, 2 * half,
+                            fr, tot, cu->held);
+    }
+    cu->wh_bytes = 2 * half;
+    return GR_OK;
+}
+
 static gr_status gr_cuda_prepare(gr_backend *be, gr_steps *s, gr_error *err) {
     gr_cuda *cu = gr_cu(be);
     size_t need = 0;
-    gr_status st = gr_cuda_conv_prepare(cu, s, &need, err);
+    gr_status st = gr_cuda_half_weights(cu, s, err);
+    if (st) return st;
+    st = gr_cuda_conv_prepare(cu, s, &need, err);
     if (st) return st;
     if (need > cu->ws_bytes) {
         GR_CU(cudaStreamSynchronize(cu->stream));
@@ -310,6 +417,7 @@ static void gr_cuda_destroy(gr_backend *be) {
     GR_CUDNN(cudnnDestroy(cu->dnn));
     GR_CUBLAS(cublasDestroy(cu->blas)); /* before its workspace goes */
     gr_cuda_free_raw(cu, cu->ws);
+    gr_cuda_free_raw(cu, cu->wh);
     gr_cuda_free_raw(cu, cu->blas_ws);
     gr_cuda_free_raw(cu, cu->dctx);
     gr_cuda_free_raw(cu, cu->scratch);
@@ -324,7 +432,9 @@ static void gr_cuda_destroy(gr_backend *be) {
 
 static void gr_cuda_describe(gr_backend *be, char *buf, size_t n) {
     const gr_cuda *cu = gr_cu(be);
-    snprintf(buf, n, "%s, compute capability %d.%d", cu->name, cu->cc_major, cu->cc_minor);
+    bool half = cu->opts.precision == GR_PREC_BF16 || cu->opts.precision == GR_PREC_FP16;
+    snprintf(buf, n, "%s, compute capability %d.%d%s", cu->name, cu->cc_major, cu->cc_minor,
+             !half ? "" : cu->half_native ? "; half native (cuDNN, cuBLAS GemmEx)" : "; half staged (GPURUN_HALF)");
 }
 
 static const gr_backend_vtable gr_cuda_vtable = {
@@ -351,6 +461,7 @@ static const gr_backend_vtable gr_cuda_vtable = {
     .run_end = gr_cuda_run_end,
     .op_done = gr_cuda_op_done,
     .cast = gr_cuda_cast,
+    .native_half = gr_cuda_native_half,
     .destroy = gr_cuda_destroy,
 };
 
@@ -405,6 +516,7 @@ gr_status gr_cuda_backend_create(int device, gr_backend **out, gr_error *err) {
     GR_CUBLAS(cublasSetWorkspace(cu->blas, cu->blas_ws, cu->blas_ws_bytes));
     cu->opts.precision = GR_PREC_FP32;
     cu->sync_each = gr_env_bool(GR_ENV_CUDA_SYNC, false);
+    cu->half_native = true;
     GR_CUBLAS(cublasSetMathMode(cu->blas, CUBLAS_DEFAULT_MATH));
     *out = be;
     return GR_OK;

@@ -31,7 +31,10 @@ typedef struct gr_cuda {
     size_t blas_ws_bytes;
     void *ws;                 /* cuDNN workspace: the largest need of any prepared plan */
     size_t ws_bytes;
-    int ws_gen;               /* bumped whenever ws moves */
+    int ws_gen;               /* bumped whenever ws or wh moves */
+    void *wh;                 /* native half convs and GEMMs: the half copy of one weight, then its half gradient */
+    size_t wh_bytes;
+    bool half_native;         /* convs, GEMMs, batchnorm and the activations take half storage (GPURUN_HALF) */
     gr_dev_ctx *dctx;         /* device copy of the run's context */
     gr_dev_ctx hctx;          /* its host side, the source of each run's copy */
     double *scratch;          /* device doubles for reductions read back by the host */
@@ -54,5 +57,24 @@ static inline gr_cuda *gr_cuda_of(const gr_kargs *a) { return (gr_cuda *)a->be->
  * and the cuDNN workspace they need (op_conv.c); freed with the backend. */
 gr_status gr_cuda_conv_prepare(gr_cuda *cu, const gr_steps *st, size_t *ws_need, gr_error *err);
 void gr_cuda_conv_free_all(gr_cuda *cu);
+
+/* ---- native half (gr_cuda_native_half) ----
+ * A step that stores its activations in bf16 or fp16 runs its conv or GEMM
+ * in that type with fp32 accumulation; the weights stay fp32 (the master
+ * copy the optimizer updates), so the step reads a half copy made just
+ * before it (one cast kernel: the weight is rounded as PyTorch's autocast
+ * rounds it) and its weight gradient is computed in half and added to the
+ * fp32 gradient (as autocast's cast backward does). */
+
+/* The storage type of a step's activations: a->ein[0] (every batched float
+ * tensor of a native half step has it; GR_F32 for a staged one). */
+static inline gr_elem gr_cuda_act_elem(const gr_kargs *a) { return a->ein[0]; }
+/* The weight w (fp32, n elements) as a step with activations in e reads it:
+ * w itself for fp32, else its half copy in cu->wh, cast on the stream. */
+const void *gr_cuda_weight_as(gr_cuda *cu, const float *w, int64_t n, gr_elem e);
+/* Where a half weight gradient goes (after the weight copy in cu->wh), and
+ * its accumulation into the fp32 gradient dw (n elements). */
+void *gr_cuda_wgrad_half(gr_cuda *cu);
+void gr_cuda_wgrad_add(gr_cuda *cu, float *dw, int64_t n, gr_elem e);
 
 #endif

@@ -25,11 +25,13 @@ static unsigned gr_elem_blocks(int64_t n, bool vec) {
 
 // ---- activations ----
 
-template <int A, bool V>
-__global__ void gr_act_kernel(const float *x, float *y, int64_t n) {
+// E: the storage type (body_half.h). fp32 arrays move four floats per
+// thread (V); half arrays one element per thread.
+template <int A, bool V, int E>
+__global__ void gr_act_kernel(const void *x, void *y, int64_t n) {
     int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (!V) {
-        if (t < n) gr_body_act(A, x, y, t);
+        if (t < n) gr_body_act(A, E, x, y, t);
         return;
     }
     int64_t n4 = n >> 2;
@@ -41,14 +43,14 @@ __global__ void gr_act_kernel(const float *x, float *y, int64_t n) {
         v.w = gr_act_hd(A, v.w);
         reinterpret_cast<float4 *>(y)[t] = v;
     }
-    if (t < (n & 3)) gr_body_act(A, x, y, (n4 << 2) + t);
+    if (t < (n & 3)) gr_body_act(A, GR_BODY_F32, x, y, (n4 << 2) + t);
 }
 
-template <int A, bool V>
-__global__ void gr_act_bwd_kernel(const float *dy, const float *s, float *dx, int64_t n) {
+template <int A, bool V, int E>
+__global__ void gr_act_bwd_kernel(const void *dy, const void *s, void *dx, int64_t n) {
     int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (!V) {
-        if (t < n) gr_body_act_bwd(A, dy, s, dx, t);
+        if (t < n) gr_body_act_bwd(A, E, dy, s, dx, t);
         return;
     }
     int64_t n4 = n >> 2;
@@ -61,46 +63,49 @@ __global__ void gr_act_bwd_kernel(const float *dy, const float *s, float *dx, in
         g.w = gr_act_bwd_hd(A, g.w, v.w);
         reinterpret_cast<float4 *>(dx)[t] = g;
     }
-    if (t < (n & 3)) gr_body_act_bwd(A, dy, s, dx, (n4 << 2) + t);
+    if (t < (n & 3)) gr_body_act_bwd(A, GR_BODY_F32, dy, s, dx, (n4 << 2) + t);
 }
 
 template <int A>
-static void gr_act_launch(cudaStream_t s, const float *x, float *y, int64_t n) {
-    bool vec = gr_aligned16(x) && gr_aligned16(y);
-    if (vec)
-        gr_act_kernel<A, true><<<gr_elem_blocks(n, true), GR_CU_THREADS, 0, s>>>(x, y, n);
-    else
-        gr_act_kernel<A, false><<<gr_elem_blocks(n, false), GR_CU_THREADS, 0, s>>>(x, y, n);
+static void gr_act_launch(cudaStream_t s, int e, const void *x, void *y, int64_t n) {
+    const unsigned b1 = gr_elem_blocks(n, false);
+    if (e == GR_BODY_BF16) gr_act_kernel<A, false, GR_BODY_BF16><<<b1, GR_CU_THREADS, 0, s>>>(x, y, n);
+    else if (e == GR_BODY_F16) gr_act_kernel<A, false, GR_BODY_F16><<<b1, GR_CU_THREADS, 0, s>>>(x, y, n);
+    else if (gr_aligned16(x) && gr_aligned16(y))
+        gr_act_kernel<A, true, GR_BODY_F32><<<gr_elem_blocks(n, true), GR_CU_THREADS, 0, s>>>(x, y, n);
+    else gr_act_kernel<A, false, GR_BODY_F32><<<b1, GR_CU_THREADS, 0, s>>>(x, y, n);
     GR_CU_LAUNCHED();
 }
 
 template <int A>
-static void gr_act_bwd_launch(cudaStream_t s, const float *dy, const float *t, float *dx, int64_t n) {
-    bool vec = gr_aligned16(dy) && gr_aligned16(t) && gr_aligned16(dx);
-    if (vec)
-        gr_act_bwd_kernel<A, true><<<gr_elem_blocks(n, true), GR_CU_THREADS, 0, s>>>(dy, t, dx, n);
-    else
-        gr_act_bwd_kernel<A, false><<<gr_elem_blocks(n, false), GR_CU_THREADS, 0, s>>>(dy, t, dx, n);
+static void gr_act_bwd_launch(cudaStream_t s, int e, const void *dy, const void *t, void *dx, int64_t n) {
+    const unsigned b1 = gr_elem_blocks(n, false);
+    if (e == GR_BODY_BF16) gr_act_bwd_kernel<A, false, GR_BODY_BF16><<<b1, GR_CU_THREADS, 0, s>>>(dy, t, dx, n);
+    else if (e == GR_BODY_F16) gr_act_bwd_kernel<A, false, GR_BODY_F16><<<b1, GR_CU_THREADS, 0, s>>>(dy, t, dx, n);
+    else if (gr_aligned16(dy) && gr_aligned16(t) && gr_aligned16(dx))
+        gr_act_bwd_kernel<A, true, GR_BODY_F32><<<gr_elem_blocks(n, true), GR_CU_THREADS, 0, s>>>(dy, t, dx, n);
+    else gr_act_bwd_kernel<A, false, GR_BODY_F32><<<b1, GR_CU_THREADS, 0, s>>>(dy, t, dx, n);
     GR_CU_LAUNCHED();
 }
 
-extern "C" void gr_cu_act(cudaStream_t s, gr_act act, const float *x, float *y, int64_t n) {
+extern "C" void gr_cu_act(cudaStream_t s, gr_act act, int e, const void *x, void *y, int64_t n) {
     if (n <= 0) return;
     switch (act) {
-    case GR_ACT_RELU: gr_act_launch<GR_ACT_RELU>(s, x, y, n); break;
-    case GR_ACT_SIGMOID: gr_act_launch<GR_ACT_SIGMOID>(s, x, y, n); break;
-    case GR_ACT_TANH: gr_act_launch<GR_ACT_TANH>(s, x, y, n); break;
-    case GR_ACT_GELU: gr_act_launch<GR_ACT_GELU>(s, x, y, n); break;
+    case GR_ACT_RELU: gr_act_launch<GR_ACT_RELU>(s, e, x, y, n); break;
+    case GR_ACT_SIGMOID: gr_act_launch<GR_ACT_SIGMOID>(s, e, x, y, n); break;
+    case GR_ACT_TANH: gr_act_launch<GR_ACT_TANH>(s, e, x, y, n); break;
+    case GR_ACT_GELU: gr_act_launch<GR_ACT_GELU>(s, e, x, y, n); break;
     }
 }
 
-extern "C" void gr_cu_act_bwd(cudaStream_t s, gr_act act, const float *dy, const float *t, float *dx, int64_t n) {
+extern "C" void gr_cu_act_bwd(cudaStream_t s, gr_act act, int e, const void *dy, const void *t, void *dx,
+                              int64_t n) {
     if (n <= 0) return;
     switch (act) {
-    case GR_ACT_RELU: gr_act_bwd_launch<GR_ACT_RELU>(s, dy, t, dx, n); break;
-    case GR_ACT_SIGMOID: gr_act_bwd_launch<GR_ACT_SIGMOID>(s, dy, t, dx, n); break;
-    case GR_ACT_TANH: gr_act_bwd_launch<GR_ACT_TANH>(s, dy, t, dx, n); break;
-    case GR_ACT_GELU: gr_act_bwd_launch<GR_ACT_GELU>(s, dy, t, dx, n); break;
+    case GR_ACT_RELU: gr_act_bwd_launch<GR_ACT_RELU>(s, e, dy, t, dx, n); break;
+    case GR_ACT_SIGMOID: gr_act_bwd_launch<GR_ACT_SIGMOID>(s, e, dy, t, dx, n); break;
+    case GR_ACT_TANH: gr_act_bwd_launch<GR_ACT_TANH>(s, e, dy, t, dx, n); break;
+    case GR_ACT_GELU: gr_act_bwd_launch<GR_ACT_GELU>(s, e, dy, t, dx, n); break;
     }
 }
 
@@ -137,9 +142,10 @@ extern "C" void gr_cu_dropout_bwd(cudaStream_t s, float scale, const float *dy, 
 
 // ---- add ----
 
-// __grid_constant__: the body takes the struct's address without a local copy
+// __grid_constant__: the body takes the struct's address without a local
+// copy. V: four fp32 elements per thread (in.e is fp32 then).
 template <bool V>
-__global__ void gr_add_kernel(const __grid_constant__ gr_add_in in, float *y, int64_t n) {
+__global__ void gr_add_kernel(const __grid_constant__ gr_add_in in, void *y, int64_t n) {
     int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (!V) {
         if (t < n) gr_body_add(&in, y, t);
@@ -160,9 +166,9 @@ __global__ void gr_add_kernel(const __grid_constant__ gr_add_in in, float *y, in
     if (t < (n & 3)) gr_body_add(&in, y, (n4 << 2) + t);
 }
 
-extern "C" void gr_cu_add(cudaStream_t s, const gr_add_in *in, float *y, int64_t n) {
+extern "C" void gr_cu_add(cudaStream_t s, const gr_add_in *in, void *y, int64_t n) {
     if (n <= 0) return;
-    bool vec = gr_aligned16(y);
+    bool vec = in->e == GR_BODY_F32 && gr_aligned16(y);
     for (int k = 0; k < in->nin; k++) vec = vec && gr_aligned16(in->x[k]);
     if (vec)
         gr_add_kernel<true><<<gr_elem_blocks(n, true), GR_CU_THREADS, 0, s>>>(*in, y, n);

@@ -1,4 +1,5 @@
-/* op_conv.c — conv and its backward on cuDNN (NCHW, fp32 data).
+/* op_conv.c — conv and its backward on cuDNN (NCHW; fp32 data, or bf16 /
+ * fp16 for native half steps).
  *
  * Descriptors and algorithms are made once per conv geometry (input shape
  * with this run's batch, filter, stride, padding, groups) and kept in a
@@ -16,7 +17,11 @@
  * one, when both processes rank alike: the heuristics do on one GPU with
  * the same free memory, while cudnn_benchmark's timings may pick another
  * algorithm in another process, equal up to rounding). Precision: fp32
- * forbids TF32 (CUDNN_FMA_MATH), tf32 allows it.
+ * forbids TF32 (CUDNN_FMA_MATH), tf32 allows it. A native half step
+ * (bf16/fp16 activations: gr_cuda_native_half) runs cuDNN's half
+ * configuration with fp32 accumulation (CUDNN_DATA_FLOAT compute, tensor
+ * cores allowed) on a half copy of the weight; its weight gradient is
+ * computed in half and added to the fp32 gradient (cuda_backend.h).
  * The bias is a separate pass (cu_spatial.h). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +36,7 @@
 
 typedef struct gr_conv_entry {
     gr_conv_shape s;
+    gr_elem dt;                /* the activations' (and the weight copy's) type */
     cudnnTensorDescriptor_t x, y;
     cudnnFilterDescriptor_t w;
     cudnnConvolutionDescriptor_t conv;
@@ -79,8 +85,19 @@ static gr_conv_shape gr_cuda_conv_node_shape(const gr_kargs *a) {
     }
 }
 
-static cudnnMathType_t gr_conv_math(const gr_cuda *cu) {
-    return cu->opts.precision == GR_PREC_FP32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
+/* The type a step's conv runs in: its activations' (fp32 when staged: the
+ * kernel then gets fp32 copies). */
+static gr_elem gr_conv_elem(const gr_kargs *a) { return a->staged ? GR_F32 : a->ein[0]; }
+
+static cudnnDataType_t gr_conv_dtype(gr_elem e) {
+    return e == GR_BF16 ? CUDNN_DATA_BFLOAT16 : e == GR_F16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+}
+
+/* strict fp32 math only for fp32 data under precision fp32 */
+static bool gr_conv_strict(const gr_cuda *cu, gr_elem dt) { return cu->opts.precision == GR_PREC_FP32 && dt == GR_F32; }
+
+static cudnnMathType_t gr_conv_math(const gr_cuda *cu, gr_elem dt) {
+    return dt != GR_F32 ? CUDNN_TENSOR_OP_MATH : gr_conv_strict(cu, dt) ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
 }
 
 /* The first usable result of a ranking: fits the limit, deterministic when
@@ -119,8 +136,8 @@ static void gr_conv_fallback(const gr_conv_entry *e, const char *stage, size_t l
 }
 
 static void gr_conv_choose(gr_cuda *cu, gr_conv_entry *e, size_t limit, const gr_conv_trial *t) {
-    bool strict = cu->opts.precision == GR_PREC_FP32;
-    cudnnMathType_t math = gr_conv_math(cu);
+    bool strict = gr_conv_strict(cu, e->dt);
+    cudnnMathType_t math = gr_conv_math(cu, e->dt);
     GR_CUDNN(cudnnSetConvolutionMathType(e->conv, math));
     int cnt = 0;
     bool found_;
@@ -178,15 +195,15 @@ static void gr_conv_ws(gr_cuda *cu, gr_conv_entry *e) {
     if (c > e->ws) e->ws = c;
 }
 
-static gr_conv_entry *gr_conv_lookup(gr_cuda *cu, const gr_conv_shape *s) {
+static gr_conv_entry *gr_conv_lookup(gr_cuda *cu, const gr_conv_shape *s, gr_elem dt) {
     struct gr_cuda_convs *t = cu->convs;
     for (int i = 0; t && i < t->n; i++)
-        if (memcmp(&t->e[i].s, s, sizeof *s) == 0) return &t->e[i];
+        if (t->e[i].dt == dt && memcmp(&t->e[i].s, s, sizeof *s) == 0) return &t->e[i];
     return NULL;
 }
 
 /* A new entry with its descriptors; algorithms are chosen by the caller. */
-static gr_conv_entry *gr_conv_add(gr_cuda *cu, const gr_conv_shape *s) {
+static gr_conv_entry *gr_conv_add(gr_cuda *cu, const gr_conv_shape *s, gr_elem dt) {
     if (!cu->convs) cu->convs = gr_xcalloc(1, sizeof *cu->convs);
     struct gr_cuda_convs *t = cu->convs;
     if (t->n == t->cap) {
@@ -196,16 +213,16 @@ static gr_conv_entry *gr_conv_add(gr_cuda *cu, const gr_conv_shape *s) {
     gr_conv_entry *e = &t->e[t->n++];
     memset(e, 0, sizeof *e);
     e->s = *s;
+    e->dt = dt;
+    const cudnnDataType_t d = gr_conv_dtype(dt);
     GR_CUDNN(cudnnCreateTensorDescriptor(&e->x));
     GR_CUDNN(cudnnCreateTensorDescriptor(&e->y));
     GR_CUDNN(cudnnCreateFilterDescriptor(&e->w));
     GR_CUDNN(cudnnCreateConvolutionDescriptor(&e->conv));
-    GR_CUDNN(cudnnSetTensor4dDescriptor(e->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)s->n, (int)s->c, (int)s->h,
-                                        (int)s->w));
-    GR_CUDNN(cudnnSetTensor4dDescriptor(e->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)s->n, (int)s->f, (int)s->ho,
-                                        (int)s->wo));
-    GR_CUDNN(cudnnSetFilter4dDescriptor(e->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, (int)s->f, (int)(s->c / s->groups),
-                                        (int)s->kh, (int)s->kw));
+    GR_CUDNN(cudnnSetTensor4dDescriptor(e->x, CUDNN_TENSOR_NCHW, d, (int)s->n, (int)s->c, (int)s->h, (int)s->w));
+    GR_CUDNN(cudnnSetTensor4dDescriptor(e->y, CUDNN_TENSOR_NCHW, d, (int)s->n, (int)s->f, (int)s->ho, (int)s->wo));
+    GR_CUDNN(cudnnSetFilter4dDescriptor(e->w, d, CUDNN_TENSOR_NCHW, (int)s->f, (int)(s->c / s->groups), (int)s->kh,
+                                        (int)s->kw));
     GR_CUDNN(cudnnSetConvolution2dDescriptor(e->conv, (int)s->ph, (int)s->pw, (int)s->sh, (int)s->sw, 1, 1,
                                              CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     GR_CUDNN(cudnnSetConvolutionGroupCount(e->conv, (int)s->groups));
@@ -219,9 +236,9 @@ static gr_conv_entry *gr_conv_add(gr_cuda *cu, const gr_conv_shape *s) {
  * workspace the backend already holds. */
 static gr_conv_entry *gr_conv_get(gr_cuda *cu, const gr_kargs *a) {
     gr_conv_shape s = gr_cuda_conv_node_shape(a);
-    gr_conv_entry *e = gr_conv_lookup(cu, &s);
+    gr_conv_entry *e = gr_conv_lookup(cu, &s, gr_conv_elem(a));
     if (e) return e;
-    e = gr_conv_add(cu, &s);
+    e = gr_conv_add(cu, &s, gr_conv_elem(a));
     gr_conv_choose(cu, e, cu->ws_bytes, NULL);
     if (e->ws > cu->ws_bytes) {
         /* nothing ranked fits the workspace held (it cannot grow mid-run): the
@@ -229,7 +246,7 @@ static gr_conv_entry *gr_conv_get(gr_cuda *cu, const gr_kargs *a) {
         e->fwd = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
         e->bwd_data = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
         e->bwd_filter = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;
-        e->fwd_math = e->bwd_data_math = e->bwd_filter_math = gr_conv_math(cu);
+        e->fwd_math = e->bwd_data_math = e->bwd_filter_math = gr_conv_math(cu, e->dt);
         gr_conv_ws(cu, e);
         if (e->ws > cu->ws_bytes)
             gr_cuda_die(__FILE__, __LINE__, "a conv of a partial batch",
@@ -274,17 +291,18 @@ gr_status gr_cuda_conv_prepare(gr_cuda *cu, const gr_steps *st, size_t *ws_need,
         gr_kargs full = *a;
         full.n = st->micro_batch;
         gr_conv_shape s = gr_cuda_conv_node_shape(&full);
-        gr_conv_entry *e = gr_conv_lookup(cu, &s);
+        gr_conv_entry *e = gr_conv_lookup(cu, &s, gr_conv_elem(a));
         if (!e) {
-            e = gr_conv_add(cu, &s);
+            e = gr_conv_add(cu, &s, gr_conv_elem(a));
             if (tp) { /* the forward node's own buffers: x, w, and its output as dy */
                 const gr_kargs *f = a;
                 for (int j = 0; j < st->n && op != GR_OP_CONV; j++)
                     if (st->step[j].node == &st->g->nodes[a->node->fwd]) f = &st->step[j];
-                if (f->node->op == GR_OP_CONV) {
+                if (f->node->op == GR_OP_CONV && gr_conv_elem(f) == e->dt) { /* buffers of this type */
                     /* a staged step's fp32 copies (half storage is half the bytes) */
                     trial.x = f->stage_in[0] ? f->stage_in[0] : f->in[0];
-                    trial.w = f->in[1];
+                    /* a native half conv reads the weight's half copy (cu->wh, sized before) */
+                    trial.w = gr_cuda_weight_as(cu, f->in[1], gr_tensor_numel(f->tin[1]), e->dt);
                     trial.dy = f->stage_out[0] ? f->stage_out[0] : f->out[0];
                     gr_conv_choose(cu, e, limit, tp);
                 } else {
@@ -321,26 +339,34 @@ void gr_cuda_conv_free_all(gr_cuda *cu) {
 void gr_cuda_conv(const gr_kargs *a) {
     gr_cuda *cu = gr_cuda_of(a);
     gr_conv_entry *e = gr_conv_get(cu, a);
+    const void *w = gr_cuda_weight_as(cu, a->in[1], gr_tensor_numel(a->tin[1]), e->dt);
     GR_CUDNN(cudnnSetConvolutionMathType(e->conv, e->fwd_math));
-    GR_CUDNN(cudnnConvolutionForward(cu->dnn, &gr_one, e->x, a->in[0], e->w, a->in[1], e->conv, e->fwd, cu->ws,
+    GR_CUDNN(cudnnConvolutionForward(cu->dnn, &gr_one, e->x, a->in[0], e->w, w, e->conv, e->fwd, cu->ws,
                                      cu->ws_bytes, &gr_zero, e->y, a->out[0]));
-    if (a->node->nin > 2) gr_cu_bias_add(cu->stream, a->out[0], a->in[2], e->s.n, e->s.f, e->s.ho * e->s.wo);
+    if (a->node->nin > 2)
+        gr_cu_bias_add(cu->stream, (int)e->dt, a->out[0], a->in[2], e->s.n, e->s.f, e->s.ho * e->s.wo);
 }
 
 void gr_cuda_conv_bwd_data(const gr_kargs *a) {
     gr_cuda *cu = gr_cuda_of(a);
     gr_conv_entry *e = gr_conv_get(cu, a);
+    const void *w = gr_cuda_weight_as(cu, a->in[1], gr_tensor_numel(a->tin[1]), e->dt);
     GR_CUDNN(cudnnSetConvolutionMathType(e->conv, e->bwd_data_math));
-    GR_CUDNN(cudnnConvolutionBackwardData(cu->dnn, &gr_one, e->w, a->in[1], e->y, a->in[0], e->conv, e->bwd_data,
-                                          cu->ws, cu->ws_bytes, &gr_zero, e->x, a->out[0]));
+    GR_CUDNN(cudnnConvolutionBackwardData(cu->dnn, &gr_one, e->w, w, e->y, a->in[0], e->conv, e->bwd_data, cu->ws,
+                                          cu->ws_bytes, &gr_zero, e->x, a->out[0]));
 }
 
-/* dW += (beta 1: gradients accumulate over micro-batches); db += */
+/* dW += (beta 1: gradients accumulate over micro-batches; a half step's
+ * gradient is computed into the half block, then added); db += */
 void gr_cuda_conv_bwd_params(const gr_kargs *a) {
     gr_cuda *cu = gr_cuda_of(a);
     gr_conv_entry *e = gr_conv_get(cu, a);
+    const bool half = e->dt != GR_F32;
     GR_CUDNN(cudnnSetConvolutionMathType(e->conv, e->bwd_filter_math));
     GR_CUDNN(cudnnConvolutionBackwardFilter(cu->dnn, &gr_one, e->x, a->in[1], e->y, a->in[0], e->conv, e->bwd_filter,
-                                            cu->ws, cu->ws_bytes, &gr_one, e->w, a->out[0]));
-    if (a->node->nout > 1) gr_cu_bias_grad(cu->stream, a->in[0], a->out[1], e->s.n, e->s.f, e->s.ho * e->s.wo);
+                                            cu->ws, cu->ws_bytes, half ? &gr_zero : &gr_one, e->w,
+                                            half ? gr_cuda_wgrad_half(cu) : a->out[0]));
+    if (half) gr_cuda_wgrad_add(cu, a->out[0], gr_tensor_numel(a->tout[0]), e->dt);
+    if (a->node->nout > 1)
+        gr_cu_bias_grad(cu->stream, (int)e->dt, a->in[0], a->out[1], e->s.n, e->s.f, e->s.ho * e->s.wo);
 }

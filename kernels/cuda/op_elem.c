@@ -15,11 +15,11 @@ static cudaStream_t gr_stream(const gr_kargs *a) { return gr_cuda_of(a)->stream;
 /* ---- activations: x -> y, and (dy, saved) -> dx ---- */
 
 static void gr_cuda_act(const gr_kargs *a, gr_act act) {
-    gr_cu_act(gr_stream(a), act, a->in[0], a->out[0], gr_kargs_numel(a, a->tin[0]));
+    gr_cu_act(gr_stream(a), act, (int)a->ein[0], a->in[0], a->out[0], gr_kargs_numel(a, a->tin[0]));
 }
 
 static void gr_cuda_act_bwd(const gr_kargs *a, gr_act act) {
-    gr_cu_act_bwd(gr_stream(a), act, a->in[0], a->in[1], a->out[0], gr_kargs_numel(a, a->tin[0]));
+    gr_cu_act_bwd(gr_stream(a), act, (int)a->ein[0], a->in[0], a->in[1], a->out[0], gr_kargs_numel(a, a->tin[0]));
 }
 
 void gr_cuda_relu(const gr_kargs *a) { gr_cuda_act(a, GR_ACT_RELU); }
@@ -70,6 +70,7 @@ void gr_cuda_add(const gr_kargs *a) {
     gr_add_in in;
     GR_ASSERT(a->node->nin >= 1 && a->node->nin <= GR_ELEM_MAX_IN);
     in.nin = a->node->nin;
+    in.e = (int)a->eout[0]; /* the inputs' too (gr_cuda_native_half) */
     for (int k = 0; k < GR_ELEM_MAX_IN; k++) in.x[k] = k < in.nin ? a->in[k] : NULL;
     gr_cu_add(gr_stream(a), &in, a->out[0], a->n * gr_tensor_sample_numel(a->tout[0]));
 }

@@ -64,7 +64,8 @@ void gr_cuda_global_avgpool_bwd(const gr_kargs *a) {
 static int64_t gr_cuda_bn_hw(const gr_tensor *x) { return x->ndim == 4 ? x->shape[2] * x->shape[3] : 1; }
 
 /* in {x, weight, bias, running_mean, running_var}, out {y, saved}; training
- * updates the running stats in place. */
+ * updates the running stats in place. x and y are stored as a->ein[0]
+ * (native half: one type for both, gr_cuda_native_half). */
 void gr_cuda_batchnorm(const gr_kargs *a) {
     const gr_tensor *x = a->tin[0];
     int64_t c = x->shape[1], hw = gr_cuda_bn_hw(x);
@@ -72,20 +73,21 @@ void gr_cuda_batchnorm(const gr_kargs *a) {
     cudaStream_t s = gr_cuda_of(a)->stream;
     if (a->ctx->training) {
         GR_ASSERT(a->n * hw >= 2);
-        gr_cu_batchnorm_train(s, a->in[0], a->in[1], a->in[2], a->in[3], a->in[4], a->out[0], a->out[1], a->n, c,
-                              hw, a->node->attrs.eps, a->node->attrs.momentum);
+        gr_cu_batchnorm_train(s, (int)a->ein[0], a->in[0], a->in[1], a->in[2], a->in[3], a->in[4], a->out[0],
+                              a->out[1], a->n, c, hw, a->node->attrs.eps, a->node->attrs.momentum);
     } else {
-        gr_cu_batchnorm_eval(s, a->in[0], a->in[1], a->in[2], a->in[3], a->in[4], a->out[0], a->out[1], a->n, c,
-                             hw, (float)a->node->attrs.eps);
+        gr_cu_batchnorm_eval(s, (int)a->ein[0], a->in[0], a->in[1], a->in[2], a->in[3], a->in[4], a->out[0],
+                             a->out[1], a->n, c, hw, (float)a->node->attrs.eps);
     }
 }
 
-/* in {dy, x, weight, saved}, out {dweight, dbias, dx (when x needs it)} */
+/* in {dy, x, weight, saved}, out {dweight, dbias, dx (when x needs it)}; dy,
+ * x and dx stored as a->ein[0] */
 void gr_cuda_batchnorm_bwd(const gr_kargs *a) {
     const gr_tensor *x = a->tin[1];
     int64_t c = x->shape[1], hw = gr_cuda_bn_hw(x);
     GR_ASSERT(c <= GR_CHAN_MAX);
-    float *dx = a->node->nout > 2 ? a->out[2] : NULL;
-    gr_cu_batchnorm_bwd(gr_cuda_of(a)->stream, a->in[0], a->in[1], a->in[2], a->in[3], a->out[0], a->out[1], dx,
-                        a->n, c, hw, a->ctx->training);
+    void *dx = a->node->nout > 2 ? a->out[2] : NULL;
+    gr_cu_batchnorm_bwd(gr_cuda_of(a)->stream, (int)a->ein[0], a->in[0], a->in[1], a->in[2], a->in[3], a->out[0],
+                        a->out[1], dx, a->n, c, hw, a->ctx->training);
 }

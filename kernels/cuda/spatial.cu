@@ -96,20 +96,20 @@ enum { GR_RED_STATS, GR_RED_GRAD, GR_RED_BIAS };
 
 struct gr_red_in {
     gr_chan_geo g;
-    const float *a, *b;  // STATS: x; GRAD: dy, x; BIAS: dy
+    const void *a, *b;   // STATS: x; GRAD: dy, x; BIAS: dy; stored as the kernel's E
     const float *saved;  // GRAD: the forward's {mean, invstd}
     float *db;           // BIAS with one slice: finished here, into db
 };
 
-template <int KIND>
+template <int KIND, int E>
 __device__ __forceinline__ void gr_red_part(const gr_red_in &r, int64_t ch, int64_t e0, int64_t e1, int64_t step,
                                             double *s1, double *s2) {
     if (KIND == GR_RED_STATS) {
-        gr_body_bn_stats_part(&r.g, r.a, ch, e0, e1, step, s1, s2);
+        gr_body_bn_stats_part(&r.g, r.a, E, ch, e0, e1, step, s1, s2);
     } else if (KIND == GR_RED_GRAD) {
-        gr_body_bn_grad_part(&r.g, r.a, r.b, r.saved[ch], ch, e0, e1, step, s1, s2);
+        gr_body_bn_grad_part(&r.g, r.a, r.b, E, r.saved[ch], ch, e0, e1, step, s1, s2);
     } else {
-        *s1 = gr_body_bias_grad_part(&r.g, r.a, ch, e0, e1, step);
+        *s1 = gr_body_bias_grad_part(&r.g, r.a, E, ch, e0, e1, step);
         *s2 = 0.0;
     }
 }
@@ -153,26 +153,26 @@ __device__ __forceinline__ void gr_block_sum2(double *a, double *b) {
 }
 
 // Planes mode: block = (channel, slice), its threads striding over the slice.
-template <int KIND>
+template <int KIND, int E>
 __global__ void __launch_bounds__(GR_CHAN_THREADS) gr_red_planes_kernel(gr_red_in r) {
     int64_t ch = blockIdx.x / r.g.slices, s = blockIdx.x % r.g.slices;
     int64_t e0, e1, step;
     gr_chan_span(&r.g, s, threadIdx.x, &e0, &e1, &step);
     double s1, s2;
-    gr_red_part<KIND>(r, ch, e0, e1, step, &s1, &s2);
+    gr_red_part<KIND, E>(r, ch, e0, e1, step, &s1, &s2);
     gr_block_sum2(&s1, &s2);
     if (threadIdx.x == 0) gr_red_store<KIND>(r, ch, s, s1, s2);
 }
 
 // Columns mode ([n, c]): thread = channel, blockIdx.y = slice of rows (channels on x: gridDim.y stops at 65535).
-template <int KIND>
+template <int KIND, int E>
 __global__ void __launch_bounds__(GR_CHAN_THREADS) gr_red_cols_kernel(gr_red_in r) {
     int64_t ch = (int64_t)blockIdx.x * GR_CHAN_THREADS + threadIdx.x, s = blockIdx.y;
     if (ch >= r.g.c) return;
     int64_t e0, e1, step;
     gr_chan_span(&r.g, s, 0, &e0, &e1, &step);
     double s1, s2;
-    gr_red_part<KIND>(r, ch, e0, e1, step, &s1, &s2);
+    gr_red_part<KIND, E>(r, ch, e0, e1, step, &s1, &s2);
     gr_red_store<KIND>(r, ch, s, s1, s2);
 }
 
@@ -194,14 +194,14 @@ __device__ __forceinline__ void gr_warp_parts(int64_t ch, int64_t slices, double
     *b = y;
 }
 
-__global__ void gr_bn_train_finish_kernel(gr_chan_geo g, const float *x, double eps, double mom, const float *w,
-                                          const float *b, float *saved, float *rmean, float *rvar) {
+__global__ void gr_bn_train_finish_kernel(gr_chan_geo g, const void *x, int ex, double eps, double mom,
+                                          const float *w, const float *b, float *saved, float *rmean, float *rvar) {
     int64_t ch = ((int64_t)blockIdx.x * GR_CU_THREADS + threadIdx.x) / GR_WARP;
     if (ch >= g.c) return; // the whole warp
     double s1, s2;
     gr_warp_parts(ch, g.slices, &s1, &s2);
     if (threadIdx.x % GR_WARP == 0)
-        gr_body_bn_train_finish(&g, ch, s1, s2, x, eps, mom, w, b, saved, rmean, rvar, gr_sp_coef);
+        gr_body_bn_train_finish(&g, ch, s1, s2, x, ex, eps, mom, w, b, saved, rmean, rvar, gr_sp_coef);
 }
 
 __global__ void gr_bn_bwd_finish_kernel(gr_chan_geo g, int training, const float *w, const float *saved, float *dw,
@@ -231,15 +231,16 @@ __global__ void gr_bn_eval_finish_kernel(int64_t c, float eps, const float *w, c
 
 enum { GR_APPLY_NORM, GR_APPLY_DX, GR_APPLY_BIAS };
 
-// Element l of arrays a, b, out (the thread's elements): NORM out = y from
-// a = x; DX out = dx from a = dy, b = x (both with gr_sp_coef); BIAS
-// out += bias[ch].
-template <int KIND>
-__device__ __forceinline__ void gr_apply1(const float *a, const float *b, float *out, const float *bias, int64_t l,
+// Element l of arrays a, b, out stored as E (the thread's elements): NORM
+// out = y from a = x; DX out = dx from a = dy, b = x (both with
+// gr_sp_coef); BIAS out += bias[ch].
+template <int KIND, int E>
+__device__ __forceinline__ void gr_apply1(const void *a, const void *b, void *out, const float *bias, int64_t l,
                                           int64_t ch) {
-    if (KIND == GR_APPLY_NORM) out[l] = gr_body_bn_norm(a[l], gr_sp_coef + 4 * ch);
-    else if (KIND == GR_APPLY_DX) out[l] = gr_body_bn_dx(a[l], b[l], gr_sp_coef + 4 * ch);
-    else gr_body_bias_add(out, bias, l, ch);
+    if (KIND == GR_APPLY_NORM) gr_st_hd(out, E, l, gr_body_bn_norm(gr_ld_hd(a, E, l), gr_sp_coef + 4 * ch));
+    else if (KIND == GR_APPLY_DX)
+        gr_st_hd(out, E, l, gr_body_bn_dx(gr_ld_hd(a, E, l), gr_ld_hd(b, E, l), gr_sp_coef + 4 * ch));
+    else gr_body_bias_add(out, E, bias, l, ch);
 }
 
 __device__ __forceinline__ void gr_load4(float *v, const float *p) {
@@ -251,24 +252,25 @@ __device__ __forceinline__ void gr_load4(float *v, const float *p) {
 }
 
 // Thread v takes elements V*v .. V*v + V - 1 of [n][c][inner]; V = 4 needs
-// inner % 4 == 0 (one channel per thread) and 16-byte aligned arrays.
-template <typename I, int KIND, int V>
-__global__ void gr_apply_kernel(const float *a, const float *b, float *out, const float *bias, I total, I inner,
+// inner % 4 == 0 (one channel per thread) and 16-byte aligned fp32 arrays
+// (half storage takes V = 1).
+template <typename I, int KIND, int V, int E>
+__global__ void gr_apply_kernel(const void *a, const void *b, void *out, const float *bias, I total, I inner,
                                 I c) {
     I i = ((I)blockIdx.x * GR_CU_THREADS + threadIdx.x) * V;
     if (i >= total) return;
     int64_t ch = (int64_t)((i / inner) % c);
     if (V == 1) {
-        gr_apply1<KIND>(a, b, out, bias, (int64_t)i, ch);
+        gr_apply1<KIND, E>(a, b, out, bias, (int64_t)i, ch);
         return;
     }
     float av[4] = {0, 0, 0, 0}, bv[4] = {0, 0, 0, 0}, ov[4] = {0, 0, 0, 0};
-    if (KIND != GR_APPLY_BIAS) gr_load4(av, a + i);
-    if (KIND == GR_APPLY_DX) gr_load4(bv, b + i);
-    if (KIND == GR_APPLY_BIAS) gr_load4(ov, out + i);
+    if (KIND != GR_APPLY_BIAS) gr_load4(av, (const float *)a + i);
+    if (KIND == GR_APPLY_DX) gr_load4(bv, (const float *)b + i);
+    if (KIND == GR_APPLY_BIAS) gr_load4(ov, (const float *)out + i);
 #pragma unroll
-    for (int l = 0; l < 4; l++) gr_apply1<KIND>(av, bv, ov, bias, l, ch);
-    *(float4 *)(out + i) = make_float4(ov[0], ov[1], ov[2], ov[3]);
+    for (int l = 0; l < 4; l++) gr_apply1<KIND, GR_BODY_F32>(av, bv, ov, bias, l, ch);
+    *(float4 *)((float *)out + i) = make_float4(ov[0], ov[1], ov[2], ov[3]);
 }
 
 // ---- launchers ----
@@ -333,34 +335,53 @@ extern "C" void gr_cu_global_avgpool_bwd(cudaStream_t s, const float *dy, float 
     GR_CU_LAUNCHED();
 }
 
-template <int KIND>
-static void gr_red_launch(cudaStream_t s, const gr_red_in &r) {
+template <int KIND, int E>
+static void gr_red_launch_e(cudaStream_t s, const gr_red_in &r) {
     if (r.g.cols) {
         dim3 grid((unsigned)((r.g.c + GR_CHAN_THREADS - 1) / GR_CHAN_THREADS), (unsigned)r.g.slices);
-        gr_red_cols_kernel<KIND><<<grid, GR_CHAN_THREADS, 0, s>>>(r);
+        gr_red_cols_kernel<KIND, E><<<grid, GR_CHAN_THREADS, 0, s>>>(r);
     } else {
-        gr_red_planes_kernel<KIND><<<(unsigned)(r.g.c * r.g.slices), GR_CHAN_THREADS, 0, s>>>(r);
+        gr_red_planes_kernel<KIND, E><<<(unsigned)(r.g.c * r.g.slices), GR_CHAN_THREADS, 0, s>>>(r);
     }
     GR_CU_LAUNCHED();
 }
 
+// the reduction over arrays stored as e (fp32, bf16 or fp16)
+template <int KIND>
+static void gr_red_launch(cudaStream_t s, const gr_red_in &r, int e) {
+    if (e == GR_BODY_BF16) gr_red_launch_e<KIND, GR_BODY_BF16>(s, r);
+    else if (e == GR_BODY_F16) gr_red_launch_e<KIND, GR_BODY_F16>(s, r);
+    else gr_red_launch_e<KIND, GR_BODY_F32>(s, r);
+}
+
 static bool gr_aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
-template <int KIND>
-static void gr_apply_launch(cudaStream_t s, const float *a, const float *b, float *out, const float *bias,
-                            int64_t total, int64_t inner, int64_t c) {
-    bool vec = inner % 4 == 0 && gr_aligned16(a) && gr_aligned16(b) && gr_aligned16(out);
+template <int KIND, int E>
+static void gr_apply_launch_e(cudaStream_t s, const void *a, const void *b, void *out, const float *bias,
+                              int64_t total, int64_t inner, int64_t c) {
+    bool vec = E == GR_BODY_F32 && inner % 4 == 0 && gr_aligned16(a) && gr_aligned16(b) && gr_aligned16(out);
     int64_t threads = vec ? total / 4 : total;
     unsigned blocks = GR_CU_BLOCKS(threads);
     if (gr_fits32(total)) {
         uint32_t t = (uint32_t)total, in = (uint32_t)inner, cc = (uint32_t)c;
-        if (vec) gr_apply_kernel<uint32_t, KIND, 4><<<blocks, GR_CU_THREADS, 0, s>>>(a, b, out, bias, t, in, cc);
-        else gr_apply_kernel<uint32_t, KIND, 1><<<blocks, GR_CU_THREADS, 0, s>>>(a, b, out, bias, t, in, cc);
+        if (vec) gr_apply_kernel<uint32_t, KIND, 4, E><<<blocks, GR_CU_THREADS, 0, s>>>(a, b, out, bias, t, in, cc);
+        else gr_apply_kernel<uint32_t, KIND, 1, E><<<blocks, GR_CU_THREADS, 0, s>>>(a, b, out, bias, t, in, cc);
     } else {
-        if (vec) gr_apply_kernel<int64_t, KIND, 4><<<blocks, GR_CU_THREADS, 0, s>>>(a, b, out, bias, total, inner, c);
-        else gr_apply_kernel<int64_t, KIND, 1><<<blocks, GR_CU_THREADS, 0, s>>>(a, b, out, bias, total, inner, c);
+        if (vec)
+            gr_apply_kernel<int64_t, KIND, 4, E><<<blocks, GR_CU_THREADS, 0, s>>>(a, b, out, bias, total, inner, c);
+        else
+            gr_apply_kernel<int64_t, KIND, 1, E><<<blocks, GR_CU_THREADS, 0, s>>>(a, b, out, bias, total, inner, c);
     }
     GR_CU_LAUNCHED();
+}
+
+// the elementwise pass over arrays stored as e
+template <int KIND>
+static void gr_apply_launch(cudaStream_t s, int e, const void *a, const void *b, void *out, const float *bias,
+                            int64_t total, int64_t inner, int64_t c) {
+    if (e == GR_BODY_BF16) gr_apply_launch_e<KIND, GR_BODY_BF16>(s, a, b, out, bias, total, inner, c);
+    else if (e == GR_BODY_F16) gr_apply_launch_e<KIND, GR_BODY_F16>(s, a, b, out, bias, total, inner, c);
+    else gr_apply_launch_e<KIND, GR_BODY_F32>(s, a, b, out, bias, total, inner, c);
 }
 
 static void gr_bn_check_channels(int64_t c, const char *who) {
@@ -368,33 +389,33 @@ static void gr_bn_check_channels(int64_t c, const char *who) {
         gr_cuda_die(__FILE__, __LINE__, who, "batchnorm has more channels than GR_CHAN_MAX (16384)");
 }
 
-extern "C" void gr_cu_batchnorm_train(cudaStream_t s, const float *x, const float *w, const float *b, float *rmean,
-                                      float *rvar, float *y, float *saved, int64_t n, int64_t c, int64_t hw,
-                                      double eps, double momentum) {
+extern "C" void gr_cu_batchnorm_train(cudaStream_t s, int e, const void *x, const float *w, const float *b,
+                                      float *rmean, float *rvar, void *y, float *saved, int64_t n, int64_t c,
+                                      int64_t hw, double eps, double momentum) {
     if (n * c * hw <= 0) return;
     gr_bn_check_channels(c, "gr_cu_batchnorm_train");
     gr_red_in r = {};
     r.g = gr_chan_geo_make(n, c, hw);
     r.a = x;
-    gr_red_launch<GR_RED_STATS>(s, r);
-    gr_bn_train_finish_kernel<<<GR_CU_BLOCKS(c * GR_WARP), GR_CU_THREADS, 0, s>>>(r.g, x, eps, momentum, w, b,
+    gr_red_launch<GR_RED_STATS>(s, r, e);
+    gr_bn_train_finish_kernel<<<GR_CU_BLOCKS(c * GR_WARP), GR_CU_THREADS, 0, s>>>(r.g, x, e, eps, momentum, w, b,
                                                                                    saved, rmean, rvar);
     GR_CU_LAUNCHED();
-    gr_apply_launch<GR_APPLY_NORM>(s, x, NULL, y, NULL, n * c * hw, hw, c);
+    gr_apply_launch<GR_APPLY_NORM>(s, e, x, NULL, y, NULL, n * c * hw, hw, c);
 }
 
-extern "C" void gr_cu_batchnorm_eval(cudaStream_t s, const float *x, const float *w, const float *b,
-                                     const float *rmean, const float *rvar, float *y, float *saved, int64_t n,
+extern "C" void gr_cu_batchnorm_eval(cudaStream_t s, int e, const void *x, const float *w, const float *b,
+                                     const float *rmean, const float *rvar, void *y, float *saved, int64_t n,
                                      int64_t c, int64_t hw, float eps) {
     if (n * c * hw <= 0) return;
     gr_bn_check_channels(c, "gr_cu_batchnorm_eval");
     gr_bn_eval_finish_kernel<<<GR_CU_BLOCKS(c), GR_CU_THREADS, 0, s>>>(c, eps, w, b, rmean, rvar, saved);
     GR_CU_LAUNCHED();
-    gr_apply_launch<GR_APPLY_NORM>(s, x, NULL, y, NULL, n * c * hw, hw, c);
+    gr_apply_launch<GR_APPLY_NORM>(s, e, x, NULL, y, NULL, n * c * hw, hw, c);
 }
 
-extern "C" void gr_cu_batchnorm_bwd(cudaStream_t s, const float *dy, const float *x, const float *w,
-                                    const float *saved, float *dw, float *db, float *dx, int64_t n, int64_t c,
+extern "C" void gr_cu_batchnorm_bwd(cudaStream_t s, int e, const void *dy, const void *x, const float *w,
+                                    const float *saved, float *dw, float *db, void *dx, int64_t n, int64_t c,
                                     int64_t hw, int training) {
     if (n * c * hw <= 0) return;
     gr_bn_check_channels(c, "gr_cu_batchnorm_bwd");
@@ -403,18 +424,19 @@ extern "C" void gr_cu_batchnorm_bwd(cudaStream_t s, const float *dy, const float
     r.a = dy;
     r.b = x;
     r.saved = saved;
-    gr_red_launch<GR_RED_GRAD>(s, r);
+    gr_red_launch<GR_RED_GRAD>(s, r, e);
     gr_bn_bwd_finish_kernel<<<GR_CU_BLOCKS(c * GR_WARP), GR_CU_THREADS, 0, s>>>(r.g, training, w, saved, dw, db);
     GR_CU_LAUNCHED();
-    if (dx) gr_apply_launch<GR_APPLY_DX>(s, dy, x, dx, NULL, n * c * hw, hw, c);
+    if (dx) gr_apply_launch<GR_APPLY_DX>(s, e, dy, x, dx, NULL, n * c * hw, hw, c);
 }
 
-extern "C" void gr_cu_bias_add(cudaStream_t s, float *y, const float *b, int64_t n, int64_t c, int64_t inner) {
+extern "C" void gr_cu_bias_add(cudaStream_t s, int e, void *y, const float *b, int64_t n, int64_t c, int64_t inner) {
     if (n * c * inner <= 0) return;
-    gr_apply_launch<GR_APPLY_BIAS>(s, NULL, NULL, y, b, n * c * inner, inner, c);
+    gr_apply_launch<GR_APPLY_BIAS>(s, e, NULL, NULL, y, b, n * c * inner, inner, c);
 }
 
-extern "C" void gr_cu_bias_grad(cudaStream_t s, const float *dy, float *db, int64_t n, int64_t c, int64_t inner) {
+extern "C" void gr_cu_bias_grad(cudaStream_t s, int e, const void *dy, float *db, int64_t n, int64_t c,
+                                int64_t inner) {
     if (n * c * inner <= 0) return;
     gr_red_in r = {};
     r.g = gr_chan_geo_make(n, c, inner);
@@ -422,7 +444,7 @@ extern "C" void gr_cu_bias_grad(cudaStream_t s, const float *dy, float *db, int6
     // one slice per channel (small batches, or more channels than the
     // scratch holds partials for): the first stage finishes into db
     if (r.g.slices == 1) r.db = db;
-    gr_red_launch<GR_RED_BIAS>(s, r);
+    gr_red_launch<GR_RED_BIAS>(s, r, e);
     if (r.g.slices == 1) return;
     gr_bias_finish_kernel<<<GR_CU_BLOCKS(c * GR_WARP), GR_CU_THREADS, 0, s>>>(r.g, db);
     GR_CU_LAUNCHED();

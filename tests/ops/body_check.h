@@ -162,9 +162,9 @@ static inline void t_chan_sums(const gr_chan_geo *g, int kind, const float *a, c
                 int64_t e0, e1, step;
                 double u = 0.0, v = 0.0;
                 gr_chan_span(g, s, t, &e0, &e1, &step);
-                if (kind == 0) gr_body_bn_stats_part(g, a, ch, e0, e1, step, &u, &v);
-                else if (kind == 1) gr_body_bn_grad_part(g, a, b, saved[ch], ch, e0, e1, step, &u, &v);
-                else u = gr_body_bias_grad_part(g, a, ch, e0, e1, step);
+                if (kind == 0) gr_body_bn_stats_part(g, a, GR_BODY_F32, ch, e0, e1, step, &u, &v);
+                else if (kind == 1) gr_body_bn_grad_part(g, a, b, GR_BODY_F32, saved[ch], ch, e0, e1, step, &u, &v);
+                else u = gr_body_bias_grad_part(g, a, GR_BODY_F32, ch, e0, e1, step);
                 p1 += u;
                 p2 += v;
             }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "../gr_test.h"
+#include "common/gr_half.h"
 #include "graph/graph.h"
 #include "exec/exec.h"
 #include "runner/train.h"
@@ -58,7 +59,7 @@ typedef struct gr_cmp_model {
 
 static inline gr_status gr_cmp_model_build(gr_cmp_model *cm, const char *layers, const char *blocks,
                                     const int64_t *shape, int ndim, int64_t micro_batch, double label_smoothing,
-                                    bool input_grad, gr_error *err) {
+                                    bool input_grad, gr_precision prec, gr_error *err) {
     memset(cm, 0, sizeof *cm);
     gr_status st = gr_cfg_parse_text(layers, "layers", 1, 1, &cm->layers, err);
     if (!st && blocks) st = gr_cfg_parse_text(blocks, "blocks", 1, 1, &cm->blocks, err);
@@ -73,6 +74,7 @@ static inline gr_status gr_cmp_model_build(gr_cmp_model *cm, const char *layers,
     if ((st = gr_graph_build(&cm->spec, shape, ndim, &cm->g, err))) return st;
     cm->built = true;
     gr_autodiff(&cm->g, input_grad);
+    gr_graph_set_precision(&cm->g, prec); /* bf16/fp16: activations stored in half */
     return GR_OK;
 }
 
@@ -113,15 +115,16 @@ static inline void gr_cmp_batch(const gr_graph *g, int64_t n, uint64_t key, floa
         y[i] = (int32_t)(gr_hash64(key ^ 0x1AB1ull, (uint64_t)i) % (uint64_t)g->n_classes);
 }
 
-/* Fills the plan's activation arena with NaN: a kernel that reads a value
- * no earlier step of the pass wrote (or accumulates into one) then makes
- * the results NaN instead of passing by luck on a zeroed arena. */
+/* Fills the plan's activation arena with all-ones bytes, a NaN as fp32,
+ * bf16 and fp16 alike: a kernel that reads a value no earlier step of the
+ * pass wrote (or accumulates into one) then makes the results NaN instead
+ * of passing by luck on a zeroed arena. */
 static inline void gr_cmp_poison(gr_plan *p) {
-    size_t n = p->mem.act_bytes / sizeof(float);
+    size_t n = p->mem.act_bytes;
     if (!n) return;
-    float *h = gr_xmalloc(n * sizeof *h);
-    for (size_t i = 0; i < n; i++) h[i] = NAN;
-    gr_backend_upload(p->m->be, p->act, h, n * sizeof *h);
+    unsigned char *h = gr_xmalloc(n);
+    memset(h, 0xFF, n);
+    gr_backend_upload(p->m->be, p->act, h, n);
     free(h);
 }
 
@@ -129,6 +132,17 @@ static inline void gr_cmp_poison(gr_plan *p) {
 static inline float *gr_cmp_fetch(gr_backend *be, const void *src, int64_t n) {
     float *h = gr_xmalloc((size_t)(n ? n : 1) * sizeof *h);
     if (n) gr_backend_download(be, h, src, (size_t)n * sizeof *h);
+    return h;
+}
+
+/* n elements of tensor storage of type e (fp32, bf16 or fp16), decoded into new host floats. */
+static inline float *gr_cmp_fetch_as(gr_backend *be, const void *src, gr_elem e, int64_t n) {
+    if (e == GR_F32) return gr_cmp_fetch(be, src, n);
+    uint16_t *raw = gr_xmalloc((size_t)(n ? n : 1) * sizeof *raw);
+    float *h = gr_xmalloc((size_t)(n ? n : 1) * sizeof *h);
+    if (n) gr_backend_download(be, raw, src, (size_t)n * sizeof *raw);
+    for (int64_t i = 0; i < n; i++) h[i] = e == GR_BF16 ? gr_bf16_decode_hd(raw[i]) : gr_fp16_decode_hd(raw[i]);
+    free(raw);
     return h;
 }
 

@@ -12,9 +12,15 @@
  * Afterwards every op of ops.def must have been in some case's graph.
  *
  * The table runs five times: strict fp32 and tf32 with cuDNN's heuristics,
- * fp32 with cudnn_benchmark (measured algorithms), then bf16 and fp16 (half
- * storage emulated on both backends: every activation rounded in place; the
- * GPU's GEMMs and convs on TF32). Errors are NMSE =
+ * fp32 with cudnn_benchmark (measured algorithms), then bf16 and fp16: the
+ * graph stores its activations in half (graph/precision.c) on both
+ * backends; the CPU computes them as it does for that precision (native
+ * bf16 where the CPU has it, else fp32 on decoded copies), the GPU runs its
+ * convs, GEMMs, batchnorm, activations and adds natively on the half arrays
+ * (tensor cores, fp32 accumulation, the weights rounded to half) and stages
+ * the rest; each half pass also checks that those steps did run natively
+ * (ops_check_native). The input gradient and the logits are compared
+ * decoded. Errors are NMSE =
  * sum((a-b)^2) / sum(b^2) per tensor, b the CPU's.
  *   fp32: forward results (logits, running stats) <= 1e-9, gradients <= 1e-8.
  *     Both sides round in fp32 but sum in different orders: the CPU's two
@@ -213,12 +219,40 @@ static void ops_check_correct(ops_ctx *x, const char *what, double dev, double r
 /* One run of a case on fresh parameters and inputs from seed; returns the
  * number of comparisons out of bounds (or 1 when it cannot even run). be[0]
  * is the CPU reference, be[1] the device. */
+/* Half passes: the device's train plan runs every conv, dense, batchnorm,
+ * activation and add step whose activations are all in the one half type
+ * natively (not staged through fp32 copies). */
+static void ops_check_native(ops_ctx *x, const gr_plan *p) {
+    for (int i = 0; i < p->steps.n; i++) {
+        const gr_kargs *a = &p->steps.step[i];
+        switch (a->node->op) {
+        case GR_OP_CONV: case GR_OP_CONV_BWD_DATA: case GR_OP_DENSE: case GR_OP_DENSE_BWD_DATA:
+        case GR_OP_BATCHNORM: case GR_OP_BATCHNORM_BWD: case GR_OP_RELU: case GR_OP_RELU_BWD: case GR_OP_ADD: break;
+        default: continue;
+        }
+        bool all_half = true;
+        gr_elem h = a->eout[0];
+        for (int k = 0; k < a->node->nin + a->node->nout; k++) {
+            bool in = k < a->node->nin;
+            const gr_tensor *t = in ? a->tin[k] : a->tout[k - a->node->nin];
+            gr_elem e = in ? a->ein[k] : a->eout[k - a->node->nin];
+            if (t->batched && e != GR_I32 && e != GR_U8 && (e != h || e == GR_F32)) all_half = false;
+        }
+        if (all_half && a->staged) {
+            x->bad++;
+            fprintf(stderr, "  %s [%s]: step %s (%s) is staged, not run on its half storage\n", x->c->name,
+                    x->ps->name, gr_op_name(a->node->op), gr_elem_name(h));
+        }
+    }
+}
+
 static int ops_attempt(const ops_case *c, const ops_pass *ps, gr_backend *const be[2], uint64_t seed, int attempt,
                        bool covered[GR_OP_COUNT], ops_worst *worst) {
     ops_ctx x = {c, ps, worst, 0, attempt, 0.0, 0.0};
     gr_error err = {0};
     gr_cmp_model cm;
-    if (gr_cmp_model_build(&cm, c->layers, c->blocks, c->shape, c->ndim, N, c->label_smoothing, true, &err)) {
+    if (gr_cmp_model_build(&cm, c->layers, c->blocks, c->shape, c->ndim, N, c->label_smoothing, true,
+                           ps->opts.precision, &err)) {
         fprintf(stderr, "  %s: %s\n", c->name, err.msg);
         gr_cmp_model_free(&cm);
         return 1;
@@ -248,6 +282,7 @@ static int ops_attempt(const ops_case *c, const ops_pass *ps, gr_backend *const 
     if (!ready) x.bad = 1;
     else
         for (int i = 0; i < g->n_nodes; i++) covered[g->nodes[i].op] = true;
+    if (ready) ops_check_native(&x, &tp[1]);
 
     /* training: two micro-steps adding into the same grads */
     for (int s = 0; s < 2 && ready; s++) {
@@ -260,7 +295,7 @@ static int ops_attempt(const ops_case *c, const ops_pass *ps, gr_backend *const 
         for (int b = 0; b < 2; b++) {
             gr_cmp_poison(&tp[b]);
             gr_train_micro_step(&tp[b], &bt, &ctx, &loss[b], &correct[b]);
-            gx[b] = gr_cmp_fetch(be[b], gr_plan_ptr(&tp[b], gx_t), N * per);
+            gx[b] = gr_cmp_fetch_as(be[b], gr_plan_ptr(&tp[b], gx_t), g->tensors[gx_t].elem, N * per);
         }
         char what[64];
         snprintf(what, sizeof what, "train micro-step %d", s);
@@ -308,7 +343,7 @@ static int ops_attempt(const ops_case *c, const ops_pass *ps, gr_backend *const 
         for (int b = 0; b < 2; b++) {
             gr_cmp_poison(&ep[b]);
             gr_train_micro_step(&ep[b], &bt, &ctx, &loss[b], &correct[b]);
-            z[b] = gr_cmp_fetch(be[b], gr_plan_ptr(&ep[b], g->logits), n * k);
+            z[b] = gr_cmp_fetch_as(be[b], gr_plan_ptr(&ep[b], g->logits), g->tensors[g->logits].elem, n * k);
         }
         double zmax = 0.0;
         for (int64_t i = 0; i < n * k; i++) zmax = GR_MAX(zmax, fabs((double)z[0][i]));

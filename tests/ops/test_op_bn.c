@@ -298,7 +298,8 @@ static void test_batchnorm(const t_bn *q) {
 
         t_chan_sums(&g, 0, x, NULL, NULL, s1, s2);
         for (int64_t ch = 0; ch < c; ch++)
-            gr_body_bn_train_finish(&g, ch, s1[ch], s2[ch], x, q->eps, q->momentum, w, b, saved2, rm2, rv2, coef);
+            gr_body_bn_train_finish(&g, ch, s1[ch], s2[ch], x, GR_BODY_F32, q->eps, q->momentum, w, b, saved2, rm2,
+                                    rv2, coef);
         for (int64_t i = 0; i < total; i++) y2[i] = gr_body_bn_norm(x[i], coef + 4 * gr_chan_of(i, hw, c));
         snprintf(w2, sizeof w2, "%s: train step %d: saved", what, step);
         CHECK_CLOSE_ARR(w2, saved2, saved, 2 * c, 1e-6);

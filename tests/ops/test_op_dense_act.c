@@ -84,7 +84,7 @@ static void test_act(int act, int64_t nb, int64_t n, int ndim, const int64_t *s)
     k.a.in[0] = x;
     k.a.out[0] = y_cpu;
     act_fwd[act](&k.a);
-    for (int64_t i = 0; i < cnt; i++) gr_body_act(act, x, y_body, i);
+    for (int64_t i = 0; i < cnt; i++) gr_body_act(act, GR_BODY_F32, x, y_body, i);
     int64_t at;
     double e = max_rel(y_body, y_cpu, cnt, 1e-30, &at);
     CHECK_MSG(e <= TOL, "%s forward, %lld elements: rel. error %.3g at %lld (x %.9g: body %.9g, cpu %.9g)",
@@ -101,7 +101,7 @@ static void test_act(int act, int64_t nb, int64_t n, int ndim, const int64_t *s)
     k.a.in[1] = (void *)saved;
     k.a.out[0] = dx_cpu;
     act_bwd[act](&k.a);
-    for (int64_t i = 0; i < cnt; i++) gr_body_act_bwd(act, dy, saved, dx_body, i);
+    for (int64_t i = 0; i < cnt; i++) gr_body_act_bwd(act, GR_BODY_F32, dy, saved, dx_body, i);
     e = max_rel(dx_body, dx_cpu, cnt, 1e-30, &at);
     CHECK_MSG(e <= TOL, "%s backward, %lld elements: rel. error %.3g at %lld (body %.9g, cpu %.9g)",
               act_name[act], (long long)cnt, e, (long long)at, at >= 0 ? dx_body[at] : 0.0,
@@ -121,7 +121,7 @@ static void test_bias(int64_t n, int64_t c, int64_t inner) {
     for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j < c; j++)
             for (int64_t k = 0; k < inner; k++) y[(i * c + j) * inner + k] += b[j];
-    for (int64_t i = 0; i < total; i++) gr_body_bias_add(y2, b, i, gr_chan_of(i, inner, c));
+    for (int64_t i = 0; i < total; i++) gr_body_bias_add(y2, GR_BODY_F32, b, i, gr_chan_of(i, inner, c));
     snprintf(w2, sizeof w2, "%s: add", what);
     CHECK_SAME_ARR(w2, y2, y, total);
 

@@ -46,6 +46,7 @@ static void test_add(int nin, int64_t nb, int64_t n, int64_t f) {
     kt_init(&k, GR_OP_ADD, nin, 1, n);
     gr_add_in in;
     in.nin = nin;
+    in.e = GR_BODY_F32;
     for (int i = 0; i < GR_ELEM_MAX_IN; i++) {
         x[i] = i < nin ? rand_floats(cnt, -4.0f, 4.0f) : NULL;
         in.x[i] = x[i];
