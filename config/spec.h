@@ -110,7 +110,10 @@ typedef struct gr_job_spec {
 
     struct {
         int64_t data;             /* 0 = auto */
-        char backend[16];         /* auto | nccl | mpi | none (nccl, mpi refused at load: one process) */
+        char backend[16];         /* auto | nccl | mpi | none (nccl refused at load: not built) */
+        double bucket_mb;         /* 25, >= 0: gradient all-reduce buckets; 0 = one all-reduce after backward */
+        double timeout_s;         /* 600, > 0: a collective slower than this ends the run (exit 7) */
+        bool sync_batchnorm;      /* false (true refused at load: not built) */
     } parallel;
 
     struct {
@@ -142,7 +145,7 @@ typedef struct gr_job_spec {
  * fills defaults and cross-field rules (micro_batch divides batch_size,
  * epochs or steps given, ...), and refuses the values schema v1 accepts
  * but this version does not honour (`deterministic: true`,
- * `parallel.backend: nccl` or `mpi`). On error returns GR_ERR_USAGE with
+ * `parallel.backend: nccl`). On error returns GR_ERR_USAGE with
  * err->msg = "file:line:col: key: message"; a missing/unreadable file is
  * "path: cannot read job spec: <strerror>" (also exit 2), and so is a path
  * that is not a regular file or holds more than 4 MiB (spec_input.h). YAML

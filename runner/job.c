@@ -10,17 +10,20 @@
 
 #include "../checkpoints/weights.h"
 #include "../graph/graph.h"
+#include "buckets.h"
 
 void gr_job_init(gr_job *j, const gr_job_spec *spec, bool quiet) {
     memset(j, 0, sizeof *j);
     j->spec = spec;
     j->ck_step = -1;
     j->lock.fd = -1;
+    j->comm.world = 1;
     gr_metrics_init(&j->mx, quiet);
 }
 
 void gr_job_free(gr_job *j) {
     gr_saver_free(j->saver);
+    gr_buckets_free(j->buckets);
     free(j->pre_params);
     free(j->pre_optim);
     free(j->spec_text);
@@ -40,9 +43,7 @@ void gr_job_free(gr_job *j) {
 /* Refused rather than ignored, so nobody believes a run is checkpointed or
  * augmented when it is not. */
 gr_status gr_job_unsupported(const gr_job_spec *s, gr_error *err) {
-    if (s->parallel.data > 1)
-        return gr_spec_error(err, s, "parallel.data", "%lld ranks asked for, but this version runs on one "
-                             "device only", (long long)s->parallel.data);
+    (void)s, (void)err; /* none at the moment (parallel.* is resolved by parallel.c) */
     return GR_OK;
 }
 
@@ -264,8 +265,8 @@ void gr_job_loader_config(const gr_job *j, gr_loader_config *lc) {
     memset(lc, 0, sizeof *lc);
     lc->batch = s->train.micro_batch;
     lc->seed = s->seed;
-    lc->rank = 0;
-    lc->world = 1;
+    lc->rank = j->comm.rank;
+    lc->world = j->comm.world;
     lc->n_norm = j->n_norm;
     memcpy(lc->mean, j->mean, sizeof lc->mean);
     memcpy(lc->std, j->std, sizeof lc->std);
@@ -294,6 +295,8 @@ gr_status gr_job_open_loaders(gr_job *j, gr_error *err) {
         lc.shuffle = false;
         lc.drop_last = false;
         lc.aug = j->val_aug;
+        lc.rank = 0; /* every rank reads the whole split and evaluates every world-th batch (step.c) */
+        lc.world = 1;
         if ((st = gr_loader_open(j->val_ds, &lc, &j->val_ld, err))) return st;
     }
     return GR_OK;
@@ -346,6 +349,7 @@ static bool gr_file_exists(const char *dir, const char *name) {
 }
 
 gr_status gr_job_open_run_dir(gr_job *j, const gr_run_options *opt, gr_error *err) {
+    if (!gr_job_writer(j)) return GR_OK; /* rank 0's */
     bool has_run = gr_file_exists(j->run_dir, "config.yaml") || gr_file_exists(j->run_dir, "metrics.jsonl") ||
                    gr_file_exists(j->run_dir, "summary.json");
     if (has_run && !opt->resume)
@@ -363,6 +367,7 @@ gr_status gr_job_open_run_dir(gr_job *j, const gr_run_options *opt, gr_error *er
 }
 
 gr_status gr_job_save_weights(gr_job *j, gr_error *err) {
+    if (!gr_job_writer(j)) return GR_OK;
     char path[GR_PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/weights.h5", j->run_dir);
     float *host = gr_xmalloc((size_t)j->g.n_params * sizeof(float));

@@ -19,6 +19,7 @@
 #include <stdio.h>
 
 #include "../checkpoints/ckpt.h"
+#include "../comm/comm.h"
 #include "metrics.h"
 #include "rundir.h"
 #include "saver.h"
@@ -54,9 +55,16 @@ typedef struct gr_job {
     bool pre_found;
     char pre_path[GR_PATH_MAX + 100];
     gr_scaler sc;      /* loss scaling: the scale and its history (checkpointed) */
+    gr_comm comm;      /* the processes of a data-parallel run (world 1: this one alone) */
+    int64_t step;      /* the optimizer step being run, 0-based (parallel.c's messages) */
+    struct gr_buckets *buckets; /* the bucketed gradient all-reduce (parallel.bucket_mb; NULL: none) */
     int64_t ck_step;   /* step of the last save started (-1: none); ck_failed: it was reported failed */
     bool ck_failed;
 } gr_job;
+
+/* Whether this process writes the run directory, its metrics and
+ * checkpoints: rank 0 (every process of a one-process run). */
+static inline bool gr_job_writer(const gr_job *j) { return j->comm.rank == 0; }
 
 /* An empty job of spec (quiet: no console lines but errors). */
 void gr_job_init(gr_job *j, const gr_job_spec *spec, bool quiet);
@@ -87,7 +95,7 @@ void gr_job_layout(gr_job *j);
  * this backend compute in fp32 on converted copies of their half tensors. */
 void gr_job_say_staged(const gr_job *j, bool quiet);
 /* The base of both loaders' configuration: micro-batch, seed, normalization,
- * prefetch and workers (one rank). */
+ * prefetch and workers, this rank's shard (j->comm). */
 void gr_job_loader_config(const gr_job *j, gr_loader_config *lc);
 /* The train loader (shuffled, drop_last, augmented) and the val one. */
 gr_status gr_job_open_loaders(gr_job *j, gr_error *err);

@@ -82,6 +82,14 @@ gr_status gr_metrics_trim(gr_metrics *mx, const char *run_dir, int64_t step, gr_
 
 /* ---- the lines ---- */
 
+/* " x N processes" for data parallelism, else "" */
+static const char *gr_metrics_world_str(int world) {
+    static char buf[48];
+    if (world <= 1) return "";
+    snprintf(buf, sizeof buf, " x %d processes", world);
+    return buf;
+}
+
 void gr_metrics_begin(gr_metrics *mx, const gr_metrics_run *run) {
     mx->run = *run;
     snprintf(mx->device_detail, sizeof mx->device_detail, "%s", run->device_detail ? run->device_detail : "");
@@ -90,13 +98,15 @@ void gr_metrics_begin(gr_metrics *mx, const gr_metrics_run *run) {
     mx->run.staged_ops = mx->staged_ops;
     if (!mx->quiet)
         printf("gpurun: %s on %s: %lld parameters, %lld steps (%lld per epoch), batch %lld = %lld x %lld "
-               "micro-batches, run dir %s\n", run->name, run->device, (long long)run->params,
+               "micro-batches%s, run dir %s\n", run->name, run->device, (long long)run->params,
                (long long)run->total, (long long)run->spe, (long long)run->batch,
-               (long long)(run->batch / run->micro_batch), (long long)run->micro_batch, run->run_dir);
+               (long long)(run->batch / run->micro_batch / (run->world > 1 ? run->world : 1)),
+               (long long)run->micro_batch, gr_metrics_world_str(run->world), run->run_dir);
     mx->t0 = mx->t_window = gr_now();
     mx->wait_window = 0.0;
     mx->steps_window = 0;
     mx->eval_s = 0.0;
+    mx->comm_s = 0.0;
 }
 
 double gr_metrics_time_s(const gr_metrics *mx) { return mx->rec.time0 + (gr_now() - mx->t0); }
@@ -128,6 +138,13 @@ gr_status gr_metrics_step(gr_metrics *mx, int64_t step, double lr, double loss_s
     double wait_pct = 100.0 * (data_wait_s - mx->wait_window) / (now - mx->t_window);
     mx->wait_window = data_wait_s;
     double eta = (now - mx->t0) / (double)(step - r->start) * (double)(r->total - step);
+    if (mx->off) { /* another rank writes the line */
+        mx->t_window = now;
+        mx->rec.loss_window = 0.0;
+        mx->rec.loss_n = 0;
+        mx->steps_window = 0;
+        return GR_OK;
+    }
     gr_json js;
     gr_json_begin(&js);
     gr_json_str(&js, "kind", "train");
@@ -169,6 +186,7 @@ gr_status gr_metrics_eval(gr_metrics *mx, int64_t step, double loss, double acc,
     mx->rec.last_vloss = loss;
     mx->rec.last_acc = acc;
     if (isnan(mx->rec.best_acc) || acc > mx->rec.best_acc) mx->rec.best_acc = acc;
+    if (mx->off) return GR_OK;
     gr_json js;
     gr_json_begin(&js);
     gr_json_str(&js, "kind", "eval");
@@ -205,6 +223,7 @@ gr_status gr_metrics_summary(gr_metrics *mx, const char *status, int64_t steps, 
     const gr_metrics_run *r = &mx->run;
     const gr_record *rec = &mx->rec;
     const double wall = mx->wall_s = gr_now() - mx->t0, eval_s = mx->eval_s;
+    if (mx->off) return GR_OK;
     gr_json js;
     gr_json_begin(&js);
     gr_json_str(&js, "status", status);
@@ -231,6 +250,9 @@ gr_status gr_metrics_summary(gr_metrics *mx, const char *status, int64_t steps, 
     gr_json_int(&js, "params", r->params);
     gr_json_num(&js, "data_wait_s", data_wait_s);
     gr_json_num(&js, "data_wait_pct", wall - eval_s > 0 ? 100.0 * data_wait_s / (wall - eval_s) : 0.0);
+    gr_json_int(&js, "world_size", r->world > 1 ? r->world : 1);
+    gr_json_num(&js, "comm_s", mx->comm_s);
+    gr_json_int(&js, "grad_buckets", mx->grad_buckets);
     gr_status st = gr_rundir_write_file(r->run_dir, "summary.json", gr_write_line_cb, gr_json_end(&js), err);
     gr_error e2;
     gr_status st2 = gr_metrics_flush(mx, &e2);

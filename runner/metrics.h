@@ -33,7 +33,8 @@ typedef struct gr_metrics_run {
     const char *device_detail;      /* gr_backend_describe: ISA and libraries, or the GPU */
     const char *staged_ops;         /* gr_plan_staged_ops of the train plan: half storage computed in fp32 */
     int64_t params;                 /* the model's weights */
-    int64_t batch, micro_batch;     /* samples per optimizer step and per micro-batch */
+    int64_t batch, micro_batch;     /* samples per optimizer step (all processes) and per micro-batch (one) */
+    int world;                      /* processes (data parallelism) */
     int64_t spe, total, start;      /* steps per epoch, the job's steps, the first step of this process */
     int64_t log_every;              /* log.every_steps */
 } gr_metrics_run;
@@ -52,6 +53,7 @@ typedef struct gr_metrics {
     char path[GR_METRICS_PATH_MAX];
     gr_tfevents *tb;               /* NULL unless log.tensorboard */
     bool quiet;                    /* no console lines but errors */
+    bool off;                      /* writes no file (data parallelism: every rank but 0) */
     gr_metrics_run run;
     char device_detail[256];       /* run.device_detail points here */
     char staged_ops[256];          /* run.staged_ops points here */
@@ -61,6 +63,8 @@ typedef struct gr_metrics {
     double t_window, wait_window;  /* the last train line: when, and the loader's wait then */
     int64_t steps_window;          /* steps since the last train line (throughput) */
     double eval_s;                 /* time spent evaluating */
+    double comm_s;                 /* time spent in collectives (data parallelism), this process */
+    int grad_buckets;              /* buckets of the gradient all-reduce (0: one after backward, or none) */
     double wall_s;                 /* set by gr_metrics_summary */
 } gr_metrics;
 

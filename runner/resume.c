@@ -26,7 +26,7 @@ bool gr_resume_finished_before(const gr_job *j, const gr_run_options *opt) {
 /* Where step's first micro-batch comes from: epochs are whole steps. */
 static void gr_job_position(const gr_job *j, int64_t step, int64_t spe, int64_t *epoch, int64_t *sample) {
     *epoch = step / spe;
-    *sample = (step % spe) * j->spec->train.batch_size;
+    *sample = (step % spe) * j->spec->train.batch_size; /* global: every process's samples */
 }
 
 /* ---- picking and restoring ---- */
@@ -83,19 +83,20 @@ gr_status gr_job_resume(gr_job *j, const gr_run_options *opt, int64_t spe, int64
     gr_status st; /* j->ckpt_dir: set and made by gr_job_open_run_dir */
     gr_job_spec_text(j);
     const int slots = gr_optim_slots(&s->train.optimizer);
-    j->saver = gr_saver_new(j->ckpt_dir, (int)s->checkpoint.keep, &j->g, slots);
+    const bool w = gr_job_writer(j); /* rank 0 alone saves and trims */
+    if (w) j->saver = gr_saver_new(j->ckpt_dir, (int)s->checkpoint.keep, &j->g, slots);
     if (!opt->resume) return GR_OK;
     if (!j->pre_found) {
         if (!opt->quiet) fprintf(stderr, "gpurun: --resume auto: no checkpoint in %s; starting fresh\n", j->ckpt_dir);
         /* an earlier attempt died before its first checkpoint: its steps are redone */
-        return gr_metrics_trim(&j->mx, j->run_dir, 0, err);
+        return w ? gr_metrics_trim(&j->mx, j->run_dir, 0, err) : GR_OK;
     }
     const char *path = j->pre_path;
     gr_ckpt_header h = j->pre_h; /* loaded, verified and checked by gr_job_pick_checkpoint */
     gr_ckpt_state cs = {&j->g, j->pre_params, j->pre_optim};
     gr_backend_upload(j->be, j->m.params, cs.params, (size_t)j->g.n_params * sizeof(float));
     if (slots) gr_backend_upload(j->be, j->m.optim, cs.optim, (size_t)slots * (size_t)j->g.n_trainable * sizeof(float));
-    if ((st = gr_metrics_trim(&j->mx, j->run_dir, h.step, err))) return st;
+    if (w && (st = gr_metrics_trim(&j->mx, j->run_dir, h.step, err))) return st;
     if (!opt->quiet) fprintf(stderr, "gpurun: resuming from %s at step %lld\n", path, (long long)h.step);
     *start = h.step;
     j->eval_pending = h.eval_pending != 0;
@@ -115,7 +116,7 @@ gr_status gr_job_resume(gr_job *j, const gr_run_options *opt, int64_t spe, int64
     if (h.step == 0) return GR_OK;
     int64_t epoch, sample;
     gr_job_position(j, h.step, spe, &epoch, &sample);
-    return gr_loader_seek(j->train_ld, epoch, sample, err);
+    return gr_loader_seek(j->train_ld, epoch, sample / j->comm.world, err); /* this rank's share */
 }
 
 /* ---- saving ---- */
@@ -126,7 +127,7 @@ static void gr_job_header(const gr_job *j, int64_t step, int64_t spe, gr_ckpt_he
     memset(h, 0, sizeof *h);
     h->step = step;
     gr_job_position(j, step, spe, &h->epoch, &h->sample_in_epoch);
-    h->world_size = 1;
+    h->world_size = j->comm.world;
     snprintf(h->precision, sizeof h->precision, "%s", gr_precision_name(s->precision));
     h->loss_scale = j->sc.scale;
     h->loss_scale_good = j->sc.good;
@@ -147,6 +148,7 @@ static void gr_job_header(const gr_job *j, int64_t step, int64_t spe, gr_ckpt_he
 }
 
 void gr_job_checkpoint_start(gr_job *j, int64_t step, int64_t spe) {
+    if (!j->saver) return; /* not rank 0 */
     gr_error e;
     gr_ckpt_header h;
     gr_job_header(j, step, spe, &h);
@@ -158,6 +160,7 @@ void gr_job_checkpoint_start(gr_job *j, int64_t step, int64_t spe) {
 }
 
 void gr_job_checkpoint_poll(gr_job *j) {
+    if (!j->saver) return;
     gr_status st;
     gr_error e;
     if (gr_saver_poll(j->saver, &st, &e) && st) {
@@ -169,6 +172,7 @@ void gr_job_checkpoint_poll(gr_job *j) {
 
 gr_status gr_job_checkpoint_sync(gr_job *j, int64_t step, int64_t spe, bool *again, gr_error *err) {
     *again = false;
+    if (!j->saver) return GR_OK;
     if (j->ck_step == step && !j->ck_failed && !j->eval_pending) {
         gr_status st = gr_saver_wait(j->saver, err);
         if (!st) {

@@ -111,6 +111,7 @@ bool gr_saver_poll(gr_saver *sv, gr_status *st, gr_error *err) {
 }
 
 void gr_saver_wait_copied(gr_saver *sv) {
+    if (!sv) return; /* no saver: a rank that does not write checkpoints */
     pthread_mutex_lock(&sv->mu);
     while (sv->copying) pthread_cond_wait(&sv->copied, &sv->mu);
     pthread_mutex_unlock(&sv->mu);

@@ -5,6 +5,7 @@
 
 #include <math.h>
 
+#include "parallel.h"
 #include "signals.h"
 
 /* The batch into the plan's input and label tensors. */
@@ -66,16 +67,20 @@ gr_status gr_job_evaluate(gr_job *j, double *loss, double *acc, gr_error *err) {
     int64_t seen = 0, nb = gr_loader_batches_per_epoch(j->val_ld);
     for (int64_t i = 0; i < nb; i++) {
         gr_batch *b;
-        if (gr_signals_pending()) { /* a preemption does not wait for the evaluation */
+        /* a preemption does not wait for the evaluation (one process: several agree at step boundaries) */
+        if (j->comm.world == 1 && gr_signals_pending()) {
             *loss = *acc = NAN;
             return GR_OK;
         }
         if ((st = gr_loader_next(j->val_ld, &b, err))) return st;
         GR_ASSERT(b->index == i);
-        gr_train_micro_step(&j->eval_plan, b, &ctx, &loss_sum, &correct);
-        seen += b->n;
+        if (i % j->comm.world == j->comm.rank) { /* data parallelism: every world-th batch */
+            gr_train_micro_step(&j->eval_plan, b, &ctx, &loss_sum, &correct);
+            seen += b->n;
+        }
         gr_loader_release(j->val_ld, b);
     }
+    if ((st = gr_parallel_reduce_eval(j, &loss_sum, &correct, &seen, err))) return st;
     *loss = loss_sum / (double)(seen ? seen : 1);
     *acc = correct / (double)(seen ? seen : 1);
     return GR_OK;

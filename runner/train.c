@@ -1,9 +1,11 @@
 /* train.c — the training loop behind `gpurun run` (see train.h).
  *
- * One optimizer step = accum = batch_size / micro_batch micro-batches, each a
- * forward + backward pass of the train plan that adds into the grads arena
- * (zeroed once per step); the loss gradient is scaled by 1/batch_size so the
- * sum over micro-batches is the gradient of the whole batch's mean loss.
+ * One optimizer step = accum = batch_size / (micro_batch x world) micro-batches
+ * on each of the world's processes (parallel.h; world 1 without a launcher),
+ * each a forward + backward pass of the train plan that adds into the grads
+ * arena (zeroed once per step); the loss gradient is scaled by 1/batch_size
+ * so the sum over micro-batches (and processes) is the gradient of the whole
+ * batch's mean loss.
  * An epoch is floor(N / batch_size) steps; the micro-batches left over at
  * the end of an epoch are skipped (drop_last), like PyTorch's loop in
  * ../shared/bench/torch_ref.py.
@@ -21,6 +23,7 @@
 
 #include "finite.h"
 #include "job.h"
+#include "parallel.h"
 #include "resume.h"
 #include "schedule.h"
 #include "signals.h"
@@ -43,11 +46,12 @@ typedef struct gr_loop {
 /* The run's length, from the train loader's epoch. */
 static void gr_loop_init(gr_loop *L, const gr_job *j) {
     const gr_job_spec *s = j->spec;
-    L->spe = gr_loader_samples_per_epoch(j->train_ld) / s->train.batch_size;
+    const int64_t world = j->comm.world; /* the loader's epoch is this rank's shard */
+    L->spe = gr_loader_samples_per_epoch(j->train_ld) / (s->train.batch_size / world);
     GR_ASSERT(L->spe >= 1); /* gr_job_compile refused splits smaller than a batch */
     L->total = s->train.epochs > 0 ? s->train.epochs * L->spe : s->train.steps;
     if (s->train.steps > 0 && s->train.steps < L->total) L->total = s->train.steps;
-    L->accum = s->train.batch_size / s->train.micro_batch;
+    L->accum = s->train.batch_size / (s->train.micro_batch * world);
     L->status = "finished";
     L->state_bytes = (size_t)(j->g.n_params - j->g.n_trainable) * sizeof(float);
     L->state0 = L->state_bytes ? gr_xmalloc(L->state_bytes) : NULL;
@@ -62,18 +66,21 @@ static void gr_loop_begin(gr_job *j, gr_loop *L) {
                         .staged_ops = gr_plan_staged_ops(&j->train_plan, staged, sizeof staged),
                         .precision = gr_precision_name(s->precision), .run_dir = j->run_dir,
                         .params = j->g.n_weights, .batch = s->train.batch_size, .micro_batch = s->train.micro_batch,
+                        .world = j->comm.world,
                         .spe = L->spe, .total = L->total, .start = L->start, .log_every = s->log.every_steps};
     gr_metrics_begin(&j->mx, &r);
     L->last_ckpt = j->mx.t0;
 }
 
 /* Forward + backward of the step's micro-batches into the zeroed grads
- * arena; *loss: the batch's mean loss. A signal between micro-batches
- * abandons the step (L->stop_signal; the non-trainable state is put back). */
+ * arena, summed over the processes; *loss: the batch's mean loss. A signal
+ * between micro-batches (on any process) abandons the step (L->stop_signal;
+ * the non-trainable state is put back). */
 static gr_status gr_loop_accumulate(gr_job *j, gr_loop *L, double *loss, gr_error *err) {
     const gr_job_spec *s = j->spec;
     const int64_t nt = j->g.n_trainable, step = L->step, epoch = step / L->spe;
     gr_status st;
+    j->step = step;
     if (L->state0) gr_backend_download(j->be, L->state0, j->m.params + nt, L->state_bytes);
     if (step > 0 && step % L->spe == 0 && (st = gr_loader_seek(j->train_ld, epoch, 0, err))) return st;
     gr_backend_zero(j->be, j->m.grads, (size_t)nt * sizeof(float));
@@ -82,13 +89,18 @@ static gr_status gr_loop_accumulate(gr_job *j, gr_loop *L, double *loss, gr_erro
         gr_batch *b;
         if ((st = gr_loader_next(j->train_ld, &b, err))) return st;
         GR_ASSERT(b->n == s->train.micro_batch && b->epoch == epoch);
-        gr_exec_ctx ctx = {.training = true, .rng_key = gr_hash64(s->seed, (uint64_t)(step * L->accum + k)),
+        /* one key per micro-batch of the whole step (the same as before for one process) */
+        const uint64_t mb = (uint64_t)((step * L->accum + k) * j->comm.world + j->comm.rank);
+        gr_exec_ctx ctx = {.training = true, .rng_key = gr_hash64(s->seed, mb),
                            .grad_scale = gr_scaler_grad_scale(&j->sc, s->train.batch_size)};
+        gr_parallel_arm(j, k == L->accum - 1);
         gr_train_micro_step(&j->train_plan, b, &ctx, &loss_sum, &correct);
         gr_loader_release(j->train_ld, b);
-        if ((L->stop_signal = gr_signals_pending())) break; /* the step is redone after the resume */
+        if ((st = gr_parallel_stop(j, &L->stop_signal, err))) return st;
+        if (L->stop_signal) break; /* the step is redone after the resume */
     }
     if (L->stop_signal && L->state0) gr_backend_upload(j->be, j->m.params + nt, L->state0, L->state_bytes);
+    if ((st = gr_parallel_reduce_step(j, &loss_sum, &correct, err))) return st; /* on every rank, also when stopped */
     *loss = loss_sum / (double)s->train.batch_size;
     return GR_OK;
 }
@@ -190,12 +202,20 @@ static gr_status gr_loop_last_checkpoint(gr_job *j, gr_loop *L, gr_status st, gr
                         j->ckpt_dir, name, periodic ? " (the step's periodic save, waited for, not written twice)" : "");
 }
 
-gr_status gr_train_run(const gr_job_spec *s, const gr_run_options *opt, gr_error *err) {
+gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_error *err) {
+    gr_job_spec rs; /* the spec as this process runs it (its share of the batch) */
+    gr_comm comm;
+    gr_status st = gr_parallel_resolve(spec, &rs, &comm, err);
+    if (st) return gr_parallel_finish(&comm, st, err);
+    const gr_job_spec *s = &rs;
+    gr_run_options o = *opt0, *opt = &o;
+    o.quiet = opt0->quiet || comm.rank != 0; /* rank 0 speaks for the run */
     gr_job j;
     gr_job_init(&j, s, opt->quiet);
+    j.comm = comm;
+    j.mx.off = !gr_job_writer(&j);
     gr_loop L;
     memset(&L, 0, sizeof L);
-    gr_status st;
     /* from the start: a preemption during set-up (data loading, a resumed
      * evaluation) is noted and stops the run at the first step boundary, with
      * a checkpoint and exit 75, instead of killing it (143) */
@@ -204,11 +224,11 @@ gr_status gr_train_run(const gr_job_spec *s, const gr_run_options *opt, gr_error
     gr_job_paths(&j, opt);
     if (gr_resume_finished_before(&j, opt)) goto done;
     /* one writer per run directory, before anything in it is read */
-    if ((st = gr_rundir_lock_take(&j.lock, j.run_dir, err))) goto done;
+    if (gr_job_writer(&j) && (st = gr_rundir_lock_take(&j.lock, j.run_dir, err))) goto done;
     if ((st = gr_job_compile(&j, s, true, err))) goto done;
     j.sc = gr_scaler_init(s->loss_scale_dynamic, s->loss_scale);
     if ((st = gr_job_backend(&j, s, opt->device ? opt->device : s->device, opt->threads, opt->quiet, err))) goto done;
-    if ((st = gr_job_model(&j, err))) goto done;
+    if ((st = gr_job_model(&j, err)) || (st = gr_parallel_attach(&j, err))) goto done;
     gr_job_say_staged(&j, opt->quiet);
     if ((st = gr_job_open_loaders(&j, err))) goto done;
     gr_loop_init(&L, &j);
@@ -227,7 +247,8 @@ gr_status gr_train_run(const gr_job_spec *s, const gr_run_options *opt, gr_error
         j.eval_pending = interrupted; /* interrupted again: still pending */
     }
     for (L.step = L.start; L.step < L.total; L.step++) {
-        if ((L.stop_signal = gr_signals_pending())) break; /* during set-up, or the eval just done */
+        if ((st = gr_parallel_stop(&j, &L.stop_signal, err))) goto done;
+        if (L.stop_signal) break; /* during set-up, or the eval just done */
         double loss;
         if ((st = gr_loop_accumulate(&j, &L, &loss, err))) goto done;
         if (L.stop_signal) break;
@@ -253,7 +274,8 @@ gr_status gr_train_run(const gr_job_spec *s, const gr_run_options *opt, gr_error
             if ((st = gr_metrics_flush(&j.mx, err))) goto done;
         }
         if ((st = gr_loop_checkpoint(&j, &L, done_steps, err))) break; /* diverged */
-        if ((L.stop_signal = gr_signals_pending())) {
+        if ((st = gr_parallel_stop(&j, &L.stop_signal, err))) goto done;
+        if (L.stop_signal) {
             L.step++;
             break;
         }
@@ -282,5 +304,5 @@ done:
     const bool undo = !j.wrote_run_dir;
     gr_job_free(&j);
     gr_rundir_lock_release(&lock, undo); /* after every file of the run is closed */
-    return st;
+    return gr_parallel_finish(&comm, st, err);
 }

@@ -163,7 +163,7 @@ spec determ tiny 's/^seed: 0/deterministic: true/'
 expect_fail 2 "$T/determ.yaml:2:16: deterministic: true is not supported yet" -- "$G" validate "$T/determ.yaml"
 expect_fail 2 "$T/determ.yaml:2:16: deterministic:" -- "$G" "$T/determ.yaml" --run-dir "$T/rd_determ"
 check "an unhonoured value leaves no run directory" test ! -e "$T/rd_determ"
-expect_fail 2 "--set:1:1: parallel.backend: nccl is not supported yet" "(auto or none)" -- \
+expect_fail 2 "--set:1:1: parallel.backend: nccl is not supported yet" "(auto or mpi)" -- \
     "$G" plan "$T/ok.yaml" --set parallel.backend=nccl
 expect_ok "deterministic: false" "backend: none" -- \
     "$G" validate "$T/ok.yaml" --set deterministic=false --set parallel.backend=none

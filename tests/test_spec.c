@@ -74,11 +74,14 @@ static const bad_case bad_cases[] = {
     /* values schema v1 accepts but this version does not honour: refused at the value */
     {"bad_deterministic.yaml", {0}, "bad_deterministic.yaml:2:16: deterministic: true is not supported yet: this "
                                     "version does not enforce deterministic algorithms (leave it false)"},
-    {"bad_parallel_backend.yaml", {0}, "bad_parallel_backend.yaml:9:33: parallel.backend: mpi is not supported yet: "
-                                       "this version runs one process on one device, with no collectives (auto or none)"},
+    {"bad_parallel_backend.yaml", {0}, "bad_parallel_backend.yaml:9:33: parallel.backend: nccl is not supported yet: "
+                                       "this version moves gradients with MPI only; NCCL is not built yet (auto or mpi)"},
     {"valid_min.yaml", {"parallel.backend=nccl"}, "--set:1:1: parallel.backend: nccl is not supported yet: this "
-                                                  "version runs one process on one device"},
+                                                  "version moves gradients with MPI only"},
     {"valid_min.yaml", {"deterministic=True"}, "--set:1:1: deterministic: true is not supported yet"},
+    {"valid_min.yaml", {"parallel.sync_batchnorm=true"}, "--set:1:1: parallel.sync_batchnorm: true is not supported "
+                                                         "yet: this version keeps per-rank batchnorm statistics"},
+    {"valid_min.yaml", {"parallel.timeout_s=0"}, "--set:1:1: parallel.timeout_s: must be > 0"},
     /* YAML level */
     {"bad_dup.yaml", {0}, "bad_dup.yaml:8:3: train.epochs: duplicate key (first given at line 7)"},
     {"bad_syntax.yaml", {0},
@@ -255,7 +258,8 @@ static void check_full(const gr_job_spec *s) {
     CHECK(sc->gamma == 0.2 && sc->n_milestones == 3 && sc->milestones[0] == 30 && sc->milestones[2] == 80.5);
     CHECK(!strcmp(s->train.loss, "softmax_cross_entropy") && s->train.label_smoothing == 0.1);
     CHECK(s->train.grad_clip == 5.0);
-    CHECK(s->parallel.data == 4 && !strcmp(s->parallel.backend, "none"));
+    CHECK(s->parallel.data == 4 && !strcmp(s->parallel.backend, "none") && s->parallel.timeout_s == 30.5);
+    CHECK(!s->parallel.sync_batchnorm && s->parallel.bucket_mb == 4.5);
     CHECK(!strcmp(s->checkpoint.dir, "/scratch/ckpt") && s->checkpoint.every_steps == 1000);
     CHECK(s->checkpoint.every_minutes == 10 && s->checkpoint.keep == 5);
     CHECK(s->eval.every_epochs == 2 && s->eval.every_steps == 500);
@@ -423,6 +427,12 @@ static void test_honoured(void) {
     CHECK_MSG(st == GR_OK, "%s", e.msg);
     if (st) return;
     CHECK(!strcmp(s.parallel.backend, "auto") && s.parallel.data == 1);
+    gr_spec_free(&s);
+    const char *sets3[] = {"parallel={backend: mpi, data: 2}"};
+    st = load(SPEC("valid_min.yaml"), sets3, 1, &s, &e);
+    CHECK_MSG(st == GR_OK, "%s", e.msg);
+    if (st) return;
+    CHECK(!strcmp(s.parallel.backend, "mpi") && s.parallel.data == 2);
     gr_spec_free(&s);
 }
 

@@ -1,0 +1,163 @@
+/* parallel.c — data parallelism in the training loop (see parallel.h). */
+#include "parallel.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../config/schema.h"
+#include "buckets.h"
+#include "signals.h"
+
+/* ---- the collective watchdog (parallel.timeout_s) ----
+ * A collective waits for every rank; one that is gone or stuck would hold
+ * the others forever. Each collective of the loop is timed: when one runs
+ * past the timeout, this rank says which, at which step, and exits 7 (a
+ * thread cannot call MPI_Abort under MPI_THREAD_FUNNELED; the launcher
+ * ends the others when a rank exits, and each has its own watchdog). */
+static struct {
+    pthread_t thread;
+    bool running;
+    double timeout_s;
+    int rank, world;
+    _Atomic int64_t since_ms;  /* when the pending collective began (0: none) */
+    _Atomic(const char *) what;
+    _Atomic int64_t step;
+} gr_wd;
+
+static int64_t gr_wd_now_ms(void) { return (int64_t)(gr_now() * 1000.0); }
+
+static void *gr_wd_main(void *arg) {
+    (void)arg;
+    for (;;) {
+        nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = 100 * 1000 * 1000}, NULL);
+        int64_t t = atomic_load(&gr_wd.since_ms);
+        if (t && (double)(gr_wd_now_ms() - t) > 1000.0 * gr_wd.timeout_s) {
+            fprintf(stderr, "gpurun: rank %d of %d: %s (step %lld) did not finish within parallel.timeout_s = %g s: "
+                    "another rank is gone or stuck; exiting\n", gr_wd.rank, gr_wd.world, atomic_load(&gr_wd.what),
+                    (long long)atomic_load(&gr_wd.step) + 1, gr_wd.timeout_s);
+            fflush(stderr);
+            _exit(GR_ERR_DEVICE);
+        }
+    }
+    return NULL;
+}
+
+static void gr_wd_start(const gr_comm *c, double timeout_s) {
+    gr_wd.timeout_s = timeout_s;
+    gr_wd.rank = c->rank;
+    gr_wd.world = c->world;
+    atomic_store(&gr_wd.since_ms, 0);
+    if (!gr_wd.running && pthread_create(&gr_wd.thread, NULL, gr_wd_main, NULL) == 0) {
+        pthread_detach(gr_wd.thread);
+        gr_wd.running = true;
+    }
+}
+
+/* Around every collective: the watchdog's clock, and the time summary.json's comm_s sums. */
+static double gr_wd_enter(const char *what, int64_t step) {
+    atomic_store(&gr_wd.what, what);
+    atomic_store(&gr_wd.step, step);
+    atomic_store(&gr_wd.since_ms, gr_wd_now_ms());
+    return gr_now();
+}
+
+static void gr_wd_leave(gr_job *j, double t0) {
+    atomic_store(&gr_wd.since_ms, 0);
+    j->mx.comm_s += gr_now() - t0;
+}
+
+gr_status gr_parallel_resolve(const gr_job_spec *s, gr_job_spec *rs, gr_comm *c, gr_error *err) {
+    *rs = *s;
+    gr_comm_detect(c);
+    const int world = c->world;
+    if (s->parallel.data > 0 && s->parallel.data != world)
+        return gr_spec_error(err, s, "parallel.data", "%lld processes asked for, but this one was started as one of "
+                             "%d%s%s (launch it with `mpirun -np %lld gpurun ...` or `srun -n %lld gpurun ...`, or "
+                             "set parallel.data: auto)", (long long)s->parallel.data, world,
+                             c->launcher[0] ? " by " : ", without a launcher", c->launcher, (long long)s->parallel.data,
+                             (long long)s->parallel.data);
+    gr_comm_kind kind = world > 1 ? GR_COMM_MPI : GR_COMM_NONE;
+    if (world > 1 && strcmp(s->parallel.backend, "none") == 0)
+        return gr_spec_error(err, s, "parallel.backend", "none, but %s started %d processes of this job (auto or mpi "
+                             "moves their gradients)", c->launcher, world);
+    if (world > 1 && !gr_comm_built(kind))
+        return gr_spec_error(err, s, "parallel.backend", "%s started %d processes, but this build of gpurun has no "
+                             "MPI (install libopenmpi-dev and rebuild: scripts/dev.sh build)", c->launcher, world);
+    if (!gr_spec_node(s->root, "train.micro_batch") && s->train.batch_size % world == 0)
+        rs->train.micro_batch = s->train.batch_size / world;
+    if (s->train.batch_size % (rs->train.micro_batch * world) != 0)
+        return gr_spec_error(err, s, "train.batch_size", "%lld (the global batch) is not a multiple of "
+                             "train.micro_batch %lld x %d processes", (long long)s->train.batch_size,
+                             (long long)rs->train.micro_batch, world);
+    gr_status st = gr_comm_open(c, kind, err);
+    if (!st && world > 1) gr_wd_start(c, s->parallel.timeout_s);
+    return st;
+}
+
+gr_status gr_parallel_attach(gr_job *j, gr_error *err) {
+    if (j->comm.world == 1) return GR_OK;
+    if (!gr_backend_host_addressable(j->be))
+        return gr_error_set(err, GR_ERR_USAGE, "%s: %d processes on device %s: data parallelism on GPUs needs NCCL, "
+                            "which this version does not have yet; run them with device: cpu", j->spec->file,
+                            j->comm.world, gr_backend_name(j->be));
+    if (j->spec->parallel.bucket_mb > 0)
+        j->buckets = gr_buckets_new(&j->train_plan, &j->comm, j->spec->parallel.bucket_mb);
+    j->mx.grad_buckets = gr_buckets_count(j->buckets);
+    return GR_OK;
+}
+
+void gr_parallel_arm(gr_job *j, bool last_micro_batch) {
+    if (j->buckets) gr_buckets_arm(j->buckets, last_micro_batch);
+}
+
+gr_status gr_parallel_reduce_step(gr_job *j, double *loss_sum, double *correct, gr_error *err) {
+    if (j->comm.world == 1) return GR_OK;
+    double stats[2] = {*loss_sum, *correct};
+    double t0 = gr_wd_enter("the all-reduce of the step's gradients", j->step);
+    gr_status st = j->buckets ? gr_buckets_finish(j->buckets, err)
+                              : gr_comm_sum_f32(&j->comm, j->m.grads, j->g.n_trainable, "the gradients", err);
+    if (!st) st = gr_comm_sum_f64(&j->comm, stats, 2, "the step's loss", err);
+    gr_wd_leave(j, t0);
+    *loss_sum = stats[0];
+    *correct = stats[1];
+    return st;
+}
+
+gr_status gr_parallel_reduce_eval(gr_job *j, double *loss_sum, double *correct, int64_t *seen, gr_error *err) {
+    if (j->comm.world == 1) return GR_OK;
+    double v[3] = {*loss_sum, *correct, (double)*seen};
+    double t0 = gr_wd_enter("the sums of an evaluation", j->step);
+    gr_status st = gr_comm_sum_f64(&j->comm, v, 3, "the sums of an evaluation", err);
+    gr_wd_leave(j, t0);
+    *loss_sum = v[0];
+    *correct = v[1];
+    *seen = (int64_t)v[2];
+    return st;
+}
+
+gr_status gr_parallel_stop(gr_job *j, int *sig, gr_error *err) {
+    *sig = gr_signals_pending();
+    if (j->comm.world == 1) return GR_OK;
+    double t0 = gr_wd_enter("agreeing on a stop signal", j->step);
+    gr_status st = gr_comm_max_int(&j->comm, sig, "agreeing on a stop signal", err);
+    gr_wd_leave(j, t0);
+    return st;
+}
+
+gr_status gr_parallel_finish(gr_comm *c, gr_status st, gr_error *err) {
+    if (st && c->world > 1) {
+        char msg[GR_ERROR_MSG_MAX];
+        memcpy(msg, err->msg, sizeof msg);
+        int w = snprintf(err->msg, sizeof err->msg, "rank %d of %d: ", c->rank, c->world);
+        if (w > 0 && (size_t)w < sizeof err->msg) memcpy(err->msg + w, msg, sizeof err->msg - (size_t)w - 1);
+        err->msg[sizeof err->msg - 1] = '\0';
+    }
+    bool together = st == GR_OK || st == GR_ERR_SIGNAL || st == GR_ERR_DIVERGED;
+    if (!together && c->joined && c->world > 1) fprintf(stderr, "gpurun: %s\n", err->msg); /* before the abort */
+    gr_comm_close(c, together ? 0 : (int)st);
+    return st;
+}

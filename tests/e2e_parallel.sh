@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# e2e_parallel.sh — data parallelism across processes (issue 14), launched as users
+# launch it: `mpirun -np 2 --oversubscribe gpurun job.yaml` (Open MPI; as root with
+# OMPI_ALLOW_RUN_AS_ROOT). An MLP without batchnorm, SGD with momentum, global batch 128:
+#
+#  1. equivalence: 2 processes x micro-batch 64, and 2 x 32 with two micro-batches each, give
+#     the per-step losses and final weights of 1 process with batch 128 within 1e-5 relative,
+#     with the gradients summed in buckets during backward (one, or two of 0.001 MiB) or in one
+#     all-reduce after it (parallel.bucket_mb 0)
+#     (the same samples per step: the loader's rank/world split; gradients summed over ranks);
+#     rank 0 alone writes the run directory, and its start line says "x 2 processes";
+#  2. errors (exit 2, naming the key): parallel.data 2 without a launcher; a global batch that
+#     2 x micro_batch does not divide; parallel.backend none under mpirun;
+#  3. checkpoints across world sizes: a 2-process run's step-10 checkpoint resumed by 1
+#     process (micro-batch 64, two per step), and a 1-process one resumed by 2, continue
+#     with the uninterrupted run's losses within 1e-5;
+#  4. SIGTERM to one rank of two: both exit 75 at the same step, its checkpoint committed;
+#  5. SIGKILL to one rank: the launcher ends the job (no hang, non-zero exit within 60 s)
+#     and every committed checkpoint verifies; a rank that stops answering (SIGSTOP) makes
+#     the other's collective time out (parallel.timeout_s): it exits 7 naming the collective.
+#
+#   bash tests/e2e_parallel.sh GPURUN_BINARY SOURCE_DIR TMPDIR
+. "$(dirname "$0")/e2e_lib.bash" "$@"
+e2e_need_py h5py numpy
+if ! command -v mpirun >/dev/null; then
+    echo "SKIP: mpirun is not installed (openmpi-bin; scripts/dev.sh installs it)"
+    exit 77
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+# under ASan (scripts/dev.sh's second pass) Open MPI's own allocations, still held at
+# MPI_Finalize (some by components it has unloaded), read as leaks: the launched runs keep
+# ASan's error checks but not LeakSanitizer's; the one-process runs keep both
+MPI2=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" mpirun -np 2 --oversubscribe)
+PC=$SRC/tests/parallel_check.py
+RC_PY=$SRC/tests/resume_check.py
+
+expect 0 -- "$G" data synthetic "$T/syn.h5" --n 4000 --shape 1,12,12 --classes 10 --test 500 --seed 5
+cat >"$T/job.yaml" <<EOF
+name: dp
+seed: 3
+device: cpu
+data:
+  train: {path: $T/syn.h5, group: /train}
+  val: {path: $T/syn.h5, group: /test}
+model:
+  layers: [flatten, {dense: {units: 64}}, relu, {dense: {units: 10}}]
+train:
+  batch_size: 128
+  steps: 20
+  epochs: 5
+  optimizer: {type: sgd, lr: 0.05, momentum: 0.9}
+eval: {every_steps: 20}
+log: {every_steps: 1, tensorboard: false}
+checkpoint: {every_steps: 10}
+EOF
+J=$T/job.yaml
+
+# the build may lack MPI: then a launched run says so, and the rest cannot run here
+run "${MPI2[@]}" "$G" "$J" --run-dir "$T/probe" --quiet --threads 1 --set train.steps=1
+if grep -qF "has no MPI" "$ERR"; then
+    echo "SKIP: this build of gpurun has no MPI (libopenmpi-dev was missing when it was built)"
+    exit 77
+fi
+
+# ---------------------------------------------------------------- 1. equivalence
+expect 0 -- "$G" "$J" --run-dir "$T/one" --quiet --threads 1
+expect_ok "batch 128 = 1 x 64 micro-batches x 2 processes" -- \
+    "${MPI2[@]}" "$G" "$J" --run-dir "$T/two" --threads 1 --set train.micro_batch=64
+expect 0 -- "${MPI2[@]}" "$G" "$J" --run-dir "$T/two_acc" --quiet --threads 1 --set train.micro_batch=32
+# the gradient sums in small buckets started during backward (0.001 MiB: 262 floats, so the
+# second layer's 650 make one and the first layer's 9,280 another), and in one all-reduce
+# after it (bucket_mb 0)
+expect 0 -- "${MPI2[@]}" "$G" "$J" --run-dir "$T/two_b" --quiet --threads 1 --set train.micro_batch=32 \
+    --set parallel.bucket_mb=0.001
+expect 0 -- "${MPI2[@]}" "$G" "$J" --run-dir "$T/two_sync" --quiet --threads 1 --set parallel.bucket_mb=0
+check "summary.json: grad_buckets 1 by default, 2 of 0.001 MiB, 0 for bucket_mb 0" "$PY" -c "
+import json, sys
+n = [json.load(open(sys.argv[1] + '/' + r + '/summary.json'))['grad_buckets'] for r in ('two', 'two_b', 'two_sync')]
+assert n == [1, 2, 0], n" "$T"
+for r in two two_acc two_b two_sync; do
+    check "$r: losses of 1 process within 1e-5" "$PY" "$PC" losses "$T/one" "$T/$r" 1e-5
+    check "$r: final weights of 1 process within 1e-5" "$PY" "$PC" weights "$T/one" "$T/$r" 1e-5
+done
+check "rank 0 alone wrote the run directory: one config.yaml, one line per step" \
+    bash -c "[ \$(grep -c '\"kind\":\"train\"' '$T/two/metrics.jsonl') -eq 20 ] && [ -f '$T/two/summary.json' ] \
+             && [ -f '$T/two/weights.h5' ] && [ -f '$T/two/checkpoints/step-000000010.h5' ]"
+
+# ---------------------------------------------------------------- 2. errors
+expect 2 "parallel.data: 2 processes asked for" "without a launcher" "mpirun -np 2" -- \
+    "$G" "$J" --run-dir "$T/e1" --quiet --set parallel.data=2
+check "a refused launch leaves no run directory" test ! -e "$T/e1"
+expect 2 "train.batch_size: 128 (the global batch) is not a multiple of train.micro_batch 128 x 2 processes" -- \
+    "${MPI2[@]}" "$G" "$J" --run-dir "$T/e2" --quiet --set train.micro_batch=128
+expect 2 "parallel.backend: none, but Open MPI started 2 processes" -- \
+    "${MPI2[@]}" "$G" "$J" --run-dir "$T/e3" --quiet --set parallel.backend=none
+
+# ---------------------------------------------------------------- 3. checkpoints across world sizes
+expect 0 -- "$G" "$J" --run-dir "$T/r2to1" --quiet --threads 1 --set train.micro_batch=64 \
+    --resume "$T/two/checkpoints/step-000000010.h5"
+check "2-process checkpoint resumed by 1 process: steps 11-20 within 1e-5" "$PY" "$PC" losses "$T/two" "$T/r2to1" 1e-5 10
+expect 0 -- "$G" "$J" --run-dir "$T/r1" --quiet --threads 1 --set train.micro_batch=64
+expect 0 -- "${MPI2[@]}" "$G" "$J" --run-dir "$T/r1to2" --quiet --threads 1 --set train.micro_batch=64 \
+    --resume "$T/r1/checkpoints/step-000000010.h5"
+check "1-process checkpoint resumed by 2 processes: steps 11-20 within 1e-5" "$PY" "$PC" losses "$T/r1" "$T/r1to2" 1e-5 10
+
+# ---------------------------------------------------------------- 4, 5. a signal to one rank
+# long_run NAME [ARG...]: a 2-process run of many steps in the background (MP: mpirun's
+# pid); waits for its first metrics line
+long_run() {
+    local name=$1
+    shift
+    "${MPI2[@]}" "$G" "$J" --run-dir "$T/$name" --threads 1 --quiet --set train.micro_batch=64 \
+        --set train.steps=200000 --set train.epochs=10000 --set eval.every_steps=0 --set eval.every_epochs=10000 \
+        --set checkpoint.every_steps=50 "$@" >"$T/$name.out" 2>"$T/$name.err" &
+    MP=$!
+    for _ in $(seq 600); do
+        [ -s "$T/$name/metrics.jsonl" ] && [ -n "$(pgrep -P $MP gpurun)" ] && break
+        sleep 0.1
+    done
+    sleep 1
+}
+long_run term
+kill -TERM "$(pgrep -P $MP gpurun | tail -n 1)"
+wait $MP
+RC=$?
+check "SIGTERM to one rank: mpirun exits 75 (got $RC)" test "$RC" -eq 75
+check "both ranks stopped at the same step with a committed checkpoint" bash -c "
+    a=\$(sed -n 's/.*rank 0 of 2: stopped by SIGTERM at step \([0-9]*\); checkpoint.*committed.*/\1/p' '$T/term.err')
+    b=\$(sed -n 's/.*rank 1 of 2: stopped by SIGTERM at step \([0-9]*\); checkpoint.*committed.*/\1/p' '$T/term.err')
+    [ -n \"\$a\" ] && [ \"\$a\" = \"\$b\" ] && [ \"\$('$PY' '$RC_PY' committed '$T/term/checkpoints')\" = \"\$a\" ]"
+
+long_run kill
+kill -KILL "$(pgrep -P $MP gpurun | tail -n 1)"
+t0=$SECONDS
+( sleep 60; kill -KILL $MP ) >/dev/null 2>&1 &
+watchdog=$!
+wait $MP
+RC=$?
+kill $watchdog 2>/dev/null
+check "SIGKILL to one rank: the job ends, non-zero, within 60 s (rc $RC after $((SECONDS - t0)) s)" \
+    bash -c "[ $RC -ne 0 ] && [ $((SECONDS - t0)) -lt 60 ]"
+check "SIGKILL to one rank: every committed checkpoint verifies" "$PY" "$RC_PY" committed "$T/kill/checkpoints"
+
+# a rank that stops answering (SIGSTOP: alive, so the launcher sees nothing): the other's
+# collective runs past parallel.timeout_s (lowered to 3 s), and it exits 7 naming itself and
+# the collective; the launcher then ends the job
+long_run stall --set parallel.timeout_s=3
+kill -STOP "$(pgrep -P $MP gpurun | tail -n 1)"
+t0=$SECONDS
+( sleep 60; kill -KILL $MP ) >/dev/null 2>&1 &
+watchdog=$!
+wait $MP
+RC=$?
+kill $watchdog 2>/dev/null
+pkill -KILL -f "$T/stall" 2>/dev/null
+check "a stalled rank: mpirun exits 7 within 3 + 10 s (rc $RC after $((SECONDS - t0)) s)" \
+    bash -c "[ $RC -eq 7 ] && [ $((SECONDS - t0)) -le 13 ]"
+check "a stalled rank: the other says which collective timed out" \
+    grep -qE "rank 0 of 2: (the all-reduce of the step's gradients|agreeing on a stop signal) \(step [0-9]+\) did not finish within parallel.timeout_s = 3 s" "$T/stall.err"
+check "a stalled rank: every committed checkpoint verifies" "$PY" "$RC_PY" committed "$T/stall/checkpoints"
+
+e2e_done
