@@ -99,6 +99,13 @@ void gr_buckets_free(gr_buckets *b) {
 
 int gr_buckets_count(const gr_buckets *b) { return b ? b->nb : 0; }
 
+void gr_buckets_get(const gr_buckets *b, int i, int64_t *lo, int64_t *hi, int *ready) {
+    GR_ASSERT(i >= 0 && i < b->nb);
+    *lo = b->b[i].lo;
+    *hi = b->b[i].hi;
+    *ready = b->b[i].ready;
+}
+
 void gr_buckets_arm(gr_buckets *b, bool on) {
     b->armed = on;
     for (int i = 0; i < b->nb; i++) b->b[i].started = false;

@@ -23,6 +23,8 @@ typedef struct gr_buckets gr_buckets;
 gr_buckets *gr_buckets_new(gr_plan *p, gr_comm *c, double bucket_mb);
 void gr_buckets_free(gr_buckets *b);
 int gr_buckets_count(const gr_buckets *b);
+/* Bucket i (0: the one at the end of the arena): grads[lo, hi), started after plan step ready. */
+void gr_buckets_get(const gr_buckets *b, int i, int64_t *lo, int64_t *hi, int *ready);
 /* The next run of the plan starts the sums (the step's last micro-batch). */
 void gr_buckets_arm(gr_buckets *b, bool on);
 /* After the armed run: starts any bucket not started yet, waits for all,
