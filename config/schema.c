@@ -127,8 +127,7 @@ const gr_spec_row gr_spec_rows[] = {
      .unhonoured_why = "this version moves gradients with MPI only; NCCL is not built yet (auto or mpi)"},
     FLOAT("parallel.bucket_mb", 0, 0, INFINITY, "25", NULL, parallel.bucket_mb),
     FLOAT("parallel.timeout_s", GR_SF_LOX, 0, INFINITY, "600", NULL, parallel.timeout_s),
-    {.path = "parallel.sync_batchnorm", .type = GR_ST_BOOL, .def = "false", .off = GR_OFF(parallel.sync_batchnorm),
-     .honoured = "false", .unhonoured_why = "this version keeps per-rank batchnorm statistics (leave it false)"},
+    BOOL("parallel.sync_batchnorm", "false", NULL, parallel.sync_batchnorm),
 
     SECTION("checkpoint", 0),
     STR("checkpoint.dir", 0, NULL, NULL, checkpoint.dir),

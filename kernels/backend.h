@@ -23,11 +23,21 @@
 
 typedef struct gr_backend gr_backend;
 
+/* Sums over the processes of a data-parallel run, for a kernel whose
+ * result depends on the whole global batch (batchnorm's statistics under
+ * parallel.sync_batchnorm). The runner provides it; a kernel calls it from
+ * the thread that called the kernel, at the same point on every process. */
+typedef struct gr_xsum {
+    void (*sum)(void *user, double *buf, int n); /* buf[0..n) = its sum over the processes, in place */
+    void *user;
+} gr_xsum;
+
 /* Per-run context shared by every kernel of one plan execution. */
 typedef struct gr_exec_ctx {
     bool training;       /* dropout active, BN batch statistics (issue 4) */
     uint64_t rng_key;    /* unique per (seed, step, micro-batch): dropout masks */
     float grad_scale;    /* d(loss)/d(per-sample loss): 1 / samples per optimizer step */
+    const gr_xsum *xsum; /* NULL: this process's micro-batch is the batch batchnorm normalizes over */
 } gr_exec_ctx;
 
 typedef struct gr_kargs {

@@ -58,6 +58,9 @@ typedef struct gr_job {
     gr_comm comm;      /* the processes of a data-parallel run (world 1: this one alone) */
     int64_t step;      /* the optimizer step being run, 0-based (parallel.c's messages) */
     struct gr_buckets *buckets; /* the bucketed gradient all-reduce (parallel.bucket_mb; NULL: none) */
+    gr_xsum xsum;      /* parallel.sync_batchnorm: the kernels' sums over processes (parallel.c) */
+    gr_status xsum_st; /* its first failure, reported after the micro-batch */
+    gr_error xsum_err;
     int64_t ck_step;   /* step of the last save started (-1: none); ck_failed: it was reported failed */
     bool ck_failed;
 } gr_job;

@@ -98,6 +98,17 @@ gr_status gr_parallel_resolve(const gr_job_spec *s, gr_job_spec *rs, gr_comm *c,
     return st;
 }
 
+/* parallel.sync_batchnorm: batchnorm's sums over the processes (kernels/backend.h's gr_xsum) */
+static void gr_parallel_xsum(void *user, double *buf, int n) {
+    gr_job *j = user;
+    if (j->xsum_st) return; /* failed before: the step ends with that error */
+    double t0 = gr_wd_enter("the sums of batchnorm's statistics", j->step);
+    j->xsum_st = gr_comm_sum_f64(&j->comm, buf, n, "batchnorm's statistics", &j->xsum_err);
+    gr_wd_leave(j, t0);
+}
+
+const gr_xsum *gr_parallel_xsum_of(const gr_job *j) { return j->xsum.sum ? &j->xsum : NULL; }
+
 gr_status gr_parallel_attach(gr_job *j, gr_error *err) {
     if (j->comm.world == 1) return GR_OK;
     if (!gr_backend_host_addressable(j->be))
@@ -107,6 +118,7 @@ gr_status gr_parallel_attach(gr_job *j, gr_error *err) {
     if (j->spec->parallel.bucket_mb > 0)
         j->buckets = gr_buckets_new(&j->train_plan, &j->comm, j->spec->parallel.bucket_mb);
     j->mx.grad_buckets = gr_buckets_count(j->buckets);
+    if (j->spec->parallel.sync_batchnorm) j->xsum = (gr_xsum){.sum = gr_parallel_xsum, .user = j};
     return GR_OK;
 }
 
@@ -116,6 +128,10 @@ void gr_parallel_arm(gr_job *j, bool last_micro_batch) {
 
 gr_status gr_parallel_reduce_step(gr_job *j, double *loss_sum, double *correct, gr_error *err) {
     if (j->comm.world == 1) return GR_OK;
+    if (j->xsum_st) {
+        *err = j->xsum_err;
+        return j->xsum_st;
+    }
     double stats[2] = {*loss_sum, *correct};
     double t0 = gr_wd_enter("the all-reduce of the step's gradients", j->step);
     gr_status st = j->buckets ? gr_buckets_finish(j->buckets, err)

@@ -27,6 +27,9 @@ gr_status gr_parallel_resolve(const gr_job_spec *s, gr_job_spec *rs, gr_comm *c,
  * GPU (that needs NCCL), and with parallel.bucket_mb > 0 hooks the
  * bucketed all-reduce onto the train plan (buckets.h). */
 gr_status gr_parallel_attach(gr_job *j, gr_error *err);
+/* The training micro-batches' gr_exec_ctx.xsum: with parallel.sync_batchnorm
+ * and several processes, batchnorm's sums over them; else NULL. */
+const gr_xsum *gr_parallel_xsum_of(const gr_job *j);
 /* Before each micro-batch of a step: whether it is the last one (the one
  * whose backward starts the buckets' sums). */
 void gr_parallel_arm(gr_job *j, bool last_micro_batch);

@@ -92,7 +92,8 @@ static gr_status gr_loop_accumulate(gr_job *j, gr_loop *L, double *loss, gr_erro
         /* one key per micro-batch of the whole step (the same as before for one process) */
         const uint64_t mb = (uint64_t)((step * L->accum + k) * j->comm.world + j->comm.rank);
         gr_exec_ctx ctx = {.training = true, .rng_key = gr_hash64(s->seed, mb),
-                           .grad_scale = gr_scaler_grad_scale(&j->sc, s->train.batch_size)};
+                           .grad_scale = gr_scaler_grad_scale(&j->sc, s->train.batch_size),
+                           .xsum = gr_parallel_xsum_of(j)};
         gr_parallel_arm(j, k == L->accum - 1);
         gr_train_micro_step(&j->train_plan, b, &ctx, &loss_sum, &correct);
         gr_loader_release(j->train_ld, b);

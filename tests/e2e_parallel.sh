@@ -9,6 +9,8 @@
 #     all-reduce after it (parallel.bucket_mb 0)
 #     (the same samples per step: the loader's rank/world split; gradients summed over ranks);
 #     rank 0 alone writes the run directory, and its start line says "x 2 processes";
+#     with batchnorm, parallel.sync_batchnorm makes it so too (fp32 NCHW within 1e-5; bf16
+#     channels-last within 1e-4 over the first steps), and per-rank statistics do not;
 #  2. errors (exit 2, naming the key): parallel.data 2 without a launcher; a global batch that
 #     2 x micro_batch does not divide; parallel.backend none under mpirun;
 #  3. checkpoints across world sizes: a 2-process run's step-10 checkpoint resumed by 1
@@ -84,6 +86,34 @@ done
 check "rank 0 alone wrote the run directory: one config.yaml, one line per step" \
     bash -c "[ \$(grep -c '\"kind\":\"train\"' '$T/two/metrics.jsonl') -eq 20 ] && [ -f '$T/two/summary.json' ] \
              && [ -f '$T/two/weights.h5' ] && [ -f '$T/two/checkpoints/step-000000010.h5' ]"
+
+# batchnorm: per-rank statistics by default (then 2 ranks are not 1 process), the global
+# batch's with parallel.sync_batchnorm (each rank's sums summed over the ranks)
+sed -e 's/^name: dp$/name: dpbn/' \
+    -e 's/^  layers: .*/  layers: [{conv: {filters: 4, kernel: 3, padding: 1}}, batchnorm, relu, {maxpool: {kernel: 2}}, {conv: {filters: 8, kernel: 3, padding: 1}}, flatten, {dense: {units: 10}}]/' \
+    "$J" >"$T/bn.yaml"
+JB=$T/bn.yaml
+expect 0 -- "$G" "$JB" --run-dir "$T/bn1" --quiet --threads 1
+expect 0 -- "${MPI2[@]}" "$G" "$JB" --run-dir "$T/bn2" --quiet --threads 1 --set parallel.sync_batchnorm=true
+expect 0 -- "${MPI2[@]}" "$G" "$JB" --run-dir "$T/bn2n" --quiet --threads 1
+check "sync_batchnorm: 2 ranks' losses are 1 process's within 1e-5" "$PY" "$PC" losses "$T/bn1" "$T/bn2" 1e-5
+check "sync_batchnorm: 2 ranks' weights and running statistics are 1 process's within 1e-5" \
+    "$PY" "$PC" weights "$T/bn1" "$T/bn2" 1e-5
+check "per-rank batchnorm statistics: the losses are not 1 process's (the check above has teeth)" \
+    bash -c "! '$PY' '$PC' losses '$T/bn1' '$T/bn2n' 1e-5 >/dev/null 2>&1"
+# bf16 on a CPU with native bf16: the first block runs channels-last (kernels/cpu/bn_nhwc.c)
+if "$G" plan "$JB" --set precision=bf16 2>&1 | grep -q "bf16 native"; then
+    expect 0 -- "$G" "$JB" --run-dir "$T/bh1" --quiet --threads 1 --set precision=bf16
+    expect 0 -- "${MPI2[@]}" "$G" "$JB" --run-dir "$T/bh2" --quiet --threads 1 --set precision=bf16 \
+        --set parallel.sync_batchnorm=true
+    expect 0 -- "${MPI2[@]}" "$G" "$JB" --run-dir "$T/bh2n" --quiet --threads 1 --set precision=bf16
+    check "sync_batchnorm, bf16 channels-last: the first 2 steps' losses are 1 process's within 1e-4" \
+        "$PY" "$PC" losses "$T/bh1" "$T/bh2" 1e-4 0 2
+    check "bf16, per-rank statistics: not within 1e-4 (teeth)" \
+        bash -c "! '$PY' '$PC' losses '$T/bh1' '$T/bh2n' 1e-4 0 2 >/dev/null 2>&1"
+else
+    e2e_skip "this CPU has no native bf16: sync_batchnorm on channels-last batchnorm was not run"
+fi
 
 # ---------------------------------------------------------------- 2. errors
 expect 2 "parallel.data: 2 processes asked for" "without a launcher" "mpirun -np 2" -- \

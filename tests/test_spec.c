@@ -79,8 +79,6 @@ static const bad_case bad_cases[] = {
     {"valid_min.yaml", {"parallel.backend=nccl"}, "--set:1:1: parallel.backend: nccl is not supported yet: this "
                                                   "version moves gradients with MPI only"},
     {"valid_min.yaml", {"deterministic=True"}, "--set:1:1: deterministic: true is not supported yet"},
-    {"valid_min.yaml", {"parallel.sync_batchnorm=true"}, "--set:1:1: parallel.sync_batchnorm: true is not supported "
-                                                         "yet: this version keeps per-rank batchnorm statistics"},
     {"valid_min.yaml", {"parallel.timeout_s=0"}, "--set:1:1: parallel.timeout_s: must be > 0"},
     /* YAML level */
     {"bad_dup.yaml", {0}, "bad_dup.yaml:8:3: train.epochs: duplicate key (first given at line 7)"},
@@ -259,7 +257,7 @@ static void check_full(const gr_job_spec *s) {
     CHECK(!strcmp(s->train.loss, "softmax_cross_entropy") && s->train.label_smoothing == 0.1);
     CHECK(s->train.grad_clip == 5.0);
     CHECK(s->parallel.data == 4 && !strcmp(s->parallel.backend, "none") && s->parallel.timeout_s == 30.5);
-    CHECK(!s->parallel.sync_batchnorm && s->parallel.bucket_mb == 4.5);
+    CHECK(s->parallel.sync_batchnorm && s->parallel.bucket_mb == 4.5);
     CHECK(!strcmp(s->checkpoint.dir, "/scratch/ckpt") && s->checkpoint.every_steps == 1000);
     CHECK(s->checkpoint.every_minutes == 10 && s->checkpoint.keep == 5);
     CHECK(s->eval.every_epochs == 2 && s->eval.every_steps == 500);

@@ -13,6 +13,7 @@
  * Writes to inputs: the training forward updates running_mean (in[3]) and
  * running_var (in[4]), which live in the params arena. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu_kernels.h"
@@ -95,35 +96,69 @@ static void gr_bn_dx(void *out, const void *dy, const void *x, bool h, int64_t l
     }
 }
 
-/* One channel in training: batch statistics, running stats, saved, y. */
-static void gr_bn_train_channel(const gr_kargs *a, const gr_bn_dims *d, int64_t c, float *rvar, bool h) {
-    const float *w = a->in[1], *b = a->in[2];
-    float *rmean = a->in[3], *saved = a->out[1];
-    int64_t stride = d->c * d->hw, m = d->n * d->hw;
+/* Channel c's sums of x - k and (x - k)^2 over the batch. */
+static void gr_bn_channel_sums(const gr_kargs *a, const gr_bn_dims *d, int64_t c, bool h, float k, double *s,
+                               double *ss) {
+    const int64_t stride = d->c * d->hw;
     const void *xc = gr_hio_cat(a->in[0], h, c * d->hw);
-    void *yc = gr_hio_at(a->out[0], h, c * d->hw);
-    float k = gr_hio_get(xc, h, 0);
-    double s = 0.0, ss = 0.0;
+    *s = *ss = 0.0;
     if (d->hw == 1) {
         for (int64_t i = 0; i < d->n; i++) {
             double v = (double)gr_hio_get(xc, h, i * stride) - k;
-            s += v;
-            ss += v * v;
+            *s += v;
+            *ss += v * v;
         }
     } else {
-        for (int64_t i = 0; i < d->n; i++) gr_bn_sums(gr_hio_cat(xc, h, i * stride), h, d->hw, k, &s, &ss);
+        for (int64_t i = 0; i < d->n; i++) gr_bn_sums(gr_hio_cat(xc, h, i * stride), h, d->hw, k, s, ss);
     }
-    double dm = s / (double)m, var = ss / (double)m - dm * dm;
+}
+
+/* Channel c in training from its sums of x - k (s, ss) over m values:
+ * batch statistics, running stats, saved, y. */
+static void gr_bn_channel_finish(const gr_kargs *a, const gr_bn_dims *d, int64_t c, float *rvar, bool h, float k,
+                                 double s, double ss, double m) {
+    const float *w = a->in[1], *b = a->in[2];
+    float *rmean = a->in[3], *saved = a->out[1];
+    const int64_t stride = d->c * d->hw;
+    const void *xc = gr_hio_cat(a->in[0], h, c * d->hw);
+    void *yc = gr_hio_at(a->out[0], h, c * d->hw);
+    double dm = s / m, var = ss / m - dm * dm;
     if (var < 0.0) var = 0.0;
     double mean = (double)k + dm, invstd = 1.0 / sqrt(var + a->node->attrs.eps);
     double mom = a->node->attrs.momentum;
     saved[c] = (float)mean;
     saved[d->c + c] = (float)invstd;
     rmean[c] = (float)((1.0 - mom) * rmean[c] + mom * mean);
-    rvar[c] = (float)((1.0 - mom) * rvar[c] + mom * var * (double)m / (double)(m - 1));
+    rvar[c] = (float)((1.0 - mom) * rvar[c] + mom * var * m / (m - 1.0));
     float scale = (float)(w[c] * invstd);
     for (int64_t i = 0; i < d->n; i++)
         gr_bn_affine(gr_hio_at(yc, h, i * stride), gr_hio_cat(xc, h, i * stride), h, d->hw, saved[c], scale, b[c]);
+}
+
+/* One channel in training, this process's batch alone; the shift is the
+ * channel's first value (the variance does not cancel when |mean| >> std). */
+static void gr_bn_train_channel(const gr_kargs *a, const gr_bn_dims *d, int64_t c, float *rvar, bool h) {
+    float k = gr_hio_get(a->in[0], h, c * d->hw);
+    double s, ss;
+    gr_bn_channel_sums(a, d, c, h, k, &s, &ss);
+    gr_bn_channel_finish(a, d, c, rvar, h, k, s, ss, (double)(d->n * d->hw));
+}
+
+/* Training over the processes' global batch (a->ctx->xsum): every channel's
+ * sums, summed over the processes with the value count, then the rest.
+ * The shift is the running mean, which every process holds alike (it is
+ * updated from the global statistics only). */
+static void gr_bn_train_sync(const gr_kargs *a, const gr_bn_dims *d, float *rvar, bool h, bool par) {
+    const float *rmean = a->in[3];
+    double *S = gr_xmalloc((size_t)(2 * d->c + 1) * sizeof *S);
+    #pragma omp parallel for if (par)
+    for (int64_t c = 0; c < d->c; c++) gr_bn_channel_sums(a, d, c, h, rmean[c], &S[c], &S[d->c + c]);
+    S[2 * d->c] = (double)(d->n * d->hw);
+    a->ctx->xsum->sum(a->ctx->xsum->user, S, (int)(2 * d->c + 1));
+    const double m = S[2 * d->c];
+    #pragma omp parallel for if (par)
+    for (int64_t c = 0; c < d->c; c++) gr_bn_channel_finish(a, d, c, rvar, h, rmean[c], S[c], S[d->c + c], m);
+    free(S);
 }
 
 /* x and y in fp32, or both in bf16 (the CPU's native half steps) */
@@ -138,6 +173,10 @@ void gr_cpu_batchnorm(const gr_kargs *a) {
     GR_ASSERT(h == (a->eout[0] == GR_BF16));
     float *rvar = a->in[4];
     bool par = d.n * d.c * d.hw >= GR_OMP_MIN;
+    if (a->ctx->training && a->ctx->xsum) {
+        gr_bn_train_sync(a, &d, rvar, h, par);
+        return;
+    }
     if (a->ctx->training) {
         #pragma omp parallel for if (par)
         for (int64_t c = 0; c < d.c; c++) gr_bn_train_channel(a, &d, c, rvar, h);
@@ -159,48 +198,81 @@ void gr_cpu_batchnorm(const gr_kargs *a) {
     }
 }
 
+/* Channel c's backward sums: s = sum(dy), sdx = sum(dy (x - mean)). */
+static void gr_bn_grad_channel_sums(const gr_kargs *a, const gr_bn_dims *d, int64_t c, bool h, double *s,
+                                    double *sdx) {
+    const int64_t stride = d->c * d->hw;
+    const void *dyc = gr_hio_cat(a->in[0], h, c * d->hw), *xc = gr_hio_cat(a->in[1], h, c * d->hw);
+    const float mean = ((const float *)a->in[3])[c];
+    *s = *sdx = 0.0;
+    if (d->hw == 1) {
+        for (int64_t i = 0; i < d->n; i++) {
+            float g = gr_hio_get(dyc, h, i * stride);
+            *s += g;
+            *sdx += (double)g * (gr_hio_get(xc, h, i * stride) - mean);
+        }
+    } else {
+        for (int64_t i = 0; i < d->n; i++)
+            gr_bn_grad_sums(gr_hio_cat(dyc, h, i * stride), gr_hio_cat(xc, h, i * stride), h, d->hw, mean, s, sdx);
+    }
+}
+
+/* Channel c: dweight and dbias from this process's sums (the gradient
+ * all-reduce adds the processes' up), dx from the sums over the m values the
+ * statistics came from (the same, or over the processes). */
+static void gr_bn_grad_channel_finish(const gr_kargs *a, const gr_bn_dims *d, int64_t c, bool h, double s_own,
+                                      double sdx_own, double s, double sdx, double m) {
+    const float *w = a->in[2], *saved = a->in[3];
+    float *dw = a->out[0], *db = a->out[1];
+    void *dx = a->node->nout > 2 ? a->out[2] : NULL;
+    const int64_t stride = d->c * d->hw;
+    const float mean = saved[c], invstd = saved[d->c + c];
+    dw[c] += (float)(sdx_own * invstd);
+    db[c] += (float)s_own;
+    if (!dx) return;
+    double A = (double)w[c] * invstd, B = 0.0, C0 = 0.0;
+    if (a->ctx->training) {
+        B = -A * invstd * invstd * sdx / m;
+        C0 = -A * s / m;
+    }
+    const void *dyc = gr_hio_cat(a->in[0], h, c * d->hw), *xc = gr_hio_cat(a->in[1], h, c * d->hw);
+    for (int64_t i = 0; i < d->n; i++)
+        gr_bn_dx(gr_hio_at(dx, h, c * d->hw + i * stride), gr_hio_cat(dyc, h, i * stride),
+                 gr_hio_cat(xc, h, i * stride), h, d->hw, mean, (float)A, (float)B, (float)C0);
+}
+
 /* Training: with xhat = (x - mean) * invstd,
  *   dweight += sum(dy * xhat), dbias += sum(dy),
  *   dx = weight * invstd * (dy - sum(dy) / m - xhat * sum(dy * xhat) / m),
  * computed as dx = A dy + B (x - mean) + C0 per channel. Eval (frozen statistics):
- * dx = weight * invstd * dy. dy, x and dx in fp32, or all in bf16. */
+ * dx = weight * invstd * dy. dy, x and dx in fp32, or all in bf16. With the
+ * statistics taken over the processes (a->ctx->xsum), so are the sums and m. */
 void gr_cpu_batchnorm_bwd(const gr_kargs *a) {
     if (a->tin[1]->layout == GR_NHWC) {
         gr_cpu_batchnorm_bwd_nhwc(a);
         return;
     }
-    const float *w = a->in[2], *saved = a->in[3];
-    float *dw = a->out[0], *db = a->out[1];
-    void *dx = a->node->nout > 2 ? a->out[2] : NULL;
     const bool h = a->ein[0] == GR_BF16;
     gr_bn_dims d = gr_bn_dims_of(a, a->tin[1]);
-    int64_t stride = d.c * d.hw, m = d.n * d.hw;
-    bool training = a->ctx->training;
-    #pragma omp parallel for if (d.n * d.c * d.hw >= GR_OMP_MIN)
-    for (int64_t c = 0; c < d.c; c++) {
-        const void *dyc = gr_hio_cat(a->in[0], h, c * d.hw), *xc = gr_hio_cat(a->in[1], h, c * d.hw);
-        float mean = saved[c], invstd = saved[d.c + c];
-        double s = 0.0, sdx = 0.0;
-        if (d.hw == 1) {
-            for (int64_t i = 0; i < d.n; i++) {
-                float g = gr_hio_get(dyc, h, i * stride);
-                s += g;
-                sdx += (double)g * (gr_hio_get(xc, h, i * stride) - mean);
-            }
-        } else {
-            for (int64_t i = 0; i < d.n; i++)
-                gr_bn_grad_sums(gr_hio_cat(dyc, h, i * stride), gr_hio_cat(xc, h, i * stride), h, d.hw, mean, &s, &sdx);
+    const bool par = d.n * d.c * d.hw >= GR_OMP_MIN;
+    if (!(a->ctx->training && a->ctx->xsum)) { /* channel by channel: the second pass finds the first's data in cache */
+        #pragma omp parallel for if (par)
+        for (int64_t c = 0; c < d.c; c++) {
+            double s, sdx;
+            gr_bn_grad_channel_sums(a, &d, c, h, &s, &sdx);
+            gr_bn_grad_channel_finish(a, &d, c, h, s, sdx, s, sdx, (double)(d.n * d.hw));
         }
-        dw[c] += (float)(sdx * invstd);
-        db[c] += (float)s;
-        if (!dx) continue;
-        double A = (double)w[c] * invstd, B = 0.0, C0 = 0.0;
-        if (training) {
-            B = -A * invstd * invstd * sdx / (double)m;
-            C0 = -A * s / (double)m;
-        }
-        for (int64_t i = 0; i < d.n; i++)
-            gr_bn_dx(gr_hio_at(dx, h, c * d.hw + i * stride), gr_hio_cat(dyc, h, i * stride),
-                     gr_hio_cat(xc, h, i * stride), h, d.hw, mean, (float)A, (float)B, (float)C0);
+        return;
     }
+    /* S: this process's sums, then (G) the sums over the processes */
+    double *S = gr_xmalloc((size_t)(4 * d.c + 2) * sizeof *S), *G = S + 2 * d.c + 1;
+    #pragma omp parallel for if (par)
+    for (int64_t c = 0; c < d.c; c++) gr_bn_grad_channel_sums(a, &d, c, h, &S[c], &S[d.c + c]);
+    S[2 * d.c] = (double)(d.n * d.hw);
+    memcpy(G, S, (size_t)(2 * d.c + 1) * sizeof *S);
+    a->ctx->xsum->sum(a->ctx->xsum->user, G, (int)(2 * d.c + 1));
+    #pragma omp parallel for if (par)
+    for (int64_t c = 0; c < d.c; c++)
+        gr_bn_grad_channel_finish(a, &d, c, h, S[c], S[d.c + c], G[c], G[d.c + c], G[2 * d.c]);
+    free(S);
 }

@@ -1,7 +1,8 @@
 /* bn_nhwc.c — batchnorm and its backward on channels-last activations
  * (graph.h: gr_layout): x is rows of C channels, m = n*H*W rows, in fp32
  * or bf16 (half_io.h). Same formulas as bn.c (the NCHW kernels): shifted
- * sums for the statistics, dx = A dy + B (x - mean) + C0.
+ * sums for the statistics, dx = A dy + B (x - mean) + C0; summed over the
+ * processes of a data-parallel run when a->ctx->xsum says so.
  *
  * The rows are cut into blocks of a fixed count (from C alone), each block
  * sums its rows per channel in float over the channels as one vector
@@ -137,18 +138,21 @@ void gr_cpu_batchnorm_nhwc(const gr_kargs *a) {
     float *v = gr_xmalloc((size_t)(3 * c) * sizeof *v), *scale = v + c, *shift = v + 2 * c;
     if (a->ctx->training) {
         GR_ASSERT(b.m >= 2);
-        double *S = gr_xmalloc((size_t)(2 * c) * sizeof *S);
-        for (int64_t j = 0; j < c; j++) v[j] = gr_hio_get(a->in[0], h, j); /* the first row: the shift */
+        double *S = gr_xmalloc((size_t)(2 * c + 1) * sizeof *S);
+        /* the shift: the first row; over the processes (a->ctx->xsum), the running mean, which they hold alike */
+        for (int64_t j = 0; j < c; j++) v[j] = a->ctx->xsum ? rmean[j] : gr_hio_get(a->in[0], h, j);
         gr_bnh_sums(&b, a->in[0], NULL, v, S, S + c);
-        double mom = a->node->attrs.momentum;
+        S[2 * c] = (double)b.m;
+        if (a->ctx->xsum) a->ctx->xsum->sum(a->ctx->xsum->user, S, (int)(2 * c + 1));
+        const double m = S[2 * c], mom = a->node->attrs.momentum;
         for (int64_t j = 0; j < c; j++) {
-            double dm = S[j] / (double)b.m, var = S[c + j] / (double)b.m - dm * dm;
+            double dm = S[j] / m, var = S[c + j] / m - dm * dm;
             if (var < 0.0) var = 0.0;
             double mean = (double)v[j] + dm, invstd = 1.0 / sqrt(var + a->node->attrs.eps);
             saved[j] = (float)mean;
             saved[c + j] = (float)invstd;
             rmean[j] = (float)((1.0 - mom) * rmean[j] + mom * mean);
-            rvar[j] = (float)((1.0 - mom) * rvar[j] + mom * var * (double)b.m / (double)(b.m - 1));
+            rvar[j] = (float)((1.0 - mom) * rvar[j] + mom * var * m / (m - 1.0));
             scale[j] = (float)(w[j] * invstd);
         }
         free(S);
@@ -171,17 +175,23 @@ void gr_cpu_batchnorm_bwd_nhwc(const gr_kargs *a) {
     const int64_t c = b.c;
     const float *w = a->in[2], *saved = a->in[3];
     float *dw = a->out[0], *db = a->out[1];
-    double *S = gr_xmalloc((size_t)(2 * c) * sizeof *S);
+    /* S: this process's sums (dweight and dbias: the gradient all-reduce adds the processes' up); G:
+     * the sums over the m values the statistics came from (over the processes with a->ctx->xsum) */
+    double *S = gr_xmalloc((size_t)(4 * c + 2) * sizeof *S), *G = S + 2 * c + 1;
     gr_bnh_sums(&b, a->in[0], a->in[1], saved, S, S + c);
+    S[2 * c] = (double)b.m;
+    memcpy(G, S, (size_t)(2 * c + 1) * sizeof *S);
+    if (a->ctx->training && a->ctx->xsum) a->ctx->xsum->sum(a->ctx->xsum->user, G, (int)(2 * c + 1));
+    const double m = G[2 * c];
     float *f = gr_xmalloc((size_t)(3 * c) * sizeof *f);
     for (int64_t j = 0; j < c; j++) {
-        double invstd = saved[c + j], s = S[j], sdx = S[c + j];
-        dw[j] += (float)(sdx * invstd);
-        db[j] += (float)s;
+        double invstd = saved[c + j], s = G[j], sdx = G[c + j];
+        dw[j] += (float)(S[c + j] * invstd);
+        db[j] += (float)S[j];
         double A = (double)w[j] * invstd, B = 0.0, C0 = 0.0;
         if (a->ctx->training) {
-            B = -A * invstd * invstd * sdx / (double)b.m;
-            C0 = -A * s / (double)b.m;
+            B = -A * invstd * invstd * sdx / m;
+            C0 = -A * s / m;
         }
         f[j] = (float)A, f[c + j] = (float)B, f[2 * c + j] = (float)C0;
     }

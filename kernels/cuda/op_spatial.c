@@ -70,6 +70,7 @@ void gr_cuda_batchnorm(const gr_kargs *a) {
     const gr_tensor *x = a->tin[0];
     int64_t c = x->shape[1], hw = gr_cuda_bn_hw(x);
     GR_ASSERT(c <= GR_CHAN_MAX);
+    GR_ASSERT(!a->ctx->xsum); /* statistics over processes: not on GPUs yet (the runner refuses it) */
     cudaStream_t s = gr_cuda_of(a)->stream;
     if (a->ctx->training) {
         GR_ASSERT(a->n * hw >= 2);
