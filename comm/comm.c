@@ -107,6 +107,14 @@ gr_status gr_comm_wait_all(gr_comm *c, gr_error *err) {
     return GR_OK;
 }
 
+gr_status gr_comm_bcast_f32(gr_comm *c, float *buf, int64_t n, const char *what, gr_error *err) {
+#ifdef GR_HAVE_MPI
+    if (c->kind == GR_COMM_MPI) return gr_comm_mpi_bcast(c, buf, n, what, err);
+#endif
+    (void)c, (void)buf, (void)n, (void)what, (void)err;
+    return GR_OK;
+}
+
 gr_status gr_comm_max_int(gr_comm *c, int *v, const char *what, gr_error *err) {
 #ifdef GR_HAVE_MPI
     if (c->kind == GR_COMM_MPI) return gr_comm_mpi_max_int(c, v, what, err);

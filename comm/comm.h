@@ -49,6 +49,8 @@ gr_status gr_comm_sum_f64(gr_comm *c, double *buf, int n, const char *what, gr_e
 gr_status gr_comm_isum_f32(gr_comm *c, float *buf, int64_t n, const char *what, gr_error *err);
 gr_status gr_comm_progress(gr_comm *c, gr_error *err);
 gr_status gr_comm_wait_all(gr_comm *c, gr_error *err);
+/* buf[0..n) = rank 0's (float). */
+gr_status gr_comm_bcast_f32(gr_comm *c, float *buf, int64_t n, const char *what, gr_error *err);
 /* *v = the largest *v over ranks. */
 gr_status gr_comm_max_int(gr_comm *c, int *v, const char *what, gr_error *err);
 /* Leaves the world: MPI_Finalize; with abort_code != 0, MPI_Abort with it

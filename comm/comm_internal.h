@@ -11,6 +11,7 @@ gr_status gr_comm_mpi_sum(gr_comm *c, void *buf, int64_t n, gr_comm_dtype t, con
 gr_status gr_comm_mpi_max_int(gr_comm *c, int *v, const char *what, gr_error *err);
 gr_status gr_comm_mpi_isum(gr_comm *c, float *buf, int64_t n, const char *what, gr_error *err);
 gr_status gr_comm_mpi_progress(gr_comm *c, bool wait, gr_error *err);
+gr_status gr_comm_mpi_bcast(gr_comm *c, float *buf, int64_t n, const char *what, gr_error *err);
 void gr_comm_mpi_close(gr_comm *c, int abort_code);
 
 #endif

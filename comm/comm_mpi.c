@@ -67,6 +67,15 @@ gr_status gr_comm_mpi_progress(gr_comm *c, bool wait, gr_error *err) {
     return GR_OK;
 }
 
+gr_status gr_comm_mpi_bcast(gr_comm *c, float *buf, int64_t n, const char *what, gr_error *err) {
+    for (int64_t off = 0; off < n; off += INT_MAX) {
+        int cnt = (int)(n - off < INT_MAX ? n - off : INT_MAX);
+        int rc = MPI_Bcast(buf + off, cnt, MPI_FLOAT, 0, MPI_COMM_WORLD);
+        if (rc != MPI_SUCCESS) return gr_mpi_error(c, rc, "MPI_Bcast", what, err);
+    }
+    return GR_OK;
+}
+
 gr_status gr_comm_mpi_max_int(gr_comm *c, int *v, const char *what, gr_error *err) {
     int rc = MPI_Allreduce(MPI_IN_PLACE, v, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     return rc == MPI_SUCCESS ? GR_OK : gr_mpi_error(c, rc, "MPI_Allreduce", what, err);

@@ -143,6 +143,15 @@ gr_status gr_parallel_reduce_step(gr_job *j, double *loss_sum, double *correct, 
     return st;
 }
 
+gr_status gr_parallel_share_state(gr_job *j, gr_error *err) {
+    const int64_t nt = j->g.n_trainable, ns = j->g.n_params - nt;
+    if (j->comm.world == 1 || ns == 0) return GR_OK;
+    double t0 = gr_wd_enter("sharing rank 0's batchnorm statistics", j->step);
+    gr_status st = gr_comm_bcast_f32(&j->comm, j->m.params + nt, ns, "rank 0's batchnorm statistics", err);
+    gr_wd_leave(j, t0);
+    return st;
+}
+
 gr_status gr_parallel_reduce_eval(gr_job *j, double *loss_sum, double *correct, int64_t *seen, gr_error *err) {
     if (j->comm.world == 1) return GR_OK;
     double v[3] = {*loss_sum, *correct, (double)*seen};

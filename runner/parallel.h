@@ -38,6 +38,11 @@ void gr_parallel_arm(gr_job *j, bool last_micro_batch);
  * summed over ranks (nothing for one process). Every rank calls it, also
  * when a signal stops the step (its sums are then thrown away). */
 gr_status gr_parallel_reduce_step(gr_job *j, double *loss_sum, double *correct, gr_error *err);
+/* Before an evaluation: rank 0's non-trainable state (batchnorm's running
+ * statistics, which per-rank statistics make differ) on every rank, so
+ * every shard is evaluated with the model rank 0 saves (as PyTorch DDP's
+ * broadcast_buffers). */
+gr_status gr_parallel_share_state(gr_job *j, gr_error *err);
 /* After an evaluation: its sums and sample count over ranks (each
  * evaluated every world-th batch of the val split). */
 gr_status gr_parallel_reduce_eval(gr_job *j, double *loss_sum, double *correct, int64_t *seen, gr_error *err);

@@ -65,6 +65,7 @@ gr_status gr_job_evaluate(gr_job *j, double *loss, double *acc, gr_error *err) {
     gr_exec_ctx ctx = {.training = false, .rng_key = 0, .grad_scale = 0.0f};
     double loss_sum = 0.0, correct = 0.0;
     int64_t seen = 0, nb = gr_loader_batches_per_epoch(j->val_ld);
+    if ((st = gr_parallel_share_state(j, err))) return st;
     for (int64_t i = 0; i < nb; i++) {
         gr_batch *b;
         /* a preemption does not wait for the evaluation (one process: several agree at step boundaries) */

@@ -10,7 +10,8 @@
 #     (the same samples per step: the loader's rank/world split; gradients summed over ranks);
 #     rank 0 alone writes the run directory, and its start line says "x 2 processes";
 #     with batchnorm, parallel.sync_batchnorm makes it so too (fp32 NCHW within 1e-5; bf16
-#     channels-last within 1e-4 over the first steps), and per-rank statistics do not;
+#     channels-last within 1e-4 over the first steps), and per-rank statistics do not; the
+#     evaluation, sharded over the ranks, is that of rank 0's saved model (gpurun eval);
 #  2. errors (exit 2, naming the key): parallel.data 2 without a launcher; a global batch that
 #     2 x micro_batch does not divide; parallel.backend none under mpirun;
 #  3. checkpoints across world sizes: a 2-process run's step-10 checkpoint resumed by 1
@@ -101,6 +102,18 @@ check "sync_batchnorm: 2 ranks' weights and running statistics are 1 process's w
     "$PY" "$PC" weights "$T/bn1" "$T/bn2" 1e-5
 check "per-rank batchnorm statistics: the losses are not 1 process's (the check above has teeth)" \
     bash -c "! '$PY' '$PC' losses '$T/bn1' '$T/bn2n' 1e-5 >/dev/null 2>&1"
+# the evaluation, sharded over the ranks, used rank 0's running statistics (the ones saved):
+# `gpurun eval` of the last checkpoint gives the run's last eval line
+expect 0 -- "$G" eval "$JB" --checkpoint "$T/bn2n/checkpoints/step-000000020.h5" --threads 1
+cp "$OUT" "$T/bn2n.eval"
+check "per-rank statistics: the sharded evaluation is rank 0's saved model's" "$PY" - "$T" <<'EOF'
+import json, sys
+T = sys.argv[1]
+e = json.loads(open(T + "/bn2n.eval").read().strip().splitlines()[-1])
+last = [json.loads(l) for l in open(T + "/bn2n/metrics.jsonl") if '"eval"' in l][-1]
+assert last["step"] == e["step"] == 20, (last, e)
+assert abs(last["loss"] - e["loss"]) <= 1e-6 * abs(e["loss"]) and abs(last["accuracy"] - e["accuracy"]) < 1e-9, (last, e)
+EOF
 # bf16 on a CPU with native bf16: the first block runs channels-last (kernels/cpu/bn_nhwc.c)
 if "$G" plan "$JB" --set precision=bf16 2>&1 | grep -q "bf16 native"; then
     expect 0 -- "$G" "$JB" --run-dir "$T/bh1" --quiet --threads 1 --set precision=bf16
