@@ -162,10 +162,21 @@ long_run() {
     done
     sleep 1
 }
+# hit_rank SIG: SIG to the run's last rank, then waits for mpirun (killed after 60 s: a hang);
+# RC: its exit status, WAITED: the seconds it took
+hit_rank() {
+    kill "-$1" "$(pgrep -P $MP gpurun | tail -n 1)"
+    local t0=$SECONDS watchdog
+    ( sleep 60; kill -KILL $MP ) >/dev/null 2>&1 &
+    watchdog=$!
+    wait $MP
+    RC=$?
+    WAITED=$((SECONDS - t0))
+    kill $watchdog 2>/dev/null
+}
+
 long_run term
-kill -TERM "$(pgrep -P $MP gpurun | tail -n 1)"
-wait $MP
-RC=$?
+hit_rank TERM
 check "SIGTERM to one rank: mpirun exits 75 (got $RC)" test "$RC" -eq 75
 check "both ranks stopped at the same step with a committed checkpoint" bash -c "
     a=\$(sed -n 's/.*rank 0 of 2: stopped by SIGTERM at step \([0-9]*\); checkpoint.*committed.*/\1/p' '$T/term.err')
@@ -173,31 +184,19 @@ check "both ranks stopped at the same step with a committed checkpoint" bash -c 
     [ -n \"\$a\" ] && [ \"\$a\" = \"\$b\" ] && [ \"\$('$PY' '$RC_PY' committed '$T/term/checkpoints')\" = \"\$a\" ]"
 
 long_run kill
-kill -KILL "$(pgrep -P $MP gpurun | tail -n 1)"
-t0=$SECONDS
-( sleep 60; kill -KILL $MP ) >/dev/null 2>&1 &
-watchdog=$!
-wait $MP
-RC=$?
-kill $watchdog 2>/dev/null
-check "SIGKILL to one rank: the job ends, non-zero, within 60 s (rc $RC after $((SECONDS - t0)) s)" \
-    bash -c "[ $RC -ne 0 ] && [ $((SECONDS - t0)) -lt 60 ]"
+hit_rank KILL
+check "SIGKILL to one rank: the job ends, non-zero, within 60 s (rc $RC after $WAITED s)" \
+    bash -c "[ $RC -ne 0 ] && [ $WAITED -lt 60 ]"
 check "SIGKILL to one rank: every committed checkpoint verifies" "$PY" "$RC_PY" committed "$T/kill/checkpoints"
 
 # a rank that stops answering (SIGSTOP: alive, so the launcher sees nothing): the other's
 # collective runs past parallel.timeout_s (lowered to 3 s), and it exits 7 naming itself and
 # the collective; the launcher then ends the job
 long_run stall --set parallel.timeout_s=3
-kill -STOP "$(pgrep -P $MP gpurun | tail -n 1)"
-t0=$SECONDS
-( sleep 60; kill -KILL $MP ) >/dev/null 2>&1 &
-watchdog=$!
-wait $MP
-RC=$?
-kill $watchdog 2>/dev/null
+hit_rank STOP
 pkill -KILL -f "$T/stall" 2>/dev/null
-check "a stalled rank: mpirun exits 7 within 3 + 10 s (rc $RC after $((SECONDS - t0)) s)" \
-    bash -c "[ $RC -eq 7 ] && [ $((SECONDS - t0)) -le 13 ]"
+check "a stalled rank: mpirun exits 7 within 3 + 10 s (rc $RC after $WAITED s)" \
+    bash -c "[ $RC -eq 7 ] && [ $WAITED -le 13 ]"
 check "a stalled rank: the other says which collective timed out" \
     grep -qE "rank 0 of 2: (the all-reduce of the step's gradients|agreeing on a stop signal) \(step [0-9]+\) did not finish within parallel.timeout_s = 3 s" "$T/stall.err"
 check "a stalled rank: every committed checkpoint verifies" "$PY" "$RC_PY" committed "$T/stall/checkpoints"
