@@ -9,6 +9,7 @@
 #       for fp32, tf32, bf16 and fp16, on synthetic data: gpurun with --set precision=P,
 #       PyTorch channels-last for every precision and AMP (torch.autocast; a GradScaler for
 #       fp16) for bf16 and fp16;
+#   (d2) with two GPUs or more: the bf16 run as one process per GPU (mpirun, NCCL);
 #   (e) a table precision | gpurun img/s | PyTorch img/s | ratio, also in $OUT/gpu_bench.md.
 # Logs of every phase go to ${OUT:-bench/out}. Each phase runs under its own timeout, cut to
 # what is left of GPU_BENCH_BUDGET_S (default 500 s, build included), so one hang cannot eat
@@ -396,6 +397,21 @@ for l in open(sys.argv[1]):
     [ -n "${RESULT[t_$P]}" ] && say "   pytorch $P: ${RESULT[t_$P]} img/s"
 done
 
+# ---------------------------------------------------------------- (d2) data parallelism
+# with several GPUs: the bf16 run once more as one process per GPU (mpirun, NCCL), batch
+# $BATCH per GPU; its img/s are the whole run's (rank 0's metrics count the global batch)
+NGPU=$(grep -c '^GPU ' "$OUT/nvidia-smi.txt" 2>/dev/null || true)
+if [ $BUILT = 1 ] && [ -f "$SYN" ] && [ "${NGPU:-0}" -ge 2 ] && have mpirun; then
+    run=$TMPD/run-dp
+    rm -rf "$run"
+    phase gpurun_dp 90 "${GR_ENV[@]}" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        mpirun -np "$NGPU" "$GPURUN" configs/resnet50.yaml --device cuda --run-dir "$run" --set precision=bf16 \
+        "${SETS[@]}" --set train.batch_size=$((BATCH * NGPU)) --set train.micro_batch=$BATCH || FAILED=1
+    r=$(gpurun_rate "$run/metrics.jsonl")
+    RESULT[dp]=${r%% *}
+    say "   gpurun bf16 on $NGPU GPUs (NCCL): ${RESULT[dp]:-failed} img/s"
+fi
+
 # ---------------------------------------------------------------- (e) table
 MD=$OUT/gpu_bench.md
 {
@@ -420,6 +436,7 @@ except Exception: print("-")' "$g" "$t")
         note=${RESULT[gnote_$P]:-}
         echo "| $P | $g${note:+ ($note)} | $t | $ratio |"
     done
+    [ -n "${RESULT[dp]+x}" ] && echo "| bf16, $NGPU GPUs (mpirun, NCCL, batch $BATCH each) | ${RESULT[dp]:-failed} | - | - |"
     echo
     echo "Total $((SECONDS - T0)) s; logs: $OUT."
 } >"$MD"

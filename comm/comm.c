@@ -48,7 +48,36 @@ bool gr_comm_built(gr_comm_kind k) {
 #ifdef GR_HAVE_MPI
     if (k == GR_COMM_MPI) return true;
 #endif
+#ifdef GR_HAVE_NCCL
+    if (k == GR_COMM_NCCL) return true;
+#endif
     return false;
+}
+
+gr_status gr_comm_open_gpu(gr_comm *c, void *compute_stream, gr_error *err) {
+#ifdef GR_HAVE_NCCL
+    return gr_comm_nccl_open(c, compute_stream, err);
+#else
+    (void)c, (void)compute_stream;
+    return gr_error_set(err, GR_ERR_USAGE, "parallel.backend nccl: this build of gpurun has no NCCL (a CUDA "
+                        "toolkit with nccl.h and libnccl)");
+#endif
+}
+
+bool gr_comm_gpu_failed(const gr_comm *c) {
+#ifdef GR_HAVE_NCCL
+    return c->nccl && gr_comm_nccl_failed();
+#else
+    (void)c;
+    return false;
+#endif
+}
+
+void gr_comm_gpu_abort(gr_comm *c) {
+#ifdef GR_HAVE_NCCL
+    if (c->nccl) gr_comm_nccl_abort();
+#endif
+    (void)c;
 }
 
 gr_status gr_comm_open(gr_comm *c, gr_comm_kind kind, gr_error *err) {
@@ -68,6 +97,12 @@ gr_status gr_comm_open(gr_comm *c, gr_comm_kind kind, gr_error *err) {
 }
 
 gr_status gr_comm_sum_f32(gr_comm *c, float *buf, int64_t n, const char *what, gr_error *err) {
+#ifdef GR_HAVE_NCCL
+    if (c->nccl) {
+        gr_status st = gr_comm_nccl_isum(c, buf, n, what, err);
+        return st ? st : gr_comm_nccl_wait(c, true, err);
+    }
+#endif
 #ifdef GR_HAVE_MPI
     if (c->kind == GR_COMM_MPI) return gr_comm_mpi_sum(c, buf, n, GR_COMM_F32, what, err);
 #endif
@@ -84,6 +119,9 @@ gr_status gr_comm_sum_f64(gr_comm *c, double *buf, int n, const char *what, gr_e
 }
 
 gr_status gr_comm_isum_f32(gr_comm *c, float *buf, int64_t n, const char *what, gr_error *err) {
+#ifdef GR_HAVE_NCCL
+    if (c->nccl) return gr_comm_nccl_isum(c, buf, n, what, err);
+#endif
 #ifdef GR_HAVE_MPI
     if (c->kind == GR_COMM_MPI) return gr_comm_mpi_isum(c, buf, n, what, err);
 #endif
@@ -92,6 +130,7 @@ gr_status gr_comm_isum_f32(gr_comm *c, float *buf, int64_t n, const char *what, 
 }
 
 gr_status gr_comm_progress(gr_comm *c, gr_error *err) {
+    if (c->nccl) return GR_OK; /* NCCL progresses on the GPU */
 #ifdef GR_HAVE_MPI
     if (c->kind == GR_COMM_MPI) return gr_comm_mpi_progress(c, false, err);
 #endif
@@ -100,6 +139,9 @@ gr_status gr_comm_progress(gr_comm *c, gr_error *err) {
 }
 
 gr_status gr_comm_wait_all(gr_comm *c, gr_error *err) {
+#ifdef GR_HAVE_NCCL
+    if (c->nccl) return gr_comm_nccl_wait(c, true, err);
+#endif
 #ifdef GR_HAVE_MPI
     if (c->kind == GR_COMM_MPI) return gr_comm_mpi_progress(c, true, err);
 #endif
@@ -108,6 +150,9 @@ gr_status gr_comm_wait_all(gr_comm *c, gr_error *err) {
 }
 
 gr_status gr_comm_bcast_f32(gr_comm *c, float *buf, int64_t n, const char *what, gr_error *err) {
+#ifdef GR_HAVE_NCCL
+    if (c->nccl) return gr_comm_nccl_bcast(c, buf, n, what, err);
+#endif
 #ifdef GR_HAVE_MPI
     if (c->kind == GR_COMM_MPI) return gr_comm_mpi_bcast(c, buf, n, what, err);
 #endif
@@ -124,6 +169,13 @@ gr_status gr_comm_max_int(gr_comm *c, int *v, const char *what, gr_error *err) {
 }
 
 void gr_comm_close(gr_comm *c, int abort_code) {
+#ifdef GR_HAVE_NCCL
+    if (c->nccl) {
+        if (abort_code) gr_comm_nccl_abort();
+        else gr_comm_nccl_close();
+        c->nccl = false;
+    }
+#endif
 #ifdef GR_HAVE_MPI
     if (c->kind == GR_COMM_MPI && c->joined) gr_comm_mpi_close(c, abort_code);
 #endif

@@ -10,8 +10,11 @@
  * as with any MPI program; a failing one is GR_ERR_DEVICE (exit 7) naming
  * the operation, never an abort in the middle of a write.
  *
- * Kinds: none (world 1), mpi (CPU buffers, MPI_Allreduce). nccl (GPU
- * buffers, a communicator bootstrapped over MPI) is not in this version. */
+ * Kinds: none (world 1), mpi (between processes, MPI). The host's small
+ * collectives (sums of doubles, the max) always go over MPI; the float
+ * buffers (gradients, state) too on CPUs, and over NCCL once
+ * gr_comm_open_gpu has joined the ranks' GPUs (then they are device
+ * buffers, summed on a stream of their own: comm_nccl.c). */
 #ifndef GR_COMM_H
 #define GR_COMM_H
 
@@ -25,6 +28,7 @@ typedef struct gr_comm {
     int local_rank;        /* the rank among those on this machine (GPU choice) */
     char launcher[32];     /* "" (none), "Open MPI", "Slurm", "PMI" */
     bool joined;           /* gr_comm_open reached the other ranks */
+    bool nccl;             /* the float buffers are on the GPU, summed over NCCL (gr_comm_open_gpu) */
 } gr_comm;
 
 /* Who this process is: Open MPI's OMPI_COMM_WORLD_{SIZE,RANK,LOCAL_RANK},
@@ -37,6 +41,15 @@ const char *gr_comm_kind_name(gr_comm_kind k);
 /* Joins the launched world with kind (GR_COMM_NONE: nothing to join, world
  * must be 1). The world MPI reports must be the detected one. */
 gr_status gr_comm_open(gr_comm *c, gr_comm_kind kind, gr_error *err);
+/* After gr_comm_open: NCCL on this process's GPU (the current device; one
+ * process alone too, a communicator of one), ordered after the work of the
+ * backend's compute stream (a cudaStream_t). Every float collective below
+ * then takes device buffers. GR_ERR_USAGE when the build has no NCCL. */
+gr_status gr_comm_open_gpu(gr_comm *c, void *compute_stream, gr_error *err);
+/* For a watchdog thread: whether NCCL reported an asynchronous error, and
+ * aborting its communicator (so nothing waits on it any more). */
+bool gr_comm_gpu_failed(const gr_comm *c);
+void gr_comm_gpu_abort(gr_comm *c);
 /* buf[0..n) = the sum over ranks, in place (floats and doubles). */
 gr_status gr_comm_sum_f32(gr_comm *c, float *buf, int64_t n, const char *what, gr_error *err);
 gr_status gr_comm_sum_f64(gr_comm *c, double *buf, int n, const char *what, gr_error *err);

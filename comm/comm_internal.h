@@ -14,4 +14,13 @@ gr_status gr_comm_mpi_progress(gr_comm *c, bool wait, gr_error *err);
 gr_status gr_comm_mpi_bcast(gr_comm *c, float *buf, int64_t n, const char *what, gr_error *err);
 void gr_comm_mpi_close(gr_comm *c, int abort_code);
 
+gr_status gr_comm_nccl_open(gr_comm *c, void *compute_stream, gr_error *err);
+gr_status gr_comm_nccl_isum(gr_comm *c, float *buf, int64_t n, const char *what, gr_error *err);
+gr_status gr_comm_nccl_bcast(gr_comm *c, float *buf, int64_t n, const char *what, gr_error *err);
+/* the compute stream waits for the started collectives; host: this thread too */
+gr_status gr_comm_nccl_wait(gr_comm *c, bool host, gr_error *err);
+bool gr_comm_nccl_failed(void);
+void gr_comm_nccl_abort(void);
+void gr_comm_nccl_close(void);
+
 #endif

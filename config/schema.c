@@ -122,9 +122,7 @@ const gr_spec_row gr_spec_rows[] = {
 
     SECTION("parallel", 0),
     INT("parallel.data", GR_SF_AUTO, 0, 1 << 20, "auto", parallel.data),
-    {.path = "parallel.backend", .type = GR_ST_ENUM, .choices = "auto|nccl|mpi|none", .def = "auto",
-     .off = GR_OFF(parallel.backend), .size = GR_FSZ(parallel.backend), .honoured = "auto|mpi|none",
-     .unhonoured_why = "this version moves gradients with MPI only; NCCL is not built yet (auto or mpi)"},
+    ENUMSTR("parallel.backend", "auto|nccl|mpi|none", "auto", parallel.backend),
     FLOAT("parallel.bucket_mb", 0, 0, INFINITY, "25", NULL, parallel.bucket_mb),
     FLOAT("parallel.timeout_s", GR_SF_LOX, 0, INFINITY, "600", NULL, parallel.timeout_s),
     BOOL("parallel.sync_batchnorm", "false", NULL, parallel.sync_batchnorm),

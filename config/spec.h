@@ -110,7 +110,7 @@ typedef struct gr_job_spec {
 
     struct {
         int64_t data;             /* 0 = auto */
-        char backend[16];         /* auto | nccl | mpi | none (nccl refused at load: not built) */
+        char backend[16];         /* auto | nccl | mpi | none */
         double bucket_mb;         /* 25, >= 0: gradient all-reduce buckets; 0 = one all-reduce after backward */
         double timeout_s;         /* 600, > 0: a collective slower than this ends the run (exit 7) */
         bool sync_batchnorm;      /* false: per-process batchnorm statistics; true: over the global batch */

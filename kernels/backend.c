@@ -143,6 +143,8 @@ void gr_backend_exec(const gr_kargs *a) {
 
 bool gr_backend_host_addressable(const gr_backend *be) { return be->vt->host_addressable; }
 
+void *gr_backend_stream(gr_backend *be) { return be->vt->stream ? be->vt->stream(be) : NULL; }
+
 gr_status gr_backend_prepare(gr_backend *be, gr_steps *s, gr_error *err) {
     return be->vt->prepare ? be->vt->prepare(be, s, err) : GR_OK;
 }

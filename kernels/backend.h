@@ -109,6 +109,10 @@ void gr_backend_cast(gr_backend *be, void *dst, gr_elem dt, const void *src, gr_
 /* Whether the backend's device pointers are host memory (the CPU): the
  * caller may read them with memcpy instead of gr_backend_download. */
 bool gr_backend_host_addressable(const gr_backend *be);
+/* The device stream every kernel of the backend is queued on (a
+ * cudaStream_t on CUDA; NULL on the CPU), for work that must be ordered
+ * with them (NCCL's collectives). */
+void *gr_backend_stream(gr_backend *be);
 /* What the device computes with, in one line for `gpurun plan` and
  * summary.json: the CPU's oneDNN version, the instruction set oneDNN
  * dispatches to (avx2, avx512_core, avx512_core_bf16, avx512_core_amx...)
@@ -199,6 +203,8 @@ typedef struct gr_backend_vtable {
     void (*run_end)(gr_backend *be, gr_steps *s, gr_run_mode mode);
     void (*op_done)(gr_backend *be, const gr_kargs *a); /* after each step (kernel and staging) */
     bool host_addressable;       /* device pointers are host memory */
+    /* gr_backend_stream; NULL: none (the CPU) */
+    void *(*stream)(gr_backend *be);
     /* gr_backend_cast; required */
     void (*cast)(gr_backend *be, void *dst, gr_elem dt, const void *src, gr_elem st, int64_t n);
     /* gr_backend_layout_caps; NULL: NCHW only */

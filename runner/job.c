@@ -202,7 +202,9 @@ gr_status gr_job_backend(gr_job *j, const gr_job_spec *s, const char *device, in
          * not run on the cpu unnoticed (a build without CUDA says so too) */
         gr_backend *cuda = NULL;
         gr_error e2;
-        if (gr_backend_create("cuda:0", 0, &cuda, &e2) == GR_OK) {
+        char first[32]; /* data parallelism: this rank's GPU */
+        snprintf(first, sizeof first, "cuda:%d", j->comm.local_rank);
+        if (gr_backend_create(first, 0, &cuda, &e2) == GR_OK) {
             bool all = true;
             for (int i = 0; i < j->g.n_nodes; i++)
                 if (!(gr_op_flags(j->g.nodes[i].op) & GR_OPF_VIEW) &&

@@ -26,6 +26,7 @@ static struct {
     _Atomic int64_t since_ms;  /* when the pending collective began (0: none) */
     _Atomic(const char *) what;
     _Atomic int64_t step;
+    _Atomic(gr_comm *) comm;   /* whose NCCL errors it polls (the job's; NULL: none) */
 } gr_wd;
 
 static int64_t gr_wd_now_ms(void) { return (int64_t)(gr_now() * 1000.0); }
@@ -34,11 +35,20 @@ static void *gr_wd_main(void *arg) {
     (void)arg;
     for (;;) {
         nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = 100 * 1000 * 1000}, NULL);
+        gr_comm *c = atomic_load(&gr_wd.comm);
+        if (c && gr_comm_gpu_failed(c)) { /* NCCL's asynchronous error: a peer is gone, or the network */
+            fprintf(stderr, "gpurun: rank %d of %d: NCCL reported an asynchronous error (step %lld): aborting the "
+                    "communicator; exiting\n", gr_wd.rank, gr_wd.world, (long long)atomic_load(&gr_wd.step) + 1);
+            gr_comm_gpu_abort(c);
+            fflush(stderr);
+            _exit(GR_ERR_DEVICE);
+        }
         int64_t t = atomic_load(&gr_wd.since_ms);
         if (t && (double)(gr_wd_now_ms() - t) > 1000.0 * gr_wd.timeout_s) {
             fprintf(stderr, "gpurun: rank %d of %d: %s (step %lld) did not finish within parallel.timeout_s = %g s: "
                     "another rank is gone or stuck; exiting\n", gr_wd.rank, gr_wd.world, atomic_load(&gr_wd.what),
                     (long long)atomic_load(&gr_wd.step) + 1, gr_wd.timeout_s);
+            if (c) gr_comm_gpu_abort(c);
             fflush(stderr);
             _exit(GR_ERR_DEVICE);
         }
@@ -93,6 +103,8 @@ gr_status gr_parallel_resolve(const gr_job_spec *s, gr_job_spec *rs, gr_comm *c,
         return gr_spec_error(err, s, "train.batch_size", "%lld (the global batch) is not a multiple of "
                              "train.micro_batch %lld x %d processes", (long long)s->train.batch_size,
                              (long long)rs->train.micro_batch, world);
+    /* a replayed CUDA Graph calls no hooks, and the buckets start from them */
+    if (world > 1 || strcmp(s->parallel.backend, "nccl") == 0) rs->cuda_graph = false;
     gr_status st = gr_comm_open(c, kind, err);
     if (!st && world > 1) gr_wd_start(c, s->parallel.timeout_s);
     return st;
@@ -109,16 +121,37 @@ static void gr_parallel_xsum(void *user, double *buf, int n) {
 
 const gr_xsum *gr_parallel_xsum_of(const gr_job *j) { return j->xsum.sum ? &j->xsum : NULL; }
 
+/* The GPU side: NCCL on this rank's GPU, ordered with the backend's stream
+ * (parallel.backend auto or nccl with several processes; nccl also for one,
+ * a communicator of one, which puts the whole path on a single GPU). */
+static gr_status gr_parallel_attach_gpu(gr_job *j, gr_error *err) {
+    const gr_job_spec *s = j->spec;
+    const bool gpu = !gr_backend_host_addressable(j->be), nccl = strcmp(s->parallel.backend, "nccl") == 0;
+    if (nccl && !gpu)
+        return gr_spec_error(err, s, "parallel.backend", "nccl sums GPU buffers, but the job runs on device %s "
+                             "(mpi or auto moves the gradients of CPU processes)", gr_backend_name(j->be));
+    if (!gpu || (j->comm.world == 1 && !nccl)) return GR_OK;
+    if (strcmp(s->parallel.backend, "mpi") == 0)
+        return gr_spec_error(err, s, "parallel.backend", "mpi, but the job runs on device %s: GPU buffers go over "
+                             "NCCL (set auto or nccl)", gr_backend_name(j->be));
+    if (s->parallel.sync_batchnorm && j->comm.world > 1)
+        return gr_spec_error(err, s, "parallel.sync_batchnorm", "is not supported on GPUs yet (only the CPU's "
+                             "batchnorm sums its statistics over the processes)");
+    if (gr_job_writer(j) && !j->mx.quiet)
+        fprintf(stderr, "gpurun: data parallelism on %s: CUDA Graphs are off (the gradient buckets start from the "
+                "launches' hooks)\n", gr_backend_name(j->be));
+    gr_status st = gr_comm_open_gpu(&j->comm, gr_backend_stream(j->be), err);
+    if (!st) atomic_store(&gr_wd.comm, &j->comm); /* the watchdog polls its asynchronous errors */
+    return st;
+}
+
 gr_status gr_parallel_attach(gr_job *j, gr_error *err) {
-    if (j->comm.world == 1) return GR_OK;
-    if (!gr_backend_host_addressable(j->be))
-        return gr_error_set(err, GR_ERR_USAGE, "%s: %d processes on device %s: data parallelism on GPUs needs NCCL, "
-                            "which this version does not have yet; run them with device: cpu", j->spec->file,
-                            j->comm.world, gr_backend_name(j->be));
+    gr_status st = gr_parallel_attach_gpu(j, err);
+    if (st || (j->comm.world == 1 && !j->comm.nccl)) return st;
     if (j->spec->parallel.bucket_mb > 0)
         j->buckets = gr_buckets_new(&j->train_plan, &j->comm, j->spec->parallel.bucket_mb);
     j->mx.grad_buckets = gr_buckets_count(j->buckets);
-    if (j->spec->parallel.sync_batchnorm) j->xsum = (gr_xsum){.sum = gr_parallel_xsum, .user = j};
+    if (j->spec->parallel.sync_batchnorm && j->comm.world > 1) j->xsum = (gr_xsum){.sum = gr_parallel_xsum, .user = j};
     return GR_OK;
 }
 
@@ -127,7 +160,7 @@ void gr_parallel_arm(gr_job *j, bool last_micro_batch) {
 }
 
 gr_status gr_parallel_reduce_step(gr_job *j, double *loss_sum, double *correct, gr_error *err) {
-    if (j->comm.world == 1) return GR_OK;
+    if (j->comm.world == 1 && !j->buckets) return GR_OK; /* (one process over NCCL still waits for its buckets) */
     if (j->xsum_st) {
         *err = j->xsum_err;
         return j->xsum_st;
@@ -181,6 +214,7 @@ gr_status gr_parallel_finish(gr_comm *c, gr_status st, gr_error *err) {
         if (w > 0 && (size_t)w < sizeof err->msg) memcpy(err->msg + w, msg, sizeof err->msg - (size_t)w - 1);
         err->msg[sizeof err->msg - 1] = '\0';
     }
+    atomic_store(&gr_wd.comm, NULL);
     bool together = st == GR_OK || st == GR_ERR_SIGNAL || st == GR_ERR_DIVERGED;
     if (!together && c->joined && c->world > 1) fprintf(stderr, "gpurun: %s\n", err->msg); /* before the abort */
     gr_comm_close(c, together ? 0 : (int)st);

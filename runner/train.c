@@ -303,6 +303,7 @@ done:
     free(L.state0);
     gr_rundir_lock lock = j.lock;
     const bool undo = !j.wrote_run_dir;
+    comm = j.comm; /* as the run left it (NCCL joined) */
     gr_job_free(&j);
     gr_rundir_lock_release(&lock, undo); /* after every file of the run is closed */
     return gr_parallel_finish(&comm, st, err);

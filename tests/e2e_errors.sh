@@ -163,8 +163,10 @@ spec determ tiny 's/^seed: 0/deterministic: true/'
 expect_fail 2 "$T/determ.yaml:2:16: deterministic: true is not supported yet" -- "$G" validate "$T/determ.yaml"
 expect_fail 2 "$T/determ.yaml:2:16: deterministic:" -- "$G" "$T/determ.yaml" --run-dir "$T/rd_determ"
 check "an unhonoured value leaves no run directory" test ! -e "$T/rd_determ"
-expect_fail 2 "--set:1:1: parallel.backend: nccl is not supported yet" "(auto or mpi)" -- \
-    "$G" plan "$T/ok.yaml" --set parallel.backend=nccl
+# NCCL sums GPU buffers: asked for on the cpu, refused naming the key, nothing written
+expect_fail 2 "parallel.backend: nccl sums GPU buffers, but the job runs on device cpu" -- \
+    "$G" "$T/ok.yaml" --set parallel.backend=nccl --device cpu --run-dir "$T/rd_nccl"
+check "a refused backend leaves no run directory" test ! -e "$T/rd_nccl"
 expect_ok "deterministic: false" "backend: none" -- \
     "$G" validate "$T/ok.yaml" --set deterministic=false --set parallel.backend=none
 # a layer whose output nothing reads: a warning naming it (its parameters would still decay)

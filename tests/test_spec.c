@@ -74,10 +74,8 @@ static const bad_case bad_cases[] = {
     /* values schema v1 accepts but this version does not honour: refused at the value */
     {"bad_deterministic.yaml", {0}, "bad_deterministic.yaml:2:16: deterministic: true is not supported yet: this "
                                     "version does not enforce deterministic algorithms (leave it false)"},
-    {"bad_parallel_backend.yaml", {0}, "bad_parallel_backend.yaml:9:33: parallel.backend: nccl is not supported yet: "
-                                       "this version moves gradients with MPI only; NCCL is not built yet (auto or mpi)"},
-    {"valid_min.yaml", {"parallel.backend=nccl"}, "--set:1:1: parallel.backend: nccl is not supported yet: this "
-                                                  "version moves gradients with MPI only"},
+    {"bad_parallel_backend.yaml", {0}, "bad_parallel_backend.yaml:9:33: parallel.backend: expected one of auto, "
+                                       "nccl, mpi, none, got 'gloo'"},
     {"valid_min.yaml", {"deterministic=True"}, "--set:1:1: deterministic: true is not supported yet"},
     {"valid_min.yaml", {"parallel.timeout_s=0"}, "--set:1:1: parallel.timeout_s: must be > 0"},
     /* YAML level */

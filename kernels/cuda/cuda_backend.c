@@ -430,6 +430,8 @@ static void gr_cuda_destroy(gr_backend *be) {
     free(be);
 }
 
+static void *gr_cuda_stream(gr_backend *be) { return gr_cu(be)->stream; }
+
 static void gr_cuda_describe(gr_backend *be, char *buf, size_t n) {
     const gr_cuda *cu = gr_cu(be);
     bool half = cu->opts.precision == GR_PREC_BF16 || cu->opts.precision == GR_PREC_FP16;
@@ -462,6 +464,7 @@ static const gr_backend_vtable gr_cuda_vtable = {
     .op_done = gr_cuda_op_done,
     .cast = gr_cuda_cast,
     .native_half = gr_cuda_native_half,
+    .stream = gr_cuda_stream,
     .destroy = gr_cuda_destroy,
 };
 
