@@ -18,8 +18,10 @@
 static const char gr_usage[] =
     "usage: gpurun [run] JOB.yaml [--set KEY=VALUE]... [--resume auto|PATH]\n"
     "                             [--run-dir DIR] [--device auto|cpu|cuda|cuda:N] [--quiet] [--threads N]\n"
-    "       gpurun plan JOB.yaml [--set KEY=VALUE]...      compile only: layers, shapes, parameters,\n"
-    "                                                       FLOPs, memory per arena\n"
+    "       gpurun plan JOB.yaml [--memory BYTES|auto] [--set KEY=VALUE]...\n"
+    "                                                       compile only: layers, shapes, parameters,\n"
+    "                                                       FLOPs, memory per arena; with --memory,\n"
+    "                                                       whether it fits and the largest micro-batch that does\n"
     "       gpurun validate JOB.yaml [--set KEY=VALUE]...  check the spec, print it resolved\n"
     "       gpurun eval JOB.yaml --checkpoint PATH [--split val|train] [--set ...]\n"
     "                                                       loss and accuracy of a checkpoint (JSON)\n"
@@ -217,7 +219,7 @@ int main(int argc, char **argv) {
     const char *sets[GR_MAX_SETS];
     int nsets = 0;
     gr_run_options opt = {0};
-    const char *checkpoint = NULL, *split = "val";
+    const char *checkpoint = NULL, *split = "val", *memory = NULL;
     for (; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -246,6 +248,10 @@ int main(int argc, char **argv) {
             if (a[2] == 'c') checkpoint = val;
             else if (strcmp(val, "val") == 0 || strcmp(val, "train") == 0) split = val;
             else gr_usage_error("--split: expected val or train, got '%s'", val);
+        } else if (strcmp(a, "--memory") == 0 && strcmp(cmd, "plan") == 0) {
+            if (!val) gr_usage_error("%s: expected a value", a);
+            memory = val;
+            i++;
         } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
             opt.quiet = true;
         } else if (a[0] == '-') {
@@ -269,7 +275,7 @@ int main(int argc, char **argv) {
         st = gr_graph_check(&spec, &err);
         if (!st) gr_spec_dump(&spec, stdout);
     } else if (strcmp(cmd, "plan") == 0) {
-        st = gr_train_plan_report(&spec, stdout, &err);
+        st = gr_train_plan_report(&spec, memory, stdout, &err);
     } else if (strcmp(cmd, "eval") == 0) {
         st = gr_train_eval(&spec, checkpoint, split, &opt, &err);
     } else {

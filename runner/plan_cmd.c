@@ -3,10 +3,13 @@
  * whether it fits the device it would run on. */
 #include "job.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../graph/graph.h"
+#include "memfit.h"
 
 /* "nchw" / "nhwc" for an image tensor, "-" otherwise */
 static const char *gr_plan_cmd_layout(const gr_tensor *t) {
@@ -131,7 +134,59 @@ static gr_status gr_plan_cmd_compile(gr_plan *p, gr_model *stub, const gr_graph 
     return gr_plan_compile(p, NULL, g, mode, false, err);
 }
 
-gr_status gr_train_plan_report(const gr_job_spec *spec, FILE *f, gr_error *err) {
+/* --memory: BYTES (an integer, with K, M, G or T for powers of 1024) or auto (what be has free) */
+static gr_status gr_plan_cmd_limit(const char *memory, gr_backend *be, const char *dev, size_t *limit, gr_error *err) {
+    if (strcmp(memory, "auto") == 0) {
+        size_t fr = 0, tot = 0;
+        if (!be || !gr_backend_mem_info(be, &fr, &tot))
+            return gr_error_set(err, GR_ERR_USAGE, "--memory auto: %s does not say how much memory it has free; give "
+                                "a number of bytes", dev);
+        *limit = fr;
+        return GR_OK;
+    }
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(memory, &end, 10);
+    const char *units = "KMGT";
+    const char *u = *end ? strchr(units, *end) : NULL;
+    if (u) {
+        for (const char *k = units; k <= u; k++) v *= 1024ull;
+        end++;
+    }
+    if (errno || end == memory || *end || memory[0] == '-' || v == 0)
+        return gr_error_set(err, GR_ERR_USAGE, "--memory: expected a number of bytes (K, M, G, T: powers of 1024) or "
+                            "auto, got '%s'", memory);
+    *limit = (size_t)v;
+    return GR_OK;
+}
+
+/* Whether the job fits limit bytes, and the largest micro-batch that does. */
+static gr_status gr_plan_cmd_memfit(const gr_job *j, const char *memory, const char *dev, FILE *f, gr_error *err) {
+    const gr_job_spec *s = j->spec;
+    size_t limit = 0;
+    gr_status st = gr_plan_cmd_limit(memory, j->be, dev, &limit, err);
+    if (st) return st;
+    gr_mem_need now, best;
+    if ((st = gr_memfit_need(s, j->in_shape, j->in_ndim, s->train.micro_batch, j->be, &now, err)) ||
+        (st = gr_memfit_largest(s, j->in_shape, j->in_ndim, s->train.batch_size, limit, j->be, &best, err)))
+        return st;
+    char a[64], b[64];
+    gr_fmt_count((int64_t)limit, a, sizeof a);
+    gr_fmt_count((int64_t)now.total, b, sizeof b);
+    fprintf(f, "\nmemory limit %s bytes (--memory %s): micro-batch %lld needs %s bytes: %s\n", a, memory,
+            (long long)s->train.micro_batch, b, now.total <= limit ? "fits" : "does not fit");
+    gr_fmt_count((int64_t)best.total, b, sizeof b);
+    if (best.micro_batch == 0)
+        fprintf(f, "no micro-batch fits: micro-batch 1 needs %s bytes (the model's arenas alone: params, grads, "
+                "optimizer state)\n", b);
+    else
+        fprintf(f, "largest micro-batch that fits: %lld (%s bytes; batch %lld = %lld x %lld micro-batches)\n",
+                (long long)best.micro_batch, b, (long long)s->train.batch_size,
+                (long long)(s->train.batch_size / best.micro_batch), (long long)best.micro_batch);
+    return GR_OK;
+}
+
+gr_status gr_train_plan_report(const gr_job_spec *spec, const char *memory, FILE *f, gr_error *err) {
     gr_job j;
     gr_job_init(&j, spec, true);
     gr_status st;
@@ -140,7 +195,9 @@ gr_status gr_train_plan_report(const gr_job_spec *spec, FILE *f, gr_error *err) 
     const bool no_data = spec->model.n_input > 0 && spec->data.train.path[0] &&
                          access(spec->data.train.path, R_OK) != 0;
     if (no_data) {
-        if ((st = gr_job_graph(&j, spec->model.input, spec->model.n_input, err))) goto done;
+        j.in_ndim = spec->model.n_input;
+        for (int i = 0; i < j.in_ndim; i++) j.in_shape[i] = spec->model.input[i];
+        if ((st = gr_job_graph(&j, j.in_shape, j.in_ndim, err))) goto done;
     } else if ((st = gr_job_compile(&j, spec, false, err))) {
         goto done;
     }
@@ -159,6 +216,7 @@ gr_status gr_train_plan_report(const gr_job_spec *spec, FILE *f, gr_error *err) 
     gr_plan_cmd_fit(j.be, dev, gr_plan_cmd_memory(spec, &j.g, &tp, &ep, f), f);
     gr_plan_free(&tp);
     gr_plan_free(&ep);
+    if (memory) st = gr_plan_cmd_memfit(&j, memory, dev, f, err);
 done:
     gr_job_free(&j);
     return st;

@@ -35,8 +35,11 @@ gr_status gr_train_eval(const gr_job_spec *spec, const char *checkpoint, const c
                         const gr_run_options *opt, gr_error *err);
 
 /* Compiles the job without running it and prints the layer table, parameter
- * count, FLOPs per sample and bytes per arena at the micro-batch. */
-gr_status gr_train_plan_report(const gr_job_spec *spec, FILE *f, gr_error *err);
+ * count, FLOPs per sample and bytes per arena at the micro-batch. With
+ * memory (`--memory BYTES|auto`; NULL: none), whether the job fits that
+ * many bytes (auto: what the device has free) and the largest micro-batch
+ * that does (runner/memfit.h); a malformed value is exit 2. */
+gr_status gr_train_plan_report(const gr_job_spec *spec, const char *memory, FILE *f, gr_error *err);
 
 /* The two halves of an optimizer step, shared by the loop and the tests:
  * one micro-batch's forward + backward (parameter gradients ADD into the

@@ -1,0 +1,37 @@
+/* memfit.h — what a job needs in memory at a micro-batch, and the largest
+ * micro-batch that fits (issue 15): the planner's bytes, before anything
+ * is allocated.
+ *
+ * A job's device memory is the model's arenas (fp32 params, grads and
+ * optimizer state: independent of the micro-batch), the train and eval
+ * activation arenas and the fp32 staging area of half steps (proportional
+ * to it, after the memory planner's reuse). Each figure comes from the
+ * same graph build, precision and layout passes and memory plan the run
+ * makes, at that micro-batch, on the backend the run would use. Not in
+ * it: the dataset's cache and the loader's batches (host memory), the
+ * libraries' own workspaces (cuDNN's, chosen at run time; oneDNN's). */
+#ifndef GR_MEMFIT_H
+#define GR_MEMFIT_H
+
+#include "job.h"
+
+typedef struct gr_mem_need {
+    int64_t micro_batch;
+    size_t params, grads, optim;     /* the model's arenas */
+    size_t act_train, act_eval;      /* the plans' activation arenas */
+    size_t stage;                    /* the fp32 staging area (the larger of the two plans') */
+    size_t total;                    /* all of it: what a run holds on the device */
+} gr_mem_need;
+
+/* The need of job s at micro-batch m, for samples of in_shape[0..in_ndim),
+ * on be (NULL: device-free planning, every half step staged). */
+gr_status gr_memfit_need(const gr_job_spec *s, const int64_t *in_shape, int in_ndim, int64_t m, gr_backend *be,
+                         gr_mem_need *out, gr_error *err);
+/* Of the micro-batches that divide per (train.batch_size / processes), the
+ * largest whose need is at most limit bytes (the need grows with the
+ * micro-batch: a binary search over the divisors); *best the need (its
+ * micro_batch 0 when even 1 does not fit, best->total then the need at 1). */
+gr_status gr_memfit_largest(const gr_job_spec *s, const int64_t *in_shape, int in_ndim, int64_t per, size_t limit,
+                            gr_backend *be, gr_mem_need *best, gr_error *err);
+
+#endif

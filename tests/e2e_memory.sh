@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# e2e_memory.sh — memory planning before a run (issue 15):
+#  1. `gpurun plan --memory BYTES`: whether the job's arenas (params, grads, optimizer state,
+#     train and eval activations, fp32 staging) fit, and the largest micro-batch dividing
+#     train.batch_size that does: that one fits when set by hand, the next divisor up does
+#     not; a limit below the model's own arenas says no micro-batch fits; K/M/G suffixes;
+#     `--memory auto` takes the device's free memory;
+#  2. a malformed --memory, or --memory on another command, is exit 2 naming it.
+#
+#   bash tests/e2e_memory.sh GPURUN_BINARY SOURCE_DIR TMPDIR
+. "$(dirname "$0")/e2e_lib.bash" "$@"
+
+expect 0 -- "$G" data synthetic "$T/syn.h5" --n 600 --shape 1,28,28 --classes 10 --test 100 --seed 2
+cat >"$T/cnn.yaml" <<EOF2
+name: mem
+seed: 1
+device: cpu
+data:
+  train: {path: $T/syn.h5, group: /train}
+  val: {path: $T/syn.h5, group: /test}
+model:
+  layers:
+    - conv: {filters: 16, kernel: 3, padding: 1}
+    - batchnorm
+    - relu
+    - maxpool: {kernel: 2}
+    - flatten
+    - dense: {units: 10}
+train:
+  batch_size: 64
+  steps: 2
+  optimizer: {type: sgd, lr: 0.05, momentum: 0.9}
+EOF2
+J=$T/cnn.yaml
+
+# needs M: the bytes `gpurun plan --memory 1T --set train.micro_batch=M` says micro-batch M needs
+needs() {
+    "$G" plan "$J" --memory 1T --set train.micro_batch="$1" 2>/dev/null |
+        sed -n "s/.*micro-batch $1 needs \([0-9,]*\) bytes.*/\1/p" | tr -d ,
+}
+expect_ok "memory limit 3,145,728 bytes (--memory 3M): micro-batch 64 needs" "does not fit" \
+          "largest micro-batch that fits: " -- "$G" plan "$J" --memory 3M
+best=$(sed -n 's/^largest micro-batch that fits: \([0-9]*\) .*/\1/p' "$OUT")
+check "a micro-batch below 64 fits 3 MiB (got '$best')" bash -c "[ -n '$best' ] && [ '$best' -lt 64 ]"
+if [ -n "$best" ] && [ "$best" -lt 64 ]; then
+    nb=$(needs "$best") nn=$(needs $((best * 2)))
+    check "micro-batch $best needs $nb <= 3 MiB, micro-batch $((best * 2)) needs $nn > 3 MiB" \
+        bash -c "[ -n '$nb' ] && [ -n '$nn' ] && [ '$nb' -le 3145728 ] && [ '$nn' -gt 3145728 ]"
+    expect_ok "micro-batch $best needs" ": fits" -- "$G" plan "$J" --memory 3M --set train.micro_batch="$best"
+fi
+expect_ok "no micro-batch fits: micro-batch 1 needs" -- "$G" plan "$J" --memory 20K
+expect_ok "memory limit " "(--memory auto)" "largest micro-batch that fits: 64" -- "$G" plan "$J" --memory auto
+
+expect 2 "--memory: expected a number of bytes (K, M, G, T: powers of 1024) or auto, got '3X'" -- \
+    "$G" plan "$J" --memory 3X
+expect 2 "unknown option '--memory'" -- "$G" validate "$J" --memory 3M
+
+e2e_done
