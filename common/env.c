@@ -33,6 +33,9 @@ const gr_env_knob gr_env_knobs[GR_ENV_COUNT] = {
     [GR_ENV_LOSS_SCALE_INTERVAL] = {"GPURUN_LOSS_SCALE_INTERVAL", GR_ENV_INT, NULL, 1, INT64_MAX, "steps",
                                     "finite steps after which the dynamic fp16 loss scale doubles "
                                     "(default 2000), for tests"},
+    [GR_ENV_MEMORY_LIMIT] = {"GPURUN_MEMORY_LIMIT", GR_ENV_INT, NULL, 1, INT64_MAX, "bytes",
+                             "the memory train.micro_batch: auto plans for (default: 90% of what the device "
+                             "has free at the start)"},
     [GR_ENV_CMAKE_ARGS] = {"GPURUN_CMAKE_ARGS", GR_ENV_FREE, NULL, 0, 0, NULL,
                            "extra CMake arguments of scripts/dev.sh's build; gpurun does not read it"},
 };

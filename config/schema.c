@@ -94,7 +94,7 @@ const gr_spec_row gr_spec_rows[] = {
 
     SECTION("train", GR_SF_REQ),
     INT("train.batch_size", GR_SF_REQ, 1, GR_BIG, NULL, train.batch_size),
-    INT("train.micro_batch", 0, 1, GR_BIG, NULL, train.micro_batch),
+    INT("train.micro_batch", GR_SF_AUTO, 1, GR_BIG, NULL, train.micro_batch),
     INT("train.epochs", 0, 1, 1000000000, NULL, train.epochs),
     INT("train.steps", 0, 1, GR_BIG, NULL, train.steps),
     SECTION("train.optimizer", GR_SF_REQ),

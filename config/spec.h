@@ -98,7 +98,7 @@ typedef struct gr_job_spec {
 
     struct {
         int64_t batch_size;       /* required, >= 1 */
-        int64_t micro_batch;      /* default batch_size; must divide batch_size */
+        int64_t micro_batch;      /* default batch_size; must divide batch_size; 0 = auto (the runner picks) */
         int64_t epochs;           /* 0 = not given */
         int64_t steps;            /* 0 = not given; at least one of epochs/steps is required */
         gr_optim_spec optimizer;

@@ -221,6 +221,8 @@ static gr_status gr_spec_cross(gr_job_spec *spec, gr_error *err) {
     const gr_cfg *mb = gr_spec_node(root, "train.micro_batch");
     if (!mb) {
         spec->train.micro_batch = spec->train.batch_size;
+    } else if (spec->train.micro_batch == 0) {
+        /* auto: the runner picks the largest that fits the device (runner/memfit.h) */
     } else if (spec->train.micro_batch > spec->train.batch_size) {
         return gr_cfg_error(err, mb, "train.micro_batch", "must be <= train.batch_size (%" PRId64 "), got %" PRId64,
                             spec->train.batch_size, spec->train.micro_batch);

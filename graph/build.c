@@ -577,7 +577,8 @@ static gr_status gr_graph_build_ex(const gr_job_spec *spec, const int64_t *in_sh
                                    bool infer, gr_graph *g, gr_error *err) {
     memset(g, 0, sizeof *g);
     g->ad_node = -1;
-    g->micro_batch = spec->train.micro_batch;
+    /* micro_batch auto (0): planned at the whole batch until the runner picks one that fits */
+    g->micro_batch = spec->train.micro_batch > 0 ? spec->train.micro_batch : spec->train.batch_size;
     g->seed = spec->seed;
     gr_status st = GR_OK;
     gr_builder b = {.spec = spec, .g = g, .infer = infer};

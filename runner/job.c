@@ -265,7 +265,7 @@ void gr_job_say_staged(const gr_job *j, bool quiet) {
 void gr_job_loader_config(const gr_job *j, gr_loader_config *lc) {
     const gr_job_spec *s = j->spec;
     memset(lc, 0, sizeof *lc);
-    lc->batch = s->train.micro_batch;
+    lc->batch = j->g.micro_batch; /* the spec's, or the one micro_batch auto picked */
     lc->seed = s->seed;
     lc->rank = j->comm.rank;
     lc->world = j->comm.world;

@@ -1,9 +1,11 @@
 /* memfit.c — a job's memory at a micro-batch, and the largest that fits (see memfit.h). */
 #include "memfit.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/env.h"
 #include "../graph/graph.h"
 
 /* Plans the pass without arenas, on the stub's backend when it has every
@@ -71,4 +73,34 @@ gr_status gr_memfit_largest(const gr_job_spec *s, const int64_t *in_shape, int i
     (void)found;
     free(div);
     return st;
+}
+
+gr_status gr_memfit_auto(gr_job *j, gr_job_spec *rs, gr_error *err) {
+    if (rs->train.micro_batch != 0) return GR_OK;
+    const int64_t per = rs->train.batch_size / j->comm.world;
+    size_t limit = (size_t)gr_env_int(GR_ENV_MEMORY_LIMIT, 0), fr = 0, tot = 0;
+    const bool from_env = limit > 0;
+    if (!from_env) {
+        if (!gr_backend_mem_info(j->be, &fr, &tot))
+            return gr_spec_error(err, rs, "train.micro_batch", "auto: device %s does not say how much memory it has "
+                                 "free; give a number", gr_backend_name(j->be));
+        limit = fr / 10 * 9;
+    }
+    gr_mem_need best;
+    gr_status st = gr_memfit_largest(rs, j->in_shape, j->in_ndim, per, limit, j->be, &best, err);
+    if (st) return st;
+    char a[64], b[64];
+    gr_fmt_count((int64_t)best.total, a, sizeof a);
+    gr_fmt_count((int64_t)limit, b, sizeof b);
+    if (best.micro_batch == 0)
+        return gr_error_set(err, GR_ERR_OOM, "%s: train.micro_batch auto: not even micro-batch 1 fits: it needs %s "
+                            "bytes on %s, and %s are there to plan for (%s)", rs->file, a, gr_backend_name(j->be), b,
+                            from_env ? "GPURUN_MEMORY_LIMIT" : "90% of the free memory");
+    rs->train.micro_batch = best.micro_batch;
+    if (!j->mx.quiet)
+        fprintf(stderr, "gpurun: train.micro_batch auto: %lld (%s bytes of the %s %s)\n", (long long)best.micro_batch,
+                a, b, from_env ? "GPURUN_MEMORY_LIMIT allows" : "that are 90% of the device's free memory");
+    gr_graph_free(&j->g); /* again at the micro-batch picked */
+    j->have_graph = false;
+    return gr_job_graph(j, j->in_shape, j->in_ndim, err);
 }

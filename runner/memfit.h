@@ -34,4 +34,11 @@ gr_status gr_memfit_need(const gr_job_spec *s, const int64_t *in_shape, int in_n
 gr_status gr_memfit_largest(const gr_job_spec *s, const int64_t *in_shape, int in_ndim, int64_t per, size_t limit,
                             gr_backend *be, gr_mem_need *best, gr_error *err);
 
+/* train.micro_batch: auto (0 in rs): the largest micro-batch dividing the
+ * batch each process takes whose need fits GPURUN_MEMORY_LIMIT, else 90%
+ * of what j's device has free; written into rs (so into config.yaml and
+ * every checkpoint's spec) and j's graph rebuilt at it. Nothing when the
+ * spec gives a number. Exit 4 when not even 1 fits, with the figures. */
+gr_status gr_memfit_auto(gr_job *j, gr_job_spec *rs, gr_error *err);
+
 #endif

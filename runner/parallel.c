@@ -99,7 +99,8 @@ gr_status gr_parallel_resolve(const gr_job_spec *s, gr_job_spec *rs, gr_comm *c,
                              "MPI (install libopenmpi-dev and rebuild: scripts/dev.sh build)", c->launcher, world);
     if (!gr_spec_node(s->root, "train.micro_batch") && s->train.batch_size % world == 0)
         rs->train.micro_batch = s->train.batch_size / world;
-    if (s->train.batch_size % (rs->train.micro_batch * world) != 0)
+    const int64_t mb = rs->train.micro_batch ? rs->train.micro_batch : 1; /* auto: picked later (memfit.h) */
+    if (s->train.batch_size % (mb * world) != 0)
         return gr_spec_error(err, s, "train.batch_size", "%lld (the global batch) is not a multiple of "
                              "train.micro_batch %lld x %d processes", (long long)s->train.batch_size,
                              (long long)rs->train.micro_batch, world);

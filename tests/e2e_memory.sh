@@ -5,7 +5,12 @@
 #     train.batch_size that does: that one fits when set by hand, the next divisor up does
 #     not; a limit below the model's own arenas says no micro-batch fits; K/M/G suffixes;
 #     `--memory auto` takes the device's free memory;
-#  2. a malformed --memory, or --memory on another command, is exit 2 naming it.
+#  2. train.micro_batch: auto under GPURUN_MEMORY_LIMIT picks plan --memory's micro-batch for
+#     that limit, says so, writes it into config.yaml, and trains bit for bit as that
+#     micro-batch set by hand; a limit below the model's arenas is exit 4 with the figures;
+#     a run resumed under another limit picks another micro-batch and continues with the
+#     uninterrupted run's losses (an MLP: only the summation order changes, within 1e-5);
+#  3. a malformed --memory, or --memory on another command, is exit 2 naming it.
 #
 #   bash tests/e2e_memory.sh GPURUN_BINARY SOURCE_DIR TMPDIR
 . "$(dirname "$0")/e2e_lib.bash" "$@"
@@ -50,6 +55,52 @@ if [ -n "$best" ] && [ "$best" -lt 64 ]; then
 fi
 expect_ok "no micro-batch fits: micro-batch 1 needs" -- "$G" plan "$J" --memory 20K
 expect_ok "memory limit " "(--memory auto)" "largest micro-batch that fits: 64" -- "$G" plan "$J" --memory auto
+
+# ---------------------------------------------------------------- micro_batch: auto
+expect 0 "gpurun: train.micro_batch auto: $best (" "GPURUN_MEMORY_LIMIT allows)" -- \
+    env GPURUN_MEMORY_LIMIT=3145728 "$G" "$J" --run-dir "$T/auto" --threads 1 --set train.micro_batch=auto \
+    --set log.every_steps=1
+check "config.yaml records micro_batch $best" grep -q "^  micro_batch: $best\$" "$T/auto/config.yaml"
+expect 0 -- "$G" "$J" --run-dir "$T/hand" --quiet --threads 1 --set train.micro_batch="$best" --set log.every_steps=1
+check "micro_batch auto trains as micro_batch $best set by hand, bit for bit" \
+    cmp <(grep -o '"loss":[^,]*' "$T/auto/metrics.jsonl") <(grep -o '"loss":[^,]*' "$T/hand/metrics.jsonl")
+expect 4 "train.micro_batch auto: not even micro-batch 1 fits: it needs" "1,000 are there to plan for" -- \
+    env GPURUN_MEMORY_LIMIT=1000 "$G" "$J" --run-dir "$T/auto_oom" --quiet --set train.micro_batch=auto
+
+# resumed under another limit: another micro-batch, the same run (an MLP: 1.9 MB of arenas,
+# 2.07 MB at micro-batch 16, 2.57 MB at 64)
+cat >"$T/mlp.yaml" <<EOF2
+name: memmlp
+seed: 1
+device: cpu
+data:
+  train: {path: $T/syn.h5, group: /train}
+model:
+  layers: [flatten, {dense: {units: 200}}, relu, {dense: {units: 10}}]
+train:
+  batch_size: 64
+  steps: 6
+  optimizer: {type: sgd, lr: 0.05, momentum: 0.9}
+checkpoint: {every_steps: 3}
+log: {every_steps: 1, tensorboard: false}
+EOF2
+M=$T/mlp.yaml
+expect 0 -- "$G" "$M" --run-dir "$T/m_full" --quiet --threads 1
+expect 0 "gpurun: train.micro_batch auto: 64 (" -- env GPURUN_MEMORY_LIMIT=100000000 "$G" "$M" --run-dir "$T/m_a" \
+    --threads 1 --set train.micro_batch=auto --set train.steps=3
+expect 0 "gpurun: train.micro_batch auto: 16 (" "resuming from" -- env GPURUN_MEMORY_LIMIT=2100000 "$G" "$M" \
+    --run-dir "$T/m_b" --threads 1 --set train.micro_batch=auto --resume "$T/m_a/checkpoints/step-000000003.h5"
+check "a resume under a smaller limit (micro-batch 16 instead of 64) continues with the uninterrupted run's losses within 1e-5" \
+    "$PY" - "$T" <<'EOF2'
+import json, sys
+T = sys.argv[1]
+def losses(r):
+    return {d["step"]: d["loss"] for d in map(json.loads, open(f"{T}/{r}/metrics.jsonl")) if d["kind"] == "train"}
+a, b = losses("m_full"), losses("m_b")
+assert sorted(b) == [4, 5, 6], sorted(b)
+for k in b:
+    assert abs(a[k] - b[k]) <= 1e-5 * abs(a[k]), (k, a[k], b[k])
+EOF2
 
 expect 2 "--memory: expected a number of bytes (K, M, G, T: powers of 1024) or auto, got '3X'" -- \
     "$G" plan "$J" --memory 3X
