@@ -34,8 +34,9 @@ const gr_env_knob gr_env_knobs[GR_ENV_COUNT] = {
                                     "finite steps after which the dynamic fp16 loss scale doubles "
                                     "(default 2000), for tests"},
     [GR_ENV_MEMORY_LIMIT] = {"GPURUN_MEMORY_LIMIT", GR_ENV_INT, NULL, 1, INT64_MAX, "bytes",
-                             "the memory train.micro_batch: auto plans for (default: 90% of what the device "
-                             "has free at the start)"},
+                             "the memory train.micro_batch: auto and the out-of-memory remedies plan for "
+                             "(default: 90% of what the device has free at the start); on the CPU also the "
+                             "most its arenas may hold (a smaller device: past it, out of memory)"},
     [GR_ENV_CMAKE_ARGS] = {"GPURUN_CMAKE_ARGS", GR_ENV_FREE, NULL, 0, 0, NULL,
                            "extra CMake arguments of scripts/dev.sh's build; gpurun does not read it"},
 };

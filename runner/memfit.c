@@ -38,7 +38,7 @@ gr_status gr_memfit_need(const gr_job_spec *s, const int64_t *in_shape, int in_n
         gr_model_bytes(&j.g, gr_optim_slots(&s->train.optimizer), &out->params, &out->grads, &out->optim);
         out->act_train = tp.mem.act_bytes;
         out->act_eval = ep.mem.act_bytes;
-        out->stage = tp.stage_bytes > ep.stage_bytes ? tp.stage_bytes : ep.stage_bytes;
+        out->stage = tp.stage_bytes + ep.stage_bytes; /* each plan holds its own */
         out->total = out->params + out->grads + out->optim + out->act_train + out->act_eval + out->stage;
     }
     gr_plan_free(&tp);
@@ -103,4 +103,55 @@ gr_status gr_memfit_auto(gr_job *j, gr_job_spec *rs, gr_error *err) {
     gr_graph_free(&j->g); /* again at the micro-batch picked */
     j->have_graph = false;
     return gr_job_graph(j, j->in_shape, j->in_ndim, err);
+}
+
+/* The budget the planner's figures are measured against: GPURUN_MEMORY_LIMIT, else 90% of free. */
+static size_t gr_memfit_budget(gr_backend *be, bool *from_env) {
+    size_t limit = (size_t)gr_env_int(GR_ENV_MEMORY_LIMIT, 0), fr = 0, tot = 0;
+    *from_env = limit > 0;
+    if (!*from_env && gr_backend_mem_info(be, &fr, &tot)) limit = fr / 10 * 9;
+    return limit;
+}
+
+gr_status gr_memfit_job_model(gr_job *j, gr_error *err) {
+    bool from_env;
+    const size_t budget = gr_memfit_budget(j->be, &from_env); /* before anything of the job is allocated */
+    gr_status st = gr_job_model(j, err);
+    if (st != GR_ERR_OOM || !budget) return st;
+    const gr_job_spec *s = j->spec;
+    const int64_t per = s->train.batch_size / j->comm.world;
+    char tail[600] = "", a[64], b[64];
+    size_t len = 0;
+    gr_fmt_count((int64_t)budget, b, sizeof b);
+    gr_mem_need best;
+    gr_error e2;
+    if (!gr_memfit_largest(s, j->in_shape, j->in_ndim, per, budget, j->be, &best, &e2) && best.micro_batch > 0) {
+        gr_fmt_count((int64_t)best.total, a, sizeof a);
+        len += (size_t)snprintf(tail + len, sizeof tail - len, "train.micro_batch %lld fits (%s bytes)",
+                                (long long)best.micro_batch, a);
+    }
+    if (s->precision == GR_PREC_FP32 || s->precision == GR_PREC_TF32) {
+        gr_job_spec h = *s;
+        h.precision = GR_PREC_BF16;
+        /* the backend as a bf16 run configures it (which half steps are native), then as it was */
+        gr_backend_opts o = {.precision = GR_PREC_BF16, .cudnn_benchmark = s->cudnn_benchmark, .cuda_graph = s->cuda_graph};
+        gr_backend_configure(j->be, &o);
+        gr_status hs = gr_memfit_largest(&h, j->in_shape, j->in_ndim, per, budget, j->be, &best, &e2);
+        o.precision = s->precision;
+        gr_backend_configure(j->be, &o);
+        if (!hs && best.micro_batch > 0) {
+            gr_fmt_count((int64_t)best.total, a, sizeof a);
+            len += (size_t)snprintf(tail + len, sizeof tail - len, "%sprecision bf16 fits micro-batch %lld (%s bytes)",
+                                    len ? "; " : "", (long long)best.micro_batch, a);
+        }
+    }
+    size_t m = strlen(err->msg);
+    if (len && m < sizeof err->msg)
+        snprintf(err->msg + m, sizeof err->msg - m, ". Remedies, planned for this job in %s bytes (%s): %s; or "
+                 "train.micro_batch: auto", b, from_env ? "GPURUN_MEMORY_LIMIT" : "90% of what was free", tail);
+    else if (m < sizeof err->msg)
+        snprintf(err->msg + m, sizeof err->msg - m, ". Not even micro-batch 1 fits in %s bytes (%s): the model's "
+                 "arenas alone (params, grads, optimizer state) are too large for this device", b,
+                 from_env ? "GPURUN_MEMORY_LIMIT" : "90% of what was free");
+    return st;
 }

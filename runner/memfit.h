@@ -19,7 +19,7 @@ typedef struct gr_mem_need {
     int64_t micro_batch;
     size_t params, grads, optim;     /* the model's arenas */
     size_t act_train, act_eval;      /* the plans' activation arenas */
-    size_t stage;                    /* the fp32 staging area (the larger of the two plans') */
+    size_t stage;                    /* the fp32 staging areas (each plan holds its own) */
     size_t total;                    /* all of it: what a run holds on the device */
 } gr_mem_need;
 
@@ -34,6 +34,12 @@ gr_status gr_memfit_need(const gr_job_spec *s, const int64_t *in_shape, int in_n
 gr_status gr_memfit_largest(const gr_job_spec *s, const int64_t *in_shape, int in_ndim, int64_t per, size_t limit,
                             gr_backend *be, gr_mem_need *best, gr_error *err);
 
+/* gr_job_model (the model's arenas and plans on the device), and when
+ * they do not fit (exit 4), the remedies appended to the message with the
+ * planner's figures for this job on this device: the largest micro-batch
+ * that fits at the job's precision, and in bf16 for an fp32/tf32 job
+ * (budget: GPURUN_MEMORY_LIMIT, else 90% of what was free before). */
+gr_status gr_memfit_job_model(gr_job *j, gr_error *err);
 /* train.micro_batch: auto (0 in rs): the largest micro-batch dividing the
  * batch each process takes whose need fits GPURUN_MEMORY_LIMIT, else 90%
  * of what j's device has free; written into rs (so into config.yaml and

@@ -81,7 +81,7 @@ static size_t gr_plan_cmd_memory(const gr_job_spec *spec, const gr_graph *g, con
             gr_plan_cmd_by_elem(&tp->mem, c, sizeof c));
     gr_fmt_count((int64_t)ep->mem.act_bytes, a, sizeof a);
     fprintf(f, "  activations      %14s  (eval)\n", a);
-    size_t stage = tp->stage_bytes > ep->stage_bytes ? tp->stage_bytes : ep->stage_bytes;
+    size_t stage = tp->stage_bytes + ep->stage_bytes; /* each plan holds its own */
     if (stage) {
         gr_fmt_count((int64_t)stage, a, sizeof a);
         fprintf(f, "  fp32 staging     %14s  (half tensors of: %s)\n", a, gr_plan_staged_ops(tp, c, sizeof c));

@@ -10,7 +10,10 @@
 #     micro-batch set by hand; a limit below the model's arenas is exit 4 with the figures;
 #     a run resumed under another limit picks another micro-batch and continues with the
 #     uninterrupted run's losses (an MLP: only the summation order changes, within 1e-5);
-#  3. a malformed --memory, or --memory on another command, is exit 2 naming it.
+#  3. out of memory (GPURUN_MEMORY_LIMIT: the CPU as a smaller device) is exit 4 naming the
+#     arena and its bytes, with remedies planned for the job: the micro-batch that fits, and
+#     bf16's; applied, each runs under the same limit;
+#  4. a malformed --memory, or --memory on another command, is exit 2 naming it.
 #
 #   bash tests/e2e_memory.sh GPURUN_BINARY SOURCE_DIR TMPDIR
 . "$(dirname "$0")/e2e_lib.bash" "$@"
@@ -101,6 +104,20 @@ assert sorted(b) == [4, 5, 6], sorted(b)
 for k in b:
     assert abs(a[k] - b[k]) <= 1e-5 * abs(a[k]), (k, a[k], b[k])
 EOF2
+
+# ---------------------------------------------------------------- out of memory, and its remedies
+WIDE=(--set train.batch_size=512 --set "model.layers=[{conv: {filters: 64, kernel: 3, padding: 1}}, batchnorm, relu,
+      {maxpool: {kernel: 2}}, flatten, {dense: {units: 10}}]" --set train.steps=1 --threads 2)
+expect 4 "out of memory on cpu: the training activation arena needs" "at micro-batch 512" \
+    "Remedies, planned for this job in 209,715,200 bytes (GPURUN_MEMORY_LIMIT): train.micro_batch 128 fits" \
+    "precision bf16 fits micro-batch 256" "or train.micro_batch: auto" -- \
+    env GPURUN_MEMORY_LIMIT=209715200 "$G" "$J" --run-dir "$T/oom" "${WIDE[@]}" --quiet
+expect 0 -- env GPURUN_MEMORY_LIMIT=209715200 "$G" "$J" --run-dir "$T/oom_mb" "${WIDE[@]}" --quiet \
+    --set train.micro_batch=128
+expect 0 -- env GPURUN_MEMORY_LIMIT=209715200 "$G" "$J" --run-dir "$T/oom_bf16" "${WIDE[@]}" --quiet \
+    --set train.micro_batch=256 --set precision=bf16
+expect 0 "gpurun: train.micro_batch auto: 128 (" -- env GPURUN_MEMORY_LIMIT=209715200 "$G" "$J" --run-dir "$T/oom_auto" \
+    "${WIDE[@]}" --set train.micro_batch=auto
 
 expect 2 "--memory: expected a number of bytes (K, M, G, T: powers of 1024) or auto, got '3X'" -- \
     "$G" plan "$J" --memory 3X

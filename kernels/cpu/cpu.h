@@ -25,6 +25,8 @@ struct gr_cpu {
     struct gr_cpu_dnn *dnn;  /* made at the first oneDNN conv; NULL until then */
     bool bf16_native;        /* precision bf16 with the ISA for it and GPURUN_HALF=native (configure) */
     struct gr_cpu_mm *mm;    /* the bf16 dense path's matmul primitives (dense_bf16.c); NULL until used */
+    size_t held;             /* bytes of the backend's arenas (gr_backend_alloc) */
+    size_t cap;              /* GPURUN_MEMORY_LIMIT: the most they may hold (a smaller device); 0: none */
 };
 
 /* The state of a CPU backend (asserts that be is one). */

@@ -20,8 +20,30 @@ static const gr_kernel_fn gr_cpu_kernels[GR_OP_COUNT] = {
 #undef X
 };
 
-static void *gr_cpu_alloc(gr_backend *be, size_t bytes) { (void)be; return gr_aligned_alloc(bytes); }
-static void gr_cpu_dealloc(gr_backend *be, void *p) { (void)be; gr_aligned_free(p); }
+/* The arenas, each with its size in a 64-byte header (the alignment kept),
+ * so the bytes held are known: GPURUN_MEMORY_LIMIT makes the CPU a device
+ * of that size, whose allocations past it fail as out of memory (exit 4). */
+#define GR_CPU_HDR 64
+/* be->impl: NULL for the tests' backends built on the CPU's table (no accounting then) */
+static void *gr_cpu_alloc(gr_backend *be, size_t bytes) {
+    gr_cpu *cpu = be->impl;
+    if (cpu && cpu->cap && bytes > cpu->cap - cpu->held) return NULL;
+    char *p = gr_aligned_alloc(bytes + GR_CPU_HDR);
+    if (!p) return NULL;
+    memcpy(p, &bytes, sizeof bytes);
+    if (cpu) cpu->held += bytes;
+    return p + GR_CPU_HDR;
+}
+
+static void gr_cpu_dealloc(gr_backend *be, void *p) {
+    if (!p) return;
+    gr_cpu *cpu = be->impl;
+    char *q = (char *)p - GR_CPU_HDR;
+    size_t bytes;
+    memcpy(&bytes, q, sizeof bytes);
+    if (cpu) cpu->held -= bytes;
+    gr_aligned_free(q);
+}
 static void gr_cpu_zero(gr_backend *be, void *p, size_t bytes) { (void)be; memset(p, 0, bytes); }
 static void gr_cpu_copy(gr_backend *be, void *dst, const void *src, size_t bytes) {
     (void)be;
@@ -69,7 +91,12 @@ static void gr_cpu_destroy(gr_backend *be) {
 }
 
 static bool gr_cpu_mem_info(gr_backend *be, size_t *free_bytes, size_t *total_bytes) {
-    (void)be;
+    const gr_cpu *cpu = be->impl;
+    if (cpu && cpu->cap) { /* the device GPURUN_MEMORY_LIMIT makes of the CPU */
+        *free_bytes = cpu->cap - cpu->held;
+        *total_bytes = cpu->cap;
+        return true;
+    }
     return gr_host_mem_info(free_bytes, total_bytes);
 }
 
@@ -214,6 +241,7 @@ gr_status gr_cpu_backend_create(int threads, gr_backend **out, gr_error *err) {
     bool known = gr_cpu_gemm_init(cpu, gr_env_str(GR_ENV_GEMM), threads) &&
                  gr_cpu_conv_set_path(cpu, gr_env_str(GR_ENV_CONV));
     GR_ASSERT(known); /* the table's names are the ones they take */
+    cpu->cap = (size_t)gr_env_int(GR_ENV_MEMORY_LIMIT, 0);
     gr_backend *be = gr_xcalloc(1, sizeof *be);
     be->vt = &gr_cpu_vtable;
     be->impl = cpu;
