@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -253,6 +254,11 @@ gr_status gr_metrics_summary(gr_metrics *mx, const char *status, int64_t steps, 
     gr_json_int(&js, "world_size", r->world > 1 ? r->world : 1);
     gr_json_num(&js, "comm_s", mx->comm_s);
     gr_json_int(&js, "grad_buckets", mx->grad_buckets);
+    /* the planner's bytes next to what the process held at most (on the CPU they are in it, with the data
+     * cache, the loader's batches, the libraries and their workspaces) */
+    struct rusage ru;
+    gr_json_int(&js, "planned_bytes", (int64_t)mx->planned_bytes);
+    gr_json_int(&js, "peak_rss_bytes", getrusage(RUSAGE_SELF, &ru) == 0 ? (int64_t)ru.ru_maxrss * 1024 : -1);
     gr_status st = gr_rundir_write_file(r->run_dir, "summary.json", gr_write_line_cb, gr_json_end(&js), err);
     gr_error e2;
     gr_status st2 = gr_metrics_flush(mx, &e2);

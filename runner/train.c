@@ -70,6 +70,10 @@ static void gr_loop_begin(gr_job *j, gr_loop *L) {
                         .world = j->comm.world,
                         .spe = L->spe, .total = L->total, .start = L->start, .log_every = s->log.every_steps};
     gr_metrics_begin(&j->mx, &r);
+    size_t pb, gb, ob;
+    gr_model_bytes(&j->g, j->m.optim_slots, &pb, &gb, &ob);
+    j->mx.planned_bytes = pb + gb + ob + j->train_plan.mem.act_bytes + j->eval_plan.mem.act_bytes +
+                          j->train_plan.stage_bytes + j->eval_plan.stage_bytes;
     L->last_ckpt = j->mx.t0;
 }
 
