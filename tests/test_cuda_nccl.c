@@ -21,16 +21,22 @@
 
 #define MB 8
 
+/* a communicator of one on be's GPU, as `parallel.backend: nccl` makes for one process */
+static bool open_comm(gr_backend *be, gr_comm *c) {
+    gr_error err = {0};
+    gr_comm_detect(c);
+    c->world = 1;
+    c->rank = 0;
+    gr_status st = gr_comm_open(c, GR_COMM_NONE, &err);
+    if (!st) st = gr_comm_open_gpu(c, gr_backend_stream(be), &err);
+    CHECK_MSG(st == GR_OK && c->nccl, "%s", err.msg);
+    return st == GR_OK;
+}
+
 static void test_comm(gr_backend *be) {
     gr_comm c;
     gr_error err = {0};
-    gr_comm_detect(&c);
-    c.world = 1;
-    c.rank = 0;
-    CHECK(gr_comm_open(&c, GR_COMM_NONE, &err) == GR_OK);
-    gr_status st = gr_comm_open_gpu(&c, gr_backend_stream(be), &err);
-    CHECK_MSG(st == GR_OK && c.nccl, "%s", err.msg);
-    if (st) return;
+    if (!open_comm(be, &c)) return;
     enum { N = 1000 };
     float h[N], back[N];
     for (int i = 0; i < N; i++) h[i] = (float)i * 0.37f - 100.0f;
@@ -99,14 +105,7 @@ done:
 
 static void test_buckets(gr_backend *be) {
     gr_comm c;
-    gr_error err = {0};
-    gr_comm_detect(&c);
-    c.world = 1;
-    c.rank = 0;
-    if (gr_comm_open(&c, GR_COMM_NONE, &err) || gr_comm_open_gpu(&c, gr_backend_stream(be), &err)) {
-        CHECK_MSG(false, "%s", err.msg);
-        return;
-    }
+    if (!open_comm(be, &c)) return;
     int nb0 = 0, nb1 = 0;
     int64_t n0 = 0, n1 = 0;
     float *plain = grads_of(be, &c, false, &nb0, &n0), *bucketed = grads_of(be, &c, true, &nb1, &n1);
