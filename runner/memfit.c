@@ -26,11 +26,11 @@ gr_status gr_memfit_need(const gr_job_spec *s, const int64_t *in_shape, int in_n
     gr_plan tp, ep;
     memset(&tp, 0, sizeof tp);
     memset(&ep, 0, sizeof ep);
+    gr_model stub = {.g = &j.g, .be = be}; /* the plans point at it until freed */
     gr_status st = gr_job_graph(&j, in_shape, in_ndim, err);
     if (!st) {
         j.be = be; /* borrowed: taken back before gr_job_free */
         if (be) gr_job_layout(&j);
-        gr_model stub = {.g = &j.g, .be = be};
         st = gr_memfit_compile(&tp, &stub, &j.g, GR_PLAN_TRAIN, err);
         if (!st) st = gr_memfit_compile(&ep, &stub, &j.g, GR_PLAN_EVAL, err);
     }
