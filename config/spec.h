@@ -106,6 +106,7 @@ typedef struct gr_job_spec {
         char loss[64];            /* softmax_cross_entropy */
         double label_smoothing;   /* [0, 1) */
         double grad_clip;         /* 0 = off, >= 0 */
+        int recompute_blocks;     /* train.recompute: 1 blocks (every top-level block use recomputed), 0 none */
     } train;
 
     struct {

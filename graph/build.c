@@ -30,6 +30,7 @@ static int gr_build_add_layer(gr_graph *g, const char *name, gr_op op) {
     snprintf(l->name, sizeof l->name, "%s", name);
     l->op = op;
     l->node = -1;
+    l->recompute = -1;
     return g->n_layers++;
 }
 
@@ -57,6 +58,7 @@ typedef struct gr_layer_item {
     const char *name;
     const gr_cfg *input;
     int64_t repeat;
+    bool recompute;         /* a block use's `recompute: true` */
 } gr_layer_item;
 
 static gr_status gr_build_split_item(const gr_cfg *item, const char *key, gr_layer_item *li,
@@ -83,6 +85,9 @@ static gr_status gr_build_split_item(const gr_cfg *item, const char *key, gr_lay
             li->input = v;
         } else if (strcmp(k, "repeat") == 0) {
             gr_status st = gr_cfg_int(v, sub, 1, 10000, &li->repeat, err);
+            if (st) return st;
+        } else if (strcmp(k, "recompute") == 0) {
+            gr_status st = gr_cfg_bool(v, sub, &li->recompute, err);
             if (st) return st;
         } else if (li->op) {
             gr_cfg at = *item;
@@ -119,6 +124,8 @@ typedef struct gr_builder {
     const gr_cfg *blocks;     /* model.blocks, or NULL */
     int stack[16];            /* blocks being expanded, outermost first */
     int depth;
+    int recompute;            /* the recomputed block use being built (its layers' gr_layer.recompute); -1 */
+    int n_recompute;          /* recomputed block uses so far */
     gr_names layer_names;     /* full layer name -> layer index, for duplicates */
 } gr_builder;
 
@@ -355,6 +362,7 @@ static gr_status gr_count_seq(gr_counter *c, const gr_cfg *seq, const gr_count_e
         } else if (item->kind == GR_CFG_MAP) {
             for (int k = 0; k < item->n; k++) {
                 const char *name = item->keys[k];
+                if (strcmp(name, "recompute") == 0) continue;
                 if (strcmp(name, "repeat") == 0) {
                     gr_error ignored; /* a bad repeat is the builder's to report */
                     if (gr_cfg_int(gr_count_arg(item->items[k], env), "repeat", 1, 10000, &repeat, &ignored))
@@ -504,6 +512,7 @@ static gr_status gr_build_layer(gr_builder *b, gr_scope *sc, const gr_layer_item
     if (gr_names_get(&b->layer_names, name) >= 0 || gr_scope_find(sc, local) >= 0)
         return gr_cfg_error(err, item, key, "duplicate layer name '%s'", name);
     int l = gr_build_add_layer(g, name, (gr_op)op);
+    g->layers[l].recompute = b->recompute;
     gr_names_put(&b->layer_names, name, l);
     int outs[1] = {-1};
     int nd = gr_graph_add_node(g, (gr_op)op, l, in, nin, outs, 0);
@@ -538,6 +547,8 @@ static gr_status gr_build_seq(gr_builder *b, gr_scope *sc, const gr_cfg *layers,
         const int bi = b->blocks ? gr_cfg_find(b->blocks, li.op) : -1;
         const int op = bi >= 0 ? -1 : gr_op_lookup(li.op);
         if (bi < 0 && op < 0) return gr_build_unknown_op(&li.op_at, ikey, li.op, err);
+        if (li.recompute && bi < 0)
+            return gr_cfg_error(err, item, ikey, "recompute: a block use's key ('%s' is an op, not a block)", li.op);
         const bool join = op >= 0 && (gr_op_flags((gr_op)op) & GR_OPF_JOIN);
         int ins[GR_MAX_IN], nin = 0;
         if ((st = gr_build_inputs(sc, layers, i + 1, &li, join, ikey, cur, ins, &nin, err))) return st;
@@ -557,7 +568,13 @@ static gr_status gr_build_seq(gr_builder *b, gr_scope *sc, const gr_cfg *layers,
             } else {
                 if (gr_scope_find(sc, local) >= 0)
                     return gr_cfg_error(err, item, ikey, "duplicate layer name '%s%s'", sc->prefix, local);
+                /* recomputed: this use (each repetition its own), given or by train.recompute: blocks
+                 * (top-level uses); a use nested in a recomputed one belongs to it */
+                const int outer = b->recompute;
+                if (outer < 0 && (li.recompute || (b->spec->train.recompute_blocks && b->depth == 0)))
+                    b->recompute = b->n_recompute++;
                 st = gr_build_use(b, sc, bi, local, &li, akey, ins[0], &cur, err);
+                b->recompute = outer;
                 if (!st && nin > 1)
                     st = gr_cfg_error(err, li.input, ikey, "a block takes one input");
                 if (!st) gr_scope_add(sc, local, cur);
@@ -581,7 +598,7 @@ static gr_status gr_graph_build_ex(const gr_job_spec *spec, const int64_t *in_sh
     g->micro_batch = spec->train.micro_batch > 0 ? spec->train.micro_batch : spec->train.batch_size;
     g->seed = spec->seed;
     gr_status st = GR_OK;
-    gr_builder b = {.spec = spec, .g = g, .infer = infer};
+    gr_builder b = {.spec = spec, .g = g, .infer = infer, .recompute = -1};
     if (spec->model.blocks && spec->model.blocks->kind == GR_CFG_MAP && spec->model.blocks->n > 0) {
         b.blocks = spec->model.blocks;
         if ((st = gr_blocks_check(b.blocks, err))) goto fail;

@@ -112,6 +112,8 @@ typedef struct gr_attrs {
     int64_t groups;          /* conv (1) */
     bool count_include_pad;  /* avgpool (true) */
     double momentum, eps;    /* batchnorm (0.1, 1e-5) */
+    bool recomputed;         /* batchnorm: a recomputation (gr_graph_recompute): batch statistics, running
+                                ones left alone (the original forward node updated them) */
     int64_t axis;            /* concat (1) */
     int64_t offset;          /* concat_bwd: first channel of this input's slice */
 } gr_attrs;
@@ -131,6 +133,7 @@ typedef struct gr_layer {
     gr_op op;
     int node;                /* forward node */
     int64_t n_params;
+    int recompute;           /* the recomputed block use it is in (gr_graph_recompute); -1: none */
 } gr_layer;
 
 typedef struct gr_graph {
@@ -261,6 +264,15 @@ gr_status gr_graph_check(const gr_job_spec *spec, gr_error *err);
  * input batch a gradient (gradcheck uses it). */
 void gr_autodiff(gr_graph *g, bool need_input_grad);
 void gr_graph_free(gr_graph *g);
+/* Activation recomputation (graph/recompute.c), after gr_autodiff and
+ * before the precision and layout passes: the forward nodes of every block
+ * use built with `recompute: true` (or under train.recompute: blocks;
+ * gr_layer.recompute) are copied, writing new tensors, just before the
+ * first backward node of their layers, and backward from there on reads
+ * the copies, so the memory planner frees the originals after forward.
+ * Bit-identical results: the copies run the same kernels on the same
+ * inputs (batchnorm copies leave the running statistics alone). */
+void gr_graph_recompute(gr_graph *g);
 /* The precision policy (graph/precision.c), run once after gr_autodiff:
  * under fp16/bf16, every activation and activation gradient a node writes
  * is stored in that type, except the outputs of GR_OPF_FP32_OUT ops (the

@@ -285,8 +285,10 @@ GR_HD void gr_body_bn_train_finish(const gr_chan_geo *g, int64_t ch, double s1, 
     double mean = k + dm, invstd = 1.0 / sqrt(var + eps);
     saved[ch] = (float)mean;
     saved[g->c + ch] = (float)invstd;
-    rmean[ch] = (float)((1.0 - mom) * rmean[ch] + mom * mean);
-    rvar[ch] = (float)((1.0 - mom) * rvar[ch] + mom * var * m / (m - 1.0));
+    if (rmean) { /* NULL: a recomputation, which leaves them alone */
+        rmean[ch] = (float)((1.0 - mom) * rmean[ch] + mom * mean);
+        rvar[ch] = (float)((1.0 - mom) * rvar[ch] + mom * var * m / (m - 1.0));
+    }
     coef[4 * ch] = saved[ch];
     coef[4 * ch + 1] = (float)(w[ch] * invstd);
     coef[4 * ch + 2] = b[ch];

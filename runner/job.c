@@ -161,6 +161,7 @@ gr_status gr_job_graph(gr_job *j, const int64_t *in_shape, int in_ndim, gr_error
     if (st) return st;
     j->have_graph = true;
     gr_autodiff(&j->g, false);
+    gr_graph_recompute(&j->g);
     gr_graph_set_precision(&j->g, j->spec->precision);
     return GR_OK;
 }

@@ -13,7 +13,13 @@
 #  3. out of memory (GPURUN_MEMORY_LIMIT: the CPU as a smaller device) is exit 4 naming the
 #     arena and its bytes, with remedies planned for the job: the micro-batch that fits, and
 #     bf16's; applied, each runs under the same limit;
-#  4. a malformed --memory, or --memory on another command, is exit 2 naming it.
+#  4. activation recomputation: a ResNet-shaped net (residual blocks with batchnorm and
+#     dropout) and a CNN built of blocks train bit for bit as plain with train.recompute:
+#     blocks and with recompute: true on block uses (per-step losses, final weights and
+#     running statistics), in fp32 and bf16; their planned training activations shrink;
+#     configs/resnet50.yaml's planned activation peak is at most 40% of the plain plan's;
+#     recompute on an op is exit 2;
+#  5. a malformed --memory, or --memory on another command, is exit 2 naming it.
 #
 #   bash tests/e2e_memory.sh GPURUN_BINARY SOURCE_DIR TMPDIR
 . "$(dirname "$0")/e2e_lib.bash" "$@"
@@ -118,6 +124,79 @@ expect 0 -- env GPURUN_MEMORY_LIMIT=209715200 "$G" "$J" --run-dir "$T/oom_bf16" 
     --set train.micro_batch=256 --set precision=bf16
 expect 0 "gpurun: train.micro_batch auto: 128 (" -- env GPURUN_MEMORY_LIMIT=209715200 "$G" "$J" --run-dir "$T/oom_auto" \
     "${WIDE[@]}" --set train.micro_batch=auto
+
+# ---------------------------------------------------------------- recomputation
+expect 0 -- "$G" data synthetic "$T/img.h5" --n 256 --shape 3,16,16 --classes 10 --test 64 --seed 4
+cat >"$T/res.yaml" <<EOF2
+name: rec
+seed: 2
+device: cpu
+data:
+  train: {path: $T/img.h5, group: /train}
+  val: {path: $T/img.h5, group: /test}
+model:
+  blocks:
+    basic:
+      args: {out: 16}
+      layers:
+        - conv: {filters: \$out, kernel: 3, padding: 1, bias: false}
+        - batchnorm
+        - relu
+        - dropout: {rate: 0.2}
+        - conv: {filters: \$out, kernel: 3, padding: 1, bias: false}
+        - batchnorm
+        - {add: {}, input: [input, batchnorm1]}
+        - relu
+    cbr:
+      args: {f: 8}
+      layers: [{conv: {filters: \$f, kernel: 3, padding: 1}}, batchnorm, relu, {maxpool: {kernel: 2}}]
+  layers:
+    - conv: {filters: 16, kernel: 3, padding: 1, bias: false}
+    - batchnorm
+    - relu
+    - {basic: {out: 16}, repeat: 2}
+    - maxpool: {kernel: 2}
+    - basic: {out: 16}
+    - global_avgpool
+    - flatten
+    - dense: {units: 10}
+train:
+  batch_size: 32
+  steps: 5
+  optimizer: {type: sgd, lr: 0.05, momentum: 0.9}
+eval: {every_steps: 5}
+log: {every_steps: 1, tensorboard: false}
+EOF2
+sed -e 's/^    - conv: {filters: 16, kernel: 3, padding: 1, bias: false}$/    - cbr: {f: 8}/' \
+    -e '/^    - batchnorm$/d' -e '/^    - relu$/d' -e '/^    - {basic: {out: 16}, repeat: 2}$/d' \
+    -e 's/^    - maxpool: {kernel: 2}$/    - cbr: {f: 16}/' -e '/^    - basic: {out: 16}$/d' \
+    -e '/^    - global_avgpool$/i\    - dropout: {rate: 0.3}' "$T/res.yaml" >"$T/cnn_b.yaml"
+# same ROOT A B: per-step losses and eval lines bit for bit, weights.h5's tensors exactly
+same() { cmp -s <(grep -o '"loss":[^,]*' "$T/$1/metrics.jsonl") <(grep -o '"loss":[^,]*' "$T/$2/metrics.jsonl") &&
+         "$PY" "$PC2" weights "$T/$1" "$T/$2" 0 >/dev/null; }
+PC2=$SRC/tests/parallel_check.py
+for net in res cnn_b; do
+    for p in fp32 bf16; do
+        expect 0 -- "$G" "$T/$net.yaml" --run-dir "$T/${net}_$p" --quiet --threads 1 --set precision=$p
+        expect 0 -- "$G" "$T/$net.yaml" --run-dir "$T/${net}_${p}_r" --quiet --threads 1 --set precision=$p \
+            --set train.recompute=blocks
+        check "$net $p: train.recompute blocks trains bit for bit as plain" same "${net}_$p" "${net}_${p}_r"
+    done
+    a0=$("$G" plan "$T/$net.yaml" 2>/dev/null | sed -n 's/^  activations *\([0-9,]*\)  (train.*/\1/p' | tr -d ,)
+    a1=$("$G" plan "$T/$net.yaml" --set train.recompute=blocks 2>/dev/null |
+         sed -n 's/^  activations *\([0-9,]*\)  (train.*/\1/p' | tr -d ,)
+    check "$net: recomputation plans fewer training activation bytes ($a1 < $a0)" bash -c "[ '${a1:-0}' -gt 0 ] && [ '$a1' -lt '$a0' ]"
+done
+sed 's/^    - {basic: {out: 16}, repeat: 2}$/    - {basic: {out: 16}, repeat: 2, recompute: true}/' "$T/res.yaml" >"$T/res_use.yaml"
+expect 0 -- "$G" "$T/res_use.yaml" --run-dir "$T/res_use" --quiet --threads 1
+check "recompute: true on a block use trains bit for bit as plain" same res_fp32 res_use
+r0=$("$G" plan "$SRC/configs/resnet50.yaml" 2>/dev/null | sed -n 's/^  activations *\([0-9,]*\)  (train.*/\1/p' | tr -d ,)
+r1=$("$G" plan "$SRC/configs/resnet50.yaml" --set train.recompute=blocks 2>/dev/null |
+     sed -n 's/^  activations *\([0-9,]*\)  (train.*/\1/p' | tr -d ,)
+check "configs/resnet50.yaml: recomputed training activations $r1 <= 40% of $r0" \
+    bash -c "[ -n '$r1' ] && [ -n '$r0' ] && [ \$((100 * $r1)) -le \$((40 * $r0)) ]"
+expect 2 "model.layers[0]: recompute: a block use's key ('conv' is an op, not a block)" -- \
+    "$G" validate "$T/res.yaml" --set 'model.layers=[{conv: {filters: 4, kernel: 3}, recompute: true}, flatten, {dense: {units: 10}}]'
 
 expect 2 "--memory: expected a number of bytes (K, M, G, T: powers of 1024) or auto, got '3X'" -- \
     "$G" plan "$J" --memory 3X

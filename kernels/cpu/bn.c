@@ -128,8 +128,10 @@ static void gr_bn_channel_finish(const gr_kargs *a, const gr_bn_dims *d, int64_t
     double mom = a->node->attrs.momentum;
     saved[c] = (float)mean;
     saved[d->c + c] = (float)invstd;
-    rmean[c] = (float)((1.0 - mom) * rmean[c] + mom * mean);
-    rvar[c] = (float)((1.0 - mom) * rvar[c] + mom * var * m / (m - 1.0));
+    if (!a->node->attrs.recomputed) { /* a recomputation leaves them as the forward pass left them */
+        rmean[c] = (float)((1.0 - mom) * rmean[c] + mom * mean);
+        rvar[c] = (float)((1.0 - mom) * rvar[c] + mom * var * m / (m - 1.0));
+    }
     float scale = (float)(w[c] * invstd);
     for (int64_t i = 0; i < d->n; i++)
         gr_bn_affine(gr_hio_at(yc, h, i * stride), gr_hio_cat(xc, h, i * stride), h, d->hw, saved[c], scale, b[c]);

@@ -151,8 +151,10 @@ void gr_cpu_batchnorm_nhwc(const gr_kargs *a) {
             double mean = (double)v[j] + dm, invstd = 1.0 / sqrt(var + a->node->attrs.eps);
             saved[j] = (float)mean;
             saved[c + j] = (float)invstd;
-            rmean[j] = (float)((1.0 - mom) * rmean[j] + mom * mean);
-            rvar[j] = (float)((1.0 - mom) * rvar[j] + mom * var * m / (m - 1.0));
+            if (!a->node->attrs.recomputed) { /* a recomputation leaves them alone */
+                rmean[j] = (float)((1.0 - mom) * rmean[j] + mom * mean);
+                rvar[j] = (float)((1.0 - mom) * rvar[j] + mom * var * m / (m - 1.0));
+            }
             scale[j] = (float)(w[j] * invstd);
         }
         free(S);

@@ -34,7 +34,7 @@ void gr_cu_global_avgpool_bwd(cudaStream_t s, const float *dy, float *dx, int64_
 /* Batchnorm on x [n][c][hw] (kernels/cpu/bn.c); x, y, dy and dx are stored
  * as e (body_half.h: fp32, bf16 or fp16; statistics and parameters are
  * fp32). Training: batch statistics, saved [2][c] = {mean, invstd}, running
- * stats updated in place. */
+ * stats updated in place (rmean and rvar NULL: left alone, a recomputation). */
 void gr_cu_batchnorm_train(cudaStream_t s, int e, const void *x, const float *w, const float *b, float *rmean,
                            float *rvar, void *y, float *saved, int64_t n, int64_t c, int64_t hw, double eps,
                            double momentum);
