@@ -130,6 +130,15 @@ gr_status gr_memfit_job_model(gr_job *j, gr_error *err) {
         len += (size_t)snprintf(tail + len, sizeof tail - len, "train.micro_batch %lld fits (%s bytes)",
                                 (long long)best.micro_batch, a);
     }
+    if (s->model.blocks && !s->train.recompute_blocks) { /* recomputing the block uses */
+        gr_job_spec r = *s;
+        r.train.recompute_blocks = 1;
+        if (!gr_memfit_largest(&r, j->in_shape, j->in_ndim, per, budget, j->be, &best, &e2) && best.micro_batch > 0) {
+            gr_fmt_count((int64_t)best.total, a, sizeof a);
+            len += (size_t)snprintf(tail + len, sizeof tail - len, "%strain.recompute: blocks fits micro-batch %lld "
+                                    "(%s bytes)", len ? "; " : "", (long long)best.micro_batch, a);
+        }
+    }
     if (s->precision == GR_PREC_FP32 || s->precision == GR_PREC_TF32) {
         gr_job_spec h = *s;
         h.precision = GR_PREC_BF16;

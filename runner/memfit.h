@@ -37,7 +37,8 @@ gr_status gr_memfit_largest(const gr_job_spec *s, const int64_t *in_shape, int i
 /* gr_job_model (the model's arenas and plans on the device), and when
  * they do not fit (exit 4), the remedies appended to the message with the
  * planner's figures for this job on this device: the largest micro-batch
- * that fits at the job's precision, and in bf16 for an fp32/tf32 job
+ * that fits at the job's precision, with train.recompute: blocks for a
+ * model of blocks that does not recompute, and in bf16 for an fp32/tf32 job
  * (budget: GPURUN_MEMORY_LIMIT, else 90% of what was free before). */
 gr_status gr_memfit_job_model(gr_job *j, gr_error *err);
 /* train.micro_batch: auto (0 in rs): the largest micro-batch dividing the

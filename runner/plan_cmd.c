@@ -183,6 +183,18 @@ static gr_status gr_plan_cmd_memfit(const gr_job *j, const char *memory, const c
         fprintf(f, "largest micro-batch that fits: %lld (%s bytes; batch %lld = %lld x %lld micro-batches)\n",
                 (long long)best.micro_batch, b, (long long)s->train.batch_size,
                 (long long)(s->train.batch_size / best.micro_batch), (long long)best.micro_batch);
+    if (!s->model.blocks) return GR_OK;
+    /* a model of blocks: the same with the other train.recompute */
+    gr_job_spec r = *s;
+    r.train.recompute_blocks = !s->train.recompute_blocks;
+    if ((st = gr_memfit_largest(&r, j->in_shape, j->in_ndim, s->train.batch_size, limit, j->be, &best, err)))
+        return st;
+    gr_fmt_count((int64_t)best.total, b, sizeof b);
+    if (best.micro_batch == 0)
+        fprintf(f, "with train.recompute: %s: no micro-batch fits\n", r.train.recompute_blocks ? "blocks" : "none");
+    else
+        fprintf(f, "with train.recompute: %s: largest micro-batch that fits: %lld (%s bytes)\n",
+                r.train.recompute_blocks ? "blocks" : "none", (long long)best.micro_batch, b);
     return GR_OK;
 }
 

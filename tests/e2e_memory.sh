@@ -195,6 +195,10 @@ r1=$("$G" plan "$SRC/configs/resnet50.yaml" --set train.recompute=blocks 2>/dev/
      sed -n 's/^  activations *\([0-9,]*\)  (train.*/\1/p' | tr -d ,)
 check "configs/resnet50.yaml: recomputed training activations $r1 <= 40% of $r0" \
     bash -c "[ -n '$r1' ] && [ -n '$r0' ] && [ \$((100 * $r1)) -le \$((40 * $r0)) ]"
+expect_ok "with train.recompute: blocks: largest micro-batch that fits: " -- "$G" plan "$T/res.yaml" --memory 4M
+expect 4 "Remedies, planned for this job" "train.recompute: blocks fits micro-batch" -- \
+    env GPURUN_MEMORY_LIMIT=4194304 "$G" "$T/res.yaml" --run-dir "$T/res_oom" --quiet --threads 1 \
+    --set train.batch_size=128 --set train.micro_batch=128
 expect 2 "model.layers[0]: recompute: a block use's key ('conv' is an op, not a block)" -- \
     "$G" validate "$T/res.yaml" --set 'model.layers=[{conv: {filters: 4, kernel: 3}, recompute: true}, flatten, {dense: {units: 10}}]'
 
