@@ -145,6 +145,8 @@ bool gr_backend_host_addressable(const gr_backend *be) { return be->vt->host_add
 
 void *gr_backend_stream(gr_backend *be) { return be->vt->stream ? be->vt->stream(be) : NULL; }
 
+size_t gr_backend_mem_peak(gr_backend *be) { return be->vt->mem_peak ? be->vt->mem_peak(be) : 0; }
+
 gr_status gr_backend_prepare(gr_backend *be, gr_steps *s, gr_error *err) {
     return be->vt->prepare ? be->vt->prepare(be, s, err) : GR_OK;
 }

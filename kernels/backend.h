@@ -140,6 +140,9 @@ void gr_backend_host_free(gr_backend *be, void *p);
 void gr_backend_upload_batch(gr_backend *be, void *dst, const void *src, size_t bytes);
 /* Free and total memory of the device (the host for the CPU: gr_host_mem_info); false where unknown. */
 bool gr_backend_mem_info(gr_backend *be, size_t *free_bytes, size_t *total_bytes);
+/* The most bytes the backend's allocations (gr_backend_alloc, and on a GPU
+ * its libraries' workspaces) held at once so far; 0 where it does not count. */
+size_t gr_backend_mem_peak(gr_backend *be);
 
 /* Run options from the job spec. */
 typedef struct gr_backend_opts {
@@ -195,6 +198,8 @@ typedef struct gr_backend_vtable {
     /* optional (NULL: the defaults described above) */
     void (*upload_batch)(gr_backend *be, void *dst, const void *src, size_t bytes);
     bool (*mem_info)(gr_backend *be, size_t *free_bytes, size_t *total_bytes);
+    /* gr_backend_mem_peak; NULL: 0 */
+    size_t (*mem_peak)(gr_backend *be);
     void (*describe)(gr_backend *be, char *buf, size_t n); /* NULL: the backend's name */
     void (*configure)(gr_backend *be, const gr_backend_opts *o);
     gr_status (*prepare)(gr_backend *be, gr_steps *s, gr_error *err);

@@ -66,6 +66,7 @@ typedef struct gr_metrics {
     double comm_s;                 /* time spent in collectives (data parallelism), this process */
     int grad_buckets;              /* buckets of the gradient all-reduce (0: one after backward, or none) */
     size_t planned_bytes;          /* the plan's device memory: the model's arenas, activations, staging */
+    size_t device_peak_bytes;      /* what the backend's allocations held at most (gr_backend_mem_peak) */
     double wall_s;                 /* set by gr_metrics_summary */
 } gr_metrics;
 

@@ -296,6 +296,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
         if (!opt->quiet) fprintf(stderr, "gpurun: device: %s\n", detail);
         memcpy(j.mx.device_detail, detail, sizeof detail);
     }
+    j.mx.device_peak_bytes = gr_backend_mem_peak(j.be);
     gr_status st2 = gr_metrics_summary(&j.mx, L.status, L.step, j.sc.scale, j.sc.skipped,
                                        gr_loader_wait_s(j.train_ld), &e2);
     if (!st && st2) {

@@ -8,6 +8,7 @@
 #  2. train.micro_batch: auto under GPURUN_MEMORY_LIMIT picks plan --memory's micro-batch for
 #     that limit, says so, writes it into config.yaml, and trains bit for bit as that
 #     micro-batch set by hand; a limit below the model's arenas is exit 4 with the figures;
+#     summary.json's planned_bytes is what the CPU backend held at most (device_peak_bytes);
 #     a run resumed under another limit picks another micro-batch and continues with the
 #     uninterrupted run's losses (an MLP: only the summation order changes, within 1e-5);
 #  3. out of memory (GPURUN_MEMORY_LIMIT: the CPU as a smaller device) is exit 4 naming the
@@ -73,6 +74,11 @@ check "config.yaml records micro_batch $best" grep -q "^  micro_batch: $best\$" 
 expect 0 -- "$G" "$J" --run-dir "$T/hand" --quiet --threads 1 --set train.micro_batch="$best" --set log.every_steps=1
 check "micro_batch auto trains as micro_batch $best set by hand, bit for bit" \
     cmp <(grep -o '"loss":[^,]*' "$T/auto/metrics.jsonl") <(grep -o '"loss":[^,]*' "$T/hand/metrics.jsonl")
+check "summary.json: on the CPU the backend held at most exactly the planned bytes, and a peak RSS" "$PY" -c "
+import json, sys
+s = json.load(open(sys.argv[1] + '/auto/summary.json'))
+assert s['planned_bytes'] > 0 and s['device_peak_bytes'] == s['planned_bytes'], s
+assert s['peak_rss_bytes'] > s['planned_bytes'], s" "$T"
 expect 4 "train.micro_batch auto: not even micro-batch 1 fits: it needs" "1,000 are there to plan for" -- \
     env GPURUN_MEMORY_LIMIT=1000 "$G" "$J" --run-dir "$T/auto_oom" --quiet --set train.micro_batch=auto
 

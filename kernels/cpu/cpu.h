@@ -26,6 +26,7 @@ struct gr_cpu {
     bool bf16_native;        /* precision bf16 with the ISA for it and GPURUN_HALF=native (configure) */
     struct gr_cpu_mm *mm;    /* the bf16 dense path's matmul primitives (dense_bf16.c); NULL until used */
     size_t held;             /* bytes of the backend's arenas (gr_backend_alloc) */
+    size_t held_peak;        /* the most they held at once */
     size_t cap;              /* GPURUN_MEMORY_LIMIT: the most they may hold (a smaller device); 0: none */
 };
 

@@ -31,7 +31,10 @@ static void *gr_cpu_alloc(gr_backend *be, size_t bytes) {
     char *p = gr_aligned_alloc(bytes + GR_CPU_HDR);
     if (!p) return NULL;
     memcpy(p, &bytes, sizeof bytes);
-    if (cpu) cpu->held += bytes;
+    if (cpu) {
+        cpu->held += bytes;
+        if (cpu->held > cpu->held_peak) cpu->held_peak = cpu->held;
+    }
     return p + GR_CPU_HDR;
 }
 
@@ -88,6 +91,11 @@ static void gr_cpu_destroy(gr_backend *be) {
     gr_cpu_conv_free(cpu);
     free(cpu);
     free(be);
+}
+
+static size_t gr_cpu_mem_peak(gr_backend *be) {
+    const gr_cpu *cpu = be->impl;
+    return cpu ? cpu->held_peak : 0;
 }
 
 static bool gr_cpu_mem_info(gr_backend *be, size_t *free_bytes, size_t *total_bytes) {
@@ -218,6 +226,7 @@ static const gr_backend_vtable gr_cpu_vtable = {
     .sumsq = gr_cpu_sumsq_be,
     .cast = gr_cpu_cast,
     .mem_info = gr_cpu_mem_info,
+    .mem_peak = gr_cpu_mem_peak,
     .describe = gr_cpu_describe,
     .configure = gr_cpu_configure,
     .native_half = gr_cpu_native_half,

@@ -40,6 +40,7 @@ static void gr_cuda_track(gr_cuda *cu, gr_cuda_blocks *t, void *p, size_t bytes)
     }
     t->b[t->n++] = (gr_cuda_block){p, bytes};
     cu->held += bytes;
+    if (cu->held > cu->held_peak) cu->held_peak = cu->held;
 }
 
 static void gr_cuda_untrack(gr_cuda *cu, gr_cuda_blocks *t, void *p) {
@@ -432,6 +433,8 @@ static void gr_cuda_destroy(gr_backend *be) {
 
 static void *gr_cuda_stream(gr_backend *be) { return gr_cu(be)->stream; }
 
+static size_t gr_cuda_mem_peak(gr_backend *be) { return gr_cu(be)->held_peak; }
+
 static void gr_cuda_describe(gr_backend *be, char *buf, size_t n) {
     const gr_cuda *cu = gr_cu(be);
     bool half = cu->opts.precision == GR_PREC_BF16 || cu->opts.precision == GR_PREC_FP16;
@@ -465,6 +468,7 @@ static const gr_backend_vtable gr_cuda_vtable = {
     .cast = gr_cuda_cast,
     .native_half = gr_cuda_native_half,
     .stream = gr_cuda_stream,
+    .mem_peak = gr_cuda_mem_peak,
     .destroy = gr_cuda_destroy,
 };
 

@@ -41,6 +41,7 @@ typedef struct gr_cuda {
     gr_backend_opts opts;     /* precision, cudnn_benchmark, cuda_graph */
     bool sync_each;           /* GPURUN_CUDA_SYNC: synchronize and check after every op, no graphs */
     size_t held;              /* bytes this backend holds in cudaMalloc'ed blocks */
+    size_t held_peak;         /* the most it held at once */
     int64_t captured, replayed; /* plan runs captured into CUDA Graphs / replayed from them */
     struct gr_cuda_convs *convs; /* conv descriptors and algorithms per shape (op_conv.c) */
 } gr_cuda;
