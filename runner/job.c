@@ -40,13 +40,6 @@ void gr_job_free(gr_job *j) {
     memset(j, 0, sizeof *j);
 }
 
-/* Refused rather than ignored, so nobody believes a run is checkpointed or
- * augmented when it is not. */
-gr_status gr_job_unsupported(const gr_job_spec *s, gr_error *err) {
-    (void)s, (void)err; /* none at the moment (parallel.* is resolved by parallel.c) */
-    return GR_OK;
-}
-
 int gr_optim_slots(const gr_optim_spec *o) {
     if (o->type == GR_OPTIM_ADAMW) return 2;
     return o->momentum > 0.0 ? 1 : 0;

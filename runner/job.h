@@ -74,9 +74,6 @@ void gr_job_init(gr_job *j, const gr_job_spec *spec, bool quiet);
 /* Frees everything the job holds (the run directory's lock is the caller's). */
 void gr_job_free(gr_job *j);
 
-/* Keys of schema v1 whose features this version lacks: refused with their
- * position (exit 2). */
-gr_status gr_job_unsupported(const gr_job_spec *s, gr_error *err);
 
 /* Opens the data (and with need_val the val split), decides the input shape
  * and normalization, builds the graph with its backward pass. */

@@ -8,11 +8,19 @@
 #include "../common/env.h"
 #include "../graph/graph.h"
 
-/* Plans the pass without arenas, on the stub's backend when it has every
- * kernel (which half steps are native), else device-free. */
-static gr_status gr_memfit_compile(gr_plan *p, gr_model *stub, const gr_graph *g, gr_plan_mode mode, gr_error *err) {
+gr_status gr_memfit_compile(gr_plan *p, gr_model *stub, const gr_graph *g, gr_plan_mode mode, gr_error *err) {
     if (stub->be && gr_plan_compile(p, stub, g, mode, false, err) == GR_OK) return GR_OK;
     return gr_plan_compile(p, NULL, g, mode, false, err);
+}
+
+void gr_memfit_of(const gr_graph *g, int optim_slots, const gr_plan *tp, const gr_plan *ep, gr_mem_need *out) {
+    memset(out, 0, sizeof *out);
+    out->micro_batch = g->micro_batch;
+    gr_model_bytes(g, optim_slots, &out->params, &out->grads, &out->optim);
+    out->act_train = tp->mem.act_bytes;
+    out->act_eval = ep->mem.act_bytes;
+    out->stage = tp->stage_bytes + ep->stage_bytes; /* each plan holds its own */
+    out->total = out->params + out->grads + out->optim + out->act_train + out->act_eval + out->stage;
 }
 
 gr_status gr_memfit_need(const gr_job_spec *s, const int64_t *in_shape, int in_ndim, int64_t m, gr_backend *be,
@@ -21,8 +29,6 @@ gr_status gr_memfit_need(const gr_job_spec *s, const int64_t *in_shape, int in_n
     t.train.micro_batch = m;
     gr_job j;
     gr_job_init(&j, &t, true);
-    memset(out, 0, sizeof *out);
-    out->micro_batch = m;
     gr_plan tp, ep;
     memset(&tp, 0, sizeof tp);
     memset(&ep, 0, sizeof ep);
@@ -34,13 +40,7 @@ gr_status gr_memfit_need(const gr_job_spec *s, const int64_t *in_shape, int in_n
         st = gr_memfit_compile(&tp, &stub, &j.g, GR_PLAN_TRAIN, err);
         if (!st) st = gr_memfit_compile(&ep, &stub, &j.g, GR_PLAN_EVAL, err);
     }
-    if (!st) {
-        gr_model_bytes(&j.g, gr_optim_slots(&s->train.optimizer), &out->params, &out->grads, &out->optim);
-        out->act_train = tp.mem.act_bytes;
-        out->act_eval = ep.mem.act_bytes;
-        out->stage = tp.stage_bytes + ep.stage_bytes; /* each plan holds its own */
-        out->total = out->params + out->grads + out->optim + out->act_train + out->act_eval + out->stage;
-    }
+    if (!st) gr_memfit_of(&j.g, gr_optim_slots(&s->train.optimizer), &tp, &ep, out);
     gr_plan_free(&tp);
     gr_plan_free(&ep);
     j.be = NULL;

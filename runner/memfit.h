@@ -23,6 +23,13 @@ typedef struct gr_mem_need {
     size_t total;                    /* all of it: what a run holds on the device */
 } gr_mem_need;
 
+/* Plans p for g without arenas (`gpurun plan`, these figures): on the
+ * stub's backend when it has every kernel (which half steps are native),
+ * else device-free. */
+gr_status gr_memfit_compile(gr_plan *p, gr_model *stub, const gr_graph *g, gr_plan_mode mode, gr_error *err);
+/* The need of graph g (the model's arenas for optim_slots) with its train
+ * and eval plans tp and ep: the one sum every figure here is. */
+void gr_memfit_of(const gr_graph *g, int optim_slots, const gr_plan *tp, const gr_plan *ep, gr_mem_need *out);
 /* The need of job s at micro-batch m, for samples of in_shape[0..in_ndim),
  * on be (NULL: device-free planning, every half step staged). */
 gr_status gr_memfit_need(const gr_job_spec *s, const int64_t *in_shape, int in_ndim, int64_t m, gr_backend *be,

@@ -60,35 +60,30 @@ static const char *gr_plan_cmd_by_elem(const gr_memplan *mp, char *buf, size_t n
     return buf;
 }
 
-/* Bytes per arena at the micro-batch; returns what training and eval
- * together need on the device. */
-static size_t gr_plan_cmd_memory(const gr_job_spec *spec, const gr_graph *g, const gr_plan *tp, const gr_plan *ep,
-                                 FILE *f) {
+/* Bytes per arena at the micro-batch (need: gr_memfit_of of the plans). */
+static void gr_plan_cmd_memory(const gr_job_spec *spec, const gr_graph *g, const gr_plan *tp, const gr_mem_need *need,
+                               FILE *f) {
     char a[64], b[64], c[256];
-    size_t pb, gb, ob;
-    gr_model_bytes(g, gr_optim_slots(&spec->train.optimizer), &pb, &gb, &ob);
     fprintf(f, "memory at micro-batch %lld (bytes), precision %s:\n", (long long)g->micro_batch,
             gr_precision_name(spec->precision));
-    gr_fmt_count((int64_t)pb, a, sizeof a);
+    gr_fmt_count((int64_t)need->params, a, sizeof a);
     fprintf(f, "  params           %14s  (fp32 master weights and state)\n", a);
-    gr_fmt_count((int64_t)gb, a, sizeof a);
+    gr_fmt_count((int64_t)need->grads, a, sizeof a);
     fprintf(f, "  grads            %14s  (fp32)\n", a);
-    gr_fmt_count((int64_t)ob, a, sizeof a);
+    gr_fmt_count((int64_t)need->optim, a, sizeof a);
     fprintf(f, "  optimizer state  %14s  (%s, fp32)\n", a, gr_optim_name(spec->train.optimizer.type));
     gr_fmt_count((int64_t)tp->mem.act_bytes, a, sizeof a);
     gr_fmt_count((int64_t)tp->mem.act_bytes_naive, b, sizeof b);
     fprintf(f, "  activations      %14s  (train; %s without reuse: %s)\n", a, b,
             gr_plan_cmd_by_elem(&tp->mem, c, sizeof c));
-    gr_fmt_count((int64_t)ep->mem.act_bytes, a, sizeof a);
+    gr_fmt_count((int64_t)need->act_eval, a, sizeof a);
     fprintf(f, "  activations      %14s  (eval)\n", a);
-    size_t stage = tp->stage_bytes + ep->stage_bytes; /* each plan holds its own */
-    if (stage) {
-        gr_fmt_count((int64_t)stage, a, sizeof a);
+    if (need->stage) {
+        gr_fmt_count((int64_t)need->stage, a, sizeof a);
         fprintf(f, "  fp32 staging     %14s  (half tensors of: %s)\n", a, gr_plan_staged_ops(tp, c, sizeof c));
     }
-    gr_fmt_count((int64_t)(pb + gb + ob + tp->mem.act_bytes + tp->stage_bytes), a, sizeof a);
+    gr_fmt_count((int64_t)(need->params + need->grads + need->optim + need->act_train + tp->stage_bytes), a, sizeof a);
     fprintf(f, "  total            %14s  (training)\n", a);
-    return pb + gb + ob + tp->mem.act_bytes + ep->mem.act_bytes + stage;
 }
 
 /* The backend the run would take (auto: GPU 0, else the cpu), configured
@@ -126,14 +121,6 @@ static void gr_plan_cmd_fit(gr_backend *be, const char *dev, size_t need, FILE *
     if (be) fprintf(f, "%s: %s\n", dev, gr_backend_describe(be, what, sizeof what));
 }
 
-/* Plans the pass without arenas, on be when it has every kernel (which
- * steps its half-precision kernels take natively), else device-free. */
-static gr_status gr_plan_cmd_compile(gr_plan *p, gr_model *stub, const gr_graph *g, gr_plan_mode mode,
-                                     gr_error *err) {
-    if (stub->be && gr_plan_compile(p, stub, g, mode, false, err) == GR_OK) return GR_OK;
-    return gr_plan_compile(p, NULL, g, mode, false, err);
-}
-
 /* --memory: BYTES (an integer, with K, M, G or T for powers of 1024) or auto (what be has free) */
 static gr_status gr_plan_cmd_limit(const char *memory, gr_backend *be, const char *dev, size_t *limit, gr_error *err) {
     if (strcmp(memory, "auto") == 0) {
@@ -160,21 +147,22 @@ static gr_status gr_plan_cmd_limit(const char *memory, gr_backend *be, const cha
     return GR_OK;
 }
 
-/* Whether the job fits limit bytes, and the largest micro-batch that does. */
-static gr_status gr_plan_cmd_memfit(const gr_job *j, const char *memory, const char *dev, FILE *f, gr_error *err) {
+/* Whether the job (its need now, at the planned micro-batch) fits limit
+ * bytes, and the largest micro-batch that does. */
+static gr_status gr_plan_cmd_memfit(const gr_job *j, const gr_mem_need *now, const char *memory, const char *dev,
+                                    FILE *f, gr_error *err) {
     const gr_job_spec *s = j->spec;
     size_t limit = 0;
     gr_status st = gr_plan_cmd_limit(memory, j->be, dev, &limit, err);
     if (st) return st;
-    gr_mem_need now, best;
-    if ((st = gr_memfit_need(s, j->in_shape, j->in_ndim, s->train.micro_batch, j->be, &now, err)) ||
-        (st = gr_memfit_largest(s, j->in_shape, j->in_ndim, s->train.batch_size, limit, j->be, &best, err)))
+    gr_mem_need best;
+    if ((st = gr_memfit_largest(s, j->in_shape, j->in_ndim, s->train.batch_size, limit, j->be, &best, err)))
         return st;
     char a[64], b[64];
     gr_fmt_count((int64_t)limit, a, sizeof a);
-    gr_fmt_count((int64_t)now.total, b, sizeof b);
+    gr_fmt_count((int64_t)now->total, b, sizeof b);
     fprintf(f, "\nmemory limit %s bytes (--memory %s): micro-batch %lld needs %s bytes: %s\n", a, memory,
-            (long long)s->train.micro_batch, b, now.total <= limit ? "fits" : "does not fit");
+            (long long)now->micro_batch, b, now->total <= limit ? "fits" : "does not fit");
     gr_fmt_count((int64_t)best.total, b, sizeof b);
     if (best.micro_batch == 0)
         fprintf(f, "no micro-batch fits: micro-batch 1 needs %s bytes (the model's arenas alone: params, grads, "
@@ -218,17 +206,20 @@ gr_status gr_train_plan_report(const gr_job_spec *spec, const char *memory, FILE
     if (j.be) gr_job_layout(&j);
     gr_model stub = {.g = &j.g, .be = j.be};
     gr_plan tp, ep;
-    if ((st = gr_plan_cmd_compile(&tp, &stub, &j.g, GR_PLAN_TRAIN, err))) goto done;
-    if ((st = gr_plan_cmd_compile(&ep, &stub, &j.g, GR_PLAN_EVAL, err))) { gr_plan_free(&tp); goto done; }
+    if ((st = gr_memfit_compile(&tp, &stub, &j.g, GR_PLAN_TRAIN, err))) goto done;
+    if ((st = gr_memfit_compile(&ep, &stub, &j.g, GR_PLAN_EVAL, err))) { gr_plan_free(&tp); goto done; }
     fprintf(f, "%s: %s, micro-batch %lld\n", spec->name, spec->file, (long long)j.g.micro_batch);
     if (no_data)
         fprintf(f, "(%s is not there: shapes from model.input)\n", spec->data.train.path);
     fprintf(f, "\n");
     gr_plan_cmd_layers(spec, &j.g, f);
-    gr_plan_cmd_fit(j.be, dev, gr_plan_cmd_memory(spec, &j.g, &tp, &ep, f), f);
+    gr_mem_need need;
+    gr_memfit_of(&j.g, gr_optim_slots(&spec->train.optimizer), &tp, &ep, &need);
+    gr_plan_cmd_memory(spec, &j.g, &tp, &need, f);
+    gr_plan_cmd_fit(j.be, dev, need.total, f);
     gr_plan_free(&tp);
     gr_plan_free(&ep);
-    if (memory) st = gr_plan_cmd_memfit(&j, memory, dev, f, err);
+    if (memory) st = gr_plan_cmd_memfit(&j, &need, memory, dev, f, err);
 done:
     gr_job_free(&j);
     return st;

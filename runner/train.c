@@ -70,10 +70,9 @@ static void gr_loop_begin(gr_job *j, gr_loop *L) {
                         .world = j->comm.world,
                         .spe = L->spe, .total = L->total, .start = L->start, .log_every = s->log.every_steps};
     gr_metrics_begin(&j->mx, &r);
-    size_t pb, gb, ob;
-    gr_model_bytes(&j->g, j->m.optim_slots, &pb, &gb, &ob);
-    j->mx.planned_bytes = pb + gb + ob + j->train_plan.mem.act_bytes + j->eval_plan.mem.act_bytes +
-                          j->train_plan.stage_bytes + j->eval_plan.stage_bytes;
+    gr_mem_need need; /* the planner's figure, next to what the backend will have held (summary.json) */
+    gr_memfit_of(&j->g, j->m.optim_slots, &j->train_plan, &j->eval_plan, &need);
+    j->mx.planned_bytes = need.total;
     L->last_ckpt = j->mx.t0;
 }
 
@@ -226,7 +225,6 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
      * evaluation) is noted and stops the run at the first step boundary, with
      * a checkpoint and exit 75, instead of killing it (143) */
     gr_signals_install(s->checkpoint.signal_deadline_s);
-    if ((st = gr_job_unsupported(s, err))) goto done;
     gr_job_paths(&j, opt);
     if (gr_resume_finished_before(&j, opt)) goto done;
     /* one writer per run directory, before anything in it is read */
@@ -253,9 +251,9 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
         gr_metrics_eval_time(&j.mx, eval_s);
         j.eval_pending = interrupted; /* interrupted again: still pending */
     }
-    for (L.step = L.start; L.step < L.total; L.step++) {
-        if ((st = gr_parallel_stop(&j, &L.stop_signal, err))) goto done;
-        if (L.stop_signal) break; /* during set-up, or the eval just done */
+    /* a signal during set-up or the resumed evaluation; later ones are agreed after each step */
+    if ((st = gr_parallel_stop(&j, &L.stop_signal, err))) goto done;
+    for (L.step = L.start; L.step < L.total && !L.stop_signal; L.step++) {
         double loss;
         if ((st = gr_loop_accumulate(&j, &L, &loss, err))) goto done;
         if (L.stop_signal) break;
