@@ -81,6 +81,7 @@ void gr_comm_gpu_abort(gr_comm *c) {
 }
 
 gr_status gr_comm_open(gr_comm *c, gr_comm_kind kind, gr_error *err) {
+    GR_ASSERT(kind != GR_COMM_NCCL); /* the GPUs join afterwards, over this: gr_comm_open_gpu */
     if (kind == GR_COMM_NONE) {
         GR_ASSERT(c->world == 1);
         c->kind = kind;

@@ -11,16 +11,13 @@
 extern "C" {
 #endif
 
-/* The half format of gr_cu_cast. */
-enum { GR_CU_HALF_FP16, GR_CU_HALF_BF16 };
-
 /* to_half: h[0..n) = encode(x[0..n)); else x[0..n) = decode(h[0..n)); on
- * stream s in format fmt. One launch, no sync, no allocation: capturable in
- * a graph. Nothing for n <= 0. */
-void gr_cu_cast(cudaStream_t s, float *x, uint16_t *h, int64_t n, int fmt, int to_half);
+ * stream s, h stored as e (body_half.h: GR_BODY_BF16 or GR_BODY_F16). One
+ * launch, no sync, no allocation: capturable in a graph. Nothing for n <= 0. */
+void gr_cu_cast(cudaStream_t s, float *x, uint16_t *h, int64_t n, int e, int to_half);
 /* x[0..n) += decode(h[0..n)): a weight gradient computed in half, accumulated
  * into the fp32 gradient (over micro-batches, as every gradient). */
-void gr_cu_cast_add(cudaStream_t s, float *x, const uint16_t *h, int64_t n, int fmt);
+void gr_cu_cast_add(cudaStream_t s, float *x, const uint16_t *h, int64_t n, int e);
 
 #ifdef __cplusplus
 }

@@ -164,24 +164,22 @@ static double gr_cuda_sumsq(gr_backend *be, const float *g, int64_t n) {
 /* fp32 <-> half of the staged steps and of the weight copies */
 static void gr_cuda_cast(gr_backend *be, void *dst, gr_elem dt, const void *src, gr_elem st, int64_t n) {
     bool to_half = dt != GR_F32;
-    int fmt = (to_half ? dt : st) == GR_BF16 ? GR_CU_HALF_BF16 : GR_CU_HALF_FP16;
-    if (to_half) gr_cu_cast(gr_cu(be)->stream, (float *)src, dst, n, fmt, 1);
-    else gr_cu_cast(gr_cu(be)->stream, dst, (uint16_t *)src, n, fmt, 0);
+    const int e = (int)(to_half ? dt : st); /* gr_elem's values are body_half.h's (kernels/backend.c) */
+    if (to_half) gr_cu_cast(gr_cu(be)->stream, (float *)src, dst, n, e, 1);
+    else gr_cu_cast(gr_cu(be)->stream, dst, (uint16_t *)src, n, e, 0);
 }
-
-static int gr_cuda_half_fmt(gr_elem e) { return e == GR_BF16 ? GR_CU_HALF_BF16 : GR_CU_HALF_FP16; }
 
 const void *gr_cuda_weight_as(gr_cuda *cu, const float *w, int64_t n, gr_elem e) {
     if (e == GR_F32) return w;
     GR_ASSERT(cu->wh && (size_t)n * 2 <= cu->wh_bytes / 2);
-    gr_cu_cast(cu->stream, (float *)w, cu->wh, n, gr_cuda_half_fmt(e), 1);
+    gr_cu_cast(cu->stream, (float *)w, cu->wh, n, (int)e, 1);
     return cu->wh;
 }
 
 void *gr_cuda_wgrad_half(gr_cuda *cu) { return (char *)cu->wh + cu->wh_bytes / 2; }
 
 void gr_cuda_wgrad_add(gr_cuda *cu, float *dw, int64_t n, gr_elem e) {
-    gr_cu_cast_add(cu->stream, dw, gr_cuda_wgrad_half(cu), n, gr_cuda_half_fmt(e));
+    gr_cu_cast_add(cu->stream, dw, gr_cuda_wgrad_half(cu), n, (int)e);
 }
 
 /* The one half type of every batched float tensor of the step; GR_F32 when
