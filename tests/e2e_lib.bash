@@ -86,6 +86,23 @@ expect() {
 }
 expect_fail() { expect "$@"; }
 
+# signal_when PID SIG TEST... : sends SIG to the background process PID once `TEST...` succeeds
+# (or once PID has ended, or after some 20000 slices). PID runs in slices of about 2 ms and is
+# stopped (SIGSTOP) while TEST runs, so a check of a fast run's log cannot fall behind the run,
+# however loaded the machine: polling a free-running process on a busy CI machine overshot a
+# 20-step target to step 64, and a second run ended before its target (step 94 of 100) was seen.
+signal_when() {
+    local pid=$1 sig=$2 i=0
+    shift 2
+    while kill -STOP "$pid" 2>/dev/null && ! "$@" && [ $i -lt 20000 ]; do
+        kill -CONT "$pid" 2>/dev/null
+        sleep 0.002
+        i=$((i + 1))
+    done
+    kill -"$sig" "$pid" 2>/dev/null
+    kill -CONT "$pid" 2>/dev/null
+}
+
 expect_ok() {
     local subs=() why="" s
     while [ $# -gt 0 ] && [ "$1" != "--" ]; do subs+=("$1"); shift; done

@@ -32,6 +32,8 @@ laststep() {
     s=$(tail -n 1 "$1" 2>/dev/null | grep -o '"step":[0-9]*')
     echo "${s#*:}" | sed 's/^$/0/'
 }
+# step_ge FILE K : FILE's last line is at step K or later
+step_ge() { [ "$(laststep "$1")" -ge "$2" ]; }
 
 # interrupt SIG K RUNDIR ARGS... : starts `gpurun ARGS --run-dir RUNDIR` in the background,
 # waits until its metrics.jsonl shows step >= K, sends SIG, waits; exit code in $RC,
@@ -41,12 +43,8 @@ interrupt() {
     CMD="$G $* --run-dir $rd   (then kill -$sig at step >= $k)"
     # background jobs of a non-interactive shell ignore SIGINT; give gpurun the default
     env --default-signal=INT "$G" "$@" --run-dir "$rd" >"$OUT" 2>"$ERR" &
-    local pid=$! i=0
-    while kill -0 "$pid" 2>/dev/null && [ "$(laststep "$rd/metrics.jsonl")" -lt "$k" ] && [ $i -lt 6000 ]; do
-        sleep 0.005
-        i=$((i + 1))
-    done
-    kill -"$sig" "$pid" 2>/dev/null
+    local pid=$!
+    signal_when "$pid" "$sig" step_ge "$rd/metrics.jsonl" "$k"
     { wait "$pid"; } 2>/dev/null   # no "Killed" line from the shell
     RC=$?
     STOP=$(sed -n 's/.*stopped by SIG[A-Z0-9]* at step \([0-9]*\);.*/\1/p' "$ERR" | head -n 1)
@@ -410,11 +408,8 @@ for try in 1 2 3 4 5; do
     CMD="$G $T/wide.yaml --set checkpoint.every_steps=10 --run-dir $T/int2   (kill -INT twice at step >= 35)"
     env --default-signal=INT "$G" "$T/wide.yaml" --set checkpoint.every_steps=10 --run-dir "$T/int2" >"$OUT" 2>"$ERR" &
     pid=$!
-    i=0
-    while kill -0 $pid 2>/dev/null && [ "$(laststep "$T/int2/metrics.jsonl")" -lt 35 ] && [ $i -lt 6000 ]; do
-        sleep 0.005; i=$((i + 1))
-    done
-    kill -INT $pid; sleep 0.005; kill -INT $pid 2>/dev/null
+    signal_when $pid INT step_ge "$T/int2/metrics.jsonl" 35
+    sleep 0.005; kill -INT $pid 2>/dev/null
     wait $pid
     RC=$?
     # exit 75, or a summary.json (with exit 75, or 130 when the second came while the process
