@@ -204,6 +204,16 @@ static gr_status open_member(gr_dataset *ds, const char *name, const char *full,
     return GR_OK;
 }
 
+/* The images dataset again, with no chunk cache (held in memory: read once). */
+static hid_t open_images_uncached(const gr_dataset *ds) {
+    hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+    if (dapl < 0) return -1;
+    H5Pset_chunk_cache(dapl, 0, 0, 1.0);
+    hid_t d = H5Dopen2(ds->grp, "images", dapl);
+    H5Pclose(dapl);
+    return d;
+}
+
 static gr_status check_images(gr_dataset *ds, gr_error *err) {
     gr_status st = GR_OK;
     hid_t t = -1, sp = -1;
@@ -499,6 +509,13 @@ gr_status gr_dataset_open_cache(const char *path, const char *group, gr_cache_mo
                               ds->images_name, (long long)bytes,
                               cache == GR_CACHE_MEMORY ? " (data.cache: memory; set none to read from the file)"
                                                        : "");
+            goto fail;
+        }
+        /* through a handle without a chunk cache: the whole read would leave up to
+         * GR_CHUNK_CACHE_BYTES of chunks cached next to the copy in memory */
+        H5Dclose(ds->images);
+        if ((ds->images = open_images_uncached(ds)) < 0) {
+            st = gr_h5_fail(err, GR_ERR_DATA, "%s: %s: cannot open as a dataset", path, ds->images_name);
             goto fail;
         }
         GR_H5_CHECK(H5Dread(ds->images, ds->memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, ds->mem), err,
