@@ -86,6 +86,16 @@ expect() {
 }
 expect_fail() { expect "$@"; }
 
+# laststep FILE : the step of FILE's last line (a metrics.jsonl), 0 when there is none
+laststep() {
+    local s
+    s=$(tail -n 1 "$1" 2>/dev/null | grep -o '"step":[0-9]*')
+    s=${s#*:}
+    echo "${s:-0}"
+}
+# step_ge FILE K : FILE's last line is at step K or later
+step_ge() { [ "$(laststep "$1")" -ge "$2" ]; }
+
 # signal_when PID SIG TEST... : sends SIG to the background process PID once `TEST...` succeeds
 # (or once PID has ended, or after some 20000 slices). PID runs in slices of about 2 ms and is
 # stopped (SIGSTOP) while TEST runs, so a check of a fast run's log cannot fall behind the run,

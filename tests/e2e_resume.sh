@@ -26,14 +26,6 @@
 . "$(dirname "$0")/e2e_lib.bash" "$@"
 e2e_need_py h5py numpy
 
-# laststep FILE : the step of FILE's last line (0 when there is none)
-laststep() {
-    local s
-    s=$(tail -n 1 "$1" 2>/dev/null | grep -o '"step":[0-9]*')
-    echo "${s#*:}" | sed 's/^$/0/'
-}
-# step_ge FILE K : FILE's last line is at step K or later
-step_ge() { [ "$(laststep "$1")" -ge "$2" ]; }
 
 # interrupt SIG K RUNDIR ARGS... : starts `gpurun ARGS --run-dir RUNDIR` in the background,
 # waits until its metrics.jsonl shows step >= K, sends SIG, waits; exit code in $RC,

@@ -22,12 +22,6 @@
 # reproduces (up to the machine's timing). Prints `N passed, M failed` last.
 . "$(dirname "$0")/e2e_lib.bash" "$@"
 e2e_need_py h5py numpy
-laststep() {  # the step of FILE's last line, 0 when none
-    local s
-    s=$(tail -n 1 "$1" 2>/dev/null | grep -o '"step":[0-9]*')
-    s=${s#*:}
-    echo "${s:-0}"
-}
 lasttrain() {  # the step of FILE's last train line, 0 when none
     local s
     s=$(grep '"kind":"train"' "$1" 2>/dev/null | tail -n 1 | grep -o '"step":[0-9]*')
@@ -101,10 +95,8 @@ while [ $rc -ne 0 ] && [ $starts -lt 60 ]; do
     if [ $stops -lt 30 ]; then
         target=$((expect_from + 2 + RANDOM % 11))
         extra=$(printf '0.%03d' $((RANDOM % 16)))
-        i=0
-        while kill -0 $pid 2>/dev/null && [ "$(laststep "$D/metrics.jsonl")" -lt $target ] && [ $i -lt 6000 ]; do
-            sleep 0.005; i=$((i + 1))
-        done
+        # run in slices until the target is logged (a loaded machine cannot overshoot it), then on
+        signal_when $pid CONT step_ge "$D/metrics.jsonl" $target
         sleep "$extra"
         kill -TERM $pid 2>/dev/null
     fi
@@ -175,10 +167,7 @@ while [ $rc -ne 0 ] && [ $starts -lt 80 ]; do
             done ;;
         *)  # 1..25 steps past the furthest step logged so far, then 0..7 ms
             target=$(( (last_logged > newest ? last_logged : newest) + 1 + RANDOM % 25 ))
-            i=0
-            while kill -0 $pid 2>/dev/null && [ "$(laststep "$D/metrics.jsonl")" -lt $target ] && [ $i -lt 600 ]; do
-                sleep 0.005; i=$((i + 1))
-            done
+            signal_when $pid CONT step_ge "$D/metrics.jsonl" $target
             sleep "$(printf '0.%03d' $((RANDOM % 8)))" ;;
         esac
         kill -KILL $pid 2>/dev/null

@@ -164,13 +164,7 @@ victim() {
     ckname 20 >"$V/checkpoints/LATEST"
 }
 
-# laststep FILE: the step of FILE's last line (0 when none)
-laststep() {
-    local s
-    s=$(tail -n 1 "$1" 2>/dev/null | grep -o '"step":[0-9]*')
-    s=${s#*:}
-    echo "${s:-0}"
-}
+# (laststep FILE: e2e_lib.bash)
 # waitstep PID FILE K [TRIES]: until FILE's last line shows step >= K or PID ended (5 ms polls)
 waitstep() {
     local i=0
