@@ -56,6 +56,10 @@ typedef struct gr_plan {
     int n_staged;
     size_t stage_bytes;
     void *stage;
+    /* the backend's library scratch for these steps (gr_backend_workspace);
+     * ws_known false without a backend or where it cannot say */
+    size_t ws_bytes;
+    bool ws_known;
 } gr_plan;
 
 /* Allocates the model's arenas on m->be (optim_slots: 0 plain SGD, 1

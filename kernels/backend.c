@@ -155,6 +155,11 @@ void gr_backend_release(gr_backend *be, gr_steps *s) {
     if (be->vt->release) be->vt->release(be, s);
 }
 
+bool gr_backend_workspace(gr_backend *be, const gr_steps *s, size_t *bytes) {
+    *bytes = 0;
+    return be->vt->workspace && be->vt->workspace(be, s, bytes);
+}
+
 gr_run_mode gr_backend_run_begin(gr_backend *be, gr_steps *s, int64_t n, const gr_exec_ctx *ctx) {
     return be->vt->run_begin ? be->vt->run_begin(be, s, n, ctx) : GR_RUN_EAGER;
 }

@@ -157,6 +157,11 @@ void gr_backend_configure(gr_backend *be, const gr_backend_opts *o);
  * when that does not fit; it may set s->be_state), and its release. */
 gr_status gr_backend_prepare(gr_backend *be, gr_steps *s, gr_error *err);
 void gr_backend_release(gr_backend *be, gr_steps *s);
+/* The scratch bytes the backend's libraries keep beyond the arenas to run
+ * steps s at s->micro_batch (the CPU: its convolutions' pool, which its
+ * prepare reserves and counts with the arenas); false where the backend
+ * cannot say before running (a GPU's cuDNN workspace is chosen by prepare). */
+bool gr_backend_workspace(gr_backend *be, const gr_steps *s, size_t *bytes);
 /* Around the exec loop of one pass of n samples: begin says how the loop
  * runs (GR_RUN_EAGER where the backend has no say); end follows the loop
  * unless begin answered GR_RUN_REPLAYED (a capture is finished and run). */
@@ -204,6 +209,7 @@ typedef struct gr_backend_vtable {
     void (*configure)(gr_backend *be, const gr_backend_opts *o);
     gr_status (*prepare)(gr_backend *be, gr_steps *s, gr_error *err);
     void (*release)(gr_backend *be, gr_steps *s);
+    bool (*workspace)(gr_backend *be, const gr_steps *s, size_t *bytes); /* NULL: unknown */
     gr_run_mode (*run_begin)(gr_backend *be, gr_steps *s, int64_t n, const gr_exec_ctx *ctx);
     void (*run_end)(gr_backend *be, gr_steps *s, gr_run_mode mode);
     void (*op_done)(gr_backend *be, const gr_kargs *a); /* after each step (kernel and staging) */

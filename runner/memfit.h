@@ -7,9 +7,10 @@
  * activation arenas and the fp32 staging area of half steps (proportional
  * to it, after the memory planner's reuse). Each figure comes from the
  * same graph build, precision and layout passes and memory plan the run
- * makes, at that micro-batch, on the backend the run would use. Not in
- * it: the dataset's cache and the loader's batches (host memory), the
- * libraries' own workspaces (cuDNN's, chosen at run time; oneDNN's). */
+ * makes, at that micro-batch, on the backend the run would use, with the
+ * scratch its libraries keep (the CPU's convolution pool; a GPU's cuDNN
+ * workspace is chosen at run time and not in it). What the process holds
+ * besides (its data, loaders, checkpoint copies) is hostmem.h's. */
 #ifndef GR_MEMFIT_H
 #define GR_MEMFIT_H
 
@@ -20,6 +21,8 @@ typedef struct gr_mem_need {
     size_t params, grads, optim;     /* the model's arenas */
     size_t act_train, act_eval;      /* the plans' activation arenas */
     size_t stage;                    /* the fp32 staging areas (each plan holds its own) */
+    size_t workspace;                /* the libraries' scratch (one, shared by the plans) */
+    bool workspace_known;            /* false: chosen at run time (cuDNN), not in total */
     size_t total;                    /* all of it: what a run holds on the device */
 } gr_mem_need;
 

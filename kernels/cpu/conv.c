@@ -28,7 +28,7 @@ bool gr_cpu_conv_set_path(gr_cpu *cpu, const char *name) {
 }
 
 void gr_cpu_conv_free(gr_cpu *cpu) {
-    gr_aligned_free(cpu->col);
+    gr_cpu_scratch_free(cpu, cpu->col, cpu->col_cap * sizeof(float));
     cpu->col = NULL;
     cpu->col_cap = 0;
     gr_cpu_conv_onednn_free(cpu);
@@ -36,15 +36,22 @@ void gr_cpu_conv_free(gr_cpu *cpu) {
 
 /* ---- the reference path ---- */
 
-/* cpu's scratch for one col matrix, grown on first use of a larger shape and
- * kept (the step loop allocates nothing once warm). */
+/* cpu's col matrix grown to at least n floats, the old one freed first
+ * (capped: false when the CPU's memory limit has no room, the matrix then
+ * empty). */
+static bool gr_conv_col_grow(gr_cpu *cpu, size_t n, bool capped) {
+    if (n <= cpu->col_cap) return true;
+    gr_cpu_scratch_free(cpu, cpu->col, cpu->col_cap * sizeof(float));
+    cpu->col = gr_cpu_scratch_alloc(cpu, n * sizeof(float), capped);
+    cpu->col_cap = cpu->col ? n : 0;
+    return cpu->col != NULL;
+}
+
+/* cpu's scratch for one col matrix: prepare sized it for the plans' shapes
+ * (a shape it did not see grows it past the limit) and the step loop
+ * allocates nothing once warm. */
 static float *gr_conv_scratch(gr_cpu *cpu, size_t n) {
-    if (n > cpu->col_cap) {
-        gr_aligned_free(cpu->col);
-        cpu->col = gr_aligned_alloc(n * sizeof(float));
-        GR_ASSERT(cpu->col);
-        cpu->col_cap = n;
-    }
+    GR_ASSERT(gr_conv_col_grow(cpu, n, false));
     return cpu->col;
 }
 
@@ -173,28 +180,70 @@ static gr_conv_shape gr_conv_kshape(const gr_kargs *a, const gr_tensor *x, const
     return s;
 }
 
+/* The conv call of step a in direction dir: its shape (at a->n samples) and
+ * how its activations are stored. */
+static gr_conv_shape gr_conv_call(const gr_kargs *a, gr_conv_dir dir, gr_conv_store *t) {
+    switch (dir) {
+    case GR_CONV_FWD: /* x, w -> y */
+        *t = (gr_conv_store){a->ein[0], a->eout[0], a->tin[0]->layout, a->tout[0]->layout};
+        return gr_conv_kshape(a, a->tin[0], a->tout[0], a->tin[1]);
+    case GR_CONV_BWD_DATA: /* dy, w -> dx */
+        *t = (gr_conv_store){a->eout[0], a->ein[0], a->tout[0]->layout, a->tin[0]->layout};
+        return gr_conv_kshape(a, a->tout[0], a->tin[0], a->tin[1]);
+    default: /* dy, x -> dW */
+        *t = (gr_conv_store){a->ein[1], a->ein[0], a->tin[1]->layout, a->tin[0]->layout};
+        return gr_conv_kshape(a, a->tin[1], a->tin[0], a->tout[0]);
+    }
+}
+
+/* ---- the workspace: what prepare reserves ---- */
+
+/* The col floats of the reference path for s (0: a 1x1 conv reads x itself). */
+static size_t gr_conv_col_floats(const gr_conv_shape *s) {
+    return gr_conv_is_direct(s) ? 0 : (size_t)(s->c / s->groups * s->kh * s->kw * s->ho * s->wo);
+}
+
+size_t gr_cpu_conv_workspace(gr_cpu *cpu, const gr_kargs *a, int64_t n) {
+    const gr_op op = a->node->op;
+    if (op != GR_OP_CONV && op != GR_OP_CONV_BWD_DATA && op != GR_OP_CONV_BWD_PARAMS) return 0;
+    const gr_conv_dir dir = op == GR_OP_CONV ? GR_CONV_FWD : op == GR_OP_CONV_BWD_DATA ? GR_CONV_BWD_DATA
+                                                                                        : GR_CONV_BWD_WEIGHTS;
+    gr_kargs b = *a; /* the shape at n samples */
+    b.n = n;
+    gr_conv_store t;
+    gr_conv_shape s = gr_conv_call(&b, dir, &t);
+    if (cpu->conv_path == GR_CONV_REF) return gr_conv_col_floats(&s) * sizeof(float);
+    const bool bias = dir == GR_CONV_FWD ? a->node->nin > 2 : dir == GR_CONV_BWD_WEIGHTS && a->node->nout > 1;
+    return gr_cpu_conv_onednn_need(cpu, dir, &s, bias, &t);
+}
+
+bool gr_cpu_conv_reserve(gr_cpu *cpu, size_t bytes) {
+    if (cpu->conv_path == GR_CONV_REF) return gr_conv_col_grow(cpu, (bytes + sizeof(float) - 1) / sizeof(float), true);
+    return gr_cpu_conv_onednn_reserve(cpu, bytes);
+}
+
 void gr_cpu_conv(const gr_kargs *a) {
     gr_cpu *cpu = gr_cpu_of(a);
-    gr_conv_shape s = gr_conv_kshape(a, a->tin[0], a->tout[0], a->tin[1]);
+    gr_conv_store t;
+    gr_conv_shape s = gr_conv_call(a, GR_CONV_FWD, &t);
     const float *b = a->node->nin > 2 ? a->in[2] : NULL;
-    gr_conv_store t = {a->ein[0], a->eout[0], a->tin[0]->layout, a->tout[0]->layout};
     if (cpu->conv_path == GR_CONV_REF) gr_cpu_conv_ref_fwd(cpu, &s, a->in[0], a->in[1], b, a->out[0]);
     else gr_cpu_conv_onednn_fwd_as(cpu, &s, &t, a->in[0], a->in[1], b, a->out[0]);
 }
 
 void gr_cpu_conv_bwd_data(const gr_kargs *a) {
     gr_cpu *cpu = gr_cpu_of(a);
-    gr_conv_shape s = gr_conv_kshape(a, a->tout[0], a->tin[0], a->tin[1]);
-    gr_conv_store t = {a->eout[0], a->ein[0], a->tout[0]->layout, a->tin[0]->layout};
+    gr_conv_store t;
+    gr_conv_shape s = gr_conv_call(a, GR_CONV_BWD_DATA, &t);
     if (cpu->conv_path == GR_CONV_REF) gr_cpu_conv_ref_bwd_data(cpu, &s, a->in[0], a->in[1], a->out[0]);
     else gr_cpu_conv_onednn_bwd_data_as(cpu, &s, &t, a->in[0], a->in[1], a->out[0]);
 }
 
 void gr_cpu_conv_bwd_params(const gr_kargs *a) {
     gr_cpu *cpu = gr_cpu_of(a);
-    gr_conv_shape s = gr_conv_kshape(a, a->tin[1], a->tin[0], a->tout[0]);
+    gr_conv_store t;
+    gr_conv_shape s = gr_conv_call(a, GR_CONV_BWD_WEIGHTS, &t);
     float *db = a->node->nout > 1 ? a->out[1] : NULL;
-    gr_conv_store t = {a->ein[1], a->ein[0], a->tin[1]->layout, a->tin[0]->layout};
     if (cpu->conv_path == GR_CONV_REF) gr_cpu_conv_ref_bwd_params(cpu, &s, a->in[0], a->in[1], a->out[0], db);
     else gr_cpu_conv_onednn_bwd_params_as(cpu, &s, &t, a->in[0], a->in[1], a->out[0], db);
 }

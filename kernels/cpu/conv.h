@@ -26,6 +26,7 @@
 typedef struct gr_cpu gr_cpu;
 
 typedef enum gr_conv_path { GR_CONV_ONEDNN, GR_CONV_REF } gr_conv_path;
+typedef enum gr_conv_dir { GR_CONV_FWD, GR_CONV_BWD_DATA, GR_CONV_BWD_WEIGHTS } gr_conv_dir;
 
 /* Sets cpu's path: "ref" or "onednn" (NULL or "" = onednn); false for any
  * other name. */
@@ -67,6 +68,11 @@ void gr_cpu_conv_onednn_bwd_data(gr_cpu *cpu, const gr_conv_shape *s, const floa
 void gr_cpu_conv_onednn_bwd_params(gr_cpu *cpu, const gr_conv_shape *s, const float *dy, const float *x, float *dw,
                                    float *db);
 void gr_cpu_conv_onednn_free(gr_cpu *cpu);
+/* The pool bytes of the primitive for (dir, s, bias, t), made and cached now. */
+size_t gr_cpu_conv_onednn_need(gr_cpu *cpu, gr_conv_dir dir, const gr_conv_shape *s, bool bias,
+                               const gr_conv_store *t);
+/* Grows the pool to at least bytes (false: past the CPU's memory limit). */
+bool gr_cpu_conv_onednn_reserve(gr_cpu *cpu, size_t bytes);
 /* How many primitives ran blocked because oneDNN had only its reference
  * kernel for their nhwc shape. */
 int gr_cpu_conv_onednn_nhwc_fallbacks(const gr_cpu *cpu);

@@ -10,7 +10,9 @@
  * created without data and pointed at the buffers on each call. The
  * primitives' own layouts and their scratchpads live in one pool shared by
  * all of them (one runs at a time), grown to the largest need on first use,
- * so caching a primitive per layer costs no activation-sized memory. One
+ * so caching a primitive per layer costs no activation-sized memory. The
+ * backend's prepare grows it once to what the plans' convolutions need
+ * (gr_cpu_conv_workspace); it is counted with the CPU's arenas. One
  * training thread uses the table and the pool (no locking).
  *
  * Backward weights overwrites its outputs in oneDNN, so it writes into the
@@ -24,8 +26,6 @@
 #include "cpu.h"
 #include "cpu_kernels.h"
 #include "onednn.h"
-
-typedef enum gr_conv_dir { GR_CONV_FWD, GR_CONV_BWD_DATA, GR_CONV_BWD_WEIGHTS } gr_conv_dir;
 
 /* distinct (direction, shape, n) in one process: ResNet-50 needs ~80 */
 enum { GR_CONV_CACHE_MAX = 512 };
@@ -71,22 +71,28 @@ struct gr_cpu_dnn {
 
 static size_t gr_conv_align(size_t n) { return (n + 63) & ~(size_t)63; }
 
-/* The pool with at least n bytes (grown only by a larger shape's first call). */
-static char *gr_conv_pool_get(struct gr_cpu_dnn *d, size_t n) {
-    if (n > d->pool_cap) {
-        gr_aligned_free(d->pool);
-        d->pool = gr_aligned_alloc(n);
-        GR_ASSERT(d->pool);
-        d->pool_cap = n;
-    }
-    return d->pool;
+/* The pool grown to at least n bytes, its contents dropped (the old block
+ * is freed first, so the two are never held at once; capped: false when
+ * the CPU's memory limit has no room, the pool then empty). */
+static bool gr_conv_pool_grow(gr_cpu *cpu, struct gr_cpu_dnn *d, size_t n, bool capped) {
+    if (n <= d->pool_cap) return true;
+    gr_cpu_scratch_free(cpu, d->pool, d->pool_cap);
+    d->pool = gr_cpu_scratch_alloc(cpu, n, capped);
+    d->pool_cap = d->pool ? n : 0;
+    return d->pool != NULL;
 }
 
-/* The pool sized for e: [acc | scratchpad | inner tensors]. */
-static char *gr_conv_pool_for(struct gr_cpu_dnn *d, const gr_conv_prim *e) {
+/* The bytes e takes of the pool: [acc | scratchpad | inner tensors]. */
+static size_t gr_conv_pool_need(const gr_conv_prim *e) {
     size_t need = e->acc_bytes + gr_conv_align(e->scratch_bytes);
     for (int i = 0; i < e->nargs; i++) need += e->args[i].inner_bytes;
-    return gr_conv_pool_get(d, need);
+    return need;
+}
+
+/* The pool sized for e (a shape prepare did not see grows it past the limit). */
+static char *gr_conv_pool_for(gr_cpu *cpu, struct gr_cpu_dnn *d, const gr_conv_prim *e) {
+    GR_ASSERT(gr_conv_pool_grow(cpu, d, gr_conv_pool_need(e), false));
+    return d->pool;
 }
 
 static dnnl_data_type_t gr_conv_dt(gr_elem e) { return e == GR_BF16 ? dnnl_bf16 : dnnl_f32; }
@@ -270,7 +276,7 @@ void gr_cpu_conv_onednn_free(gr_cpu *cpu) {
     for (int i = 0; i < d->cached; i++) gr_conv_prim_free(&d->cache[i]);
     dnnl_stream_destroy(d->stream);
     dnnl_engine_destroy(d->engine);
-    gr_aligned_free(d->pool);
+    gr_cpu_scratch_free(cpu, d->pool, d->pool_cap);
     free(d);
     cpu->dnn = NULL;
 }
@@ -302,6 +308,15 @@ static gr_conv_prim *gr_conv_prim_get(struct gr_cpu_dnn *d, gr_conv_dir dir, con
     return e;
 }
 
+size_t gr_cpu_conv_onednn_need(gr_cpu *cpu, gr_conv_dir dir, const gr_conv_shape *s, bool bias,
+                               const gr_conv_store *t) {
+    return gr_conv_pool_need(gr_conv_prim_get(gr_conv_dnn(cpu), dir, s, bias, t));
+}
+
+bool gr_cpu_conv_onednn_reserve(gr_cpu *cpu, size_t bytes) {
+    return gr_conv_pool_grow(cpu, gr_conv_dnn(cpu), bytes, true);
+}
+
 static void gr_conv_reorder(dnnl_stream_t stream, gr_conv_arg *a, bool to_inner) {
     dnnl_exec_arg_t r[2] = {{DNNL_ARG_FROM, to_inner ? a->user : a->inner},
                             {DNNL_ARG_TO, to_inner ? a->inner : a->user}};
@@ -309,9 +324,9 @@ static void gr_conv_reorder(dnnl_stream_t stream, gr_conv_arg *a, bool to_inner)
 }
 
 /* ptr[i]: the user buffer of args[i], in the order they were made */
-static void gr_conv_run(struct gr_cpu_dnn *d, gr_conv_prim *e, const void *const *ptr) {
+static void gr_conv_run(gr_cpu *cpu, struct gr_cpu_dnn *d, gr_conv_prim *e, const void *const *ptr) {
     dnnl_exec_arg_t args[5];
-    char *pool = gr_conv_pool_for(d, e) + e->acc_bytes;
+    char *pool = gr_conv_pool_for(cpu, d, e) + e->acc_bytes;
     if (e->scratch) {
         GR_DNNL_CHECK(dnnl_memory_set_data_handle(e->scratch, pool));
         pool += gr_conv_align(e->scratch_bytes);
@@ -339,7 +354,7 @@ void gr_cpu_conv_onednn_fwd_as(gr_cpu *cpu, const gr_conv_shape *s, const gr_con
     struct gr_cpu_dnn *d = gr_conv_dnn(cpu);
     gr_conv_prim *e = gr_conv_prim_get(d, GR_CONV_FWD, s, b != NULL, t);
     const void *with_bias[4] = {x, w, b, y}, *without[3] = {x, w, y};
-    gr_conv_run(d, e, b ? with_bias : without);
+    gr_conv_run(cpu, d, e, b ? with_bias : without);
 }
 
 void gr_cpu_conv_onednn_bwd_data_as(gr_cpu *cpu, const gr_conv_shape *s, const gr_conv_store *t, const void *dy,
@@ -347,7 +362,7 @@ void gr_cpu_conv_onednn_bwd_data_as(gr_cpu *cpu, const gr_conv_shape *s, const g
     struct gr_cpu_dnn *d = gr_conv_dnn(cpu);
     gr_conv_prim *e = gr_conv_prim_get(d, GR_CONV_BWD_DATA, s, false, t);
     const void *ptr[3] = {dy, w, dx};
-    gr_conv_run(d, e, ptr);
+    gr_conv_run(cpu, d, e, ptr);
 }
 
 void gr_cpu_conv_onednn_bwd_params_as(gr_cpu *cpu, const gr_conv_shape *s, const gr_conv_store *t, const void *dy,
@@ -355,9 +370,9 @@ void gr_cpu_conv_onednn_bwd_params_as(gr_cpu *cpu, const gr_conv_shape *s, const
     struct gr_cpu_dnn *d = gr_conv_dnn(cpu);
     gr_conv_prim *e = gr_conv_prim_get(d, GR_CONV_BWD_WEIGHTS, s, db != NULL, t);
     int64_t nw = s->f * (s->c / s->groups) * s->kh * s->kw;
-    float *tw = (float *)gr_conv_pool_for(d, e), *tb = tw + nw;
+    float *tw = (float *)gr_conv_pool_for(cpu, d, e), *tb = tw + nw;
     const void *ptr[4] = {x, dy, tw, tb};
-    gr_conv_run(d, e, ptr);
+    gr_conv_run(cpu, d, e, ptr);
     #pragma omp parallel for simd if (nw >= GR_OMP_MIN)
     for (int64_t i = 0; i < nw; i++) dw[i] += tw[i];
     if (db)

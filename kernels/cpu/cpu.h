@@ -25,10 +25,25 @@ struct gr_cpu {
     struct gr_cpu_dnn *dnn;  /* made at the first oneDNN conv; NULL until then */
     bool bf16_native;        /* precision bf16 with the ISA for it and GPURUN_HALF=native (configure) */
     struct gr_cpu_mm *mm;    /* the bf16 dense path's matmul primitives (dense_bf16.c); NULL until used */
-    size_t held;             /* bytes of the backend's arenas (gr_backend_alloc) */
+    size_t held;             /* bytes of the backend's arenas (gr_backend_alloc) and conv scratch */
     size_t held_peak;        /* the most they held at once */
     size_t cap;              /* GPURUN_MEMORY_LIMIT: the most they may hold (a smaller device); 0: none */
 };
+
+/* The conv paths' scratch (the oneDNN pool, the reference col matrix),
+ * counted with the arenas. capped: NULL when cpu's memory limit has no room
+ * (prepare reserves under it); uncapped growth (a shape prepare did not
+ * see) is still counted. NULL cpu: the tests' backends, no accounting. */
+void *gr_cpu_scratch_alloc(gr_cpu *cpu, size_t bytes, bool capped);
+void gr_cpu_scratch_free(gr_cpu *cpu, void *p, size_t bytes);
+/* (conv.c) The scratch bytes cpu's conv path needs for the conv step a at n samples
+ * (the oneDNN path: its primitive, made and cached now, with its pool
+ * share: blocked copies, scratchpad, dW; the reference path: its col
+ * matrix); 0 for other steps. */
+size_t gr_cpu_conv_workspace(gr_cpu *cpu, const gr_kargs *a, int64_t n);
+/* Grows the path's scratch to at least bytes now (the backend's prepare):
+ * false when the CPU's memory limit leaves no room for it. */
+bool gr_cpu_conv_reserve(gr_cpu *cpu, size_t bytes);
 
 /* The state of a CPU backend (asserts that be is one). */
 gr_cpu *gr_cpu_backend_state(gr_backend *be);

@@ -47,6 +47,45 @@ static void gr_cpu_dealloc(gr_backend *be, void *p) {
     if (cpu) cpu->held -= bytes;
     gr_aligned_free(q);
 }
+void *gr_cpu_scratch_alloc(gr_cpu *cpu, size_t bytes, bool capped) {
+    if (cpu && capped && cpu->cap && bytes > cpu->cap - GR_MIN(cpu->held, cpu->cap)) return NULL;
+    void *p = gr_aligned_alloc(bytes);
+    if (p && cpu) {
+        cpu->held += bytes;
+        if (cpu->held > cpu->held_peak) cpu->held_peak = cpu->held;
+    }
+    return p;
+}
+
+void gr_cpu_scratch_free(gr_cpu *cpu, void *p, size_t bytes) {
+    if (!p) return;
+    if (cpu) cpu->held -= bytes;
+    gr_aligned_free(p);
+}
+
+/* The largest conv scratch of s's steps at its micro-batch (the primitives
+ * are made now, as the first step would). */
+static bool gr_cpu_workspace(gr_backend *be, const gr_steps *s, size_t *bytes) {
+    gr_cpu *cpu = be->impl;
+    if (!cpu) return false; /* the tests' backends on the CPU's table */
+    for (int i = 0; i < s->n; i++) {
+        size_t b = gr_cpu_conv_workspace(cpu, &s->step[i], s->micro_batch);
+        if (b > *bytes) *bytes = b;
+    }
+    return true;
+}
+
+/* The conv scratch reserved before the first step, under the memory limit. */
+static gr_status gr_cpu_prepare(gr_backend *be, gr_steps *s, gr_error *err) {
+    gr_cpu *cpu = be->impl;
+    size_t need = 0;
+    if (!gr_cpu_workspace(be, s, &need)) return GR_OK;
+    if (gr_cpu_conv_reserve(cpu, need)) return GR_OK;
+    return gr_error_set(err, GR_ERR_OOM, "out of memory on cpu: the convolutions' scratch needs %zu bytes at "
+                        "micro-batch %lld; %zu free of the %zu GPURUN_MEMORY_LIMIT allows (lower train.micro_batch)",
+                        need, (long long)s->micro_batch, cpu->cap - GR_MIN(cpu->held, cpu->cap), cpu->cap);
+}
+
 static void gr_cpu_zero(gr_backend *be, void *p, size_t bytes) { (void)be; memset(p, 0, bytes); }
 static void gr_cpu_copy(gr_backend *be, void *dst, const void *src, size_t bytes) {
     (void)be;
@@ -227,6 +266,8 @@ static const gr_backend_vtable gr_cpu_vtable = {
     .cast = gr_cpu_cast,
     .mem_info = gr_cpu_mem_info,
     .mem_peak = gr_cpu_mem_peak,
+    .prepare = gr_cpu_prepare,
+    .workspace = gr_cpu_workspace,
     .describe = gr_cpu_describe,
     .configure = gr_cpu_configure,
     .native_half = gr_cpu_native_half,
