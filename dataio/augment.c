@@ -125,11 +125,13 @@ void gr_decoder_free(gr_decoder *d) {
     memset(d, 0, sizeof *d);
 }
 
-size_t gr_decoder_scratch_bytes(const gr_decoder *d) {
+size_t gr_decoder_scratch_bytes_for(int64_t w, int64_t ow) {
     /* resize: x taps and weights, two interpolated rows, one box row (at
      * most the image width, plus one) */
-    return (size_t)d->ow * (sizeof(int32_t) + 3 * sizeof(float)) + (size_t)(d->w + 1) * sizeof(float) + 64;
+    return (size_t)ow * (sizeof(int32_t) + 3 * sizeof(float)) + (size_t)(w + 1) * sizeof(float) + 64;
 }
+
+size_t gr_decoder_scratch_bytes(const gr_decoder *d) { return gr_decoder_scratch_bytes_for(d->w, d->ow); }
 
 typedef struct strides { int64_t c, y, x; } strides;
 

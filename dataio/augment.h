@@ -71,6 +71,8 @@ void gr_decoder_init(gr_decoder *d, gr_dtype dtype, const int64_t chw[3], bool n
 void gr_decoder_free(gr_decoder *d);
 /* Bytes of scratch gr_decode_sample needs. */
 size_t gr_decoder_scratch_bytes(const gr_decoder *d);
+/* the same for images w wide decoded to ow wide (no decoder needed) */
+size_t gr_decoder_scratch_bytes_for(int64_t w, int64_t ow);
 /* Decodes one stored sample (c*h*w elements at src) through t into
  * dst (c*oh*ow floats). scratch: gr_decoder_scratch_bytes, float-aligned. */
 void gr_decode_sample(const gr_decoder *d, const void *src, const gr_xform *t, float *dst, void *scratch);

@@ -73,6 +73,11 @@ bool gr_dataset_in_memory(const gr_dataset *ds);
 /* The images are read with pread at known offsets, past HDF5 (uncompressed,
  * little-endian, every chunk written; else through H5Dread). */
 bool gr_dataset_reads_direct(const gr_dataset *ds);
+/* The host memory ds holds open: its labels, the images held in memory, or
+ * for reads from the file HDF5's chunk cache at its fullest (the cache's
+ * size or the whole images dataset, whichever is less; direct reads bypass
+ * it, which only the two samples their check reads go through). */
+size_t gr_dataset_host_bytes(const gr_dataset *ds);
 
 /* Raw access for the loader's worker threads: gr_dataset_fetch makes the
  * stored bytes of samples idx[0..n) reachable through rows (in memory: no
@@ -138,6 +143,13 @@ typedef struct gr_loader_config {
 } gr_loader_config;
 
 typedef struct gr_loader gr_loader;
+
+/* The host memory a loader over ds with cfg holds (gr_loader_open's
+ * allocations, and what its workers' reads and epoch orders grow to): the
+ * ring's batch buffers, each worker's indices, decode scratch and, reading
+ * from the file, the rows of a batch; two epoch permutations when
+ * shuffling. Its figure for `gpurun plan`, with no loader opened. */
+size_t gr_loader_host_bytes(gr_dataset *ds, const gr_loader_config *cfg);
 
 /* Order: epoch e's sample order is a permutation of [0, N) computed from
  * (seed, e) alone (identity when !shuffle); rank r of w takes positions

@@ -563,6 +563,20 @@ const int32_t *gr_dataset_labels(const gr_dataset *ds) { return ds->labels; }
 bool gr_dataset_in_memory(const gr_dataset *ds) { return ds->mem != NULL; }
 bool gr_dataset_reads_direct(const gr_dataset *ds) { return ds->direct != DIRECT_NONE; }
 
+size_t gr_dataset_host_bytes(const gr_dataset *ds) {
+    const size_t sb = gr_dataset_sample_bytes(ds), images = (size_t)ds->n * sb;
+    size_t bytes = (size_t)ds->n * sizeof *ds->labels;
+    if (ds->mem) return bytes + images;
+    if (ds->direct == DIRECT_NONE) return bytes + GR_MIN(images, GR_CHUNK_CACHE_BYTES);
+    hsize_t chunk[4] = {1, 0, 0, 0}; /* the check's two samples, through the cache: two chunks */
+    hid_t plist = H5Dget_create_plist(ds->images);
+    if (plist >= 0 && H5Pget_layout(plist) == H5D_CHUNKED) H5Pget_chunk(plist, 4, chunk);
+    if (plist >= 0) H5Pclose(plist);
+    bytes += GR_MIN(images, 2 * (size_t)chunk[0] * sb);
+    if (ds->direct == DIRECT_TABLE) bytes += (size_t)((ds->n + ds->per_chunk - 1) / ds->per_chunk) * sizeof(uint64_t);
+    return bytes;
+}
+
 int gr_dataset_attr_floats(const gr_dataset *ds, const char *name, double *out, int max) {
     gr_h5_init();
     htri_t ex = H5Aexists(ds->grp, name);

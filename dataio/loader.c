@@ -202,6 +202,19 @@ static void batch_free(const gr_loader_config *cfg, void *p) {
     else gr_aligned_free(p);
 }
 
+size_t gr_loader_host_bytes(gr_dataset *ds, const gr_loader_config *cfg) {
+    int64_t chw[3], oh, ow;
+    gr_dataset_sample_shape(ds, chw);
+    gr_augment_out_shape(&cfg->aug, chw[1], chw[2], &oh, &ow);
+    const size_t b = (size_t)cfg->batch, slots = (size_t)GR_MAX(cfg->prefetch, 1);
+    const size_t workers = (size_t)GR_MAX(cfg->workers, 1);
+    size_t worker = b * sizeof(int64_t) + gr_decoder_scratch_bytes_for(chw[2], ow);
+    if (!gr_dataset_in_memory(ds)) worker += b * (gr_dataset_sample_bytes(ds) + sizeof(int64_t)); /* rows, sorted */
+    size_t bytes = slots * b * ((size_t)(chw[0] * oh * ow) * sizeof(float) + sizeof(int32_t)) + workers * worker;
+    if (cfg->shuffle) bytes += 2 * (size_t)gr_dataset_len(ds) * sizeof(int64_t);
+    return bytes;
+}
+
 gr_status gr_loader_open(gr_dataset *ds, const gr_loader_config *cfg, gr_loader **out, gr_error *err) {
     *out = NULL;
     int64_t chw[3], oh, ow;

@@ -274,27 +274,30 @@ void gr_job_loader_config(const gr_job *j, gr_loader_config *lc) {
 static void *gr_job_host_alloc(size_t bytes, void *ctx) { return gr_backend_host_alloc(ctx, bytes); }
 static void gr_job_host_free(void *p, void *ctx) { gr_backend_host_free(ctx, p); }
 
-gr_status gr_job_open_loaders(gr_job *j, gr_error *err) {
-    gr_loader_config lc;
-    gr_job_loader_config(j, &lc);
-    lc.shuffle = j->spec->data.shuffle;
-    lc.drop_last = true;
-    lc.aug = j->aug;
+void gr_job_loader_configs(const gr_job *j, gr_loader_config *tl, gr_loader_config *vl) {
+    gr_job_loader_config(j, tl);
+    tl->shuffle = j->spec->data.shuffle;
+    tl->drop_last = true;
+    tl->aug = j->aug;
     if (j->be) {
-        lc.host_alloc = gr_job_host_alloc;
-        lc.host_free = gr_job_host_free;
-        lc.alloc_ctx = j->be;
+        tl->host_alloc = gr_job_host_alloc;
+        tl->host_free = gr_job_host_free;
+        tl->alloc_ctx = j->be;
     }
-    gr_status st = gr_loader_open(j->train_ds, &lc, &j->train_ld, err);
+    *vl = *tl;
+    vl->shuffle = false;
+    vl->drop_last = false;
+    vl->aug = j->val_aug;
+    vl->rank = 0; /* every rank reads the whole split and evaluates every world-th batch (step.c) */
+    vl->world = 1;
+}
+
+gr_status gr_job_open_loaders(gr_job *j, gr_error *err) {
+    gr_loader_config tl, vl;
+    gr_job_loader_configs(j, &tl, &vl);
+    gr_status st = gr_loader_open(j->train_ds, &tl, &j->train_ld, err);
     if (st) return st;
-    if (j->val_ds) {
-        lc.shuffle = false;
-        lc.drop_last = false;
-        lc.aug = j->val_aug;
-        lc.rank = 0; /* every rank reads the whole split and evaluates every world-th batch (step.c) */
-        lc.world = 1;
-        if ((st = gr_loader_open(j->val_ds, &lc, &j->val_ld, err))) return st;
-    }
+    if (j->val_ds && (st = gr_loader_open(j->val_ds, &vl, &j->val_ld, err))) return st;
     return GR_OK;
 }
 

@@ -97,7 +97,10 @@ void gr_job_say_staged(const gr_job *j, bool quiet);
 /* The base of both loaders' configuration: micro-batch, seed, normalization,
  * prefetch and workers, this rank's shard (j->comm). */
 void gr_job_loader_config(const gr_job *j, gr_loader_config *lc);
-/* The train loader (shuffled, drop_last, augmented) and the val one. */
+/* The train loader's configuration (shuffled, drop_last, augmented, batch
+ * buffers from the backend) and the val one's (file order, every batch). */
+void gr_job_loader_configs(const gr_job *j, gr_loader_config *tl, gr_loader_config *vl);
+/* The train loader and the val one, so configured. */
 gr_status gr_job_open_loaders(gr_job *j, gr_error *err);
 
 /* Optimizer state slots per trainable value: AdamW 2, SGD with momentum 1, else 0. */

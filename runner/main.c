@@ -11,6 +11,7 @@
 #include "../graph/graph.h"
 #include "../config/spec.h"
 #include "../kernels/backend.h"
+#include "hostmem.h"
 #include "train.h"
 
 #define GR_MAX_SETS 256
@@ -191,6 +192,7 @@ static int gr_cmd_data(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+    gr_hostmem_start(); /* the program as loaded: part of the host memory plan */
     gr_backend_set_fault_handler(gr_device_fault);
     if (argc < 2) {
         fputs(gr_usage, stderr);

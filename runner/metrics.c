@@ -259,6 +259,7 @@ gr_status gr_metrics_summary(gr_metrics *mx, const char *status, int64_t steps, 
     struct rusage ru;
     gr_json_int(&js, "planned_bytes", (int64_t)mx->planned_bytes);
     gr_json_int(&js, "device_peak_bytes", (int64_t)mx->device_peak_bytes);
+    gr_json_int(&js, "planned_host_bytes", (int64_t)mx->planned_host_bytes);
     gr_json_int(&js, "peak_rss_bytes", getrusage(RUSAGE_SELF, &ru) == 0 ? (int64_t)ru.ru_maxrss * 1024 : -1);
     gr_status st = gr_rundir_write_file(r->run_dir, "summary.json", gr_write_line_cb, gr_json_end(&js), err);
     gr_error e2;

@@ -65,7 +65,8 @@ typedef struct gr_metrics {
     double eval_s;                 /* time spent evaluating */
     double comm_s;                 /* time spent in collectives (data parallelism), this process */
     int grad_buckets;              /* buckets of the gradient all-reduce (0: one after backward, or none) */
-    size_t planned_bytes;          /* the plan's device memory: the model's arenas, activations, staging */
+    size_t planned_bytes;          /* the plan's device memory: the model's arenas, activations, staging, scratch */
+    size_t planned_host_bytes;     /* the plan's host memory (hostmem.h), next to peak_rss_bytes */
     size_t device_peak_bytes;      /* what the backend's allocations held at most (gr_backend_mem_peak) */
     double wall_s;                 /* set by gr_metrics_summary */
 } gr_metrics;

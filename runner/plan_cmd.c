@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../graph/graph.h"
+#include "hostmem.h"
 #include "memfit.h"
 
 /* "nchw" / "nhwc" for an image tensor, "-" otherwise */
@@ -82,8 +83,40 @@ static void gr_plan_cmd_memory(const gr_job_spec *spec, const gr_graph *g, const
         gr_fmt_count((int64_t)need->stage, a, sizeof a);
         fprintf(f, "  fp32 staging     %14s  (half tensors of: %s)\n", a, gr_plan_staged_ops(tp, c, sizeof c));
     }
-    gr_fmt_count((int64_t)(need->params + need->grads + need->optim + need->act_train + tp->stage_bytes), a, sizeof a);
+    gr_fmt_count((int64_t)need->workspace, a, sizeof a);
+    if (need->workspace_known)
+        fprintf(f, "  conv scratch     %14s  (the convolutions' workspace, shared by train and eval)\n", a);
+    else
+        fprintf(f, "  conv scratch     %14s  (the GPU's cuDNN workspace is chosen when the run starts)\n", "-");
+    gr_fmt_count((int64_t)(need->params + need->grads + need->optim + need->act_train + tp->stage_bytes +
+                           need->workspace), a, sizeof a);
     fprintf(f, "  total            %14s  (training)\n", a);
+}
+
+/* The process's host memory: a fresh run's peak resident set, planned. */
+static void gr_plan_cmd_host(const gr_job *j, const gr_mem_need *need, FILE *f) {
+    gr_host_need h;
+    gr_hostmem_of(j, need, false, &h);
+    const struct { const char *name; size_t v; const char *what; } rows[] = {
+        {"program", h.process, "resident when gpurun started"},
+        {"libraries", h.libs, "oneDNN's kernels, OpenMP threads: a measured allowance"},
+        {"data", h.data, "labels, images held in memory, HDF5 chunk caches"},
+        {"loaders", h.loaders, "batch buffers, workers' scratch, epoch orders"},
+        {"device", h.device, "train + eval arenas and scratch when the device is this host's memory"},
+        {"checkpoints", h.ckpt, "the saver's copy of params and optimizer state, the final weights"},
+    };
+    char a[64];
+    fprintf(f, "host memory (bytes), a fresh run on %s:\n", j->be ? gr_backend_name(j->be) : "no device");
+    for (size_t i = 0; i < GR_ARRAY_LEN(rows); i++) {
+        gr_fmt_count((int64_t)rows[i].v, a, sizeof a);
+        if (!j->train_ds && (i == 2 || i == 3)) { /* planned from model.input */
+            fprintf(f, "  %-16s %14s  (the data file is not there: not counted)\n", rows[i].name, "-");
+            continue;
+        }
+        fprintf(f, "  %-16s %14s  (%s)\n", rows[i].name, a, rows[i].what);
+    }
+    gr_fmt_count((int64_t)h.total, a, sizeof a);
+    fprintf(f, "  total            %14s  (the peak resident set: summary.json's planned_host_bytes)\n", a);
 }
 
 /* The backend the run would take (auto: GPU 0, else the cpu), configured
@@ -198,7 +231,7 @@ gr_status gr_train_plan_report(const gr_job_spec *spec, const char *memory, FILE
         j.in_ndim = spec->model.n_input;
         for (int i = 0; i < j.in_ndim; i++) j.in_shape[i] = spec->model.input[i];
         if ((st = gr_job_graph(&j, j.in_shape, j.in_ndim, err))) goto done;
-    } else if ((st = gr_job_compile(&j, spec, false, err))) {
+    } else if ((st = gr_job_compile(&j, spec, true, err))) { /* with val: its loader is in the host plan */
         goto done;
     }
     const char *dev;
@@ -216,6 +249,7 @@ gr_status gr_train_plan_report(const gr_job_spec *spec, const char *memory, FILE
     gr_mem_need need;
     gr_memfit_of(&j.g, gr_optim_slots(&spec->train.optimizer), &tp, &ep, &need);
     gr_plan_cmd_memory(spec, &j.g, &tp, &need, f);
+    gr_plan_cmd_host(&j, &need, f);
     gr_plan_cmd_fit(j.be, dev, need.total, f);
     gr_plan_free(&tp);
     gr_plan_free(&ep);

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "finite.h"
+#include "hostmem.h"
 #include "job.h"
 #include "memfit.h"
 #include "parallel.h"
@@ -70,9 +71,12 @@ static void gr_loop_begin(gr_job *j, gr_loop *L) {
                         .world = j->comm.world,
                         .spe = L->spe, .total = L->total, .start = L->start, .log_every = s->log.every_steps};
     gr_metrics_begin(&j->mx, &r);
-    gr_mem_need need; /* the planner's figure, next to what the backend will have held (summary.json) */
+    gr_mem_need need; /* the planner's figures, next to what was held (summary.json) */
     gr_memfit_of(&j->g, j->m.optim_slots, &j->train_plan, &j->eval_plan, &need);
     j->mx.planned_bytes = need.total;
+    gr_host_need host;
+    gr_hostmem_of(j, &need, j->pre_found, &host);
+    j->mx.planned_host_bytes = host.total;
     L->last_ckpt = j->mx.t0;
 }
 
