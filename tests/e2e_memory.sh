@@ -11,6 +11,10 @@
 #     summary.json's planned_bytes is what the CPU backend held at most (device_peak_bytes);
 #     a run resumed under another limit picks another micro-batch and continues with the
 #     uninterrupted run's losses (an MLP: only the summation order changes, within 1e-5);
+#  2b. the CPU's planned device bytes are exact (GPURUN_MEMORY_LIMIT at the figure runs, a byte
+#     less is exit 4); the host plan (gpurun plan's table, summary.json's planned_host_bytes)
+#     is within 15% of the peak RSS for configs/fashion-mnist-cnn.yaml (images in memory and
+#     read from the file) and configs/resnet18-cifar10.yaml, on synthetic data of their shapes;
 #  3. out of memory (GPURUN_MEMORY_LIMIT: the CPU as a smaller device) is exit 4 naming the
 #     arena and its bytes, with remedies planned for the job: the micro-batch that fits, and
 #     bf16's; applied, each runs under the same limit;
@@ -116,6 +120,44 @@ assert sorted(b) == [4, 5, 6], sorted(b)
 for k in b:
     assert abs(a[k] - b[k]) <= 1e-5 * abs(a[k]), (k, a[k], b[k])
 EOF2
+
+# ---------------------------------------------------------------- the device's plan is exact, the host's within 15%
+# on the CPU the planned device bytes (arenas and the convolutions' scratch) are exactly what a
+# run may hold: GPURUN_MEMORY_LIMIT at the figure runs, one byte less is exit 4
+P=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['planned_bytes'])" "$T/hand/summary.json")
+expect 0 -- env GPURUN_MEMORY_LIMIT="$P" "$G" "$J" --run-dir "$T/exact" --quiet --threads 1 --set train.micro_batch="$best"
+expect 4 "out of memory on cpu" -- env GPURUN_MEMORY_LIMIT=$((P - 1)) "$G" "$J" --run-dir "$T/exact1" --quiet --threads 1 \
+    --set train.micro_batch="$best"
+# the host plan (gpurun plan's table, summary.json's planned_host_bytes) against the peak RSS:
+# configs/fashion-mnist-cnn.yaml on data of Fashion-MNIST's size (held in memory, and read from
+# the file), and configs/resnet18-cifar10.yaml on CIFAR-shaped data, a few steps and an eval each
+expect 0 -- "$G" data synthetic "$T/fm.h5" --n 60000 --shape 1,28,28 --classes 10 --test 10000 --seed 5
+expect 0 -- "$G" data synthetic "$T/c10.h5" --n 2000 --shape 3,32,32 --classes 10 --test 200 --seed 6
+FM=(--set data.train.path="$T/fm.h5" --set data.val.path="$T/fm.h5" --set train.steps=20 --set eval.every_steps=20
+    --set device=cpu)
+C10=(--set data.train.path="$T/c10.h5" --set data.val.path="$T/c10.h5" --set train.steps=2 --set eval.every_steps=2
+     --set device=cpu --set train.batch_size=64)
+host_check() {  # NAME RUNDIR CONFIG ARGS... : a run, then its plan within 15% of its peak RSS
+    local name=$1 rd=$2 cfg=$3; shift 3
+    expect 0 -- "$G" "$cfg" --run-dir "$rd" --quiet "$@"
+    expect_ok "host memory (bytes), a fresh run on cpu:" -- "$G" plan "$cfg" "$@"
+    check "$name: the host plan within 15% of the peak RSS; gpurun plan's total within 2% of the run's" \
+        "$PY" - "$rd/summary.json" "$OUT" <<'EOF2'
+import json, re, sys
+s = json.load(open(sys.argv[1]))
+plan, rss = s["planned_host_bytes"], s["peak_rss_bytes"]
+print(f"planned {plan}, peak RSS {rss}: {plan / rss:.3f}")
+assert abs(plan - rss) <= 0.15 * rss
+text = open(sys.argv[2]).read().split("host memory (bytes)")[1]
+total = int(re.search(r"\n  total +([0-9,]+)", text).group(1).replace(",", ""))
+assert abs(total - plan) <= 0.02 * plan, (total, plan)
+EOF2
+}
+host_check "Fashion-MNIST CNN" "$T/h_cnn" "$SRC/configs/fashion-mnist-cnn.yaml" "${FM[@]}"
+host_check "Fashion-MNIST CNN, data.cache: none" "$T/h_cnn_file" "$SRC/configs/fashion-mnist-cnn.yaml" "${FM[@]}" \
+    --set data.cache=none
+host_check "CIFAR ResNet-18" "$T/h_r18" "$SRC/configs/resnet18-cifar10.yaml" "${C10[@]}"
+rm -f "$T/fm.h5" "$T/c10.h5"
 
 # ---------------------------------------------------------------- out of memory, and its remedies
 WIDE=(--set train.batch_size=512 --set "model.layers=[{conv: {filters: 64, kernel: 3, padding: 1}}, batchnorm, relu,
