@@ -112,8 +112,9 @@ typedef struct gr_attrs {
     int64_t groups;          /* conv (1) */
     bool count_include_pad;  /* avgpool (true) */
     double momentum, eps;    /* batchnorm (0.1, 1e-5) */
-    bool recomputed;         /* batchnorm: a recomputation (gr_graph_recompute): batch statistics, running
-                                ones left alone (the original forward node updated them) */
+    bool stats_later;        /* batchnorm in training: the running stats are left alone here and updated by
+                                its recomputation later in the pass (gr_graph_recompute), which so reads
+                                them as this node did (the shift of statistics over processes) */
     int64_t axis;            /* concat (1) */
     int64_t offset;          /* concat_bwd: first channel of this input's slice */
 } gr_attrs;

@@ -10,9 +10,11 @@
  * tensors only.
  *
  * The copies compute what the originals did (the same kernels on the same
- * inputs): a batchnorm copy takes the batch statistics again but leaves the
- * running statistics alone (attrs.recomputed), a dropout copy draws the same
- * mask (it is a function of the run's key and the layer). */
+ * inputs): a batchnorm's running statistics are updated once, by the copy
+ * (the original has attrs.stats_later), so both read them as they were when
+ * the pass began (statistics over processes shift by the running mean); a
+ * dropout copy draws the same mask (it is a function of the run's key and
+ * the layer). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,7 +109,7 @@ static void gr_recompute_group(gr_graph *g, int grp, int **map, int *map_cap) {
         for (int i = 0; i < c.nin; i++)
             if (m[c.in[i]] >= 0) c.in[i] = m[c.in[i]];
         for (int o = 0; o < c.nout; o++) c.out[o] = m[c.out[o]];
-        if (c.op == GR_OP_BATCHNORM) c.attrs.recomputed = true;
+        if (c.op == GR_OP_BATCHNORM) g->nodes[fw[j]].attrs.stats_later = true; /* the copy updates them */
         g->nodes[first + j] = c;
     }
     for (int i = first + nc; i < g->n_nodes; i++) {

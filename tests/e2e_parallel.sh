@@ -102,6 +102,17 @@ check "sync_batchnorm: 2 ranks' weights and running statistics are 1 process's w
     "$PY" "$PC" weights "$T/bn1" "$T/bn2" 1e-5
 check "per-rank batchnorm statistics: the losses are not 1 process's (the check above has teeth)" \
     bash -c "! '$PY' '$PC' losses '$T/bn1' '$T/bn2n' 1e-5 >/dev/null 2>&1"
+# sync_batchnorm with activation recomputation: the running statistics are updated once, by the
+# recomputation, so the original and its copy shift by the same running mean: bit for bit the plain run
+sed -e 's/^name: dpbn$/name: dpbnr/' \
+    -e 's/^  layers: .*/  blocks: {cb: {args: {f: 4}, layers: [{conv: {filters: $f, kernel: 3, padding: 1}}, batchnorm, relu]}}\n  layers: [{cb: {f: 4}}, {maxpool: {kernel: 2}}, {cb: {f: 8}}, flatten, {dense: {units: 10}}]/' \
+    "$JB" >"$T/bnr.yaml"
+expect 0 -- "${MPI2[@]}" "$G" "$T/bnr.yaml" --run-dir "$T/bnr" --quiet --threads 1 --set parallel.sync_batchnorm=true
+expect 0 -- "${MPI2[@]}" "$G" "$T/bnr.yaml" --run-dir "$T/bnrr" --quiet --threads 1 --set parallel.sync_batchnorm=true \
+    --set train.recompute=blocks
+check "sync_batchnorm + train.recompute: blocks: losses bit for bit the plain run's" "$PY" "$PC" losses "$T/bnr" "$T/bnrr" 0
+check "sync_batchnorm + train.recompute: blocks: weights and running statistics bit for bit" \
+    "$PY" "$PC" weights "$T/bnr" "$T/bnrr" 0
 # the evaluation, sharded over the ranks, used rank 0's running statistics (the ones saved):
 # `gpurun eval` of the last checkpoint gives the run's last eval line
 expect 0 -- "$G" eval "$JB" --checkpoint "$T/bn2n/checkpoints/step-000000020.h5" --threads 1

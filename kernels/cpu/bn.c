@@ -128,7 +128,7 @@ static void gr_bn_channel_finish(const gr_kargs *a, const gr_bn_dims *d, int64_t
     double mom = a->node->attrs.momentum;
     saved[c] = (float)mean;
     saved[d->c + c] = (float)invstd;
-    if (!a->node->attrs.recomputed) { /* a recomputation leaves them as the forward pass left them */
+    if (!a->node->attrs.stats_later) { /* else the recomputation updates them */
         rmean[c] = (float)((1.0 - mom) * rmean[c] + mom * mean);
         rvar[c] = (float)((1.0 - mom) * rvar[c] + mom * var * m / (m - 1.0));
     }

@@ -151,7 +151,7 @@ void gr_cpu_batchnorm_nhwc(const gr_kargs *a) {
             double mean = (double)v[j] + dm, invstd = 1.0 / sqrt(var + a->node->attrs.eps);
             saved[j] = (float)mean;
             saved[c + j] = (float)invstd;
-            if (!a->node->attrs.recomputed) { /* a recomputation leaves them alone */
+            if (!a->node->attrs.stats_later) { /* else the recomputation updates them */
                 rmean[j] = (float)((1.0 - mom) * rmean[j] + mom * mean);
                 rvar[j] = (float)((1.0 - mom) * rvar[j] + mom * var * m / (m - 1.0));
             }

@@ -74,7 +74,7 @@ void gr_cuda_batchnorm(const gr_kargs *a) {
     cudaStream_t s = gr_cuda_of(a)->stream;
     if (a->ctx->training) {
         GR_ASSERT(a->n * hw >= 2);
-        const bool rec = a->node->attrs.recomputed; /* the running stats are not touched again */
+        const bool rec = a->node->attrs.stats_later; /* its recomputation updates the running stats */
         gr_cu_batchnorm_train(s, (int)a->ein[0], a->in[0], a->in[1], a->in[2], rec ? NULL : a->in[3],
                               rec ? NULL : a->in[4], a->out[0], a->out[1], a->n, c, hw, a->node->attrs.eps,
                               a->node->attrs.momentum);
