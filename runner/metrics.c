@@ -228,6 +228,8 @@ gr_status gr_metrics_summary(gr_metrics *mx, const char *status, int64_t steps, 
     gr_json js;
     gr_json_begin(&js);
     gr_json_str(&js, "status", status);
+    gr_json_int(&js, "exit_code", mx->exit_code);
+    if (mx->exit_code && mx->error) gr_json_str(&js, "error", mx->error);
     gr_json_str(&js, "name", r->name);
     gr_json_str(&js, "device", r->device);
     gr_json_str(&js, "device_detail", r->device_detail);
@@ -262,6 +264,7 @@ gr_status gr_metrics_summary(gr_metrics *mx, const char *status, int64_t steps, 
     gr_json_int(&js, "planned_host_bytes", (int64_t)mx->planned_host_bytes);
     gr_json_int(&js, "peak_rss_bytes", getrusage(RUSAGE_SELF, &ru) == 0 ? (int64_t)ru.ru_maxrss * 1024 : -1);
     gr_status st = gr_rundir_write_file(r->run_dir, "summary.json", gr_write_line_cb, gr_json_end(&js), err);
+    mx->summarized = st == GR_OK;
     gr_error e2;
     gr_status st2 = gr_metrics_flush(mx, &e2);
     if (!st && st2) {

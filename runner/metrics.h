@@ -67,6 +67,9 @@ typedef struct gr_metrics {
     int grad_buckets;              /* buckets of the gradient all-reduce (0: one after backward, or none) */
     size_t planned_bytes;          /* the plan's device memory: the model's arenas, activations, staging, scratch */
     size_t planned_host_bytes;     /* the plan's host memory (hostmem.h), next to peak_rss_bytes */
+    int exit_code;                 /* summary.json's: the process's exit code as the summary is written */
+    const char *error;             /* and its message when not 0 (NULL: none) */
+    bool summarized;               /* summary.json was written */
     size_t device_peak_bytes;      /* what the backend's allocations held at most (gr_backend_mem_peak) */
     double wall_s;                 /* set by gr_metrics_summary */
 } gr_metrics;

@@ -90,6 +90,18 @@ gr_status gr_rundir_lock_take(gr_rundir_lock *l, const char *dir, gr_error *err)
     return GR_OK;
 }
 
+bool gr_rundir_lock_held(const char *dir, char *holder, size_t n) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/" GR_RUNDIR_LOCK, dir);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) return false;
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    bool held = fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+    if (held && holder) gr_rundir_holder(fd, holder, n);
+    close(fd);
+    return held;
+}
+
 void gr_rundir_lock_release(gr_rundir_lock *l, bool undo) {
     if (l->fd < 0) return;
     if (undo && l->made_dir) {

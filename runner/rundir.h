@@ -33,6 +33,10 @@ gr_status gr_rundir_mkdirs(const char *path, const char *what, gr_status code, g
  * system). */
 gr_status gr_rundir_lock_take(gr_rundir_lock *l, const char *dir, gr_error *err);
 
+/* Whether a live process holds dir's lock (F_GETLK: the directory is not
+ * written), and then "host h, pid p, started t" in holder. */
+bool gr_rundir_lock_held(const char *dir, char *holder, size_t n);
+
 /* Releases the lock. With `undo`, a directory this process made and left
  * holding nothing but the lock file is removed again (a run that failed
  * before writing anything leaves no trace). */

@@ -211,6 +211,18 @@ static gr_status gr_loop_last_checkpoint(gr_job *j, gr_loop *L, gr_status st, gr
                         j->ckpt_dir, name, periodic ? " (the step's periodic save, waited for, not written twice)" : "");
 }
 
+/* A run that fails (exit st) once its loop has begun says so in
+ * summary.json: status failed, its exit code and message (a summary already
+ * written with that code stands). */
+static void gr_train_failed_summary(gr_job *j, int64_t steps, gr_status st, const gr_error *err) {
+    if (!st || !j->wrote_run_dir || !j->mx.run.name || (j->mx.summarized && j->mx.exit_code == (int)st)) return;
+    j->mx.exit_code = (int)st;
+    j->mx.error = err->msg;
+    gr_error e2;
+    (void)gr_metrics_summary(&j->mx, "failed", steps, j->sc.scale, j->sc.skipped,
+                             j->train_ld ? gr_loader_wait_s(j->train_ld) : 0.0, &e2);
+}
+
 gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_error *err) {
     gr_job_spec rs; /* the spec as this process runs it (its share of the batch) */
     gr_comm comm;
@@ -299,6 +311,8 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
         memcpy(j.mx.device_detail, detail, sizeof detail);
     }
     j.mx.device_peak_bytes = gr_backend_mem_peak(j.be);
+    j.mx.exit_code = (int)st;
+    j.mx.error = st ? err->msg : NULL;
     gr_status st2 = gr_metrics_summary(&j.mx, L.status, L.step, j.sc.scale, j.sc.skipped,
                                        gr_loader_wait_s(j.train_ld), &e2);
     if (!st && st2) {
@@ -308,6 +322,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
     if (!st && strcmp(L.status, "finished") == 0) st = gr_job_save_weights(&j, err);
     if (!st) gr_metrics_done(&j.mx, L.step);
 done:
+    gr_train_failed_summary(&j, L.step, st, err);
     gr_signals_restore();
     free(L.state0);
     gr_rundir_lock lock = j.lock;

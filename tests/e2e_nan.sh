@@ -106,7 +106,8 @@ EOF
 # ---- a clean run first: the fixtures and specs work
 spec ok good
 expect_ok "done:" -- "$G" "$T/ok.yaml" --run-dir "$T/r_ok"
-check "a clean run finishes" grep -q '"status": *"finished"' "$T/r_ok/summary.json"
+check "a clean run finishes (exit_code 0 in summary.json)" grep -q '"status": *"finished", *"exit_code": *0,' \
+    "$T/r_ok/summary.json"
 spec init_ok good init_ok
 expect_ok "done:" -- "$G" "$T/init_ok.yaml" --run-dir "$T/r_init_ok"
 
@@ -121,6 +122,11 @@ GPURUN_DATA_MEM_LIMIT=0 expect 3 "$T/nanpix.h5" "/train/images" "sample 37 holds
     "$G" "$T/nanpix.yaml" --run-dir "$T/r_nanpix_disk"
 check "streamed: two steps ran before the bad batch" grep -q '"step":2' "$T/r_nanpix_disk/metrics.jsonl"
 check "streamed: no weights.h5" test ! -e "$T/r_nanpix_disk/weights.h5"
+check "streamed: summary.json says failed, with exit code 3 and the message" "$PY" -c "
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s['status'] == 'failed' and s['exit_code'] == 3 and 'sample 37 holds NaN' in s['error'], s" \
+    "$T/r_nanpix_disk/summary.json"
 # the same samples through eval's val split
 spec nanval good "" "eval: {every_steps: 1}"
 sed -i "s|^  shuffle: false|  val: {path: $T/nanpix.h5, group: /train}\n  shuffle: false|" "$T/nanval.yaml"
