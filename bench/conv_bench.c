@@ -1,8 +1,7 @@
 /* conv_bench.c — times the CPU conv kernels (conv.h) forward, backward data
  * and backward weights on the Fashion-MNIST CNN's and ResNet-50's shapes;
- * bench/conv_torch.py times PyTorch on the same shapes. Built by hand:
- *   gcc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -I. bench/conv_bench.c \
- *       build-conv/libgpurun_core.a -ldnnl -lopenblas -fopenmp -lm -o /tmp/conv_bench
+ * bench/conv_torch.py times PyTorch on the same shapes. Built with gpurun
+ * (the CMake target gpurun_conv_bench).
  * Usage: conv_bench [ref|onednn [n,c,h,w,f,k,s,p ...]] (OMP_NUM_THREADS picks the threads;
  * GPURUN_CONV_LAYOUT=plain|blocked forces the oneDNN layouts). Each time is
  * the fastest call in ~0.6 s; bwd_d is 0 where the input needs no gradient. */

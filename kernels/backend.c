@@ -155,6 +155,24 @@ void gr_backend_release(gr_backend *be, gr_steps *s) {
     if (be->vt->release) be->vt->release(be, s);
 }
 
+void gr_backend_mark(gr_backend *be, gr_mark *m) {
+    m->t = gr_now();
+    if (be->vt->mark) be->vt->mark(be, m);
+}
+
+double gr_backend_mark_seconds(gr_backend *be, const gr_mark *from, const gr_mark *to) {
+    return be->vt->mark_seconds ? be->vt->mark_seconds(be, from, to) : to->t - from->t;
+}
+
+void gr_backend_mark_free(gr_backend *be, gr_mark *m) {
+    if (be->vt->mark_free && m->ev) be->vt->mark_free(be, m);
+    m->ev = NULL;
+}
+
+bool gr_backend_pci_bus_id(gr_backend *be, char *buf, size_t n) {
+    return be->vt->pci_bus_id && be->vt->pci_bus_id(be, buf, n);
+}
+
 bool gr_backend_workspace(gr_backend *be, const gr_steps *s, size_t *bytes) {
     *bytes = 0;
     return be->vt->workspace && be->vt->workspace(be, s, bytes);

@@ -168,6 +168,24 @@ bool gr_backend_workspace(gr_backend *be, const gr_steps *s, size_t *bytes);
 gr_run_mode gr_backend_run_begin(gr_backend *be, gr_steps *s, int64_t n, const gr_exec_ctx *ctx);
 void gr_backend_run_end(gr_backend *be, gr_steps *s, gr_run_mode mode);
 
+/* Time marks on the device's timeline (the profiler). gr_backend_mark
+ * records where the device is: a GPU, an event on its stream (made on the
+ * mark's first use); the CPU, whose ops return finished, the monotonic
+ * clock. gr_backend_mark_seconds gives the seconds between two marks once
+ * both are reached (after gr_backend_sync); gr_backend_mark_free frees a
+ * mark's event. */
+typedef struct gr_mark {
+    double t;  /* the host clock when recorded (gr_now) */
+    void *ev;  /* the device's event; NULL on the CPU */
+} gr_mark;
+void gr_backend_mark(gr_backend *be, gr_mark *m);
+double gr_backend_mark_seconds(gr_backend *be, const gr_mark *from, const gr_mark *to);
+void gr_backend_mark_free(gr_backend *be, gr_mark *m);
+
+/* The device's PCI bus id ("0000:65:00.0"), which names it to NVML (the
+ * health figures, runner/health.h); false where there is none (the CPU). */
+bool gr_backend_pci_bus_id(gr_backend *be, char *buf, size_t n);
+
 /* Device faults: a failed call the run cannot recover from (a lost device,
  * an illegal address). gr_backend_fault hands what happened (one line, no
  * "gpurun: " prefix) to the installed handler, which is not expected to
@@ -210,6 +228,11 @@ typedef struct gr_backend_vtable {
     gr_status (*prepare)(gr_backend *be, gr_steps *s, gr_error *err);
     void (*release)(gr_backend *be, gr_steps *s);
     bool (*workspace)(gr_backend *be, const gr_steps *s, size_t *bytes); /* NULL: unknown */
+    /* gr_backend_mark*: NULL, the host clock (a backend whose ops return finished) */
+    void (*mark)(gr_backend *be, gr_mark *m);
+    double (*mark_seconds)(gr_backend *be, const gr_mark *from, const gr_mark *to);
+    void (*mark_free)(gr_backend *be, gr_mark *m);
+    bool (*pci_bus_id)(gr_backend *be, char *buf, size_t n); /* NULL: none */
     gr_run_mode (*run_begin)(gr_backend *be, gr_steps *s, int64_t n, const gr_exec_ctx *ctx);
     void (*run_end)(gr_backend *be, gr_steps *s, gr_run_mode mode);
     void (*op_done)(gr_backend *be, const gr_kargs *a); /* after each step (kernel and staging) */

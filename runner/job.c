@@ -11,6 +11,7 @@
 #include "../checkpoints/weights.h"
 #include "../graph/graph.h"
 #include "buckets.h"
+#include "profile.h"
 
 void gr_job_init(gr_job *j, const gr_job_spec *spec, bool quiet) {
     memset(j, 0, sizeof *j);
@@ -22,6 +23,7 @@ void gr_job_init(gr_job *j, const gr_job_spec *spec, bool quiet) {
 }
 
 void gr_job_free(gr_job *j) {
+    gr_prof_free(j->prof);
     gr_saver_free(j->saver);
     gr_buckets_free(j->buckets);
     free(j->pre_params);
@@ -214,7 +216,9 @@ gr_status gr_job_backend(gr_job *j, const gr_job_spec *s, const char *device, in
     }
     gr_status st = j->be ? GR_OK : gr_backend_create(dev, threads, &j->be, err);
     if (st) return st;
-    gr_backend_opts o = {.precision = s->precision, .cudnn_benchmark = s->cudnn_benchmark, .cuda_graph = s->cuda_graph};
+    /* a CUDA Graph's replay calls no hooks: --profile runs without (j->prof_steps) */
+    gr_backend_opts o = {.precision = s->precision, .cudnn_benchmark = s->cudnn_benchmark,
+                         .cuda_graph = s->cuda_graph && !j->prof_steps};
     gr_backend_configure(j->be, &o);
     if (s->precision == GR_PREC_TF32 && strcmp(gr_backend_name(j->be), "cpu") == 0 && !quiet)
         fprintf(stderr, "gpurun: precision tf32: the cpu computes in full fp32\n");

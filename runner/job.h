@@ -61,6 +61,8 @@ typedef struct gr_job {
     gr_xsum xsum;      /* parallel.sync_batchnorm: the kernels' sums over processes (parallel.c) */
     gr_status xsum_st; /* its first failure, reported after the micro-batch */
     gr_error xsum_err;
+    struct gr_prof *prof; /* --profile (profile.h); NULL: not profiling */
+    int prof_steps;       /* --profile's steps (0: off), known before the backend is configured */
     int64_t ck_step;   /* step of the last save started (-1: none); ck_failed: it was reported failed */
     bool ck_failed;
 } gr_job;

@@ -7,12 +7,12 @@
 
 static void gr_json_put(gr_json *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void gr_json_put(gr_json *j, const char *fmt, ...) {
-    if (j->len >= sizeof j->buf) return;
     va_list ap;
     va_start(ap, fmt);
     int k = vsnprintf(j->buf + j->len, sizeof j->buf - j->len, fmt, ap);
     va_end(ap);
-    if (k > 0) j->len = GR_MIN(j->len + (size_t)k, sizeof j->buf - 1);
+    GR_ASSERT(k >= 0 && j->len + (size_t)k < sizeof j->buf); /* truncated JSON would be silently invalid */
+    j->len += (size_t)k;
 }
 
 static void gr_json_key(gr_json *j, const char *key) {

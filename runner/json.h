@@ -8,7 +8,7 @@
 #include "../common/gr_common.h"
 
 typedef struct gr_json {
-    char buf[2048];
+    char buf[8192]; /* a line that would not fit is a bug (asserted) */
     size_t len;
     int n;
 } gr_json;

@@ -19,6 +19,8 @@
 static const char gr_usage[] =
     "usage: gpurun [run] JOB.yaml [--set KEY=VALUE]... [--resume auto|PATH]\n"
     "                             [--run-dir DIR] [--device auto|cpu|cuda|cuda:N] [--quiet] [--threads N]\n"
+    "                             [--profile [STEPS (20)]]  time every op of STEPS steps after 3 warm-up\n"
+    "                                                       ones: RUN_DIR/profile.txt and trace.json\n"
     "       gpurun plan JOB.yaml [--memory BYTES|auto] [--set KEY=VALUE]...\n"
     "                                                       compile only: layers, shapes, parameters,\n"
     "                                                       FLOPs, memory per arena; with --memory,\n"
@@ -254,6 +256,15 @@ int main(int argc, char **argv) {
             if (!val) gr_usage_error("%s: expected a value", a);
             memory = val;
             i++;
+        } else if (strcmp(a, "--profile") == 0 && strcmp(cmd, "run") == 0) {
+            opt.profile_steps = 20; /* STEPS, when the next argument is a count */
+            char *end;
+            long n = val ? strtol(val, &end, 10) : 0;
+            if (val && *val >= '0' && *val <= '9' && !*end) {
+                if (n < 1 || n > 100000) gr_usage_error("--profile: expected a step count from 1 to 100000, got '%s'", val);
+                opt.profile_steps = (int)n;
+                i++;
+            }
         } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
             opt.quiet = true;
         } else if (a[0] == '-') {

@@ -23,6 +23,7 @@ void gr_metrics_close(gr_metrics *mx) {
     mx->jsonl = NULL;
     gr_tfevents_close(mx->tb, NULL);
     mx->tb = NULL;
+    gr_health_close(&mx->health);
 }
 
 /* ---- the files ---- */
@@ -157,6 +158,7 @@ gr_status gr_metrics_step(gr_metrics *mx, int64_t step, double lr, double loss_s
     gr_json_num(&js, "loss_scale", loss_scale);
     gr_json_num(&js, "time_s", mx->rec.time0 + (now - mx->t0));
     gr_json_num(&js, "data_wait_pct", wait_pct);
+    gr_health_sample(&mx->health, &js);
     fprintf(mx->jsonl, "%s\n", gr_json_end(&js));
     gr_status st = gr_rundir_flush(mx->jsonl, mx->path, err);
     if (st) return st;
@@ -263,6 +265,7 @@ gr_status gr_metrics_summary(gr_metrics *mx, const char *status, int64_t steps, 
     gr_json_int(&js, "device_peak_bytes", (int64_t)mx->device_peak_bytes);
     gr_json_int(&js, "planned_host_bytes", (int64_t)mx->planned_host_bytes);
     gr_json_int(&js, "peak_rss_bytes", getrusage(RUSAGE_SELF, &ru) == 0 ? (int64_t)ru.ru_maxrss * 1024 : -1);
+    gr_health_summary(&mx->health, &js);
     gr_status st = gr_rundir_write_file(r->run_dir, "summary.json", gr_write_line_cb, gr_json_end(&js), err);
     mx->summarized = st == GR_OK;
     gr_error e2;

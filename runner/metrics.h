@@ -23,6 +23,7 @@
 #include <stdio.h>
 
 #include "../common/gr_common.h"
+#include "health.h"
 #include "tfevents.h"
 
 #define GR_METRICS_PATH_MAX (1024 + 16) /* GR_PATH_MAX + "/metrics.jsonl" */
@@ -70,6 +71,7 @@ typedef struct gr_metrics {
     int exit_code;                 /* summary.json's: the process's exit code as the summary is written */
     const char *error;             /* and its message when not 0 (NULL: none) */
     bool summarized;               /* summary.json was written */
+    gr_health health;              /* the device's figures on each train line and in the summary */
     size_t device_peak_bytes;      /* what the backend's allocations held at most (gr_backend_mem_peak) */
     double wall_s;                 /* set by gr_metrics_summary */
 } gr_metrics;

@@ -1,5 +1,6 @@
 /* parallel.c — data parallelism in the training loop (see parallel.h). */
 #include "parallel.h"
+#include "profile.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -77,7 +78,9 @@ static double gr_wd_enter(const char *what, int64_t step) {
 
 static void gr_wd_leave(gr_job *j, double t0) {
     atomic_store(&gr_wd.since_ms, 0);
-    j->mx.comm_s += gr_now() - t0;
+    const double t1 = gr_now();
+    j->mx.comm_s += t1 - t0;
+    gr_prof_host(j->prof, GR_PROF_COMM, atomic_load(&gr_wd.what), t0, t1);
 }
 
 gr_status gr_parallel_resolve(const gr_job_spec *s, gr_job_spec *rs, gr_comm *c, gr_error *err) {

@@ -8,8 +8,7 @@
 #include "parallel.h"
 #include "signals.h"
 
-/* The batch into the plan's input and label tensors. */
-static void gr_plan_load_batch(gr_plan *p, const gr_batch *b) {
+void gr_train_load_batch(gr_plan *p, const gr_batch *b) {
     const gr_graph *g = p->g;
     size_t per = (size_t)gr_tensor_sample_numel(&g->tensors[g->input]);
     /* asynchronous on a GPU: the stats read-back at the end of the pass is the fence */
@@ -17,8 +16,7 @@ static void gr_plan_load_batch(gr_plan *p, const gr_batch *b) {
     gr_backend_upload_batch(p->m->be, gr_plan_ptr(p, g->label), b->y, (size_t)b->n * sizeof(int32_t));
 }
 
-/* Adds the pass's loss sum and correct count. */
-static void gr_plan_read_stats(gr_plan *p, double *loss_sum, double *correct) {
+void gr_train_read_stats(gr_plan *p, double *loss_sum, double *correct) {
     float stats[2];
     gr_backend_download(p->m->be, stats, gr_plan_ptr(p, p->g->loss_stats), sizeof stats);
     *loss_sum += stats[0];
@@ -27,9 +25,9 @@ static void gr_plan_read_stats(gr_plan *p, double *loss_sum, double *correct) {
 
 void gr_train_micro_step(gr_plan *p, const gr_batch *b, const gr_exec_ctx *ctx, double *loss_sum,
                          double *correct) {
-    gr_plan_load_batch(p, b);
+    gr_train_load_batch(p, b);
     gr_plan_run(p, b->n, ctx);
-    gr_plan_read_stats(p, loss_sum, correct);
+    gr_train_read_stats(p, loss_sum, correct);
 }
 
 void gr_train_apply(gr_model *m, const gr_job_spec *s, double lr, int64_t step) {

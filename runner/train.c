@@ -26,6 +26,7 @@
 #include "job.h"
 #include "memfit.h"
 #include "parallel.h"
+#include "profile.h"
 #include "resume.h"
 #include "schedule.h"
 #include "signals.h"
@@ -71,6 +72,7 @@ static void gr_loop_begin(gr_job *j, gr_loop *L) {
                         .world = j->comm.world,
                         .spe = L->spe, .total = L->total, .start = L->start, .log_every = s->log.every_steps};
     gr_metrics_begin(&j->mx, &r);
+    gr_health_open(&j->mx.health, j->be, j->mx.quiet);
     gr_mem_need need; /* the planner's figures, next to what was held (summary.json) */
     gr_memfit_of(&j->g, j->m.optim_slots, &j->train_plan, &j->eval_plan, &need);
     j->mx.planned_bytes = need.total;
@@ -89,13 +91,16 @@ static gr_status gr_loop_accumulate(gr_job *j, gr_loop *L, double *loss, gr_erro
     const int64_t nt = j->g.n_trainable, step = L->step, epoch = step / L->spe;
     gr_status st;
     j->step = step;
+    gr_prof_step_begin(j->prof, step);
     if (L->state0) gr_backend_download(j->be, L->state0, j->m.params + nt, L->state_bytes);
     if (step > 0 && step % L->spe == 0 && (st = gr_loader_seek(j->train_ld, epoch, 0, err))) return st;
     gr_backend_zero(j->be, j->m.grads, (size_t)nt * sizeof(float));
     double loss_sum = 0.0, correct = 0.0;
     for (int64_t k = 0; k < L->accum; k++) {
         gr_batch *b;
+        const double t0 = gr_now();
         if ((st = gr_loader_next(j->train_ld, &b, err))) return st;
+        gr_prof_host(j->prof, GR_PROF_DATA, "the next batch", t0, gr_now());
         GR_ASSERT(b->n == s->train.micro_batch && b->epoch == epoch);
         /* one key per micro-batch of the whole step (the same as before for one process) */
         const uint64_t mb = (uint64_t)((step * L->accum + k) * j->comm.world + j->comm.rank);
@@ -103,7 +108,7 @@ static gr_status gr_loop_accumulate(gr_job *j, gr_loop *L, double *loss, gr_erro
                            .grad_scale = gr_scaler_grad_scale(&j->sc, s->train.batch_size),
                            .xsum = gr_parallel_xsum_of(j)};
         gr_parallel_arm(j, k == L->accum - 1);
-        gr_train_micro_step(&j->train_plan, b, &ctx, &loss_sum, &correct);
+        gr_prof_micro_step(j->prof, &j->train_plan, b, &ctx, &loss_sum, &correct);
         gr_loader_release(j->train_ld, b);
         if ((st = gr_parallel_stop(j, &L->stop_signal, err))) return st;
         if (L->stop_signal) break; /* the step is redone after the resume */
@@ -130,7 +135,9 @@ static gr_status gr_loop_update(gr_job *j, gr_loop *L, double loss, gr_error *er
     L->lr = gr_schedule_lr(&s->train.schedule, s->train.optimizer.lr, step, L->total, L->spe);
     gr_saver_wait_copied(j->saver); /* a checkpoint's snapshot may still be reading the weights */
     const double scale = j->sc.scale;
+    gr_prof_begin(j->prof, GR_PROF_OPTIM);
     bool finite = gr_train_apply_scaled(&j->m, s, L->lr, step - j->sc.skipped, scale, true);
+    gr_prof_end(j->prof, GR_PROF_OPTIM);
     if (!gr_scaler_update(&j->sc, finite)) {
         L->status = "diverged";
         return gr_train_grads_diverged(&j->m, step + 1, epoch + 1, loss, scale, j->sc.check, j->sc.dynamic, err);
@@ -233,6 +240,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
     o.quiet = opt0->quiet || comm.rank != 0; /* rank 0 speaks for the run */
     gr_job j;
     gr_job_init(&j, s, opt->quiet);
+    j.prof_steps = opt->profile_steps;
     j.comm = comm;
     j.mx.off = !gr_job_writer(&j);
     gr_loop L;
@@ -259,6 +267,8 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
     if ((st = gr_job_open_run_dir(&j, opt, err))) goto done;
     if ((st = gr_job_resume(&j, opt, L.spe, &L.start, err))) goto done;
     gr_loop_begin(&j, &L);
+    if (opt->profile_steps && gr_job_writer(&j))
+        j.prof = gr_prof_open(&j, opt->profile_steps, L.start, L.total, opt->quiet);
 
     double eval_s;
     bool interrupted;
@@ -274,6 +284,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
         if ((st = gr_loop_accumulate(&j, &L, &loss, err))) goto done;
         if (L.stop_signal) break;
         if ((st = gr_loop_update(&j, &L, loss, err))) break; /* diverged */
+        gr_prof_step_end(j.prof);
         const int64_t done_steps = L.step + 1;
         if (gr_metrics_due(&j.mx, done_steps)) {
             if ((st = gr_train_check_params(&j.m, done_steps, L.spe, "at the metrics line", err))) {
@@ -320,6 +331,10 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
         *err = e2;
     }
     if (!st && strcmp(L.status, "finished") == 0) st = gr_job_save_weights(&j, err);
+    if ((st2 = gr_prof_finish(j.prof, j.run_dir, opt->quiet, &e2)) && !st) { /* a stopped run's profile too */
+        st = st2;
+        *err = e2;
+    }
     if (!st) gr_metrics_done(&j.mx, L.step);
 done:
     gr_train_failed_summary(&j, L.step, st, err);

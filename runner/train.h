@@ -22,6 +22,7 @@ typedef struct gr_run_options {
     const char *device;   /* NULL: the spec's device */
     int threads;          /* 0: all cores */
     bool quiet;           /* no progress lines */
+    int profile_steps;    /* --profile [STEPS]: optimizer steps profiled after the warm-up; 0: off */
 } gr_run_options;
 
 gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_error *err);
@@ -49,6 +50,11 @@ gr_status gr_train_plan_report(const gr_job_spec *spec, const char *memory, FILE
  * step + 1). */
 void gr_train_micro_step(gr_plan *p, const gr_batch *b, const gr_exec_ctx *ctx, double *loss_sum,
                          double *correct);
+/* Its parts (the profiler times them apart): the batch into the plan's
+ * input and label tensors (asynchronous on a GPU), and the pass's loss sum
+ * and correct count added to *loss_sum, *correct (a read-back: the fence). */
+void gr_train_load_batch(gr_plan *p, const gr_batch *b);
+void gr_train_read_stats(gr_plan *p, double *loss_sum, double *correct);
 void gr_train_apply(gr_model *m, const gr_job_spec *s, double lr, int64_t step);
 /* The same with the gradients scaled by loss_scale (mixed precision):
  * divides it out, and with check (the training loop: always) first looks for inf/NaN

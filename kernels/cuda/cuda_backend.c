@@ -324,6 +324,34 @@ static gr_status gr_cuda_prepare(gr_backend *be, gr_steps *s, gr_error *err) {
     return GR_OK;
 }
 
+/* ---- time marks (the profiler): events on the compute stream ---- */
+
+static void gr_cuda_mark(gr_backend *be, gr_mark *m) {
+    gr_cuda *cu = gr_cu(be);
+    if (!m->ev) {
+        cudaEvent_t ev;
+        GR_CU(cudaEventCreate(&ev));
+        m->ev = ev;
+    }
+    GR_CU(cudaEventRecord((cudaEvent_t)m->ev, cu->stream));
+}
+
+static double gr_cuda_mark_seconds(gr_backend *be, const gr_mark *from, const gr_mark *to) {
+    (void)be;
+    float ms = 0.0f;
+    GR_CU(cudaEventElapsedTime(&ms, (cudaEvent_t)from->ev, (cudaEvent_t)to->ev));
+    return (double)ms / 1e3;
+}
+
+static void gr_cuda_mark_free(gr_backend *be, gr_mark *m) {
+    (void)be;
+    GR_CU(cudaEventDestroy((cudaEvent_t)m->ev));
+}
+
+static bool gr_cuda_pci_bus_id(gr_backend *be, char *buf, size_t n) {
+    return cudaDeviceGetPCIBusId(buf, (int)n, gr_cu(be)->device) == cudaSuccess;
+}
+
 static void gr_cuda_release(gr_backend *be, gr_steps *s) {
     gr_cuda *cu = gr_cu(be);
     gr_cuda_plan *cp = s->be_state;
@@ -459,6 +487,10 @@ static const gr_backend_vtable gr_cuda_vtable = {
     .describe = gr_cuda_describe,
     .configure = gr_cuda_configure,
     .prepare = gr_cuda_prepare,
+    .mark = gr_cuda_mark,
+    .mark_seconds = gr_cuda_mark_seconds,
+    .mark_free = gr_cuda_mark_free,
+    .pci_bus_id = gr_cuda_pci_bus_id,
     .release = gr_cuda_release,
     .run_begin = gr_cuda_run_begin,
     .run_end = gr_cuda_run_end,

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# e2e_profile.sh — observability (issue 16): `gpurun run --profile [STEPS]` and the health
+# figures of metrics.jsonl and summary.json:
+#  1. --profile 8 after the 3 warm-up steps writes profile.txt and trace.json and says so; the
+#     table's total per step is within 10% of the step time metrics.jsonl's time_s gives over
+#     the profiled steps (a clock the profiler does not own) and of the profile's own measured
+#     step time; every op of the train plan has a row with 8 calls (16 with two micro-batches a
+#     step), forward and backward, with GFLOP/s on the convs (the medians over the steps: a busy
+#     machine may take the CPU from a step between two ops); the optimizer, the copies and the
+#     data wait have rows; trace.json is valid JSON with one complete event per op per
+#     micro-batch of each profiled step, its args naming the step (4..11) and the layer;
+#  2. a model of recomputed blocks has "recompute" rows; a run no longer than the warm-up
+#     profiles nothing and says so; --profile takes no 0, and is for runs only (exit 2);
+#  3. health: every train line has rss_bytes and cpu_pct, summary.json cpu_pct; without a GPU
+#     no gpu_* field and nothing said about NVML.
+#
+#   bash tests/e2e_profile.sh GPURUN_BINARY SOURCE_DIR TMPDIR
+. "$(dirname "$0")/e2e_lib.bash" "$@"
+
+expect 0 -- "$G" data synthetic "$T/d.h5" --n 1200 --shape 1,28,28 --classes 10 --test 200 --seed 3
+cat >"$T/cnn.yaml" <<EOF
+name: prof
+seed: 1
+device: cpu
+data:
+  train: {path: $T/d.h5, group: /train}
+  val: {path: $T/d.h5, group: /test}
+model:
+  layers:
+    - conv: {filters: 16, kernel: 3, padding: 1}
+    - batchnorm
+    - relu
+    - maxpool: {kernel: 2}
+    - conv: {filters: 32, kernel: 3, padding: 1}
+    - relu
+    - flatten
+    - dense: {units: 10}
+train:
+  batch_size: 64
+  steps: 14
+  optimizer: {type: sgd, lr: 0.05, momentum: 0.9}
+eval: {every_steps: 14}
+log: {every_steps: 1, tensorboard: false}
+EOF
+
+# profile_check RUNDIR CALLS : the table, the trace and the step time (python)
+profile_check() {
+    "$PY" - "$1" "$2" <<'EOF2'
+import json, re, sys
+rd, calls = sys.argv[1], int(sys.argv[2])
+text = open(rd + "/profile.txt").read()
+m = re.search(r"measured step time ([0-9.]+) ms .*this table's total ([0-9.]+) ms per step", text)
+assert m, text[:400]
+measured, total = float(m.group(1)), float(m.group(2))
+assert 0 < total <= 1.02 * measured, (total, measured)  # what the table counts happened inside the steps
+tr = json.load(open(rd + "/trace.json"))["traceEvents"]
+x = [e for e in tr if e["ph"] == "X"]
+# per profiled step (4..11, after 3 warm-up), the time its rows count (its trace events' sum) against its
+# wall time on metrics.jsonl's clock (a line every step): the medians, as a busy machine (ctest -j2)
+# can take the CPU away from a step or two between its ops, which no row counts
+t = {d["step"]: d["time_s"] for d in map(json.loads, open(rd + "/metrics.jsonl")) if d["kind"] == "train"}
+med = lambda v: sorted(v)[len(v) // 2]
+counted = med([sum(e["dur"] for e in x if e["args"]["step"] == s) / 1e3 for s in range(4, 12)])
+wall = med([1e3 * (t[s] - t[s - 1]) for s in range(4, 12)])
+print(f"per step (medians): rows {counted:.3f} ms, wall {wall:.3f} ms; means: table {total:.3f}, measured {measured:.3f} ms")
+assert abs(counted - wall) <= 0.10 * wall, (counted, wall)
+rows = [l.split() for l in text.splitlines()[5:] if l.strip()]
+ops = [r for r in rows if r[2] in ("forward", "backward", "recompute")]
+assert ops and all(int(r[3]) == calls for r in ops), [r[:4] for r in ops if int(r[3]) != calls]
+assert {"forward", "backward"} <= {r[2] for r in ops}
+convs = [r for r in ops if r[1] in ("conv", "conv_bwd_data", "conv_bwd_params")]
+assert convs and all(float(r[7]) > 0 for r in convs), convs
+for span in ("optimizer", "copy to device", "copy to host", "data wait"):
+    assert re.search(r"^- +" + span + " ", text, re.M), span
+assert all(e["dur"] >= 0 and e["ts"] >= 0 and "step" in e["args"] and "layer" in e["args"] for e in x)
+opev = [e for e in x if e["cat"] in ("forward", "backward", "recompute")]
+per = {}
+for e in opev:
+    per[e["args"]["step"]] = per.get(e["args"]["step"], 0) + 1
+assert sorted(per) == list(range(4, 12)), sorted(per)
+assert set(per.values()) == {len(ops) * calls // 8}, (per, len(ops))
+print(f"{len(ops)} op rows, {len(opev)} op events")
+EOF2
+}
+
+# ---------------------------------------------------------------- 1. the profile
+expect 0 "gpurun: profile of 8 steps: $T/p/profile.txt, $T/p/trace.json" -- \
+    "$G" "$T/cnn.yaml" --run-dir "$T/p" --profile 8 --threads 1
+cp "$ERR" "$T/p.err"
+check "profile: the table within 10% of the step time; a row per op with 8 calls; the trace" profile_check "$T/p" 8
+# two micro-batches a step: every op twice per step
+expect 0 "gpurun: profile of 8 steps" -- "$G" "$T/cnn.yaml" --run-dir "$T/pa" --profile 8 --threads 1 \
+    --set train.micro_batch=32
+check "profile with accumulation: 16 calls per op row, the trace's events per micro-batch" profile_check "$T/pa" 16
+
+# ---------------------------------------------------------------- 2. recompute rows, short runs, usage
+cat >"$T/blocks.yaml" <<EOF
+name: profb
+seed: 1
+device: cpu
+data: {train: {path: $T/d.h5, group: /train}}
+model:
+  blocks:
+    cb:
+      args: {f: 8}
+      layers: [{conv: {filters: \$f, kernel: 3, padding: 1}}, batchnorm, relu]
+  layers: [{cb: {f: 8}}, {maxpool: {kernel: 2}}, {cb: {f: 8}}, flatten, {dense: {units: 10}}]
+train: {batch_size: 32, steps: 6, optimizer: {type: sgd, lr: 0.05}, recompute: blocks}
+log: {every_steps: 1, tensorboard: false}
+EOF
+expect 0 -- "$G" "$T/blocks.yaml" --run-dir "$T/pb" --profile 2 --threads 1
+check "train.recompute: blocks: the profile has recompute rows" grep -qE '^cb0\.conv0 +conv +recompute ' "$T/pb/profile.txt"
+expect 0 "--profile: nothing profiled: the run has 3 steps to go, no more than the 3 warm-up steps" -- \
+    "$G" "$T/cnn.yaml" --run-dir "$T/short" --profile --set train.steps=3
+check "a run no longer than the warm-up: no profile files" bash -c "[ ! -e '$T/short/profile.txt' ] && [ ! -e '$T/short/trace.json' ]"
+expect 0 "gpurun: profile of 3 steps" "--profile: 3 steps profiled (the run has no more after the 3 warm-up steps)" -- \
+    "$G" "$T/cnn.yaml" --run-dir "$T/six" --profile --set train.steps=6
+expect 2 "--profile: expected a step count from 1 to 100000, got '0'" -- "$G" "$T/cnn.yaml" --run-dir "$T/z" --profile 0
+expect 2 "unknown option '--profile'" -- "$G" plan "$T/cnn.yaml" --profile
+
+# ---------------------------------------------------------------- 3. health
+check "health: every train line has rss_bytes and cpu_pct; no gpu_* field on the CPU; summary.json cpu_pct" \
+    "$PY" - "$T/p" <<'EOF2'
+import json, sys
+rd = sys.argv[1]
+tr = [d for d in map(json.loads, open(rd + "/metrics.jsonl")) if d["kind"] == "train"]
+assert len(tr) == 14 and all(d["rss_bytes"] > 10 << 20 and 0 <= d["cpu_pct"] < 10000 for d in tr), tr[-1]
+assert not any(k.startswith("gpu_") for d in tr for k in d), tr[-1]
+s = json.load(open(rd + "/summary.json"))
+assert 0 < s["cpu_pct"] < 10000 and not any(k.startswith("gpu_") for k in s), s
+EOF2
+check "health: nothing said about NVML or a GPU's clocks on the CPU" bash -c "! grep -qi 'nvml\|clocks are lowered' '$T/p.err'"
+
+e2e_done
