@@ -12,6 +12,7 @@
 #include "../config/spec.h"
 #include "../kernels/backend.h"
 #include "hostmem.h"
+#include "tools.h"
 #include "train.h"
 
 #define GR_MAX_SETS 256
@@ -35,6 +36,11 @@ static const char gr_usage[] =
     "                             [--seed S (0)] [--force]\n"
     "       gpurun data imagefolder OUT.h5 --from DIR --size S [--short-side R (S)] [--group G (/train)]\n"
     "                             [--on-error fail|skip (fail)] [--force]   DIR/<class>/*.jpg|*.jpeg|*.png\n"
+    "       gpurun summarize RUN_DIR... [--csv | --json] [--sort KEY]\n"
+    "                                                       one table of runs (a sweep): differing overrides,\n"
+    "                                                       status, steps, accuracy, loss, speed\n"
+    "       gpurun plot RUN_DIR... -o OUT.png [--metric loss|accuracy|lr|val_loss|samples_per_s]\n"
+    "                             [--size WxH]             the runs' curves in one PNG\n"
     "       gpurun --help | --version\n"
     "\n"
     "exit codes: 0 finished, 1 internal error, 2 usage/job-spec error, 3 data error,\n"
@@ -218,6 +224,8 @@ int main(int argc, char **argv) {
         i = 2;
     }
     if (strcmp(cmd, "data") == 0) return gr_cmd_data(argc - 2, argv + 2);
+    if (strcmp(argv[1], "summarize") == 0) return gr_cmd_summarize(argc - 2, argv + 2);
+    if (strcmp(argv[1], "plot") == 0) return gr_cmd_plot(argc - 2, argv + 2);
 
     const char *job = NULL;
     const char *sets[GR_MAX_SETS];

@@ -1,0 +1,404 @@
+/* summarize.c — `gpurun summarize RUN_DIR... [--csv | --json] [--sort [-]KEY]`:
+ * one row per run of a sweep (tools.h).
+ *
+ * Columns, in order: run (the directory as given); one per config.yaml key
+ * whose value is not the same in all the runs (so the overrides of a sweep;
+ * none for one run); status (summary.json's, with its exit code when not 0:
+ * "stopped (75)"; without a summary "running" while a live process holds
+ * the run's lock, else "interrupted"); then the figures of
+ * gr_sum_metric_rows (steps, best_acc, last_acc, final_loss, samples_per_s,
+ * wall_s), from summary.json, else from metrics.jsonl (summarize_read.c).
+ *
+ * Output: an aligned text table (missing values "-"); --csv, RFC 4180 (CRLF
+ * line ends, fields with , " CR LF quoted, missing values empty); --json, an
+ * array of objects keyed by column name (numbers as written, missing null).
+ * --sort KEY orders by a column ascending, --sort -KEY descending, numbers
+ * by value and text bytewise, missing values last either way, ties in the
+ * order given; without it, rows come in the order given.
+ *
+ * Exit codes: 0; 2 usage (no RUN_DIR, an unknown option, no such --sort
+ * column); 3 a RUN_DIR that is not a run directory, or a config.yaml or
+ * summary.json that cannot be read; 6 stdout cannot be written. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "summarize_read.h"
+#include "tools.h"
+
+#define GR_SUM_USAGE "gpurun summarize RUN_DIR... [--csv | --json] [--sort [-]KEY]"
+
+typedef enum gr_sum_format { GR_SUM_TABLE, GR_SUM_CSV, GR_SUM_JSON } gr_sum_format;
+
+typedef struct gr_sum_opts {
+    const char **dirs;
+    int n_dirs;
+    gr_sum_format format;
+    const char *sort; /* column name, NULL: as given */
+    bool desc;
+} gr_sum_opts;
+
+typedef struct gr_sum_col {
+    char *name;
+    int decimals; /* in the text table; -1: as written */
+} gr_sum_col;
+
+/* rows x cols cells, row-major; order: the rows in output order */
+typedef struct gr_sum_table {
+    int rows, cols, cap_cols;
+    gr_sum_col *col;
+    gr_sum_cell *cell;
+    int *order;
+} gr_sum_table;
+
+static int gr_sum_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int gr_sum_usage(const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "gpurun: summarize: %s (usage: " GR_SUM_USAGE ")\n", msg);
+    return GR_ERR_USAGE;
+}
+
+/* ---- arguments ---- */
+
+static int gr_sum_set_sort(gr_sum_opts *o, const char *key) {
+    if (o->sort) return gr_sum_usage("--sort given twice");
+    o->desc = key[0] == '-';
+    o->sort = key + o->desc;
+    if (!o->sort[0]) return gr_sum_usage("--sort needs a column name");
+    return 0;
+}
+
+static int gr_sum_set_format(gr_sum_opts *o, gr_sum_format f) {
+    if (o->format != GR_SUM_TABLE && o->format != f) return gr_sum_usage("--csv and --json exclude each other");
+    o->format = f;
+    return 0;
+}
+
+/* Fills o from argv; 0, an exit code, or -1 for --help (printed). */
+static int gr_sum_args(int argc, char **argv, gr_sum_opts *o) {
+    *o = (gr_sum_opts){.dirs = gr_xcalloc((size_t)argc + 1, sizeof *o->dirs)};
+    bool opts = true;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        int rc = 0;
+        if (!opts || a[0] != '-' || !a[1]) o->dirs[o->n_dirs++] = a;
+        else if (!strcmp(a, "--")) opts = false;
+        else if (!strcmp(a, "--csv")) rc = gr_sum_set_format(o, GR_SUM_CSV);
+        else if (!strcmp(a, "--json")) rc = gr_sum_set_format(o, GR_SUM_JSON);
+        else if (!strncmp(a, "--sort=", 7)) rc = gr_sum_set_sort(o, a + 7);
+        else if (!strcmp(a, "--sort"))
+            rc = i + 1 < argc ? gr_sum_set_sort(o, argv[++i]) : gr_sum_usage("--sort needs a column name");
+        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) return printf("usage: " GR_SUM_USAGE "\n"), -1;
+        else rc = gr_sum_usage("unknown option '%s'", a);
+        if (rc) return rc;
+    }
+    return o->n_dirs ? 0 : gr_sum_usage("no run directory given");
+}
+
+/* ---- the table ---- */
+
+static gr_sum_cell *gr_sum_at(const gr_sum_table *t, int row, int col) {
+    return &t->cell[(size_t)row * (size_t)t->cols + (size_t)col];
+}
+
+static void gr_sum_add_col(gr_sum_table *t, const char *name, int decimals) {
+    if (t->cols == t->cap_cols) {
+        t->cap_cols = t->cap_cols ? 2 * t->cap_cols : 16;
+        t->col = gr_xrealloc(t->col, (size_t)t->cap_cols * sizeof *t->col);
+    }
+    t->col[t->cols++] = (gr_sum_col){gr_xstrdup(name), decimals};
+}
+
+static bool gr_sum_same(const gr_sum_cell *a, const gr_sum_cell *b) {
+    return a->kind == b->kind && (a->text && b->text ? !strcmp(a->text, b->text) : a->text == b->text);
+}
+
+static void gr_sum_copy(gr_sum_cell *dst, const gr_sum_cell *src) {
+    if (src->kind != GR_SUM_MISSING) gr_sum_cell_set(dst, src->kind, src->num, src->text);
+}
+
+/* One config key of one run: runs[run].cfg[idx]. */
+typedef struct gr_sum_entry {
+    const char *key;
+    int run, idx;
+} gr_sum_entry;
+
+/* A key's entries (all runs'), entries[start..start+len), and where it first appears. */
+typedef struct gr_sum_group {
+    int start, len, run, idx;
+} gr_sum_group;
+
+static int gr_sum_entry_cmp(const void *pa, const void *pb) {
+    const gr_sum_entry *a = pa, *b = pb;
+    int c = strcmp(a->key, b->key);
+    return c ? c : a->run != b->run ? a->run - b->run : a->idx - b->idx;
+}
+
+static int gr_sum_group_cmp(const void *pa, const void *pb) {
+    const gr_sum_group *a = pa, *b = pb;
+    return a->run != b->run ? a->run - b->run : a->idx - b->idx;
+}
+
+/* Every run's config keys, sorted by key (then run): n_entries in *n. */
+static gr_sum_entry *gr_sum_entries(const gr_sum_run *runs, int n_runs, int *n) {
+    size_t total = 0;
+    for (int r = 0; r < n_runs; r++) total += (size_t)runs[r].n_cfg;
+    gr_sum_entry *e = gr_xmalloc((total + 1) * sizeof *e);
+    *n = 0;
+    for (int r = 0; r < n_runs; r++)
+        for (int i = 0; i < runs[r].n_cfg; i++) e[(*n)++] = (gr_sum_entry){runs[r].cfg[i].key, r, i};
+    qsort(e, (size_t)*n, sizeof *e, gr_sum_entry_cmp);
+    return e;
+}
+
+/* The keys whose values are not the same in all runs (absent in one counts),
+ * in the order they first appear (run, then place in its config.yaml). */
+static gr_sum_group *gr_sum_differing(const gr_sum_run *runs, int n_runs, const gr_sum_entry *e, int n,
+                                      int *n_groups) {
+    gr_sum_group *g = gr_xmalloc(((size_t)n + 1) * sizeof *g);
+    *n_groups = 0;
+    for (int i = 0, j; i < n; i = j) {
+        bool differ = false;
+        const gr_sum_cell *v0 = &runs[e[i].run].cfg[e[i].idx].val;
+        for (j = i + 1; j < n && !strcmp(e[j].key, e[i].key); j++)
+            differ |= !gr_sum_same(v0, &runs[e[j].run].cfg[e[j].idx].val);
+        if (differ || j - i != n_runs) g[(*n_groups)++] = (gr_sum_group){i, j - i, e[i].run, e[i].idx};
+    }
+    qsort(g, (size_t)*n_groups, sizeof *g, gr_sum_group_cmp);
+    return g;
+}
+
+static void gr_sum_table_build(gr_sum_table *t, const gr_sum_run *runs, int n) {
+    *t = (gr_sum_table){.rows = n};
+    int n_entries, n_over;
+    gr_sum_entry *e = gr_sum_entries(runs, n, &n_entries);
+    gr_sum_group *g = gr_sum_differing(runs, n, e, n_entries, &n_over);
+    gr_sum_add_col(t, "run", -1);
+    for (int k = 0; k < n_over; k++) gr_sum_add_col(t, e[g[k].start].key, -1);
+    gr_sum_add_col(t, "status", -1);
+    for (int m = 0; m < GR_SUM_N_METRICS; m++)
+        gr_sum_add_col(t, gr_sum_metric_rows[m].column, gr_sum_metric_rows[m].decimals);
+    t->cell = gr_xcalloc((size_t)n * (size_t)t->cols, sizeof *t->cell);
+    t->order = gr_xmalloc((size_t)n * sizeof *t->order);
+    for (int k = 0; k < n_over; k++)
+        for (int i = g[k].start; i < g[k].start + g[k].len; i++)
+            gr_sum_copy(gr_sum_at(t, e[i].run, 1 + k), &runs[e[i].run].cfg[e[i].idx].val);
+    for (int r = 0; r < n; r++) {
+        t->order[r] = r;
+        gr_sum_cell_set(gr_sum_at(t, r, 0), GR_SUM_STR, 0, runs[r].dir);
+        gr_sum_cell_set(gr_sum_at(t, r, n_over + 1), GR_SUM_STR, 0, runs[r].status);
+        for (int m = 0; m < GR_SUM_N_METRICS; m++) gr_sum_copy(gr_sum_at(t, r, n_over + 2 + m), &runs[r].metric[m]);
+    }
+    free(g);
+    free(e);
+}
+
+static void gr_sum_table_free(gr_sum_table *t) {
+    for (size_t i = 0; i < (size_t)t->rows * (size_t)t->cols; i++) gr_sum_cell_free(&t->cell[i]);
+    for (int c = 0; c < t->cols; c++) free(t->col[c].name);
+    free(t->cell);
+    free(t->col);
+    free(t->order);
+}
+
+/* ---- sorting ---- */
+
+typedef struct gr_sum_key {
+    const gr_sum_cell *cell;
+    int row;
+    bool desc;
+} gr_sum_key;
+
+/* Missing last; numbers before text, by value; text bytewise; then the row. */
+static int gr_sum_key_cmp(const void *pa, const void *pb) {
+    const gr_sum_key *a = pa, *b = pb;
+    const gr_sum_cell *x = a->cell, *y = b->cell;
+    int c = (x->kind == GR_SUM_MISSING) - (y->kind == GR_SUM_MISSING);
+    if (!c && x->kind != GR_SUM_MISSING) {
+        c = (x->kind != GR_SUM_NUM) - (y->kind != GR_SUM_NUM);
+        if (!c) c = x->kind == GR_SUM_NUM ? (x->num > y->num) - (x->num < y->num) : strcmp(x->text, y->text);
+        if (a->desc) c = -c;
+    }
+    return c ? c : a->row - b->row;
+}
+
+static int gr_sum_sort(gr_sum_table *t, const gr_sum_opts *o) {
+    if (!o->sort) return 0;
+    int col = -1;
+    for (int c = 0; c < t->cols && col < 0; c++)
+        if (!strcmp(t->col[c].name, o->sort)) col = c;
+    if (col < 0) {
+        char names[400] = "";
+        size_t len = 0;
+        for (int c = 0; c < t->cols && len < sizeof names; c++)
+            len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", c ? ", " : "", t->col[c].name);
+        return gr_sum_usage("--sort: no column '%s' (columns: %s)", o->sort, names);
+    }
+    gr_sum_key *k = gr_xmalloc((size_t)t->rows * sizeof *k);
+    for (int r = 0; r < t->rows; r++) k[r] = (gr_sum_key){gr_sum_at(t, r, col), r, o->desc};
+    qsort(k, (size_t)t->rows, sizeof *k, gr_sum_key_cmp);
+    for (int r = 0; r < t->rows; r++) t->order[r] = k[r].row;
+    free(k);
+    return 0;
+}
+
+/* ---- output ---- */
+
+/* The cell as the text table shows it (buf holds it when formatted). */
+static const char *gr_sum_show(const gr_sum_cell *c, int decimals, char *buf, size_t n) {
+    if (c->kind == GR_SUM_MISSING) return "-";
+    if (c->kind != GR_SUM_NUM || decimals < 0) return c->text;
+    snprintf(buf, n, "%.*f", decimals, c->num);
+    return buf;
+}
+
+/* A column is right-aligned when every value in it is a number. */
+static bool gr_sum_numeric(const gr_sum_table *t, int c) {
+    bool any = false;
+    for (int r = 0; r < t->rows; r++) {
+        gr_sum_kind k = gr_sum_at(t, r, c)->kind;
+        if (k != GR_SUM_NUM && k != GR_SUM_MISSING) return false;
+        any |= k == GR_SUM_NUM;
+    }
+    return any || t->col[c].decimals >= 0;
+}
+
+static void gr_sum_print_row(const gr_sum_table *t, const char *const *text, const int *width, const bool *right,
+                             FILE *f) {
+    for (int c = 0; c < t->cols; c++) {
+        const char *sep = c ? "  " : "";
+        bool last = c == t->cols - 1;
+        if (right[c]) fprintf(f, "%s%*s", sep, width[c], text[c]);
+        else fprintf(f, "%s%-*s", sep, last ? 0 : width[c], text[c]);
+    }
+    fputc('\n', f);
+}
+
+static void gr_sum_write_table(const gr_sum_table *t, FILE *f) {
+    int *width = gr_xcalloc((size_t)t->cols, sizeof *width);
+    bool *right = gr_xcalloc((size_t)t->cols, sizeof *right);
+    const char **text = gr_xcalloc((size_t)t->cols, sizeof *text);
+    char (*buf)[64] = gr_xcalloc((size_t)t->cols, sizeof *buf);
+    for (int c = 0; c < t->cols; c++) {
+        right[c] = gr_sum_numeric(t, c);
+        width[c] = (int)strlen(t->col[c].name);
+        for (int r = 0; r < t->rows; r++) {
+            const char *s = gr_sum_show(gr_sum_at(t, r, c), t->col[c].decimals, buf[c], sizeof buf[c]);
+            width[c] = GR_MAX(width[c], (int)strlen(s));
+        }
+        text[c] = t->col[c].name;
+    }
+    gr_sum_print_row(t, text, width, right, f);
+    for (int i = 0; i < t->rows; i++) {
+        for (int c = 0; c < t->cols; c++)
+            text[c] = gr_sum_show(gr_sum_at(t, t->order[i], c), t->col[c].decimals, buf[c], sizeof buf[c]);
+        gr_sum_print_row(t, text, width, right, f);
+    }
+    free(width), free(right), free(text), free(buf);
+}
+
+static void gr_sum_csv_field(const char *s, FILE *f) {
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void gr_sum_write_csv(const gr_sum_table *t, FILE *f) {
+    for (int c = 0; c < t->cols; c++) fputs(c ? "," : "", f), gr_sum_csv_field(t->col[c].name, f);
+    fputs("\r\n", f);
+    for (int i = 0; i < t->rows; i++) {
+        for (int c = 0; c < t->cols; c++) {
+            const gr_sum_cell *x = gr_sum_at(t, t->order[i], c);
+            fputs(c ? "," : "", f);
+            gr_sum_csv_field(x->kind == GR_SUM_MISSING ? "" : x->text, f);
+        }
+        fputs("\r\n", f);
+    }
+}
+
+static void gr_sum_json_string(const char *s, FILE *f) {
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char u = (unsigned char)*s;
+        if (u == '"' || u == '\\') fprintf(f, "\\%c", u);
+        else if (u == '\n') fputs("\\n", f);
+        else if (u == '\t') fputs("\\t", f);
+        else if (u < 0x20 || u == 0x7f) fprintf(f, "\\u%04x", u);
+        else fputc(u, f);
+    }
+    fputc('"', f);
+}
+
+static void gr_sum_write_json(const gr_sum_table *t, FILE *f) {
+    fputs("[\n", f);
+    for (int i = 0; i < t->rows; i++) {
+        fputs("  {", f);
+        for (int c = 0; c < t->cols; c++) {
+            const gr_sum_cell *x = gr_sum_at(t, t->order[i], c);
+            fputs(c ? ", " : "", f);
+            gr_sum_json_string(t->col[c].name, f);
+            fputs(": ", f);
+            if (x->kind == GR_SUM_MISSING) fputs("null", f);
+            else if (x->kind == GR_SUM_STR) gr_sum_json_string(x->text, f);
+            else fputs(x->text, f); /* a JSON number (gr_sum_is_number) or true/false */
+        }
+        fputs(i + 1 < t->rows ? "},\n" : "}\n", f);
+    }
+    fputs("]\n", f);
+}
+
+static int gr_sum_write(const gr_sum_table *t, gr_sum_format format) {
+    if (format == GR_SUM_CSV) gr_sum_write_csv(t, stdout);
+    else if (format == GR_SUM_JSON) gr_sum_write_json(t, stdout);
+    else gr_sum_write_table(t, stdout);
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "gpurun: summarize: cannot write the output: %s\n", strerror(errno ? errno : EIO));
+        return GR_ERR_CKPT; /* 6: an output that cannot be written (tools.h) */
+    }
+    return 0;
+}
+
+/* ---- the command ---- */
+
+int gr_cmd_summarize(int argc, char **argv) {
+    gr_sum_opts o;
+    int rc = gr_sum_args(argc, argv, &o);
+    if (rc) {
+        free(o.dirs);
+        return rc < 0 ? 0 : rc;
+    }
+    gr_sum_run *runs = gr_xcalloc((size_t)o.n_dirs, sizeof *runs);
+    int loaded = 0;
+    for (; loaded < o.n_dirs && !rc; loaded++) {
+        gr_error err = {0};
+        if (gr_sum_run_load(&runs[loaded], o.dirs[loaded], &err)) {
+            fprintf(stderr, "gpurun: summarize: %s\n", err.msg);
+            rc = err.status;
+        }
+    }
+    if (!rc) {
+        gr_sum_table t;
+        gr_sum_table_build(&t, runs, o.n_dirs);
+        rc = gr_sum_sort(&t, &o);
+        if (!rc) rc = gr_sum_write(&t, o.format);
+        gr_sum_table_free(&t);
+    }
+    for (int i = 0; i < loaded; i++) gr_sum_run_free(&runs[i]);
+    free(runs);
+    free(o.dirs);
+    return rc;
+}
