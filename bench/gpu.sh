@@ -10,6 +10,7 @@
 #       PyTorch channels-last for every precision and AMP (torch.autocast; a GradScaler for
 #       fp16) for bf16 and fp16;
 #   (d2) with two GPUs or more: the bf16 run as one process per GPU (mpirun, NCCL);
+#   (d3) the first precision's run with --profile 5: profile.txt's head, the NVML health fields;
 #   (e) a table precision | gpurun img/s | PyTorch img/s | ratio, also in $OUT/gpu_bench.md.
 # Logs of every phase go to ${OUT:-bench/out}. Each phase runs under its own timeout, cut to
 # what is left of GPU_BENCH_BUDGET_S (default 500 s, build included), so one hang cannot eat
@@ -410,6 +411,25 @@ if [ $BUILT = 1 ] && [ -f "$SYN" ] && [ "${NGPU:-0}" -ge 2 ] && have mpirun; the
     r=$(gpurun_rate "$run/metrics.jsonl")
     RESULT[dp]=${r%% *}
     say "   gpurun bf16 on $NGPU GPUs (NCCL): ${RESULT[dp]:-failed} img/s"
+fi
+
+# ---------------------------------------------------------------- (d3) profile and health
+# the first precision's job once more with --profile 5 (CUDA events per op, graphs off): the
+# table's head, and a metrics line's NVML figures (gpu_util_pct, gpu_temp_c, ...)
+P1=${PRECISIONS%% *}
+if [ $BUILT = 1 ] && [ -f "$SYN" ]; then
+    run=$TMPD/run-profile
+    rm -rf "$run"
+    phase gpurun_profile 60 "${GR_ENV[@]}" "$GPURUN" configs/resnet50.yaml --device "$DEVICE" --run-dir "$run" \
+        --set precision="$P1" "${SETS[@]}" --set train.steps=9 --profile 5 || FAILED=1
+    cp "$run/profile.txt" "$run/trace.json" "$OUT/" 2>/dev/null
+    if [ -f "$run/profile.txt" ]; then
+        say "   profile ($P1, 5 steps): $(sed -n 3p "$run/profile.txt")"
+        sed -n '5,15p' "$run/profile.txt" | tee -a "$SUMMARY"
+    else
+        say "   profile: none written"; FAILED=1
+    fi
+    say "   health: $(grep '"kind":"train"' "$run/metrics.jsonl" 2>/dev/null | tail -n 1 | grep -o '"rss_bytes.*' | cut -c1-240)"
 fi
 
 # ---------------------------------------------------------------- (e) table
