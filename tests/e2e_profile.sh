@@ -43,11 +43,18 @@ eval: {every_steps: 14}
 log: {every_steps: 1, tensorboard: false}
 EOF
 
+# timing: the step times are compared (not under AddressSanitizer, whose slowdown of the
+# metrics line written after each step is outside the steps the profile times)
+TIMING=1
+if ldd "$G" 2>/dev/null | grep -q libasan; then
+    TIMING=0
+    e2e_skip "the profile's total against metrics.jsonl's step time: this gpurun is built with AddressSanitizer"
+fi
 # profile_check RUNDIR CALLS : the table, the trace and the step time (python)
 profile_check() {
-    "$PY" - "$1" "$2" <<'EOF2'
+    "$PY" - "$1" "$2" "$TIMING" <<'EOF2'
 import json, re, sys
-rd, calls = sys.argv[1], int(sys.argv[2])
+rd, calls, timing = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
 text = open(rd + "/profile.txt").read()
 m = re.search(r"measured step time ([0-9.]+) ms .*this table's total ([0-9.]+) ms per step", text)
 assert m, text[:400]
@@ -63,7 +70,7 @@ med = lambda v: sorted(v)[len(v) // 2]
 counted = med([sum(e["dur"] for e in x if e["args"]["step"] == s) / 1e3 for s in range(4, 12)])
 wall = med([1e3 * (t[s] - t[s - 1]) for s in range(4, 12)])
 print(f"per step (medians): rows {counted:.3f} ms, wall {wall:.3f} ms; means: table {total:.3f}, measured {measured:.3f} ms")
-assert abs(counted - wall) <= 0.10 * wall, (counted, wall)
+assert not timing or abs(counted - wall) <= 0.10 * wall, (counted, wall)
 rows = [l.split() for l in text.splitlines()[5:] if l.strip()]
 ops = [r for r in rows if r[2] in ("forward", "backward", "recompute")]
 assert ops and all(int(r[3]) == calls for r in ops), [r[:4] for r in ops if int(r[3]) != calls]
