@@ -34,8 +34,14 @@ void gr_cpu_relu_bwd(const gr_kargs *a) {
     }
     const float *restrict dy = a->in[0], *restrict y = a->in[1];
     float *restrict dx = a->out[0];
+    /* dy is loaded whatever y says: a load under the condition is a branch the compiler cannot
+     * vectorize, mispredicted on half the elements (--profile showed this kernel at 2.2 ms for
+     * 0.8M floats on the e2e_profile CNN, 19% of the step; 0.14 ms vectorized) */
     #pragma omp parallel for simd if (n >= GR_OMP_MIN)
-    for (int64_t i = 0; i < n; i++) dx[i] = y[i] <= 0.0f ? 0.0f : dy[i];
+    for (int64_t i = 0; i < n; i++) {
+        const float g = dy[i];
+        dx[i] = y[i] <= 0.0f ? 0.0f : g;
+    }
 }
 
 void gr_cpu_sigmoid(const gr_kargs *a) {
