@@ -41,6 +41,9 @@ typedef struct gr_exec_hook {
     void (*before)(void *user, int step, const gr_kargs *a);
     void (*after)(void *user, int step, const gr_kargs *a);
     void *user;
+    /* closest to the kernel: its before runs after every other hook's, its
+     * after before theirs (a profiler times the kernel, not the other hooks) */
+    bool inner;
 } gr_exec_hook;
 
 typedef struct gr_plan {

@@ -19,11 +19,13 @@ static void gr_exec_step(gr_plan *p, int i, int64_t n, const gr_exec_ctx *ctx) {
     gr_kargs *a = &p->steps.step[i];
     a->n = n;
     a->ctx = ctx;
-    for (int k = 0; k < p->n_hooks; k++)
-        if (p->hooks[k].before) p->hooks[k].before(p->hooks[k].user, i, a);
+    for (int inner = 0; inner < 2; inner++)
+        for (int k = 0; k < p->n_hooks; k++)
+            if (p->hooks[k].inner == inner && p->hooks[k].before) p->hooks[k].before(p->hooks[k].user, i, a);
     gr_backend_exec(a);
-    for (int k = 0; k < p->n_hooks; k++)
-        if (p->hooks[k].after) p->hooks[k].after(p->hooks[k].user, i, a);
+    for (int inner = 1; inner >= 0; inner--)
+        for (int k = 0; k < p->n_hooks; k++)
+            if (p->hooks[k].inner == inner && p->hooks[k].after) p->hooks[k].after(p->hooks[k].user, i, a);
 }
 
 void gr_plan_run(gr_plan *p, int64_t n, const gr_exec_ctx *ctx) {

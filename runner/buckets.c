@@ -1,5 +1,6 @@
 /* buckets.c — the gradient all-reduce in buckets (see buckets.h). */
 #include "buckets.h"
+#include "profile.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@ typedef struct gr_bucket {
 
 struct gr_buckets {
     gr_comm *comm;
+    struct gr_prof **prof; /* the job's profiler, when it has one (it is opened later) */
     float *grads;
     gr_bucket *b;
     int nb;
@@ -58,9 +60,10 @@ static gr_grange *gr_granges(const gr_plan *p, int *n) {
 
 static void gr_buckets_after(void *user, int step, const gr_kargs *a);
 
-gr_buckets *gr_buckets_new(gr_plan *p, gr_comm *c, double bucket_mb) {
+gr_buckets *gr_buckets_new(gr_plan *p, gr_comm *c, double bucket_mb, struct gr_prof **prof) {
     gr_buckets *b = gr_xcalloc(1, sizeof *b);
     b->comm = c;
+    b->prof = prof;
     b->grads = p->m->grads;
     const int64_t nt = p->g->n_trainable;
     int64_t cap = (int64_t)(bucket_mb * 1048576.0 / sizeof(float));
@@ -121,9 +124,11 @@ static void gr_buckets_after(void *user, int step, const gr_kargs *a) {
     (void)a;
     gr_buckets *b = user;
     if (!b->armed) return;
+    const double t0 = gr_now();
     for (int i = 0; i < b->nb; i++)
         if (b->b[i].ready == step && !b->b[i].started) gr_bucket_start(b, &b->b[i]);
     if (!b->st) b->st = gr_comm_progress(b->comm, &b->err);
+    gr_prof_host(b->prof ? *b->prof : NULL, GR_PROF_COMM, "starting and progressing the gradient buckets", t0, gr_now());
 }
 
 gr_status gr_buckets_finish(gr_buckets *b, gr_error *err) {

@@ -153,7 +153,7 @@ gr_status gr_parallel_attach(gr_job *j, gr_error *err) {
     gr_status st = gr_parallel_attach_gpu(j, err);
     if (st || (j->comm.world == 1 && !j->comm.nccl)) return st;
     if (j->spec->parallel.bucket_mb > 0)
-        j->buckets = gr_buckets_new(&j->train_plan, &j->comm, j->spec->parallel.bucket_mb);
+        j->buckets = gr_buckets_new(&j->train_plan, &j->comm, j->spec->parallel.bucket_mb, &j->prof);
     j->mx.grad_buckets = gr_buckets_count(j->buckets);
     if (j->spec->parallel.sync_batchnorm && j->comm.world > 1) j->xsum = (gr_xsum){.sum = gr_parallel_xsum, .user = j};
     return GR_OK;

@@ -73,7 +73,7 @@ gr_prof *gr_prof_open(gr_job *j, int steps, int64_t start, int64_t total, bool q
     p->ops = gr_xcalloc((size_t)p->accum * (size_t)p->nops * 2, sizeof *p->ops);
     p->spans = gr_xcalloc((size_t)p->accum * 4 + 2, sizeof *p->spans);
     p->rows = gr_xcalloc((size_t)p->nops + GR_PROF_KINDS, sizeof *p->rows);
-    gr_exec_hook h = {.before = gr_prof_hook_before, .after = gr_prof_hook_after, .user = p};
+    gr_exec_hook h = {.before = gr_prof_hook_before, .after = gr_prof_hook_after, .user = p, .inner = true};
     gr_plan_add_hook(p->plan, &h);
     if (!quiet && p->end - p->first < steps)
         fprintf(stderr, "gpurun: --profile: %lld steps profiled (the run has no more after the %d warm-up steps)\n",

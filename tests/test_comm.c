@@ -141,7 +141,7 @@ static void test_buckets(double mb, int want_min, int want_max) {
     gr_comm c;
     clear_launch();
     gr_comm_detect(&c);
-    gr_buckets *b = gr_buckets_new(&f.p, &c, mb);
+    gr_buckets *b = gr_buckets_new(&f.p, &c, mb, NULL);
     const int nb = gr_buckets_count(b);
     CHECK_MSG(nb >= want_min && nb <= want_max, "bucket_mb %g: %d buckets, want %d..%d", mb, nb, want_min, want_max);
     /* tiling: bucket i is [lo, hi), the first ends at n_trainable, each starts where the next ends, the last at 0 */

@@ -78,7 +78,7 @@ static float *grads_of(gr_backend *be, gr_comm *c, bool buckets, int *nb, int64_
     gr_backend_upload(be, m.params, host, (size_t)g->n_params * sizeof(float));
     free(host);
     gr_backend_zero(be, m.grads, (size_t)g->n_trainable * sizeof(float));
-    gr_buckets *bk = buckets ? gr_buckets_new(&p, c, 0.001) : NULL;
+    gr_buckets *bk = buckets ? gr_buckets_new(&p, c, 0.001, NULL) : NULL;
     *nb = gr_buckets_count(bk);
     const int64_t per = gr_tensor_sample_numel(&g->tensors[g->input]);
     float *xb = gr_xmalloc((size_t)(MB * per) * sizeof *xb);

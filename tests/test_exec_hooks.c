@@ -141,8 +141,8 @@ static void test_hooks_see_every_step(void) {
     fixture f;
     fixture_init(&f, false);
     int id0 = 0, id1 = 1;
-    gr_plan_add_hook(&f.p, &(gr_exec_hook){hook_before, hook_after, &id0});
-    gr_plan_add_hook(&f.p, &(gr_exec_hook){hook_before, hook_after, &id1});
+    gr_plan_add_hook(&f.p, &(gr_exec_hook){hook_before, hook_after, &id0, false});
+    gr_plan_add_hook(&f.p, &(gr_exec_hook){hook_before, hook_after, &id1, false});
     int views = 0;
     for (int i = 0; i < f.g.n_nodes; i++) views += (gr_op_flags(f.g.nodes[i].op) & GR_OPF_VIEW) != 0;
     CHECK(views > 0 && f.p.steps.n == f.g.n_nodes - views);
@@ -171,8 +171,8 @@ static void test_run_modes(void) {
     CHECK(n_prepare == 1 && prepared == &f.p.steps && f.p.steps.be_state != NULL);
     CHECK(f.p.steps.g == &f.g && f.p.steps.micro_batch == 8 && f.p.steps.step[0].be == &f.be);
     int id0 = 0, id1 = 1;
-    gr_plan_add_hook(&f.p, &(gr_exec_hook){hook_before, hook_after, &id0});
-    gr_plan_add_hook(&f.p, &(gr_exec_hook){hook_before, hook_after, &id1});
+    gr_plan_add_hook(&f.p, &(gr_exec_hook){hook_before, hook_after, &id0, false});
+    gr_plan_add_hook(&f.p, &(gr_exec_hook){hook_before, hook_after, &id1, false});
     n_log = 0;
     gr_exec_ctx c = {.training = true, .rng_key = 3, .grad_scale = 0.125f};
     gr_plan_run(&f.p, 8, &c);
@@ -187,8 +187,30 @@ static void test_run_modes(void) {
     CHECK(n_release == 1);
 }
 
+/* An inner hook (a profiler) runs closest to the kernel, whatever the order
+ * the hooks were added in: outer before, inner before, kernel, inner after,
+ * outer after. */
+static void test_inner_hook_closest(void) {
+    fixture f;
+    fixture_init(&f, false);
+    int id0 = 0, id1 = 1;
+    gr_plan_add_hook(&f.p, &(gr_exec_hook){hook_before, hook_after, &id0, true});
+    gr_plan_add_hook(&f.p, &(gr_exec_hook){hook_before, hook_after, &id1, false});
+    n_log = 0;
+    gr_exec_ctx c = {.training = true, .rng_key = 1, .grad_scale = 0.125f};
+    gr_plan_run(&f.p, 8, &c);
+    static const char what[5] = {'B', 'B', 'K', 'A', 'A'};
+    static const int who[5] = {1, 0, -1, 0, 1};
+    int bad = 0;
+    for (int k = 0; k < 5 * f.p.steps.n && k < n_log; k++)
+        bad += log_[k].what != what[k % 5] || log_[k].who != who[k % 5];
+    CHECK_MSG(n_log == 5 * f.p.steps.n && bad == 0, "%d entries out of the inner/outer order", bad);
+    fixture_free(&f);
+}
+
 int main(void) {
     test_hooks_see_every_step();
+    test_inner_hook_closest();
     test_run_modes();
     return gr_test_report();
 }
