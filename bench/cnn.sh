@@ -53,7 +53,7 @@ echo "cpu      $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) cor
 # gpurun plan reads the dataset (for the input shape): convert it first
 [ -f data/fashion-mnist.h5 ] || build/gpurun data fashion-mnist data/fashion-mnist.h5 >/dev/null
 plan=$(build/gpurun plan configs/fashion-mnist-cnn.yaml --set device=cpu 2>&1 || true)
-DEVICE_LINE=$(printf '%s\n' "$plan" | grep -m1 oneDNN | sed 's/^ *//; s/^cpu: //' || true)
+DEVICE_LINE=$(printf '%s\n' "$plan" | grep -m1 '^cpu: oneDNN' | sed 's/^ *//; s/^cpu: //' || true)
 echo "gpurun   ${DEVICE_LINE:-(gpurun plan printed no oneDNN line)}"
 echo "pytorch  $($PY -c 'import torch
 c = [l.strip(" -") for l in torch.__config__.show().splitlines() if "MKL-DNN" in l or "CPU capability" in l]
