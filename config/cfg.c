@@ -356,3 +356,62 @@ static void gr_cfg_dump_at(const gr_cfg *n, FILE *f, int indent, bool inline_fir
 void gr_cfg_dump(const gr_cfg *node, FILE *f, int indent) {
     if (node) gr_cfg_dump_at(node, f, indent, false);
 }
+
+typedef struct gr_cfg_walk {
+    bool flow_seqs;
+    void (*fn)(void *user, const char *path, const gr_cfg *leaf, const char *text);
+    void *user;
+    char path[1024];
+} gr_cfg_walk;
+
+static bool gr_cfg_all_scalars(const gr_cfg *seq) {
+    for (int i = 0; i < seq->n; i++)
+        if (seq->items[i]->kind != GR_CFG_SCALAR) return false;
+    return true;
+}
+
+/* a sequence of scalars in flow form, "[1, 8, 8]" (malloc'ed) */
+static char *gr_cfg_flow(const gr_cfg *seq) {
+    size_t len = 3;
+    for (int i = 0; i < seq->n; i++) len += strlen(seq->items[i]->scalar ? seq->items[i]->scalar : "") + 2;
+    char *s = gr_xmalloc(len), *o = s;
+    *o++ = '[';
+    for (int i = 0; i < seq->n; i++)
+        o += sprintf(o, "%s%s", i ? ", " : "", seq->items[i]->scalar ? seq->items[i]->scalar : "");
+    strcpy(o, "]");
+    return s;
+}
+
+static void gr_cfg_leaves_at(gr_cfg_walk *w, const gr_cfg *node, size_t len) {
+    if (node->kind == GR_CFG_SCALAR) {
+        w->fn(w->user, w->path, node, node->scalar ? node->scalar : "");
+        return;
+    }
+    if (node->n == 0) {
+        w->fn(w->user, w->path, node, node->kind == GR_CFG_MAP ? "{}" : "[]");
+        return;
+    }
+    if (w->flow_seqs && node->kind == GR_CFG_SEQ && gr_cfg_all_scalars(node)) {
+        char *flow = gr_cfg_flow(node);
+        w->fn(w->user, w->path, node, flow);
+        free(flow);
+        return;
+    }
+    const size_t cap = sizeof w->path;
+    for (int i = 0; i < node->n; i++) {
+        int k = node->kind == GR_CFG_MAP ? snprintf(w->path + len, cap - len, "%s%s", len ? "." : "", node->keys[i])
+                                         : snprintf(w->path + len, cap - len, "%s%d", len ? "." : "", i);
+        gr_cfg_leaves_at(w, node->items[i], k > 0 && len + (size_t)k < cap ? len + (size_t)k : cap - 1);
+        w->path[len] = '\0';
+    }
+}
+
+void gr_cfg_leaves(const gr_cfg *root, bool flow_seqs,
+                   void (*fn)(void *user, const char *path, const gr_cfg *leaf, const char *text), void *user) {
+    gr_cfg_walk *w = gr_xcalloc(1, sizeof *w);
+    w->flow_seqs = flow_seqs;
+    w->fn = fn;
+    w->user = user;
+    if (root) gr_cfg_leaves_at(w, root, 0);
+    free(w);
+}

@@ -58,5 +58,12 @@ gr_cfg *gr_cfg_clone(const gr_cfg *src);
 /* Writes the subtree as block YAML at the given indent (gr_spec_dump writes
  * the model section with it). */
 void gr_cfg_dump(const gr_cfg *node, FILE *f, int indent);
+/* Calls fn for every leaf under root with its dotted path ("train.optimizer.lr";
+ * sequence items by index: "model.layers.1.dense.units"; cut at 1023 bytes):
+ * a scalar (text: its value), an empty map or sequence ("{}", "[]"), and
+ * with flow_seqs a sequence of scalars as one leaf ("[1, 8, 8]"). leaf is
+ * the node. (A checkpoint's spec against the job's; a sweep's differing keys.) */
+void gr_cfg_leaves(const gr_cfg *root, bool flow_seqs,
+                   void (*fn)(void *user, const char *path, const gr_cfg *leaf, const char *text), void *user);
 
 #endif

@@ -33,19 +33,9 @@ static void gr_flat_add(gr_flat *f, const char *key, const char *val) {
     f->kv[f->n++] = (gr_kv){gr_xstrdup(key), gr_xstrdup(val)};
 }
 
-static void gr_flat_walk(gr_flat *f, const gr_cfg *node, char *path, size_t len, size_t cap) {
-    if (node->kind == GR_CFG_SCALAR) {
-        gr_flat_add(f, path, node->scalar ? node->scalar : "");
-        return;
-    }
-    if (node->n == 0) gr_flat_add(f, path, node->kind == GR_CFG_MAP ? "{}" : "[]");
-    for (int i = 0; i < node->n; i++) {
-        int w = node->kind == GR_CFG_MAP ? snprintf(path + len, cap - len, "%s%s", len ? "." : "", node->keys[i])
-                                         : snprintf(path + len, cap - len, "%s%d", len ? "." : "", i);
-        size_t l2 = w > 0 && len + (size_t)w < cap ? len + (size_t)w : cap - 1;
-        gr_flat_walk(f, node->items[i], path, l2, cap);
-        path[len] = '\0';
-    }
+static void gr_flat_leaf(void *f, const char *path, const gr_cfg *leaf, const char *text) {
+    (void)leaf;
+    gr_flat_add(f, path, text);
 }
 
 static int gr_kv_cmp(const void *a, const void *b) { return strcmp(((const gr_kv *)a)->key, ((const gr_kv *)b)->key); }
@@ -55,8 +45,7 @@ static gr_status gr_flat_make(const char *yaml, const char *file, gr_flat *f, gr
     gr_cfg *root = NULL;
     gr_status st = gr_cfg_parse_text(yaml, file, 1, 1, &root, err);
     if (st) return st;
-    char path[1024] = "";
-    gr_flat_walk(f, root, path, 0, sizeof path);
+    gr_cfg_leaves(root, false, gr_flat_leaf, f);
     gr_cfg_free(root);
     if (f->n) qsort(f->kv, (size_t)f->n, sizeof *f->kv, gr_kv_cmp);
     return GR_OK;

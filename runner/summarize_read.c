@@ -311,43 +311,8 @@ static gr_sum_kind gr_sum_scalar_kind(const gr_cfg *n) {
     return GR_SUM_STR;
 }
 
-static bool gr_sum_all_scalars(const gr_cfg *seq) {
-    for (int i = 0; i < seq->n; i++)
-        if (seq->items[i]->kind != GR_CFG_SCALAR) return false;
-    return true;
-}
-
-/* A sequence of scalars as its flow text: "[1, 8, 8]". */
-static char *gr_sum_flow(const gr_cfg *seq) {
-    size_t len = 3;
-    for (int i = 0; i < seq->n; i++) len += strlen(seq->items[i]->scalar ? seq->items[i]->scalar : "") + 2;
-    char *s = gr_xmalloc(len), *o = s;
-    *o++ = '[';
-    for (int i = 0; i < seq->n; i++)
-        o += sprintf(o, "%s%s", i ? ", " : "", seq->items[i]->scalar ? seq->items[i]->scalar : "");
-    strcpy(o, "]");
-    return s;
-}
-
-static void gr_sum_walk(gr_sum_run *r, const gr_cfg *node, char *path, size_t len, size_t cap) {
-    if (node->kind == GR_CFG_SCALAR) {
-        gr_sum_kv_add(r, path, gr_sum_scalar_kind(node), node->scalar ? node->scalar : "");
-        return;
-    }
-    if (node->kind == GR_CFG_SEQ && gr_sum_all_scalars(node)) {
-        char *flow = gr_sum_flow(node);
-        gr_sum_kv_add(r, path, GR_SUM_STR, flow);
-        free(flow);
-        return;
-    }
-    if (node->n == 0) gr_sum_kv_add(r, path, GR_SUM_STR, "{}");
-    for (int i = 0; i < node->n; i++) {
-        int w = node->kind == GR_CFG_MAP ? snprintf(path + len, cap - len, "%s%s", len ? "." : "", node->keys[i])
-                                         : snprintf(path + len, cap - len, "%s%d", len ? "." : "", i);
-        size_t l2 = w > 0 && len + (size_t)w < cap ? len + (size_t)w : cap - 1;
-        gr_sum_walk(r, node->items[i], path, l2, cap);
-        path[len] = '\0';
-    }
+static void gr_sum_leaf(void *r, const char *path, const gr_cfg *leaf, const char *text) {
+    gr_sum_kv_add(r, path, leaf->kind == GR_CFG_SCALAR ? gr_sum_scalar_kind(leaf) : GR_SUM_STR, text);
 }
 
 static gr_status gr_sum_read_config(gr_sum_run *r, const char *path, gr_error *err) {
@@ -356,12 +321,11 @@ static gr_status gr_sum_read_config(gr_sum_run *r, const char *path, gr_error *e
         err->status = GR_ERR_DATA;
         return GR_ERR_DATA;
     }
-    char key[1024] = "";
     if (root->kind != GR_CFG_MAP) {
         gr_cfg_free(root);
         return gr_error_set(err, GR_ERR_DATA, "%s: not a job spec (a YAML mapping)", path);
     }
-    gr_sum_walk(r, root, key, 0, sizeof key);
+    gr_cfg_leaves(root, true, gr_sum_leaf, r); /* a sequence of plain values is one column: [0.5] */
     gr_cfg_free(root);
     return GR_OK;
 }
