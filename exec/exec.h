@@ -59,9 +59,8 @@ typedef struct gr_plan {
     int n_staged;
     size_t stage_bytes;
     void *stage;
-    /* the backend's library scratch for these steps (gr_backend_workspace);
-     * ws_known false without a backend or where it cannot say */
-    size_t ws_bytes;
+    /* whether the backend could say its library scratch for these steps
+     * (steps.workspace; false without a backend) */
     bool ws_known;
 } gr_plan;
 

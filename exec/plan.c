@@ -205,7 +205,7 @@ gr_status gr_plan_compile(gr_plan *p, gr_model *m, const gr_graph *g, gr_plan_mo
     }
     gr_plan_bind(p);
     if ((st = gr_plan_stage(p, alloc, err))) goto fail;
-    if (m && m->be) p->ws_known = gr_backend_workspace(m->be, &p->steps, &p->ws_bytes);
+    if (m && m->be) p->ws_known = gr_backend_workspace(m->be, &p->steps, &p->steps.workspace);
     if (alloc && (st = gr_backend_prepare(m->be, &p->steps, err))) goto fail;
     return GR_OK;
 fail:

@@ -72,6 +72,7 @@ typedef struct gr_steps {
     gr_kargs *step;        /* [n], in run order, pointers bound */
     int n;
     int64_t micro_batch;   /* the batch the arenas were planned for */
+    size_t workspace;      /* gr_backend_workspace's bytes for these steps (0: none, or not known) */
     void *be_state;        /* the backend's per-plan state: set by prepare, freed by release */
 } gr_steps;
 

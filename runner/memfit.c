@@ -20,7 +20,7 @@ void gr_memfit_of(const gr_graph *g, int optim_slots, const gr_plan *tp, const g
     out->act_train = tp->mem.act_bytes;
     out->act_eval = ep->mem.act_bytes;
     out->stage = tp->stage_bytes + ep->stage_bytes; /* each plan holds its own */
-    out->workspace = GR_MAX(tp->ws_bytes, ep->ws_bytes);
+    out->workspace = GR_MAX(tp->steps.workspace, ep->steps.workspace);
     out->workspace_known = tp->ws_known && ep->ws_known;
     out->total = out->params + out->grads + out->optim + out->act_train + out->act_eval + out->stage + out->workspace;
 }
