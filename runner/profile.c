@@ -24,6 +24,7 @@ typedef struct gr_prof_event {
     double ts, dur;   /* seconds: from the origin, long */
     int64_t step;
     int micro;        /* the micro-batch of the step (-1: the step's) */
+    bool uncounted;   /* a host span inside an op (its time is the op's): traced, not a row's */
 } gr_prof_event;
 
 struct gr_prof {
@@ -44,6 +45,7 @@ struct gr_prof {
     int64_t steps_done;
     gr_prof_event *ev;
     size_t nev, cap_ev;
+    size_t ev_step; /* the events of the step being run start here; those of ended steps end here */
 };
 
 static const char *const gr_prof_kind_names[GR_PROF_KINDS] = {
@@ -129,6 +131,7 @@ void gr_prof_step_begin(gr_prof *p, int64_t step) {
     p->step = step;
     p->micro = p->micro_done = 0;
     if (p->steps_done == 0) p->t_origin = gr_now();
+    p->nev = p->ev_step; /* a step that did not end (a stop, a divergence) is not profiled */
     p->t_step0 = gr_now();
     gr_backend_mark(p->be, &p->base);
 }
@@ -146,17 +149,13 @@ static void gr_prof_event_add(gr_prof *p, int row, const char *what, double t0, 
         p->cap_ev = p->cap_ev ? 2 * p->cap_ev : 4096;
         p->ev = gr_xrealloc(p->ev, p->cap_ev * sizeof *p->ev);
     }
-    p->ev[p->nev++] = (gr_prof_event){row, what, t0 - p->t_origin, dur, p->step, micro};
+    p->ev[p->nev++] = (gr_prof_event){row, what, t0 - p->t_origin, dur, p->step, micro, false};
 }
 
 void gr_prof_host(gr_prof *p, gr_prof_kind k, const char *what, double t0, double t1) {
     if (!p || !p->active) return;
-    const int row = p->nops + (int)k;
-    if (!p->in_op) { /* a collective inside an op is in the op's time */
-        p->rows[row].total_s += t1 - t0;
-        p->rows[row].calls++;
-    }
-    gr_prof_event_add(p, row, what, t0, t1 - t0, k == GR_PROF_COMM ? -1 : p->micro);
+    gr_prof_event_add(p, p->nops + (int)k, what, t0, t1 - t0, k == GR_PROF_COMM ? -1 : p->micro);
+    p->ev[p->nev - 1].uncounted = p->in_op; /* a collective inside an op is in the op's time */
 }
 
 void gr_prof_micro_step(gr_prof *p, gr_plan *plan, const gr_batch *b, const gr_exec_ctx *ctx, double *loss_sum,
@@ -212,6 +211,11 @@ void gr_prof_step_end(gr_prof *p) {
     gr_backend_sync(p->be);
     p->wall_s += gr_now() - p->t_step0;
     p->steps_done++;
+    for (size_t e = p->ev_step; e < p->nev; e++) /* the step's host spans, recorded as they ended */
+        if (!p->ev[e].uncounted) {
+            p->rows[p->ev[e].row].total_s += p->ev[e].dur;
+            p->rows[p->ev[e].row].calls++;
+        }
     for (int k = 0; k < p->micro_done; k++) {
         for (int i = 0; i < p->nops; i++) {
             const gr_kargs *a = &p->plan->steps.step[i];
@@ -228,6 +232,7 @@ void gr_prof_step_end(gr_prof *p) {
         gr_prof_read_span(p, GR_PROF_D2H, k, 8.0);
     }
     gr_prof_read_span(p, GR_PROF_OPTIM, 0, 0.0);
+    p->ev_step = p->nev;
 }
 
 /* ---- the files ---- */
@@ -328,6 +333,7 @@ static void gr_prof_trace(FILE *f, const void *ctx) {
 
 gr_status gr_prof_finish(gr_prof *p, const char *run_dir, bool quiet, gr_error *err) {
     if (!p || p->steps_done == 0) return GR_OK;
+    p->nev = p->ev_step; /* the events of the steps that ended */
     gr_status st = gr_rundir_write_file(run_dir, "profile.txt", gr_prof_table, p, err);
     if (!st) st = gr_rundir_write_file(run_dir, "trace.json", gr_prof_trace, p, err);
     if (!st && !quiet)

@@ -86,6 +86,25 @@ expect 0 "gpurun: profile of 8 steps" -- "$G" "$T/cnn.yaml" --run-dir "$T/pa" --
     --set train.micro_batch=32
 check "profile with accumulation: 16 calls per op row, the trace's events per micro-batch" profile_check "$T/pa" 16
 
+# a run stopped while profiling (SIGTERM, two micro-batches a step, so it may land between them):
+# exit 75 and a profile of the steps that ended, each row with the same count of calls per step
+env --default-signal=INT "$G" "$T/cnn.yaml" --run-dir "$T/ps" --profile 1000 --threads 1 --set train.micro_batch=32 \
+    --set train.steps=100000 --quiet >"$OUT" 2>"$ERR" &
+signal_when $! TERM step_ge "$T/ps/metrics.jsonl" 9
+wait $!
+RC=$?
+check "stopped while profiling: exit 75 (got $RC), the profile of the steps that ended, every row 2 calls a step" \
+    "$PY" - "$T/ps/profile.txt" <<'EOF2'
+import re, sys
+text = open(sys.argv[1]).read()
+steps = int(re.search(r"steps [0-9]+\.\.[0-9]+ \(([0-9]+) after", text).group(1))
+rows = [l.split() for l in text.splitlines()[5:] if l.strip()]
+calls = {" ".join(r[:3]): int(r[3]) for r in rows if r[2] in ("forward", "backward")}
+calls["data wait"] = int(next(r for r in rows if r[1:3] == ["data", "wait"])[4])
+assert steps >= 6 and set(calls.values()) == {2 * steps}, (steps, calls)
+EOF2
+[ $RC -eq 75 ] || bad "stopped while profiling: exit $RC, expected 75"
+
 # ---------------------------------------------------------------- 2. recompute rows, short runs, usage
 cat >"$T/blocks.yaml" <<EOF
 name: profb
