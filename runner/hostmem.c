@@ -34,10 +34,9 @@ void gr_hostmem_of(const gr_job *j, const gr_mem_need *dev, bool resuming, gr_ho
         out->loaders += gr_loader_host_bytes(j->val_ds, &vl);
     }
     if (j->be && gr_backend_host_addressable(j->be)) out->device = dev->total;
-    const size_t params = (size_t)j->g.n_params * sizeof(float);
+    /* the model's arenas as memfit counts them (gr_model_bytes) */
     if (gr_job_writer(j)) /* the saver's snapshot (params, optimizer state), then the final weights' copy */
-        out->ckpt = params + (size_t)gr_optim_slots(&j->spec->train.optimizer) * (size_t)j->g.n_trainable *
-                                 sizeof(float) + params;
-    if (resuming) out->resume = params + 2 * (size_t)j->g.n_trainable * sizeof(float);
+        out->ckpt = dev->params + dev->optim + dev->params;
+    if (resuming) out->resume = dev->params + 2 * dev->grads; /* params and two slots' room, as resume.c reads */
     out->total = out->process + out->libs + out->data + out->loaders + out->device + out->ckpt + out->resume;
 }
