@@ -87,7 +87,7 @@ static void gr_plan_cmd_memory(const gr_job_spec *spec, const gr_graph *g, const
     if (need->workspace_known)
         fprintf(f, "  conv scratch     %14s  (the convolutions' workspace, shared by train and eval)\n", a);
     else
-        fprintf(f, "  conv scratch     %14s  (the GPU's cuDNN workspace is chosen when the run starts)\n", "-");
+        fprintf(f, "  conv scratch     %14s  (not known before the run: a GPU's cuDNN workspace is chosen then)\n", "-");
     gr_fmt_count((int64_t)(need->params + need->grads + need->optim + need->act_train + tp->stage_bytes +
                            need->workspace), a, sizeof a);
     fprintf(f, "  total            %14s  (training)\n", a);
