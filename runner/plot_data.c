@@ -1,8 +1,7 @@
 /* plot_data.c — a run's series of one metric, from its metrics.jsonl (DESIGN
  * 1.3), for `gpurun plot` (plot_parts.h).
  *
- * Each line is read as one flat JSON object (strings, numbers, true, false,
- * null; a nested object or array is skipped over as a value). A line that is
+ * Each line is read as one flat JSON object (json_read.h). A line that is
  * not exactly one such object (torn by a kill mid-write, or garbage) is
  * skipped, as is a value that is not a finite number (null, "NaN", a string). */
 #include "plot_parts.h"
@@ -15,6 +14,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "json_read.h"
 
 /* Where each metric is logged: lines of `kind`, under `key`. */
 static const struct {
@@ -46,200 +47,26 @@ bool gr_plot_metric_parse(const char *name, gr_plot_metric *m) {
     return false;
 }
 
-/* ---- the flat-object reader ---- */
-
-typedef enum gr_plot_jtype { GR_PLOT_JSTR, GR_PLOT_JNUM, GR_PLOT_JOTHER } gr_plot_jtype;
-
-/* A cursor over one NUL-terminated line. */
-typedef struct gr_plot_jcur {
-    const char *p, *end;
-} gr_plot_jcur;
-
-/* A value; strings longer than str holds are cut (no key or kind we look
- * for is that long). */
-typedef struct gr_plot_jval {
-    gr_plot_jtype type;
-    double num;
-    char str[32];
-} gr_plot_jval;
-
-/* What a line says that matters here; a repeated key: the last one counts. */
-typedef struct gr_plot_jline {
-    const char *key; /* the metric's key */
-    char kind[32], split[32];
-    bool has_step, has_val;
-    double step, val;
-} gr_plot_jline;
-
-static bool gr_plot_jdigit(const gr_plot_jcur *c) {
-    return c->p < c->end && *c->p >= '0' && *c->p <= '9';
-}
-
-static void gr_plot_jws(gr_plot_jcur *c) {
-    while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\r' || *c->p == '\n')) c->p++;
-}
-
-static bool gr_plot_jlit(gr_plot_jcur *c, const char *lit) {
-    size_t n = strlen(lit);
-    if ((size_t)(c->end - c->p) < n || memcmp(c->p, lit, n) != 0) return false;
-    c->p += n;
-    return true;
-}
-
-/* The escape after a backslash; non-ASCII \u escapes read as '?'. */
-static bool gr_plot_jescape(gr_plot_jcur *c, char *ch) {
-    if (c->p >= c->end) return false;
-    char e = *c->p++;
-    static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
-    const char *k = strchr(from, e);
-    if (e != '\0' && k) {
-        *ch = to[k - from];
-        return true;
-    }
-    if (e != 'u' || c->end - c->p < 4) return false;
-    unsigned code = 0;
-    for (int i = 0; i < 4; i++) {
-        char h = *c->p++;
-        unsigned d = h >= '0' && h <= '9' ? (unsigned)(h - '0')
-                     : h >= 'a' && h <= 'f' ? (unsigned)(h - 'a' + 10)
-                     : h >= 'A' && h <= 'F' ? (unsigned)(h - 'A' + 10)
-                                            : 16u;
-        if (d == 16u) return false;
-        code = code * 16 + d;
-    }
-    *ch = code > 0 && code < 0x80 ? (char)code : '?';
-    return true;
-}
-
-/* A string (at its opening quote) into out[cap], cut to fit. */
-static bool gr_plot_jstring(gr_plot_jcur *c, char *out, size_t cap) {
-    if (c->p >= c->end || *c->p != '"') return false;
-    c->p++;
-    size_t n = 0;
-    while (c->p < c->end) {
-        char ch = *c->p++;
-        if (ch == '"') {
-            out[n] = '\0';
-            return true;
-        }
-        if ((unsigned char)ch < 0x20) return false;
-        if (ch == '\\' && !gr_plot_jescape(c, &ch)) return false;
-        if (n + 1 < cap) out[n++] = ch;
-    }
-    return false;
-}
-
-/* A number by JSON's grammar (no NaN, inf, hex or leading '+'). */
-static bool gr_plot_jnumber(gr_plot_jcur *c, double *v) {
-    const char *s = c->p;
-    if (c->p < c->end && *c->p == '-') c->p++;
-    if (!gr_plot_jdigit(c)) return false;
-    if (*c->p == '0') c->p++;
-    else while (gr_plot_jdigit(c)) c->p++;
-    if (c->p < c->end && *c->p == '.') {
-        c->p++;
-        if (!gr_plot_jdigit(c)) return false;
-        while (gr_plot_jdigit(c)) c->p++;
-    }
-    if (c->p < c->end && (*c->p == 'e' || *c->p == 'E')) {
-        c->p++;
-        if (c->p < c->end && (*c->p == '+' || *c->p == '-')) c->p++;
-        if (!gr_plot_jdigit(c)) return false;
-        while (gr_plot_jdigit(c)) c->p++;
-    }
-    char *e;
-    *v = strtod(s, &e); /* the line is NUL-terminated; the grammar above is a prefix strtod takes whole */
-    return e == c->p;
-}
-
-/* A nested object or array, skipped over (brackets counted outside strings). */
-static bool gr_plot_jnested(gr_plot_jcur *c) {
-    int depth = 0;
-    char junk[2];
-    while (c->p < c->end) {
-        char ch = *c->p;
-        if (ch == '"') {
-            if (!gr_plot_jstring(c, junk, sizeof junk)) return false;
-            continue;
-        }
-        c->p++;
-        if (ch == '{' || ch == '[') depth++;
-        else if ((ch == '}' || ch == ']') && --depth == 0) return true;
-    }
-    return false;
-}
-
-static bool gr_plot_jvalue(gr_plot_jcur *c, gr_plot_jval *v) {
-    v->type = GR_PLOT_JOTHER;
-    if (c->p >= c->end) return false;
-    char ch = *c->p;
-    if (ch == '"') {
-        v->type = GR_PLOT_JSTR;
-        return gr_plot_jstring(c, v->str, sizeof v->str);
-    }
-    if (ch == '-' || (ch >= '0' && ch <= '9')) {
-        v->type = GR_PLOT_JNUM;
-        return gr_plot_jnumber(c, &v->num);
-    }
-    if (ch == '{' || ch == '[') return gr_plot_jnested(c);
-    return gr_plot_jlit(c, "true") || gr_plot_jlit(c, "false") || gr_plot_jlit(c, "null");
-}
-
-static void gr_plot_jtake(gr_plot_jline *l, const char *key, const gr_plot_jval *v) {
-    if (strcmp(key, "kind") == 0) {
-        snprintf(l->kind, sizeof l->kind, "%s", v->type == GR_PLOT_JSTR ? v->str : "");
-    } else if (strcmp(key, "split") == 0) {
-        snprintf(l->split, sizeof l->split, "%s", v->type == GR_PLOT_JSTR ? v->str : "");
-    } else if (strcmp(key, "step") == 0) {
-        l->has_step = v->type == GR_PLOT_JNUM;
-        l->step = v->num;
-    }
-    if (strcmp(key, l->key) == 0) { /* after "step": a metric could be called so */
-        l->has_val = v->type == GR_PLOT_JNUM && isfinite(v->num) && fabs(v->num) <= GR_PLOT_MAX_ABS;
-        l->val = v->num;
-    }
-}
-
-/* Reads text[0, len) (NUL-terminated there) as one flat object into *l;
- * false when it is anything else. */
-static bool gr_plot_jobject(const char *text, size_t len, gr_plot_jline *l) {
-    gr_plot_jcur c = {text, text + len};
-    gr_plot_jws(&c);
-    if (!gr_plot_jlit(&c, "{")) return false;
-    gr_plot_jws(&c);
-    bool more = !gr_plot_jlit(&c, "}");
-    while (more) {
-        char key[32];
-        gr_plot_jval v;
-        gr_plot_jws(&c);
-        if (!gr_plot_jstring(&c, key, sizeof key)) return false;
-        gr_plot_jws(&c);
-        if (!gr_plot_jlit(&c, ":")) return false;
-        gr_plot_jws(&c);
-        if (!gr_plot_jvalue(&c, &v)) return false;
-        gr_plot_jtake(l, key, &v);
-        gr_plot_jws(&c);
-        more = gr_plot_jlit(&c, ",");
-        if (!more && !gr_plot_jlit(&c, "}")) return false;
-    }
-    gr_plot_jws(&c);
-    return c.p == c.end;
-}
-
 /* ---- the series ---- */
 
-/* The point a line holds for metric m; false for lines of other kinds and
- * for torn or malformed ones. */
+/* The point a line holds for metric m; false for lines of other kinds, for
+ * torn or malformed ones (json_read.h), and for a value that is not a
+ * finite number (null, "NaN", a string). */
 static bool gr_plot_line_point(const char *text, size_t len, gr_plot_metric m, double *x, double *y) {
-    gr_plot_jline l = {.key = gr_plot_metrics[m].key};
-    if (!gr_plot_jobject(text, len, &l)) return false;
-    if (strcmp(l.kind, gr_plot_metrics[m].kind) != 0) return false;
-    if (strcmp(l.kind, "eval") == 0 && l.split[0] && strcmp(l.split, "val") != 0) return false;
-    if (!l.has_step || !l.has_val || !(l.step >= 0 && l.step <= 9007199254740992.0) || l.step != floor(l.step))
-        return false;
-    *x = l.step;
-    *y = l.val;
-    return true;
+    gr_jobj o;
+    char why[96];
+    if (!gr_json_object_read(text, len, &o, why, sizeof why)) return false;
+    const gr_jval *kind = gr_jobj_get(&o, "kind"), *split = gr_jobj_get(&o, "split");
+    const gr_jval *step = gr_jobj_get(&o, "step"), *v = gr_jobj_get(&o, gr_plot_metrics[m].key);
+    bool ok = kind && kind->kind == GR_J_STR && strcmp(kind->text, gr_plot_metrics[m].kind) == 0 &&
+              /* eval lines of the val split (older lines name none) */
+              (strcmp(kind->text, "eval") != 0 || !split || (split->kind == GR_J_STR && !strcmp(split->text, "val"))) &&
+              step && step->kind == GR_J_NUM && step->num >= 0 && step->num <= 9007199254740992.0 &&
+              step->num == floor(step->num) && v && v->kind == GR_J_NUM && isfinite(v->num) &&
+              fabs(v->num) <= GR_PLOT_MAX_ABS;
+    if (ok) *x = step->num, *y = v->num;
+    gr_jobj_free(&o);
+    return ok;
 }
 
 static void gr_plot_series_add(gr_plot_series *s, double x, double y, int64_t line) {

@@ -49,7 +49,7 @@ typedef struct gr_sum_col {
 typedef struct gr_sum_table {
     int rows, cols, cap_cols;
     gr_sum_col *col;
-    gr_sum_cell *cell;
+    gr_jval *cell;
     int *order;
 } gr_sum_table;
 
@@ -103,7 +103,7 @@ static int gr_sum_args(int argc, char **argv, gr_sum_opts *o) {
 
 /* ---- the table ---- */
 
-static gr_sum_cell *gr_sum_at(const gr_sum_table *t, int row, int col) {
+static gr_jval *gr_sum_at(const gr_sum_table *t, int row, int col) {
     return &t->cell[(size_t)row * (size_t)t->cols + (size_t)col];
 }
 
@@ -115,12 +115,12 @@ static void gr_sum_add_col(gr_sum_table *t, const char *name, int decimals) {
     t->col[t->cols++] = (gr_sum_col){gr_xstrdup(name), decimals};
 }
 
-static bool gr_sum_same(const gr_sum_cell *a, const gr_sum_cell *b) {
+static bool gr_sum_same(const gr_jval *a, const gr_jval *b) {
     return a->kind == b->kind && (a->text && b->text ? !strcmp(a->text, b->text) : a->text == b->text);
 }
 
-static void gr_sum_copy(gr_sum_cell *dst, const gr_sum_cell *src) {
-    if (src->kind != GR_SUM_MISSING) gr_sum_cell_set(dst, src->kind, src->num, src->text);
+static void gr_sum_copy(gr_jval *dst, const gr_jval *src) {
+    if (src->kind != GR_J_NULL) gr_jval_set(dst, src->kind, src->num, src->text);
 }
 
 /* One config key of one run: runs[run].cfg[idx]. */
@@ -165,7 +165,7 @@ static gr_sum_group *gr_sum_differing(const gr_sum_run *runs, int n_runs, const 
     *n_groups = 0;
     for (int i = 0, j; i < n; i = j) {
         bool differ = false;
-        const gr_sum_cell *v0 = &runs[e[i].run].cfg[e[i].idx].val;
+        const gr_jval *v0 = &runs[e[i].run].cfg[e[i].idx].val;
         for (j = i + 1; j < n && !strcmp(e[j].key, e[i].key); j++)
             differ |= !gr_sum_same(v0, &runs[e[j].run].cfg[e[j].idx].val);
         if (differ || j - i != n_runs) g[(*n_groups)++] = (gr_sum_group){i, j - i, e[i].run, e[i].idx};
@@ -191,8 +191,8 @@ static void gr_sum_table_build(gr_sum_table *t, const gr_sum_run *runs, int n) {
             gr_sum_copy(gr_sum_at(t, e[i].run, 1 + k), &runs[e[i].run].cfg[e[i].idx].val);
     for (int r = 0; r < n; r++) {
         t->order[r] = r;
-        gr_sum_cell_set(gr_sum_at(t, r, 0), GR_SUM_STR, 0, runs[r].dir);
-        gr_sum_cell_set(gr_sum_at(t, r, n_over + 1), GR_SUM_STR, 0, runs[r].status);
+        gr_jval_set(gr_sum_at(t, r, 0), GR_J_STR, 0, runs[r].dir);
+        gr_jval_set(gr_sum_at(t, r, n_over + 1), GR_J_STR, 0, runs[r].status);
         for (int m = 0; m < GR_SUM_N_METRICS; m++) gr_sum_copy(gr_sum_at(t, r, n_over + 2 + m), &runs[r].metric[m]);
     }
     free(g);
@@ -200,7 +200,7 @@ static void gr_sum_table_build(gr_sum_table *t, const gr_sum_run *runs, int n) {
 }
 
 static void gr_sum_table_free(gr_sum_table *t) {
-    for (size_t i = 0; i < (size_t)t->rows * (size_t)t->cols; i++) gr_sum_cell_free(&t->cell[i]);
+    for (size_t i = 0; i < (size_t)t->rows * (size_t)t->cols; i++) gr_jval_free(&t->cell[i]);
     for (int c = 0; c < t->cols; c++) free(t->col[c].name);
     free(t->cell);
     free(t->col);
@@ -210,7 +210,7 @@ static void gr_sum_table_free(gr_sum_table *t) {
 /* ---- sorting ---- */
 
 typedef struct gr_sum_key {
-    const gr_sum_cell *cell;
+    const gr_jval *cell;
     int row;
     bool desc;
 } gr_sum_key;
@@ -218,11 +218,11 @@ typedef struct gr_sum_key {
 /* Missing last; numbers before text, by value; text bytewise; then the row. */
 static int gr_sum_key_cmp(const void *pa, const void *pb) {
     const gr_sum_key *a = pa, *b = pb;
-    const gr_sum_cell *x = a->cell, *y = b->cell;
-    int c = (x->kind == GR_SUM_MISSING) - (y->kind == GR_SUM_MISSING);
-    if (!c && x->kind != GR_SUM_MISSING) {
-        c = (x->kind != GR_SUM_NUM) - (y->kind != GR_SUM_NUM);
-        if (!c) c = x->kind == GR_SUM_NUM ? (x->num > y->num) - (x->num < y->num) : strcmp(x->text, y->text);
+    const gr_jval *x = a->cell, *y = b->cell;
+    int c = (x->kind == GR_J_NULL) - (y->kind == GR_J_NULL);
+    if (!c && x->kind != GR_J_NULL) {
+        c = (x->kind != GR_J_NUM) - (y->kind != GR_J_NUM);
+        if (!c) c = x->kind == GR_J_NUM ? (x->num > y->num) - (x->num < y->num) : strcmp(x->text, y->text);
         if (a->desc) c = -c;
     }
     return c ? c : a->row - b->row;
@@ -251,9 +251,9 @@ static int gr_sum_sort(gr_sum_table *t, const gr_sum_opts *o) {
 /* ---- output ---- */
 
 /* The cell as the text table shows it (buf holds it when formatted). */
-static const char *gr_sum_show(const gr_sum_cell *c, int decimals, char *buf, size_t n) {
-    if (c->kind == GR_SUM_MISSING) return "-";
-    if (c->kind != GR_SUM_NUM || decimals < 0) return c->text;
+static const char *gr_sum_show(const gr_jval *c, int decimals, char *buf, size_t n) {
+    if (c->kind == GR_J_NULL) return "-";
+    if (c->kind != GR_J_NUM || decimals < 0) return c->text;
     snprintf(buf, n, "%.*f", decimals, c->num);
     return buf;
 }
@@ -262,9 +262,9 @@ static const char *gr_sum_show(const gr_sum_cell *c, int decimals, char *buf, si
 static bool gr_sum_numeric(const gr_sum_table *t, int c) {
     bool any = false;
     for (int r = 0; r < t->rows; r++) {
-        gr_sum_kind k = gr_sum_at(t, r, c)->kind;
-        if (k != GR_SUM_NUM && k != GR_SUM_MISSING) return false;
-        any |= k == GR_SUM_NUM;
+        gr_jkind k = gr_sum_at(t, r, c)->kind;
+        if (k != GR_J_NUM && k != GR_J_NULL) return false;
+        any |= k == GR_J_NUM;
     }
     return any || t->col[c].decimals >= 0;
 }
@@ -321,9 +321,9 @@ static void gr_sum_write_csv(const gr_sum_table *t, FILE *f) {
     fputs("\r\n", f);
     for (int i = 0; i < t->rows; i++) {
         for (int c = 0; c < t->cols; c++) {
-            const gr_sum_cell *x = gr_sum_at(t, t->order[i], c);
+            const gr_jval *x = gr_sum_at(t, t->order[i], c);
             fputs(c ? "," : "", f);
-            gr_sum_csv_field(x->kind == GR_SUM_MISSING ? "" : x->text, f);
+            gr_sum_csv_field(x->kind == GR_J_NULL ? "" : x->text, f);
         }
         fputs("\r\n", f);
     }
@@ -347,13 +347,13 @@ static void gr_sum_write_json(const gr_sum_table *t, FILE *f) {
     for (int i = 0; i < t->rows; i++) {
         fputs("  {", f);
         for (int c = 0; c < t->cols; c++) {
-            const gr_sum_cell *x = gr_sum_at(t, t->order[i], c);
+            const gr_jval *x = gr_sum_at(t, t->order[i], c);
             fputs(c ? ", " : "", f);
             gr_sum_json_string(t->col[c].name, f);
             fputs(": ", f);
-            if (x->kind == GR_SUM_MISSING) fputs("null", f);
-            else if (x->kind == GR_SUM_STR) gr_sum_json_string(x->text, f);
-            else fputs(x->text, f); /* a JSON number (gr_sum_is_number) or true/false */
+            if (x->kind == GR_J_NULL) fputs("null", f);
+            else if (x->kind == GR_J_STR) gr_sum_json_string(x->text, f);
+            else fputs(x->text, f); /* a JSON number (gr_json_is_number) or true/false */
         }
         fputs(i + 1 < t->rows ? "},\n" : "}\n", f);
     }

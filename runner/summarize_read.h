@@ -7,36 +7,15 @@
  * "interrupted" without one) and the figures of gr_sum_metric_rows, each
  * from summary.json when it has it, else from metrics.jsonl's lines.
  *
- * Exports: gr_sum_cell (one value: a number as written, a string, a bool
- * or nothing), gr_sum_run_load / gr_sum_run_free, gr_sum_metric_rows (the
- * figures' columns), gr_sum_is_number (JSON's number grammar). */
+ * Exports: gr_sum_run_load / gr_sum_run_free, gr_sum_metric_rows (the
+ * figures' columns); a run's values are json_read.h's gr_jval. */
 #ifndef GR_SUMMARIZE_READ_H
 #define GR_SUMMARIZE_READ_H
 
 #include <stdbool.h>
 
 #include "../common/gr_common.h"
-
-typedef enum gr_sum_kind {
-    GR_SUM_MISSING, /* absent, or null */
-    GR_SUM_NUM,     /* text is the number as written (a JSON number) */
-    GR_SUM_STR,
-    GR_SUM_BOOL,    /* text is "true" or "false" */
-    GR_SUM_OTHER    /* a JSON object or array (read, not kept) */
-} gr_sum_kind;
-
-typedef struct gr_sum_cell {
-    gr_sum_kind kind;
-    double num; /* GR_SUM_NUM */
-    char *text; /* owned; NULL when missing */
-} gr_sum_cell;
-
-/* Sets c to (kind, num, a copy of text), freeing what it held. */
-void gr_sum_cell_set(gr_sum_cell *c, gr_sum_kind kind, double num, const char *text);
-void gr_sum_cell_free(gr_sum_cell *c);
-
-/* Is s, all of it, a JSON number (-?int frac? exp?)? */
-bool gr_sum_is_number(const char *s);
+#include "json_read.h"
 
 /* Where a figure comes from when summary.json lacks it (or there is none):
  * metrics.jsonl's last train line, its last val eval line, or the largest
@@ -65,7 +44,7 @@ extern const gr_sum_metric_row gr_sum_metric_rows[GR_SUM_N_METRICS];
 
 typedef struct gr_sum_kv {
     char *key;       /* dotted: train.optimizer.lr */
-    gr_sum_cell val; /* NUM, BOOL, STR; MISSING for a null scalar */
+    gr_jval val; /* NUM, BOOL, STR; MISSING for a null scalar */
 } gr_sum_kv;
 
 typedef struct gr_sum_run {
@@ -73,7 +52,7 @@ typedef struct gr_sum_run {
     gr_sum_kv *cfg;              /* config.yaml's leaves, in file order */
     int n_cfg, cap_cfg;
     char status[96];             /* "finished", "stopped (75)", "running", "interrupted" */
-    gr_sum_cell metric[GR_SUM_N_METRICS];
+    gr_jval metric[GR_SUM_N_METRICS];
 } gr_sum_run;
 
 /* Reads run directory dir into *r (zeroed first; free it with
