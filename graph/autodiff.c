@@ -56,12 +56,11 @@ void gr_autodiff(gr_graph *g, bool need_input_grad) {
         for (int k = 0; k < g->nodes[i].nin; k++) g->ad_readers[g->nodes[i].in[k]]++;
     g->ad_node = -1;
     for (int i = g->n_forward - 1; i >= 0; i--) {
-        const gr_node *nd = &g->nodes[i];
-        for (int k = 0; k < nd->nout; k++) gr_autodiff_sum(g, nd->out[k], nd->layer);
-        nd = &g->nodes[i];
-        const gr_op_impl *impl = gr_op_impl_of(nd->op);
-        bool is_loss = (gr_op_flags(nd->op) & GR_OPF_LOSS) != 0;
-        if (!is_loss && g->tensors[nd->out[0]].grad < 0) continue; /* no gradient reaches it */
+        const gr_node nd = g->nodes[i]; /* a copy: gr_autodiff_sum appends nodes, which may move the array */
+        for (int k = 0; k < nd.nout; k++) gr_autodiff_sum(g, nd.out[k], nd.layer);
+        const gr_op_impl *impl = gr_op_impl_of(nd.op);
+        bool is_loss = (gr_op_flags(nd.op) & GR_OPF_LOSS) != 0;
+        if (!is_loss && g->tensors[nd.out[0]].grad < 0) continue; /* no gradient reaches it */
         GR_ASSERT(impl && impl->backward);
         g->ad_node = i;
         impl->backward(g, i);
