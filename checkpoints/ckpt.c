@@ -220,10 +220,7 @@ static gr_ckpt_list gr_ckpt_scan(const char *dir, bool report_tmp) {
             fprintf(stderr, "gpurun: %s/%s: an unfinished write (skipped)\n", dir, e->d_name);
         int64_t s = gr_ckpt_parse_name(e->d_name);
         if (s < 0) continue;
-        if (l.n == cap) {
-            cap = cap ? 2 * cap : 16;
-            l.steps = gr_xrealloc(l.steps, (size_t)cap * sizeof *l.steps);
-        }
+        GR_GROW(l.steps, cap, l.n + 1);
         l.steps[l.n++] = s;
     }
     closedir(d);

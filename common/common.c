@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "gr_common.h"
 
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,8 +96,31 @@ void *gr_xcalloc(size_t count, size_t size) {
 }
 
 void *gr_xrealloc(void *p, size_t n) {
+    if (GR_GROW_STRESS && p) return gr_grow_move(p, malloc_usable_size(p), n);
     void *q = realloc(p, n ? n : 1);
     if (!q) gr_oom(n);
+    return q;
+}
+
+size_t gr_grow_cap(size_t cap, size_t need, size_t elem) {
+    /* stress: one element at a time while the copying (O(n^2) bytes) stays cheap, then by a quarter */
+    if (GR_GROW_STRESS) return need * elem <= GR_GROW_STRESS_EXACT_BYTES ? need : need + need / 4;
+    size_t c = cap ? 2 * cap : 16;
+    return c > need ? c : need;
+}
+
+void *gr_grow_move(void *p, size_t old_bytes, size_t new_bytes) {
+    if (!GR_GROW_STRESS) {
+        void *q = realloc(p, new_bytes ? new_bytes : 1);
+        if (!q) gr_oom(new_bytes);
+        return q;
+    }
+    void *q = gr_xmalloc(new_bytes);
+    if (p) {
+        memcpy(q, p, old_bytes < new_bytes ? old_bytes : new_bytes);
+        memset(p, 0xA5, old_bytes);
+        free(p);
+    }
     return q;
 }
 

@@ -52,6 +52,36 @@ void *gr_xcalloc(size_t count, size_t size);
 void *gr_xrealloc(void *p, size_t n);
 char *gr_xstrdup(const char *s);
 
+/* Growable arrays. GR_GROW(p, cap, need) makes room for `need` elements in
+ * the array p of capacity cap (any integer type; both updated), doubling.
+ * Any pointer into p is stale after a growth: keep indices across a call
+ * that may append (gr_graph_add_tensor, gr_graph_add_node, gr_graph_grad...).
+ *
+ * Built with -DGPURUN_GROW_STRESS=ON (on in the sanitizer build), every
+ * array starts at capacity 1 and grows to exactly what it needs (past
+ * GR_GROW_STRESS_EXACT_BYTES, by a quarter, so a 100,000-layer graph builds
+ * in seconds), and every growth (gr_xrealloc too) moves it: a new block,
+ * the old one filled with 0xA5 and freed. A stale pointer then reads freed
+ * memory on the first append after it was taken, which AddressSanitizer
+ * reports in whichever test reaches it. */
+#define GR_GROW_STRESS_EXACT_BYTES (256u << 10)
+#ifdef GPURUN_GROW_STRESS
+#define GR_GROW_STRESS 1
+#else
+#define GR_GROW_STRESS 0
+#endif
+size_t gr_grow_cap(size_t cap, size_t need, size_t elem);
+void *gr_grow_move(void *p, size_t old_bytes, size_t new_bytes);
+#define GR_GROW(p, cap, need)                                                      \
+    do {                                                                           \
+        size_t gr_need_ = (size_t)(need), gr_cap_ = (size_t)(cap);                 \
+        if (gr_need_ > gr_cap_) {                                                  \
+            size_t gr_new_ = gr_grow_cap(gr_cap_, gr_need_, sizeof *(p));          \
+            (p) = gr_grow_move((p), gr_cap_ * sizeof *(p), gr_new_ * sizeof *(p)); \
+            (cap) = gr_new_;                                                       \
+        }                                                                          \
+    } while (0)
+
 /* Host memory this process can still take: MemAvailable, capped by the
  * headroom under RLIMIT_AS; false where /proc/meminfo cannot be read. */
 bool gr_host_mem_info(size_t *avail_bytes, size_t *total_bytes);

@@ -21,10 +21,7 @@
 #include <string.h>
 
 static int gr_build_add_layer(gr_graph *g, const char *name, gr_op op) {
-    if (g->n_layers == g->cap_layers) {
-        g->cap_layers = g->cap_layers ? 2 * g->cap_layers : 32;
-        g->layers = gr_xrealloc(g->layers, (size_t)g->cap_layers * sizeof *g->layers);
-    }
+    GR_GROW(g->layers, g->cap_layers, g->n_layers + 1);
     gr_layer *l = &g->layers[g->n_layers];
     memset(l, 0, sizeof *l);
     snprintf(l->name, sizeof l->name, "%s", name);
@@ -523,7 +520,8 @@ static gr_status gr_build_layer(gr_builder *b, gr_scope *sc, const gr_layer_item
         if (st) return st;
     } else {
         gr_tensor x = g->tensors[in[0]];
-        g->nodes[nd].out[0] = gr_graph_add_tensor(g, name, GR_TK_ACT, GR_F32, x.ndim, x.shape, true);
+        const int y = gr_graph_add_tensor(g, name, GR_TK_ACT, GR_F32, x.ndim, x.shape, true); /* before indexing */
+        g->nodes[nd].out[0] = y;
         g->nodes[nd].nout = 1;
     }
     *out = g->nodes[nd].out[0];

@@ -104,10 +104,7 @@ const char *gr_shape_str_n(const gr_tensor *t, char *buf, size_t n) {
 int gr_graph_add_tensor(gr_graph *g, const char *name, gr_tensor_kind kind, gr_elem elem,
                         int ndim, const int64_t *shape, bool batched) {
     GR_ASSERT(ndim >= 0 && ndim <= GR_MAX_DIMS);
-    if (g->n_tensors == g->cap_tensors) {
-        g->cap_tensors = g->cap_tensors ? 2 * g->cap_tensors : 64;
-        g->tensors = gr_xrealloc(g->tensors, (size_t)g->cap_tensors * sizeof *g->tensors);
-    }
+    GR_GROW(g->tensors, g->cap_tensors, g->n_tensors + 1);
     gr_tensor *t = &g->tensors[g->n_tensors];
     memset(t, 0, sizeof *t);
     snprintf(t->name, sizeof t->name, "%s", name);
@@ -150,10 +147,7 @@ int gr_graph_add_state(gr_graph *g, int layer, const char *pname, int ndim, cons
 int gr_graph_add_node(gr_graph *g, gr_op op, int layer, const int *in, int nin,
                       const int *out, int nout) {
     GR_ASSERT(nin <= GR_MAX_IN && nout <= GR_MAX_OUT);
-    if (g->n_nodes == g->cap_nodes) {
-        g->cap_nodes = g->cap_nodes ? 2 * g->cap_nodes : 64;
-        g->nodes = gr_xrealloc(g->nodes, (size_t)g->cap_nodes * sizeof *g->nodes);
-    }
+    GR_GROW(g->nodes, g->cap_nodes, g->n_nodes + 1);
     gr_node *nd = &g->nodes[g->n_nodes];
     memset(nd, 0, sizeof *nd);
     nd->op = op;
@@ -185,10 +179,7 @@ int gr_graph_grad(gr_graph *g, int t) {
         char name[GR_TNAME_MAX + 24];
         snprintf(name, sizeof name, "%s.grad.%d", src.name, k);
         int gt = gr_graph_add_tensor(g, name, GR_TK_ACT, GR_F32, src.ndim, src.shape, src.batched);
-        if (g->ad_np == g->ad_cap) {
-            g->ad_cap = g->ad_cap ? 2 * g->ad_cap : 16;
-            g->ad_partials = gr_xrealloc(g->ad_partials, (size_t)g->ad_cap * sizeof *g->ad_partials);
-        }
+        GR_GROW(g->ad_partials, g->ad_cap, g->ad_np + 1);
         g->ad_partials[g->ad_np++] = (struct gr_partial){t, g->ad_node, g->ad_slot, gt};
         return gt;
     }

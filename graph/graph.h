@@ -225,7 +225,11 @@ gr_status gr_attrs_read(const char *op, const gr_attr_table *t, gr_attrs *a, con
  * rules between attributes, after the table (may fill a default from another
  * attribute); NULL none. infer: the output's shape and the parameters.
  * backward: emits the nodes computing the gradients of the inputs that need
- * them (Caffe's propagate_down), through gr_graph_add_node. */
+ * them (Caffe's propagate_down), through gr_graph_add_node.
+ * The graph's arrays grow (GR_GROW): infer appends tensors, backward tensors
+ * and nodes, so neither keeps a gr_tensor * or gr_node * across an append;
+ * backward works from a copy of its node (`gr_node nd = g->nodes[node]`).
+ * The sanitizer build moves an array on every append to catch one that does. */
 typedef struct gr_op_impl {
     const gr_attr_table *attrs;
     gr_status (*check)(gr_attrs *a, const gr_cfg *attrs, const char *key, gr_error *err);
@@ -291,7 +295,9 @@ void gr_graph_set_precision(gr_graph *g, gr_precision p);
  * and sizes do not change (shape[] stays [n, C, H, W]). */
 void gr_graph_set_layout(gr_graph *g, const gr_layout_cap caps[GR_OP_COUNT]);
 
-/* Builder helpers for op implementations and tests. */
+/* Builder helpers for op implementations and tests. Each may move g->tensors,
+ * g->nodes (and gr_graph_grad both): a pointer into them taken before the
+ * call is stale after it; shapes and names passed in must not point there. */
 int gr_graph_add_tensor(gr_graph *g, const char *name, gr_tensor_kind kind, gr_elem elem,
                         int ndim, const int64_t *shape, bool batched);
 int gr_graph_add_param(gr_graph *g, int layer, const char *pname, int ndim, const int64_t *shape);

@@ -31,7 +31,7 @@ static gr_names_slot *gr_names_slot_of(const gr_names *t, const char *key, uint6
 
 static void gr_names_grow(gr_names *t) {
     gr_names old = *t;
-    t->cap = old.cap ? 2 * old.cap : 64;
+    t->cap = old.cap ? 2 * old.cap : GR_GROW_STRESS ? 2 : 64; /* small under the stress build: it moves often */
     t->slots = gr_xcalloc(t->cap, sizeof *t->slots);
     for (size_t i = 0; i < old.cap; i++)
         if (old.slots[i].key) *gr_names_slot_of(t, old.slots[i].key, old.slots[i].hash) = old.slots[i];

@@ -18,11 +18,12 @@ static gr_status gr_dense_infer(gr_graph *g, int node, const gr_cfg *at, const c
         return gr_cfg_error(err, at, key, "dense needs a flat input [batch, features], got %s "
                             "(put a flatten before it)", gr_shape_str(&x, buf, sizeof buf));
     }
-    int layer = nd->layer;
+    const int layer = nd->layer; /* nd is read before the appends below, never after */
+    const bool bias = nd->attrs.bias;
     int64_t units = nd->attrs.units, fin = x.shape[1];
     int64_t wshape[2] = {units, fin}, bshape[1] = {units}, yshape[2] = {x.shape[0], units};
     int w = gr_graph_add_param(g, layer, "weight", 2, wshape);
-    int b = nd->attrs.bias ? gr_graph_add_param(g, layer, "bias", 1, bshape) : -1;
+    int b = bias ? gr_graph_add_param(g, layer, "bias", 1, bshape) : -1;
     int y = gr_graph_add_tensor(g, g->layers[layer].name, GR_TK_ACT, GR_F32, 2, yshape, true);
     nd = &g->nodes[node];
     nd->in[1] = w;

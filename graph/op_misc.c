@@ -9,10 +9,11 @@
 static gr_status gr_flatten_infer(gr_graph *g, int node, const gr_cfg *at, const char *key, gr_error *err) {
     (void)at; (void)key; (void)err;
     gr_node *nd = &g->nodes[node];
-    gr_tensor x = g->tensors[nd->in[0]];
+    const int xi = nd->in[0];
+    gr_tensor x = g->tensors[xi];
     int64_t shape[2] = {x.shape[0], gr_tensor_sample_numel(&x)};
     int y = gr_graph_add_tensor(g, g->layers[nd->layer].name, GR_TK_ACT, GR_F32, 2, shape, true);
-    g->tensors[y].alias_of = nd->in[0];
+    g->tensors[y].alias_of = xi;
     nd = &g->nodes[node];
     nd->out[0] = y;
     nd->nout = 1;

@@ -24,10 +24,7 @@
  * node index refers to them: fwd and gr_layer.node point at forward nodes,
  * all before any backward node) */
 static void gr_nodes_open(gr_graph *g, int at, int n) {
-    if (g->n_nodes + n > g->cap_nodes) {
-        g->cap_nodes = g->n_nodes + n + 64;
-        g->nodes = gr_xrealloc(g->nodes, (size_t)g->cap_nodes * sizeof *g->nodes);
-    }
+    GR_GROW(g->nodes, g->cap_nodes, g->n_nodes + n);
     memmove(&g->nodes[at + n], &g->nodes[at], (size_t)(g->n_nodes - at) * sizeof *g->nodes);
     g->n_nodes += n;
 }

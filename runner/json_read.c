@@ -226,10 +226,7 @@ static bool gr_sum_jp_field(gr_jp *p, gr_jobj *o) {
         gr_jval_free(&f.val);
         return false;
     }
-    if (o->n == o->cap) {
-        o->cap = o->cap ? 2 * o->cap : 32;
-        o->f = gr_xrealloc(o->f, (size_t)o->cap * sizeof *o->f);
-    }
+    GR_GROW(o->f, o->cap, o->n + 1);
     o->f[o->n++] = f;
     return true;
 }

@@ -70,10 +70,7 @@ static bool gr_plot_line_point(const char *text, size_t len, gr_plot_metric m, d
 }
 
 static void gr_plot_series_add(gr_plot_series *s, double x, double y, int64_t line) {
-    if (s->n == s->cap) {
-        s->cap = s->cap ? 2 * s->cap : 256;
-        s->pt = gr_xrealloc(s->pt, (size_t)s->cap * sizeof *s->pt);
-    }
+    GR_GROW(s->pt, s->cap, s->n + 1);
     s->pt[s->n++] = (gr_plot_point){x, y, line};
 }
 

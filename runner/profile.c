@@ -145,10 +145,7 @@ void gr_prof_end(gr_prof *p, gr_prof_kind k) {
 }
 
 static void gr_prof_event_add(gr_prof *p, int row, const char *what, double t0, double dur, int micro) {
-    if (p->nev == p->cap_ev) {
-        p->cap_ev = p->cap_ev ? 2 * p->cap_ev : 4096;
-        p->ev = gr_xrealloc(p->ev, p->cap_ev * sizeof *p->ev);
-    }
+    GR_GROW(p->ev, p->cap_ev, p->nev + 1);
     p->ev[p->nev++] = (gr_prof_event){row, what, t0 - p->t_origin, dur, p->step, micro, false};
 }
 

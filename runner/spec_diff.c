@@ -26,10 +26,7 @@ typedef struct gr_flat {
 } gr_flat;
 
 static void gr_flat_add(gr_flat *f, const char *key, const char *val) {
-    if (f->n == f->cap) {
-        f->cap = f->cap ? 2 * f->cap : 64;
-        f->kv = gr_xrealloc(f->kv, (size_t)f->cap * sizeof *f->kv);
-    }
+    GR_GROW(f->kv, f->cap, f->n + 1);
     f->kv[f->n++] = (gr_kv){gr_xstrdup(key), gr_xstrdup(val)};
 }
 

@@ -108,10 +108,7 @@ static gr_jval *gr_sum_at(const gr_sum_table *t, int row, int col) {
 }
 
 static void gr_sum_add_col(gr_sum_table *t, const char *name, int decimals) {
-    if (t->cols == t->cap_cols) {
-        t->cap_cols = t->cap_cols ? 2 * t->cap_cols : 16;
-        t->col = gr_xrealloc(t->col, (size_t)t->cap_cols * sizeof *t->col);
-    }
+    GR_GROW(t->col, t->cap_cols, t->cols + 1);
     t->col[t->cols++] = (gr_sum_col){gr_xstrdup(name), decimals};
 }
 

@@ -30,10 +30,7 @@ const gr_sum_metric_row gr_sum_metric_rows[GR_SUM_N_METRICS] = {
 /* ---- config.yaml: its leaves ---- */
 
 static void gr_sum_kv_add(gr_sum_run *r, const char *key, gr_jkind kind, const char *text) {
-    if (r->n_cfg == r->cap_cfg) {
-        r->cap_cfg = r->cap_cfg ? 2 * r->cap_cfg : 128;
-        r->cfg = gr_xrealloc(r->cfg, (size_t)r->cap_cfg * sizeof *r->cfg);
-    }
+    GR_GROW(r->cfg, r->cap_cfg, r->n_cfg + 1);
     gr_sum_kv *kv = &r->cfg[r->n_cfg++];
     *kv = (gr_sum_kv){gr_xstrdup(key), {0}};
     gr_jval_set(&kv->val, kind, kind == GR_J_NUM ? strtod(text, NULL) : 0, text);

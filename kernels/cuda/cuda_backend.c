@@ -34,10 +34,7 @@ typedef struct { void *p; size_t bytes; } gr_cuda_block;
 typedef struct { gr_cuda_block *b; int n, cap; } gr_cuda_blocks;
 
 static void gr_cuda_track(gr_cuda *cu, gr_cuda_blocks *t, void *p, size_t bytes) {
-    if (t->n == t->cap) {
-        t->cap = t->cap ? 2 * t->cap : 16;
-        t->b = gr_xrealloc(t->b, (size_t)t->cap * sizeof *t->b);
-    }
+    GR_GROW(t->b, t->cap, t->n + 1);
     t->b[t->n++] = (gr_cuda_block){p, bytes};
     cu->held += bytes;
     if (cu->held > cu->held_peak) cu->held_peak = cu->held;

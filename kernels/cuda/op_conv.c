@@ -206,10 +206,7 @@ static gr_conv_entry *gr_conv_lookup(gr_cuda *cu, const gr_conv_shape *s, gr_ele
 static gr_conv_entry *gr_conv_add(gr_cuda *cu, const gr_conv_shape *s, gr_elem dt) {
     if (!cu->convs) cu->convs = gr_xcalloc(1, sizeof *cu->convs);
     struct gr_cuda_convs *t = cu->convs;
-    if (t->n == t->cap) {
-        t->cap = t->cap ? 2 * t->cap : 32;
-        t->e = gr_xrealloc(t->e, (size_t)t->cap * sizeof *t->e);
-    }
+    GR_GROW(t->e, t->cap, t->n + 1);
     gr_conv_entry *e = &t->e[t->n++];
     memset(e, 0, sizeof *e);
     e->s = *s;
