@@ -67,6 +67,8 @@ static gr_status idx_read(const char *dir, const char *name, uint32_t magic, boo
         if (access(f->path, F_OK) != 0)
             return gr_error_set(err, GR_ERR_DATA, "%s/%s.gz: no such file (nor %s)", dir, name, name);
     }
+    gr_status rs = gr_check_regular(f->path, "an IDX file", GR_ERR_DATA, err); /* gzopen blocks on a FIFO */
+    if (rs) return rs;
     gzFile gz = gzopen(f->path, "rb");
     if (!gz) return gr_error_set(err, GR_ERR_DATA, "%s: %s", f->path, errno ? strerror(errno) : "cannot open");
     gr_status st = GR_OK;

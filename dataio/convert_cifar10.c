@@ -35,6 +35,11 @@ static char *cifar_path(const char *dir, const char *name) {
  * space cut), which must be exactly 10; the defaults when the file is absent. */
 static gr_status cifar_classes(const char *dir, char names[CIFAR_CLASSES][CIFAR_NAME_MAX], gr_error *err) {
     char *path = cifar_path(dir, "batches.meta.txt");
+    gr_status rs = gr_check_regular(path, "the class names file", GR_ERR_DATA, err); /* fopen blocks on a FIFO */
+    if (rs) {
+        free(path);
+        return rs;
+    }
     FILE *fp = fopen(path, "r");
     if (!fp) {
         gr_status st = GR_OK;
@@ -73,6 +78,8 @@ static gr_status cifar_check_size(const char *path, int64_t records, gr_error *e
     struct stat sb;
     if (stat(path, &sb) != 0)
         return gr_error_set(err, GR_ERR_DATA, "%s: %s", path, errno == ENOENT ? "no such file" : strerror(errno));
+    gr_status rs = gr_check_regular(path, "a CIFAR-10 batch file", GR_ERR_DATA, err);
+    if (rs) return rs;
     const int64_t size = (int64_t)sb.st_size;
     if (size == 0 || size % CIFAR_RECORD != 0)
         return gr_error_set(err, GR_ERR_DATA,

@@ -374,10 +374,7 @@ static gr_status if_list(const char *dir, char ***names, int64_t *count, int64_t
             (*hidden)++;
             continue;
         }
-        if (*count == cap) {
-            cap = cap ? 2 * cap : 64;
-            *names = gr_xrealloc(*names, (size_t)cap * sizeof **names);
-        }
+        GR_GROW(*names, cap, *count + 1);
         (*names)[(*count)++] = gr_xstrdup(e->d_name);
     }
     closedir(d);
@@ -403,15 +400,18 @@ static gr_status if_scan_class(if_scan *s, const char *dir, const char *name, in
     for (int64_t i = 0; i < count && st == GR_OK; i++) {
         char *path = if_join(cdir, names[i]);
         struct stat sb;
-        if (!if_is_image_name(names[i]) || stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        if (!if_is_image_name(names[i]) || stat(path, &sb) != 0) {
             s->skipped++;
             free(path);
             continue;
         }
-        if (s->n == s->cap) {
-            s->cap = s->cap ? 2 * s->cap : 1024;
-            s->files = gr_xrealloc(s->files, (size_t)s->cap * sizeof *s->files);
+        /* an image's name on a FIFO, device or folder: refused, as every input that is not a file
+         * (the decoder's fopen would block on a FIFO) */
+        if ((st = gr_check_regular(path, "an image", GR_ERR_DATA, err))) {
+            free(path);
+            break;
         }
+        GR_GROW(s->files, s->cap, s->n + 1);
         s->files[s->n++] = (if_file){path, label};
         images++;
     }

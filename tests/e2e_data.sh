@@ -87,6 +87,24 @@ printf 'not a png' >"$T/folder_bad/cat/x.png"
 want 3 "$T/i.h5" "$T/folder_bad/cat/x.png: cannot decode: not a JPEG or PNG file (it starts with 6E 6F 74 20)" -- \
     "$G" data imagefolder "$T/i.h5" --from "$T/folder_bad" --size 8
 
+# inputs that are not regular files: exit 3 at once, naming the file (a FIFO would block a reader
+# forever; want's own timeout turns a block into a failure)
+mkdir -p "$T/idx_fifo" "$T/cifar_fifo" "$T/cifar_dev" "$T/cifar_dir/data_batch_1.bin" "$T/folder_fifo/cat"
+mkfifo "$T/idx_fifo/train-images-idx3-ubyte" "$T/cifar_fifo/data_batch_1.bin" "$T/folder_fifo/cat/a.png"
+ln -s /dev/zero "$T/cifar_dev/data_batch_1.bin"
+for kind in mnist fashion-mnist; do
+    want 3 "$T/f.h5" "$T/idx_fifo/train-images-idx3-ubyte: an IDX file is a FIFO, not a regular file" -- \
+        "$G" data "$kind" "$T/f.h5" --from "$T/idx_fifo"
+done
+want 3 "$T/c.h5" "$T/cifar_fifo/data_batch_1.bin: a CIFAR-10 batch file is a FIFO, not a regular file" -- \
+    "$G" data cifar10 "$T/c.h5" --from "$T/cifar_fifo"
+want 3 "$T/c.h5" "$T/cifar_dev/data_batch_1.bin: a CIFAR-10 batch file is a character device" -- \
+    "$G" data cifar10 "$T/c.h5" --from "$T/cifar_dev"
+want 3 "$T/c.h5" "$T/cifar_dir/data_batch_1.bin: a CIFAR-10 batch file is a directory" -- \
+    "$G" data cifar10 "$T/c.h5" --from "$T/cifar_dir"
+want 3 "$T/i.h5" "$T/folder_fifo/cat/a.png: an image is a FIFO, not a regular file" -- \
+    "$G" data imagefolder "$T/i.h5" --from "$T/folder_fifo" --size 8
+
 # ---------------------------------------------------------------- conversions that succeed
 want 0 - "/train" "100%" -- "$G" data synthetic "$S" --n 50 --shape 3,8,8 --classes 4 --seed 2
 grep -qF "wrote $S" "$T/stdout" && PASS=$((PASS + 1)) || { FAIL=$((FAIL + 1)); echo "FAIL: stdout lacks 'wrote $S'"; }

@@ -96,6 +96,10 @@ static void test_cifar10(void) {
     CHECK_FAILED(gr_data_convert_cifar10(dir, CIF_R, out, false, false, &err), GR_ERR_DATA,
                  "batches.meta.txt: 3 class names; expected 10", out);
     remove(join(dir, "batches.meta.txt"));
+    CHECK(mkfifo(join(dir, "batches.meta.txt"), 0600) == 0); /* refused, not read: a read would block */
+    CHECK_FAILED(gr_data_convert_cifar10(dir, CIF_R, out, false, false, &err), GR_ERR_DATA,
+                 "batches.meta.txt: the class names file is a FIFO, not a regular file", out);
+    remove(join(dir, "batches.meta.txt"));
     CHECK_FAILED(gr_data_convert_cifar10(dir, GR_CIFAR10_BATCH_RECORDS, out, false, false, &err), GR_ERR_DATA,
                  "data_batch_1.bin: holds 4 records; expected 10000", out);
     remove(join(dir, "data_batch_3.bin"));
