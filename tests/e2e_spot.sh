@@ -144,6 +144,11 @@ NB=700
 job b $NB
 "$G" "$T/b.yaml" --run-dir "$T/b.straight" --quiet >/dev/null 2>"$T/b.straight.err" && ok ||
     bad "the uninterrupted run B failed: $(cat "$T/b.straight.err")"
+# tmp_or_step DIR MARK K : a checkpoint .tmp newer than MARK is in DIR/checkpoints, or DIR's
+# metrics.jsonl is at step K or later
+tmp_or_step() {
+    [ -n "$(find "$1/checkpoints" -name '*.tmp' -newer "$2" 2>/dev/null)" ] || step_ge "$1/metrics.jsonl" "$3"
+}
 # stderr holds more than what a start killed during start-up may have said
 startup_lines() { grep -v -e '^gpurun: device auto: ' -e ': an unfinished write (skipped)$' "$1" | grep -q .; }
 RANDOM=777
@@ -159,12 +164,11 @@ while [ $rc -ne 0 ] && [ $starts -lt 80 ]; do
         case $((kills % 4)) in
         0)  # any moment from start-up on: 0..150 ms
             sleep "$(printf '0.%03d' $((RANDOM % 150)))" ;;
-        2)  # right when this start writes a checkpoint's .tmp (or after 1.2 s)
-            i=0
-            while kill -0 $pid 2>/dev/null && [ -z "$(find "$D/checkpoints" -name '*.tmp' -newer "$T/b.mark" 2>/dev/null)" ] &&
-                [ $i -lt 600 ]; do
-                sleep 0.002; i=$((i + 1))
-            done ;;
+        2)  # right when this start writes a checkpoint's .tmp, or two intervals past the furthest
+            # step logged: run in slices (signal_when), so a .tmp shorter than a poll on a loaded
+            # machine cannot let the run go on for seconds (it once finished the job 3 kills early)
+            target=$(( (last_logged > newest ? last_logged : newest) + 2 * EVERY ))
+            signal_when $pid CONT tmp_or_step "$D" "$T/b.mark" $target ;;
         *)  # 1..25 steps past the furthest step logged so far, then 0..7 ms
             target=$(( (last_logged > newest ? last_logged : newest) + 1 + RANDOM % 25 ))
             signal_when $pid CONT step_ge "$D/metrics.jsonl" $target

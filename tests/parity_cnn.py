@@ -493,6 +493,14 @@ def write_init(net, path):
     return w0
 
 
+def write_train(path, images, labels):
+    """a data file of one split, /train: images as given (uint8 or float32), int32 labels"""
+    with h5py.File(path, "w") as f:
+        g = f.create_group("train")
+        g.create_dataset("images", data=images)
+        g.create_dataset("labels", data=labels)
+
+
 def train_torch(net, images, labels, batch, steps, opt):
     dtype = next(net.parameters()).dtype
     sgd = torch.optim.SGD(net.parameters(), lr=opt["lr"], momentum=opt["momentum"], nesterov=opt["nesterov"],
@@ -534,10 +542,7 @@ def run_case(case, gpurun, tmp, device):
     labels = rng.integers(0, classes, size=n).astype(np.int32)
     labels[:classes] = np.arange(classes)  # every class present: the classifier's width is checked
     data_path = os.path.join(d, "data.h5")
-    with h5py.File(data_path, "w") as f:
-        g = f.create_group("train")
-        g.create_dataset("images", data=images)
-        g.create_dataset("labels", data=labels)
+    write_train(data_path, images, labels)
     job = os.path.join(d, "job.yaml")
     with open(job, "w") as f:
         f.write(job_yaml(case, data_path, init_path))

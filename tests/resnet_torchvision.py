@@ -45,7 +45,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pyneed import need  # noqa: E402 (tests/pyneed.py: a missing module skips the test)
 
 need("h5py", "numpy", "torch", "torchvision")
-from parity_cnn import near, read_group  # noqa: E402 (the update bound and the HDF5 reader)
+from parity_cnn import near, read_group, write_train  # noqa: E402 (the update bound, HDF5 files)
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -167,10 +167,7 @@ def run_case(name, gpurun, src, tmp):
     images = rng.integers(0, 256, size=(BATCH, 3, SIZE, SIZE)).astype(np.uint8)
     labels = rng.integers(0, 1000, size=BATCH).astype(np.int32)
     data_path = os.path.join(d, "data.h5")
-    with h5py.File(data_path, "w") as f:
-        g = f.create_group("train")
-        g.create_dataset("images", data=images)
-        g.create_dataset("labels", data=labels)
+    write_train(data_path, images, labels)
 
     run_dir = os.path.join(d, "run")
     sets = ["data.train.path=" + json.dumps(data_path), "data.val.path=" + json.dumps(data_path),
