@@ -1,9 +1,11 @@
 /* main.c — the gpurun command line (DESIGN 1.1) and its exit codes (1.2).
  * The only place that calls exit(). */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../common/env.h"
 #include "../dataio/dataio.h"
@@ -17,35 +19,63 @@
 
 #define GR_MAX_SETS 256
 
-static const char gr_usage[] =
-    "usage: gpurun [run] JOB.yaml [--set KEY=VALUE]... [--resume auto|PATH]\n"
-    "                             [--run-dir DIR] [--device auto|cpu|cuda|cuda:N] [--quiet] [--threads N]\n"
-    "                             [--profile [STEPS (20)]]  time every op of STEPS steps after 3 warm-up\n"
-    "                                                       ones: RUN_DIR/profile.txt and trace.json\n"
-    "       gpurun plan JOB.yaml [--memory BYTES|auto] [--set KEY=VALUE]...\n"
-    "                                                       compile only: layers, shapes, parameters,\n"
-    "                                                       FLOPs, memory per arena; with --memory,\n"
-    "                                                       whether it fits and the largest micro-batch that does\n"
-    "       gpurun validate JOB.yaml [--set KEY=VALUE]...  check the spec, print it resolved\n"
-    "       gpurun eval JOB.yaml --checkpoint PATH [--split val|train] [--set ...]\n"
-    "                                                       loss and accuracy of a checkpoint (JSON)\n"
-    "       gpurun data fashion-mnist OUT.h5 [--from DIR] [--force]\n"
-    "       gpurun data mnist OUT.h5 --from DIR [--force]\n"
-    "       gpurun data cifar10 OUT.h5 --from DIR [--force]      DIR: the CIFAR-10 binary version\n"
-    "       gpurun data synthetic OUT.h5 --n N --shape C,H,W [--classes K (10)] [--test M (ceil(N/10))]\n"
-    "                             [--seed S (0)] [--force]\n"
-    "       gpurun data imagefolder OUT.h5 --from DIR --size S [--short-side R (S)] [--group G (/train)]\n"
-    "                             [--on-error fail|skip (fail)] [--force]   DIR/<class>/*.jpg|*.jpeg|*.png\n"
-    "       gpurun summarize RUN_DIR... [--csv | --json] [--sort KEY]\n"
-    "                                                       one table of runs (a sweep): differing overrides,\n"
-    "                                                       status, steps, accuracy, loss, speed\n"
-    "       gpurun plot RUN_DIR... -o OUT.png [--metric loss|accuracy|lr|val_loss|samples_per_s]\n"
-    "                             [--size WxH]             the runs' curves in one PNG\n"
-    "       gpurun --help | --version\n"
+/* Each command's usage (its first line after "usage: " or its indent, the rest aligned to
+ * that); `gpurun --help` prints them all, `gpurun CMD --help` its own. */
+static const struct gr_cmd_help {
+    const char *cmd, *text;
+} gr_helps[] = {
+    {"run", "gpurun [run] JOB.yaml [--set KEY=VALUE]... [--resume auto|PATH]\n"
+            "                             [--run-dir DIR] [--device auto|cpu|cuda|cuda:N] [--quiet] [--threads N]\n"
+            "                             [--profile [STEPS (20)]]  time every op of STEPS steps after 3 warm-up\n"
+            "                                                       ones: RUN_DIR/profile.txt and trace.json\n"},
+    {"plan", "gpurun plan JOB.yaml [--memory BYTES|auto] [--set KEY=VALUE]...\n"
+             "                                                       compile only: layers, shapes, parameters,\n"
+             "                                                       FLOPs, memory per arena; with --memory,\n"
+             "                                                       whether it fits and the largest micro-batch that does\n"
+             "                                                       (BYTES: 8G or 8GiB = 8 x 2^30, 8GB = 8 x 10^9)\n"},
+    {"validate", "gpurun validate JOB.yaml [--set KEY=VALUE]...  check the spec, print it resolved\n"},
+    {"eval", "gpurun eval JOB.yaml --checkpoint PATH [--split val|train] [--set ...]\n"
+             "                                                       loss and accuracy of a checkpoint (JSON)\n"},
+    {"data", "gpurun data fashion-mnist OUT.h5 [--from DIR] [--force]\n"
+             "       gpurun data mnist OUT.h5 --from DIR [--force]\n"
+             "       gpurun data cifar10 OUT.h5 --from DIR [--force]      DIR: the CIFAR-10 binary version\n"
+             "       gpurun data synthetic OUT.h5 --n N --shape C,H,W [--classes K (10)] [--test M (ceil(N/10))]\n"
+             "                             [--seed S (0)] [--force]\n"
+             "       gpurun data imagefolder OUT.h5 --from DIR --size S [--short-side R (S)] [--group G (/train)]\n"
+             "                             [--on-error fail|skip (fail)] [--force]   DIR/<class>/*.jpg|*.jpeg|*.png\n"},
+    {"summarize", "gpurun summarize RUN_DIR... [--csv | --json] [--sort KEY]\n"
+                  "                                                       one table of runs (a sweep): differing overrides,\n"
+                  "                                                       status, steps, accuracy, loss, speed\n"},
+    {"plot", "gpurun plot RUN_DIR... -o OUT.png [--metric loss|accuracy|lr|val_loss|samples_per_s]\n"
+             "                             [--size WxH]             the runs' curves in one PNG\n"},
+};
+
+static const char gr_exit_codes[] =
     "\n"
     "exit codes: 0 finished, 1 internal error, 2 usage/job-spec error, 3 data error,\n"
     "            4 out of memory, 5 diverged, 6 checkpoint error, 7 device error,\n"
     "            75 stopped by a signal after a checkpoint (rerun with --resume auto)\n";
+
+/* The command whose options are being read ("" before one is known): what a usage error's hint names. */
+static const char *gr_cur_cmd = "";
+
+static int gr_cmd_index(const char *name) {
+    for (int k = 0; k < (int)GR_ARRAY_LEN(gr_helps); k++)
+        if (strcmp(gr_helps[k].cmd, name) == 0) return k;
+    return -1;
+}
+
+/* cmd's usage (every command's when cmd is NULL) and the exit codes. */
+static void gr_print_usage(FILE *f, const char *cmd) {
+    bool first = true;
+    for (int k = 0; k < (int)GR_ARRAY_LEN(gr_helps); k++) {
+        if (cmd && strcmp(cmd, gr_helps[k].cmd) != 0) continue;
+        fprintf(f, "%s%s", first ? "usage: " : "       ", gr_helps[k].text);
+        first = false;
+    }
+    if (!cmd) fputs("       gpurun --help | --version | COMMAND --help\n", f);
+    fputs(gr_exit_codes, f);
+}
 
 static _Noreturn void gr_die(gr_status st, const char *msg) {
     fprintf(stderr, "gpurun: %s\n", msg);
@@ -60,10 +90,32 @@ static void gr_device_fault(const char *what) {
     exit(GR_ERR_DEVICE);
 }
 
+/* One line saying what is wrong, and where the usage is: not the whole usage. */
 static _Noreturn void gr_usage_error(const char *fmt, const char *arg) {
     fprintf(stderr, "gpurun: ");
     fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n%s", gr_usage);
+    fprintf(stderr, "\ngpurun: see 'gpurun %s%s--help'\n", gr_cur_cmd, gr_cur_cmd[0] ? " " : "");
+    exit(GR_ERR_USAGE);
+}
+
+/* A first argument that is neither a command nor an existing file, and does not look like a
+ * path: a mistyped command ('trian'), said so instead of "cannot read job spec". */
+static void gr_check_command(const char *a) {
+    struct stat sb;
+    if (a[0] == '-' || strchr(a, '/') || strchr(a, '.') || stat(a, &sb) == 0) return;
+    const char *best = NULL;
+    int best_d = 3;
+    char all[160] = "";
+    size_t n = 0;
+    for (int k = 0; k < (int)GR_ARRAY_LEN(gr_helps); k++) {
+        int d = gr_edit_distance(a, gr_helps[k].cmd);
+        if (d < best_d) best_d = d, best = gr_helps[k].cmd;
+        n += (size_t)snprintf(all + n, sizeof all - n, "%s%s", k ? ", " : "", gr_helps[k].cmd);
+    }
+    if (gr_edit_distance(a, "train") < best_d) best = "run"; /* what other tools call it */
+    fprintf(stderr, "gpurun: no command or file named '%s'", a);
+    if (best) fprintf(stderr, " (did you mean '%s'?)", best);
+    fprintf(stderr, "\ngpurun: commands: %s; or a job spec JOB.yaml to run (see 'gpurun --help')\n", all);
     exit(GR_ERR_USAGE);
 }
 
@@ -203,11 +255,11 @@ int main(int argc, char **argv) {
     gr_hostmem_start(); /* the program as loaded: part of the host memory plan */
     gr_backend_set_fault_handler(gr_device_fault);
     if (argc < 2) {
-        fputs(gr_usage, stderr);
+        gr_print_usage(stderr, NULL);
         return GR_ERR_USAGE;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        fputs(gr_usage, stdout);
+        gr_print_usage(stdout, NULL);
         return 0;
     }
     if (strcmp(argv[1], "--version") == 0) {
@@ -218,11 +270,19 @@ int main(int argc, char **argv) {
     if (gr_env_check(&env_err)) gr_die(env_err.status, env_err.msg);
     int i = 1;
     const char *cmd = "run";
-    if (strcmp(argv[1], "run") == 0 || strcmp(argv[1], "plan") == 0 || strcmp(argv[1], "validate") == 0 ||
-        strcmp(argv[1], "eval") == 0 || strcmp(argv[1], "data") == 0) {
+    if (gr_cmd_index(argv[1]) >= 0) {
         cmd = argv[1];
         i = 2;
+        gr_cur_cmd = cmd;
+    } else {
+        gr_check_command(argv[1]);
     }
+    for (int k = i; k < argc; k++)
+        if (strcmp(argv[k], "--help") == 0 || strcmp(argv[k], "-h") == 0) {
+            if (strcmp(cmd, "summarize") == 0 || strcmp(cmd, "plot") == 0) break; /* their own */
+            gr_print_usage(stdout, cmd);
+            return 0;
+        }
     if (strcmp(cmd, "data") == 0) return gr_cmd_data(argc - 2, argv + 2);
     if (strcmp(argv[1], "summarize") == 0) return gr_cmd_summarize(argc - 2, argv + 2);
     if (strcmp(argv[1], "plot") == 0) return gr_cmd_plot(argc - 2, argv + 2);

@@ -154,7 +154,32 @@ static void gr_plan_cmd_fit(gr_backend *be, const char *dev, size_t need, FILE *
     if (be) fprintf(f, "%s: %s\n", dev, gr_backend_describe(be, what, sizeof what));
 }
 
-/* --memory: BYTES (an integer, with K, M, G or T for powers of 1024) or auto (what be has free) */
+/* A byte count as people type it: 8589934592, 8G, 8GiB, 1.5G (K, M, G, T and KiB..TiB: powers
+ * of 1024), 8GB (KB, MB, GB, TB: powers of 1000, as disk makers count); case-insensitive.
+ * False when s is none of these or not at least one byte. */
+static bool gr_parse_bytes(const char *s, size_t *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || s[0] == '-' || !(v > 0) || !strchr("0123456789", s[0])) return false;
+    double mult = 1;
+    if (*end) {
+        const char *u = strchr("KMGT", end[0] & ~0x20);
+        if (!u) return false;
+        const char *suffix = end + 1;
+        double base = 1024;
+        if ((suffix[0] | 0x20) == 'i' && (suffix[1] | 0x20) == 'b' && !suffix[2]) suffix += 2; /* GiB */
+        else if ((suffix[0] | 0x20) == 'b' && !suffix[1]) base = 1000, suffix++;               /* GB */
+        if (*suffix) return false;
+        for (const char *k = "KMGT"; k <= u; k++) mult *= base;
+    }
+    v *= mult;
+    if (v < 1 || v > 1e18) return false;
+    *out = (size_t)v;
+    return true;
+}
+
+/* --memory: BYTES (gr_parse_bytes) or auto (what be has free) */
 static gr_status gr_plan_cmd_limit(const char *memory, gr_backend *be, const char *dev, size_t *limit, gr_error *err) {
     if (strcmp(memory, "auto") == 0) {
         size_t fr = 0, tot = 0;
@@ -164,19 +189,9 @@ static gr_status gr_plan_cmd_limit(const char *memory, gr_backend *be, const cha
         *limit = fr;
         return GR_OK;
     }
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(memory, &end, 10);
-    const char *units = "KMGT";
-    const char *u = *end ? strchr(units, *end) : NULL;
-    if (u) {
-        for (const char *k = units; k <= u; k++) v *= 1024ull;
-        end++;
-    }
-    if (errno || end == memory || *end || memory[0] == '-' || v == 0)
-        return gr_error_set(err, GR_ERR_USAGE, "--memory: expected a number of bytes (K, M, G, T: powers of 1024) or "
-                            "auto, got '%s'", memory);
-    *limit = (size_t)v;
+    if (!gr_parse_bytes(memory, limit))
+        return gr_error_set(err, GR_ERR_USAGE, "--memory: expected a number of bytes (8G or 8GiB: 8 x 2^30; 8GB: "
+                            "8 x 10^9; K, M, G, T) or auto, got '%s'", memory);
     return GR_OK;
 }
 

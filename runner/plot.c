@@ -114,6 +114,9 @@ static int gr_plot_parse(int argc, char **argv, gr_plot_opts *o) {
             o->dirs[o->ndirs++] = argv[i];
         } else if (strcmp(argv[i], "--") == 0) {
             dirs_only = true;
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            printf("usage: %s\n", GR_PLOT_USAGE);
+            return 0;
         } else {
             int rc = gr_plot_option(argc, argv, &i, o);
             if (rc >= 0) return rc;

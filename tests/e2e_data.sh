@@ -53,7 +53,7 @@ py() {
 
 S=$T/s.h5
 # ---------------------------------------------------------------- usage errors: exit 2
-want 2 - "usage: gpurun" -- "$G" data synthetic
+want 2 - "data: expected a dataset name and an output file" "see 'gpurun data --help'" -- "$G" data synthetic
 want 2 "$S" "--n N and --shape C,H,W are required" -- "$G" data synthetic "$S" --shape 3,8,8
 want 2 "$S" "--n must be in [1, " -- "$G" data synthetic "$S" --n 0 --shape 3,8,8
 want 2 "$S" "--n: expected an integer, got 'ten'" -- "$G" data synthetic "$S" --n ten --shape 3,8,8

@@ -94,7 +94,21 @@ fi
 
 # ---------------------------------------------------------------- usage (1.1)
 expect_fail 2 "usage: gpurun" -- "$G"
-expect_fail 2 "unknown option '--bogus'" "usage: gpurun" -- "$G" --bogus
+# a usage error is one line and where the usage is, not the whole usage (issue 22)
+expect_fail 2 "unknown option '--bogus'" "see 'gpurun --help'" -- "$G" --bogus
+check "a usage error prints no usage" test "$(wc -l <"$ERR")" -eq 2
+expect_fail 2 "unknown option '--bogus'" "see 'gpurun plan --help'" -- "$G" plan "$T/ok.yaml" --bogus
+expect_fail 2 "no command or file named 'trian' (did you mean 'run'?)" "commands: run, plan, validate" -- "$G" trian
+expect_fail 2 "no command or file named 'plna' (did you mean 'plan'?)" -- "$G" plna
+expect_fail 2 "nope.yaml: cannot read job spec" -- "$G" nope.yaml
+# every command has --help: its own usage on stdout, exit 0
+for c in run plan validate eval data summarize plot; do
+    want="gpurun $c "
+    [ "$c" = run ] && want="gpurun [run] JOB.yaml"
+    expect_ok "usage: $want" -- "$G" "$c" --help
+done
+expect_ok "usage: gpurun plan JOB.yaml" -- "$G" plan "$T/ok.yaml" -h
+expect_ok "gpurun data imagefolder OUT.h5" -- "$G" data imagefolder --help
 expect_fail 2 "unknown option '--bogus'" -- "$G" "$T/ok.yaml" --bogus
 expect_fail 2 "unexpected argument 'extra.yaml'" -- "$G" "$T/ok.yaml" extra.yaml
 expect_fail 2 "unexpected argument 'extra.yaml'" -- "$G" validate "$T/ok.yaml" extra.yaml
@@ -525,7 +539,7 @@ expect_fail 3 "$T/idx_empty/train-images-idx3-ubyte" -- "$G" data mnist "$T/m.h5
 expect_fail 2 "--from" -- "$G" data mnist "$T/m.h5"
 expect_fail 2 "cifar10" -- "$G" data cifar10 "$T/c.h5"
 expect_fail 2 "nosuchset" -- "$G" data nosuchset "$T/c.h5"
-expect_fail 2 "usage: gpurun" -- "$G" data
+expect_fail 2 "data: expected a dataset name" "see 'gpurun data --help'" -- "$G" data
 
 # truncated plain IDX (header says 100 images of 28x28, 500 data bytes follow)
 mkdir -p "$T/idx_trunc"

@@ -24,7 +24,8 @@
 #     running statistics), in fp32 and bf16; their planned training activations shrink;
 #     configs/resnet50.yaml's planned activation peak is at most 40% of the plain plan's;
 #     recompute on an op is exit 2;
-#  5. a malformed --memory, or --memory on another command, is exit 2 naming it.
+#  5. a malformed --memory, or --memory on another command, is exit 2 naming it; 8G, 8GiB,
+#     8GB (10^9), 1.5G, 512MiB are read as people mean them.
 #
 #   bash tests/e2e_memory.sh GPURUN_BINARY SOURCE_DIR TMPDIR
 . "$(dirname "$0")/e2e_lib.bash" "$@"
@@ -254,8 +255,16 @@ expect 4 "Remedies, planned for this job" "train.recompute: blocks fits micro-ba
 expect 2 "model.layers[0]: recompute: a block use's key ('conv' is an op, not a block)" -- \
     "$G" validate "$T/res.yaml" --set 'model.layers=[{conv: {filters: 4, kernel: 3}, recompute: true}, flatten, {dense: {units: 10}}]'
 
-expect 2 "--memory: expected a number of bytes (K, M, G, T: powers of 1024) or auto, got '3X'" -- \
-    "$G" plan "$J" --memory 3X
+expect 2 "--memory: expected a number of bytes (8G or 8GiB: 8 x 2^30; 8GB: 8 x 10^9; K, M, G, T) or auto, got '3X'" \
+    -- "$G" plan "$J" --memory 3X
+for bad in 3GiBs 0 -1 G 3.G2; do
+    expect 2 "--memory: expected a number of bytes" "got '$bad'" -- "$G" plan "$J" --memory "$bad"
+done
+# the spellings people type (issue 22): K/M/G/T and KiB.. powers of 1024, KB.. powers of 1000
+for m in 8G:8,589,934,592 8GiB:8,589,934,592 8gib:8,589,934,592 8GB:8,000,000,000 1.5G:1,610,612,736 \
+    512MiB:536,870,912 3M:3,145,728 20K:20,480 1000:1,000; do
+    expect_ok "memory limit ${m#*:} bytes (--memory ${m%%:*})" -- "$G" plan "$J" --memory "${m%%:*}"
+done
 expect 2 "unknown option '--memory'" -- "$G" validate "$J" --memory 3M
 
 e2e_done
