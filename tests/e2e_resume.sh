@@ -467,13 +467,15 @@ rm -rf "$T/inflight"
 CMD="$G $T/wide.yaml --set checkpoint.every_steps=10 --run-dir $T/inflight   (kill -TERM when a step .tmp appears)"
 env --default-signal=INT "$G" "$T/wide.yaml" --set checkpoint.every_steps=10 --run-dir "$T/inflight" >"$OUT" 2>"$ERR" &
 pid=$!
-i=0 tmpf=""
-while kill -0 $pid 2>/dev/null && [ -z "$tmpf" ] && [ $i -lt 6000 ]; do
+# the run goes in slices and is stopped while the directory is read (signal_when), so the SIGTERM
+# lands while the .tmp is there: a free-running poll on a loaded machine missed every save's .tmp
+# and the run finished (exit 0)
+step_tmp() {
     tmpf=$(ls "$T/inflight/checkpoints/" 2>/dev/null | grep '^step-.*\.h5\.tmp$' | head -n 1)
-    [ -z "$tmpf" ] && sleep 0.001
-    i=$((i + 1))
-done
-kill -TERM $pid 2>/dev/null
+    [ -n "$tmpf" ]
+}
+tmpf=""
+signal_when $pid TERM step_tmp
 wait $pid
 RC=$?
 S=$(echo "$tmpf" | sed 's/^step-0*\([0-9]*\)\.h5\.tmp$/\1/')
