@@ -110,11 +110,7 @@ size_t gr_grow_cap(size_t cap, size_t need, size_t elem) {
 }
 
 void *gr_grow_move(void *p, size_t old_bytes, size_t new_bytes) {
-    if (!GR_GROW_STRESS) {
-        void *q = realloc(p, new_bytes ? new_bytes : 1);
-        if (!q) gr_oom(new_bytes);
-        return q;
-    }
+    if (!GR_GROW_STRESS) return gr_xrealloc(p, new_bytes);
     void *q = gr_xmalloc(new_bytes);
     if (p) {
         memcpy(q, p, old_bytes < new_bytes ? old_bytes : new_bytes);
