@@ -13,7 +13,11 @@
  * a value of the metric; 6 OUT.png cannot be written (nothing is left
  * behind: the PNG goes to OUT.png.tmp first).
  *
- * On success one line on stdout says what was drawn, where (for tests and
+ * A RUN_DIR may be a sweep's directory, and entries of a glob that are not
+ * runs are skipped (rundirs.h).
+ *
+ * On success one line on stdout says what was written ("wrote OUT.png (loss
+ * of 3 runs)"); with -v, instead, what was drawn, where (for tests and
  * scripts that check a plot's pixels):
  *   plot: x XLO..XHI, y YLO..YHI, N runs, WxH, frame X0,Y0 X1,Y1, legend X0,Y0 X1,Y1; wrote OUT.png
  * A point (step, value) is at pixel coordinates
@@ -29,10 +33,11 @@
 #include <string.h>
 
 #include "plot_parts.h"
+#include "rundirs.h"
 #include "tools.h"
 
 #define GR_PLOT_USAGE \
-    "gpurun plot RUN_DIR... -o OUT.png [--metric loss|accuracy|lr|val_loss|samples_per_s] [--size WxH]"
+    "gpurun plot RUN_DIR... -o OUT.png [--metric loss|accuracy|lr|val_loss|samples_per_s] [--size WxH] [-v]"
 
 typedef struct gr_plot_opts {
     const char **dirs;
@@ -40,6 +45,7 @@ typedef struct gr_plot_opts {
     const char *out;
     gr_plot_metric metric;
     int w, h;
+    bool verbose; /* -v: the geometry line */
 } gr_plot_opts;
 
 static int gr_plot_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -96,6 +102,8 @@ static int gr_plot_option(int argc, char **argv, int *i, gr_plot_opts *o) {
     } else if ((v = gr_plot_optval(argc, argv, i, "--size", &missing))) {
         if (!gr_plot_parse_size(v, &o->w, &o->h))
             return gr_plot_usage("--size '%s': expected WxH from 200x150 to 4000x4000", v);
+    } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+        o->verbose = true;
     } else if (missing) {
         return gr_plot_usage("%s needs a value", a);
     } else {
@@ -168,9 +176,12 @@ static int gr_plot_draw(const gr_plot_opts *o, const gr_plot_run *runs) {
         fprintf(stderr, "gpurun: plot: %s\n", err.msg);
         return st;
     }
-    printf("plot: x %.9g..%.9g, y %.9g..%.9g, %d runs, %dx%d, frame %d,%d %d,%d, legend %d,%d %d,%d; wrote %s\n",
-           f.xlo, f.xhi, f.ylo, f.yhi, o->ndirs, o->w, o->h, f.fx0, f.fy0, f.fx1, f.fy1, f.lx0, f.ly0, f.lx1,
-           f.ly1, o->out);
+    if (o->verbose)
+        printf("plot: x %.9g..%.9g, y %.9g..%.9g, %d runs, %dx%d, frame %d,%d %d,%d, legend %d,%d %d,%d; wrote %s\n",
+               f.xlo, f.xhi, f.ylo, f.yhi, o->ndirs, o->w, o->h, f.fx0, f.fy0, f.fx1, f.fy1, f.lx0, f.ly0, f.lx1,
+               f.ly1, o->out);
+    else
+        printf("wrote %s (%s of %d run%s)\n", o->out, gr_plot_metric_name(o->metric), o->ndirs, o->ndirs == 1 ? "" : "s");
     return 0;
 }
 
@@ -213,7 +224,16 @@ static int gr_plot_runs(const gr_plot_opts *o) {
 int gr_cmd_plot(int argc, char **argv) {
     gr_plot_opts o;
     int rc = gr_plot_parse(argc, argv, &o);
-    if (rc < 0) rc = gr_plot_runs(&o);
+    if (rc < 0) {
+        const char **given = o.dirs;
+        int n_given = o.ndirs;
+        char **dirs = gr_rundirs_expand("plot", given, n_given, &o.ndirs);
+        o.dirs = (const char **)dirs;
+        if (o.ndirs) rc = gr_plot_runs(&o);
+        else fprintf(stderr, "gpurun: plot: none of the %d arguments is a run directory or holds one\n", n_given), rc = GR_ERR_DATA;
+        gr_rundirs_free(dirs, o.ndirs);
+        o.dirs = given;
+    }
     free(o.dirs);
     fflush(stdout);
     return rc;

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rundirs.h"
 #include "summarize_read.h"
 #include "tools.h"
 
@@ -378,24 +379,31 @@ int gr_cmd_summarize(int argc, char **argv) {
         free(o.dirs);
         return rc < 0 ? 0 : rc;
     }
-    gr_sum_run *runs = gr_xcalloc((size_t)o.n_dirs, sizeof *runs);
+    int n_dirs;
+    char **dirs = gr_rundirs_expand("summarize", o.dirs, o.n_dirs, &n_dirs);
+    if (!n_dirs) {
+        fprintf(stderr, "gpurun: summarize: none of the %d arguments is a run directory or holds one\n", o.n_dirs);
+        rc = GR_ERR_DATA;
+    }
+    gr_sum_run *runs = gr_xcalloc((size_t)n_dirs + 1, sizeof *runs);
     int loaded = 0;
-    for (; loaded < o.n_dirs && !rc; loaded++) {
+    for (; loaded < n_dirs && !rc; loaded++) {
         gr_error err = {0};
-        if (gr_sum_run_load(&runs[loaded], o.dirs[loaded], &err)) {
+        if (gr_sum_run_load(&runs[loaded], dirs[loaded], &err)) {
             fprintf(stderr, "gpurun: summarize: %s\n", err.msg);
             rc = err.status;
         }
     }
     if (!rc) {
         gr_sum_table t;
-        gr_sum_table_build(&t, runs, o.n_dirs);
+        gr_sum_table_build(&t, runs, n_dirs);
         rc = gr_sum_sort(&t, &o);
         if (!rc) rc = gr_sum_write(&t, o.format);
         gr_sum_table_free(&t);
     }
     for (int i = 0; i < loaded; i++) gr_sum_run_free(&runs[i]);
     free(runs);
+    gr_rundirs_free(dirs, n_dirs);
     free(o.dirs);
     return rc;
 }

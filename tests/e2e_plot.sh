@@ -41,11 +41,11 @@ done
 A=$T/runs/a/metrics.jsonl
 B=$T/runs/b/metrics.jsonl
 
-# plot NAME ARGS...: gpurun plot ARGS..., exit 0 and the documented line, kept as $T/NAME.info
+# plot NAME ARGS...: gpurun plot -v ARGS..., exit 0 and the documented line, kept as $T/NAME.info
 plot() {
     local name=$1
     shift
-    expect_ok "plot: x " "wrote " -- "$G" plot "$@"
+    expect_ok "plot: x " "wrote " -- "$G" plot -v "$@"
     cp "$OUT" "$T/$name.info"
 }
 
@@ -124,6 +124,29 @@ lw() {
 }
 check "same basenames: the legend names the paths (wider)" \
     test "$(lw "$T/three.info")" -gt "$(( $(lw "$T/twin.info") + 60 ))"
+
+# ---- without -v: one line saying what was written, no geometry
+expect_ok "wrote $T/quiet.png (loss of 2 runs)" -- "$G" plot "$T/runs/a" "$T/runs/b" -o "$T/quiet.png"
+check "without -v: one line on stdout, no geometry" \
+    bash -c '[ "$(wc -l <"$1")" -eq 1 ] && ! grep -q frame "$1" && [ ! -s "$2" ]' _ "$OUT" "$ERR"
+
+# ---- a sweep's directory: its runs (two levels down), its PNGs and CSV beside them skipped
+mkdir -p "$T/sweep/g1"
+cp -r "$T/runs/a" "$T/sweep/lr=a"
+cp -r "$T/runs/b" "$T/sweep/g1/lr=b"
+cp "$T/loss.png" "$T/sweep/loss.png"
+echo 'run,status' >"$T/sweep/summary.csv"
+plot sweepdir "$T/sweep" -o "$T/sweepdir.png"
+check "a sweep directory: both runs, found below it" grep -q ', 2 runs, ' "$T/sweepdir.info"
+check "a sweep directory: the same curves as the runs named" pc curves "$T/sweepdir.png" "$T/sweepdir.info" \
+    "$T/sweep/g1/lr=b/metrics.jsonl:loss" "$T/sweep/lr=a/metrics.jsonl:loss"
+expect_ok "wrote $T/glob.png (loss of 2 runs)" -- "$G" plot "$T/sweep"/* -o "$T/glob.png"
+check "a glob over a sweep: the PNG and the CSV skipped with a line each" \
+    bash -c 'grep -qF "gpurun: plot: skipped $1/loss.png (not a run directory)" "$2" &&
+             grep -qF "gpurun: plot: skipped $1/summary.csv (not a run directory)" "$2" && [ "$(wc -l <"$2")" -eq 2 ]' \
+    _ "$T/sweep" "$ERR"
+expect 3 "gpurun: plot: none of the 2 arguments is a run directory or holds one" -- \
+    "$G" plot "$T/sweep/loss.png" "$T/sweep/summary.csv" -o "$T/x.png"
 
 # ---- errors
 expect 2 "gpurun: plot: " "-o" -- "$G" plot "$T/runs/a"

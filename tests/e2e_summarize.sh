@@ -199,6 +199,29 @@ check "--csv: a field with a comma and a quote round-trips through csv" py "
 r = list(csv.DictReader(open(sys.argv[1], newline='')))
 assert r[0]['run'] == sys.argv[2] and r[0]['status'] == 'finished', r" "$T/runs/x,\"y\""
 
+# ---- a sweep's directory (examples/sweeps/sweep.sh writes summary.csv and PNGs beside its runs)
+mkdir -p "$T/sweep/bs=8"
+cp -r "$T/runs/a" "$T/sweep/lr=0.05"
+cp -r "$T/runs/b" "$T/sweep/bs=8/lr=0.1"      # two levels down
+printf 'PNG' >"$T/sweep/loss.png"
+echo 'run,status' >"$T/sweep/summary.csv"
+sum --csv "$T/sweep"
+check "a sweep directory: exit 0" test $? -eq 0
+check "a sweep directory: its runs, found below it, in name order" py "
+r = [x['run'] for x in csv.DictReader(open(sys.argv[1], newline=''))]
+assert r == [sys.argv[2] + '/bs=8/lr=0.1', sys.argv[2] + '/lr=0.05'], r" "$T/sweep"
+sum --csv "$T/sweep"/*
+check "a glob over a sweep: exit 0" test $? -eq 0
+check "a glob over a sweep: the two runs" py "
+r = [x['run'] for x in csv.DictReader(open(sys.argv[1], newline=''))]
+assert r == [sys.argv[2] + '/bs=8/lr=0.1', sys.argv[2] + '/lr=0.05'], r" "$T/sweep"
+check "a glob over a sweep: the PNG and the CSV skipped, a line each" bash -c '
+grep -qxF "gpurun: summarize: skipped $1/loss.png (not a run directory)" "$2" &&
+grep -qxF "gpurun: summarize: skipped $1/summary.csv (not a run directory)" "$2" && [ "$(wc -l <"$2")" -eq 2 ]' \
+    _ "$T/sweep" "$T/sum.err"
+expect 3 "gpurun: summarize: none of the 2 arguments is a run directory or holds one" -- \
+    "$G" summarize "$T/sweep/loss.png" "$T/sweep/summary.csv"
+
 # ---- errors
 expect 2 "gpurun: summarize: no run directory given" -- "$G" summarize
 expect 2 "unknown option '--bogus'" -- "$G" summarize "$T/runs/a" --bogus
