@@ -55,6 +55,12 @@ const int32_t *gr_dataset_labels(const gr_dataset *ds); /* N labels */
  * the count read, at most max (0 when absent, -1 when present but not
  * numeric or unreadable). */
 int gr_dataset_attr_floats(const gr_dataset *ds, const char *name, double *out, int max);
+/* Attribute `classes` (the class names, one string per class): their count,
+ * with *names allocated (free with gr_dataset_classes_free); 0 when absent,
+ * -1 when it is not a list of strings or cannot be read (*names NULL). */
+int gr_dataset_classes(const gr_dataset *ds, char ***names);
+void gr_dataset_classes_free(char **names, int n);
+const char *gr_dataset_group(const gr_dataset *ds); /* "/train" */
 /* Error (exit 3) naming the first label >= classes:
  *   "data/f.h5: /train/labels[123]: label 12 is outside [0, 10) (the model has 10 outputs)" */
 gr_status gr_dataset_check_labels(const gr_dataset *ds, int64_t classes, gr_error *err);

@@ -577,31 +577,6 @@ size_t gr_dataset_host_bytes(const gr_dataset *ds) {
     return bytes;
 }
 
-int gr_dataset_attr_floats(const gr_dataset *ds, const char *name, double *out, int max) {
-    gr_h5_init();
-    htri_t ex = H5Aexists(ds->grp, name);
-    if (ex <= 0) return ex < 0 ? -1 : 0;
-    int rc = -1;
-    double *tmp = NULL;
-    hid_t a = H5Aopen(ds->grp, name, H5P_DEFAULT), t = -1, sp = -1;
-    if (a < 0 || (t = H5Aget_type(a)) < 0 || (sp = H5Aget_space(a)) < 0) goto done;
-    H5T_class_t cls = H5Tget_class(t);
-    if (cls != H5T_INTEGER && cls != H5T_FLOAT) goto done;
-    hssize_t np = H5Sget_simple_extent_npoints(sp);
-    if (np < 0 || np > (1 << 20)) goto done;
-    tmp = gr_xmalloc((size_t)(np ? np : 1) * sizeof *tmp);
-    if (H5Aread(a, H5T_NATIVE_DOUBLE, tmp) < 0) goto done;
-    rc = (int)GR_MIN((hssize_t)max, np);
-    if (rc < 0) rc = 0;
-    memcpy(out, tmp, (size_t)rc * sizeof *out);
-done:
-    free(tmp);
-    if (sp >= 0) H5Sclose(sp);
-    if (t >= 0) H5Tclose(t);
-    if (a >= 0) H5Aclose(a);
-    return rc;
-}
-
 gr_status gr_dataset_check_labels(const gr_dataset *ds, int64_t classes, gr_error *err) {
     for (int64_t i = 0; i < ds->n; i++)
         if (ds->labels[i] >= classes)
@@ -788,4 +763,6 @@ gr_status gr_dataset_read(gr_dataset *ds, const int64_t *idx, int64_t n, const d
 size_t gr_dataset_sample_bytes(const gr_dataset *ds) { return (size_t)ds->sample_elems * ds->elem_size; }
 bool gr_dataset_nhwc(const gr_dataset *ds) { return ds->nhwc; }
 const char *gr_dataset_path(const gr_dataset *ds) { return ds->path; }
+const char *gr_dataset_group(const gr_dataset *ds) { return ds->group; }
+hid_t gr_dataset_h5_group(const gr_dataset *ds) { return ds->grp; }
 const char *gr_dataset_images_name(const gr_dataset *ds) { return ds->images_name; }

@@ -34,6 +34,11 @@ void gr_h5_last_error(char *buf, size_t n);
 
 hid_t gr_h5_float16_type(void);
 
+/* The open HDF5 group of a dataset (dataset.c), for its attribute readers
+ * (dataset_attrs.c). */
+typedef struct gr_dataset gr_dataset;
+hid_t gr_dataset_h5_group(const gr_dataset *ds);
+
 static inline float gr_h5_half_to_float(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;

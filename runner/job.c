@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 
 #include "../checkpoints/weights.h"
+#include "../config/cfg.h"
+#include "../config/schema.h"
 #include "../graph/graph.h"
 #include "buckets.h"
 #include "profile.h"
@@ -161,23 +163,92 @@ gr_status gr_job_graph(gr_job *j, const int64_t *in_shape, int in_ndim, gr_error
     return GR_OK;
 }
 
+/* Opens a split of data.<which> ("train", "val"); an error is prefixed with
+ * where the spec names its file ("job.yaml:4:18: data.train.path: ..."). */
+static gr_status gr_job_open_split(const gr_job_spec *spec, const char *which, gr_cache_mode cache,
+                                   gr_dataset **out, gr_error *err) {
+    const gr_split_spec *d = !strcmp(which, "train") ? &spec->data.train : &spec->data.val;
+    gr_status st = gr_dataset_open_cache(d->path, d->group, cache, out, err);
+    if (st) {
+        char key[64];
+        snprintf(key, sizeof key, "data.%s.path", which);
+        const gr_cfg *n = spec->root ? gr_spec_node(spec->root, key) : NULL;
+        if (n) gr_error_prefix(err, "%s:%d:%d: %s: ", n->file, n->line, n->col, key);
+        else gr_error_prefix(err, "%s: %s (default): ", spec->file, key);
+    }
+    return st;
+}
+
+/* The last item of model.layers, where a model's output width is decided. */
+static gr_status gr_job_output_error(const gr_job_spec *spec, gr_error *err, const char *fmt, const char *a,
+                                     long long b, long long c) {
+    const gr_cfg *l = spec->root ? gr_spec_node(spec->root, "model.layers") : NULL;
+    char key[64] = "model.layers";
+    if (l && l->kind == GR_CFG_SEQ && l->n > 0) {
+        snprintf(key, sizeof key, "model.layers[%d]", l->n - 1);
+        l = l->items[l->n - 1];
+    }
+    char msg[GR_ERROR_MSG_MAX];
+    snprintf(msg, sizeof msg, fmt, a, b, c);
+    return gr_cfg_error(err, l, key, "%s", msg);
+}
+
+/* The splits' `classes` attributes agree with each other (exit 3, naming
+ * both files and the first class that differs) and with the model's output
+ * width (exit 2 at the last layer). Files without the attribute are checked
+ * by their labels only (gr_dataset_check_labels). */
+gr_status gr_job_check_classes(const gr_job *j, const gr_dataset *train, const gr_dataset *val, gr_error *err) {
+    char **tn = NULL, **vn = NULL;
+    int nt = gr_dataset_classes(train, &tn), nv = val ? gr_dataset_classes(val, &vn) : 0;
+    gr_status st = GR_OK;
+    const gr_dataset *bad = nt < 0 ? train : nv < 0 ? val : NULL;
+    if (bad) {
+        st = gr_error_set(err, GR_ERR_DATA, "%s: %s: attribute classes: expected a list of class names (strings)",
+                          gr_dataset_path(bad), gr_dataset_group(bad));
+    } else if (nt > 0 && nv > 0) {
+        int k = 0;
+        while (k < nt && k < nv && !strcmp(tn[k], vn[k])) k++;
+        if (k < nt || k < nv) {
+            char what[600];
+            if (k < nt && k < nv) snprintf(what, sizeof what, "class %d is '%.200s' in the one, '%.200s' in the other",
+                                           k, tn[k], vn[k]);
+            else snprintf(what, sizeof what, "%d classes in the one, %d in the other (class %d is '%.200s')", nt, nv,
+                          k, k < nt ? tn[k] : vn[k]);
+            st = gr_error_set(err, GR_ERR_DATA, "%s: %s and %s: %s: the classes differ: %s; the model would learn "
+                              "one set and be scored on another", gr_dataset_path(train), gr_dataset_group(train),
+                              gr_dataset_path(val), gr_dataset_group(val), what);
+        }
+    }
+    if (!st && nt > 0 && nt != j->g.n_classes) {
+        char where[600];
+        snprintf(where, sizeof where, "%.280s: %.280s", gr_dataset_path(train), gr_dataset_group(train));
+        st = gr_job_output_error(j->spec, err, "the model has %2$lld outputs, but %1$s has %3$lld classes "
+                                 "(attribute classes): end the model with a layer of %3$lld outputs", where,
+                                 (long long)j->g.n_classes, (long long)nt);
+    }
+    gr_dataset_classes_free(tn, nt);
+    gr_dataset_classes_free(vn, nv);
+    return st;
+}
+
 gr_status gr_job_compile(gr_job *j, const gr_job_spec *spec, bool need_val, gr_error *err) {
     gr_status st;
     j->spec = spec;
     if (!spec->data.train.path[0])
         return gr_spec_error(err, spec, "data.train.path", "required to run or plan this job");
-    const gr_cache_mode cache = !strcmp(spec->data.cache, "memory") ? GR_CACHE_MEMORY
-                                : !strcmp(spec->data.cache, "none") ? GR_CACHE_NONE : GR_CACHE_AUTO;
-    if ((st = gr_dataset_open_cache(spec->data.train.path, spec->data.train.group, cache, &j->train_ds, err)))
-        return st;
-    if (need_val && spec->data.val.path[0] &&
-        (st = gr_dataset_open_cache(spec->data.val.path, spec->data.val.group, cache, &j->val_ds, err)))
+    const gr_cache_mode cache = j->no_cache                          ? GR_CACHE_NONE
+                                : !strcmp(spec->data.cache, "memory") ? GR_CACHE_MEMORY
+                                : !strcmp(spec->data.cache, "none")   ? GR_CACHE_NONE
+                                                                      : GR_CACHE_AUTO;
+    if ((st = gr_job_open_split(spec, "train", cache, &j->train_ds, err))) return st;
+    if (need_val && spec->data.val.path[0] && (st = gr_job_open_split(spec, "val", cache, &j->val_ds, err)))
         return st;
     int64_t chw[3];
     if ((st = gr_job_input_shape(j, chw, err))) return st;
     if ((st = gr_job_normalization(j, (int)chw[0], err))) return st;
 
     if ((st = gr_job_graph(j, j->in_shape, j->in_ndim, err))) return st;
+    if ((st = gr_job_check_classes(j, j->train_ds, j->val_ds, err))) return st;
     if ((st = gr_dataset_check_labels(j->train_ds, j->g.n_classes, err))) return st;
     if (gr_dataset_len(j->train_ds) < spec->train.batch_size)
         return gr_error_set(err, GR_ERR_DATA, "%s: %s: the split has %lld samples, fewer than train.batch_size "
@@ -185,6 +256,16 @@ gr_status gr_job_compile(gr_job *j, const gr_job_spec *spec, bool need_val, gr_e
                             (long long)gr_dataset_len(j->train_ds), (long long)spec->train.batch_size);
     if (j->val_ds && (st = gr_dataset_check_labels(j->val_ds, j->g.n_classes, err))) return st;
     return GR_OK;
+}
+
+gr_status gr_job_check_data(const gr_job_spec *spec, gr_error *err) {
+    if (!spec->data.train.path[0]) return GR_OK;
+    gr_job j;
+    gr_job_init(&j, spec, true);
+    j.no_cache = true;
+    gr_status st = gr_job_compile(&j, spec, true, err);
+    gr_job_free(&j);
+    return st;
 }
 
 /* ---- device, model, loaders ---- */

@@ -37,6 +37,7 @@ typedef struct gr_job {
     int n_norm;
     gr_graph g;
     bool have_graph;
+    bool no_cache;       /* gr_job_compile reads no images into memory (validate) */
     gr_backend *be;
     gr_model m;
     gr_plan train_plan, eval_plan;
@@ -78,8 +79,15 @@ void gr_job_free(gr_job *j);
 
 
 /* Opens the data (and with need_val the val split), decides the input shape
- * and normalization, builds the graph with its backward pass. */
+ * and normalization, builds the graph with its backward pass, and checks the
+ * data fit the model: labels within its outputs, the splits' `classes` the
+ * same, as many as its outputs (gr_job_check_classes). A split that cannot
+ * be opened is exit 3, prefixed with where the spec names its file. */
 gr_status gr_job_compile(gr_job *j, const gr_job_spec *spec, bool need_val, gr_error *err);
+/* `gpurun validate`: the data files of spec exist and fit its model (all
+ * gr_job_compile checks, reading no images); fine when it names none. */
+gr_status gr_job_check_data(const gr_job_spec *spec, gr_error *err);
+gr_status gr_job_check_classes(const gr_job *j, const gr_dataset *train, const gr_dataset *val, gr_error *err);
 /* The backend for device ("auto": CUDA when it runs every op of the job,
  * else the cpu, which is said on stderr even when quiet). */
 gr_status gr_job_backend(gr_job *j, const gr_job_spec *s, const char *device, int threads, bool quiet,

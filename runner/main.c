@@ -14,6 +14,7 @@
 #include "../config/spec.h"
 #include "../kernels/backend.h"
 #include "hostmem.h"
+#include "job.h"
 #include "tools.h"
 #include "train.h"
 
@@ -33,7 +34,9 @@ static const struct gr_cmd_help {
              "                                                       FLOPs, memory per arena; with --memory,\n"
              "                                                       whether it fits and the largest micro-batch that does\n"
              "                                                       (BYTES: 8G or 8GiB = 8 x 2^30, 8GB = 8 x 10^9)\n"},
-    {"validate", "gpurun validate JOB.yaml [--set KEY=VALUE]...  check the spec, print it resolved\n"},
+    {"validate", "gpurun validate JOB.yaml [--set KEY=VALUE]... [--no-data]\n"
+                 "                                                       check the spec and that its data files exist\n"
+                 "                                                       and fit the model; print the spec resolved\n"},
     {"eval", "gpurun eval JOB.yaml --checkpoint PATH [--split val|train] [--set ...]\n"
              "                                                       loss and accuracy of a checkpoint (JSON)\n"},
     {"data", "gpurun data fashion-mnist OUT.h5 [--from DIR] [--force]\n"
@@ -292,6 +295,7 @@ int main(int argc, char **argv) {
     int nsets = 0;
     gr_run_options opt = {0};
     const char *checkpoint = NULL, *split = "val", *memory = NULL;
+    bool no_data = false;
     for (; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -333,6 +337,8 @@ int main(int argc, char **argv) {
                 opt.profile_steps = (int)n;
                 i++;
             }
+        } else if (strcmp(a, "--no-data") == 0 && strcmp(cmd, "validate") == 0) {
+            no_data = true;
         } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
             opt.quiet = true;
         } else if (a[0] == '-') {
@@ -354,6 +360,7 @@ int main(int argc, char **argv) {
     if (st) gr_die(st, err.msg);
     if (strcmp(cmd, "validate") == 0) {
         st = gr_graph_check(&spec, &err);
+        if (!st && !no_data) st = gr_job_check_data(&spec, &err);
         if (!st) gr_spec_dump(&spec, stdout);
     } else if (strcmp(cmd, "plan") == 0) {
         st = gr_train_plan_report(&spec, memory, stdout, &err);

@@ -43,6 +43,13 @@ w("flabels", img, lab.astype(np.float32))
 big = np.zeros(64, np.uint8); big[3] = 9
 w("label9", img, big)
 w("few", img[:8], lab[:8])
+lab3 = (np.arange(64) % 3).astype(np.uint8)
+with h5py.File(f"{T}/cls3.h5", "w") as f:   # classes: the same names in both splits, or not
+    for g, names in (("train", ["cat", "dog", "fox"]), ("val", ["cat", "dog", "fox"]), ("val2", ["cat", "dog", "emu"]),
+                     ("val4", ["cat", "dog", "fox", "emu"]), ("valbad", None)):
+        f[g + "/images"] = img
+        f[g + "/labels"] = lab3
+        f[g].attrs["classes"] = [5, 6, 7] if names is None else names
 w("std0", img, lab, attrs={"mean": [100.0], "std": [0.0]})
 w("meanonly", img, lab, attrs={"mean": [100.0]})
 w("meanstr", img, lab, attrs={"mean": "x", "std": [50.0]})
@@ -276,6 +283,32 @@ expect_fail 3 "$T/mismatch.h5" "64" "63" -- "$G" "$T/mismatch.yaml" --run-dir "$
 spec label9 label9 's/units: 10/units: 5/'
 expect_fail 3 "$T/label9.h5" "label 9" "5 outputs" -- "$G" "$T/label9.yaml" --run-dir "$T/rd_label9"
 expect_fail 3 "$T/label9.h5" "label 9" -- "$G" plan "$T/label9.yaml"
+# the data must fit the model (issue 22, item 3): the classes of train and val, the model's outputs
+spec cls10 cls3 's#  shuffle: true#  val: {path: '"$T"'/cls3.h5, group: /val}#'
+expect_fail 2 "$T/cls10.yaml:11:7: model.layers[3]: the model has 10 outputs, but $T/cls3.h5: /train has 3 classes" \
+    "end the model with a layer of 3 outputs" -- "$G" "$T/cls10.yaml" --run-dir "$T/rd_cls10"
+check "a model wider than the classes: no run directory" test ! -e "$T/rd_cls10/config.yaml"
+expect_fail 2 "$T/cls10.yaml:11:7: model.layers[3]: the model has 10 outputs" -- "$G" plan "$T/cls10.yaml"
+spec cls3ok cls3 's#  shuffle: true#  val: {path: '"$T"'/cls3.h5, group: /val}#; s/units: 10/units: 3/'
+expect 0 -- "$G" "$T/cls3ok.yaml" --quiet --run-dir "$T/rd_cls3ok"
+expect_fail 3 "$T/cls3.h5: /train and $T/cls3.h5: /val2: the classes differ: class 2 is 'fox' in the one, 'emu' in the other" \
+    -- "$G" "$T/cls3ok.yaml" --run-dir "$T/rd_cls3v2" --set data.val.group=/val2
+expect_fail 3 "the classes differ: 3 classes in the one, 4 in the other (class 3 is 'emu')" \
+    -- "$G" "$T/cls3ok.yaml" --run-dir "$T/rd_cls3v4" --set data.val.group=/val4
+expect_fail 3 "$T/cls3.h5: /valbad: attribute classes: expected a list of class names" \
+    -- "$G" "$T/cls3ok.yaml" --run-dir "$T/rd_cls3vb" --set data.val.group=/valbad
+# validate checks the data too (item 4): that it exists, where the spec names it, and fits the model
+expect_fail 2 "model.layers[3]: the model has 10 outputs" -- "$G" validate "$T/cls10.yaml"
+expect_fail 3 "the classes differ" -- "$G" validate "$T/cls3ok.yaml" --set data.val.group=/val2
+expect_fail 3 "$T/label9.h5" "label 9" "5 outputs" -- "$G" validate "$T/label9.yaml"
+spec nodata nosuch
+expect_fail 3 "$T/nodata.yaml:4:17: data.train.path: $T/nosuch.h5: no such file" -- "$G" validate "$T/nodata.yaml"
+expect_fail 3 "$T/nodata.yaml:4:17: data.train.path: $T/nosuch.h5: no such file" -- \
+    "$G" "$T/nodata.yaml" --run-dir "$T/rd_nodata"
+expect_fail 3 "--set:1:1: data.val.path: $T/nosuch.h5: no such file" -- \
+    "$G" validate "$T/ok.yaml" --set data.val.path="$T/nosuch.h5"
+expect 0 -- "$G" validate "$T/nodata.yaml" --no-data
+expect 0 -- "$G" validate "$T/cls3ok.yaml"
 spec neglabel neglabel
 expect_fail 3 "$T/neglabel.h5" "/train/labels" "-1" -- "$G" "$T/neglabel.yaml" --run-dir "$T/rd_neglabel"
 spec int16 int16
