@@ -3,7 +3,7 @@
 # (25.6 M params + BN running stats + SGD momentum, ~205 MB of float32), gpurun
 # (bench/ckpt_bench.c: gr_ckpt_save / gr_ckpt_load with crc32c verification,
 # and the async saver of the training loop) against torch.save / torch.load of
-# the same state (../shared/bench/torch_ckpt_ref.py, with an fsync), in one
+# the same state (bench/torch_ckpt_ref.py, with an fsync), in one
 # run, in the same directory (same filesystem), alternating the two sides.
 # Both sides load the file they have just written and fsynced: the load reads
 # the page cache on both sides (nothing is dropped, as in the reference).
@@ -18,7 +18,7 @@ DIR=${DIR:-/tmp/gpurun-ckpt-bench}
 ROUNDS=${ROUNDS:-3}
 REPEAT=${REPEAT:-5}
 BUILD=${BUILD:-build}
-REF=${TORCH_CKPT_REF:-../shared/bench/torch_ckpt_ref.py}
+REF=${TORCH_CKPT_REF:-bench/torch_ckpt_ref.py}
 PY=/usr/bin/python3
 
 $PY -c 'import torchvision' 2>/dev/null || {

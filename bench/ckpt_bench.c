@@ -6,7 +6,7 @@
  *                     [--device cpu|cuda[:N]]
  *
  * Builds the graph of the config (its model.input), fills params, state and
- * momentum with random floats, then R times, as ../shared/bench/torch_ckpt_ref.py
+ * momentum with random floats, then R times, as bench/torch_ckpt_ref.py
  * does: a synchronous gr_ckpt_save (tmp, crc32c per tensor, fsync, rename,
  * directory fsync, LATEST, old ones deleted; keep 1) and a gr_ckpt_load of the
  * file just written (format, header, shapes and the crc32c of every tensor

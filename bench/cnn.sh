@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/cnn.sh — gpurun vs PyTorch (../shared/bench/torch_ref.py) on two CNN
+# bench/cnn.sh — gpurun vs PyTorch (bench/torch_ref.py) on two CNN
 # workloads, side by side in one run, the same number of threads, per precision:
 #   cnn       configs/fashion-mnist-cnn.yaml, one epoch (batch 64, SGD momentum
 #             0.9, lr 0.05): training samples/s (eval and data loading
@@ -19,7 +19,7 @@
 # gpurun dispatches to (the device line of `gpurun plan`), and PyTorch's oneDNN and CPU
 # capability; on a CPU without AVX-512 BF16 or AMX-BF16 it says gpurun's bf16 is emulated
 # there, and the figures follow anyway. The summary has one line per (workload, precision),
-# with issue 13's goal where it sets one (ResNet-50 fp32 >= 1.2x and bf16 >= 1.5x, CNN bf16
+# with the speed goal where one is set (ResNet-50 fp32 >= 1.2x and bf16 >= 1.5x, CNN bf16
 # >= 2x) and PyTorch's setting.
 #   THREADS=2 REPEAT=1 STEPS=4 PRECISIONS="fp32 bf16" bench/cnn.sh [cnn|resnet50]
 # OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are left as the machine sets them, for
@@ -32,7 +32,7 @@ REPEAT=${REPEAT:-1}
 STEPS=${STEPS:-4}
 PRECISIONS=${PRECISIONS:-fp32 bf16}
 WHAT=${1:-all}
-REF=${TORCH_REF:-../shared/bench/torch_ref.py}
+REF=${TORCH_REF:-bench/torch_ref.py}
 PY=/usr/bin/python3
 
 for p in $PRECISIONS; do
@@ -108,7 +108,7 @@ torch_runs() {
 
 # report WORKLOAD P UNIT RATIO GOAL: the summary line of one (workload, precision) from
 # g_runs and t_runs (medians over the repeats); RATIO: "g/t" (throughput) or "t/g" (time);
-# "issue 13 goal >= Nx: met/NOT met" when GOAL is set; PyTorch's setting last. Uses
+# "goal >= Nx: met/NOT met" when GOAL is set; PyTorch's setting last. Uses
 # $tfail and $TF of the last run.
 report() {
     local w=$1 p=$2 unit=$3 ratio=$4 goal=$5 g t s note
@@ -131,7 +131,7 @@ g, t = float(g), float(t)
 r = g / t if how == "g/t" else t / g
 s = f"{w:<9} {p:<5} gpurun {g:,.1f} {unit}   pytorch {t:,.1f} {unit}   ratio {r:.2f}x"
 if goal:
-    s += f" (issue 13 goal >= {goal}x: {'met' if r >= float(goal) else 'NOT met'})"
+    s += f" (goal >= {goal}x: {'met' if r >= float(goal) else 'NOT met'})"
 print(f"{s}   {note}")
 PYEOF
 )

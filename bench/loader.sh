@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/loader.sh — the data loader alone (no training), gpurun against the
-# PyTorch DataLoader of ../shared/bench/torch_loader_ref.py (h5py, one file
+# PyTorch DataLoader of bench/torch_loader_ref.py (h5py, one file
 # handle per worker, torchvision transforms), with the same number of workers,
 # batch size and work, in one run:
 #   (a) Fashion-MNIST /train: random 28x28 crop of the image padded by 4,
@@ -25,7 +25,7 @@ WORKERS=${WORKERS:-2}
 REPEAT=${REPEAT:-3}
 BATCHES=${BATCHES:-60}
 N=${N:-20000}
-REF=${TORCH_LOADER_REF:-../shared/bench/torch_loader_ref.py}
+REF=${TORCH_LOADER_REF:-bench/torch_loader_ref.py}
 PY=/usr/bin/python3
 
 $PY -c 'import torchvision' 2>/dev/null || {

@@ -5,7 +5,7 @@
  *                       [--prefetch 4] [--crop rrc224|pad4|none] [--batches 60]
  *                       [--cache auto|memory|none]
  *
- * The options and the work match ../shared/bench/torch_loader_ref.py: shuffled,
+ * The options and the work match bench/torch_loader_ref.py: shuffled,
  * drop_last, the crop (rrc224: random-resized-crop to 224 with torchvision's
  * scale and ratio; pad4: random 28x28 crop of the image padded by 4; none),
  * a random horizontal flip whenever there is a crop, normalize with mean

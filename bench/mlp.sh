@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/mlp.sh — gpurun vs PyTorch (../shared/bench/torch_ref.py mlp) on the
+# bench/mlp.sh — gpurun vs PyTorch (bench/torch_ref.py mlp) on the
 # Fashion-MNIST MLP (784-512-256-10, batch 128, SGD momentum 0.9, lr 0.05,
 # constant lr for both), one epoch, the same number of threads, in one run.
 # Prints each side's training samples/s (median of REPEAT runs; eval and data
@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 THREADS=${THREADS:-$(nproc)}
 REPEAT=${REPEAT:-3}
-REF=${TORCH_REF:-../shared/bench/torch_ref.py}
+REF=${TORCH_REF:-bench/torch_ref.py}
 PY=/usr/bin/python3
 
 [ -x build/gpurun ] || scripts/dev.sh build >/dev/null

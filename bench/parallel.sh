@@ -9,7 +9,7 @@
 # buckets started during backward (parallel.bucket_mb, default 25 MiB) and in one all-reduce
 # after backward (bucket_mb 0); the share of the latter's wait that the buckets hide is
 # 1 - comm_s(buckets) / comm_s(one). The same run also gives PyTorch's figure for the
-# 1-process layout (../shared/bench/torch_ref.py cnn --channels-last, the faster of THREADS
+# 1-process layout (bench/torch_ref.py cnn --channels-last, the faster of THREADS
 # and 1 intra-op threads) for scale.
 #   THREADS=2 REPEAT=1 bench/parallel.sh
 # OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are left as the machine sets them (printed below).
@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 THREADS=${THREADS:-$(nproc)}
 REPEAT=${REPEAT:-1}
-REF=${TORCH_REF:-../shared/bench/torch_ref.py}
+REF=${TORCH_REF:-bench/torch_ref.py}
 PY=/usr/bin/python3
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 

@@ -6,7 +6,7 @@
  * "<layer>.<tensor>", so h5py reads such a file straight into PyTorch.
  *
  * Used by model.init_from (load) and by the run's final export
- * `weights.h5` (save); the checkpoint writer (issue 5) builds on it. */
+ * `weights.h5` (save); the checkpoint writer builds on it. */
 #ifndef GR_WEIGHTS_H
 #define GR_WEIGHTS_H
 

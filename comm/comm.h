@@ -1,5 +1,5 @@
 /* comm.h — the processes of a data-parallel run and what they say to each
- * other (issue 14).
+ * other.
  *
  * gpurun starts no processes: a launcher does (`mpirun -np 4 gpurun job.yaml`,
  * `srun gpurun job.yaml`). gr_comm_detect reads who this process is from the

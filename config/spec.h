@@ -145,8 +145,7 @@ typedef struct gr_job_spec {
  * keys, wrong types, out-of-range, NaN/inf are errors at file:line:col),
  * fills defaults and cross-field rules (micro_batch divides batch_size,
  * epochs or steps given, ...), and refuses the values schema v1 accepts
- * but this version does not honour (`deterministic: true`,
- * `parallel.backend: nccl`). On error returns GR_ERR_USAGE with
+ * but this version does not honour (`deterministic: true`). On error returns GR_ERR_USAGE with
  * err->msg = "file:line:col: key: message"; a missing/unreadable file is
  * "path: cannot read job spec: <strerror>" (also exit 2), and so is a path
  * that is not a regular file or holds more than 4 MiB (spec_input.h). YAML

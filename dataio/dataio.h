@@ -5,10 +5,9 @@
  *   gr_dataset_*  an opened split (group holding `images` and `labels`);
  *   gr_loader_*   an endless stream of batches over a dataset, epoch after
  *                 epoch, in an order that is a pure function of
- *                 (seed, epoch, rank, world). This issue's implementation is
- *                 synchronous; the asynchronous loader (reader threads,
- *                 pinned ring of `prefetch` buffers) replaces the inside of
- *                 gr_loader_next/release without changing this API.
+ *                 (seed, epoch, rank, world), read ahead by data.workers
+ *                 threads into a ring of data.prefetch batch buffers
+ *                 (page-locked when a GPU runs the job).
  * All failures are GR_ERR_DATA (exit 3) with a message naming the file, and
  * the group and dataset when they are involved. HDF5's own error-stack
  * printing is switched off; its failures are translated. */

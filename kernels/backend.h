@@ -34,7 +34,7 @@ typedef struct gr_xsum {
 
 /* Per-run context shared by every kernel of one plan execution. */
 typedef struct gr_exec_ctx {
-    bool training;       /* dropout active, BN batch statistics (issue 4) */
+    bool training;       /* dropout active, BN batch statistics */
     uint64_t rng_key;    /* unique per (seed, step, micro-batch): dropout masks */
     float grad_scale;    /* d(loss)/d(per-sample loss): 1 / samples per optimizer step */
     const gr_xsum *xsum; /* NULL: this process's micro-batch is the batch batchnorm normalizes over */

@@ -1,5 +1,5 @@
 /* buckets.h — the gradient all-reduce in buckets, overlapped with backward
- * (issue 14; parallel.bucket_mb).
+ * (parallel.bucket_mb).
  *
  * The grads arena is one contiguous array, each parameter's gradient a
  * range of it, written by the backward step of its layer. Buckets are runs

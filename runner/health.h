@@ -1,4 +1,4 @@
-/* health.h — the device's health next to the training figures (issue 16):
+/* health.h — the device's health next to the training figures:
  * on every train line of metrics.jsonl and in summary.json.
  *
  * Always: the process's resident memory (rss_bytes) and CPU use since the

@@ -1,5 +1,5 @@
 /* hostmem.h — what a run holds in host memory, planned before it starts
- * (issue 15): the figure `gpurun plan` prints and summary.json's
+ *: the figure `gpurun plan` prints and summary.json's
  * planned_host_bytes, next to the peak resident set the run measures
  * (peak_rss_bytes).
  *

@@ -1,5 +1,5 @@
 /* memfit.h — what a job needs in memory at a micro-batch, and the largest
- * micro-batch that fits (issue 15): the planner's bytes, before anything
+ * micro-batch that fits: the planner's bytes, before anything
  * is allocated.
  *
  * A job's device memory is the model's arenas (fp32 params, grads and

@@ -1,4 +1,4 @@
-/* parallel.h — data parallelism in the training loop (issue 14): the
+/* parallel.h — data parallelism in the training loop: the
  * launch resolved against the spec, the collectives of a step, and which
  * rank writes what.
  *

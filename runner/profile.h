@@ -1,4 +1,4 @@
-/* profile.h — `gpurun run --profile [STEPS]` (issue 16): where a training
+/* profile.h — `gpurun run --profile [STEPS]`: where a training
  * step's time goes.
  *
  * After GR_PROF_WARMUP optimizer steps (the first ones make primitives and

@@ -42,8 +42,6 @@ gr_saver *gr_saver_new(const char *dir, int keep, const gr_graph *g, int optim_s
     return sv;
 }
 
-float *gr_saver_params(gr_saver *sv) { return sv->state.params; }
-float *gr_saver_optim(gr_saver *sv) { return sv->state.optim; }
 double gr_saver_last_s(const gr_saver *sv) { return sv->last_s; }
 
 static void *gr_saver_main(void *arg) {

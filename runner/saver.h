@@ -15,10 +15,6 @@ typedef struct gr_saver gr_saver;
 /* dir: the checkpoint directory (must exist); keep: checkpoints kept. */
 gr_saver *gr_saver_new(const char *dir, int keep, const gr_graph *g, int optim_slots);
 void gr_saver_free(gr_saver *sv);
-/* The host buffers the snapshot goes into: params arena, optimizer slots.
- * Only touch them after gr_saver_wait. */
-float *gr_saver_params(gr_saver *sv);
-float *gr_saver_optim(gr_saver *sv);
 /* Waits for the save in flight, if any; returns its status (once). */
 gr_status gr_saver_wait(gr_saver *sv, gr_error *err);
 /* Without waiting: true when a save finished since the last report, with

@@ -8,7 +8,7 @@
  * batch's mean loss.
  * An epoch is floor(N / batch_size) steps; the micro-batches left over at
  * the end of an epoch are skipped (drop_last), like PyTorch's loop in
- * ../shared/bench/torch_ref.py.
+ * bench/torch_ref.py.
  *
  * gr_train_run reads as the loop; what each call does lives in its own
  * file: job.c (compile, backend, model, loaders, run directory), step.c

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# campaign_slow.sh — the longer, randomized part of issue 11's bad-input and fault campaign
+# campaign_slow.sh — the longer, randomized part of the bad-input and fault campaign
 # (tests/e2e_campaign.sh is the fast part, in CI); not an e2e_*.sh, so ctest's glob leaves it out.
 #
 #   signals  random SIGTERM and SIGKILL (mixed, at random steps, random milliseconds after a

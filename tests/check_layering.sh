@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# check_layering.sh — the layering of the source tree (issue 12), checked over
+# check_layering.sh — the layering of the source tree, checked over
 # its includes, calls and sizes with grep and awk:
 #   - graph/ and config/ include nothing from kernels/, exec/ or runner/, and
 #     config/ nothing from graph/ (quoted includes, "../x/y.h" resolved);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_campaign.sh — the fast, deterministic part of the bad-input and fault campaign of issue 11
+# e2e_campaign.sh — the fast, deterministic part of the bad-input and fault campaign
 # (DESIGN 1.2 exit codes, 1.3 run directory, 1.4 spec, 1.5 data, 1.6 checkpoints), a few cases per
 # class beside those of tests/e2e_errors.sh and tests/e2e_resume.sh (the bad values below that
 # e2e_errors also has are given here to --resume auto over a stopped run, which must stay as it was):

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # e2e_deep.sh — deeper models than the gradient checks and parity tests build, which is where
 # a pointer into the graph's node or tensor array, kept across a call that appends, reads freed
-# memory (issue 29: gr_autodiff on ResNet-18 with 7+ blocks in a stage). Runs in the release
+# memory (gr_autodiff on ResNet-18 with 7+ blocks in a stage). Runs in the release
 # build and in the sanitizer build, where GPURUN_GROW_STRESS moves every array on each growth:
 #   - tests/specs/resnet18-deep.yaml (basic blocks [2, 8, 10, 2]): `gpurun plan` gives the
 #     parameter count worked out by hand (22,391,882), then 3 training steps on synthetic

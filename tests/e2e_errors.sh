@@ -101,7 +101,7 @@ fi
 
 # ---------------------------------------------------------------- usage (1.1)
 expect_fail 2 "usage: gpurun" -- "$G"
-# a usage error is one line and where the usage is, not the whole usage (issue 22)
+# a usage error is one line and where the usage is, not the whole usage
 expect_fail 2 "unknown option '--bogus'" "see 'gpurun --help'" -- "$G" --bogus
 check "a usage error prints no usage" test "$(wc -l <"$ERR")" -eq 2
 expect_fail 2 "unknown option '--bogus'" "see 'gpurun plan --help'" -- "$G" plan "$T/ok.yaml" --bogus
@@ -283,7 +283,7 @@ expect_fail 3 "$T/mismatch.h5" "64" "63" -- "$G" "$T/mismatch.yaml" --run-dir "$
 spec label9 label9 's/units: 10/units: 5/'
 expect_fail 3 "$T/label9.h5" "label 9" "5 outputs" -- "$G" "$T/label9.yaml" --run-dir "$T/rd_label9"
 expect_fail 3 "$T/label9.h5" "label 9" -- "$G" plan "$T/label9.yaml"
-# the data must fit the model (issue 22, item 3): the classes of train and val, the model's outputs
+# the data must fit the model: the classes of train and val, the model's outputs
 spec cls10 cls3 's#  shuffle: true#  val: {path: '"$T"'/cls3.h5, group: /val}#'
 expect_fail 2 "$T/cls10.yaml:11:7: model.layers[3]: the model has 10 outputs, but $T/cls3.h5: /train has 3 classes" \
     "end the model with a layer of 3 outputs" -- "$G" "$T/cls10.yaml" --run-dir "$T/rd_cls10"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_memory.sh — memory planning before a run (issue 15):
+# e2e_memory.sh — memory planning before a run:
 #  1. `gpurun plan --memory BYTES`: whether the job's arenas (params, grads, optimizer state,
 #     train and eval activations, fp32 staging) fit, and the largest micro-batch dividing
 #     train.batch_size that does: that one fits when set by hand, the next divisor up does
@@ -260,7 +260,7 @@ expect 2 "--memory: expected a number of bytes (8G or 8GiB: 8 x 2^30; 8GB: 8 x 1
 for bad in 3GiBs 0 -1 G 3.G2; do
     expect 2 "--memory: expected a number of bytes" "got '$bad'" -- "$G" plan "$J" --memory "$bad"
 done
-# the spellings people type (issue 22): K/M/G/T and KiB.. powers of 1024, KB.. powers of 1000
+# the spellings people type: K/M/G/T and KiB.. powers of 1024, KB.. powers of 1000
 for m in 8G:8,589,934,592 8GiB:8,589,934,592 8gib:8,589,934,592 8GB:8,000,000,000 1.5G:1,610,612,736 \
     512MiB:536,870,912 3M:3,145,728 20K:20,480 1000:1,000; do
     expect_ok "memory limit ${m#*:} bytes (--memory ${m%%:*})" -- "$G" plan "$J" --memory "${m%%:*}"

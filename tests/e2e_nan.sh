@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_nan.sh — NaN never finishes as success (issue 11, defect 2):
+# e2e_nan.sh — NaN never finishes as success:
 #   - float images holding NaN/inf: exit 3 naming the file, the images dataset and
 #     the sample, whether the split is held in memory (checked at open) or read
 #     from the file (checked as the batch is read: earlier steps run first);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_parallel.sh — data parallelism across processes (issue 14), launched as users
+# e2e_parallel.sh — data parallelism across processes, launched as users
 # launch it: `mpirun -np 2 --oversubscribe gpurun job.yaml` (Open MPI; as root with
 # OMPI_ALLOW_RUN_AS_ROOT). An MLP without batchnorm, SGD with momentum, global batch 128:
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_profile.sh — observability (issue 16): `gpurun run --profile [STEPS]` and the health
+# e2e_profile.sh — observability: `gpurun run --profile [STEPS]` and the health
 # figures of metrics.jsonl and summary.json:
 #  1. --profile 8 after the 3 warm-up steps writes profile.txt and trace.json and says so;
 #     the table's total per step is no more than the measured step time and is the trace's;

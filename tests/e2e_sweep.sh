@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_sweep.sh — examples/sweeps/sweep.sh end to end on a tiny job (issue 16): three points,
+# e2e_sweep.sh — examples/sweeps/sweep.sh end to end on a tiny job: three points,
 #  1. one point's gpurun gets SIGTERM mid-run: it exits 75 and the sweep queues it again (at
 #     the back);
 #  2. the sweep itself gets SIGTERM while the next point runs: it stops that point at a

@@ -125,7 +125,7 @@ static void test_errors(void) {
 }
 
 /* Nested repeats are refused before anything is expanded, at the item
- * whose expansion passes 100,000 layers (issue 11: 10^8 layers built for
+ * whose expansion passes 100,000 layers (a hostile spec once asked for 10^8 layers built for
  * minutes). */
 static void test_expansion_cap(void) {
     double t0 = gr_now();

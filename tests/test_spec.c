@@ -85,7 +85,7 @@ static const bad_case bad_cases[] = {
     {"bad_multidoc.yaml", {0}, "bad_multidoc.yaml:9:1: a job spec is one YAML document, found a second one"},
     {"bad_alias.yaml", {0}, "bad_alias.yaml:8:30: train.optimizer.lr: unknown alias '*rate'"},
     {"nope.yaml", {0}, "nope.yaml: cannot read job spec: No such file or directory"},
-    /* YAML tags: only the core schema's (issue 11) */
+    /* YAML tags: only the core schema's */
     {"bad_tag.yaml", {0}, "bad_tag.yaml:2:7: seed: unknown YAML tag '!foo' (a job spec is plain YAML; the only "
                           "tags it takes are !!str, !!int, !!float, !!bool, !!null, !!seq and !!map)"},
     {"bad_tag_python.yaml", {0}, "bad_tag_python.yaml:2:7: data: unknown YAML tag '!!python/object:builtins.dict'"},
@@ -551,7 +551,7 @@ static bool write_spec(const char *path, size_t size) {
     return fclose(out) == 0;
 }
 
-/* What the issue 11 campaign fed the reader: special files, huge files,
+/* What the bad-input campaign fed the reader: special files, huge files,
  * unsafe default names, tags. */
 static void test_hostile_inputs(void) {
     gr_job_spec s;

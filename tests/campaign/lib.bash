@@ -1,5 +1,5 @@
 # tests/campaign/lib.bash — what tests/e2e_campaign.sh and tests/campaign_slow.sh share (the
-# bad-input and fault campaign of issue 11). Sourced after tests/e2e_lib.bash, which gives G, SRC,
+# bad-input and fault campaign). Sourced after tests/e2e_lib.bash, which gives G, SRC,
 # T (scratch and working directory), PY, OUT, ERR, RC, CMD.
 #
 # Each case reports one line, `PASS name: why` / `FAIL name: why` / `SKIP name: why`; the script
