@@ -161,6 +161,14 @@ if [ -z "$LOOP_SRC" ] || ! awk -v fn="$LOOP_FN" -v max="$LOOP_LINES" '
     echo "layering: runner/: 0: no definition of $LOOP_FN found (LAYERING_LOOP_FN names the training loop)" >>"$TMP/out"
 fi
 
+# ---- a clone is whole: no file of the repository names the team's folder beside it (a user's
+# clone has none), and the PyTorch references the bench scripts call are in bench/
+(cd "$ROOT" && grep -rnI --exclude-dir=.git --exclude-dir='build*' -e '\.\./share[d]/' . | sed 's#^\./##' |
+    awk -F: '{ printf "layering: %s:%s: names a path outside the repository\n", $1, $2 }') >>"$TMP/out"
+for ref in $(cd "$ROOT" && grep -ho 'bench/torch_[a-z_]*\.py' bench/*.sh 2>/dev/null | sort -u); do
+    [ -f "$ROOT/$ref" ] || echo "layering: bench/: 0: $ref, which a bench script runs, is missing" >>"$TMP/out"
+done
+
 N=$(grep -c . "$TMP/out")
 if [ "$N" -gt 0 ]; then
     cat "$TMP/out"
