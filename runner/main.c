@@ -14,6 +14,7 @@
 #include "../config/spec.h"
 #include "../kernels/backend.h"
 #include "hostmem.h"
+#include "cli.h"
 #include "job.h"
 #include "tools.h"
 #include "train.h"
@@ -59,8 +60,6 @@ static const char gr_exit_codes[] =
     "            4 out of memory, 5 diverged, 6 checkpoint error, 7 device error,\n"
     "            75 stopped by a signal after a checkpoint (rerun with --resume auto)\n";
 
-/* The command whose options are being read ("" before one is known): what a usage error's hint names. */
-static const char *gr_cur_cmd = "";
 
 static int gr_cmd_index(const char *name) {
     for (int k = 0; k < (int)GR_ARRAY_LEN(gr_helps); k++)
@@ -80,25 +79,11 @@ static void gr_print_usage(FILE *f, const char *cmd) {
     fputs(gr_exit_codes, f);
 }
 
-static _Noreturn void gr_die(gr_status st, const char *msg) {
-    fprintf(stderr, "gpurun: %s\n", msg);
-    if (st == GR_ERR_INTERNAL) fprintf(stderr, "gpurun: this is a bug in gpurun; please report it\n");
-    exit((int)st);
-}
-
 /* A device fault the run cannot recover from (kernels/ reports it through
  * gr_backend_fault): exit 7. */
 static void gr_device_fault(const char *what) {
     fprintf(stderr, "gpurun: %s\n", what);
     exit(GR_ERR_DEVICE);
-}
-
-/* One line saying what is wrong, and where the usage is: not the whole usage. */
-static _Noreturn void gr_usage_error(const char *fmt, const char *arg) {
-    fprintf(stderr, "gpurun: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\ngpurun: see 'gpurun %s%s--help'\n", gr_cur_cmd, gr_cur_cmd[0] ? " " : "");
-    exit(GR_ERR_USAGE);
 }
 
 /* A first argument that is neither a command nor an existing file, and does not look like a
@@ -120,138 +105,6 @@ static void gr_check_command(const char *a) {
     if (best) fprintf(stderr, " (did you mean '%s'?)", best);
     fprintf(stderr, "\ngpurun: commands: %s; or a job spec JOB.yaml to run (see 'gpurun --help')\n", all);
     exit(GR_ERR_USAGE);
-}
-
-/* `gpurun data` converters and the options each takes (letters of
- * gr_data_names' keys). */
-static const char *const gr_data_names[] = {"fashion-mnist", "mnist", "cifar10", "synthetic", "imagefolder"};
-static const char gr_data_keys[] = "fmcsi";
-enum { GR_DOPT_FROM, GR_DOPT_N, GR_DOPT_SHAPE, GR_DOPT_CLASSES, GR_DOPT_TEST, GR_DOPT_SEED, GR_DOPT_SIZE,
-       GR_DOPT_SHORT, GR_DOPT_GROUP, GR_DOPT_COUNT };
-static const struct { const char *name, *takes; } gr_data_opts[GR_DOPT_COUNT] = {
-    [GR_DOPT_FROM] = {"--from", "fmci"},   [GR_DOPT_N] = {"--n", "s"},         [GR_DOPT_SHAPE] = {"--shape", "s"},
-    [GR_DOPT_CLASSES] = {"--classes", "s"}, [GR_DOPT_TEST] = {"--test", "s"},   [GR_DOPT_SEED] = {"--seed", "s"},
-    [GR_DOPT_SIZE] = {"--size", "i"},       [GR_DOPT_SHORT] = {"--short-side", "i"}, [GR_DOPT_GROUP] = {"--group", "i"},
-};
-
-/* Parses a decimal integer option value (range checks are the converter's). */
-static int64_t gr_data_int(const char *opt, const char *s, char **rest) {
-    char *end = NULL;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || (!rest && *end)) {
-        char msg[256];
-        snprintf(msg, sizeof msg, "data: %s: expected an integer, got '%s'", opt, s);
-        gr_usage_error("%s", msg);
-    }
-    if (rest) *rest = end;
-    return (int64_t)v;
-}
-
-/* An option whose API value has a "default" sentinel below 1: checked here. */
-static int64_t gr_data_count(const char *opt, const char *s) {
-    int64_t v = gr_data_int(opt, s, NULL);
-    if (v < 1) {
-        char msg[256];
-        snprintf(msg, sizeof msg, "data: %s: expected a count >= 1, got '%s'", opt, s);
-        gr_usage_error("%s", msg);
-    }
-    return v;
-}
-
-static int gr_cmd_data(int argc, char **argv) {
-    if (argc < 2) gr_usage_error("data: expected a dataset name and an output file%s", "");
-    const char *what = argv[0], *out = NULL, *val[GR_DOPT_COUNT] = {0};
-    char key = 0;
-    for (size_t k = 0; k < GR_ARRAY_LEN(gr_data_names); k++)
-        if (strcmp(what, gr_data_names[k]) == 0) key = gr_data_keys[k];
-    if (!key) gr_usage_error("data: unknown dataset '%s' (fashion-mnist, mnist, cifar10, synthetic, imagefolder)", what);
-    bool force = false;
-    const char *on_error = NULL; /* imagefolder only */
-    for (int i = 1; i < argc; i++) {
-        int opt = -1;
-        for (int k = 0; k < GR_DOPT_COUNT; k++)
-            if (strcmp(argv[i], gr_data_opts[k].name) == 0) opt = k;
-        if (strcmp(argv[i], "--force") == 0) {
-            force = true;
-        } else if (strcmp(argv[i], "--on-error") == 0) {
-            if (key != 'i') gr_usage_error("data %s: option --on-error does not apply", what);
-            if (i + 1 >= argc) gr_usage_error("data: %s: expected a value", argv[i]);
-            on_error = argv[++i];
-        } else if (opt >= 0) {
-            char msg[256];
-            if (!strchr(gr_data_opts[opt].takes, key)) {
-                snprintf(msg, sizeof msg, "data %s: option %s does not apply", what, argv[i]);
-                gr_usage_error("%s", msg);
-            }
-            if (i + 1 >= argc) gr_usage_error("data: %s: expected a value", argv[i]);
-            val[opt] = argv[++i];
-        } else if (argv[i][0] == '-') {
-            gr_usage_error("data: unknown option '%s'", argv[i]);
-        } else if (!out) {
-            out = argv[i];
-        } else {
-            gr_usage_error("data: unexpected argument '%s'", argv[i]);
-        }
-    }
-    if (!out) gr_usage_error("data %s: expected an output file", what);
-    const char *from = val[GR_DOPT_FROM];
-    gr_error err = {0};
-    gr_status st;
-    gr_imagefolder_report rep = {0};
-    if (key == 'f') {
-        st = gr_data_convert_idx("fashion-mnist", from ? from : "/usr/share/datasets/fashion-mnist", out, force,
-                                 true, &err);
-    } else if (key == 'm') {
-        if (!from) gr_usage_error("data mnist: --from DIR (the folder of the four IDX files) is required%s", "");
-        st = gr_data_convert_idx("mnist", from, out, force, true, &err);
-    } else if (key == 'c') {
-        if (!from) gr_usage_error("data cifar10: --from DIR (the folder of data_batch_1.bin .. test_batch.bin) is "
-                                  "required%s", "");
-        st = gr_data_convert_cifar10(from, GR_CIFAR10_BATCH_RECORDS, out, force, true, &err);
-    } else if (key == 's') {
-        if (!val[GR_DOPT_N] || !val[GR_DOPT_SHAPE])
-            gr_usage_error("data synthetic: --n N and --shape C,H,W are required%s", "");
-        gr_synthetic_config cfg = {.n = gr_data_int("--n", val[GR_DOPT_N], NULL), .test = -1, .classes = 10};
-        char *p;
-        int64_t *shape[3] = {&cfg.c, &cfg.h, &cfg.w};
-        const char *s = val[GR_DOPT_SHAPE];
-        for (int k = 0; k < 3; k++) {
-            *shape[k] = gr_data_int("--shape", s, &p);
-            if (*p != (k < 2 ? ',' : '\0')) gr_usage_error("data synthetic: --shape: expected C,H,W, got '%s'",
-                                                           val[GR_DOPT_SHAPE]);
-            s = p + 1;
-        }
-        if (val[GR_DOPT_CLASSES]) cfg.classes = gr_data_int("--classes", val[GR_DOPT_CLASSES], NULL);
-        if (val[GR_DOPT_TEST]) cfg.test = gr_data_count("--test", val[GR_DOPT_TEST]);
-        if (val[GR_DOPT_SEED]) {
-            if (val[GR_DOPT_SEED][0] == '-') gr_usage_error("data: --seed: expected a non-negative integer, got '%s'",
-                                                            val[GR_DOPT_SEED]);
-            cfg.seed = (uint64_t)gr_data_int("--seed", val[GR_DOPT_SEED], NULL);
-        }
-        st = gr_data_convert_synthetic(&cfg, out, force, true, &err);
-    } else {
-        if (!from || !val[GR_DOPT_SIZE])
-            gr_usage_error("data imagefolder: --from DIR and --size S are required%s", "");
-        gr_imagefolder_config cfg = {.dir = from, .size = gr_data_int("--size", val[GR_DOPT_SIZE], NULL),
-                                     .group = val[GR_DOPT_GROUP]};
-        if (val[GR_DOPT_SHORT]) cfg.short_side = gr_data_count("--short-side", val[GR_DOPT_SHORT]);
-        if (on_error && strcmp(on_error, "skip") == 0) cfg.on_error = GR_ON_ERROR_SKIP;
-        else if (on_error && strcmp(on_error, "fail") != 0)
-            gr_usage_error("data imagefolder: --on-error: expected skip or fail, got '%s'", on_error);
-        st = gr_data_convert_imagefolder(&cfg, out, force, true, &rep, &err);
-    }
-    if (st) gr_die(st, err.msg);
-    for (int64_t i = 0; i < rep.nbad; i++)
-        fprintf(stderr, "gpurun data: skipped %s: %s\n", rep.bad[i].path, rep.bad[i].why);
-    if (rep.nbad > 0)
-        fprintf(stderr, "gpurun data: skipped %lld images that could not be decoded (--on-error skip); %lld samples "
-                        "written\n", (long long)rep.nbad, (long long)rep.samples);
-    if (rep.skipped > 0)
-        fprintf(stderr, "gpurun data: skipped %lld files that are not JPEG or PNG\n", (long long)rep.skipped);
-    gr_imagefolder_report_free(&rep);
-    printf("wrote %s\n", out);
-    return 0;
 }
 
 int main(int argc, char **argv) {

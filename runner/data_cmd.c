@@ -1,0 +1,142 @@
+/* data_cmd.c — `gpurun data NAME OUT.h5 [options]`: the converters of
+ * dataio/convert.h on the command line (cli.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../dataio/convert.h"
+#include "cli.h"
+
+/* `gpurun data` converters and the options each takes (letters of
+ * gr_data_names' keys). */
+static const char *const gr_data_names[] = {"fashion-mnist", "mnist", "cifar10", "synthetic", "imagefolder"};
+static const char gr_data_keys[] = "fmcsi";
+enum { GR_DOPT_FROM, GR_DOPT_N, GR_DOPT_SHAPE, GR_DOPT_CLASSES, GR_DOPT_TEST, GR_DOPT_SEED, GR_DOPT_SIZE,
+       GR_DOPT_SHORT, GR_DOPT_GROUP, GR_DOPT_COUNT };
+static const struct { const char *name, *takes; } gr_data_opts[GR_DOPT_COUNT] = {
+    [GR_DOPT_FROM] = {"--from", "fmci"},   [GR_DOPT_N] = {"--n", "s"},         [GR_DOPT_SHAPE] = {"--shape", "s"},
+    [GR_DOPT_CLASSES] = {"--classes", "s"}, [GR_DOPT_TEST] = {"--test", "s"},   [GR_DOPT_SEED] = {"--seed", "s"},
+    [GR_DOPT_SIZE] = {"--size", "i"},       [GR_DOPT_SHORT] = {"--short-side", "i"}, [GR_DOPT_GROUP] = {"--group", "i"},
+};
+
+/* Parses a decimal integer option value (range checks are the converter's). */
+static int64_t gr_data_int(const char *opt, const char *s, char **rest) {
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || (!rest && *end)) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "data: %s: expected an integer, got '%s'", opt, s);
+        gr_usage_error("%s", msg);
+    }
+    if (rest) *rest = end;
+    return (int64_t)v;
+}
+
+/* An option whose API value has a "default" sentinel below 1: checked here. */
+static int64_t gr_data_count(const char *opt, const char *s) {
+    int64_t v = gr_data_int(opt, s, NULL);
+    if (v < 1) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "data: %s: expected a count >= 1, got '%s'", opt, s);
+        gr_usage_error("%s", msg);
+    }
+    return v;
+}
+
+int gr_cmd_data(int argc, char **argv) {
+    if (argc < 2) gr_usage_error("data: expected a dataset name and an output file%s", "");
+    const char *what = argv[0], *out = NULL, *val[GR_DOPT_COUNT] = {0};
+    char key = 0;
+    for (size_t k = 0; k < GR_ARRAY_LEN(gr_data_names); k++)
+        if (strcmp(what, gr_data_names[k]) == 0) key = gr_data_keys[k];
+    if (!key) gr_usage_error("data: unknown dataset '%s' (fashion-mnist, mnist, cifar10, synthetic, imagefolder)", what);
+    bool force = false;
+    const char *on_error = NULL; /* imagefolder only */
+    for (int i = 1; i < argc; i++) {
+        int opt = -1;
+        for (int k = 0; k < GR_DOPT_COUNT; k++)
+            if (strcmp(argv[i], gr_data_opts[k].name) == 0) opt = k;
+        if (strcmp(argv[i], "--force") == 0) {
+            force = true;
+        } else if (strcmp(argv[i], "--on-error") == 0) {
+            if (key != 'i') gr_usage_error("data %s: option --on-error does not apply", what);
+            if (i + 1 >= argc) gr_usage_error("data: %s: expected a value", argv[i]);
+            on_error = argv[++i];
+        } else if (opt >= 0) {
+            char msg[256];
+            if (!strchr(gr_data_opts[opt].takes, key)) {
+                snprintf(msg, sizeof msg, "data %s: option %s does not apply", what, argv[i]);
+                gr_usage_error("%s", msg);
+            }
+            if (i + 1 >= argc) gr_usage_error("data: %s: expected a value", argv[i]);
+            val[opt] = argv[++i];
+        } else if (argv[i][0] == '-') {
+            gr_usage_error("data: unknown option '%s'", argv[i]);
+        } else if (!out) {
+            out = argv[i];
+        } else {
+            gr_usage_error("data: unexpected argument '%s'", argv[i]);
+        }
+    }
+    if (!out) gr_usage_error("data %s: expected an output file", what);
+    const char *from = val[GR_DOPT_FROM];
+    gr_error err = {0};
+    gr_status st;
+    gr_imagefolder_report rep = {0};
+    if (key == 'f') {
+        st = gr_data_convert_idx("fashion-mnist", from ? from : "/usr/share/datasets/fashion-mnist", out, force,
+                                 true, &err);
+    } else if (key == 'm') {
+        if (!from) gr_usage_error("data mnist: --from DIR (the folder of the four IDX files) is required%s", "");
+        st = gr_data_convert_idx("mnist", from, out, force, true, &err);
+    } else if (key == 'c') {
+        if (!from) gr_usage_error("data cifar10: --from DIR (the folder of data_batch_1.bin .. test_batch.bin) is "
+                                  "required%s", "");
+        st = gr_data_convert_cifar10(from, GR_CIFAR10_BATCH_RECORDS, out, force, true, &err);
+    } else if (key == 's') {
+        if (!val[GR_DOPT_N] || !val[GR_DOPT_SHAPE])
+            gr_usage_error("data synthetic: --n N and --shape C,H,W are required%s", "");
+        gr_synthetic_config cfg = {.n = gr_data_int("--n", val[GR_DOPT_N], NULL), .test = -1, .classes = 10};
+        char *p;
+        int64_t *shape[3] = {&cfg.c, &cfg.h, &cfg.w};
+        const char *s = val[GR_DOPT_SHAPE];
+        for (int k = 0; k < 3; k++) {
+            *shape[k] = gr_data_int("--shape", s, &p);
+            if (*p != (k < 2 ? ',' : '\0')) gr_usage_error("data synthetic: --shape: expected C,H,W, got '%s'",
+                                                           val[GR_DOPT_SHAPE]);
+            s = p + 1;
+        }
+        if (val[GR_DOPT_CLASSES]) cfg.classes = gr_data_int("--classes", val[GR_DOPT_CLASSES], NULL);
+        if (val[GR_DOPT_TEST]) cfg.test = gr_data_count("--test", val[GR_DOPT_TEST]);
+        if (val[GR_DOPT_SEED]) {
+            if (val[GR_DOPT_SEED][0] == '-') gr_usage_error("data: --seed: expected a non-negative integer, got '%s'",
+                                                            val[GR_DOPT_SEED]);
+            cfg.seed = (uint64_t)gr_data_int("--seed", val[GR_DOPT_SEED], NULL);
+        }
+        st = gr_data_convert_synthetic(&cfg, out, force, true, &err);
+    } else {
+        if (!from || !val[GR_DOPT_SIZE])
+            gr_usage_error("data imagefolder: --from DIR and --size S are required%s", "");
+        gr_imagefolder_config cfg = {.dir = from, .size = gr_data_int("--size", val[GR_DOPT_SIZE], NULL),
+                                     .group = val[GR_DOPT_GROUP]};
+        if (val[GR_DOPT_SHORT]) cfg.short_side = gr_data_count("--short-side", val[GR_DOPT_SHORT]);
+        if (on_error && strcmp(on_error, "skip") == 0) cfg.on_error = GR_ON_ERROR_SKIP;
+        else if (on_error && strcmp(on_error, "fail") != 0)
+            gr_usage_error("data imagefolder: --on-error: expected skip or fail, got '%s'", on_error);
+        st = gr_data_convert_imagefolder(&cfg, out, force, true, &rep, &err);
+    }
+    if (st) gr_die(st, err.msg);
+    for (int64_t i = 0; i < rep.nbad; i++)
+        fprintf(stderr, "gpurun data: skipped %s: %s\n", rep.bad[i].path, rep.bad[i].why);
+    if (rep.nbad > 0)
+        fprintf(stderr, "gpurun data: skipped %lld images that could not be decoded (--on-error skip); %lld samples "
+                        "written\n", (long long)rep.nbad, (long long)rep.samples);
+    if (rep.skipped > 0)
+        fprintf(stderr, "gpurun data: skipped %lld files that are not JPEG or PNG\n", (long long)rep.skipped);
+    gr_imagefolder_report_free(&rep);
+    printf("wrote %s\n", out);
+    return 0;
+}
+
