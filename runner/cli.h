@@ -7,6 +7,8 @@
 
 #include "../common/gr_common.h"
 
+#define GR_MAX_SETS 256 /* --set options on one command line */
+
 /* The command whose options are being read ("" before one is known). */
 extern const char *gr_cur_cmd;
 
@@ -17,5 +19,7 @@ _Noreturn void gr_usage_error(const char *fmt, const char *arg);
 
 /* `gpurun data ...` with argv after "data"; the exit code (errors exit). */
 int gr_cmd_data(int argc, char **argv);
+/* `gpurun launch -n N JOB.yaml ...` (launch.c), argv after "launch". */
+int gr_cmd_launch(int argc, char **argv);
 
 #endif

@@ -13,12 +13,18 @@
 static const char *const gr_data_names[] = {"fashion-mnist", "mnist", "cifar10", "synthetic", "imagefolder"};
 static const char gr_data_keys[] = "fmcsi";
 enum { GR_DOPT_FROM, GR_DOPT_N, GR_DOPT_SHAPE, GR_DOPT_CLASSES, GR_DOPT_TEST, GR_DOPT_SEED, GR_DOPT_SIZE,
-       GR_DOPT_SHORT, GR_DOPT_GROUP, GR_DOPT_COUNT };
+       GR_DOPT_SHORT, GR_DOPT_GROUP, GR_DOPT_VAL, GR_DOPT_COUNT };
 static const struct { const char *name, *takes; } gr_data_opts[GR_DOPT_COUNT] = {
     [GR_DOPT_FROM] = {"--from", "fmci"},   [GR_DOPT_N] = {"--n", "s"},         [GR_DOPT_SHAPE] = {"--shape", "s"},
-    [GR_DOPT_CLASSES] = {"--classes", "s"}, [GR_DOPT_TEST] = {"--test", "s"},   [GR_DOPT_SEED] = {"--seed", "s"},
+    [GR_DOPT_CLASSES] = {"--classes", "s"}, [GR_DOPT_TEST] = {"--test", "s"},   [GR_DOPT_SEED] = {"--seed", "si"},
     [GR_DOPT_SIZE] = {"--size", "i"},       [GR_DOPT_SHORT] = {"--short-side", "i"}, [GR_DOPT_GROUP] = {"--group", "i"},
+    [GR_DOPT_VAL] = {"--val-fraction", "i"},
 };
+
+/* The imagefolder usage, for its messages (the --help table says the same). */
+#define GR_DATA_IMAGEFOLDER_USAGE                                                                             \
+    "gpurun data imagefolder OUT.h5 --from DIR --size S [--short-side R] [--group G | --val-fraction F "      \
+    "[--seed S]] [--on-error fail|skip] [--force]"
 
 /* Parses a decimal integer option value (range checks are the converter's). */
 static int64_t gr_data_int(const char *opt, const char *s, char **rest) {
@@ -34,6 +40,12 @@ static int64_t gr_data_int(const char *opt, const char *s, char **rest) {
     return (int64_t)v;
 }
 
+/* --seed: a non-negative integer. */
+static uint64_t gr_data_seed(const char *s) {
+    if (s[0] == '-') gr_usage_error("data: --seed: expected a non-negative integer, got '%s'", s);
+    return (uint64_t)gr_data_int("--seed", s, NULL);
+}
+
 /* An option whose API value has a "default" sentinel below 1: checked here. */
 static int64_t gr_data_count(const char *opt, const char *s) {
     int64_t v = gr_data_int(opt, s, NULL);
@@ -43,6 +55,37 @@ static int64_t gr_data_count(const char *opt, const char *s) {
         gr_usage_error("%s", msg);
     }
     return v;
+}
+
+/* `data imagefolder`: its options to a gr_imagefolder_config, then the conversion. */
+static gr_status gr_data_imagefolder(const char *from, const char *out, const char *const *val, const char *on_error,
+                                     bool force, gr_imagefolder_report *rep, gr_error *err) {
+    if (!from || !val[GR_DOPT_SIZE])
+        gr_usage_error("data imagefolder: --from DIR and --size S are required (%s)", GR_DATA_IMAGEFOLDER_USAGE);
+    gr_imagefolder_config cfg = {.dir = from, .size = gr_data_int("--size", val[GR_DOPT_SIZE], NULL),
+                                 .group = val[GR_DOPT_GROUP]};
+    if (val[GR_DOPT_SHORT]) cfg.short_side = gr_data_count("--short-side", val[GR_DOPT_SHORT]);
+    if (on_error && strcmp(on_error, "skip") == 0) cfg.on_error = GR_ON_ERROR_SKIP;
+    else if (on_error && strcmp(on_error, "fail") != 0)
+        gr_usage_error("data imagefolder: --on-error: expected skip or fail, got '%s'", on_error);
+    const char *vf = val[GR_DOPT_VAL];
+    if (vf) {
+        char *end = NULL;
+        errno = 0;
+        cfg.val_fraction = strtod(vf, &end);
+        if (errno || end == vf || *end || !(cfg.val_fraction > 0 && cfg.val_fraction < 1))
+            gr_usage_error("data imagefolder: --val-fraction: expected a number in (0, 1) (the share of each class "
+                           "that goes to /val), got '%s'", vf);
+        if (cfg.group)
+            gr_usage_error("data imagefolder: --group does not apply with --val-fraction, which writes /train and "
+                           "/val (%s)", GR_DATA_IMAGEFOLDER_USAGE);
+    }
+    if (val[GR_DOPT_SEED]) {
+        if (!vf) gr_usage_error("data imagefolder: --seed applies only with --val-fraction (%s)",
+                                GR_DATA_IMAGEFOLDER_USAGE);
+        cfg.seed = gr_data_seed(val[GR_DOPT_SEED]);
+    }
+    return gr_data_convert_imagefolder(&cfg, out, force, true, rep, err);
 }
 
 int gr_cmd_data(int argc, char **argv) {
@@ -110,24 +153,13 @@ int gr_cmd_data(int argc, char **argv) {
         }
         if (val[GR_DOPT_CLASSES]) cfg.classes = gr_data_int("--classes", val[GR_DOPT_CLASSES], NULL);
         if (val[GR_DOPT_TEST]) cfg.test = gr_data_count("--test", val[GR_DOPT_TEST]);
-        if (val[GR_DOPT_SEED]) {
-            if (val[GR_DOPT_SEED][0] == '-') gr_usage_error("data: --seed: expected a non-negative integer, got '%s'",
-                                                            val[GR_DOPT_SEED]);
-            cfg.seed = (uint64_t)gr_data_int("--seed", val[GR_DOPT_SEED], NULL);
-        }
+        if (val[GR_DOPT_SEED]) cfg.seed = gr_data_seed(val[GR_DOPT_SEED]);
         st = gr_data_convert_synthetic(&cfg, out, force, true, &err);
     } else {
-        if (!from || !val[GR_DOPT_SIZE])
-            gr_usage_error("data imagefolder: --from DIR and --size S are required%s", "");
-        gr_imagefolder_config cfg = {.dir = from, .size = gr_data_int("--size", val[GR_DOPT_SIZE], NULL),
-                                     .group = val[GR_DOPT_GROUP]};
-        if (val[GR_DOPT_SHORT]) cfg.short_side = gr_data_count("--short-side", val[GR_DOPT_SHORT]);
-        if (on_error && strcmp(on_error, "skip") == 0) cfg.on_error = GR_ON_ERROR_SKIP;
-        else if (on_error && strcmp(on_error, "fail") != 0)
-            gr_usage_error("data imagefolder: --on-error: expected skip or fail, got '%s'", on_error);
-        st = gr_data_convert_imagefolder(&cfg, out, force, true, &rep, &err);
+        st = gr_data_imagefolder(from, out, val, on_error, force, &rep, &err);
     }
     if (st) gr_die(st, err.msg);
+    for (int64_t i = 0; i < rep.nwarnings; i++) fprintf(stderr, "gpurun data: warning: %s\n", rep.warnings[i]);
     for (int64_t i = 0; i < rep.nbad; i++)
         fprintf(stderr, "gpurun data: skipped %s: %s\n", rep.bad[i].path, rep.bad[i].why);
     if (rep.nbad > 0)

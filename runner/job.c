@@ -19,6 +19,7 @@ void gr_job_init(gr_job *j, const gr_job_spec *spec, bool quiet) {
     memset(j, 0, sizeof *j);
     j->spec = spec;
     j->ck_step = -1;
+    j->ck_noted = -1;
     j->lock.fd = -1;
     j->comm.world = 1;
     gr_metrics_init(&j->mx, quiet);
@@ -255,6 +256,16 @@ gr_status gr_job_compile(gr_job *j, const gr_job_spec *spec, bool need_val, gr_e
                             "%lld", spec->data.train.path, spec->data.train.group,
                             (long long)gr_dataset_len(j->train_ds), (long long)spec->train.batch_size);
     if (j->val_ds && (st = gr_dataset_check_labels(j->val_ds, j->g.n_classes, err))) return st;
+    /* train.epochs sets the run's length; train.steps with it may only cut it short */
+    const int64_t spe = gr_dataset_len(j->train_ds) / spec->train.batch_size;
+    if (spec->train.epochs > 0 && spec->train.steps > spec->train.epochs * spe)
+        return gr_spec_error(err, spec, "train.steps", "%lld steps asked, but train.epochs: %lld ends the run at step "
+                             "%lld (%lld samples in %s: %s at train.batch_size %lld are %lld steps an epoch); with "
+                             "epochs, steps may only cut the run short: give one of them",
+                             (long long)spec->train.steps, (long long)spec->train.epochs,
+                             (long long)(spec->train.epochs * spe), (long long)gr_dataset_len(j->train_ds),
+                             spec->data.train.path, spec->data.train.group, (long long)spec->train.batch_size,
+                             (long long)spe);
     return GR_OK;
 }
 

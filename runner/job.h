@@ -66,6 +66,7 @@ typedef struct gr_job {
     int prof_steps;       /* --profile's steps (0: off), known before the backend is configured */
     int64_t ck_step;   /* step of the last save started (-1: none); ck_failed: it was reported failed */
     bool ck_failed;
+    int64_t ck_noted;  /* the last committed step summary.json was told of (-1: none) */
 } gr_job;
 
 /* Whether this process writes the run directory, its metrics and

@@ -19,7 +19,6 @@
 #include "tools.h"
 #include "train.h"
 
-#define GR_MAX_SETS 256
 
 /* Each command's usage (its first line after "usage: " or its indent, the rest aligned to
  * that); `gpurun --help` prints them all, `gpurun CMD --help` its own. */
@@ -47,6 +46,10 @@ static const struct gr_cmd_help {
              "                             [--seed S (0)] [--force]\n"
              "       gpurun data imagefolder OUT.h5 --from DIR --size S [--short-side R (S)] [--group G (/train)]\n"
              "                             [--on-error fail|skip (fail)] [--force]   DIR/<class>/*.jpg|*.jpeg|*.png\n"},
+    {"launch", "gpurun launch -n N [--launcher mpirun|srun] JOB.yaml [run options]...\n"
+               "                                                       N processes of `gpurun run` (data parallelism);\n"
+               "                                                       exits with the run's code: 75 when a signal to it\n"
+               "                                                       stopped the run at a checkpoint\n"},
     {"summarize", "gpurun summarize RUN_DIR... [--csv | --json] [--sort KEY]\n"
                   "                                                       one table of runs (a sweep): differing overrides,\n"
                   "                                                       status, steps, accuracy, loss, speed\n"},
@@ -140,6 +143,7 @@ int main(int argc, char **argv) {
             return 0;
         }
     if (strcmp(cmd, "data") == 0) return gr_cmd_data(argc - 2, argv + 2);
+    if (strcmp(cmd, "launch") == 0) return gr_cmd_launch(argc - 2, argv + 2);
     if (strcmp(argv[1], "summarize") == 0) return gr_cmd_summarize(argc - 2, argv + 2);
     if (strcmp(argv[1], "plot") == 0) return gr_cmd_plot(argc - 2, argv + 2);
 

@@ -117,7 +117,6 @@ void gr_metrics_loss(gr_metrics *mx, double loss) {
     mx->rec.loss_window += loss;
     mx->rec.loss_n++;
     mx->steps_window++;
-    mx->rec.last_loss = loss;
 }
 
 bool gr_metrics_due(const gr_metrics *mx, int64_t step) {
@@ -135,6 +134,7 @@ gr_status gr_metrics_step(gr_metrics *mx, int64_t step, double lr, double loss_s
     const gr_metrics_run *r = &mx->run;
     const double epoch = (double)step / (double)r->spe;
     const double loss = mx->rec.loss_window / (double)mx->rec.loss_n;
+    mx->rec.last_loss = loss; /* the final train loss is the last line's: one figure everywhere */
     double now = gr_now();
     double sps = (double)(mx->steps_window * r->batch) / (now - mx->t_window);
     double wait_pct = 100.0 * (data_wait_s - mx->wait_window) / (now - mx->t_window);
@@ -277,8 +277,28 @@ gr_status gr_metrics_summary(gr_metrics *mx, const char *status, int64_t steps, 
     return st;
 }
 
+gr_status gr_metrics_running(gr_metrics *mx, int64_t committed_step, gr_error *err) {
+    if (mx->off) return GR_OK;
+    gr_json js;
+    gr_json_begin(&js);
+    gr_json_str(&js, "status", "running");
+    gr_json_int(&js, "exit_code", 0);
+    gr_json_str(&js, "name", mx->run.name);
+    gr_json_int(&js, "steps", committed_step);
+    gr_json_int(&js, "start_step", mx->run.start);
+    gr_json_int(&js, "pid", (int64_t)getpid());
+    return gr_rundir_write_file(mx->run.run_dir, "summary.json", gr_write_line_cb, gr_json_end(&js), err);
+}
+
 void gr_metrics_done(const gr_metrics *mx, int64_t steps) {
-    if (!mx->quiet)
-        printf("done: %lld steps in %.1f s, final train loss %.4f, val accuracy %.4f (best %.4f)\n",
-               (long long)steps, mx->wall_s, mx->rec.last_loss, mx->rec.last_acc, mx->rec.best_acc);
+    if (mx->quiet) return;
+    const int64_t start = mx->run.start;
+    if (start > 0) /* a resumed attempt: its own steps and time, then the run's */
+        printf("done: this attempt %lld steps (%lld-%lld) in %.1f s; the run %lld steps in %.1f s; ",
+               (long long)(steps - start), (long long)start + 1, (long long)steps, mx->wall_s, (long long)steps,
+               mx->rec.time0 + mx->wall_s);
+    else
+        printf("done: %lld steps in %.1f s; ", (long long)steps, mx->wall_s);
+    printf("final train loss %.4f (the last train line's), val accuracy %.4f (best %.4f)\n", mx->rec.last_loss,
+           mx->rec.last_acc, mx->rec.best_acc);
 }

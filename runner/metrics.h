@@ -118,6 +118,14 @@ gr_status gr_metrics_flush(gr_metrics *mx, gr_error *err);
  * TensorBoard file is flushed. The first failure is returned. */
 gr_status gr_metrics_summary(gr_metrics *mx, const char *status, int64_t steps, double loss_scale,
                              int64_t skipped_steps, double data_wait_s, gr_error *err);
+/* summary.json while an attempt runs: status "running", this attempt's first
+ * step (start_step) and the last step whose checkpoint is committed (steps),
+ * so that an attempt killed without a word (SIGKILL, a lost machine) is not
+ * taken for the previous attempt's outcome: `summarize` shows it
+ * "interrupted" at that step once no process holds the run's lock. Written
+ * when the attempt starts and after each committed checkpoint; the outcome
+ * (gr_metrics_summary) replaces it. */
+gr_status gr_metrics_running(gr_metrics *mx, int64_t committed_step, gr_error *err);
 /* The console's closing line. */
 void gr_metrics_done(const gr_metrics *mx, int64_t steps);
 

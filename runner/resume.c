@@ -147,9 +147,24 @@ static void gr_job_header(const gr_job *j, int64_t step, int64_t spe, gr_ckpt_he
     h->spec = j->spec_text;
 }
 
+/* A checkpoint of j->ck_step is committed: summary.json says so (gr_metrics_running). */
+static void gr_job_committed(gr_job *j) {
+    gr_error e;
+    j->ck_noted = j->ck_step;
+    if (gr_metrics_running(&j->mx, j->ck_step, &e))
+        fprintf(stderr, "gpurun: warning: summary.json not updated after the checkpoint of step %lld: %s\n",
+                (long long)j->ck_step, e.msg);
+}
+
 void gr_job_checkpoint_start(gr_job *j, int64_t step, int64_t spe) {
     if (!j->saver) return; /* not rank 0 */
     gr_error e;
+    /* the save in flight first: its commit is noted, its failure said */
+    if (gr_saver_wait(j->saver, &e))
+        fprintf(stderr, "gpurun: checkpoint failed (training goes on; the checkpoints committed before it stay): "
+                "%s\n", e.msg);
+    else if (j->ck_step >= 0 && j->ck_step != j->ck_noted && !j->ck_failed)
+        gr_job_committed(j);
     gr_ckpt_header h;
     gr_job_header(j, step, spe, &h);
     j->ck_step = step;
@@ -163,11 +178,14 @@ void gr_job_checkpoint_poll(gr_job *j) {
     if (!j->saver) return;
     gr_status st;
     gr_error e;
-    if (gr_saver_poll(j->saver, &st, &e) && st) {
-        j->ck_failed = true;
-        fprintf(stderr, "gpurun: checkpoint failed (training goes on; the checkpoints committed before it stay): "
-                "%s\n", e.msg);
+    if (!gr_saver_poll(j->saver, &st, &e)) return;
+    if (!st) {
+        gr_job_committed(j);
+        return;
     }
+    j->ck_failed = true;
+    fprintf(stderr, "gpurun: checkpoint failed (training goes on; the checkpoints committed before it stay): %s\n",
+            e.msg);
 }
 
 gr_status gr_job_checkpoint_sync(gr_job *j, int64_t step, int64_t spe, bool *again, gr_error *err) {
@@ -176,11 +194,14 @@ gr_status gr_job_checkpoint_sync(gr_job *j, int64_t step, int64_t spe, bool *aga
     if (j->ck_step == step && !j->ck_failed && !j->eval_pending) {
         gr_status st = gr_saver_wait(j->saver, err);
         if (!st) {
+            gr_job_committed(j);
             *again = true;
             return GR_OK;
         }
         fprintf(stderr, "gpurun: checkpoint failed: %s; writing it again\n", err->msg);
     }
     gr_job_checkpoint_start(j, step, spe);
-    return gr_saver_wait(j->saver, err);
+    gr_status st = gr_saver_wait(j->saver, err);
+    if (!st) gr_job_committed(j);
+    return st;
 }

@@ -211,7 +211,8 @@ gr_status gr_sum_run_load(gr_sum_run *r, const char *dir, gr_error *err) {
     } else {
         snprintf(path, sizeof path, "%s/summary.json", base);
         if ((st = gr_sum_read_summary(r, path, &absent, err))) return st;
-        if (absent) snprintf(r->status, sizeof r->status, "interrupted");
+        /* none, or an attempt's "running" with no process left: killed without a word */
+        if (absent || !strcmp(r->status, "running")) snprintf(r->status, sizeof r->status, "interrupted");
     }
     bool need = false;
     for (int m = 0; m < GR_SUM_N_METRICS; m++) need |= r->metric[m].kind == GR_J_NULL;

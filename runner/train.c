@@ -61,7 +61,8 @@ static void gr_loop_init(gr_loop *L, const gr_job *j) {
 }
 
 /* The console's start line and the clock. */
-static void gr_loop_begin(gr_job *j, gr_loop *L) {
+/* The attempt's figures and summary.json marked running (gr_metrics_running). */
+static gr_status gr_loop_begin(gr_job *j, gr_loop *L, gr_error *err) {
     const gr_job_spec *s = j->spec;
     char detail[256], staged[256];
     gr_metrics_run r = {.name = s->name, .device = gr_backend_name(j->be),
@@ -80,6 +81,7 @@ static void gr_loop_begin(gr_job *j, gr_loop *L) {
     gr_hostmem_of(j, &need, j->pre_found, &host);
     j->mx.planned_host_bytes = host.total;
     L->last_ckpt = j->mx.t0;
+    return gr_metrics_running(&j->mx, L->start, err);
 }
 
 /* Forward + backward of the step's micro-batches into the zeroed grads
@@ -266,7 +268,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
     gr_signals_arm(); /* the run directory is written from here: a signal now ends in a checkpoint */
     if ((st = gr_job_open_run_dir(&j, opt, err))) goto done;
     if ((st = gr_job_resume(&j, opt, L.spe, &L.start, err))) goto done;
-    gr_loop_begin(&j, &L);
+    if ((st = gr_loop_begin(&j, &L, err))) goto done;
     if (opt->profile_steps && gr_job_writer(&j))
         j.prof = gr_prof_open(&j, opt->profile_steps, L.start, L.total, opt->quiet);
 

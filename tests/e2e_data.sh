@@ -188,4 +188,175 @@ for i, c in enumerate([0, 1, 2]):  # 1.png red, 2.JPEG (a PNG) green, 4.png blue
     assert (x[i, c] == 250).all() and (np.delete(x[i], c, axis=0) == 0).all(), (i, x[i])
 EOF
 
+
+# ---------------------------------------------------------------- groups of one file: --group into an existing file
+# class folders of solid PNGs: a 4, b 5, c 8, d 1 files; R = 50 * class, G = 10 * file number (over all
+# files: which file a sample is), B = 99. pets_bad: the same plus a file that does not decode.
+py "write the pets folders" "$T/pets" "$T/pets_bad" <<'EOF'
+import sys, os, struct, zlib
+def png(path, w, h, rgb):
+    def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
+    raw = b"".join(b"\0" + bytes(rgb) * w for _ in range(h))
+    open(path, "wb").write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+                           + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+for root in sys.argv[1:]:
+    k = 0
+    for c, n in enumerate((4, 5, 8, 1)):
+        os.makedirs("%s/%s" % (root, "abcd"[c]), exist_ok=True)
+        for i in range(n):
+            png("%s/%s/%02d.png" % (root, "abcd"[c], i), 7, 6, (50 * c, 10 * k, 99))
+            k += 1
+open(sys.argv[2] + "/b/zz.jpg", "wb").write(b"GIF89a garbage")
+EOF
+# same_h5 DESCRIPTION A.h5 GROUP_A B.h5 GROUP_B: the two groups hold the same images (bytes, dtype, shape,
+# chunks), labels and attributes
+same_h5() {
+    py "$1" "$2" "$3" "$4" "$5" <<'EOF'
+import sys, h5py, numpy as np
+a, b = h5py.File(sys.argv[1], "r")[sys.argv[2]], h5py.File(sys.argv[3], "r")[sys.argv[4]]
+for k in ("images", "labels"):
+    x, y = a[k], b[k]
+    assert x.dtype == y.dtype and x.shape == y.shape and x.chunks == y.chunks, (k, x, y, x.chunks, y.chunks)
+    assert x[()].tobytes() == y[()].tobytes(), k
+assert sorted(a.attrs) == sorted(b.attrs) == ["classes", "mean", "std"], (list(a.attrs), list(b.attrs))
+for k in a.attrs:
+    assert a.attrs[k].dtype == b.attrs[k].dtype and np.array_equal(a.attrs[k], b.attrs[k]), k
+EOF
+}
+# same_file DESCRIPTION A B: byte for byte
+same_file() {
+    if cmp -s "$2" "$3"; then PASS=$((PASS + 1)); else FAIL=$((FAIL + 1)); echo "FAIL: $1: $2 differs from $3"; fi
+}
+# no_tmp OUT: OUT.tmp is not there
+no_tmp() {
+    if [ ! -e "$1.tmp" ]; then PASS=$((PASS + 1)); else FAIL=$((FAIL + 1)); echo "FAIL: $1.tmp left behind"; fi
+}
+P=$T/pets.h5
+want 0 - -- "$G" data imagefolder "$P" --from "$T/pets" --size 4
+cp "$P" "$T/pets_train.h5"
+# (a) /val into the file holding /train: both there, /train as it was
+want 0 - "$P: keeping /train" -- "$G" data imagefolder "$P" --from "$T/pets" --size 3 --group /val
+same_h5 "--group /val into a file with /train: /train unchanged" "$P" /train "$T/pets_train.h5" /train
+py "--group /val into a file with /train: /val written, the two groups only" "$P" <<'EOF'
+import sys, h5py
+f = h5py.File(sys.argv[1], "r")
+assert sorted(f) == ["train", "val"], list(f)
+assert f["val/images"].shape == (18, 3, 3, 3) and f["train/images"].shape == (18, 3, 4, 4)
+EOF
+# (b) /val again: exit 2 without --force, the file untouched; with --force /val replaced, /train kept
+cp "$P" "$T/pets_both.h5"
+want 2 - "$P: already has group /val; --force replaces it" -- "$G" data imagefolder "$P" --from "$T/pets" --size 3 --group /val
+same_file "--group /val again without --force: the file untouched" "$P" "$T/pets_both.h5"
+want 0 - -- "$G" data imagefolder "$P" --from "$T/pets" --size 2 --group /val --force
+same_h5 "--group /val --force: /train unchanged" "$P" /train "$T/pets_train.h5" /train
+py "--group /val --force: /val replaced" "$P" <<'EOF'
+import sys, h5py
+f = h5py.File(sys.argv[1], "r")
+assert sorted(f) == ["train", "val"] and f["val/images"].shape == (18, 3, 2, 2), (list(f), f["val/images"])
+EOF
+# (c) conversions into an existing file that fail: exit 3 (2 for a bad option), the file byte for byte as it was
+cp "$P" "$T/pets_both.h5"
+want 3 - "$T/pets_bad/b/zz.jpg: cannot decode: not a JPEG or PNG file" -- \
+    "$G" data imagefolder "$P" --from "$T/pets_bad" --size 4 --group /test --on-error fail
+same_file "a failed conversion of a new group: the file untouched" "$P" "$T/pets_both.h5"
+no_tmp "$P"
+want 3 - "$T/pets_bad/b/zz.jpg: cannot decode" -- "$G" data imagefolder "$P" --from "$T/pets_bad" --size 4 --group /val --force
+same_file "a failed --force conversion: the file untouched" "$P" "$T/pets_both.h5"
+no_tmp "$P"
+want 2 - "--short-side must be in [--size 4, 65536], got 3" -- \
+    "$G" data imagefolder "$P" --from "$T/pets" --size 4 --short-side 3 --group /test
+same_file "a bad option: the file untouched" "$P" "$T/pets_both.h5"
+want 3 - "$T/none: no such directory" -- "$G" data imagefolder "$P" --from "$T/none" --size 4 --group /val --force
+same_file "a missing folder: the file untouched" "$P" "$T/pets_both.h5"
+no_tmp "$P"
+printf 'my notes\n' >"$T/notes.h5"
+want 3 - "$T/notes.h5: exists and is not an HDF5 file; not writing into it" -- \
+    "$G" data imagefolder "$T/notes.h5" --from "$T/pets" --size 4 --force
+grep -qx 'my notes' "$T/notes.h5" && PASS=$((PASS + 1)) || { FAIL=$((FAIL + 1)); echo "FAIL: notes.h5 was changed"; }
+# another set of classes: written, with a warning naming both groups
+mkdir -p "$T/pets_other/a" "$T/pets_other/b"
+cp "$T/pets/a/00.png" "$T/pets_other/a/"
+cp "$T/pets/b/00.png" "$T/pets_other/b/"
+want 0 - "gpurun data: warning: $P: the classes of /test (written now) and of /train (kept) differ: 2 classes in the one, 4 in the other (class 2 is 'c')" \
+    "gpurun data: warning: $P: the classes of /test (written now) and of /val (kept) differ" \
+    -- "$G" data imagefolder "$P" --from "$T/pets_other" --size 4 --group /test
+# the converters that write /train and /test together: --force replaces the whole file, and says so
+want 2 - "$P: already exists (pass --force to overwrite); this converter writes the whole file" -- \
+    "$G" data synthetic "$P" --n 10 --shape 3,4,4
+
+# ---------------------------------------------------------------- --val-fraction: /train and /val in one pass
+for run in "1 $T/vf1.h5" "1 $T/vf1b.h5" "2 $T/vf2.h5"; do
+    set -- $run
+    want 0 - "/train 14, /val 4 samples of 3x4x4 in 4 classes" -- \
+        "$G" data imagefolder "$2" --from "$T/pets" --size 4 --val-fraction 0.25 --seed "$1"
+done
+py "--val-fraction 0.25: disjoint, complete, stratified, the split of the spec; a pure function of the seed" \
+    "$T/vf1.h5" "$T/vf1b.h5" "$T/vf2.h5" <<'EOF'
+import sys, math, h5py, numpy as np
+M = (1 << 64) - 1
+def h64(key, ctr):  # common/gr_hd.h gr_hash64_hd
+    z = (key * 0x9E3779B97F4A7C15 + ctr + 0x632BE59BD9B4E019) & M
+    z = (z + 0x9E3779B97F4A7C15 * (ctr + 1)) & M
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M
+    return z ^ (z >> 31)
+def want_val(seed, counts):  # per class: Fisher-Yates of its files by name, the first k to /val
+    out, first = set(), 0
+    for c, m in enumerate(counts):
+        idx, key = list(range(first, first + m)), h64(seed, c)
+        for i in range(m - 1, 0, -1):
+            j = h64(key, i) % (i + 1)
+            idx[i], idx[j] = idx[j], idx[i]
+        k = min(max(math.floor(0.25 * m + 0.5), 1 if m >= 2 else 0), m - 1)
+        out |= set(idx[:k])
+        first += m
+    return out
+counts = (4, 5, 8, 1)
+def load(path):
+    f = h5py.File(path, "r")
+    t, v = f["train"], f["val"]
+    ids = lambda g: [int(g["images"][i, 1, 0, 0]) // 10 for i in range(len(g["labels"]))]
+    return f, t, v, ids(t), ids(v)
+f, t, v, ti, vi = load(sys.argv[1])
+assert sorted(f) == ["train", "val"], list(f)
+assert not set(ti) & set(vi) and sorted(ti + vi) == list(range(18)), (ti, vi)
+assert list(np.bincount(v["labels"][:], minlength=4)) == [1, 1, 2, 0], v["labels"][:]
+assert list(np.bincount(t["labels"][:], minlength=4)) == [3, 4, 6, 1], t["labels"][:]
+assert set(vi) == want_val(1, counts), (vi, want_val(1, counts))
+assert ti == sorted(ti) and vi == sorted(vi)  # each split in file order
+assert list(t.attrs["classes"]) == list(v.attrs["classes"]) and len(t.attrs["classes"]) == 4
+x = t["images"][:].astype(np.float64)
+assert np.allclose(t.attrs["mean"], x.mean(axis=(0, 2, 3)))  # of /train only
+assert np.array_equal(v.attrs["mean"], t.attrs["mean"]) and np.array_equal(v.attrs["std"], t.attrs["std"])
+g, t2, v2, _, _ = load(sys.argv[2])
+for a, b in ((t, t2), (v, v2)):
+    assert np.array_equal(a["labels"][:], b["labels"][:]) and a["images"][:].tobytes() == b["images"][:].tobytes()
+_, _, _, ti3, vi3 = load(sys.argv[3])
+assert set(vi3) == want_val(2, counts) and set(vi3) != set(vi), (vi3, vi)
+EOF
+# both groups there: --force for either; then the rules of an existing file
+want 2 - "$T/vf1.h5: already has groups /train and /val; --force replaces them" -- \
+    "$G" data imagefolder "$T/vf1.h5" --from "$T/pets" --size 4 --val-fraction 0.25
+want 2 - "$P: already has groups /train and /val; --force replaces them" -- \
+    "$G" data imagefolder "$P" --from "$T/pets" --size 4 --val-fraction 0.25
+want 0 - -- "$G" data imagefolder "$T/vf1.h5" --from "$T/pets" --size 4 --val-fraction 0.5 --force
+# (e) usage errors: exit 2, nothing written
+for f in 0 1 -0.5 1.5 abc 0.5x nan; do
+    want 2 "$T/vf3.h5" "data imagefolder: --val-fraction: expected a number in (0, 1)" -- \
+        "$G" data imagefolder "$T/vf3.h5" --from "$T/pets" --size 4 --val-fraction "$f"
+done
+want 2 "$T/vf3.h5" "--group does not apply with --val-fraction" -- \
+    "$G" data imagefolder "$T/vf3.h5" --from "$T/pets" --size 4 --val-fraction 0.2 --group /val
+want 2 "$T/vf3.h5" "--seed applies only with --val-fraction" -- \
+    "$G" data imagefolder "$T/vf3.h5" --from "$T/pets" --size 4 --seed 3
+want 2 "$T/vf3.h5" "--seed: expected a non-negative integer" -- \
+    "$G" data imagefolder "$T/vf3.h5" --from "$T/pets" --size 4 --val-fraction 0.2 --seed -3
+want 2 "$T/s4.h5" "data synthetic: option --val-fraction does not apply" -- \
+    "$G" data synthetic "$T/s4.h5" --n 10 --shape 3,4,4 --val-fraction 0.2
+mkdir -p "$T/ones/a" "$T/ones/b"
+cp "$T/pets/a/00.png" "$T/ones/a/"
+cp "$T/pets/b/00.png" "$T/ones/b/"
+want 3 "$T/vf3.h5" "$T/ones: --val-fraction 0.5 leaves /val empty" -- \
+    "$G" data imagefolder "$T/vf3.h5" --from "$T/ones" --size 4 --val-fraction 0.5
+
 e2e_done

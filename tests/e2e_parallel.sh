@@ -212,4 +212,30 @@ check "a stalled rank: the other says which collective timed out" \
     grep -qE "rank 0 of 2: (the all-reduce of the step's gradients|agreeing on a stop signal) \(step [0-9]+\) did not finish within parallel.timeout_s = 3 s" "$T/stall.err"
 check "a stalled rank: every committed checkpoint verifies" "$PY" "$RC_PY" committed "$T/stall/checkpoints"
 
+# ---------------------------------------------------------------- 6. gpurun launch: the run's exit code
+# mpirun exits 1 when a SIGTERM sent to it stopped the ranks at a checkpoint (they exit 75):
+# `gpurun launch` passes the signal on and exits with the run's own code, from summary.json
+LENV=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0")
+expect 0 -- "${LENV[@]}" "$G" launch -n 2 "$J" --run-dir "$T/launch_ok" --quiet --threads 1 --set train.micro_batch=64
+check "launch -n 2: a finished 2-process run" grep -q '"status":"finished".*"world_size":2' "$T/launch_ok/summary.json"
+"${LENV[@]}" "$G" launch -n 2 "$J" --run-dir "$T/launch_term" --threads 1 --quiet --set train.micro_batch=64 \
+    --set train.steps=200000 --set train.epochs=10000 --set eval.every_steps=0 --set eval.every_epochs=10000 \
+    --set checkpoint.every_steps=50 >"$T/launch_term.out" 2>"$T/launch_term.err" &
+LP=$!
+for _ in $(seq 600); do step_ge "$T/launch_term/metrics.jsonl" 5 && break; sleep 0.1; done
+kill -TERM $LP
+wait $LP
+RC=$?
+check "SIGTERM to gpurun launch: exit 75 (got $RC)" test "$RC" -eq 75
+check "SIGTERM to gpurun launch: summary.json says stopped, 75" \
+    grep -q '"status":"stopped","exit_code":75' "$T/launch_term/summary.json"
+LSTOP=$(sed -n 's/.*"steps":\([0-9]*\).*/\1/p' "$T/launch_term/summary.json")
+expect 0 "resuming from" -- "${LENV[@]}" "$G" launch -n 2 "$J" --run-dir "$T/launch_term" --resume auto --threads 1 \
+    --set train.micro_batch=64 --set train.steps=$((LSTOP + 20)) --set train.epochs=10000 --set eval.every_steps=0 \
+    --set eval.every_epochs=10000 --set checkpoint.every_steps=50
+expect 3 "data.train.path: $T/nosuch.h5: no such file" -- \
+    "${LENV[@]}" "$G" launch -n 2 "$J" --run-dir "$T/launch_bad" --threads 1 --set data.train.path="$T/nosuch.h5"
+expect 2 "launch: -n N (the number of processes) is required" -- "$G" launch "$J"
+expect 2 "launch: -n: expected a process count, got '0'" -- "$G" launch -n 0 "$J"
+
 e2e_done

@@ -63,6 +63,59 @@ sum() { "$G" summarize "$@" >"$S" 2>"$T/sum.err"; }
 # py SCRIPT ARGS... : runs a check in Python on $S (sys.argv[1]) and ARGS
 py() { local code=$1; shift; "$PY" -c "import csv, json, sys; $code" "$S" "$@"; }
 
+# a resumed attempt of a copy of it, SIGKILLed after it committed a checkpoint: not the earlier
+# attempt's "stopped (75)" but interrupted at the step of its last commit
+cp -r "$T/runs/stop" "$T/runs/stop2"
+stop_step=$(sed -n 's/.*"steps":\([0-9]*\).*/\1/p' "$T/runs/stop2/summary.json")
+committed_past() { local s; s=$(sed -n 's/.*"status":"running".*"steps":\([0-9]*\).*/\1/p' "$1"); [ "${s:-0}" -gt "$2" ]; }
+"$G" "$T/tiny.yaml" --run-dir "$T/runs/stop2" --resume auto --quiet --set train.steps=100000 \
+    --set checkpoint.every_steps=5 >"$T/stop2.out" 2>"$T/stop2.err" &
+pid=$!
+signal_when "$pid" KILL committed_past "$T/runs/stop2/summary.json" "$stop_step"
+{ wait "$pid"; } 2>/dev/null
+sum --csv "$T/runs/stop2"
+check "a resumed attempt SIGKILLed: interrupted at its last committed step, not the earlier 'stopped (75)'" py "
+import os
+r = next(csv.DictReader(open(sys.argv[1], newline='')))
+s = json.load(open(sys.argv[2] + '/summary.json'))
+assert r['status'] == 'interrupted' and s['status'] == 'running', (r, s)
+assert int(r['steps']) == s['steps'] > int(sys.argv[3]) and s['start_step'] == int(sys.argv[3]), (r, s)
+assert os.path.exists(sys.argv[2] + '/checkpoints/step-%09d.h5' % s['steps']), s" "$T/runs/stop2" "$stop_step"
+# its next attempt finishes: the closing line gives this attempt's steps and time, then the run's (a
+# commit may have landed after summary.json last said so: the attempt starts at the newest one)
+k=$(ls "$T/runs/stop2/checkpoints" | sed -n 's/^step-0*\([0-9][0-9]*\)\.h5$/\1/p' | sort -n | tail -n 1)
+expect_ok "done: this attempt 10 steps ($((k + 1))-$((k + 10))) in " "; the run $((k + 10)) steps in " -- \
+    "$G" "$T/tiny.yaml" --run-dir "$T/runs/stop2" --resume auto --set train.steps=$((k + 10))
+
+# ---- one figure for the final train loss: the last train line's, on the console, in metrics.jsonl,
+# summary.json and summarize
+expect_ok "done: 40 steps in " -- "$G" "$T/tiny.yaml" --run-dir "$T/runs/loud" --set log.every_steps=7
+check "the final train loss: the same in the console's last step line and closing line, metrics.jsonl, summary.json" \
+    "$PY" -c "
+import json, re, sys
+out = open(sys.argv[1]).read()
+steps = re.findall(r'^step (\d+)/40 .* loss ([0-9.]+)', out, re.M)
+final = re.search(r'final train loss ([0-9.]+)', out).group(1)
+lines = [json.loads(l) for l in open(sys.argv[2] + '/metrics.jsonl')]
+last = [l for l in lines if l['kind'] == 'train'][-1]
+s = json.load(open(sys.argv[2] + '/summary.json'))
+assert steps[-1][0] == '40' and steps[-1][1] == final, (steps[-1], final)
+assert last['step'] == 40 and s['final_train_loss'] == last['loss'] and '%.4f' % last['loss'] == final, (last, s)
+" "$OUT" "$T/runs/loud"
+"$G" summarize --json "$T/runs/loud" >"$T/loud.json"
+check "summarize's final_loss is summary.json's final_train_loss" "$PY" -c "
+import json, sys
+assert json.load(open(sys.argv[1]))[0]['final_loss'] == json.load(open(sys.argv[2]))['final_train_loss']
+" "$T/loud.json" "$T/runs/loud/summary.json"
+
+# ---- train.steps with train.epochs: steps may cut the epochs short (18 steps an epoch here), never
+# ask for more than they give
+expect 2 "$T/tiny.yaml:5:32: train.steps: 40 steps asked, but train.epochs: 1 ends the run at step 18" \
+    "$T/s.h5: /train at train.batch_size 32 are 18 steps an epoch" -- \
+    "$G" "$T/tiny.yaml" --run-dir "$T/runs/contra" --set train.epochs=1
+expect 2 "train.steps: 40 steps asked, but train.epochs: 1" -- "$G" validate "$T/tiny.yaml" --set train.epochs=1
+expect_ok "done: 40 steps in " -- "$G" "$T/tiny.yaml" --run-dir "$T/runs/cut" --set train.epochs=3
+
 # ---- one run: no override columns; its figures are summary.json's
 sum --csv "$T/runs/a"
 check "one run --csv: exit 0" test $? -eq 0
@@ -94,7 +147,8 @@ assert r[0]['status'] == 'running' and int(r[0]['steps']) >= 25, r[0]
 assert 'train.steps' in r[0] and r[0]['train.steps'] == '1000000', r[0]"
 kill -KILL "$live"
 { wait "$live"; } 2>/dev/null
-check "SIGKILL leaves no summary.json" test ! -e "$T/runs/live/summary.json"
+check "SIGKILL leaves the attempt's summary.json: running, no checkpoint committed (steps 0)" \
+    grep -q '"status":"running","exit_code":0,"name":"tiny","steps":0,' "$T/runs/live/summary.json"
 printf '{"kind":"train","step":99999999,"epoch":1,"loss":0.5,"lr":0.1,"samp' >>"$T/runs/live/metrics.jsonl" # torn
 
 # ---- a hand-written run without summary.json: figures from metrics.jsonl (best = the largest
@@ -132,7 +186,7 @@ for k in ('stop', 'nan'):
     s = json.load(open(sys.argv[2] + '/' + k + '/summary.json'))
     assert int(r[k]['steps']) == s['steps'] > 0, (k, r[k], s['steps'])
 assert r['nan']['best_acc'] == '' and r['nan']['last_acc'] == '', r['nan']" "$T/runs"
-check "interrupted: steps and loss from metrics.jsonl's last train line (the torn line skipped)" py "
+check "interrupted: steps the last committed (0: none), loss from metrics.jsonl's last train line (torn line skipped)" py "
 r = {x['run'].rsplit('/', 1)[1]: x for x in csv.DictReader(open(sys.argv[1], newline=''))}['live']
 lines = []
 for l in open(sys.argv[2]):
@@ -140,7 +194,7 @@ for l in open(sys.argv[2]):
     except ValueError: pass
 t = [l for l in lines if l['kind'] == 'train'][-1]
 e = [l['accuracy'] for l in lines if l['kind'] == 'eval']
-assert int(r['steps']) == t['step'] < 99999999 and float(r['final_loss']) == t['loss'], (r, t)
+assert int(r['steps']) == 0 and float(r['final_loss']) == t['loss'], (r, t)
 assert float(r['wall_s']) == t['time_s'] and float(r['samples_per_s']) == t['samples_per_s'], (r, t)
 assert e and (float(r['best_acc']), float(r['last_acc'])) == (max(e), e[-1]), (r, e)" "$T/runs/live/metrics.jsonl"
 check "the differing keys are columns, in config order after run; the common ones are not" py "

@@ -2,7 +2,7 @@
  * (gr_data_convert_imagefolder of dataio/convert.h) on PNG and JPEG files
  * written here (convert_images.h): the decoding variants (RGBA, gray, 16-bit,
  * palette, grayscale and scaled JPEG), the resize and crop arithmetic, class
- * order and labels, statistics, another group with --force, corrupt files and
+ * order and labels, statistics, another group into the same file, corrupt files and
  * usage errors with their exit codes and messages. The other image sources and
  * --on-error skip are in test_convert_imagefolder_sources.c. */
 #include "convert_images.h"
@@ -107,10 +107,16 @@ static void test_imagefolder(void) {
     char cls[4][32] = {{0}};
     CHECK(read_classes(out, "/train", cls, 4) == 2 && strcmp(cls[0], "a_cls") == 0 && strcmp(cls[1], "b_cls") == 0);
 
-    /* short side 16 cropped to 8, into another group; --force */
+    /* short side 16 cropped to 8, into another group of the same file (which
+     * keeps /train); that group again needs --force (test_convert_imagefolder_groups.c) */
     cfg.size = 8, cfg.short_side = 16, cfg.group = "/val";
+    CHECK(gr_data_convert_imagefolder(&cfg, out, false, false, &rep, &err) == GR_OK);
     CHECK(gr_data_convert_imagefolder(&cfg, out, false, false, &rep, &err) == GR_ERR_USAGE);
     CHECK(gr_data_convert_imagefolder(&cfg, out, true, false, &rep, &err) == GR_OK);
+    if (read_split(out, "/train", &d)) {
+        CHECK(d.n == 8 && d.chw[1] == 16);
+        split_free(&d);
+    }
     if (read_split(out, "/val", &d)) {
         CHECK(d.n == 8 && d.chw[1] == 8 && d.chw[2] == 8);
         CHECK_CLOSE(max_err(&d, 1, 0, 8, want_grad64_8), 0, 0, 1);
