@@ -1,8 +1,10 @@
 /* convert.h — the `gpurun data ...` converters: source formats to the HDF5
  * layout of DESIGN 1.5. Each writes OUT.tmp and renames it into place, so a
- * failed conversion leaves nothing behind, and refuses to overwrite an
- * existing OUT unless force. Errors are GR_ERR_DATA (exit 3) naming the
- * source file. */
+ * failed conversion leaves nothing behind. Those that write /train and /test
+ * together refuse an existing OUT unless force, which replaces the whole
+ * file; imagefolder writes its groups into an existing OUT, keeping the
+ * rest of it (force: to replace a group already there). Errors are
+ * GR_ERR_DATA (exit 3) naming the source file. */
 #ifndef GR_CONVERT_H
 #define GR_CONVERT_H
 
@@ -71,8 +73,11 @@ typedef struct gr_imagefolder_config {
     const char *dir;       /* one sub-folder per class */
     int64_t size;          /* S: samples are [3,S,S], S in [1, 65536] */
     int64_t short_side;    /* R: resize so the short side is R, R in [S, 65536]; 0: R = S */
-    const char *group;     /* split group, "/train" when NULL; must start with '/' */
+    const char *group;     /* split group, "/train" when NULL: "/" or "/name[/name...]" */
     gr_on_error on_error;  /* GR_ON_ERROR_FAIL when zeroed */
+    double val_fraction;   /* 0: the one group `group`; in (0, 1): /train and /val (gr_split_stratified),
+                              and group must be NULL */
+    uint64_t seed;         /* the --val-fraction split's seed */
 } gr_imagefolder_config;
 
 /* An image left out under GR_ON_ERROR_SKIP. */
@@ -84,13 +89,29 @@ typedef struct gr_imagefolder_bad {
 /* What a conversion did; gr_imagefolder_report_free releases it (after a
  * failure too). */
 typedef struct gr_imagefolder_report {
-    int64_t samples;          /* samples written */
+    int64_t samples;          /* samples written, in all groups */
+    int64_t val_samples;      /* of them, in /val (val_fraction; else 0) */
     int64_t skipped;          /* entries not taken by their name: not *.jpg|*.jpeg|*.png, hidden, not a folder */
-    gr_imagefolder_bad *bad;  /* images left out (GR_ON_ERROR_SKIP), in file order */
+    gr_imagefolder_bad *bad;  /* images left out (GR_ON_ERROR_SKIP), in the order converted (/train's, then
+                                 /val's; each in file order) */
     int64_t nbad;
+    char **warnings;          /* one line each: a group kept in OUT whose `classes` differ from the ones written */
+    int64_t nwarnings, warnings_cap;
 } gr_imagefolder_report;
 
 void gr_imagefolder_report_free(gr_imagefolder_report *r);
+
+/* The --val-fraction split of an image folder: which of n files go to /val.
+ * labels[i] in [0, nclasses) is file i's class, the files in the
+ * converter's order (by class, then by name: sorted by path within a class).
+ * Per class of m files, in their given order: a Fisher-Yates shuffle drawn
+ * from gr_hash64_hd(gr_hash64_hd(seed, class), i) (common/gr_hd.h), and the
+ * first k of it go to /val, k = floor(fraction * m + 0.5), at least 1 when
+ * m >= 2, at most m - 1 (a class of one file stays in /train). Sets val[i]
+ * to 1 (/val) or 0 (/train) and returns the count in /val: a pure function
+ * of (labels, fraction, seed). fraction in (0, 1). */
+int64_t gr_split_stratified(const int32_t *labels, int64_t n, int64_t nclasses, double fraction, uint64_t seed,
+                            uint8_t *val);
 
 /* Writes one split (cfg->group) from a folder of class folders: the
  * sub-folders of dir sorted by name (bytewise) are labels 0..K-1 and the
@@ -116,7 +137,20 @@ void gr_imagefolder_report_free(gr_imagefolder_report *r);
  * the split holds the others. Errors (exit 3): "DIR: no class sub-folders",
  * "DIR/cls: no JPEG or PNG images", "DIR/cls/x.jpg: cannot decode: <why>",
  * "DIR: none of the N images could be decoded" (skip). Bad sizes or group
- * are GR_ERR_USAGE. report may be NULL. */
+ * are GR_ERR_USAGE. report may be NULL.
+ *
+ * With cfg->val_fraction, writes /train and /val (gr_split_stratified of the
+ * files by cfg->seed), each image decoded once; both get the `classes`,
+ * /val the `mean` and `std` of /train. /val empty (every class has one image)
+ * is an error (exit 3).
+ *
+ * OUT need not be new: when it exists it must be an HDF5 file (else exit 3
+ * naming it, untouched), and the groups written replace only themselves
+ * there (gr_conv_out_begin_groups: the rest of OUT is kept, and OUT is
+ * replaced whole by the rename of OUT.tmp, or not at all). A group already
+ * in OUT needs force (else GR_ERR_USAGE naming OUT and the group). A group
+ * kept in OUT whose `classes` attribute differs from the one written adds a
+ * line to report->warnings. */
 gr_status gr_data_convert_imagefolder(const gr_imagefolder_config *cfg, const char *out, bool force, bool progress,
                                       gr_imagefolder_report *report, gr_error *err);
 

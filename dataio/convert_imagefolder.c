@@ -464,7 +464,9 @@ void gr_imagefolder_report_free(gr_imagefolder_report *r) {
         free(r->bad[i].path);
         free(r->bad[i].why);
     }
+    for (int64_t i = 0; i < r->nwarnings; i++) free(r->warnings[i]);
     free(r->bad);
+    free(r->warnings);
     memset(r, 0, sizeof *r);
 }
 
@@ -558,66 +560,144 @@ fail:
     return st;
 }
 
-gr_status gr_data_convert_imagefolder(const gr_imagefolder_config *cfg, const char *out, bool force, bool progress,
-                                      gr_imagefolder_report *report, gr_error *err) {
+/* What the groups of one conversion share. */
+typedef struct if_run {
+    const gr_imagefolder_config *cfg;
+    const gr_conv_out *out;
+    const if_scan *scan;
+    int64_t R, S;
+    gr_imagefolder_report *report;
+    bool two;  /* /train and /val (--val-fraction) */
+} if_run;
+
+/* Writes files[0..n) as split `name`, block by block. stats: fills mean/std
+ * from what was written; else writes the given ones. */
+static gr_status if_write_split(const if_run *r, const char *name, const if_file *files, int64_t n, bool stats,
+                                double *mean, double *std, gr_error *err) {
+    const int64_t S = r->S, nbad0 = r->report->nbad;
+    gr_conv_split s;
+    gr_status st = gr_conv_split_create(r->out, name, n, 3, S, S, r->scan->nclasses, stats, &s, err);
+    if (st != GR_OK) return st;
+    const int64_t block = gr_conv_block_samples(n, 3 * S * S);
+    if_job jb = {.split = &s, .R = r->R, .S = S, .on_error = r->cfg->on_error, .report = r->report,
+                 .images = gr_xmalloc((size_t)(block * 3 * S * S)),
+                 .labels = gr_xmalloc((size_t)block * sizeof *jb.labels),
+                 .errs = gr_xcalloc((size_t)block, sizeof *jb.errs),
+                 .kept = r->cfg->on_error == GR_ON_ERROR_SKIP ? gr_xmalloc((size_t)n * sizeof *jb.kept) : NULL};
+    for (int64_t first = 0; first < n && st == GR_OK; first += block)
+        st = if_block(&jb, files + first, GR_MIN(block, n - first), err);
+    const gr_imagefolder_bad *bad = r->report->bad + nbad0;
+    if (st == GR_OK && r->report->nbad - nbad0 == n)
+        st = gr_error_set(err, GR_ERR_DATA, "%s: none of the %lld images could be decoded (the first: %s: %s)%s%s%s",
+                          r->cfg->dir, (long long)n, bad->path, bad->why, r->two ? "; " : "", r->two ? name : "",
+                          r->two ? " would be empty" : "");
+    if (st == GR_OK && r->report->nbad > nbad0) {
+        if (r->out->progress) fputc('\n', stderr); /* the bar stopped short of 100% */
+        st = if_split_shrink(&s, jb.kept, err);
+    }
+    free(jb.images);
+    free(jb.labels);
+    free(jb.errs);
+    free(jb.kept);
+    r->report->samples += s.next;
+    return gr_conv_split_end(&s, st, (const char *const *)r->scan->classes, r->scan->nclasses, mean, std, err);
+}
+
+/* Whether group is "/" or "/name[/name...]" without empty, "." or ".." names. */
+static bool if_group_ok(const char *group) {
+    if (group[0] != '/') return false;
+    if (group[1] == '\0') return true;
+    for (const char *p = group; *p; ) {
+        const char *name = p + 1, *end = strchr(name, '/');
+        const size_t len = end ? (size_t)(end - name) : strlen(name);
+        if (len == 0 || (len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.')) return false;
+        p = name + len;
+    }
+    return true;
+}
+
+static gr_status if_check_config(const gr_imagefolder_config *cfg, gr_error *err) {
     const int64_t S = cfg->size, R = cfg->short_side ? cfg->short_side : cfg->size;
-    const char *group = cfg->group ? cfg->group : "/train";
-    gr_imagefolder_report own = {0};
-    if (!report) report = &own;
-    memset(report, 0, sizeof *report);
     if (S < 1 || S > IF_MAX_SIDE)
         return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --size must be in [1, %d], got %lld", IF_MAX_SIDE,
                             (long long)S);
     if (R < S || R > IF_MAX_SIDE)
         return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --short-side must be in [--size %lld, %d], got %lld",
                             (long long)S, IF_MAX_SIDE, (long long)R);
-    if (group[0] != '/')
+    if (cfg->group && !if_group_ok(cfg->group))
         return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --group must be an absolute HDF5 path "
-                                               "(\"/train\"), got \"%s\"", group);
+                                               "(\"/train\"), got \"%s\"", cfg->group);
     if (cfg->on_error != GR_ON_ERROR_FAIL && cfg->on_error != GR_ON_ERROR_SKIP)
         return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --on-error must be skip or fail");
-    gr_conv_out o;
-    gr_status st = gr_conv_out_begin(&o, out, force, progress, err);
+    if (cfg->val_fraction != 0 && !(cfg->val_fraction > 0 && cfg->val_fraction < 1))
+        return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --val-fraction must be in (0, 1), got %g",
+                            cfg->val_fraction);
+    if (cfg->val_fraction != 0 && cfg->group)
+        return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --group does not apply with --val-fraction, which "
+                                               "writes /train and /val");
+    return GR_OK;
+}
+
+/* The files as /train's then /val's (gr_split_stratified), into lists
+ * (scan->n, sharing the paths); the count of /val's. */
+static gr_status if_split_files(const gr_imagefolder_config *cfg, const if_scan *scan, if_file *lists,
+                                int64_t *nval, gr_error *err) {
+    int32_t *labels = gr_xmalloc((size_t)GR_MAX(scan->n, 1) * sizeof *labels);
+    uint8_t *val = gr_xmalloc((size_t)GR_MAX(scan->n, 1));
+    for (int64_t i = 0; i < scan->n; i++) labels[i] = scan->files[i].label;
+    *nval = gr_split_stratified(labels, scan->n, scan->nclasses, cfg->val_fraction, cfg->seed, val);
+    int64_t t = 0, v = scan->n - *nval;
+    for (int64_t i = 0; i < scan->n; i++) lists[val[i] ? v++ : t++] = scan->files[i];
+    free(labels);
+    free(val);
+    if (*nval == 0)
+        return gr_error_set(err, GR_ERR_DATA, "%s: --val-fraction %g leaves /val empty: every class folder holds a "
+                            "single image, and a class of one image stays in /train", cfg->dir, cfg->val_fraction);
+    return GR_OK;
+}
+
+gr_status gr_data_convert_imagefolder(const gr_imagefolder_config *cfg, const char *out, bool force, bool progress,
+                                      gr_imagefolder_report *report, gr_error *err) {
+    const int64_t S = cfg->size, R = cfg->short_side ? cfg->short_side : cfg->size;
+    gr_imagefolder_report own = {0};
+    if (!report) report = &own;
+    memset(report, 0, sizeof *report);
+    gr_status st = if_check_config(cfg, err);
     if (st != GR_OK) return st;
+    const bool two = cfg->val_fraction > 0;
+    const char *groups[2] = {two || !cfg->group ? "/train" : cfg->group, "/val"};
+    gr_conv_out o;
+    if ((st = gr_conv_out_begin_groups(&o, out, groups, two ? 2 : 1, force, progress, err)) != GR_OK) return st;
     if_scan scan;
     if ((st = if_scan_dir(cfg->dir, &scan, err)) != GR_OK) {
         gr_conv_out_abort(&o);
         return st;
     }
     report->skipped = scan.skipped;
+    const if_run run = {cfg, &o, &scan, R, S, report, two};
+    if_file *lists = two ? gr_xmalloc((size_t)scan.n * sizeof *lists) : scan.files;
+    int64_t nval = 0;
+    if (two) st = if_split_files(cfg, &scan, lists, &nval, err);
     double mean[3], std[3];
-    gr_conv_split s;
-    st = gr_conv_split_create(&o, group, scan.n, 3, S, S, scan.nclasses, true, &s, err);
-    if (st == GR_OK) {
-        const int64_t block = gr_conv_block_samples(scan.n, 3 * S * S);
-        if_job jb = {.split = &s, .R = R, .S = S, .on_error = cfg->on_error, .report = report,
-                     .images = gr_xmalloc((size_t)(block * 3 * S * S)),
-                     .labels = gr_xmalloc((size_t)block * sizeof *jb.labels),
-                     .errs = gr_xcalloc((size_t)block, sizeof *jb.errs),
-                     .kept = cfg->on_error == GR_ON_ERROR_SKIP ? gr_xmalloc((size_t)scan.n * sizeof *jb.kept) : NULL};
-        for (int64_t first = 0; first < scan.n && st == GR_OK; first += block)
-            st = if_block(&jb, scan.files + first, GR_MIN(block, scan.n - first), err);
-        if (st == GR_OK && report->nbad == scan.n)
-            st = gr_error_set(err, GR_ERR_DATA, "%s: none of the %lld images could be decoded (the first: %s: %s)",
-                              cfg->dir, (long long)scan.n, report->bad[0].path, report->bad[0].why);
-        if (st == GR_OK && report->nbad > 0) {
-            if (progress) fputc('\n', stderr); /* the bar stopped short of 100% */
-            st = if_split_shrink(&s, jb.kept, err);
-        }
-        free(jb.images);
-        free(jb.labels);
-        free(jb.errs);
-        free(jb.kept);
-        report->samples = s.next;
-        st = gr_conv_split_end(&s, st, (const char *const *)scan.classes, scan.nclasses, mean, std, err);
-    }
+    if (st == GR_OK) st = if_write_split(&run, groups[0], lists, scan.n - nval, true, mean, std, err);
+    const int64_t ntrain = report->samples;
+    if (st == GR_OK && two) st = if_write_split(&run, "/val", lists + scan.n - nval, nval, false, mean, std, err);
+    report->val_samples = report->samples - ntrain;
+    if (st == GR_OK)
+        gr_conv_out_classes_check(&o, two ? "/train and /val" : groups[0], (const char *const *)scan.classes,
+                                  scan.nclasses, &report->warnings, &report->nwarnings, &report->warnings_cap);
     if (st == GR_OK) st = gr_conv_out_commit(&o, err);
-    if (st == GR_OK && progress)
-        fprintf(stderr, "gpurun data: %s: %s %lld samples of 3x%lldx%lld in %lld classes; mean %.2f %.2f %.2f, "
-                        "std %.2f %.2f %.2f\n",
-                out, group, (long long)report->samples, (long long)S, (long long)S, (long long)scan.nclasses, mean[0],
-                mean[1], mean[2], std[0], std[1], std[2]);
+    if (st == GR_OK && progress) {
+        char counts[1100];
+        if (two) snprintf(counts, sizeof counts, "/train %lld, /val %lld", (long long)ntrain,
+                          (long long)report->val_samples);
+        else snprintf(counts, sizeof counts, "%.1000s %lld", groups[0], (long long)ntrain);
+        fprintf(stderr, "gpurun data: %s: %s samples of 3x%lldx%lld in %lld classes; mean %.2f %.2f %.2f, std %.2f "
+                        "%.2f %.2f%s\n", out, counts, (long long)S, (long long)S, (long long)scan.nclasses, mean[0],
+                mean[1], mean[2], std[0], std[1], std[2], two ? " (of /train)" : "");
+    }
     gr_conv_out_abort(&o);
+    if (two) free(lists);
     if_scan_free(&scan);
     gr_imagefolder_report_free(&own);
     return st;

@@ -18,10 +18,16 @@
 
 gr_status gr_conv_out_begin(gr_conv_out *o, const char *out, bool force, bool progress, gr_error *err) {
     memset(o, 0, sizeof *o);
-    o->file = -1;
+    o->file = o->old = -1;
     struct stat sb;
     if (stat(out, &sb) == 0 && !force)
-        return gr_error_set(err, GR_ERR_USAGE, "%s: already exists (pass --force to overwrite)", out);
+        return gr_error_set(err, GR_ERR_USAGE, "%s: already exists (pass --force to overwrite); this converter "
+                            "writes the whole file, so --force replaces all of it (data imagefolder --group G "
+                            "adds a group to an existing file)", out);
+    return gr_conv_out_create(o, out, progress, err);
+}
+
+gr_status gr_conv_out_create(gr_conv_out *o, const char *out, bool progress, gr_error *err) {
     gr_h5_init();
     size_t tl = strlen(out) + 5;
     o->tmp = gr_xmalloc(tl);
@@ -45,15 +51,24 @@ gr_status gr_conv_out_begin(gr_conv_out *o, const char *out, bool force, bool pr
 
 void gr_conv_out_abort(gr_conv_out *o) {
     if (o->file >= 0) H5Fclose(o->file);
+    if (o->old >= 0) H5Fclose(o->old);
     if (o->tmp) remove(o->tmp);
     free(o->tmp);
     free(o->path);
+    for (int g = 0; g < o->ngroups; g++) free(o->groups[g]);
+    free(o->groups);
     memset(o, 0, sizeof *o);
-    o->file = -1;
+    o->file = o->old = -1;
 }
 
 gr_status gr_conv_out_commit(gr_conv_out *o, gr_error *err) {
-    gr_status st = GR_OK;
+    gr_status st = o->old >= 0 ? gr_conv_out_keep(o, err) : GR_OK;
+    if (st != GR_OK) {
+        gr_conv_out_abort(o);
+        return st;
+    }
+    if (o->old >= 0) H5Fclose(o->old);
+    o->old = -1;
     herr_t cr = H5Fclose(o->file);
     o->file = -1;
     if (cr < 0) st = gr_h5_fail(err, GR_ERR_DATA, "%s: closing failed", o->tmp);

@@ -3,10 +3,14 @@
  *
  * Exports:
  *   gr_conv_out     the output file: gr_conv_out_begin refuses an existing OUT
- *                   unless force and creates OUT.tmp; gr_conv_out_commit
- *                   closes it and renames it to OUT; gr_conv_out_abort closes
- *                   and removes OUT.tmp (call it on every failure path; it is
- *                   a no-op after a commit).
+ *                   unless force and creates OUT.tmp; gr_conv_out_begin_groups
+ *                   (convert_keep.c) instead adds groups to an existing OUT,
+ *                   copying the rest of it into OUT.tmp at the commit;
+ *                   gr_conv_out_commit closes OUT.tmp and renames it to OUT;
+ *                   gr_conv_out_abort closes and removes OUT.tmp (call it on
+ *                   every failure path; it is a no-op after a commit).
+ *   gr_conv_out_classes_check  the groups kept from an existing OUT whose
+ *                   `classes` differ from the ones written, as messages.
  *   gr_conv_split   one split group (DESIGN 1.5): images uint8 [N,C,H,W]
  *                   chunked by whole samples, labels [N] (uint8 when the
  *                   class count fits, else uint16 / int32), appended to block
@@ -30,14 +34,44 @@ typedef struct gr_conv_out {
     char *tmp;       /* OUT.tmp, the file being written */
     hid_t file;
     bool progress;
+    hid_t old;       /* the existing OUT, read-only, when groups are added to it; else -1 */
+    char **groups;   /* the groups written (gr_conv_out_begin_groups), left out of the copy of `old` */
+    int ngroups;
 } gr_conv_out;
 
-/* Errors: "OUT: already exists (pass --force to overwrite)" (GR_ERR_USAGE),
- * "OUT.tmp: cannot create (HDF5: ...)" (GR_ERR_DATA). On failure *o needs no
- * abort. */
+/* For converters that write a whole file. Errors: "OUT: already exists
+ * (pass --force to overwrite); ..." (GR_ERR_USAGE), "OUT.tmp: cannot create
+ * (HDF5: ...)" (GR_ERR_DATA). On failure *o needs no abort. */
 gr_status gr_conv_out_begin(gr_conv_out *o, const char *out, bool force, bool progress, gr_error *err);
+/* Creates OUT.tmp with no check of OUT (gr_conv_out_begin's second half); *o as
+ * gr_conv_out_begin leaves it before that (zeroed, file and old -1). */
+gr_status gr_conv_out_create(gr_conv_out *o, const char *out, bool progress, gr_error *err);
+/* For converters that write some groups (absolute paths without empty, "."
+ * or ".." parts). When OUT does not exist: a new file. An existing OUT must
+ * be an HDF5 file ("OUT: exists and is not an HDF5 file ..." GR_ERR_DATA,
+ * whatever force says; OUT untouched). When one of groups is "/", the whole
+ * file is written, as gr_conv_out_begin (force to replace OUT). Else a
+ * group already in OUT needs force ("OUT: already has group /val; --force
+ * replaces it ..." GR_ERR_USAGE); OUT stays open read-only in
+ * o->old, and gr_conv_out_commit copies all of it but those groups into
+ * OUT.tmp first: the other groups and datasets with H5Ocopy (their data,
+ * chunking and attributes as they are), the groups holding a written one
+ * made again with their attributes, soft and external links made again. On
+ * failure *o needs no abort. */
+gr_status gr_conv_out_begin_groups(gr_conv_out *o, const char *out, const char *const *groups, int ngroups,
+                                   bool force, bool progress, gr_error *err);
+/* The copy of gr_conv_out_begin_groups (called by gr_conv_out_commit). */
+gr_status gr_conv_out_keep(gr_conv_out *o, gr_error *err);
 gr_status gr_conv_out_commit(gr_conv_out *o, gr_error *err);
 void gr_conv_out_abort(gr_conv_out *o);
+
+/* For each group kept from o->old (recursively, to a small depth) with a
+ * `classes` attribute that differs from names[0..n), or is not a list of
+ * strings, one message naming OUT, `written` (the groups written, as the
+ * message says them) and that group, appended to *msgs (GR_GROW over *cap,
+ * *count). Nothing when o->old is -1. */
+void gr_conv_out_classes_check(const gr_conv_out *o, const char *written, const char *const *names, int64_t n,
+                               char ***msgs, int64_t *count, int64_t *cap);
 
 typedef struct gr_conv_split {
     const gr_conv_out *out;

@@ -44,8 +44,11 @@ static const struct gr_cmd_help {
              "       gpurun data cifar10 OUT.h5 --from DIR [--force]      DIR: the CIFAR-10 binary version\n"
              "       gpurun data synthetic OUT.h5 --n N --shape C,H,W [--classes K (10)] [--test M (ceil(N/10))]\n"
              "                             [--seed S (0)] [--force]\n"
-             "       gpurun data imagefolder OUT.h5 --from DIR --size S [--short-side R (S)] [--group G (/train)]\n"
-             "                             [--on-error fail|skip (fail)] [--force]   DIR/<class>/*.jpg|*.jpeg|*.png\n"},
+             "       gpurun data imagefolder OUT.h5 --from DIR --size S [--short-side R (S)]\n"
+             "                             [--group G (/train) | --val-fraction F [--seed S (0)]]\n"
+             "                             [--on-error fail|skip (fail)] [--force]   DIR/<class>/*.jpg|*.jpeg|*.png\n"
+             "                             (imagefolder adds its groups to an existing OUT.h5, keeping the others;\n"
+             "                             --force replaces a group there; the others' --force replaces the file)\n"},
     {"launch", "gpurun launch -n N [--launcher mpirun|srun] JOB.yaml [run options]...\n"
                "                                                       N processes of `gpurun run` (data parallelism);\n"
                "                                                       exits with the run's code: 75 when a signal to it\n"

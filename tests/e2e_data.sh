@@ -245,7 +245,8 @@ assert f["val/images"].shape == (18, 3, 3, 3) and f["train/images"].shape == (18
 EOF
 # (b) /val again: exit 2 without --force, the file untouched; with --force /val replaced, /train kept
 cp "$P" "$T/pets_both.h5"
-want 2 - "$P: already has group /val; --force replaces it" -- "$G" data imagefolder "$P" --from "$T/pets" --size 3 --group /val
+want 2 - "$P: already has group /val; --force replaces it" -- \
+    "$G" data imagefolder "$P" --from "$T/pets" --size 3 --group /val
 same_file "--group /val again without --force: the file untouched" "$P" "$T/pets_both.h5"
 want 0 - -- "$G" data imagefolder "$P" --from "$T/pets" --size 2 --group /val --force
 same_h5 "--group /val --force: /train unchanged" "$P" /train "$T/pets_train.h5" /train
@@ -260,7 +261,8 @@ want 3 - "$T/pets_bad/b/zz.jpg: cannot decode: not a JPEG or PNG file" -- \
     "$G" data imagefolder "$P" --from "$T/pets_bad" --size 4 --group /test --on-error fail
 same_file "a failed conversion of a new group: the file untouched" "$P" "$T/pets_both.h5"
 no_tmp "$P"
-want 3 - "$T/pets_bad/b/zz.jpg: cannot decode" -- "$G" data imagefolder "$P" --from "$T/pets_bad" --size 4 --group /val --force
+want 3 - "$T/pets_bad/b/zz.jpg: cannot decode" -- \
+    "$G" data imagefolder "$P" --from "$T/pets_bad" --size 4 --group /val --force
 same_file "a failed --force conversion: the file untouched" "$P" "$T/pets_both.h5"
 no_tmp "$P"
 want 2 - "--short-side must be in [--size 4, 65536], got 3" -- \
@@ -272,12 +274,16 @@ no_tmp "$P"
 printf 'my notes\n' >"$T/notes.h5"
 want 3 - "$T/notes.h5: exists and is not an HDF5 file; not writing into it" -- \
     "$G" data imagefolder "$T/notes.h5" --from "$T/pets" --size 4 --force
-grep -qx 'my notes' "$T/notes.h5" && PASS=$((PASS + 1)) || { FAIL=$((FAIL + 1)); echo "FAIL: notes.h5 was changed"; }
+if grep -qx 'my notes' "$T/notes.h5"; then PASS=$((PASS + 1)); else
+    FAIL=$((FAIL + 1))
+    echo "FAIL: notes.h5 was changed"
+fi
 # another set of classes: written, with a warning naming both groups
 mkdir -p "$T/pets_other/a" "$T/pets_other/b"
 cp "$T/pets/a/00.png" "$T/pets_other/a/"
 cp "$T/pets/b/00.png" "$T/pets_other/b/"
-want 0 - "gpurun data: warning: $P: the classes of /test (written now) and of /train (kept) differ: 2 classes in the one, 4 in the other (class 2 is 'c')" \
+want 0 - "gpurun data: warning: $P: the classes of /test (written now) and of /train (kept) differ:" \
+    "differ: 2 classes in the one, 4 in the other (class 2 is 'c'); a job that trains on the one and evaluates" \
     "gpurun data: warning: $P: the classes of /test (written now) and of /val (kept) differ" \
     -- "$G" data imagefolder "$P" --from "$T/pets_other" --size 4 --group /test
 # the converters that write /train and /test together: --force replaces the whole file, and says so
@@ -285,10 +291,9 @@ want 2 - "$P: already exists (pass --force to overwrite); this converter writes 
     "$G" data synthetic "$P" --n 10 --shape 3,4,4
 
 # ---------------------------------------------------------------- --val-fraction: /train and /val in one pass
-for run in "1 $T/vf1.h5" "1 $T/vf1b.h5" "2 $T/vf2.h5"; do
-    set -- $run
+for run in 1:vf1 1:vf1b 2:vf2; do
     want 0 - "/train 14, /val 4 samples of 3x4x4 in 4 classes" -- \
-        "$G" data imagefolder "$2" --from "$T/pets" --size 4 --val-fraction 0.25 --seed "$1"
+        "$G" data imagefolder "$T/${run#*:}.h5" --from "$T/pets" --size 4 --val-fraction 0.25 --seed "${run%%:*}"
 done
 py "--val-fraction 0.25: disjoint, complete, stratified, the split of the spec; a pure function of the seed" \
     "$T/vf1.h5" "$T/vf1b.h5" "$T/vf2.h5" <<'EOF'

@@ -180,6 +180,14 @@ static void test_existing_file(void) {
     CHECK_MSG(gr_data_convert_imagefolder(&cfg, out, false, false, &rep, &err) == GR_OK, "%s", err.msg);
     CHECK(rep.nwarnings == 0);
     CHECK(same_split(out, ref, "/train"));
+    /* the copy still raw, every chunk written: read with pread as the original */
+    gr_dataset *ds = NULL;
+    if (gr_dataset_open_cache(out, "/train", GR_CACHE_NONE, &ds, &err) == GR_OK) {
+        CHECK(gr_dataset_reads_direct(ds));
+        gr_dataset_close(ds);
+    } else {
+        CHECK_MSG(false, "%s", err.msg);
+    }
     split_data d;
     if (read_split(out, "/val", &d)) {
         CHECK(d.n == 5 && d.chw[1] == 3);
