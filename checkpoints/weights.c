@@ -77,6 +77,15 @@ static herr_t gr_weights_visit(hid_t obj, const char *name, const H5O_info_t *in
     return 0;
 }
 
+bool gr_weights_is_export(const char *path) {
+    gr_h5_init();
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) return false;
+    bool is = H5Aexists(f, "format") == 0 && H5Lexists(f, "params", H5P_DEFAULT) > 0;
+    H5Fclose(f);
+    return is;
+}
+
 gr_status gr_weights_load(const char *path, const gr_graph *g, float *params, gr_error *err) {
     gr_h5_init();
     if (access(path, R_OK) != 0) return gr_error_set(err, GR_ERR_CKPT, "%s: %s", path, strerror(errno));

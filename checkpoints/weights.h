@@ -29,6 +29,10 @@ gr_status gr_weights_save(const char *path, const gr_graph *g, const float *para
  * computed 0x...)". */
 gr_status gr_weights_load(const char *path, const gr_graph *g, float *params, gr_error *err);
 
+/* Whether path is a weights file (gr_weights_save's: /params, no checkpoint
+ * `format` attribute), rather than a checkpoint. */
+bool gr_weights_is_export(const char *path);
+
 /* The pieces, for the checkpoint writer: whether t is saved, its dataset
  * name, and all of them into / out of an open file (file: for messages). */
 bool gr_weights_tensor(const gr_tensor *t);

@@ -37,13 +37,6 @@ static bool keep_written(const gr_conv_out *o, const char *path, bool *holds) {
     return false;
 }
 
-static char *keep_child(const char *path, const char *name) {
-    size_t len = strlen(path) + strlen(name) + 2;
-    char *p = gr_xmalloc(len);
-    snprintf(p, len, "%s%s%s", path, strcmp(path, "/") == 0 ? "" : "/", name);
-    return p;
-}
-
 /* The name of link i (by name order) of group g, allocated; NULL on failure. */
 static char *keep_link_name(hid_t g, hsize_t i) {
     ssize_t len = H5Lget_name_by_idx(g, ".", H5_INDEX_NAME, H5_ITER_INC, i, NULL, 0, H5P_DEFAULT);
@@ -215,7 +208,7 @@ static gr_status keep_group(const gr_conv_out *o, hid_t src, hid_t dst, const ch
         H5L_info_t li;
         bool holds;
         GR_H5_CHECK(name ? 0 : -1, err, "%s: %s: cannot list", o->path, path);
-        child = keep_child(path, name);
+        child = gr_h5_join(path, name);
         GR_H5_CHECK(H5Lget_info(src, name, &li, H5P_DEFAULT), err, "%s: %s: cannot read the link", o->path, child);
         if (keep_written(o, child, &holds)) {
             /* replaced by the conversion */
@@ -336,7 +329,7 @@ static void keep_classes_walk(const keep_classes *kc, hid_t g, const char *path,
         if (name && H5Lget_info(g, name, &li, H5P_DEFAULT) >= 0 && li.type == H5L_TYPE_HARD) {
             hid_t obj = H5Oopen(g, name, H5P_DEFAULT);
             if (obj >= 0 && H5Iget_type(obj) == H5I_GROUP) {
-                char *child = keep_child(path, name);
+                char *child = gr_h5_join(path, name);
                 keep_classes_walk(kc, obj, child, depth + 1);
                 free(child);
             }

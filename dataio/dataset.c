@@ -75,13 +75,6 @@ int64_t gr_dataset_memory_limit(void) {
     return GR_DATA_MEM_LIMIT_DEFAULT;
 }
 
-static char *join_name(const char *group, const char *name) {
-    size_t n = strlen(group) + strlen(name) + 2;
-    char *s = gr_xmalloc(n);
-    snprintf(s, n, "%s%s%s", group, strcmp(group, "/") == 0 ? "" : "/", name);
-    return s;
-}
-
 /* "" / NULL -> "/", "train/" -> "/train", collapses repeated slashes. */
 static char *normalize_group(const char *g) {
     if (!g) g = "";
@@ -465,8 +458,8 @@ gr_status gr_dataset_open_cache(const char *path, const char *group, gr_cache_mo
     pthread_mutex_init(&ds->addr_mu, NULL);
     ds->path = gr_xstrdup(path);
     ds->group = normalize_group(group);
-    ds->images_name = join_name(ds->group, "images");
-    ds->labels_name = join_name(ds->group, "labels");
+    ds->images_name = gr_h5_join(ds->group, "images");
+    ds->labels_name = gr_h5_join(ds->group, "labels");
 
     ds->file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (ds->file < 0) {

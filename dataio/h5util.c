@@ -72,6 +72,13 @@ gr_status gr_h5_fail(gr_error *err, gr_status st, const char *fmt, ...) {
     return gr_error_set(err, st, "%s (HDF5: %s)", head, h5);
 }
 
+char *gr_h5_join(const char *group, const char *name) {
+    size_t n = strlen(group) + strlen(name) + 2;
+    char *s = gr_xmalloc(n);
+    snprintf(s, n, "%s%s%s", group, strcmp(group, "/") == 0 ? "" : "/", name);
+    return s;
+}
+
 hid_t gr_h5_float16_type(void) {
     /* Sign at bit 15, 5-bit exponent at 10 with bias 15, 10-bit mantissa:
      * the fields must shrink before the size does. */

@@ -34,6 +34,9 @@ void gr_h5_last_error(char *buf, size_t n);
 
 hid_t gr_h5_float16_type(void);
 
+/* group/name ("/" + name for the root), allocated: an object's HDF5 path. */
+char *gr_h5_join(const char *group, const char *name);
+
 /* The open HDF5 group of a dataset (dataset.c), for its attribute readers
  * (dataset_attrs.c). */
 typedef struct gr_dataset gr_dataset;

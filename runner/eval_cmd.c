@@ -2,24 +2,30 @@
  * parameters and state through the evaluation plan over a whole split. */
 #include "job.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../checkpoints/weights.h"
 #include "json.h"
 
-/* The checkpoint's parameters and state into the model (its optimizer
- * state is read, verified and dropped); *step: the steps it was after. */
+/* The parameters and state of a checkpoint (its optimizer state is read,
+ * verified and dropped; *step: the steps it was after) or of a run's final
+ * weights.h5 (*step -1: the file does not say) into the model. */
 static gr_status gr_eval_load(gr_job *j, const char *checkpoint, int64_t *step, gr_error *err) {
     gr_ckpt_header h;
     float *p = gr_xmalloc((size_t)(j->g.n_params + 1) * sizeof(float));
     float *o = gr_xmalloc((size_t)(2 * j->g.n_trainable + 1) * sizeof(float));
     gr_ckpt_state cs = {&j->g, p, o};
-    gr_status st = gr_ckpt_load(checkpoint, &h, &cs, err);
-    if (!st) {
+    gr_status st;
+    if (gr_weights_is_export(checkpoint)) {
+        st = gr_weights_load(checkpoint, &j->g, p, err);
+        *step = -1;
+    } else if (!(st = gr_ckpt_load(checkpoint, &h, &cs, err))) {
         free(h.spec);
-        gr_backend_upload(j->be, j->m.params, p, (size_t)j->g.n_params * sizeof(float));
         *step = h.step;
     }
+    if (!st) gr_backend_upload(j->be, j->m.params, p, (size_t)j->g.n_params * sizeof(float));
     free(p);
     free(o);
     return st;
@@ -55,7 +61,8 @@ gr_status gr_train_eval(const gr_job_spec *spec, const char *checkpoint, const c
     gr_json_str(&js, "kind", "eval");
     gr_json_str(&js, "split", split);
     gr_json_str(&js, "checkpoint", checkpoint);
-    gr_json_int(&js, "step", step);
+    if (step >= 0) gr_json_int(&js, "step", step);
+    else gr_json_num(&js, "step", NAN); /* null: weights.h5 does not say */
     gr_json_int(&js, "samples", n);
     gr_json_num(&js, "loss", loss);
     gr_json_num(&js, "accuracy", acc);

@@ -299,11 +299,16 @@ gr_status gr_job_backend(gr_job *j, const gr_job_spec *s, const char *device, in
                     !gr_backend_supports_op(cuda, j->g.nodes[i].op)) all = false;
             if (all) j->be = cuda;
             else {
-                fprintf(stderr, "gpurun: device auto: the cuda backend lacks kernels this job needs; using the cpu\n");
+                if (j->comm.rank == 0)
+                    fprintf(stderr, "gpurun: device auto: the cuda backend lacks kernels this job needs; training on "
+                            "the cpu\n");
                 gr_backend_free(cuda);
             }
-        } else {
-            fprintf(stderr, "gpurun: device auto: %s; using the cpu\n", e2.msg);
+        } else if (j->comm.rank == 0) { /* once, plainly; the driver's detail is for device: cuda */
+            const char *why = strstr(e2.msg, "no CUDA device is available") ? "no GPU found"
+                              : strstr(e2.msg, "built without CUDA")        ? "this gpurun was built without CUDA"
+                                                                             : e2.msg;
+            fprintf(stderr, "gpurun: device auto: %s; training on the cpu\n", why);
         }
     }
     gr_status st = j->be ? GR_OK : gr_backend_create(dev, threads, &j->be, err);

@@ -20,9 +20,16 @@ static const char *gr_plan_cmd_layout(const gr_tensor *t) {
 /* The layer table (forward nodes) and the FLOPs per sample and step. */
 static void gr_plan_cmd_layers(const gr_job_spec *spec, const gr_graph *g, FILE *f) {
     char a[64], b[64], c[64];
-    fprintf(f, "%-20s %-22s %-20s %-5s %-6s %12s %14s\n", "layer", "op", "output", "type", "layout", "params",
-            "FLOPs/sample");
-    fprintf(f, "%-20s %-22s %-20s %-5s %-6s %12s %14s\n", "input", "-",
+    int wl = 20, wo = 22, ws = 20; /* the columns as wide as their longest entry */
+    for (int i = 0; i < g->n_forward; i++) {
+        const gr_node *nd = &g->nodes[i];
+        wl = GR_MAX(wl, (int)strlen(nd->layer >= 0 ? g->layers[nd->layer].name : "loss"));
+        wo = GR_MAX(wo, (int)strlen(gr_op_name(nd->op)));
+        ws = GR_MAX(ws, (int)strlen(gr_shape_str(&g->tensors[nd->out[0]], a, sizeof a)));
+    }
+    fprintf(f, "%-*s %-*s %-*s %-5s %-6s %12s %14s\n", wl, "layer", wo, "op", ws, "output", "type", "layout",
+            "params", "FLOPs/sample");
+    fprintf(f, "%-*s %-*s %-*s %-5s %-6s %12s %14s\n", wl, "input", wo, "-", ws,
             gr_shape_str(&g->tensors[g->input], a, sizeof a), gr_elem_name(g->tensors[g->input].elem),
             gr_plan_cmd_layout(&g->tensors[g->input]), "0", "0");
     int64_t fwd = 0, train = 0;
@@ -36,8 +43,8 @@ static void gr_plan_cmd_layers(const gr_job_spec *spec, const gr_graph *g, FILE 
         gr_fmt_count(np, b, sizeof b);
         gr_fmt_count(nd->flops, c, sizeof c);
         const gr_tensor *y = &g->tensors[nd->out[0]];
-        fprintf(f, "%-20s %-22s %-20s %-5s %-6s %12s %14s\n", name, gr_op_name(nd->op), gr_shape_str(y, a, sizeof a),
-                gr_elem_name(y->elem), gr_plan_cmd_layout(y), b, c);
+        fprintf(f, "%-*s %-*s %-*s %-5s %-6s %12s %14s\n", wl, name, wo, gr_op_name(nd->op), ws,
+                gr_shape_str(y, a, sizeof a), gr_elem_name(y->elem), gr_plan_cmd_layout(y), b, c);
     }
     gr_fmt_count(g->n_weights, a, sizeof a);
     fprintf(f, "\ntotal parameters: %s\n", a);

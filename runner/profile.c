@@ -272,8 +272,14 @@ static void gr_prof_table(FILE *f, const void *ctx) {
     fprintf(f, "device %s: %s\n", gr_backend_name(p->be), gr_backend_describe(p->be, detail, sizeof detail));
     fprintf(f, "measured step time %.3f ms (wall clock, mean); this table's total %.3f ms per step (%.1f%%)\n\n",
             step_ms, 1e3 * sum / steps, 100.0 * sum / p->wall_s);
-    fprintf(f, "%-22s %-22s %-9s %7s %12s %11s %7s %9s %9s\n", "layer", "op", "direction", "calls", "total_ms",
-            "mean_us", "share", "GFLOP/s", "GB/s");
+    int wl = 22, wo = 22; /* the name columns as wide as their longest entry */
+    for (int i = 0; i < nrows; i++) {
+        const char *layer, *op, *dir;
+        gr_prof_row_names(p, i, &layer, &op, &dir);
+        wl = GR_MAX(wl, (int)strlen(layer)), wo = GR_MAX(wo, (int)strlen(op));
+    }
+    fprintf(f, "%-*s %-*s %-9s %7s %12s %11s %7s %9s %9s\n", wl, "layer", wo, "op", "direction", "calls",
+            "total_ms", "mean_us", "share", "GFLOP/s", "GB/s");
     for (int i = 0; i < nrows; i++) {
         const gr_prof_row *r = &p->rows[order[i]];
         if (!r->calls) continue;
@@ -282,7 +288,7 @@ static void gr_prof_table(FILE *f, const void *ctx) {
         char gf[32] = "-", gb[32] = "-";
         if (r->flops > 0 && r->total_s > 0) snprintf(gf, sizeof gf, "%.1f", r->flops / r->total_s / 1e9);
         if (r->bytes > 0 && r->total_s > 0) snprintf(gb, sizeof gb, "%.2f", r->bytes / r->total_s / 1e9);
-        fprintf(f, "%-22s %-22s %-9s %7lld %12.3f %11.1f %6.1f%% %9s %9s\n", layer, op, dir, (long long)r->calls,
+        fprintf(f, "%-*s %-*s %-9s %7lld %12.3f %11.1f %6.1f%% %9s %9s\n", wl, layer, wo, op, dir, (long long)r->calls,
                 1e3 * r->total_s, 1e6 * r->total_s / (double)r->calls, sum > 0 ? 100.0 * r->total_s / sum : 0.0, gf,
                 gb);
     }

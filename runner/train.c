@@ -36,7 +36,8 @@ typedef struct gr_loop {
     int64_t spe, total, accum; /* steps per epoch, the job's steps, micro-batches per step */
     int64_t start, step;       /* the first step of this process; the step being run (at the end: the steps done) */
     double lr;                 /* the step's learning rate */
-    const char *status;        /* summary.json's: finished, stopped, diverged, checkpoint_failed */
+    const char *status;        /* summary.json's: finished, stopped, diverged, checkpoint_failed, profiled */
+    int64_t prof_end;          /* --profile: the run stops after this step (its warm-up and profiled steps); 0 */
     int stop_signal;           /* the signal that stopped the run (0: none) */
     double last_ckpt;          /* when the last periodic checkpoint started (gr_now) */
     /* the non-trainable state (batchnorm running stats) as it was when the
@@ -81,6 +82,8 @@ static gr_status gr_loop_begin(gr_job *j, gr_loop *L, gr_error *err) {
     gr_hostmem_of(j, &need, j->pre_found, &host);
     j->mx.planned_host_bytes = host.total;
     L->last_ckpt = j->mx.t0;
+    /* every rank stops there, not only the one that profiles */
+    if (j->prof_steps) L->prof_end = GR_MIN(L->total, L->start + GR_PROF_WARMUP + j->prof_steps);
     return gr_metrics_running(&j->mx, L->start, err);
 }
 
@@ -211,7 +214,16 @@ static gr_status gr_loop_last_checkpoint(gr_job *j, gr_loop *L, gr_status st, gr
         *err = ce;
         return cst;
     }
-    if (!L->stop_signal) return st;
+    if (!L->stop_signal) {
+        if (L->step < L->total) { /* --profile: its steps done, the rest not trained */
+            L->status = "profiled";
+            fprintf(stderr, "gpurun: --profile: stopped after step %lld (%d warm-up and %lld profiled steps) of %lld, "
+                    "with a checkpoint; rerun with --resume auto (without --profile) to train on\n",
+                    (long long)L->step, GR_PROF_WARMUP, (long long)(L->step - L->start - GR_PROF_WARMUP),
+                    (long long)L->total);
+        }
+        return st;
+    }
     L->status = "stopped";
     char name[64];
     gr_ckpt_filename(L->step, name, sizeof name);
@@ -309,7 +321,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
         }
         if ((st = gr_loop_checkpoint(&j, &L, done_steps, err))) break; /* diverged */
         if ((st = gr_parallel_stop(&j, &L.stop_signal, err))) goto done;
-        if (L.stop_signal) {
+        if (L.stop_signal || done_steps == L.prof_end) {
             L.step++;
             break;
         }

@@ -105,6 +105,39 @@ assert steps >= 6 and set(calls.values()) == {2 * steps}, (steps, calls)
 EOF2
 [ $RC -eq 75 ] || bad "stopped while profiling: exit $RC, expected 75"
 
+# --profile stops after its steps (as `caffe time` does), with a checkpoint: --resume auto trains on
+expect 0 "gpurun: --profile: stopped after step 5 (3 warm-up and 2 profiled steps) of 14, with a checkpoint" -- \
+    "$G" "$T/cnn.yaml" --run-dir "$T/pstop" --profile 2 --threads 1
+check "--profile 2: status profiled at step 5, its checkpoint, no weights.h5" bash -c "
+    grep -q '\"status\":\"profiled\",\"exit_code\":0,.*\"steps\":5,' '$T/pstop/summary.json' &&
+    [ -f '$T/pstop/checkpoints/step-000000005.h5' ] && [ ! -e '$T/pstop/weights.h5' ]"
+expect 0 "resuming from $T/pstop/checkpoints/step-000000005.h5 at step 5" -- \
+    "$G" "$T/cnn.yaml" --run-dir "$T/pstop" --resume auto --threads 1
+check "--profile, then --resume auto: finished at step 14" grep -q '"status":"finished","exit_code":0,.*"steps":14,' \
+    "$T/pstop/summary.json"
+
+# the tables keep their columns with long layer names
+sed 's/    - conv: {filters: 32, kernel: 3, padding: 1}/    - {name: the_second_convolution_of_this_model, conv: {filters: 32, kernel: 3, padding: 1}}/' \
+    "$T/cnn.yaml" >"$T/long.yaml"
+expect 0 -- "$G" "$T/long.yaml" --run-dir "$T/plong" --profile 2 --threads 1
+"$G" plan "$T/long.yaml" >"$T/plong.plan" 2>&1
+aligned() {  # FILE FIRST-HEADER-WORD: every row of the table under the header line starts each column where it does
+    "$PY" - "$1" "$2" <<'EOF2'
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+h = next(i for i, l in enumerate(lines) if l.startswith(sys.argv[2] + " "))
+cols = [m.start() for m in re.finditer(r"(?<= )\S", lines[h])][:2]  # where "op" and the next column start
+rows = [l for l in lines[h + 1:] if l.strip()]
+rows = rows[:next((i for i, l in enumerate(rows) if l.startswith("total")), len(rows))]
+assert any("the_second_convolution_of_this_model" in l for l in rows), rows
+for l in rows:
+    for c in cols:
+        assert l[c - 1] == " " and l[c] != " ", (c, l, lines[h])
+EOF2
+}
+check "plan: the columns aligned under a 36-character layer name" aligned "$T/plong.plan" layer
+check "profile.txt: the columns aligned under a 36-character layer name" aligned "$T/plong/profile.txt" layer
+
 # ---------------------------------------------------------------- 2. recompute rows, short runs, usage
 cat >"$T/blocks.yaml" <<EOF
 name: profb
@@ -136,7 +169,8 @@ check "health: every train line has rss_bytes and cpu_pct; no gpu_* field on the
 import json, sys
 rd = sys.argv[1]
 tr = [d for d in map(json.loads, open(rd + "/metrics.jsonl")) if d["kind"] == "train"]
-assert len(tr) == 14 and all(d["rss_bytes"] > 10 << 20 and 0 <= d["cpu_pct"] < 10000 for d in tr), tr[-1]
+assert len(tr) == 11 and all(  # --profile 8: 3 warm-up + 8 steps, then it stops
+    d["rss_bytes"] > 10 << 20 and 0 <= d["cpu_pct"] < 10000 for d in tr), tr[-1]
 assert not any(k.startswith("gpu_") for d in tr for k in d), tr[-1]
 s = json.load(open(rd + "/summary.json"))
 assert 0 < s["cpu_pct"] < 10000 and not any(k.startswith("gpu_") for k in s), s

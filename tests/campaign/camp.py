@@ -107,8 +107,17 @@ def compat(a, b):
             if x.dtype != y.dtype or x.shape != y.shape or x.tobytes() != y.tobytes():
                 errs.append(f"weights.h5 {k}: differs")
     sa_, sb_ = (json.load(open(d + "/summary.json"), parse_float=str) for d in (a, b))
-    for k in ("status", "steps", "epochs", "final_train_loss", "best_val_accuracy", "last_val_accuracy",
-              "last_val_loss", "params", "precision", "loss_scale", "skipped_steps"):
+    keys = ["status", "steps", "epochs", "best_val_accuracy", "last_val_accuracy", "last_val_loss", "params",
+            "precision", "loss_scale", "skipped_steps"]
+    # the final train loss is the last train line's: the same when that line's window is
+    last = max(ta) if ta else None
+    if last in same_window:
+        keys.append("final_train_loss")
+    for d, s, t in ((a, sa_, ta), (b, sb_, tb)):
+        if t and float(s.get("final_train_loss")) != float(t[max(t)][1]):
+            errs.append(f"{d}/summary.json final_train_loss {s.get('final_train_loss')} is not the last train "
+                        f"line's {t[max(t)][1]}")
+    for k in keys:
         if sa_.get(k) != sb_.get(k):
             errs.append(f"summary.json {k}: {sa_.get(k)} / {sb_.get(k)}")
     assert not errs, "; ".join(errs[:4])
