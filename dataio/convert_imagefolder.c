@@ -1,331 +1,25 @@
 /* convert_imagefolder.c — `gpurun data imagefolder OUT.h5 --from DIR --size S`:
- * a folder of class folders of JPEG (libjpeg-turbo) and PNG (libpng) files
- * to one split of the HDF5 layout of DESIGN 1.5: each image decoded to RGB,
- * resized so its short side is R, centre-cropped to SxS.
+ * a folder of class folders of JPEG and PNG files to one split of the HDF5
+ * layout of DESIGN 1.5: each image decoded to RGB, resized so its short side
+ * is R, centre-cropped to SxS (dataio/image.h, which `gpurun predict` shares,
+ * so a model's input at prediction is what it was trained on).
  *
- * A file's format is told by its first bytes (JPEG FF D8 FF, PNG's 8-byte
- * signature), not its name: ImageNet has a PNG named .JPEG. CMYK and YCCK
- * JPEGs (ImageNet has a few dozen) are decoded as CMYK and converted to RGB.
- *
- * Both libraries report errors by calling a function that must not return;
- * here it records the message and longjmps back to the decoding function,
- * so a corrupt file is an error naming it, never an exit or a crash. What
- * then happens to the conversion is the caller's --on-error policy. */
+ * A file's format is told by its first bytes, not its name (ImageNet has a
+ * PNG named .JPEG); the name only selects the files looked at (*.jpg,
+ * *.jpeg, *.png). A corrupt file is an error naming it, never an exit or a
+ * crash; what then happens to the conversion is the --on-error policy. */
 #include "convert.h"
 #include "convert_out.h"
 #include "h5util.h"
+#include "image.h"
 
 #include <dirent.h>
 #include <errno.h>
-#include <math.h>
-#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-
-#include <jpeglib.h>
-#include <jerror.h>
-#include <png.h>
-
-#define IF_MAX_SIDE 65536 /* --size and --short-side */
-/* The largest source image taken, checked on the header before anything is
- * allocated: a side of at most 32768 and at most 2^28 pixels (256 Mpixel,
- * 16384x16384). Photo datasets stay far below it (ImageNet's largest is
- * under 10k a side); past it a header is corrupt or hostile (65500x65500
- * over a few hundred bytes would cost gigabytes and a long decode). */
-#define IF_MAX_SRC_SIDE 32768
-#define IF_MAX_SRC_PIXELS ((int64_t)1 << 28)
-#define IF_MSG_MAX 256
-
-/* ---- decoding: an interleaved RGB image ---- */
-typedef struct if_image {
-    uint8_t *rgb;  /* h * w * 3 */
-    int64_t w, h;
-} if_image;
-
-/* Whether a header's w x h is within IF_MAX_SRC_*; else msg says why. */
-static bool if_size_ok(int64_t w, int64_t h, char *msg, size_t n) {
-    if (w >= 1 && h >= 1 && w <= IF_MAX_SRC_SIDE && h <= IF_MAX_SRC_SIDE && w * h <= IF_MAX_SRC_PIXELS) return true;
-    snprintf(msg, n, "header claims %lldx%lld pixels, more than this converter takes (sides up to %d, up to %lld "
-             "pixels)", (long long)w, (long long)h, IF_MAX_SRC_SIDE, (long long)IF_MAX_SRC_PIXELS);
-    return false;
-}
-
-typedef struct if_jpeg_job {
-    struct jpeg_decompress_struct ci;
-    struct jpeg_error_mgr mgr;
-    jmp_buf jb;
-    char msg[IF_MSG_MAX - 16]; /* room for the "JPEG: " / "PNG: " prefix */
-    FILE *fp;
-    int64_t short_side;  /* decode at a reduced scale while the short side stays >= this */
-    if_image *img;
-    uint8_t *cmyk;       /* one CMYK row, for CMYK / YCCK files */
-} if_jpeg_job;
-
-static void if_jpeg_error_exit(j_common_ptr ci) {
-    if_jpeg_job *j = (if_jpeg_job *)ci->client_data;
-    char m[JMSG_LENGTH_MAX];
-    ci->err->format_message(ci, m);
-    snprintf(j->msg, sizeof j->msg, "%s", m);
-    longjmp(j->jb, 1);
-}
-
-/* Warnings are ignored, except the scan data ending early, at the end of the
- * file or at a marker (a cut file, or one whose header claims more rows
- * than its data holds): libjpeg would fill the rest with grey. */
-static void if_jpeg_emit(j_common_ptr ci, int level) {
-    if (level < 0 && (ci->err->msg_code == JWRN_JPEG_EOF || ci->err->msg_code == JWRN_HIT_MARKER))
-        if_jpeg_error_exit(ci);
-}
-
-/* One row of n CMYK pixels to RGB. Adobe's files (an APP14 marker: Photoshop
- * and libjpeg write one) store CMYK inverted, 255 meaning no ink: R = C*K/255,
- * as libjpeg-turbo's own examples, Pillow and browsers do; others store it
- * plain: R = (255-C)*(255-K)/255. */
-static void if_cmyk_to_rgb(const uint8_t *cmyk, int64_t n, bool inverted, uint8_t *rgb) {
-    for (int64_t x = 0; x < n; x++, cmyk += 4, rgb += 3) {
-        const unsigned k = inverted ? cmyk[3] : 255u - cmyk[3];
-        for (int c = 0; c < 3; c++) {
-            const unsigned v = inverted ? cmyk[c] : 255u - cmyk[c];
-            rgb[c] = (uint8_t)((v * k + 127) / 255);
-        }
-    }
-}
-
-/* The libjpeg calls; returns false with j->msg set. Touches only *j. */
-static bool if_jpeg_run(if_jpeg_job *j) {
-    if (setjmp(j->jb)) return false;
-    jpeg_create_decompress(&j->ci);
-    j->ci.client_data = j;
-    jpeg_stdio_src(&j->ci, j->fp);
-    jpeg_read_header(&j->ci, TRUE);
-    if (!if_size_ok(j->ci.image_width, j->ci.image_height, j->msg, sizeof j->msg)) return false;
-    /* libjpeg converts YCCK to CMYK but neither to RGB */
-    const bool cmyk = j->ci.jpeg_color_space == JCS_CMYK || j->ci.jpeg_color_space == JCS_YCCK;
-    j->ci.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
-    const int64_t shorter = GR_MIN((int64_t)j->ci.image_width, (int64_t)j->ci.image_height);
-    for (int d = 8; d >= 2; d /= 2)
-        if ((shorter + d - 1) / d >= j->short_side) {
-            j->ci.scale_num = 1;
-            j->ci.scale_denom = (unsigned)d;
-            break;
-        }
-    jpeg_start_decompress(&j->ci);
-    if (j->ci.output_components != (cmyk ? 4 : 3)) {
-        snprintf(j->msg, sizeof j->msg, "decodes to %d components, not %s", j->ci.output_components,
-                 cmyk ? "CMYK" : "RGB");
-        return false;
-    }
-    j->img->w = j->ci.output_width;
-    j->img->h = j->ci.output_height;
-    j->img->rgb = gr_xmalloc((size_t)(j->img->w * j->img->h * 3));
-    if (cmyk) j->cmyk = gr_xmalloc((size_t)(j->img->w * 4));
-    while (j->ci.output_scanline < j->ci.output_height) {
-        uint8_t *rgb = j->img->rgb + (size_t)j->ci.output_scanline * (size_t)j->img->w * 3;
-        JSAMPROW row = cmyk ? j->cmyk : rgb;
-        if (jpeg_read_scanlines(&j->ci, &row, 1) == 1 && cmyk)
-            if_cmyk_to_rgb(j->cmyk, j->img->w, j->ci.saw_Adobe_marker, rgb);
-    }
-    jpeg_finish_decompress(&j->ci);
-    return true;
-}
-
-static bool if_decode_jpeg(FILE *fp, int64_t short_side, if_image *img, char *msg) {
-    if_jpeg_job *j = gr_xcalloc(1, sizeof *j);
-    j->fp = fp;
-    j->img = img;
-    j->short_side = short_side;
-    j->ci.err = jpeg_std_error(&j->mgr);
-    j->mgr.error_exit = if_jpeg_error_exit;
-    j->mgr.emit_message = if_jpeg_emit;
-    bool ok = if_jpeg_run(j);
-    if (!ok) snprintf(msg, IF_MSG_MAX, "JPEG: %s", j->msg);
-    jpeg_destroy_decompress(&j->ci);
-    free(j->cmyk);
-    free(j);
-    return ok;
-}
-
-typedef struct if_png_job {
-    png_structp png;
-    png_infop info;
-    png_bytep *rows;
-    jmp_buf jb;
-    char msg[IF_MSG_MAX - 16]; /* room for the "JPEG: " / "PNG: " prefix */
-    FILE *fp;
-    if_image *img;
-} if_png_job;
-
-static void if_png_error(png_structp png, png_const_charp m) {
-    if_png_job *j = png_get_error_ptr(png);
-    snprintf(j->msg, sizeof j->msg, "%s", m);
-    longjmp(j->jb, 1);
-}
-
-static void if_png_warning(png_structp png, png_const_charp m) {
-    (void)png, (void)m;
-}
-
-/* The libpng calls; returns false with j->msg set. Touches only *j. */
-static bool if_png_run(if_png_job *j) {
-    if (setjmp(j->jb)) return false;
-    png_init_io(j->png, j->fp);
-    png_set_user_limits(j->png, IF_MAX_SRC_SIDE, IF_MAX_SRC_SIDE);
-    png_read_info(j->png, j->info);
-    if (!if_size_ok(png_get_image_width(j->png, j->info), png_get_image_height(j->png, j->info), j->msg,
-                    sizeof j->msg))
-        return false;
-    const int color = png_get_color_type(j->png, j->info);
-    png_set_expand(j->png);      /* palette -> RGB, gray < 8 bits -> 8, tRNS -> alpha */
-    png_set_strip_16(j->png);
-    png_set_strip_alpha(j->png);
-    if (color == PNG_COLOR_TYPE_GRAY || color == PNG_COLOR_TYPE_GRAY_ALPHA) png_set_gray_to_rgb(j->png);
-    png_set_interlace_handling(j->png);
-    png_read_update_info(j->png, j->info);
-    const int64_t w = png_get_image_width(j->png, j->info), h = png_get_image_height(j->png, j->info);
-    if (png_get_channels(j->png, j->info) != 3 || (int64_t)png_get_rowbytes(j->png, j->info) != w * 3) {
-        snprintf(j->msg, sizeof j->msg, "does not decode to 8-bit RGB");
-        return false;
-    }
-    j->img->w = w;
-    j->img->h = h;
-    j->img->rgb = gr_xmalloc((size_t)(w * h * 3));
-    j->rows = gr_xmalloc((size_t)h * sizeof *j->rows);
-    for (int64_t y = 0; y < h; y++) j->rows[y] = j->img->rgb + y * w * 3;
-    png_read_image(j->png, j->rows);
-    png_read_end(j->png, NULL);
-    return true;
-}
-
-static bool if_decode_png(FILE *fp, if_image *img, char *msg) {
-    if_png_job *j = gr_xcalloc(1, sizeof *j);
-    j->fp = fp;
-    j->img = img;
-    j->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, j, if_png_error, if_png_warning);
-    if (j->png) j->info = png_create_info_struct(j->png);
-    bool ok = j->png && j->info && if_png_run(j);
-    if (!ok) snprintf(msg, IF_MSG_MAX, "PNG: %s", j->png && j->info ? j->msg : "out of memory");
-    png_destroy_read_struct(&j->png, &j->info, NULL);
-    free(j->rows);
-    free(j);
-    return ok;
-}
-
-/* Decodes path into img, by what its first bytes say it is (not by its name). */
-static bool if_decode(const char *path, int64_t short_side, if_image *img, char *msg) {
-    memset(img, 0, sizeof *img);
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        snprintf(msg, IF_MSG_MAX, "%s", strerror(errno));
-        return false;
-    }
-    uint8_t sig[8] = {0};
-    size_t got = fread(sig, 1, sizeof sig, fp);
-    rewind(fp);
-    bool ok;
-    if (got >= 3 && sig[0] == 0xFF && sig[1] == 0xD8 && sig[2] == 0xFF) {
-        ok = if_decode_jpeg(fp, short_side, img, msg);
-    } else if (got == sizeof sig && png_sig_cmp(sig, 0, sizeof sig) == 0) {
-        ok = if_decode_png(fp, img, msg);
-    } else {
-        char hex[3 * sizeof sig + 1] = "";
-        for (size_t i = 0; i < GR_MIN(got, (size_t)4); i++) snprintf(hex + 3 * i, 4, " %02X", sig[i]);
-        snprintf(msg, IF_MSG_MAX, "not a JPEG or PNG file (%s%s)", got ? "it starts with" : "it is empty", hex);
-        ok = false;
-    }
-    fclose(fp);
-    if (!ok) {
-        free(img->rgb);
-        img->rgb = NULL;
-    }
-    return ok;
-}
-
-/* ---- resize (short side R) + centre crop (S), separable ---- */
-typedef struct if_taps {
-    int stride;     /* taps per output position, at most */
-    int *count;     /* S */
-    int64_t *idx;   /* S * stride source positions */
-    float *w;       /* S * stride weights, summing to 1 */
-} if_taps;
-
-static void if_taps_free(if_taps *t) {
-    free(t->count);
-    free(t->idx);
-    free(t->w);
-}
-
-/* An axis of `in` source pixels resized to `full`, of which output o in
- * [0, S) is resized position o + off. Shrinking: the average of the source
- * interval [x, x + 1) * in / full, pixels weighted by their overlap with it.
- * Growing (or equal): bilinear at (x + 0.5) * in / full - 0.5, edges clamped. */
-static void if_taps_init(if_taps *t, int64_t in, int64_t full, int64_t off, int64_t S) {
-    const double scale = (double)in / (double)full;
-    t->stride = full < in ? (int)ceil(scale) + 2 : 2;
-    t->count = gr_xcalloc((size_t)S, sizeof *t->count);
-    t->idx = gr_xcalloc((size_t)(S * t->stride), sizeof *t->idx);
-    t->w = gr_xcalloc((size_t)(S * t->stride), sizeof *t->w);
-    for (int64_t o = 0; o < S; o++) {
-        const double x = (double)(o + off);
-        int64_t *idx = t->idx + o * t->stride;
-        float *w = t->w + o * t->stride;
-        int n = 0;
-        if (full < in) {
-            const double lo = x * scale, hi = GR_MIN((x + 1) * scale, (double)in);
-            double total = 0;
-            for (int64_t i = (int64_t)floor(lo); i < (int64_t)ceil(hi) && n < t->stride; i++) {
-                const double wt = GR_MIN(hi, (double)(i + 1)) - GR_MAX(lo, (double)i);
-                if (wt <= 0) continue;
-                idx[n] = i, w[n] = (float)wt, n++;
-                total += wt;
-            }
-            for (int k = 0; k < n; k++) w[k] = (float)(w[k] / total);
-        } else {
-            const double src = (x + 0.5) * scale - 0.5, i0 = floor(src), f = src - i0;
-            idx[0] = GR_MIN(GR_MAX((int64_t)i0, 0), in - 1), w[0] = (float)(1 - f);
-            idx[1] = GR_MIN(GR_MAX((int64_t)i0 + 1, 0), in - 1), w[1] = (float)f;
-            n = 2;
-        }
-        t->count[o] = n;
-    }
-}
-
-/* img resized so its short side is R, centre-cropped to SxS, into dst as
- * [3,S,S] planes. */
-static void if_resize_crop(const if_image *img, int64_t R, int64_t S, uint8_t *dst) {
-    int64_t fw, fh;
-    if (img->w <= img->h) fw = R, fh = GR_MAX(llround((double)img->h * (double)R / (double)img->w), R);
-    else fh = R, fw = GR_MAX(llround((double)img->w * (double)R / (double)img->h), R);
-    if_taps tx, ty;
-    if_taps_init(&tx, img->w, fw, (fw - S) / 2, S);
-    if_taps_init(&ty, img->h, fh, (fh - S) / 2, S);
-    const int64_t rw = img->w * 3;
-    float *row = gr_xmalloc((size_t)rw * sizeof *row);
-    for (int64_t oy = 0; oy < S; oy++) {
-        memset(row, 0, (size_t)rw * sizeof *row);
-        for (int k = 0; k < ty.count[oy]; k++) {
-            const uint8_t *src = img->rgb + ty.idx[oy * ty.stride + k] * rw;
-            const float wt = ty.w[oy * ty.stride + k];
-            for (int64_t i = 0; i < rw; i++) row[i] += wt * (float)src[i];
-        }
-        for (int64_t ox = 0; ox < S; ox++) {
-            float acc[3] = {0, 0, 0};
-            for (int k = 0; k < tx.count[ox]; k++) {
-                const float *p = row + tx.idx[ox * tx.stride + k] * 3, wt = tx.w[ox * tx.stride + k];
-                acc[0] += wt * p[0], acc[1] += wt * p[1], acc[2] += wt * p[2];
-            }
-            for (int c = 0; c < 3; c++) {
-                const float v = acc[c] < 0.0f ? 0.0f : acc[c] > 255.0f ? 255.0f : acc[c];
-                dst[(c * S + oy) * S + ox] = (uint8_t)(v + 0.5f);
-            }
-        }
-    }
-    free(row);
-    if_taps_free(&tx);
-    if_taps_free(&ty);
-}
 
 /* ---- the folder scan ---- */
 typedef struct if_file {
@@ -499,16 +193,16 @@ static gr_status if_block(if_job *jb, const if_file *files, int64_t count, gr_er
     char **const errs = jb->errs;
     #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t i = 0; i < count; i++) {
-        char msg[IF_MSG_MAX];
-        if_image img;
+        char msg[GR_IMAGE_WHY_MAX];
+        gr_image img;
         labels[i] = files[i].label;
         errs[i] = NULL;
-        if (!if_decode(files[i].path, R, &img, msg)) {
+        if (!gr_image_decode(files[i].path, R, &img, msg)) {
             errs[i] = gr_xstrdup(msg);
             continue;
         }
-        if_resize_crop(&img, R, S, images + i * sample);
-        free(img.rgb);
+        gr_image_resize_crop(&img, R, S, images + i * sample);
+        gr_image_free(&img);
     }
     gr_status st = GR_OK;
     int64_t kept = 0;
@@ -618,12 +312,12 @@ static bool if_group_ok(const char *group) {
 
 static gr_status if_check_config(const gr_imagefolder_config *cfg, gr_error *err) {
     const int64_t S = cfg->size, R = cfg->short_side ? cfg->short_side : cfg->size;
-    if (S < 1 || S > IF_MAX_SIDE)
-        return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --size must be in [1, %d], got %lld", IF_MAX_SIDE,
-                            (long long)S);
-    if (R < S || R > IF_MAX_SIDE)
+    if (S < 1 || S > GR_IMAGE_MAX_SIDE)
+        return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --size must be in [1, %d], got %lld",
+                            GR_IMAGE_MAX_SIDE, (long long)S);
+    if (R < S || R > GR_IMAGE_MAX_SIDE)
         return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --short-side must be in [--size %lld, %d], got %lld",
-                            (long long)S, IF_MAX_SIDE, (long long)R);
+                            (long long)S, GR_IMAGE_MAX_SIDE, (long long)R);
     if (cfg->group && !if_group_ok(cfg->group))
         return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --group must be an absolute HDF5 path "
                                                "(\"/train\"), got \"%s\"", cfg->group);

@@ -44,6 +44,9 @@ typedef enum gr_cache_mode { GR_CACHE_AUTO, GR_CACHE_MEMORY, GR_CACHE_NONE } gr_
 gr_status gr_dataset_open_cache(const char *path, const char *group, gr_cache_mode cache, gr_dataset **out,
                                 gr_error *err);
 void gr_dataset_close(gr_dataset *ds);
+/* A split of n uint8 images C,H,W already in memory (copied), labelled 0,
+ * named `name` in messages: image files on their way to a model. */
+gr_dataset *gr_dataset_wrap(const char *name, const uint8_t *images, int64_t n, int64_t c, int64_t h, int64_t w);
 
 int64_t gr_dataset_len(const gr_dataset *ds);
 /* Per-sample shape in C,H,W meaning (C=1 for rank-3 images). */

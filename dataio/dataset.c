@@ -7,6 +7,7 @@
  * selects the union of the (sorted, de-duplicated) sample rows as one HDF5
  * hyperslab selection, so files bigger than RAM work. */
 #include "dataio.h"
+#include "dataset_priv.h"
 #include "h5util.h"
 #include "nonfinite.h"
 #include "augment.h"
@@ -28,33 +29,6 @@
 
 static int64_t g_mem_limit = -1; /* < 0: environment or default */
 
-struct gr_dataset {
-    char *path;
-    char *group;          /* normalized: "/" or "/train" */
-    char *images_name;    /* "/train/images" (for messages) */
-    char *labels_name;
-    hid_t file, grp, images;
-    hid_t memtype;        /* native type images are read as */
-    gr_dtype dtype;
-    int rank;
-    hsize_t dims[4];      /* file dims of images */
-    int64_t n, c, h, w;
-    bool nhwc;
-    size_t elem_size;     /* bytes per stored element */
-    int64_t sample_elems; /* C*H*W */
-    int32_t *labels;      /* n */
-    uint8_t *mem;         /* all raw images, or NULL (on-disk path) */
-    gr_rows rows;         /* gr_dataset_read's scratch for the on-disk path */
-    /* direct reads of raw-stored samples (setup_direct) */
-    bool little_endian;   /* stored byte order is the machine's (x86: LE) */
-    enum { DIRECT_NONE, DIRECT_LINEAR, DIRECT_TABLE, DIRECT_CHUNK } direct;
-    int fd;               /* LINEAR, TABLE: the file, for pread */
-    uint64_t base;        /* LINEAR: file offset of sample 0 */
-    int64_t per_chunk;    /* TABLE: samples per chunk */
-    uint64_t *chunk_addr; /* TABLE: per chunk, 0 until looked up */
-    pthread_mutex_t addr_mu;
-    int64_t file_size;
-};
 
 /* DIRECT_TABLE is used up to this many chunks: HDF5 1.10 finds a chunk's
  * address by walking the whole chunk index, so the lookups, one per chunk
@@ -757,5 +731,4 @@ size_t gr_dataset_sample_bytes(const gr_dataset *ds) { return (size_t)ds->sample
 bool gr_dataset_nhwc(const gr_dataset *ds) { return ds->nhwc; }
 const char *gr_dataset_path(const gr_dataset *ds) { return ds->path; }
 const char *gr_dataset_group(const gr_dataset *ds) { return ds->group; }
-hid_t gr_dataset_h5_group(const gr_dataset *ds) { return ds->grp; }
 const char *gr_dataset_images_name(const gr_dataset *ds) { return ds->images_name; }

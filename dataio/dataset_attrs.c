@@ -4,15 +4,16 @@
 #include <string.h>
 
 #include "dataio.h"
+#include "dataset_priv.h"
 #include "h5util.h"
 
 int gr_dataset_attr_floats(const gr_dataset *ds, const char *name, double *out, int max) {
     gr_h5_init();
-    htri_t ex = H5Aexists(gr_dataset_h5_group(ds), name);
+    htri_t ex = H5Aexists(ds->grp, name);
     if (ex <= 0) return ex < 0 ? -1 : 0;
     int rc = -1;
     double *tmp = NULL;
-    hid_t a = H5Aopen(gr_dataset_h5_group(ds), name, H5P_DEFAULT), t = -1, sp = -1;
+    hid_t a = H5Aopen(ds->grp, name, H5P_DEFAULT), t = -1, sp = -1;
     if (a < 0 || (t = H5Aget_type(a)) < 0 || (sp = H5Aget_space(a)) < 0) goto done;
     H5T_class_t cls = H5Tget_class(t);
     if (cls != H5T_INTEGER && cls != H5T_FLOAT) goto done;
@@ -63,7 +64,7 @@ static bool gr_classes_read(hid_t a, hid_t t, int n, char **names) {
 int gr_dataset_classes(const gr_dataset *ds, char ***names) {
     gr_h5_init();
     *names = NULL;
-    hid_t grp = gr_dataset_h5_group(ds);
+    hid_t grp = ds->grp;
     htri_t ex = H5Aexists(grp, "classes");
     if (ex <= 0) return ex < 0 ? -1 : 0;
     int rc = -1;

@@ -37,11 +37,6 @@ hid_t gr_h5_float16_type(void);
 /* group/name ("/" + name for the root), allocated: an object's HDF5 path. */
 char *gr_h5_join(const char *group, const char *name);
 
-/* The open HDF5 group of a dataset (dataset.c), for its attribute readers
- * (dataset_attrs.c). */
-typedef struct gr_dataset gr_dataset;
-hid_t gr_dataset_h5_group(const gr_dataset *ds);
-
 static inline float gr_h5_half_to_float(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;

@@ -31,23 +31,31 @@ static gr_status gr_eval_load(gr_job *j, const char *checkpoint, int64_t *step, 
     return st;
 }
 
+/* The job compiled, its model on the backend with the checkpoint's (or
+ * weights.h5's) parameters and its eval plan: what eval and predict run. */
+gr_status gr_job_setup_eval(gr_job *j, const gr_job_spec *spec, const char *checkpoint, bool val,
+                               const gr_run_options *opt, int64_t *step, gr_error *err) {
+    gr_status st;
+    if ((st = gr_job_compile(j, spec, val, err))) return st;
+    if ((st = gr_job_backend(j, spec, opt->device ? opt->device : spec->device, opt->threads, true, err))) return st;
+    gr_job_layout(j);
+    if ((st = gr_model_init(&j->m, &j->g, j->be, gr_optim_slots(&spec->train.optimizer), err))) return st;
+    if ((st = gr_eval_load(j, checkpoint, step, err))) return st;
+    return gr_plan_compile(&j->eval_plan, &j->m, &j->g, GR_PLAN_EVAL, true, err);
+}
+
 gr_status gr_train_eval(const gr_job_spec *spec, const char *checkpoint, const char *split,
                         const gr_run_options *opt, gr_error *err) {
     gr_job j;
     gr_job_init(&j, spec, true);
     gr_status st;
     const bool val = strcmp(split, "val") == 0;
+    int64_t step = 0;
     if (val && !spec->data.val.path[0]) {
         st = gr_spec_error(err, spec, "data", "eval --split val needs data.val");
         goto done;
     }
-    if ((st = gr_job_compile(&j, spec, val, err))) goto done;
-    if ((st = gr_job_backend(&j, spec, opt->device ? opt->device : spec->device, opt->threads, true, err))) goto done;
-    gr_job_layout(&j);
-    if ((st = gr_model_init(&j.m, &j.g, j.be, gr_optim_slots(&spec->train.optimizer), err))) goto done;
-    int64_t step = 0;
-    if ((st = gr_eval_load(&j, checkpoint, &step, err))) goto done;
-    if ((st = gr_plan_compile(&j.eval_plan, &j.m, &j.g, GR_PLAN_EVAL, true, err))) goto done;
+    if ((st = gr_job_setup_eval(&j, spec, checkpoint, val, opt, &step, err))) goto done;
     /* the split through the evaluation loader: file order, last batch kept, centre crop */
     gr_loader_config lc;
     gr_job_loader_config(&j, &lc);

@@ -100,6 +100,12 @@ gr_status gr_job_model(gr_job *j, gr_error *err);
  * appended, stored at the spec's precision (gr_job_compile; `gpurun plan`
  * without data). */
 gr_status gr_job_graph(gr_job *j, const int64_t *in_shape, int in_ndim, gr_error *err);
+/* `gpurun eval` and `predict`: the job compiled (with the val split when
+ * val), its model on the backend holding the parameters and state of
+ * checkpoint (a checkpoint, *step its step, or a run's weights.h5, *step
+ * -1), and its eval plan. */
+gr_status gr_job_setup_eval(gr_job *j, const gr_job_spec *spec, const char *checkpoint, bool val,
+                            const gr_run_options *opt, int64_t *step, gr_error *err);
 /* The layout pass for the job's backend (gr_job_model runs it first). */
 void gr_job_layout(gr_job *j);
 /* Under fp16/bf16, names on stderr (unless quiet) the ops whose kernels on

@@ -49,6 +49,11 @@ void gr_json_int(gr_json *j, const char *key, int64_t val) {
     gr_json_put(j, "%lld", (long long)val);
 }
 
+void gr_json_raw(gr_json *j, const char *key, const char *json) {
+    gr_json_key(j, key);
+    gr_json_put(j, "%s", json);
+}
+
 const char *gr_json_end(gr_json *j) {
     gr_json_put(j, "}");
     return j->buf;

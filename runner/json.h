@@ -17,6 +17,8 @@ void gr_json_begin(gr_json *j);
 void gr_json_str(gr_json *j, const char *key, const char *val);
 void gr_json_num(gr_json *j, const char *key, double val); /* non-finite -> null */
 void gr_json_int(gr_json *j, const char *key, int64_t val);
+/* A value that is JSON text already (an array, an object). */
+void gr_json_raw(gr_json *j, const char *key, const char *json);
 /* Closes the object and returns the text (no newline). */
 const char *gr_json_end(gr_json *j);
 

@@ -39,6 +39,9 @@ static const struct gr_cmd_help {
                  "                                                       and fit the model; print the spec resolved\n"},
     {"eval", "gpurun eval JOB.yaml --checkpoint PATH [--split val|train] [--set ...]\n"
              "                                                       loss and accuracy of a checkpoint (JSON)\n"},
+    {"predict", "gpurun predict JOB.yaml --checkpoint PATH [--top K (5)] INPUT... [--set ...]\n"
+                "                                                       the top K classes of each input (JSON lines): image\n"
+                "                                                       files, or FILE.h5[:GROUP (/test)] splits\n"},
     {"data", "gpurun data fashion-mnist OUT.h5 [--from DIR] [--force]\n"
              "       gpurun data mnist OUT.h5 --from DIR [--force]\n"
              "       gpurun data cifar10 OUT.h5 --from DIR [--force]      DIR: the CIFAR-10 binary version\n"
@@ -156,6 +159,9 @@ int main(int argc, char **argv) {
     gr_run_options opt = {0};
     const char *checkpoint = NULL, *split = "val", *memory = NULL;
     bool no_data = false;
+    const bool predict = strcmp(cmd, "predict") == 0;
+    const char **inputs = gr_xcalloc((size_t)argc, sizeof *inputs); /* predict's */
+    int n_inputs = 0, top = 5;
     for (; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -178,12 +184,17 @@ int main(int argc, char **argv) {
                 if (*end || t < 1 || t > 1024) gr_usage_error("--threads: expected a count from 1 to 1024, got '%s'", val);
                 opt.threads = (int)t;
             }
-        } else if ((strcmp(a, "--checkpoint") == 0 || strcmp(a, "--split") == 0) && strcmp(cmd, "eval") == 0) {
+        } else if ((strcmp(a, "--checkpoint") == 0 && (predict || strcmp(cmd, "eval") == 0)) ||
+                   (strcmp(a, "--split") == 0 && strcmp(cmd, "eval") == 0) || (strcmp(a, "--top") == 0 && predict)) {
             if (!val) gr_usage_error("%s: expected a value", a);
             i++;
+            char *end;
             if (a[2] == 'c') checkpoint = val;
-            else if (strcmp(val, "val") == 0 || strcmp(val, "train") == 0) split = val;
-            else gr_usage_error("--split: expected val or train, got '%s'", val);
+            else if (a[2] == 't' && ((top = (int)strtol(val, &end, 10)) < 1 || top > 100 || *end))
+                gr_usage_error("--top: expected a count from 1 to 100, got '%s'", val);
+            else if (a[2] == 's' && strcmp(val, "val") != 0 && strcmp(val, "train") != 0)
+                gr_usage_error("--split: expected val or train, got '%s'", val);
+            else if (a[2] == 's') split = val;
         } else if (strcmp(a, "--memory") == 0 && strcmp(cmd, "plan") == 0) {
             if (!val) gr_usage_error("%s: expected a value", a);
             memory = val;
@@ -205,12 +216,16 @@ int main(int argc, char **argv) {
             gr_usage_error("unknown option '%s'", a);
         } else if (!job) {
             job = a;
+        } else if (predict) {
+            inputs[n_inputs++] = a;
         } else {
             gr_usage_error("unexpected argument '%s' (one job spec per run)", a);
         }
     }
     if (!job) gr_usage_error("%s: expected a job spec (JOB.yaml)", cmd);
-    if (strcmp(cmd, "eval") == 0 && !checkpoint) gr_usage_error("eval: --checkpoint PATH is required%s", "");
+    if ((predict || strcmp(cmd, "eval") == 0) && !checkpoint)
+        gr_usage_error("%s: --checkpoint PATH (a checkpoint or a run's weights.h5) is required", cmd);
+    if (predict && !n_inputs) gr_usage_error("predict: expected inputs: image files or FILE.h5[:GROUP]%s", "");
     if (opt.resume && strcmp(opt.resume, "auto") != 0 && strcmp(cmd, "run") != 0)
         gr_usage_error("--resume is for runs%s", "");
 
@@ -226,10 +241,13 @@ int main(int argc, char **argv) {
         st = gr_train_plan_report(&spec, memory, stdout, &err);
     } else if (strcmp(cmd, "eval") == 0) {
         st = gr_train_eval(&spec, checkpoint, split, &opt, &err);
+    } else if (predict) {
+        st = gr_train_predict(&spec, checkpoint, top, inputs, n_inputs, &opt, &err);
     } else {
         st = gr_train_run(&spec, &opt, &err);
     }
     gr_spec_free(&spec);
+    free(inputs);
     if (st) gr_die(st, err.msg);
     return 0;
 }

@@ -35,6 +35,14 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt, gr_er
 gr_status gr_train_eval(const gr_job_spec *spec, const char *checkpoint, const char *split,
                         const gr_run_options *opt, gr_error *err);
 
+/* `gpurun predict`: the checkpoint's (or weights.h5's) model applied to
+ * inputs (image files; FILE.h5[:GROUP] splits) through the job's eval
+ * preprocessing; one JSON line per sample on stdout, {"input", ["index",
+ * "label" for a split's samples,] "top": [{"class","index","p"}...]}, the
+ * top classes by probability (predict.c). */
+gr_status gr_train_predict(const gr_job_spec *spec, const char *checkpoint, int top, const char *const *inputs,
+                           int n_inputs, const gr_run_options *opt, gr_error *err);
+
 /* Compiles the job without running it and prints the layer table, parameter
  * count, FLOPs per sample and bytes per arena at the micro-batch. With
  * memory (`--memory BYTES|auto`; NULL: none), whether the job fits that

@@ -561,7 +561,7 @@ if [ -z "$NO_TORCH" ]; then
 else
     e2e_skip "docs/checkpoint_reader.py into a torch MLP: $NO_TORCH"
 fi
-expect_fail 2 "--checkpoint PATH is required" -- "$G" eval "$T/ok.yaml"
+expect_fail 2 "eval: --checkpoint PATH (a checkpoint or a run's weights.h5) is required" -- "$G" eval "$T/ok.yaml"
 expect_fail 2 "--split: expected val or train" -- "$G" eval "$T/ok.yaml" --checkpoint x.h5 --split test
 # neither a checkpoint nor a weights file (a dataset): exit 6 naming what is missing
 expect_fail 6 "$T/tiny.h5" "attribute format" -- "$G" eval "$T/ok.yaml" --checkpoint "$T/tiny.h5"

@@ -1,0 +1,336 @@
+/* image.c — one JPEG (libjpeg-turbo) or PNG (libpng) file decoded to RGB,
+ * resized so its short side is R and centre-cropped to SxS (image.h): the
+ * pixels of `gpurun data imagefolder` and of `gpurun predict`.
+ *
+ * A file's format is told by its first bytes (JPEG FF D8 FF, PNG's 8-byte
+ * signature), not its name: ImageNet has a PNG named .JPEG. CMYK and YCCK
+ * JPEGs (ImageNet has a few dozen) are decoded as CMYK and converted to RGB.
+ *
+ * Both libraries report errors by calling a function that must not return;
+ * here it records the message and longjmps back to the decoding function,
+ * so a corrupt file is an error naming it, never an exit or a crash. What
+ * then happens is the caller's: the converter's --on-error policy, or
+ * gr_image_load's GR_ERR_DATA. */
+#include "image.h"
+
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jpeglib.h>
+#include <jerror.h>
+#include <png.h>
+
+/* ---- decoding: an interleaved RGB image ---- */
+/* Whether a header's w x h is within GR_IMAGE_MAX_SRC_*; else msg says why. */
+static bool image_size_ok(int64_t w, int64_t h, char *msg, size_t n) {
+    if (w >= 1 && h >= 1 && w <= GR_IMAGE_MAX_SRC_SIDE && h <= GR_IMAGE_MAX_SRC_SIDE &&
+        w * h <= GR_IMAGE_MAX_SRC_PIXELS)
+        return true;
+    snprintf(msg, n, "header claims %lldx%lld pixels, more than this converter takes (sides up to %d, up to %lld "
+             "pixels)", (long long)w, (long long)h, GR_IMAGE_MAX_SRC_SIDE, (long long)GR_IMAGE_MAX_SRC_PIXELS);
+    return false;
+}
+
+typedef struct image_jpeg_job {
+    struct jpeg_decompress_struct ci;
+    struct jpeg_error_mgr mgr;
+    jmp_buf jb;
+    char msg[GR_IMAGE_WHY_MAX - 16]; /* room for the "JPEG: " / "PNG: " prefix */
+    FILE *fp;
+    int64_t short_side;  /* decode at a reduced scale while the short side stays >= this */
+    gr_image *img;
+    uint8_t *cmyk;       /* one CMYK row, for CMYK / YCCK files */
+} image_jpeg_job;
+
+static void image_jpeg_error_exit(j_common_ptr ci) {
+    image_jpeg_job *j = (image_jpeg_job *)ci->client_data;
+    char m[JMSG_LENGTH_MAX];
+    ci->err->format_message(ci, m);
+    snprintf(j->msg, sizeof j->msg, "%s", m);
+    longjmp(j->jb, 1);
+}
+
+/* Warnings are ignored, except the scan data ending early, at the end of the
+ * file or at a marker (a cut file, or one whose header claims more rows
+ * than its data holds): libjpeg would fill the rest with grey. */
+static void image_jpeg_emit(j_common_ptr ci, int level) {
+    if (level < 0 && (ci->err->msg_code == JWRN_JPEG_EOF || ci->err->msg_code == JWRN_HIT_MARKER))
+        image_jpeg_error_exit(ci);
+}
+
+/* One row of n CMYK pixels to RGB. Adobe's files (an APP14 marker: Photoshop
+ * and libjpeg write one) store CMYK inverted, 255 meaning no ink: R = C*K/255,
+ * as libjpeg-turbo's own examples, Pillow and browsers do; others store it
+ * plain: R = (255-C)*(255-K)/255. */
+static void image_cmyk_to_rgb(const uint8_t *cmyk, int64_t n, bool inverted, uint8_t *rgb) {
+    for (int64_t x = 0; x < n; x++, cmyk += 4, rgb += 3) {
+        const unsigned k = inverted ? cmyk[3] : 255u - cmyk[3];
+        for (int c = 0; c < 3; c++) {
+            const unsigned v = inverted ? cmyk[c] : 255u - cmyk[c];
+            rgb[c] = (uint8_t)((v * k + 127) / 255);
+        }
+    }
+}
+
+/* The libjpeg calls; returns false with j->msg set. Touches only *j. */
+static bool image_jpeg_run(image_jpeg_job *j) {
+    if (setjmp(j->jb)) return false;
+    jpeg_create_decompress(&j->ci);
+    j->ci.client_data = j;
+    jpeg_stdio_src(&j->ci, j->fp);
+    jpeg_read_header(&j->ci, TRUE);
+    if (!image_size_ok(j->ci.image_width, j->ci.image_height, j->msg, sizeof j->msg)) return false;
+    /* libjpeg converts YCCK to CMYK but neither to RGB */
+    const bool cmyk = j->ci.jpeg_color_space == JCS_CMYK || j->ci.jpeg_color_space == JCS_YCCK;
+    j->ci.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
+    const int64_t shorter = GR_MIN((int64_t)j->ci.image_width, (int64_t)j->ci.image_height);
+    for (int d = 8; d >= 2; d /= 2)
+        if ((shorter + d - 1) / d >= j->short_side) {
+            j->ci.scale_num = 1;
+            j->ci.scale_denom = (unsigned)d;
+            break;
+        }
+    jpeg_start_decompress(&j->ci);
+    if (j->ci.output_components != (cmyk ? 4 : 3)) {
+        snprintf(j->msg, sizeof j->msg, "decodes to %d components, not %s", j->ci.output_components,
+                 cmyk ? "CMYK" : "RGB");
+        return false;
+    }
+    j->img->w = j->ci.output_width;
+    j->img->h = j->ci.output_height;
+    j->img->rgb = gr_xmalloc((size_t)(j->img->w * j->img->h * 3));
+    if (cmyk) j->cmyk = gr_xmalloc((size_t)(j->img->w * 4));
+    while (j->ci.output_scanline < j->ci.output_height) {
+        uint8_t *rgb = j->img->rgb + (size_t)j->ci.output_scanline * (size_t)j->img->w * 3;
+        JSAMPROW row = cmyk ? j->cmyk : rgb;
+        if (jpeg_read_scanlines(&j->ci, &row, 1) == 1 && cmyk)
+            image_cmyk_to_rgb(j->cmyk, j->img->w, j->ci.saw_Adobe_marker, rgb);
+    }
+    jpeg_finish_decompress(&j->ci);
+    return true;
+}
+
+static bool image_decode_jpeg(FILE *fp, int64_t short_side, gr_image *img, char *msg) {
+    image_jpeg_job *j = gr_xcalloc(1, sizeof *j);
+    j->fp = fp;
+    j->img = img;
+    j->short_side = short_side;
+    j->ci.err = jpeg_std_error(&j->mgr);
+    j->mgr.error_exit = image_jpeg_error_exit;
+    j->mgr.emit_message = image_jpeg_emit;
+    bool ok = image_jpeg_run(j);
+    if (!ok) snprintf(msg, GR_IMAGE_WHY_MAX, "JPEG: %s", j->msg);
+    jpeg_destroy_decompress(&j->ci);
+    free(j->cmyk);
+    free(j);
+    return ok;
+}
+
+typedef struct image_png_job {
+    png_structp png;
+    png_infop info;
+    png_bytep *rows;
+    jmp_buf jb;
+    char msg[GR_IMAGE_WHY_MAX - 16]; /* room for the "JPEG: " / "PNG: " prefix */
+    FILE *fp;
+    gr_image *img;
+} image_png_job;
+
+static void image_png_error(png_structp png, png_const_charp m) {
+    image_png_job *j = png_get_error_ptr(png);
+    snprintf(j->msg, sizeof j->msg, "%s", m);
+    longjmp(j->jb, 1);
+}
+
+static void image_png_warning(png_structp png, png_const_charp m) {
+    (void)png, (void)m;
+}
+
+/* The libpng calls; returns false with j->msg set. Touches only *j. */
+static bool image_png_run(image_png_job *j) {
+    if (setjmp(j->jb)) return false;
+    png_init_io(j->png, j->fp);
+    png_set_user_limits(j->png, GR_IMAGE_MAX_SRC_SIDE, GR_IMAGE_MAX_SRC_SIDE);
+    png_read_info(j->png, j->info);
+    if (!image_size_ok(png_get_image_width(j->png, j->info), png_get_image_height(j->png, j->info), j->msg,
+                    sizeof j->msg))
+        return false;
+    const int color = png_get_color_type(j->png, j->info);
+    png_set_expand(j->png);      /* palette -> RGB, gray < 8 bits -> 8, tRNS -> alpha */
+    png_set_strip_16(j->png);
+    png_set_strip_alpha(j->png);
+    if (color == PNG_COLOR_TYPE_GRAY || color == PNG_COLOR_TYPE_GRAY_ALPHA) png_set_gray_to_rgb(j->png);
+    png_set_interlace_handling(j->png);
+    png_read_update_info(j->png, j->info);
+    const int64_t w = png_get_image_width(j->png, j->info), h = png_get_image_height(j->png, j->info);
+    if (png_get_channels(j->png, j->info) != 3 || (int64_t)png_get_rowbytes(j->png, j->info) != w * 3) {
+        snprintf(j->msg, sizeof j->msg, "does not decode to 8-bit RGB");
+        return false;
+    }
+    j->img->w = w;
+    j->img->h = h;
+    j->img->rgb = gr_xmalloc((size_t)(w * h * 3));
+    j->rows = gr_xmalloc((size_t)h * sizeof *j->rows);
+    for (int64_t y = 0; y < h; y++) j->rows[y] = j->img->rgb + y * w * 3;
+    png_read_image(j->png, j->rows);
+    png_read_end(j->png, NULL);
+    return true;
+}
+
+static bool image_decode_png(FILE *fp, gr_image *img, char *msg) {
+    image_png_job *j = gr_xcalloc(1, sizeof *j);
+    j->fp = fp;
+    j->img = img;
+    j->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, j, image_png_error, image_png_warning);
+    if (j->png) j->info = png_create_info_struct(j->png);
+    bool ok = j->png && j->info && image_png_run(j);
+    if (!ok) snprintf(msg, GR_IMAGE_WHY_MAX, "PNG: %s", j->png && j->info ? j->msg : "out of memory");
+    png_destroy_read_struct(&j->png, &j->info, NULL);
+    free(j->rows);
+    free(j);
+    return ok;
+}
+
+bool gr_image_decode(const char *path, int64_t short_side, gr_image *img, char why[GR_IMAGE_WHY_MAX]) {
+    memset(img, 0, sizeof *img);
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        snprintf(why, GR_IMAGE_WHY_MAX, "%s", strerror(errno));
+        return false;
+    }
+    uint8_t sig[8] = {0};
+    size_t got = fread(sig, 1, sizeof sig, fp);
+    rewind(fp);
+    bool ok;
+    if (got >= 3 && sig[0] == 0xFF && sig[1] == 0xD8 && sig[2] == 0xFF) {
+        ok = image_decode_jpeg(fp, short_side, img, why);
+    } else if (got == sizeof sig && png_sig_cmp(sig, 0, sizeof sig) == 0) {
+        ok = image_decode_png(fp, img, why);
+    } else {
+        char hex[3 * sizeof sig + 1] = "";
+        for (size_t i = 0; i < GR_MIN(got, (size_t)4); i++) snprintf(hex + 3 * i, 4, " %02X", sig[i]);
+        snprintf(why, GR_IMAGE_WHY_MAX, "not a JPEG or PNG file (%s%s)", got ? "it starts with" : "it is empty", hex);
+        ok = false;
+    }
+    fclose(fp);
+    if (!ok) gr_image_free(img);
+    return ok;
+}
+
+void gr_image_free(gr_image *img) {
+    free(img->rgb);
+    memset(img, 0, sizeof *img);
+}
+
+/* ---- resize (short side R) + centre crop (S), separable ---- */
+typedef struct image_taps {
+    int stride;     /* taps per output position, at most */
+    int *count;     /* S */
+    int64_t *idx;   /* S * stride source positions */
+    float *w;       /* S * stride weights, summing to 1 */
+} image_taps;
+
+static void image_taps_free(image_taps *t) {
+    free(t->count);
+    free(t->idx);
+    free(t->w);
+}
+
+/* An axis of `in` source pixels resized to `full`, of which output o in
+ * [0, S) is resized position o + off. Shrinking: the average of the source
+ * interval [x, x + 1) * in / full, pixels weighted by their overlap with it.
+ * Growing (or equal): bilinear at (x + 0.5) * in / full - 0.5, edges clamped. */
+static void image_taps_init(image_taps *t, int64_t in, int64_t full, int64_t off, int64_t S) {
+    const double scale = (double)in / (double)full;
+    t->stride = full < in ? (int)ceil(scale) + 2 : 2;
+    t->count = gr_xcalloc((size_t)S, sizeof *t->count);
+    t->idx = gr_xcalloc((size_t)(S * t->stride), sizeof *t->idx);
+    t->w = gr_xcalloc((size_t)(S * t->stride), sizeof *t->w);
+    for (int64_t o = 0; o < S; o++) {
+        const double x = (double)(o + off);
+        int64_t *idx = t->idx + o * t->stride;
+        float *w = t->w + o * t->stride;
+        int n = 0;
+        if (full < in) {
+            const double lo = x * scale, hi = GR_MIN((x + 1) * scale, (double)in);
+            double total = 0;
+            for (int64_t i = (int64_t)floor(lo); i < (int64_t)ceil(hi) && n < t->stride; i++) {
+                const double wt = GR_MIN(hi, (double)(i + 1)) - GR_MAX(lo, (double)i);
+                if (wt <= 0) continue;
+                idx[n] = i, w[n] = (float)wt, n++;
+                total += wt;
+            }
+            for (int k = 0; k < n; k++) w[k] = (float)(w[k] / total);
+        } else {
+            const double src = (x + 0.5) * scale - 0.5, i0 = floor(src), f = src - i0;
+            idx[0] = GR_MIN(GR_MAX((int64_t)i0, 0), in - 1), w[0] = (float)(1 - f);
+            idx[1] = GR_MIN(GR_MAX((int64_t)i0 + 1, 0), in - 1), w[1] = (float)f;
+            n = 2;
+        }
+        t->count[o] = n;
+    }
+}
+
+void gr_image_resize_crop(const gr_image *img, int64_t R, int64_t S, uint8_t *dst) {
+    int64_t fw, fh;
+    if (img->w <= img->h) fw = R, fh = GR_MAX(llround((double)img->h * (double)R / (double)img->w), R);
+    else fh = R, fw = GR_MAX(llround((double)img->w * (double)R / (double)img->h), R);
+    image_taps tx, ty;
+    image_taps_init(&tx, img->w, fw, (fw - S) / 2, S);
+    image_taps_init(&ty, img->h, fh, (fh - S) / 2, S);
+    const int64_t rw = img->w * 3;
+    float *row = gr_xmalloc((size_t)rw * sizeof *row);
+    for (int64_t oy = 0; oy < S; oy++) {
+        memset(row, 0, (size_t)rw * sizeof *row);
+        for (int k = 0; k < ty.count[oy]; k++) {
+            const uint8_t *src = img->rgb + ty.idx[oy * ty.stride + k] * rw;
+            const float wt = ty.w[oy * ty.stride + k];
+            for (int64_t i = 0; i < rw; i++) row[i] += wt * (float)src[i];
+        }
+        for (int64_t ox = 0; ox < S; ox++) {
+            float acc[3] = {0, 0, 0};
+            for (int k = 0; k < tx.count[ox]; k++) {
+                const float *p = row + tx.idx[ox * tx.stride + k] * 3, wt = tx.w[ox * tx.stride + k];
+                acc[0] += wt * p[0], acc[1] += wt * p[1], acc[2] += wt * p[2];
+            }
+            for (int c = 0; c < 3; c++) {
+                const float v = acc[c] < 0.0f ? 0.0f : acc[c] > 255.0f ? 255.0f : acc[c];
+                dst[(c * S + oy) * S + ox] = (uint8_t)(v + 0.5f);
+            }
+        }
+    }
+    free(row);
+    image_taps_free(&tx);
+    image_taps_free(&ty);
+}
+
+/* ---- one file to a sample ---- */
+
+gr_status gr_image_load(const char *path, int64_t short_side, int64_t size, int channels, uint8_t *out,
+                        gr_error *err) {
+    const int64_t S = size, R = short_side;
+    if (S < 1 || S > GR_IMAGE_MAX_SIDE || R < S || R > GR_IMAGE_MAX_SIDE || (channels != 1 && channels != 3))
+        return gr_error_set(err, GR_ERR_USAGE, "%s: cannot load as %d x %lld x %lld from a short side of %lld: the "
+                            "size must be in [1, %d], the short side in [size, %d], the channels 1 or 3", path,
+                            channels, (long long)S, (long long)S, (long long)R, GR_IMAGE_MAX_SIDE, GR_IMAGE_MAX_SIDE);
+    /* a FIFO would block fopen, a directory would read as empty */
+    gr_status st = gr_check_regular(path, "an image", GR_ERR_DATA, err);
+    if (st != GR_OK) return st;
+    gr_image img;
+    char why[GR_IMAGE_WHY_MAX];
+    if (!gr_image_decode(path, R, &img, why)) return gr_error_set(err, GR_ERR_DATA, "%s: cannot decode: %s", path, why);
+    uint8_t *rgb = channels == 3 ? out : gr_xmalloc((size_t)(3 * S * S));
+    gr_image_resize_crop(&img, R, S, rgb);
+    gr_image_free(&img);
+    if (channels == 1) {
+        const uint8_t *r = rgb, *g = rgb + S * S, *b = rgb + 2 * S * S;
+        for (int64_t i = 0; i < S * S; i++)
+            out[i] = (uint8_t)((299u * r[i] + 587u * g[i] + 114u * b[i] + 500u) / 1000u);
+        free(rgb);
+    }
+    return GR_OK;
+}
