@@ -112,7 +112,7 @@ int gr_cmd_launch(int argc, char **argv) {
     }
     if (!job) gr_usage_error("launch: expected a job spec (JOB.yaml)%s", "");
     if (n < 1) gr_usage_error("launch: -n N (the number of processes) is required%s", "");
-    char run_dir[GR_PATH_MAX + 64], exe[4096], np[16];
+    char run_dir[GR_PATH_MAX + 64], exe[4096], np[24];
     gr_launch_run_dir(job, argv + i, argc - i, run_dir, sizeof run_dir);
     ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (el <= 0) gr_die(GR_ERR_INTERNAL, "launch: cannot find the gpurun program (/proc/self/exe)");
