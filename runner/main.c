@@ -56,7 +56,7 @@ static const struct gr_cmd_help {
                "                                                       N processes of `gpurun run` (data parallelism);\n"
                "                                                       exits with the run's code: 75 when a signal to it\n"
                "                                                       stopped the run at a checkpoint\n"},
-    {"summarize", "gpurun summarize RUN_DIR... [--csv | --json] [--sort KEY]\n"
+    {"summarize", "gpurun summarize RUN_DIR... [--csv | --json] [--sort [-]KEY]\n"
                   "                                                       one table of runs (a sweep): differing overrides,\n"
                   "                                                       status, steps, accuracy, loss, speed\n"},
     {"plot", "gpurun plot RUN_DIR... -o OUT.png [--metric loss|accuracy|lr|val_loss|samples_per_s]\n"
