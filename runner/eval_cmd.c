@@ -36,6 +36,7 @@ static gr_status gr_eval_load(gr_job *j, const char *checkpoint, int64_t *step, 
 gr_status gr_job_setup_eval(gr_job *j, const gr_job_spec *spec, const char *checkpoint, bool val,
                                const gr_run_options *opt, int64_t *step, gr_error *err) {
     gr_status st;
+    j->eval_only = true;
     if ((st = gr_job_compile(j, spec, val, err))) return st;
     if ((st = gr_job_backend(j, spec, opt->device ? opt->device : spec->device, opt->threads, true, err))) return st;
     gr_job_layout(j);

@@ -282,19 +282,20 @@ gr_status gr_job_check_data(const gr_job_spec *spec, gr_error *err) {
 /* ---- device, model, loaders ---- */
 
 /* The default CPU thread count: the CPUs this process may use, less those
- * other work keeps busy as the run starts (measured over 100 ms). On 2 cores
+ * other work keeps busy as the run starts (measured over 50 ms). On 2 cores
  * beside one busy process, 2 threads ran at a third of 1 thread's speed: each
  * waits at every parallel region for the other, which the busy process has
  * preempted (bench/threads.sh). Said on stderr when it takes fewer. */
 static int gr_job_default_threads(const gr_job *j, bool quiet) {
     const int cpus = gr_host_cpus();
     if (cpus == 1) return 1;
-    const double busy = gr_host_busy_cpus(100);
+    const double busy = gr_host_busy_cpus(50);
     int take = busy < 0 ? cpus : cpus - (int)floor(busy + 0.5);
     if (take < 1) take = 1;
     if (take < cpus && !quiet && j->comm.rank == 0)
-        fprintf(stderr, "gpurun: %.1f of the %d cores are busy with other work: training with %d thread%s "
-                "(--threads N chooses)\n", busy, cpus, take, take == 1 ? "" : "s");
+        fprintf(stderr, "gpurun: %.1f of the %d cores are busy with other work: %s with %d thread%s "
+                "(--threads N chooses)\n", busy, cpus, j->eval_only ? "running" : "training", take,
+                take == 1 ? "" : "s");
     return take;
 }
 
@@ -317,15 +318,15 @@ gr_status gr_job_backend(gr_job *j, const gr_job_spec *s, const char *device, in
             if (all) j->be = cuda;
             else {
                 if (j->comm.rank == 0)
-                    fprintf(stderr, "gpurun: device auto: the cuda backend lacks kernels this job needs; training on "
-                            "the cpu\n");
+                    fprintf(stderr, "gpurun: device auto: the cuda backend lacks kernels this job needs; %s on "
+                            "the cpu\n", j->eval_only ? "running" : "training");
                 gr_backend_free(cuda);
             }
         } else if (j->comm.rank == 0) { /* once, plainly; the driver's detail is for device: cuda */
             const char *why = strstr(e2.msg, "no CUDA device is available") ? "no GPU found"
                               : strstr(e2.msg, "built without CUDA")        ? "this gpurun was built without CUDA"
                                                                              : e2.msg;
-            fprintf(stderr, "gpurun: device auto: %s; training on the cpu\n", why);
+            fprintf(stderr, "gpurun: device auto: %s; %s on the cpu\n", why, j->eval_only ? "running" : "training");
         }
     }
     if (!j->be && threads <= 0 && !strcmp(dev, "cpu")) threads = gr_job_default_threads(j, quiet);

@@ -38,6 +38,7 @@ typedef struct gr_job {
     gr_graph g;
     bool have_graph;
     bool no_cache;       /* gr_job_compile reads no images into memory (validate) */
+    bool eval_only;      /* eval or predict: nothing trains (what the device notes say) */
     gr_backend *be;
     gr_model m;
     gr_plan train_plan, eval_plan;

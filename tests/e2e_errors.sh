@@ -381,6 +381,13 @@ else
     ok
 fi
 
+# eval and predict say it too, as what they do
+run "$G" eval "$T/ok.yaml" --device auto --checkpoint "$T/rd_auto/checkpoints/step-000000002.h5"
+if grep -qF '"device":"cpu"' "$T/rd_auto/summary.json"; then
+    check "eval with device auto on a machine without a GPU: 'running on the cpu'" \
+        grep -qxE 'gpurun: device auto: (no GPU found|this gpurun was built without CUDA); running on the cpu' "$ERR"
+fi
+
 # model.init_from: the final weights.h5 of a run loads into the same model;
 # missing, mis-shaped and corrupted tensors are checkpoint errors (exit 6)
 expect_ok -- "$G" "$T/ok.yaml" --run-dir "$T/rd_w" --quiet
