@@ -281,24 +281,6 @@ gr_status gr_job_check_data(const gr_job_spec *spec, gr_error *err) {
 
 /* ---- device, model, loaders ---- */
 
-/* The default CPU thread count: the CPUs this process may use, less those
- * other work keeps busy as the run starts (measured over 50 ms). On 2 cores
- * beside one busy process, 2 threads ran at a third of 1 thread's speed: each
- * waits at every parallel region for the other, which the busy process has
- * preempted (bench/threads.sh). Said on stderr when it takes fewer. */
-static int gr_job_default_threads(const gr_job *j, bool quiet) {
-    const int cpus = gr_host_cpus();
-    if (cpus == 1) return 1;
-    const double busy = gr_host_busy_cpus(50);
-    int take = busy < 0 ? cpus : cpus - (int)floor(busy + 0.5);
-    if (take < 1) take = 1;
-    if (take < cpus && !quiet && j->comm.rank == 0)
-        fprintf(stderr, "gpurun: %.1f of the %d cores are busy with other work: %s with %d thread%s "
-                "(--threads N chooses)\n", busy, cpus, j->eval_only ? "running" : "training", take,
-                take == 1 ? "" : "s");
-    return take;
-}
-
 gr_status gr_job_backend(gr_job *j, const gr_job_spec *s, const char *device, int threads, bool quiet,
                          gr_error *err) {
     const char *dev = device;
@@ -329,7 +311,6 @@ gr_status gr_job_backend(gr_job *j, const gr_job_spec *s, const char *device, in
             fprintf(stderr, "gpurun: device auto: %s; %s on the cpu\n", why, j->eval_only ? "running" : "training");
         }
     }
-    if (!j->be && threads <= 0 && !strcmp(dev, "cpu")) threads = gr_job_default_threads(j, quiet);
     gr_status st = j->be ? GR_OK : gr_backend_create(dev, threads, &j->be, err);
     if (st) return st;
     /* a CUDA Graph's replay calls no hooks: --profile runs without (j->prof_steps) */

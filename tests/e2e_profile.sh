@@ -163,27 +163,6 @@ expect 0 "gpurun: profile of 3 steps" "--profile: 3 steps profiled (the run has 
 expect 2 "--profile: expected a step count from 1 to 100000, got '0'" -- "$G" "$T/cnn.yaml" --run-dir "$T/z" --profile 0
 expect 2 "unknown option '--profile'" -- "$G" plan "$T/cnn.yaml" --profile
 
-# ---------------------------------------------------------------- 2a. the default thread count
-# with every core kept busy by other processes, the default takes fewer threads than cores and
-# says so (their speed is bench/threads.sh's to measure); --threads N is taken as given
-NCPU=$(nproc)
-if [ "$NCPU" -gt 1 ]; then
-    hogs=()
-    for _ in $(seq "$NCPU"); do (while :; do :; done) & hogs+=($!); done
-    sleep 0.3
-    expect 0 "cores are busy with other work: training with " -- "$G" "$T/cnn.yaml" --run-dir "$T/busy" \
-        --set train.steps=2
-    n=$(sed -n 's/.*training with \([0-9]*\) thread.*/\1/p' "$ERR")
-    check "beside $NCPU busy processes: fewer threads than the $NCPU cores (took ${n:-none})" \
-        test "${n:-99}" -lt "$NCPU"
-    expect 0 -- "$G" "$T/cnn.yaml" --run-dir "$T/busy2" --set train.steps=2 --threads 2
-    check "--threads N: no word of the load" bash -c "! grep -q 'busy with other work' '$ERR'"
-    kill "${hogs[@]}" 2>/dev/null
-    wait "${hogs[@]}" 2>/dev/null
-else
-    e2e_skip "the default thread count beside busy processes: one core"
-fi
-
 # ---------------------------------------------------------------- 3. health
 check "health: every train line has rss_bytes and cpu_pct; no gpu_* field on the CPU; summary.json cpu_pct" \
     "$PY" - "$T/p" <<'EOF2'

@@ -281,7 +281,7 @@ gr_cpu *gr_cpu_backend_state(gr_backend *be) {
 }
 
 gr_status gr_cpu_backend_create(int threads, gr_backend **out, gr_error *err) {
-    if (threads <= 0) threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (threads <= 0) threads = gr_host_cpus(); /* the affinity mask's (taskset, cpusets) */
     if (threads <= 0) threads = 1;
     /* checked here too: tests and benchmarks make backends without gr_env_check */
     gr_status st = gr_env_check_one(GR_ENV_GEMM, err);
