@@ -181,16 +181,13 @@ static gr_status gr_job_open_split(const gr_job_spec *spec, const char *which, g
 }
 
 /* The last item of model.layers, where a model's output width is decided. */
-static gr_status gr_job_output_error(const gr_job_spec *spec, gr_error *err, const char *fmt, const char *a,
-                                     long long b, long long c) {
+static gr_status gr_job_output_error(const gr_job_spec *spec, gr_error *err, const char *msg) {
     const gr_cfg *l = spec->root ? gr_spec_node(spec->root, "model.layers") : NULL;
     char key[64] = "model.layers";
     if (l && l->kind == GR_CFG_SEQ && l->n > 0) {
         snprintf(key, sizeof key, "model.layers[%d]", l->n - 1);
         l = l->items[l->n - 1];
     }
-    char msg[GR_ERROR_MSG_MAX];
-    snprintf(msg, sizeof msg, fmt, a, b, c);
     return gr_cfg_error(err, l, key, "%s", msg);
 }
 
@@ -221,11 +218,11 @@ gr_status gr_job_check_classes(const gr_job *j, const gr_dataset *train, const g
         }
     }
     if (!st && nt > 0 && nt != j->g.n_classes) {
-        char where[600];
-        snprintf(where, sizeof where, "%.280s: %.280s", gr_dataset_path(train), gr_dataset_group(train));
-        st = gr_job_output_error(j->spec, err, "the model has %2$lld outputs, but %1$s has %3$lld classes "
-                                 "(attribute classes): end the model with a layer of %3$lld outputs", where,
-                                 (long long)j->g.n_classes, (long long)nt);
+        char msg[800];
+        snprintf(msg, sizeof msg, "the model has %lld outputs, but %.280s: %.280s has %d classes (attribute classes): "
+                 "end the model with a layer of %d outputs", (long long)j->g.n_classes, gr_dataset_path(train),
+                 gr_dataset_group(train), nt, nt);
+        st = gr_job_output_error(j->spec, err, msg);
     }
     gr_dataset_classes_free(tn, nt);
     gr_dataset_classes_free(vn, nv);
