@@ -5,9 +5,11 @@
 # that each keep one core busy (a shell loop: another user's job). PyTorch at its fastest
 # setting for this model (bench/torch_ref.py cnn --channels-last, its default threads and 1)
 # runs in the same conditions, side by side. Each row prints training samples/s (gpurun:
-# summary.json's train_samples_per_s; torch: its samples/s over the same steps) and the default's
-# ratio to one thread: on a loaded machine below 1, since the default (every CPU of the affinity
-# mask) does not follow the load.
+# summary.json's train_samples_per_s; torch: its samples/s over the same steps), the thread count
+# the default took (summary.json's threads) and the default's ratio to one thread: a fresh run's
+# default takes the CPUs of the affinity mask less those busy with other work as it starts, so on a
+# loaded machine it should not fall below 1 (two threads waiting for each other at every parallel
+# region while a busy neighbour preempts one of them ran at half of one thread's speed).
 # Each figure is the median of REPEAT runs, taken in turns (default, 1, all; default, 1, all; ...)
 # so a drift of the machine touches all alike.
 #   STEPS=300 BUSY=1 REPEAT=3 bench/threads.sh
@@ -37,7 +39,8 @@ g() {
     local d=$tmp/g$RANDOM
     build/gpurun configs/fashion-mnist-cnn.yaml --run-dir "$d" --set train.steps="$STEPS" \
         --set eval.every_epochs=0 --set log.every_steps=1000 "$@" 2>"$d.err" >/dev/null
-    $PY -c 'import json,sys; print("%.0f" % json.load(open(sys.argv[1]))["train_samples_per_s"])' "$d/summary.json"
+    $PY -c 'import json,sys; s = json.load(open(sys.argv[1])); print("%.0f" % s["train_samples_per_s"])
+print(s["threads"], file=open(sys.argv[2], "a"))' "$d/summary.json" "$tmp/threads"
 }
 med() { printf '%s\n' "$@" | sort -n | sed -n "$(( ($# + 1) / 2 ))p"; }
 # torch THREADS: samples/s of STEPS steps
@@ -48,12 +51,16 @@ t() {
 
 row() {
     local name=$1 gd=() g1=() gn=() td t1
+    : >"$tmp/threads"
     for _ in $(seq "$REPEAT"); do
         gd+=("$(g)"); g1+=("$(g --threads 1)"); gn+=("$(g --threads "$N")")
     done
+    # the counts the default took (every third line: the default's runs)
+    local took
+    took=$(awk 'NR % 3 == 1' "$tmp/threads" | sort -n | uniq | paste -sd/)
     gd=$(med "${gd[@]}") g1=$(med "${g1[@]}") gn=$(med "${gn[@]}") td=$(t "$N") t1=$(t 1)
-    printf '%-7s gpurun default %6s  1 thread %6s  %d threads %6s  (default / 1 thread %.2fx)   ' \
-        "$name" "$gd" "$g1" "$N" "$gn" "$($PY -c "print($gd / $g1)")"
+    printf '%-7s gpurun default (%s threads) %6s  1 thread %6s  %d threads %6s  (default / 1 thread %.2fx)   ' \
+        "$name" "$took" "$gd" "$g1" "$N" "$gn" "$($PY -c "print($gd / $g1)")"
     printf 'pytorch %d threads %6s  1 thread %6s   samples/s\n' "$N" "$td" "$t1"
 }
 

@@ -174,6 +174,7 @@ static gr_status gr_ckpt_write_file(const char *tmp, const gr_ckpt_header *h, co
     CK_CHECK(gr_attr_i64(f, "eval_pending", h->eval_pending), "%s: cannot write the header", tmp);
     CK_CHECK(gr_attr_i64(f, "loss_scale_good", h->loss_scale_good), "%s: cannot write the header", tmp);
     CK_CHECK(gr_attr_i64(f, "skipped_steps", h->skipped_steps), "%s: cannot write the header", tmp);
+    CK_CHECK(gr_attr_i64(f, "threads", h->threads), "%s: cannot write the header", tmp);
     CK_CHECK(gr_attr_f64(f, "last_train_loss", h->last_train_loss), "%s: cannot write the header", tmp);
     CK_CHECK(gr_attr_f64(f, "best_val_accuracy", h->best_val_accuracy), "%s: cannot write the header", tmp);
     CK_CHECK(gr_attr_f64(f, "last_val_accuracy", h->last_val_accuracy), "%s: cannot write the header", tmp);
@@ -321,6 +322,7 @@ gr_status gr_ckpt_load(const char *path, gr_ckpt_header *h, const gr_ckpt_state 
         st = gr_read_i64(f, path, "loss_scale_good", 0, INT64_MAX, &h->loss_scale_good, err);
     if (!st && H5Aexists(f, "skipped_steps") > 0)
         st = gr_read_i64(f, path, "skipped_steps", 0, h->step, &h->skipped_steps, err);
+    if (!st && H5Aexists(f, "threads") > 0) st = gr_read_i64(f, path, "threads", 0, 1024, &h->threads, err);
     if (!st && H5Aexists(f, "loss_window_steps") > 0)
         st = gr_read_i64(f, path, "loss_window_steps", 0, h->step, &h->loss_window_steps, err);
     h->last_train_loss = h->best_val_accuracy = h->last_val_accuracy = h->last_val_loss = NAN;

@@ -43,6 +43,9 @@ typedef struct gr_ckpt_header {
     int optim_slots;          /* 0, 1 or 2 */
     int64_t eval_pending;     /* 1: a signal interrupted the evaluation due at this step; the
                                  resumed run does it first (attribute absent = 0) */
+    int64_t threads;          /* the CPU threads that trained up to here: a resumed run takes as
+                                 many, since the rounding follows them (0: on a GPU, or
+                                 attribute absent) */
     char *spec;               /* the resolved YAML (read: malloc'd, caller frees) */
 } gr_ckpt_header;
 

@@ -89,6 +89,10 @@ bool gr_host_mem_info(size_t *avail_bytes, size_t *total_bytes);
 /* CPUs this process may run on: its affinity mask (taskset, cgroups'
  * cpusets), else the online count; at least 1. */
 int gr_host_cpus(void);
+/* CPUs of the affinity mask kept busy by other processes over the next ms
+ * milliseconds (sleeps that long): their non-idle time in /proc/stat less
+ * this process's own, in CPUs; -1 when /proc cannot be read. */
+double gr_host_busy_cpus(int ms);
 
 /* 64-byte aligned allocation (arenas, batch buffers); NULL on failure. */
 void *gr_aligned_alloc(size_t bytes);

@@ -278,6 +278,41 @@ gr_status gr_job_check_data(const gr_job_spec *spec, gr_error *err) {
 
 /* ---- device, model, loaders ---- */
 
+/* The default CPU thread count of a training run. A resumed run takes the
+ * checkpoint's, so that it stays bit-for-bit the uninterrupted run (oneDNN's
+ * rounding follows the thread count). A fresh single-process run takes the
+ * CPUs of its affinity mask less those other work keeps busy as it starts
+ * (measured over 50 ms): on 2 cores beside one busy process, 2 threads ran at
+ * half of 1 thread's speed, each waiting at every parallel region for the one
+ * the busy process preempts (bench/threads.sh). Data-parallel ranks start
+ * together and would count each other, and eval and predict are compared
+ * with the training run's figures: they take the whole mask. */
+static int gr_job_default_threads(const gr_job *j, bool quiet) {
+    const int cpus = gr_host_cpus();
+    const bool say = !quiet && j->comm.rank == 0;
+    const int rec = j->pre_found ? (int)j->pre_h.threads : 0;
+    if (rec > 0 && rec <= cpus) {
+        const double busy = say && j->comm.world == 1 && cpus > 1 ? gr_host_busy_cpus(50) : -1.0;
+        const int free_cpus = busy < 0 ? cpus : GR_MAX(1, cpus - (int)floor(busy + 0.5));
+        if (free_cpus < rec)
+            fprintf(stderr, "gpurun: %.1f of the %d cores are busy with other work; resuming with the %d thread%s "
+                    "the checkpoint was trained with, so the run stays exact (--threads %d may be faster; the last "
+                    "bits would differ)\n", busy, cpus, rec, rec == 1 ? "" : "s", free_cpus);
+        return rec;
+    }
+    if (rec > 0 && say)
+        fprintf(stderr, "gpurun: the checkpoint was trained with %d threads, but this process may use %d CPUs: the "
+                "resumed run's last bits will differ from an uninterrupted run's\n", rec, cpus);
+    if (j->eval_only || j->comm.world > 1 || cpus == 1) return cpus;
+    const double busy = gr_host_busy_cpus(50);
+    int take = busy < 0 ? cpus : cpus - (int)floor(busy + 0.5);
+    if (take < 1) take = 1;
+    if (take < cpus && say)
+        fprintf(stderr, "gpurun: %.1f of the %d cores are busy with other work: training with %d thread%s "
+                "(--threads N chooses)\n", busy, cpus, take, take == 1 ? "" : "s");
+    return take;
+}
+
 gr_status gr_job_backend(gr_job *j, const gr_job_spec *s, const char *device, int threads, bool quiet,
                          gr_error *err) {
     const char *dev = device;
@@ -307,6 +342,13 @@ gr_status gr_job_backend(gr_job *j, const gr_job_spec *s, const char *device, in
                                                                              : e2.msg;
             fprintf(stderr, "gpurun: device auto: %s; %s on the cpu\n", why, j->eval_only ? "running" : "training");
         }
+    }
+    if (!j->be && !strcmp(dev, "cpu")) {
+        const int rec = j->pre_found ? (int)j->pre_h.threads : 0;
+        if (threads <= 0) threads = gr_job_default_threads(j, quiet);
+        else if (rec > 0 && threads != rec && !quiet && j->comm.rank == 0)
+            fprintf(stderr, "gpurun: resuming with --threads %d; the checkpoint was trained with %d: the run's last "
+                    "bits will differ from an uninterrupted run's\n", threads, rec);
     }
     gr_status st = j->be ? GR_OK : gr_backend_create(dev, threads, &j->be, err);
     if (st) return st;

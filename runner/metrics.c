@@ -98,9 +98,11 @@ void gr_metrics_begin(gr_metrics *mx, const gr_metrics_run *run) {
     mx->run.device_detail = mx->device_detail;
     snprintf(mx->staged_ops, sizeof mx->staged_ops, "%s", run->staged_ops ? run->staged_ops : "");
     mx->run.staged_ops = mx->staged_ops;
+    char threads[32] = "";
+    if (run->threads > 0) snprintf(threads, sizeof threads, " (%d thread%s)", run->threads, run->threads == 1 ? "" : "s");
     if (!mx->quiet)
-        printf("gpurun: %s on %s: %lld parameters, %lld steps (%lld per epoch), batch %lld = %lld x %lld "
-               "micro-batches%s, run dir %s\n", run->name, run->device, (long long)run->params,
+        printf("gpurun: %s on %s%s: %lld parameters, %lld steps (%lld per epoch), batch %lld = %lld x %lld "
+               "micro-batches%s, run dir %s\n", run->name, run->device, threads, (long long)run->params,
                (long long)run->total, (long long)run->spe, (long long)run->batch,
                (long long)(run->batch / run->micro_batch / (run->world > 1 ? run->world : 1)),
                (long long)run->micro_batch, gr_metrics_world_str(run->world), run->run_dir);
@@ -235,6 +237,8 @@ gr_status gr_metrics_summary(gr_metrics *mx, const char *status, int64_t steps, 
     gr_json_str(&js, "name", r->name);
     gr_json_str(&js, "device", r->device);
     gr_json_str(&js, "device_detail", r->device_detail);
+    if (r->threads > 0) gr_json_int(&js, "threads", r->threads);
+    else gr_json_raw(&js, "threads", "null");
     gr_json_str(&js, "half_staged_ops", r->staged_ops);
     gr_json_int(&js, "steps", steps);
     gr_json_num(&js, "epochs", (double)steps / (double)r->spe);

@@ -31,8 +31,7 @@ static void gr_job_position(const gr_job *j, int64_t step, int64_t spe, int64_t 
 
 /* ---- picking and restoring ---- */
 
-gr_status gr_job_pick_checkpoint(gr_job *j, const gr_run_options *opt, int64_t spe, int64_t total,
-                                 gr_error *err) {
+gr_status gr_job_pick_checkpoint(gr_job *j, const gr_run_options *opt, gr_error *err) {
     const gr_job_spec *s = j->spec;
     j->pre_found = false;
     if (!opt->resume) return GR_OK;
@@ -56,19 +55,28 @@ gr_status gr_job_pick_checkpoint(gr_job *j, const gr_run_options *opt, int64_t s
     int nd = h->spec ? gr_spec_diff(h->spec, gr_job_spec_text(j), diff, sizeof diff) : 0;
     free(h->spec);
     h->spec = NULL;
+    free(j->spec_text); /* made again once train.micro_batch: auto is resolved (gr_memfit_auto) */
+    j->spec_text = NULL;
     if (nd != 0)
         return gr_error_set(err, GR_ERR_CKPT, "%s: written for another job: %s; nothing was changed: resume with "
                             "the spec it was written for, or start over elsewhere (another --run-dir) or after "
                             "moving %s away", path, diff, opt->resume && !strcmp(opt->resume, "auto") ? j->ckpt_dir : path);
-    if (h->step > total)
-        return gr_error_set(err, GR_ERR_CKPT, "%s: at step %lld, past this job's end (%lld steps): raise "
-                            "train.steps or train.epochs to continue it", path, (long long)h->step, (long long)total);
     const int slots = gr_optim_slots(&s->train.optimizer);
-    int64_t epoch, sample;
-    gr_job_position(j, h->step, spe, &epoch, &sample);
     if (h->optim_slots != slots || strcmp(h->optimizer, gr_optim_name(s->train.optimizer.type)) != 0)
         return gr_error_set(err, GR_ERR_CKPT, "%s: optimizer %s with %d state slot(s), but the job uses %s with %d",
                             path, h->optimizer, h->optim_slots, gr_optim_name(s->train.optimizer.type), slots);
+    return GR_OK;
+}
+
+gr_status gr_job_check_position(const gr_job *j, int64_t spe, int64_t total, gr_error *err) {
+    if (!j->pre_found) return GR_OK;
+    const gr_ckpt_header *h = &j->pre_h;
+    const char *path = j->pre_path;
+    if (h->step > total)
+        return gr_error_set(err, GR_ERR_CKPT, "%s: at step %lld, past this job's end (%lld steps): raise "
+                            "train.steps or train.epochs to continue it", path, (long long)h->step, (long long)total);
+    int64_t epoch, sample;
+    gr_job_position(j, h->step, spe, &epoch, &sample);
     if (h->epoch != epoch || h->sample_in_epoch != sample)
         return gr_error_set(err, GR_ERR_CKPT, "%s: step %lld was at epoch %lld sample %lld, but this job's batches "
                             "put it at epoch %lld sample %lld (train.batch_size or the data changed?)", path,
@@ -144,6 +152,7 @@ static void gr_job_header(const gr_job *j, int64_t step, int64_t spe, gr_ckpt_he
     snprintf(h->optimizer, sizeof h->optimizer, "%s", gr_optim_name(s->train.optimizer.type));
     h->optim_slots = gr_optim_slots(&s->train.optimizer);
     h->eval_pending = j->eval_pending;
+    h->threads = strcmp(gr_backend_name(j->be), "cpu") == 0 ? j->be->threads : 0;
     h->spec = j->spec_text;
 }
 

@@ -17,9 +17,15 @@
 bool gr_resume_finished_before(const gr_job *j, const gr_run_options *opt);
 
 /* --resume: loads the newest checkpoint of j->ckpt_dir that verifies (auto)
- * or exactly PATH, and checks it fits the job (spe: steps per epoch; total:
- * the job's steps), all before the run directory is touched. */
-gr_status gr_job_pick_checkpoint(gr_job *j, const gr_run_options *opt, int64_t spe, int64_t total, gr_error *err);
+ * or exactly PATH, and checks it is of this job (the spec, the optimizer),
+ * before the backend is made (it takes the checkpoint's thread count) and
+ * before the run directory is touched. */
+gr_status gr_job_pick_checkpoint(gr_job *j, const gr_run_options *opt, gr_error *err);
+
+/* The picked checkpoint's position fits this job's batches (spe: steps per
+ * epoch; total: the job's steps): the data decide them, so it is checked
+ * once the loaders are open, still before the run directory is touched. */
+gr_status gr_job_check_position(const gr_job *j, int64_t spe, int64_t total, gr_error *err);
 
 /* Sets up the saver; with --resume, restores the checkpoint
  * gr_job_pick_checkpoint chose (model, loss scaler, metrics record), trims

@@ -72,6 +72,7 @@ static gr_status gr_loop_begin(gr_job *j, gr_loop *L, gr_error *err) {
                         .precision = gr_precision_name(s->precision), .run_dir = j->run_dir,
                         .params = j->g.n_weights, .batch = s->train.batch_size, .micro_batch = s->train.micro_batch,
                         .world = j->comm.world,
+                        .threads = strcmp(gr_backend_name(j->be), "cpu") == 0 ? j->be->threads : 0,
                         .spe = L->spe, .total = L->total, .start = L->start, .log_every = s->log.every_steps};
     gr_metrics_begin(&j->mx, &r);
     gr_health_open(&j->mx.health, j->be, j->mx.quiet);
@@ -269,14 +270,16 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
     if (gr_job_writer(&j) && (st = gr_rundir_lock_take(&j.lock, j.run_dir, err))) goto done;
     if ((st = gr_job_compile(&j, s, true, err))) goto done;
     j.sc = gr_scaler_init(s->loss_scale_dynamic, s->loss_scale);
+    /* a checkpoint that does not verify or fit changes nothing on disk; picked
+     * before the backend, which takes the thread count it was trained with */
+    if ((st = gr_job_pick_checkpoint(&j, opt, err))) goto done;
     if ((st = gr_job_backend(&j, s, opt->device ? opt->device : s->device, opt->threads, opt->quiet, err))) goto done;
     if ((st = gr_memfit_auto(&j, &rs, err))) goto done; /* train.micro_batch: auto */
     if ((st = gr_memfit_job_model(&j, err)) || (st = gr_parallel_attach(&j, err))) goto done;
     gr_job_say_staged(&j, opt->quiet);
     if ((st = gr_job_open_loaders(&j, err))) goto done;
     gr_loop_init(&L, &j);
-    /* a checkpoint that does not verify or fit changes nothing on disk */
-    if ((st = gr_job_pick_checkpoint(&j, opt, L.spe, L.total, err))) goto done;
+    if ((st = gr_job_check_position(&j, L.spe, L.total, err))) goto done;
     gr_signals_arm(); /* the run directory is written from here: a signal now ends in a checkpoint */
     if ((st = gr_job_open_run_dir(&j, opt, err))) goto done;
     if ((st = gr_job_resume(&j, opt, L.spe, &L.start, err))) goto done;

@@ -180,7 +180,7 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
 else
     benign device --set device=auto
 fi
-crun 120 "$G" "$T/base.yaml" --set train.steps=60 --run-dir "$T/tmpl60" --quiet
+crun 120 "$G" "$T/base.yaml" --set train.steps=60 "${THREADS[@]}" --run-dir "$T/tmpl60" --quiet
 [ "$RC" -eq 0 ] || fail fixtures "the 60-step run failed (exit $RC): $(said)"
 REF=$T/tmpl60 benign longer_steps --set train.steps=60
 echo "checkpoints: $((SECONDS - T0)) s"

@@ -348,7 +348,7 @@ spec crop_big tiny 's/^model:/  augment: {crop: {size: 9, padding: 2}, flip: tru
 expect_fail 3 "$T/tiny.h5" "/train/images" "crop 9 is larger than the padded image 8x8" -- \
     "$G" "$T/crop_big.yaml" --run-dir "$T/rd_crop_big"
 spec crop_ok tiny 's/^model:/  augment: {crop: {size: 4, padding: 1}, flip: true}\nmodel:/'
-expect_ok -- "$G" "$T/crop_ok.yaml" --run-dir "$T/rd_crop_ok" --quiet
+expect_ok -- "$G" "$T/crop_ok.yaml" "${THREADS[@]}" --run-dir "$T/rd_crop_ok" --quiet
 spec crop_rrc tiny 's/^model:/  augment: {crop: {size: 3, type: resized, scale: [0.5, 1.0]}, flip: true}\nmodel:/'
 expect_ok "[16, 1, 3, 3]" -- "$G" plan "$T/crop_rrc.yaml"
 expect_ok -- "$G" "$T/crop_rrc.yaml" --run-dir "$T/rd_crop_rrc" --quiet
@@ -358,12 +358,12 @@ expect_fail 2 "crop.padding" "type random only" -- "$G" validate "$T/crop_rrc.ya
     --set data.augment.crop.padding=2
 expect_fail 2 "data.cache" "auto, memory, none" -- "$G" validate "$T/ok.yaml" --set data.cache=disk
 for c in memory none; do
-    expect_ok -- "$G" "$T/crop_ok.yaml" --run-dir "$T/rd_cache_$c" --quiet --set data.cache=$c
+    expect_ok -- "$G" "$T/crop_ok.yaml" "${THREADS[@]}" --run-dir "$T/rd_cache_$c" --quiet --set data.cache=$c
     check "data.cache $c: the same losses as auto" cmp <(grep -o '"loss":[^,]*' "$T/rd_crop_ok/metrics.jsonl") \
         <(grep -o '"loss":[^,]*' "$T/rd_cache_$c/metrics.jsonl")
 done
 for w in 0 1 3; do
-    expect_ok -- "$G" "$T/crop_ok.yaml" --run-dir "$T/rd_workers_$w" --quiet --set data.workers=$w --set data.prefetch=2
+    expect_ok -- "$G" "$T/crop_ok.yaml" "${THREADS[@]}" --run-dir "$T/rd_workers_$w" --quiet --set data.workers=$w --set data.prefetch=2
     check "data.workers $w: the same losses as 2 workers" cmp <(grep -o '"loss":[^,]*' "$T/rd_crop_ok/metrics.jsonl") \
         <(grep -o '"loss":[^,]*' "$T/rd_workers_$w/metrics.jsonl")
 done

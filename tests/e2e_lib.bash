@@ -38,6 +38,10 @@ G=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 SRC=$(cd "$2" && pwd)
 T=$3
 PY=/usr/bin/python3
+# --threads for runs compared bit for bit with another run: by default a fresh run takes fewer
+# threads when other work keeps cores busy (a parallel ctest), and the rounding follows the
+# thread count (DESIGN 1.2). A resumed run takes its checkpoint's count by itself.
+THREADS=(--threads "$(($(nproc) > 1 ? 2 : 1))")
 rm -rf "$T"
 mkdir -p "$T"
 T=$(cd "$T" && pwd)

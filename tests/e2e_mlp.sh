@@ -59,7 +59,7 @@ $PY "$src/tests/tfevents_read.py" "$tmp/run" --require train/loss:23 --require v
 
 # the same spec and seed give the same losses, bit for bit (dropout included)
 for i in 1 2; do
-    "$gpurun" "$src/configs/fashion-mnist-mlp.yaml" "${sets[@]}" --run-dir "$tmp/det$i" --quiet \
+    "$gpurun" "$src/configs/fashion-mnist-mlp.yaml" "${sets[@]}" --run-dir "$tmp/det$i" --quiet --threads 2 \
         --set train.steps=200 --set log.every_steps=20 --set 'model.layers.2={dropout: {rate: 0.2}}'
 done
 cmp -s <(grep -o '"loss":[^,]*' "$tmp/det1/metrics.jsonl") <(grep -o '"loss":[^,]*' "$tmp/det2/metrics.jsonl") \

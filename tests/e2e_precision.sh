@@ -203,10 +203,10 @@ expect_fail 5 "inf/NaN at loss scale 1e+30" "loss_scale: dynamic" -- "$G" "$T/fp
 # resumed with --resume auto give the same losses, scales and weights.h5 bytes
 resume_case() {
     local name=$1 yaml=$2 pid i RC
-    expect 0 -- env GPURUN_LOSS_SCALE_INTERVAL=3 "$G" "$yaml" --run-dir "$T/straight_$name" --quiet --device cpu \
+    expect 0 -- env GPURUN_LOSS_SCALE_INTERVAL=3 "$G" "$yaml" --run-dir "$T/straight_$name" --quiet --device cpu "${THREADS[@]}" \
         --set train.epochs=1
     env --default-signal=INT GPURUN_LOSS_SCALE_INTERVAL=3 "$G" "$yaml" --run-dir "$T/stopped_$name" --quiet \
-        --device cpu --set train.epochs=1 >"$OUT" 2>"$ERR" &
+        --device cpu "${THREADS[@]}" --set train.epochs=1 >"$OUT" 2>"$ERR" &
     pid=$!
     i=0
     while kill -0 "$pid" 2>/dev/null && ! grep -q '"step":30,' "$T/stopped_$name/metrics.jsonl" 2>/dev/null &&

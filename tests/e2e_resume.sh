@@ -16,6 +16,8 @@
 #  4. a checkpoint directory whose LATEST cannot be written: logged, the
 #     checkpoints are committed all the same; a full disk: every save fails,
 #     training goes on, exit 6 for the final save, and --resume auto completes it.
+#  5. the thread count: fewer threads beside busy processes for a fresh run; the checkpoint's
+#     count for a resumed one (exact), and what is said when that cannot or should not be.
 #
 #   bash tests/e2e_resume.sh GPURUN_BINARY SOURCE_DIR TMPDIR
 #
@@ -34,7 +36,7 @@ interrupt() {
     local sig=$1 k=$2 rd=$3; shift 3
     CMD="$G $* --run-dir $rd   (then kill -$sig at step >= $k)"
     # background jobs of a non-interactive shell ignore SIGINT; give gpurun the default
-    env --default-signal=INT "$G" "$@" --run-dir "$rd" >"$OUT" 2>"$ERR" &
+    env --default-signal=INT "$G" "$@" "${THREADS[@]}" --run-dir "$rd" >"$OUT" 2>"$ERR" &
     local pid=$!
     signal_when "$pid" "$sig" step_ge "$rd/metrics.jsonl" "$k"
     { wait "$pid"; } 2>/dev/null   # no "Killed" line from the shell
@@ -123,9 +125,9 @@ ACC=(--set train.batch_size=32 --set train.micro_batch=8)   # 4 micro-batches a 
 
 # the straight runs every variant is compared with
 for v in base aug adamw drop log7; do
-    expect 0 -- "$G" "$T/$v.yaml" --run-dir "$T/$v.straight" --quiet
+    expect 0 -- "$G" "$T/$v.yaml" "${THREADS[@]}" --run-dir "$T/$v.straight" --quiet
 done
-expect 0 -- "$G" "$T/base.yaml" "${ACC[@]}" --run-dir "$T/acc.straight" --quiet
+expect 0 -- "$G" "$T/base.yaml" "${ACC[@]}" "${THREADS[@]}" --run-dir "$T/acc.straight" --quiet
 echo "straight runs: $((SECONDS - T0)) s"
 
 # ---------------------------------------------------------------- 1. exact resume after a signal
@@ -157,7 +159,7 @@ cp "$T/term/metrics.jsonl" "$T/term/config.yaml" "$T/term.before/"
 # stats: the loop puts back the state of the step's start (this was a bug: /state and the
 # eval lines drifted). Caught here directly: the stop checkpoint must equal the periodic
 # checkpoint of the same step of an uninterrupted run.
-expect 0 -- "$G" "$T/base.yaml" --set checkpoint.every_steps="$S" --set checkpoint.keep=9 --run-dir "$T/term.ref" --quiet
+expect 0 -- "$G" "$T/base.yaml" --set checkpoint.every_steps="$S" --set checkpoint.keep=9 "${THREADS[@]}" --run-dir "$T/term.ref" --quiet
 check "the SIGTERM checkpoint of step $S = the periodic checkpoint of step $S of a straight run (/state included)" \
     "$PY" "$H" ckeq "$T/term.ref/checkpoints/$(printf 'step-%09d.h5' "$S")" \
     "$T/term/checkpoints/$(printf 'step-%09d.h5' "$S")"
@@ -252,7 +254,8 @@ echo "exact resume: $((SECONDS - T0)) s"
 
 # ---------------------------------------------------------------- 2. corrupt and odd files
 # a template: every 20 steps, keep 5 -> step 20, 40, 60, 80, 100
-expect 0 -- "$G" "$T/base.yaml" --set checkpoint.every_steps=20 --set checkpoint.keep=5 --run-dir "$T/tmpl" --quiet
+expect 0 -- "$G" "$T/base.yaml" --set checkpoint.every_steps=20 --set checkpoint.keep=5 "${THREADS[@]}" --run-dir "$T/tmpl" \
+    --quiet
 check "checkpoint.keep=5: 5 checkpoints remain" test "$(ls "$T/tmpl/checkpoints" | grep -c '^step-.*\.h5$')" -eq 5
 expect 0 -- "$G" "$T/base.yaml" --set checkpoint.every_steps=20 --set checkpoint.keep=2 --run-dir "$T/keep2" --quiet
 check "checkpoint.keep=2: exactly step-80 and step-100 remain, LATEST names step-100" bash -c "
@@ -394,11 +397,11 @@ echo "corrupt files: $((SECONDS - T0)) s"
 # The wide model's 2 MB stop checkpoint takes a while to write: the second SIGINT, 5 ms after the
 # first, lands during it (not sooner: two signals pending at once are delivered as one). Tried up
 # to 5 times in case the first SIGINT's commit (and summary) wins the race on a fast, idle disk.
-expect 0 -- "$G" "$T/wide.yaml" --set checkpoint.every_steps=10 --run-dir "$T/wide.straight" --quiet
+expect 0 -- "$G" "$T/wide.yaml" --set checkpoint.every_steps=10 "${THREADS[@]}" --run-dir "$T/wide.straight" --quiet
 for try in 1 2 3 4 5; do
     rm -rf "$T/int2"
     CMD="$G $T/wide.yaml --set checkpoint.every_steps=10 --run-dir $T/int2   (kill -INT twice at step >= 35)"
-    env --default-signal=INT "$G" "$T/wide.yaml" --set checkpoint.every_steps=10 --run-dir "$T/int2" >"$OUT" 2>"$ERR" &
+    env --default-signal=INT "$G" "$T/wide.yaml" --set checkpoint.every_steps=10 "${THREADS[@]}" --run-dir "$T/int2" >"$OUT" 2>"$ERR" &
     pid=$!
     signal_when $pid INT step_ge "$T/int2/metrics.jsonl" 35
     sleep 0.005; kill -INT $pid 2>/dev/null
@@ -466,7 +469,7 @@ rm -f "$T/big.h5"
 # of writing it a second time (and says so); a stop at a later step writes its own checkpoint.
 rm -rf "$T/inflight"
 CMD="$G $T/wide.yaml --set checkpoint.every_steps=10 --run-dir $T/inflight   (kill -TERM when a step .tmp appears)"
-env --default-signal=INT "$G" "$T/wide.yaml" --set checkpoint.every_steps=10 --run-dir "$T/inflight" >"$OUT" 2>"$ERR" &
+env --default-signal=INT "$G" "$T/wide.yaml" --set checkpoint.every_steps=10 "${THREADS[@]}" --run-dir "$T/inflight" >"$OUT" 2>"$ERR" &
 pid=$!
 # the run goes in slices and is stopped while the directory is read (signal_when), so the SIGTERM
 # lands while the .tmp is there: a free-running poll on a loaded machine missed every save's .tmp
@@ -499,7 +502,7 @@ check "a stop during a periodic save + --resume auto = the straight run" "$PY" "
 # --resume auto does not need); each save says so, keep still prunes, and the run finishes
 mkdir -p "$T/latestdir/checkpoints/LATEST"
 expect 0 "$T/latestdir/checkpoints/step-000000020.h5 is committed, but LATEST could not be updated" -- \
-    "$G" "$T/base.yaml" --set checkpoint.every_steps=20 --run-dir "$T/latestdir" --quiet
+    "$G" "$T/base.yaml" --set checkpoint.every_steps=20 "${THREADS[@]}" --run-dir "$T/latestdir" --quiet
 check "LATEST not writable: each of the 5 saves said so" \
     test "$(grep -c 'but LATEST could not be updated' "$ERR")" -eq 5
 check "LATEST not writable: keep (3) still prunes: step-60, -80 and -100 remain" bash -c "
@@ -515,16 +518,70 @@ check "LATEST not writable: the run = the straight run" "$PY" "$H" same "$T/base
 # in sanitizer builds.)
 expect 6 "checkpoint failed (training goes on; the checkpoints committed before it stay): $T/full/checkpoints/step-000000020.h5.tmp" \
     "File too large" -- env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" bash -c "trap '' XFSZ; \
-    ulimit -f 64; exec '$G' '$T/base.yaml' --set checkpoint.every_steps=20 --run-dir '$T/full' --quiet"
+    ulimit -f 64; exec '$G' '$T/base.yaml' --set checkpoint.every_steps=20 ${THREADS[*]} --run-dir '$T/full' --quiet"
 check "disk full: each of the 4 periodic saves reported" test "$(grep -c 'checkpoint failed (training goes on' "$ERR")" -eq 4
 check "disk full: training went on to step $STEPS" test "$(grep -c '"kind":"train"' "$T/full/metrics.jsonl")" -eq $STEPS
 check "disk full: no checkpoint and no .tmp left" bash -c "[ -z \"\$(ls -A '$T/full/checkpoints')\" ]"
 check "a run that exits 6 for its final save is not recorded as finished in summary.json" \
     bash -c "! grep -qF '\"status\":\"finished\"' '$T/full/summary.json'"
 expect 0 "no checkpoint in $T/full/checkpoints; starting fresh" -- \
-    "$G" "$T/base.yaml" --set checkpoint.every_steps=20 --run-dir "$T/full" --resume auto
+    "$G" "$T/base.yaml" --set checkpoint.every_steps=20 "${THREADS[@]}" --run-dir "$T/full" --resume auto
 check "after the disk filled, --resume auto completes the run = the straight run" \
     "$PY" "$H" same "$T/base.straight" "$T/full" --last
+
+# ---------------------------------------------------------------- 5. the thread count
+# A fresh run beside processes that keep every core busy takes fewer threads than cores and says
+# so (the speed is bench/threads.sh's to measure); the checkpoint and summary.json record the
+# count. A resumed run takes its checkpoint's count, busy cores or not, so it stays exact; an
+# explicit other --threads, or fewer CPUs than the checkpoint's threads, is said.
+NCPU=$(nproc)
+if [ "$NCPU" -gt 1 ] && [ "${THREADS[1]}" -eq 2 ]; then
+    interrupt TERM 30 "$T/thr" "$T/base.yaml"   # --threads 2
+    expect_stop SIGTERM 30 "$T/thr"
+    S=${STOP:-0}
+    check "the stop checkpoint records threads=2" "$PY" "$H" verify "$T/thr/checkpoints/$(printf 'step-%09d.h5' "$S")" threads=2
+    hogs=()
+    for _ in $(seq "$NCPU"); do (while :; do :; done) & hogs+=($!); done
+    sleep 0.3
+    expect 0 "cores are busy with other work; resuming with the 2 threads the checkpoint was trained with, so the run stays exact" \
+        "resuming from $T/thr/checkpoints/$(printf 'step-%09d.h5' "$S") at step $S" -- \
+        "$G" "$T/base.yaml" --run-dir "$T/thr" --resume auto
+    check "resumed beside $NCPU busy processes: summary.json threads 2" "$PY" -c '
+import json, sys; s = json.load(open(sys.argv[1])); assert s["threads"] == 2, s["threads"]' "$T/thr/summary.json"
+    check "resumed beside busy processes with the checkpoint's 2 threads = the straight run (at 2 threads)" \
+        "$PY" "$H" same "$T/base.straight" "$T/thr"
+    expect 0 "cores are busy with other work: training with " -- "$G" "$T/base.yaml" --run-dir "$T/busy" \
+        --set train.steps=20 --set checkpoint.every_steps=10
+    n=$(sed -n 's/.*training with \([0-9]*\) thread.*/\1/p' "$ERR")
+    check "a fresh run beside $NCPU busy processes: fewer threads than the $NCPU cores (took ${n:-none})" \
+        test "${n:-99}" -lt "$NCPU"
+    check "... its start line, summary.json and checkpoints say so" "$PY" - "$T/busy" "${n:-0}" "$OUT" <<'EOF2'
+import json, sys, h5py
+d, n, out = sys.argv[1], int(sys.argv[2]), open(sys.argv[3]).read()
+assert f"on cpu ({n} thread" in out, out
+assert json.load(open(d + "/summary.json"))["threads"] == n
+for s in (10, 20):
+    assert h5py.File(f"{d}/checkpoints/step-{s:09d}.h5", "r").attrs["threads"] == n
+EOF2
+    expect 0 -- "$G" "$T/base.yaml" --run-dir "$T/busy2" --set train.steps=2 "${THREADS[@]}"
+    check "--threads N beside busy processes: taken as given, no word of the load" \
+        bash -c "! grep -q 'busy with other work' '$ERR'"
+    kill "${hogs[@]}" 2>/dev/null
+    wait "${hogs[@]}" 2>/dev/null
+    C2=$T/tmpl/checkpoints/step-000000080.h5   # 2 threads
+    expect 0 "resuming with --threads 1; the checkpoint was trained with 2: the run's last bits will differ" -- \
+        "$G" "$T/base.yaml" --run-dir "$T/thr1" --resume "$C2" --threads 1
+    if command -v taskset >/dev/null; then
+        expect 0 "the checkpoint was trained with 2 threads, but this process may use 1 CPUs: the resumed run's last bits will differ" -- \
+            taskset -c 0 "$G" "$T/base.yaml" --run-dir "$T/thr_mask" --resume "$C2"
+        check "resumed on a 1-CPU mask: 1 thread" "$PY" -c '
+import json, sys; assert json.load(open(sys.argv[1]))["threads"] == 1' "$T/thr_mask/summary.json"
+    else
+        e2e_skip "a checkpoint of more threads than the mask's CPUs: no taskset"
+    fi
+else
+    e2e_skip "the thread count beside busy processes: one core"
+fi
 
 echo "e2e_resume: $((SECONDS - T0)) s"
 e2e_done

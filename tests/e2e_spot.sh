@@ -80,7 +80,7 @@ EOF
 # ---------------------------------------------------------------- A: 30 SIGTERMs
 NA=1000
 job a $NA
-"$G" "$T/a.yaml" --run-dir "$T/a.straight" --quiet >/dev/null 2>"$T/a.straight.err" && ok ||
+"$G" "$T/a.yaml" "${THREADS[@]}" --run-dir "$T/a.straight" --quiet >/dev/null 2>"$T/a.straight.err" && ok ||
     bad "the uninterrupted run A failed: $(cat "$T/a.straight.err")"
 echo "A: uninterrupted run: $((SECONDS - T0)) s"
 
@@ -90,7 +90,7 @@ stops=0 starts=0 rc=75 expect_from=0 why=""
 while [ $rc -ne 0 ] && [ $starts -lt 60 ]; do
     starts=$((starts + 1))
     : >"$T/a.out"; : >"$T/a.err"
-    env --default-signal=INT "$G" "$T/a.yaml" --resume auto --run-dir "$D" >"$T/a.out" 2>"$T/a.err" &
+    env --default-signal=INT "$G" "$T/a.yaml" "${THREADS[@]}" --resume auto --run-dir "$D" >"$T/a.out" 2>"$T/a.err" &
     pid=$!
     if [ $stops -lt 30 ]; then
         target=$((expect_from + 2 + RANDOM % 11))
@@ -142,7 +142,7 @@ check "A: 30 SIGTERMs + --resume auto = the uninterrupted run (losses, evals, we
 # L - resume step <= every_steps (the interval) + every_steps (steps run during one save) = 40.
 NB=700
 job b $NB
-"$G" "$T/b.yaml" --run-dir "$T/b.straight" --quiet >/dev/null 2>"$T/b.straight.err" && ok ||
+"$G" "$T/b.yaml" "${THREADS[@]}" --run-dir "$T/b.straight" --quiet >/dev/null 2>"$T/b.straight.err" && ok ||
     bad "the uninterrupted run B failed: $(cat "$T/b.straight.err")"
 # tmp_or_step DIR MARK K : a checkpoint .tmp newer than MARK is in DIR/checkpoints, or DIR's
 # metrics.jsonl is at step K or later
@@ -158,7 +158,7 @@ while [ $rc -ne 0 ] && [ $starts -lt 80 ]; do
     starts=$((starts + 1))
     # truncated here: a kill may come before the child has opened them
     : >"$T/b.out"; : >"$T/b.err"; touch "$T/b.mark"
-    "$G" "$T/b.yaml" --resume auto --run-dir "$D" >"$T/b.out" 2>"$T/b.err" &
+    "$G" "$T/b.yaml" "${THREADS[@]}" --resume auto --run-dir "$D" >"$T/b.out" 2>"$T/b.err" &
     pid=$!
     if [ $kills -lt 25 ]; then
         case $((kills % 4)) in

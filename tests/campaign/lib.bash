@@ -192,7 +192,7 @@ reap() {
 camp_fixtures() {
     mkdata || { fail fixtures "gpurun data synthetic failed"; camp_done; }
     job base
-    crun 120 "$G" "$T/base.yaml" --run-dir "$T/tmpl" --quiet
+    crun 120 "$G" "$T/base.yaml" "${THREADS[@]}" --run-dir "$T/tmpl" --quiet
     [ "$RC" -eq 0 ] || { fail fixtures "the template run failed (exit $RC): $(said)"; camp_done; }
     FIFO=$T/fifo
     mkfifo "$FIFO" || { fail fixtures "mkfifo"; camp_done; }
