@@ -3,6 +3,7 @@
 #include "tensorio.h"
 #include "weights.h"
 #include "../common/crc32c.h"
+#include "../common/tmpfile.h"
 #include "../dataio/h5util.h"
 
 #include <dirent.h>
@@ -64,6 +65,15 @@ static herr_t gr_attr_u64s(hid_t obj, const char *name, const uint64_t *v, hsize
     hid_t sp = H5Screate_simple(1, &n, NULL);
     hid_t a = sp < 0 ? -1 : H5Acreate2(obj, name, H5T_STD_U64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
     herr_t r = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_UINT64, v);
+    if (a >= 0) H5Aclose(a);
+    if (sp >= 0) H5Sclose(sp);
+    return r;
+}
+
+static herr_t gr_attr_u32(hid_t obj, const char *name, uint32_t v) {
+    hid_t sp = H5Screate(H5S_SCALAR);
+    hid_t a = sp < 0 ? -1 : H5Acreate2(obj, name, H5T_STD_U32LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t r = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_UINT32, &v);
     if (a >= 0) H5Aclose(a);
     if (sp >= 0) H5Sclose(sp);
     return r;
@@ -151,13 +161,54 @@ fail:
     return st;
 }
 
+/* ---- the run record's checksum ---- */
+
+/* crc32c of every root attribute but format and the checksum itself, in a
+ * fixed text form (doubles as %a: exact), then the spec: what a resume adopts
+ * without another check (the position, the loss scale, the record). */
+static uint32_t gr_ckpt_record_crc(const gr_ckpt_header *h) {
+    char buf[1024];
+    int n = snprintf(buf, sizeof buf,
+                     "version=%d step=%lld epoch=%lld sample_in_epoch=%lld world_size=%lld precision=%s "
+                     "loss_scale=%a loss_scale_good=%lld skipped_steps=%lld threads=%lld last_train_loss=%a "
+                     "best_val_accuracy=%a last_val_accuracy=%a last_val_loss=%a loss_window_sum=%a "
+                     "loss_window_steps=%lld time_s=%a rng=%llu,%llu optimizer=%s optim_slots=%d eval_pending=%lld\n",
+                     GR_CKPT_VERSION, (long long)h->step, (long long)h->epoch, (long long)h->sample_in_epoch,
+                     (long long)h->world_size, h->precision, h->loss_scale, (long long)h->loss_scale_good,
+                     (long long)h->skipped_steps, (long long)h->threads, h->last_train_loss, h->best_val_accuracy,
+                     h->last_val_accuracy, h->last_val_loss, h->loss_window_sum, (long long)h->loss_window_steps,
+                     h->time_s, (unsigned long long)h->rng[0], (unsigned long long)h->rng[1], h->optimizer,
+                     h->optim_slots, (long long)h->eval_pending);
+    GR_ASSERT(n > 0 && (size_t)n < sizeof buf);
+    uint32_t c = gr_crc32c(0, buf, (size_t)n);
+    return h->spec ? gr_crc32c(c, h->spec, strlen(h->spec)) : c;
+}
+
+static gr_status gr_ckpt_check_record(hid_t f, const char *path, const gr_ckpt_header *h, int64_t version,
+                                      gr_error *err) {
+    if (version < 2) return GR_OK; /* written before the record had a checksum */
+    uint32_t want = 0;
+    hid_t a = H5Aexists(f, "record_crc32c") > 0 ? H5Aopen(f, "record_crc32c", H5P_DEFAULT) : -1;
+    const bool ok = a >= 0 && gr_tio_attr_count(a) == 1 && H5Aread(a, H5T_NATIVE_UINT32, &want) >= 0;
+    if (a >= 0) H5Aclose(a);
+    if (!ok) return gr_h5_fail(err, GR_ERR_CKPT, "%s: attribute record_crc32c: missing or unreadable", path);
+    const uint32_t got = gr_ckpt_record_crc(h);
+    if (got != want)
+        return gr_error_set(err, GR_ERR_CKPT, "%s: the run record (the root attributes: step, position, loss scale, "
+                            "accuracies, spec...) fails its crc32c (stored 0x%08x, computed 0x%08x): damaged",
+                            path, want, got);
+    return GR_OK;
+}
+
 /* ---- write ---- */
 
-static gr_status gr_ckpt_write_file(const char *tmp, const gr_ckpt_header *h, const gr_ckpt_state *s,
+static gr_status gr_ckpt_write_file(const gr_tmpfile *tf, const gr_ckpt_header *h, const gr_ckpt_state *s,
                                     gr_error *err) {
     gr_status st = GR_OK;
     const gr_graph *g = s->g;
-    hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    const char *tmp = tf->tmp; /* the temporary created exclusively, opened again as itself */
+    char reopen[64];
+    hid_t f = H5Fcreate(gr_tmpfile_reopen_path(tf, reopen, sizeof reopen), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     CK_CHECK(f, "%s: cannot create", tmp);
     const uint64_t rng[2] = {h->rng[0], h->rng[1]};
     CK_CHECK(gr_attr_str(f, "format", GR_CKPT_FORMAT), "%s: cannot write the header", tmp);
@@ -183,6 +234,7 @@ static gr_status gr_ckpt_write_file(const char *tmp, const gr_ckpt_header *h, co
     CK_CHECK(gr_attr_i64(f, "loss_window_steps", h->loss_window_steps), "%s: cannot write the header", tmp);
     CK_CHECK(gr_attr_f64(f, "time_s", h->time_s), "%s: cannot write the header", tmp);
     CK_CHECK(gr_attr_str(f, "spec", h->spec ? h->spec : ""), "%s: cannot write the header", tmp);
+    CK_CHECK(gr_attr_u32(f, "record_crc32c", gr_ckpt_record_crc(h)), "%s: cannot write the header", tmp);
     if ((st = gr_weights_put(f, tmp, g, s->params, err))) goto fail;
     for (int k = 0; k < h->optim_slots; k++)
         for (int i = 0; i < g->n_tensors; i++) {
@@ -229,14 +281,17 @@ static gr_ckpt_list gr_ckpt_scan(const char *dir, bool report_tmp) {
     return l;
 }
 
-/* Unfinished writes (step-*.h5.tmp) a killed or stopped save left behind:
- * one save runs at a time, so after a commit none is anyone's. */
+/* Unfinished writes a killed or stopped save left behind: step-*.h5.*.tmp
+ * and LATEST.*.tmp (common/tmpfile.h), and the step-*.h5.tmp of earlier
+ * versions; one save runs at a time, so after a commit none is anyone's. */
 static void gr_ckpt_remove_stale_tmp(const char *dir) {
     DIR *d = opendir(dir);
     if (!d) return;
     for (struct dirent *e; (e = readdir(d));) {
         size_t len = strlen(e->d_name);
-        if (len < 12 || strncmp(e->d_name, "step-", 5) != 0 || strcmp(e->d_name + len - 7, ".h5.tmp") != 0) continue;
+        const bool step = strncmp(e->d_name, "step-", 5) == 0 && strstr(e->d_name, ".h5.") != NULL;
+        const bool latest = strncmp(e->d_name, "LATEST.", 7) == 0;
+        if (!(step || latest) || len < 4 || strcmp(e->d_name + len - 4, ".tmp") != 0) continue;
         char p[GR_PATH_MAX + 300];
         snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
         if (unlink(p) != 0 && errno != ENOENT)
@@ -247,16 +302,15 @@ static void gr_ckpt_remove_stale_tmp(const char *dir) {
 
 gr_status gr_ckpt_save(const char *dir, const gr_ckpt_header *h, const gr_ckpt_state *s, int keep, gr_error *err) {
     gr_h5_init();
-    char name[64], path[GR_PATH_MAX + 80], tmp[GR_PATH_MAX + 96], latest[GR_PATH_MAX + 16];
+    char name[64], path[GR_PATH_MAX + 80], latest[GR_PATH_MAX + 16];
     gr_ckpt_filename(h->step, name, sizeof name);
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    gr_status st = gr_ckpt_write_file(tmp, h, s, err);
-    if (!st) st = gr_tio_commit(tmp, path, err);
-    if (st) {
-        unlink(tmp);
-        return st;
-    }
+    gr_tmpfile tf;
+    gr_status st = gr_tmpfile_create(&tf, path, GR_ERR_CKPT, err);
+    if (!st) st = gr_ckpt_write_file(&tf, h, s, err);
+    if (!st) st = gr_tmpfile_commit(&tf, true, GR_ERR_CKPT, err);
+    gr_tmpfile_abort(&tf); /* removes the temporary after a failure */
+    if (st) return st;
     char line[80];
     snprintf(line, sizeof line, "%s\n", name);
     snprintf(latest, sizeof latest, "%s/LATEST", dir);
@@ -293,24 +347,20 @@ static gr_status gr_read_opt_f64(hid_t f, const char *path, const char *name, do
     return ok ? GR_OK : gr_h5_fail(err, GR_ERR_CKPT, "%s: attribute %s: not a number", path, name);
 }
 
-gr_status gr_ckpt_load(const char *path, gr_ckpt_header *h, const gr_ckpt_state *s, gr_error *err) {
-    gr_h5_init();
+/* The root attributes into h (spec allocated; freed on failure), each in
+ * range, and from version 2 on the run record's crc32c (gr_ckpt_record_crc):
+ * one flipped bit anywhere in the record is a damaged file. */
+static gr_status gr_ckpt_read_header(hid_t f, const char *path, gr_ckpt_header *h, gr_error *err) {
     memset(h, 0, sizeof *h);
-    gr_status rs = gr_check_regular(path, "the checkpoint", GR_ERR_CKPT, err); /* a FIFO would block */
-    if (rs) return rs;
-    if (access(path, R_OK) != 0) return gr_error_set(err, GR_ERR_CKPT, "%s: %s", path, strerror(errno));
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0) return gr_h5_fail(err, GR_ERR_CKPT, "%s: not an HDF5 file, or truncated or corrupt", path);
-    const gr_graph *g = s->g;
     char *str = NULL;
-    int64_t v = 0;
+    int64_t v = 0, version = 0;
     gr_status st = gr_read_str(f, path, "format", 64, &str, err);
     if (!st && strcmp(str, GR_CKPT_FORMAT) != 0)
         st = gr_error_set(err, GR_ERR_CKPT, "%s: attribute format: \"%s\", expected \"%s\" (not a gpurun "
                           "checkpoint)", path, str, GR_CKPT_FORMAT);
     free(str);
     str = NULL;
-    if (!st) st = gr_read_i64(f, path, "version", GR_CKPT_VERSION, GR_CKPT_VERSION, &v, err);
+    if (!st) st = gr_read_i64(f, path, "version", 1, GR_CKPT_VERSION, &version, err);
     if (!st) st = gr_read_i64(f, path, "step", 0, (int64_t)1 << 50, &h->step, err);
     if (!st) st = gr_read_i64(f, path, "epoch", 0, (int64_t)1 << 50, &h->epoch, err);
     if (!st) st = gr_read_i64(f, path, "sample_in_epoch", 0, (int64_t)1 << 50, &h->sample_in_epoch, err);
@@ -364,6 +414,24 @@ gr_status gr_ckpt_load(const char *path, gr_ckpt_header *h, const gr_ckpt_state 
             st = gr_error_set(err, GR_ERR_CKPT, "%s: attribute loss_scale: %g is not a positive finite number", path,
                               h->loss_scale);
     }
+    if (!st) st = gr_ckpt_check_record(f, path, h, version, err);
+    if (st) {
+        free(h->spec);
+        h->spec = NULL;
+    }
+    return st;
+}
+
+gr_status gr_ckpt_load(const char *path, gr_ckpt_header *h, const gr_ckpt_state *s, gr_error *err) {
+    gr_h5_init();
+    memset(h, 0, sizeof *h);
+    gr_status rs = gr_check_regular(path, "the checkpoint", GR_ERR_CKPT, err); /* a FIFO would block */
+    if (rs) return rs;
+    if (access(path, R_OK) != 0) return gr_error_set(err, GR_ERR_CKPT, "%s: %s", path, strerror(errno));
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) return gr_h5_fail(err, GR_ERR_CKPT, "%s: not an HDF5 file, or truncated or corrupt", path);
+    const gr_graph *g = s->g;
+    gr_status st = gr_ckpt_read_header(f, path, h, err);
     if (!st) st = gr_weights_get(f, path, g, s->params, true, err);
     for (int k = 0; !st && k < h->optim_slots; k++)
         for (int i = 0; !st && i < g->n_tensors; i++) {
@@ -417,19 +485,47 @@ bool gr_ckpt_intact(const char *path) {
     if (gr_check_regular(path, "the checkpoint", GR_ERR_CKPT, NULL)) return false;
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0) return false;
-    char *fmt = NULL;
+    gr_ckpt_header h;
     gr_error e;
     gr_intact_walk w = {.ok = true};
-    bool ok = gr_read_str(f, path, "format", 64, &fmt, &e) == GR_OK && strcmp(fmt, GR_CKPT_FORMAT) == 0 &&
-              H5Ovisit2(f, H5_INDEX_NAME, H5_ITER_NATIVE, gr_intact_visit, &w, H5O_INFO_BASIC) >= 0 && w.ok &&
-              w.n > 0;
-    free(fmt);
+    /* the header in range and its record's crc32c, then every dataset's */
+    const bool head = gr_ckpt_read_header(f, path, &h, &e) == GR_OK;
+    const bool ok = head && H5Ovisit2(f, H5_INDEX_NAME, H5_ITER_NATIVE, gr_intact_visit, &w, H5O_INFO_BASIC) >= 0 &&
+                    w.ok && w.n > 0;
+    if (head) free(h.spec);
     H5Fclose(f);
     return ok;
 }
 
-gr_status gr_ckpt_resume_auto(const char *dir, gr_ckpt_header *h, const gr_ckpt_state *s, bool *found,
-                              char *path, size_t path_n, gr_error *err) {
+static bool gr_ckpt_peek_file(const char *path, gr_ckpt_header *h) {
+    if (gr_check_regular(path, "the checkpoint", GR_ERR_CKPT, NULL)) return false;
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) return false;
+    gr_error e;
+    const bool ok = gr_ckpt_read_header(f, path, h, &e) == GR_OK;
+    H5Fclose(f);
+    if (ok) free(h->spec);
+    h->spec = NULL;
+    return ok;
+}
+
+bool gr_ckpt_peek(const char *dir, const char *path, gr_ckpt_header *h) {
+    gr_h5_init();
+    if (!dir) return gr_ckpt_peek_file(path, h);
+    gr_ckpt_list l = gr_ckpt_scan(dir, false);
+    bool ok = false;
+    for (int i = 0; i < l.n && !ok; i++) {
+        char name[64], p[GR_PATH_MAX + 100];
+        gr_ckpt_filename(l.steps[i], name, sizeof name);
+        snprintf(p, sizeof p, "%s/%s", dir, name);
+        ok = gr_ckpt_peek_file(p, h);
+    }
+    free(l.steps);
+    return ok;
+}
+
+gr_status gr_ckpt_resume_auto(const char *dir, gr_ckpt_fit_fn fit, void *fit_ctx, gr_ckpt_header *h,
+                              const gr_ckpt_state *s, bool *found, char *path, size_t path_n, gr_error *err) {
     *found = false;
     char latest[GR_PATH_MAX + 16];
     snprintf(latest, sizeof latest, "%s/LATEST", dir);
@@ -459,8 +555,16 @@ gr_status gr_ckpt_resume_auto(const char *dir, gr_ckpt_header *h, const gr_ckpt_
         snprintf(path, path_n, "%s/%s", dir, name);
         gr_error e;
         if (gr_ckpt_load(path, h, s, &e) == GR_OK) {
-            *found = true;
-            break;
+            if (!fit || fit(path, h, fit_ctx, &e) == GR_OK) {
+                *found = true;
+                break;
+            }
+            free(h->spec); /* verified, but not of this job */
+            h->spec = NULL;
+            fprintf(stderr, "gpurun: skipping %s: %s\n", path, e.msg);
+            if (misfits++ == 0) snprintf(first, sizeof first, "%s", e.msg);
+            if (i == 0) snprintf(newest, sizeof newest, "%s", e.msg);
+            continue;
         }
         bool intact = gr_ckpt_intact(path);
         fprintf(stderr, "gpurun: skipping %s: %s%s\n", path, e.msg,

@@ -19,7 +19,7 @@
 #include "../graph/graph.h"
 
 #define GR_CKPT_FORMAT "gpurun-checkpoint"
-#define GR_CKPT_VERSION 1
+#define GR_CKPT_VERSION 2 /* 2: the run record has a crc32c (record_crc32c); 1 is still read */
 
 typedef struct gr_ckpt_header {
     int64_t step;             /* optimizer steps done */
@@ -71,19 +71,30 @@ gr_status gr_ckpt_save(const char *dir, const gr_ckpt_header *h, const gr_ckpt_s
  * tensor or attribute, with expected and actual values. */
 gr_status gr_ckpt_load(const char *path, gr_ckpt_header *h, const gr_ckpt_state *s, gr_error *err);
 
-/* A gpurun checkpoint file whose every dataset matches its crc32c, whatever
- * job it fits: tells a checkpoint of another spec from a damaged one. */
+/* A gpurun checkpoint file whose run record and every dataset match their
+ * crc32c, whatever job it fits: tells a checkpoint of another spec from a
+ * damaged one. */
 bool gr_ckpt_intact(const char *path);
 
-/* --resume auto: the newest checkpoint in dir that verifies (tried from the
- * highest step down; LATEST is not trusted blindly); leftovers (*.tmp) and
- * checkpoints that fail verification are skipped with a line on stderr
- * naming them. Returns GR_OK with *found false when there is no committed
- * checkpoint (step-*.h5) at all. The loaded state is in s and h, the file's
- * path in path. When committed checkpoints exist but none loads — intact ones
- * of another spec (other shapes, other tensors) or damaged ones — it is
+/* The run record (root attributes) of dir's newest checkpoint whose record
+ * verifies (dir not NULL: --resume auto), else of path; no tensor is read.
+ * False when there is none. h->spec is not kept (NULL). */
+bool gr_ckpt_peek(const char *dir, const char *path, gr_ckpt_header *h);
+
+/* The caller's check that a loaded checkpoint fits its job (the spec, the
+ * position): GR_OK takes it; an error (its message naming path) rejects it. */
+typedef gr_status (*gr_ckpt_fit_fn)(const char *path, const gr_ckpt_header *h, void *ctx, gr_error *err);
+
+/* --resume auto: the newest checkpoint in dir that verifies and that fit
+ * (NULL: any) accepts, tried from the highest step down (LATEST is not
+ * trusted blindly); leftovers (*.tmp) and checkpoints that fail verification
+ * or fit are skipped with a line on stderr naming them, so one damaged or
+ * misfit file never stops a preemptible loop. Returns GR_OK with *found false
+ * when there is no committed checkpoint (step-*.h5) at all. The loaded state
+ * is in s and h, the file's path in path. When committed checkpoints exist
+ * but none is taken — intact ones of another spec or damaged ones — it is
  * GR_ERR_CKPT: starting fresh would overwrite the run, so the job is refused. */
-gr_status gr_ckpt_resume_auto(const char *dir, gr_ckpt_header *h, const gr_ckpt_state *s, bool *found,
-                              char *path, size_t path_n, gr_error *err);
+gr_status gr_ckpt_resume_auto(const char *dir, gr_ckpt_fit_fn fit, void *fit_ctx, gr_ckpt_header *h,
+                              const gr_ckpt_state *s, bool *found, char *path, size_t path_n, gr_error *err);
 
 #endif

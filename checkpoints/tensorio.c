@@ -2,6 +2,7 @@
 #define _GNU_SOURCE /* sync_file_range */
 #include "tensorio.h"
 #include "../common/crc32c.h"
+#include "../common/tmpfile.h"
 #include "../dataio/h5util.h"
 
 #include <errno.h>
@@ -186,40 +187,17 @@ fail:
     return st;
 }
 
-static gr_status tio_fsync_path(const char *path, int flags, gr_error *err) {
-    int fd = open(path, flags | O_CLOEXEC);
-    if (fd < 0 || fsync(fd) != 0) {
-        int e = errno;
-        if (fd >= 0) close(fd);
-        return gr_error_set(err, GR_ERR_CKPT, "%s: cannot sync: %s", path, strerror(e));
-    }
-    close(fd);
-    return GR_OK;
-}
-
-gr_status gr_tio_commit(const char *tmp, const char *path, gr_error *err) {
-    gr_status st = tio_fsync_path(tmp, O_RDONLY, err);
-    if (st) return st;
-    if (rename(tmp, path) != 0)
-        return gr_error_set(err, GR_ERR_CKPT, "%s: cannot rename to %s: %s", tmp, path, strerror(errno));
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    return tio_fsync_path(dirname(dir), O_RDONLY | O_DIRECTORY, err);
-}
-
 gr_status gr_tio_write_text(const char *path, const char *text, gr_error *err) {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) return gr_error_set(err, GR_ERR_CKPT, "%s: cannot write: %s", tmp, strerror(errno));
+    gr_tmpfile tf;
+    gr_status st = gr_tmpfile_create(&tf, path, GR_ERR_CKPT, err);
+    if (st) return st;
+    FILE *f = gr_tmpfile_fdopen(&tf, "w");
+    if (f) errno = 0;
     size_t n = strlen(text);
-    bool ok = fwrite(text, 1, n, f) == n;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok) {
-        unlink(tmp);
-        return gr_error_set(err, GR_ERR_CKPT, "%s: cannot write: %s", tmp, strerror(errno));
-    }
-    gr_status st = gr_tio_commit(tmp, path, err);
-    if (st) unlink(tmp);
+    bool ok = f && fwrite(text, 1, n, f) == n;
+    if (f && fclose(f) != 0) ok = false;
+    if (!ok) st = gr_error_set(err, GR_ERR_CKPT, "%s: cannot write: %s", tf.tmp, strerror(errno ? errno : EIO));
+    else st = gr_tmpfile_commit(&tf, true, GR_ERR_CKPT, err);
+    gr_tmpfile_abort(&tf); /* removes the temporary after a failure */
     return st;
 }

@@ -1,7 +1,7 @@
 /* tensorio.h — the HDF5 pieces the weights and checkpoint files share:
  * float32 datasets with a `crc32c` attribute (CRC32C of the float32 bytes),
- * read back with their shape and checksum verified, and the commit of a
- * finished file (fsync, rename over the final name, fsync the directory).
+ * read back with their shape and checksum verified, and small text files
+ * committed whole (LATEST). Files are committed through common/tmpfile.h.
  * Every failure is GR_ERR_CKPT (exit 6) naming the file and the dataset. */
 #ifndef GR_TENSORIO_H
 #define GR_TENSORIO_H
@@ -33,10 +33,8 @@ hssize_t gr_tio_attr_count(hid_t attr);
 /* Whether every link of an absolute path exists: 1, 0, < 0 on HDF5 error. */
 htri_t gr_tio_exists(hid_t f, const char *name);
 
-/* tmp (closed) -> path: fsync tmp, rename, fsync the directory. */
-gr_status gr_tio_commit(const char *tmp, const char *path, gr_error *err);
-
-/* Writes text to path through path.tmp + gr_tio_commit. */
+/* Writes text to path through a private temporary next to it
+ * (common/tmpfile.h): fsync, rename, fsync the directory. */
 gr_status gr_tio_write_text(const char *path, const char *text, gr_error *err);
 
 #endif

@@ -1,6 +1,7 @@
 /* weights.c — parameters and state to and from HDF5 (see weights.h). */
 #include "weights.h"
 #include "tensorio.h"
+#include "../common/tmpfile.h"
 #include "../dataio/h5util.h"
 
 #include <errno.h>
@@ -41,14 +42,16 @@ gr_status gr_weights_get(hid_t f, const char *file, const gr_graph *g, float *pa
 
 gr_status gr_weights_save(const char *path, const gr_graph *g, const float *params, gr_error *err) {
     gr_h5_init();
-    char tmp[GR_PATH_MAX + 8];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    if (f < 0) return gr_h5_fail(err, GR_ERR_CKPT, "%s: cannot create", tmp);
-    gr_status st = gr_weights_put(f, tmp, g, params, err);
-    if (H5Fclose(f) < 0 && !st) st = gr_h5_fail(err, GR_ERR_CKPT, "%s: cannot close (disk full?)", tmp);
-    if (!st) st = gr_tio_commit(tmp, path, err);
-    if (st) unlink(tmp);
+    gr_tmpfile tf;
+    gr_status st = gr_tmpfile_create(&tf, path, GR_ERR_CKPT, err);
+    if (st) return st;
+    char reopen[64];
+    hid_t f = H5Fcreate(gr_tmpfile_reopen_path(&tf, reopen, sizeof reopen), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (f < 0) st = gr_h5_fail(err, GR_ERR_CKPT, "%s: cannot create", tf.tmp);
+    if (f >= 0) st = gr_weights_put(f, tf.tmp, g, params, err);
+    if (f >= 0 && H5Fclose(f) < 0 && !st) st = gr_h5_fail(err, GR_ERR_CKPT, "%s: cannot close (disk full?)", tf.tmp);
+    if (!st) st = gr_tmpfile_commit(&tf, true, GR_ERR_CKPT, err);
+    gr_tmpfile_abort(&tf); /* removes the temporary after a failure */
     return st;
 }
 

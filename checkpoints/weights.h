@@ -15,7 +15,8 @@
 #include "../graph/graph.h"
 
 /* Writes every PARAM and STATE tensor of g from params (the host copy of
- * the params arena) to path, through path.tmp + fsync + rename.
+ * the params arena) to path, through a private temporary next to it
+ * (common/tmpfile.h) + fsync + rename.
  * Errors: GR_ERR_CKPT naming the file. */
 gr_status gr_weights_save(const char *path, const gr_graph *g, const float *params, gr_error *err);
 

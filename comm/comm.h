@@ -28,6 +28,7 @@ typedef struct gr_comm {
     int local_rank;        /* the rank among those on this machine (GPU choice) */
     char launcher[32];     /* "" (none), "Open MPI", "Slurm", "PMI" */
     bool joined;           /* gr_comm_open reached the other ranks */
+    bool agreed;           /* every rank met the same failure and knows it: each exits on its own */
     bool nccl;             /* the float buffers are on the GPU, summed over NCCL (gr_comm_open_gpu) */
 } gr_comm;
 

@@ -1,5 +1,5 @@
-/* convert_out.c — the output side of the `gpurun data` converters: OUT.tmp
- * created and renamed into place, split groups appended to block by block
+/* convert_out.c — the output side of the `gpurun data` converters: OUT's
+ * private temporary created exclusively, synced and renamed into place, split groups appended to block by block
  * with hyperslab writes, per-channel statistics, the progress bar. */
 #include "convert_out.h"
 #include "h5util.h"
@@ -19,6 +19,8 @@
 gr_status gr_conv_out_begin(gr_conv_out *o, const char *out, bool force, bool progress, gr_error *err) {
     memset(o, 0, sizeof *o);
     o->file = o->old = -1;
+    gr_status st = gr_check_regular(out, "the output file", GR_ERR_DATA, err);
+    if (st != GR_OK) return st;
     struct stat sb;
     if (stat(out, &sb) == 0 && !force)
         return gr_error_set(err, GR_ERR_USAGE, "%s: already exists (pass --force to overwrite); this converter "
@@ -29,18 +31,20 @@ gr_status gr_conv_out_begin(gr_conv_out *o, const char *out, bool force, bool pr
 
 gr_status gr_conv_out_create(gr_conv_out *o, const char *out, bool progress, gr_error *err) {
     gr_h5_init();
-    size_t tl = strlen(out) + 5;
-    o->tmp = gr_xmalloc(tl);
-    snprintf(o->tmp, tl, "%s.tmp", out);
+    gr_status st = gr_tmpfile_create(&o->tf, out, GR_ERR_DATA, err);
+    if (st != GR_OK) return st;
+    o->tmp = o->tf.tmp;
+    char reopen[64];
     /* File format 1.8 or later: attributes over 64 KiB (`classes` of a
      * dataset with thousands of classes) need its dense attribute storage. */
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     if (fapl >= 0) H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST);
-    o->file = H5Fcreate(o->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl >= 0 ? fapl : H5P_DEFAULT);
+    o->file = H5Fcreate(gr_tmpfile_reopen_path(&o->tf, reopen, sizeof reopen), H5F_ACC_TRUNC, H5P_DEFAULT,
+                        fapl >= 0 ? fapl : H5P_DEFAULT);
     if (fapl >= 0) H5Pclose(fapl);
     if (o->file < 0) {
-        gr_status st = gr_h5_fail(err, GR_ERR_DATA, "%s: cannot create", o->tmp);
-        free(o->tmp);
+        st = gr_h5_fail(err, GR_ERR_DATA, "%s: cannot create", o->tmp);
+        gr_tmpfile_abort(&o->tf);
         o->tmp = NULL;
         return st;
     }
@@ -52,8 +56,7 @@ gr_status gr_conv_out_create(gr_conv_out *o, const char *out, bool progress, gr_
 void gr_conv_out_abort(gr_conv_out *o) {
     if (o->file >= 0) H5Fclose(o->file);
     if (o->old >= 0) H5Fclose(o->old);
-    if (o->tmp) remove(o->tmp);
-    free(o->tmp);
+    gr_tmpfile_abort(&o->tf); /* removes the temporary unless committed */
     free(o->path);
     for (int g = 0; g < o->ngroups; g++) free(o->groups[g]);
     free(o->groups);
@@ -72,12 +75,7 @@ gr_status gr_conv_out_commit(gr_conv_out *o, gr_error *err) {
     herr_t cr = H5Fclose(o->file);
     o->file = -1;
     if (cr < 0) st = gr_h5_fail(err, GR_ERR_DATA, "%s: closing failed", o->tmp);
-    else if (rename(o->tmp, o->path) != 0)
-        st = gr_error_set(err, GR_ERR_DATA, "%s: cannot rename to %s: %s", o->tmp, o->path, strerror(errno));
-    if (st == GR_OK) {
-        free(o->tmp);
-        o->tmp = NULL;
-    }
+    else st = gr_tmpfile_commit(&o->tf, true, GR_ERR_DATA, err);
     gr_conv_out_abort(o);
     return st;
 }

@@ -3,12 +3,15 @@
  *
  * Exports:
  *   gr_conv_out     the output file: gr_conv_out_begin refuses an existing OUT
- *                   unless force and creates OUT.tmp; gr_conv_out_begin_groups
- *                   (convert_keep.c) instead adds groups to an existing OUT,
- *                   copying the rest of it into OUT.tmp at the commit;
- *                   gr_conv_out_commit closes OUT.tmp and renames it to OUT;
- *                   gr_conv_out_abort closes and removes OUT.tmp (call it on
- *                   every failure path; it is a no-op after a commit).
+ *                   that is not a regular file, and any existing OUT unless
+ *                   force, and creates OUT's private temporary
+ *                   (OUT.<pid>.<hex>.tmp, common/tmpfile.h; "OUT.tmp" below);
+ *                   gr_conv_out_begin_groups (convert_keep.c) instead adds
+ *                   groups to an existing OUT, copying the rest of it into
+ *                   OUT.tmp at the commit; gr_conv_out_commit closes OUT.tmp,
+ *                   syncs it and renames it to OUT; gr_conv_out_abort closes
+ *                   and removes OUT.tmp (call it on every failure path; it is
+ *                   a no-op after a commit).
  *   gr_conv_out_classes_check  the groups kept from an existing OUT whose
  *                   `classes` differ from the ones written, as messages.
  *   gr_conv_split   one split group (DESIGN 1.5): images uint8 [N,C,H,W]
@@ -28,10 +31,12 @@
 #include <hdf5.h>
 
 #include "../common/gr_common.h"
+#include "../common/tmpfile.h"
 
 typedef struct gr_conv_out {
     char *path;      /* OUT */
-    char *tmp;       /* OUT.tmp, the file being written */
+    const char *tmp; /* tf.tmp: OUT.<pid>.<hex>.tmp, the file being written */
+    gr_tmpfile tf;   /* the temporary, created exclusively */
     hid_t file;
     bool progress;
     hid_t old;       /* the existing OUT, read-only, when groups are added to it; else -1 */
@@ -39,9 +44,12 @@ typedef struct gr_conv_out {
     int ngroups;
 } gr_conv_out;
 
-/* For converters that write a whole file. Errors: "OUT: already exists
- * (pass --force to overwrite); ..." (GR_ERR_USAGE), "OUT.tmp: cannot create
- * (HDF5: ...)" (GR_ERR_DATA). On failure *o needs no abort. */
+/* For converters that write a whole file. Errors: "OUT: the output file is a
+ * FIFO, not a regular file" (GR_ERR_DATA, whatever force says; OUT
+ * untouched), "OUT: already exists (pass --force to overwrite); ..."
+ * (GR_ERR_USAGE), "OUT: cannot create a temporary file next to it: ..." or
+ * "OUT.<pid>.<hex>.tmp: cannot create (HDF5: ...)" (GR_ERR_DATA). On failure
+ * *o needs no abort. */
 gr_status gr_conv_out_begin(gr_conv_out *o, const char *out, bool force, bool progress, gr_error *err);
 /* Creates OUT.tmp with no check of OUT (gr_conv_out_begin's second half); *o as
  * gr_conv_out_begin leaves it before that (zeroed, file and old -1). */

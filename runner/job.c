@@ -290,7 +290,7 @@ gr_status gr_job_check_data(const gr_job_spec *spec, gr_error *err) {
 static int gr_job_default_threads(const gr_job *j, bool quiet) {
     const int cpus = gr_host_cpus();
     const bool say = !quiet && j->comm.rank == 0;
-    const int rec = j->pre_found ? (int)j->pre_h.threads : 0;
+    const int rec = j->ckpt_threads;
     if (rec > 0 && rec <= cpus) {
         const double busy = say && j->comm.world == 1 && cpus > 1 ? gr_host_busy_cpus(50) : -1.0;
         const int free_cpus = busy < 0 ? cpus : GR_MAX(1, cpus - (int)floor(busy + 0.5));
@@ -344,7 +344,7 @@ gr_status gr_job_backend(gr_job *j, const gr_job_spec *s, const char *device, in
         }
     }
     if (!j->be && !strcmp(dev, "cpu")) {
-        const int rec = j->pre_found ? (int)j->pre_h.threads : 0;
+        const int rec = j->ckpt_threads;
         if (threads <= 0) threads = gr_job_default_threads(j, quiet);
         else if (rec > 0 && threads != rec && !quiet && j->comm.rank == 0)
             fprintf(stderr, "gpurun: resuming with --threads %d; the checkpoint was trained with %d: the run's last "

@@ -55,6 +55,7 @@ typedef struct gr_job {
     gr_ckpt_header pre_h;
     float *pre_params, *pre_optim;
     bool pre_found;
+    int ckpt_threads;  /* --resume: the CPU threads its checkpoint was trained with (0: none, unknown) */
     char pre_path[GR_PATH_MAX + 100];
     gr_scaler sc;      /* loss scaling: the scale and its history (checkpointed) */
     gr_comm comm;      /* the processes of a data-parallel run (world 1: this one alone) */

@@ -219,7 +219,7 @@ gr_status gr_parallel_finish(gr_comm *c, gr_status st, gr_error *err) {
         err->msg[sizeof err->msg - 1] = '\0';
     }
     atomic_store(&gr_wd.comm, NULL);
-    bool together = st == GR_OK || st == GR_ERR_SIGNAL || st == GR_ERR_DIVERGED;
+    bool together = st == GR_OK || st == GR_ERR_SIGNAL || st == GR_ERR_DIVERGED || c->agreed;
     if (!together && c->joined && c->world > 1) fprintf(stderr, "gpurun: %s\n", err->msg); /* before the abort */
     gr_comm_close(c, together ? 0 : (int)st);
     return st;

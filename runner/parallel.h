@@ -56,4 +56,11 @@ gr_status gr_parallel_stop(gr_job *j, int *sig, gr_error *err);
  * waits forever in a collective. */
 gr_status gr_parallel_finish(gr_comm *c, gr_status st, gr_error *err);
 
+/* After compiling, before anything collective: every rank runs rank 0's
+ * job (the resolved spec's keys but name and data.workers/prefetch/cache,
+ * and the data files' identity: samples, shape, size, crc32c of the first
+ * MiB). A mismatch is exit 2 on every rank (*agreed: each knows, none aborts
+ * the others), the ranks that differ naming their keys, rank 0 naming them. */
+gr_status gr_parallel_same_job(gr_job *j, bool *agreed, gr_error *err);
+
 #endif

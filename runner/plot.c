@@ -10,8 +10,9 @@
  * Options may come anywhere; "--" ends them (a RUN_DIR starting with '-').
  * Exit codes: 0; 2 usage (no RUN_DIR, no -o, an unknown option or metric, a
  * bad --size); 3 a RUN_DIR without a readable metrics.jsonl, or no run with
- * a value of the metric; 6 OUT.png cannot be written (nothing is left
- * behind: the PNG goes to OUT.png.tmp first).
+ * a value of the metric; 6 OUT.png cannot be written, or exists and is not a
+ * regular file (nothing is left behind: the PNG goes to a private
+ * OUT.png.<pid>.<hex>.tmp first).
  *
  * A RUN_DIR may be a sweep's directory, and entries of a glob that are not
  * runs are skipped (rundirs.h).

@@ -7,7 +7,7 @@
  *                  so joints do not darken), text in the built-in font
  *   plot_font.c    that font: 5x7 glyphs (two descender rows), ASCII art
  *   plot_chart.c   the chart: axis ranges, 1-2-5 ticks, margins, legend
- *   plot_png.c     the PNG writer (libpng, RGB 8-bit, OUT.tmp + rename)
+ *   plot_png.c     the PNG writer (libpng, RGB 8-bit, a private temporary + rename)
  *   plot.c         the command: arguments, runs, exit codes
  *
  * Pixel coordinates are continuous: pixel (i, j) covers [i, i+1) x [j, j+1),
@@ -120,9 +120,10 @@ void gr_plot_chart(gr_plot_canvas *c, const char *metric, const gr_plot_run *run
 
 /* ---- PNG (plot_png.c) ---- */
 
-/* Writes c to path as an 8-bit RGB PNG: to path.tmp, then renamed, so a
- * failure leaves no file (and no .tmp) behind; GR_ERR_CKPT (6) naming the
- * path and the system's reason. */
+/* Writes c to path as an 8-bit RGB PNG: to a private temporary next to it
+ * (common/tmpfile.h), then renamed, so a failure leaves no file (and no
+ * temporary) behind; GR_ERR_CKPT (6) naming the path and the system's reason,
+ * also for an existing path that is not a regular file (left as it is). */
 gr_status gr_plot_png_write(const char *path, const gr_plot_canvas *c, gr_error *err);
 
 #endif

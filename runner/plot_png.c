@@ -1,7 +1,10 @@
 /* plot_png.c — the PNG writer of `gpurun plot` (plot_parts.h): libpng, 8-bit
- * RGB, written to OUT.tmp, flushed and synced, then renamed over OUT; on any
- * failure the .tmp is removed and OUT is left as it was. */
+ * RGB, written to a private temporary next to OUT (common/tmpfile.h), flushed
+ * and synced, then renamed over OUT; on any failure the temporary is removed
+ * and OUT is left as it was. An existing OUT that is not a regular file (a
+ * FIFO, a device, a directory) is refused before anything is written. */
 #include "plot_parts.h"
+#include "../common/tmpfile.h"
 
 #include <errno.h>
 #include <png.h>
@@ -70,17 +73,15 @@ static bool gr_plot_png_encode(FILE *fp, const gr_plot_canvas *c, char *msg, siz
     return ok;
 }
 
-/* Writes the whole file at tmp; false with msg, and *made when tmp was
- * created (and is to be removed). */
-static bool gr_plot_png_file(const char *tmp, const gr_plot_canvas *c, bool *made, char *msg, size_t cap) {
-    FILE *fp = fopen(tmp, "wb");
-    *made = fp != NULL;
+/* Encodes c into fp (NULL: the reason in errno) and closes it; false with
+ * msg. */
+static bool gr_plot_png_file(FILE *fp, const gr_plot_canvas *c, char *msg, size_t cap) {
     if (!fp) {
         snprintf(msg, cap, "%s", strerror(errno));
         return false;
     }
     bool ok = gr_plot_png_encode(fp, c, msg, cap);
-    if (ok && (fflush(fp) != 0 || fsync(fileno(fp)) != 0)) {
+    if (ok && fflush(fp) != 0) {
         snprintf(msg, cap, "%s", strerror(errno));
         ok = false;
     }
@@ -92,16 +93,14 @@ static bool gr_plot_png_file(const char *tmp, const gr_plot_canvas *c, bool *mad
 }
 
 gr_status gr_plot_png_write(const char *path, const gr_plot_canvas *c, gr_error *err) {
-    size_t n = strlen(path) + sizeof ".tmp";
-    char *tmp = gr_xmalloc(n), msg[256];
-    snprintf(tmp, n, "%s.tmp", path);
-    bool made;
-    gr_status st = GR_OK;
-    if (!gr_plot_png_file(tmp, c, &made, msg, sizeof msg))
-        st = gr_error_set(err, GR_ERR_CKPT, "%s: cannot write: %s", tmp, msg);
-    else if (rename(tmp, path) != 0)
-        st = gr_error_set(err, GR_ERR_CKPT, "%s: cannot write (rename from %s): %s", path, tmp, strerror(errno));
-    if (st != GR_OK && made) unlink(tmp);
-    free(tmp);
+    gr_status st = gr_check_regular(path, "the output file", GR_ERR_CKPT, err);
+    gr_tmpfile tf;
+    if (st || (st = gr_tmpfile_create(&tf, path, GR_ERR_CKPT, err))) return st;
+    char msg[256];
+    if (!gr_plot_png_file(gr_tmpfile_fdopen(&tf, "wb"), c, msg, sizeof msg))
+        st = gr_error_set(err, GR_ERR_CKPT, "%s: cannot write: %s", tf.tmp, msg);
+    else
+        st = gr_tmpfile_commit(&tf, false, GR_ERR_CKPT, err);
+    gr_tmpfile_abort(&tf);
     return st;
 }

@@ -31,57 +31,79 @@ static void gr_job_position(const gr_job *j, int64_t step, int64_t spe, int64_t 
 
 /* ---- picking and restoring ---- */
 
-gr_status gr_job_pick_checkpoint(gr_job *j, const gr_run_options *opt, gr_error *err) {
+/* What a checkpoint must match besides its tensors' shapes: this job. */
+typedef struct gr_fit_ctx {
+    gr_job *j;
+    int64_t spe; /* steps per epoch */
+} gr_fit_ctx;
+
+/* Every key that shapes the trajectory equal, the optimizer, and the
+ * position its step has in this job's batches (gr_ckpt_fit_fn). */
+static gr_status gr_job_fits(const char *path, const gr_ckpt_header *h, void *ctx, gr_error *err) {
+    const gr_fit_ctx *c = ctx;
+    gr_job *j = c->j;
     const gr_job_spec *s = j->spec;
+    char diff[GR_ERROR_MSG_MAX / 2];
+    int nd = h->spec ? gr_spec_diff(h->spec, gr_job_spec_text(j), diff, sizeof diff) : 0;
+    free(j->spec_text); /* made again once train.micro_batch: auto is resolved (gr_memfit_auto) */
+    j->spec_text = NULL;
+    if (nd != 0) return gr_error_set(err, GR_ERR_CKPT, "%s: written for another job: %s", path, diff);
+    const int slots = gr_optim_slots(&s->train.optimizer);
+    if (h->optim_slots != slots || strcmp(h->optimizer, gr_optim_name(s->train.optimizer.type)) != 0)
+        return gr_error_set(err, GR_ERR_CKPT, "%s: optimizer %s with %d state slot(s), but the job uses %s with %d",
+                            path, h->optimizer, h->optim_slots, gr_optim_name(s->train.optimizer.type), slots);
+    int64_t epoch, sample;
+    gr_job_position(j, h->step, c->spe, &epoch, &sample);
+    if (h->epoch != epoch || h->sample_in_epoch != sample)
+        return gr_error_set(err, GR_ERR_CKPT, "%s: step %lld was at epoch %lld sample %lld, but this job's batches "
+                            "put it at epoch %lld sample %lld (train.batch_size or the data changed?)", path,
+                            (long long)h->step, (long long)h->epoch, (long long)h->sample_in_epoch, (long long)epoch,
+                            (long long)sample);
+    return GR_OK;
+}
+
+void gr_job_peek_threads(gr_job *j, const gr_run_options *opt) {
+    j->ckpt_threads = 0;
+    if (!opt->resume) return;
+    gr_ckpt_header h;
+    if (gr_ckpt_peek(strcmp(opt->resume, "auto") == 0 ? j->ckpt_dir : NULL, opt->resume, &h)) j->ckpt_threads = (int)h.threads;
+}
+
+gr_status gr_job_pick_checkpoint(gr_job *j, const gr_run_options *opt, int64_t spe, int64_t total, gr_error *err) {
     j->pre_found = false;
     if (!opt->resume) return GR_OK;
     j->pre_params = gr_xmalloc((size_t)(j->g.n_params + 1) * sizeof(float));
     j->pre_optim = gr_xmalloc((size_t)(2 * j->g.n_trainable + 1) * sizeof(float));
     gr_ckpt_state cs = {&j->g, j->pre_params, j->pre_optim};
     gr_ckpt_header *h = &j->pre_h;
+    gr_fit_ctx fc = {.j = j, .spe = spe};
     gr_status st;
+    const char *path = j->pre_path;
     if (strcmp(opt->resume, "auto") == 0) {
-        if ((st = gr_ckpt_resume_auto(j->ckpt_dir, h, &cs, &j->pre_found, j->pre_path, sizeof j->pre_path, err)))
+        /* a file that does not verify or fit is skipped for the next older one */
+        if ((st = gr_ckpt_resume_auto(j->ckpt_dir, gr_job_fits, &fc, h, &cs, &j->pre_found, j->pre_path,
+                                      sizeof j->pre_path, err)))
             return st;
         if (!j->pre_found) return GR_OK;
     } else {
         snprintf(j->pre_path, sizeof j->pre_path, "%s", opt->resume);
         if ((st = gr_ckpt_load(opt->resume, h, &cs, err))) return st;
+        if ((st = gr_job_fits(path, h, &fc, err))) {
+            free(h->spec);
+            h->spec = NULL;
+            size_t len = strlen(err->msg);
+            snprintf(err->msg + len, sizeof err->msg - len, "; nothing was changed: resume with the spec it was "
+                     "written for, or start over elsewhere (another --run-dir)");
+            return st;
+        }
         j->pre_found = true;
     }
-    const char *path = j->pre_path;
-    /* the checkpoint must be of this job: every key that shapes the trajectory equal */
-    char diff[GR_ERROR_MSG_MAX / 2];
-    int nd = h->spec ? gr_spec_diff(h->spec, gr_job_spec_text(j), diff, sizeof diff) : 0;
     free(h->spec);
     h->spec = NULL;
-    free(j->spec_text); /* made again once train.micro_batch: auto is resolved (gr_memfit_auto) */
-    j->spec_text = NULL;
-    if (nd != 0)
-        return gr_error_set(err, GR_ERR_CKPT, "%s: written for another job: %s; nothing was changed: resume with "
-                            "the spec it was written for, or start over elsewhere (another --run-dir) or after "
-                            "moving %s away", path, diff, opt->resume && !strcmp(opt->resume, "auto") ? j->ckpt_dir : path);
-    const int slots = gr_optim_slots(&s->train.optimizer);
-    if (h->optim_slots != slots || strcmp(h->optimizer, gr_optim_name(s->train.optimizer.type)) != 0)
-        return gr_error_set(err, GR_ERR_CKPT, "%s: optimizer %s with %d state slot(s), but the job uses %s with %d",
-                            path, h->optimizer, h->optim_slots, gr_optim_name(s->train.optimizer.type), slots);
-    return GR_OK;
-}
-
-gr_status gr_job_check_position(const gr_job *j, int64_t spe, int64_t total, gr_error *err) {
-    if (!j->pre_found) return GR_OK;
-    const gr_ckpt_header *h = &j->pre_h;
-    const char *path = j->pre_path;
+    /* not a damaged file: the job was shortened (train.steps, train.epochs) */
     if (h->step > total)
         return gr_error_set(err, GR_ERR_CKPT, "%s: at step %lld, past this job's end (%lld steps): raise "
                             "train.steps or train.epochs to continue it", path, (long long)h->step, (long long)total);
-    int64_t epoch, sample;
-    gr_job_position(j, h->step, spe, &epoch, &sample);
-    if (h->epoch != epoch || h->sample_in_epoch != sample)
-        return gr_error_set(err, GR_ERR_CKPT, "%s: step %lld was at epoch %lld sample %lld, but this job's batches "
-                            "put it at epoch %lld sample %lld (train.batch_size or the data changed?)", path,
-                            (long long)h->step, (long long)h->epoch, (long long)h->sample_in_epoch, (long long)epoch,
-                            (long long)sample);
     return GR_OK;
 }
 

@@ -16,16 +16,17 @@
  * with --resume auto). */
 bool gr_resume_finished_before(const gr_job *j, const gr_run_options *opt);
 
-/* --resume: loads the newest checkpoint of j->ckpt_dir that verifies (auto)
- * or exactly PATH, and checks it is of this job (the spec, the optimizer),
- * before the backend is made (it takes the checkpoint's thread count) and
- * before the run directory is touched. */
-gr_status gr_job_pick_checkpoint(gr_job *j, const gr_run_options *opt, gr_error *err);
+/* --resume, before the backend is made: the thread count of the checkpoint
+ * it will most likely take (the newest whose run record verifies; its
+ * tensors are read later, into the model's layout) in j->ckpt_threads. */
+void gr_job_peek_threads(gr_job *j, const gr_run_options *opt);
 
-/* The picked checkpoint's position fits this job's batches (spe: steps per
- * epoch; total: the job's steps): the data decide them, so it is checked
- * once the loaders are open, still before the run directory is touched. */
-gr_status gr_job_check_position(const gr_job *j, int64_t spe, int64_t total, gr_error *err);
+/* --resume: loads the newest checkpoint of j->ckpt_dir that verifies and
+ * fits this job (auto: the others are skipped with a line each) or exactly
+ * PATH, and checks it fits (the spec, the optimizer, its step's position in
+ * this job's batches of spe steps an epoch, not past the job's total steps),
+ * all before the run directory is touched. */
+gr_status gr_job_pick_checkpoint(gr_job *j, const gr_run_options *opt, int64_t spe, int64_t total, gr_error *err);
 
 /* Sets up the saver; with --resume, restores the checkpoint
  * gr_job_pick_checkpoint chose (model, loss scaler, metrics record), trims

@@ -95,6 +95,10 @@ void gr_signals_install(double deadline_s) {
     sa.sa_handler = gr_sig_handler;
     sigemptyset(&sa.sa_mask);
     for (int i = 0; i < 4; i++) sigaction(gr_sig_list[i], &sa, &gr_sig_old[i]);
+    /* a run whose console reader goes away (`| head`, a dead tee, a log
+     * shipper) trains on: its console writes fail with EPIPE, unread, and the
+     * run directory keeps every line (SIGPIPE would kill it with no checkpoint) */
+    signal(SIGPIPE, SIG_IGN);
     pthread_once(&gr_sig_once, gr_sig_thread_start);
     if (gr_sig_thread_ok) {
         sigset_t set;

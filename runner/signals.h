@@ -9,6 +9,9 @@
  * the process at once with a line and exit 75 (nothing is lost: a resumed
  * run's checkpoint is still the newest), however long that phase takes.
  *
+ * SIGPIPE is ignored from gr_signals_install on: a run whose console reader
+ * went away trains on (its run directory has every line).
+ *
  * The handlers run on a thread of their own: the thread that installs them,
  * and every thread it starts afterwards, block the four signals (signals.c
  * says why). */

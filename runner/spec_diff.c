@@ -16,6 +16,18 @@ static const char *const gr_diff_free[] = {
     "train.micro_batch",
 };
 
+/* What may differ between the ranks of one data-parallel run: only how each
+ * reads its data. Everything else decides what the ranks compute together
+ * (the batches, the buckets, the steps, when they evaluate and stop). */
+static const char *const gr_diff_free_ranks[] = {"name", "data.workers", "data.prefetch", "data.cache"};
+
+/* The two sides' names in the message, and the keys free to differ. */
+typedef struct gr_diff_how {
+    const char *a, *b;
+    const char *const *free;
+    size_t n_free;
+} gr_diff_how;
+
 typedef struct gr_kv {
     char *key, *val;
 } gr_kv;
@@ -53,9 +65,9 @@ static void gr_flat_free(gr_flat *f) {
     free(f->kv);
 }
 
-static bool gr_diff_is_free(const char *key) {
-    for (size_t i = 0; i < sizeof gr_diff_free / sizeof *gr_diff_free; i++) {
-        const char *p = gr_diff_free[i];
+static bool gr_diff_is_free(const gr_diff_how *how, const char *key) {
+    for (size_t i = 0; i < how->n_free; i++) {
+        const char *p = how->free[i];
         size_t n = strlen(p);
         if (p[n - 1] == '.' ? strncmp(key, p, n) == 0 : strcmp(key, p) == 0) return true;
     }
@@ -76,7 +88,7 @@ typedef struct gr_diff {
 
 /* Changed values first (seed 1 -> 2, optimizer sgd -> adamw), then keys
  * only one side has (adamw's betas), which a changed value often explains. */
-static void gr_diff_format(const gr_diff *d, int nd, char *out, size_t n) {
+static void gr_diff_format(const gr_diff_how *how, const gr_diff *d, int nd, char *out, size_t n) {
     size_t len = 0;
     int shown = 0, entries = 0;
     for (int pass = 0; pass < 2; pass++)
@@ -89,11 +101,11 @@ static void gr_diff_format(const gr_diff *d, int nd, char *out, size_t n) {
                 entries++;
                 if (shown < 6 && len < n) {
                     int w = k - i == 1
-                                ? snprintf(out + len, n - len, "%s%s (checkpoint %s, job %s)", len ? "; " : "",
-                                           d[i].key, d[i].a, d[i].b)
+                                ? snprintf(out + len, n - len, "%s%s (%s %s, %s %s)", len ? "; " : "",
+                                           d[i].key, how->a, d[i].a, how->b, d[i].b)
                                 : snprintf(out + len, n - len, "%s%.*s (%d keys differ, the first: %s: "
-                                           "checkpoint %s, job %s)", len ? "; " : "", (int)g, d[i].key, k - i,
-                                           d[i].key, d[i].a, d[i].b);
+                                           "%s %s, %s %s)", len ? "; " : "", (int)g, d[i].key, k - i,
+                                           d[i].key, how->a, d[i].a, how->b, d[i].b);
                     if (w > 0) len += (size_t)w;
                     shown++;
                 }
@@ -103,17 +115,18 @@ static void gr_diff_format(const gr_diff *d, int nd, char *out, size_t n) {
     if (entries > shown && len < n) snprintf(out + len, n - len, "; and %d more", entries - shown);
 }
 
-int gr_spec_diff(const char *ckpt_yaml, const char *job_yaml, char *out, size_t n) {
+static int gr_spec_diff_how(const gr_diff_how *how, const char *ckpt_yaml, const char *job_yaml, char *out,
+                            size_t n) {
     out[0] = '\0';
     gr_flat a, b;
     gr_error e;
     if (gr_flat_make(ckpt_yaml, "checkpoint spec", &a, &e)) {
-        snprintf(out, n, "its spec does not parse: %s", e.msg);
+        snprintf(out, n, "the %s's spec does not parse: %s", how->a, e.msg);
         return -1;
     }
     if (gr_flat_make(job_yaml, "job spec", &b, &e)) {
         gr_flat_free(&a);
-        snprintf(out, n, "the job's spec does not parse: %s", e.msg);
+        snprintf(out, n, "the %s's spec does not parse: %s", how->b, e.msg);
         return -1;
     }
     gr_diff *d = gr_xmalloc((size_t)(a.n + b.n + 1) * sizeof *d);
@@ -124,11 +137,24 @@ int gr_spec_diff(const char *ckpt_yaml, const char *job_yaml, char *out, size_t 
         const char *va = c <= 0 ? a.kv[i].val : "(absent)", *vb = c >= 0 ? b.kv[k].val : "(absent)";
         if (c <= 0) i++;
         if (c >= 0) k++;
-        if (!gr_diff_is_free(key) && (c != 0 || strcmp(va, vb) != 0)) d[nd++] = (gr_diff){key, va, vb};
+        if (!gr_diff_is_free(how, key) && (c != 0 || strcmp(va, vb) != 0)) d[nd++] = (gr_diff){key, va, vb};
     }
-    gr_diff_format(d, nd, out, n);
+    gr_diff_format(how, d, nd, out, n);
     free(d);
     gr_flat_free(&a);
     gr_flat_free(&b);
     return nd;
+}
+
+int gr_spec_diff(const char *ckpt_yaml, const char *job_yaml, char *out, size_t n) {
+    const gr_diff_how how = {"checkpoint", "job", gr_diff_free, sizeof gr_diff_free / sizeof *gr_diff_free};
+    return gr_spec_diff_how(&how, ckpt_yaml, job_yaml, out, n);
+}
+
+int gr_spec_diff_ranks(const char *yaml0, const char *yaml, int rank, char *out, size_t n) {
+    char self[32];
+    snprintf(self, sizeof self, "rank %d", rank);
+    const gr_diff_how how = {"rank 0", self, gr_diff_free_ranks,
+                             sizeof gr_diff_free_ranks / sizeof *gr_diff_free_ranks};
+    return gr_spec_diff_how(&how, yaml0, yaml, out, n);
 }

@@ -21,4 +21,10 @@
  * number of differing keys; -1 (out says why) when ckpt_yaml does not parse. */
 int gr_spec_diff(const char *ckpt_yaml, const char *job_yaml, char *out, size_t n);
 
+/* The same between rank 0's spec and this rank's, as "key (rank 0 V, rank
+ * R W)": every key but name and how a rank reads its data (data.workers,
+ * data.prefetch, data.cache) must be equal for the ranks to compute
+ * together. */
+int gr_spec_diff_ranks(const char *yaml0, const char *yaml, int rank, char *out, size_t n);
+
 #endif

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "../common/crc32c.h"
+#include "../common/tmpfile.h"
 
 struct gr_tfevents {
     FILE *f;
@@ -225,8 +226,9 @@ static bool gr_event_step(const unsigned char *p, size_t n, int64_t *step) {
 }
 
 /* One file: the records up to the first with a step > step (and up to a
- * torn or corrupt record: a kill mid-write) are kept; rewritten through
- * .tmp and rename only when something goes. */
+ * torn or corrupt record: a kill mid-write) are kept; rewritten through a
+ * private temporary (common/tmpfile.h, never a symlink planted at a fixed
+ * name) and rename only when something goes. */
 static gr_status gr_tfevents_trim_file(const char *path, int64_t step, gr_error *err) {
     FILE *f = fopen(path, "rb");
     if (!f) return gr_error_set(err, GR_ERR_CKPT, "%s: cannot read: %s", path, strerror(errno));
@@ -252,18 +254,15 @@ static gr_status gr_tfevents_trim_file(const char *path, int64_t step, gr_error 
         keep += 12 + (size_t)len + 4;
     }
     gr_status st = GR_OK;
-    if (keep < n) {
-        size_t tl = strlen(path) + 8;
-        char *tmp = gr_xmalloc(tl);
-        snprintf(tmp, tl, "%s.tmp", path);
-        FILE *o = fopen(tmp, "wb");
+    gr_tmpfile tf;
+    if (keep < n && !(st = gr_tmpfile_create(&tf, path, GR_ERR_CKPT, err))) {
+        FILE *o = gr_tmpfile_fdopen(&tf, "wb");
+        if (o) errno = 0;
         bool ok = o && fwrite(buf, 1, keep, o) == keep;
         if (o && fclose(o) != 0) ok = false;
-        if (!ok || rename(tmp, path) != 0) {
-            st = gr_error_set(err, GR_ERR_CKPT, "%s: cannot rewrite: %s", path, strerror(errno));
-            unlink(tmp);
-        }
-        free(tmp);
+        if (!ok) st = gr_error_set(err, GR_ERR_CKPT, "%s: cannot rewrite: %s", path, strerror(errno ? errno : EIO));
+        else st = gr_tmpfile_commit(&tf, false, GR_ERR_CKPT, err);
+        gr_tmpfile_abort(&tf); /* removes the temporary after a failure */
     }
     free(buf);
     return st;

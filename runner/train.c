@@ -269,17 +269,17 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
     /* one writer per run directory, before anything in it is read */
     if (gr_job_writer(&j) && (st = gr_rundir_lock_take(&j.lock, j.run_dir, err))) goto done;
     if ((st = gr_job_compile(&j, s, true, err))) goto done;
+    if ((st = gr_parallel_same_job(&j, &j.comm.agreed, err))) goto done;
     j.sc = gr_scaler_init(s->loss_scale_dynamic, s->loss_scale);
-    /* a checkpoint that does not verify or fit changes nothing on disk; picked
-     * before the backend, which takes the thread count it was trained with */
-    if ((st = gr_job_pick_checkpoint(&j, opt, err))) goto done;
+    gr_job_peek_threads(&j, opt); /* the backend takes the thread count it was trained with */
     if ((st = gr_job_backend(&j, s, opt->device ? opt->device : s->device, opt->threads, opt->quiet, err))) goto done;
     if ((st = gr_memfit_auto(&j, &rs, err))) goto done; /* train.micro_batch: auto */
     if ((st = gr_memfit_job_model(&j, err)) || (st = gr_parallel_attach(&j, err))) goto done;
     gr_job_say_staged(&j, opt->quiet);
     if ((st = gr_job_open_loaders(&j, err))) goto done;
     gr_loop_init(&L, &j);
-    if ((st = gr_job_check_position(&j, L.spe, L.total, err))) goto done;
+    /* a checkpoint that does not verify or fit changes nothing on disk */
+    if ((st = gr_job_pick_checkpoint(&j, opt, L.spe, L.total, err))) goto done;
     gr_signals_arm(); /* the run directory is written from here: a signal now ends in a checkpoint */
     if ((st = gr_job_open_run_dir(&j, opt, err))) goto done;
     if ((st = gr_job_resume(&j, opt, L.spe, &L.start, err))) goto done;

@@ -202,6 +202,35 @@ if [ "$RC" -eq 0 ] && grep -qF "$V/checkpoints/$(ckname 30)" "$ERR" &&
     grep -qF "resuming from $V/checkpoints/$(ckname 20) at step 20" "$ERR"; then
     pass ckpt.step_file_fifo "exit 0, skipped the FIFO, resumed from step 20"
 else fail ckpt.step_file_fifo "exit $RC (0, naming the FIFO and resuming from step 20, expected)"; detail; fi
+
+# random single-bit flips of the run record (every root attribute's stored bytes): each is a
+# damaged file, exit 6 naming it (tests/test_ckpt_record.c flips every bit of a small one)
+"$PY" - "$G" "$T/base.yaml" "$T/tmpl/checkpoints/$(ckname 20)" "$T" "$SEED" >"$T/flips.out" 2>&1 <<'EOF2'
+import random, shutil, subprocess, sys, h5py, numpy as np
+g, job, ck, T, seed = sys.argv[1:6]
+rng = random.Random(int(seed))
+with h5py.File(ck, "r") as f:
+    names = [k for k in f.attrs if k != "format"]
+    sizes = {k: np.array(f.attrs[k]).nbytes for k in names}
+missed = []
+for i in range(60):
+    k = rng.choice(names)
+    bit = rng.randrange(8 * sizes[k])
+    bad = f"{T}/flip.h5"
+    shutil.copy(ck, bad)
+    with h5py.File(bad, "a") as f:
+        v = np.array(f.attrs[k])
+        b = v.reshape(-1).view(np.uint8).copy()
+        b[bit // 8] ^= np.uint8(1 << (bit % 8))
+        f.attrs.modify(k, b.view(v.dtype).reshape(v.shape)[()])
+    r = subprocess.run([g, "eval", job, "--checkpoint", bad], capture_output=True, text=True, timeout=60)
+    if r.returncode != 6 or bad not in r.stderr:
+        missed.append(f"{k} bit {bit}: exit {r.returncode}")
+print(f"60 random flips over {len(names)} attributes; missed: {missed or 'none'}")
+sys.exit(1 if missed else 0)
+EOF2
+if [ $? -eq 0 ]; then pass ckpt.record_random_flips "$(tail -n 1 "$T/flips.out")"
+else fail ckpt.record_random_flips "$(tail -n 3 "$T/flips.out" | tr '\n' ' ' | cut -c1-400)"; fi
 echo "checkpoints: $((SECONDS - T0)) s"
 
 # ================================================================ storage

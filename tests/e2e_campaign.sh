@@ -38,6 +38,12 @@ e2e_need_py h5py numpy  # the fixtures and tests/campaign/camp.py
 camp_fixtures
 echo "fixtures: $((SECONDS - T0)) s"
 
+# ================================================================ writers: planted symlinks, special files
+# as OUT, two conversions to one OUT (issue 23.3, 23.4, 23.12)
+. "$SRC/tests/campaign/round2_writers.bash"
+round2_writers
+echo "writers: $((SECONDS - T0)) s"
+
 # ================================================================ spec: exit 2, file:line:col: key:
 # each against a stopped run (--resume auto): a bad spec must not touch it
 spec_case() {  # NAME SED LINE KEYREGEX [more checks...]
@@ -183,7 +189,41 @@ fi
 crun 120 "$G" "$T/base.yaml" --set train.steps=60 "${THREADS[@]}" --run-dir "$T/tmpl60" --quiet
 [ "$RC" -eq 0 ] || fail fixtures "the 60-step run failed (exit $RC): $(said)"
 REF=$T/tmpl60 benign longer_steps --set train.steps=60
+
+# the run record (root attributes) under a checksum (issue 23.1), and --resume auto past any
+# file it rejects (23.2): a flipped bit in the newest checkpoint's record is a damaged file,
+# skipped with a line for the one before it; the end is the uninterrupted run. --resume PATH
+# of it is exit 6 naming the record, nothing changed.
+record_case() {  # NAME ATTR BIT
+    victim "r_$1"
+    flip_attr "$V/checkpoints/$(ckname 20)" "$2" "$3" || { fail "ckpt.record_$1" "cannot flip $2"; return; }
+    kase "ckpt.record_$1_path" 6 "$V" "$V/checkpoints/$(ckname 20): the run record" "fails its crc32c" -- \
+        "$G" "$T/base.yaml" --run-dir "$V" --resume "$V/checkpoints/$(ckname 20)" --quiet
+    crun 120 "$G" "$T/base.yaml" --run-dir "$V" --resume auto
+    CMD="$G $T/base.yaml --run-dir $V --resume auto  (bit $3 of $2 flipped in $(ckname 20))"
+    if [ "$RC" -ne 0 ]; then fail "ckpt.record_$1_auto" "exit $RC, expected 0"; detail
+    elif ! grep -qF "skipping $V/checkpoints/$(ckname 20): $V/checkpoints/$(ckname 20): the run record" "$ERR" ||
+         ! grep -qF "resuming from $V/checkpoints/$(ckname 10) at step 10" "$ERR"; then
+        fail "ckpt.record_$1_auto" "did not skip $(ckname 20) for $(ckname 10)"; detail
+    elif "$PY" "$CAMP" compat "$T/tmpl" "$V" >"$T/cmp.out" 2>&1; then
+        pass "ckpt.record_$1_auto" "skipped, resumed from step 10: $(tail -n 1 "$T/cmp.out")"
+    else fail "ckpt.record_$1_auto" "differs from the uninterrupted run: $(tail -n 1 "$T/cmp.out" | cut -c1-300)"; fi
+}
+record_case best_acc best_val_accuracy 62   # 0.7 -> ~1e308: summarize would rank the run first
+record_case step step 2                     # 20 -> 16
+record_case loss_scale loss_scale 52
+record_case rng rng 3
 echo "checkpoints: $((SECONDS - T0)) s"
+
+# ================================================================ a console reader that goes away
+# `gpurun JOB | head -1` (issue 23.6): SIGPIPE killed the run (exit 141, no checkpoint, no
+# summary); it trains on, its console writes failing unread, and the run directory has it all
+crun 120 bash -c "'$G' '$T/base.yaml' --run-dir '$T/rd_pipe' | head -n 1 >/dev/null; exit \${PIPESTATUS[0]}"
+if [ "$RC" -ne 0 ]; then fail io.stdout_reader_gone "gpurun exit $RC behind | head -n 1, expected 0"; detail
+elif ! grep -qF '"status":"finished"' "$T/rd_pipe/summary.json" 2>/dev/null ||
+     [ "$(grep -c '"kind":"train"' "$T/rd_pipe/metrics.jsonl")" -ne 40 ] || [ ! -s "$T/rd_pipe/weights.h5" ]; then
+    fail io.stdout_reader_gone "summary.json not finished, or not 40 train lines, or no weights.h5"; detail
+else pass io.stdout_reader_gone "| head -n 1: exit 0, 40 metrics lines, finished, weights.h5"; fi
 
 # ================================================================ storage: exit 6 naming the path
 # read-only run directory: chmod (as root that does not stop writes, so the run is made as user

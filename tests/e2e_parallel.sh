@@ -140,6 +140,24 @@ else
 fi
 
 # ---------------------------------------------------------------- 2. errors
+# ranks that run another job (an MPMD launch, per-node copies of job.yaml or the data that
+# differ): exit 2 on every rank, each differing rank naming its keys, rank 0 naming the ranks;
+# it trained to exit 0 before with a model matching neither spec
+MPMD=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" mpirun --oversubscribe)
+expect 2 "rank 0 of 2: rank 1 of 2 runs another job than rank 0" \
+    "rank 1 of 2: rank 1 runs another job than rank 0: train.optimizer.lr (rank 0 " -- \
+    "${MPMD[@]}" -np 1 "$G" "$J" --run-dir "$T/mpmd" --quiet --threads 1 : \
+    -np 1 "$G" "$J" --run-dir "$T/mpmd" --quiet --threads 1 --set train.optimizer.lr=0.2
+check "ranks of different jobs: no run directory" test ! -e "$T/mpmd"
+cp "$T/syn.h5" "$T/syn2.h5"
+"$PY" -c 'import h5py, sys; d = h5py.File(sys.argv[1], "a")["/train/labels"]; v = d[...]; v[0] = (v[0] + 1) % 10; d[...] = v' \
+    "$T/syn2.h5"
+expect 2 "rank 1 runs another job than rank 0: data.train.path (rank 0 $T/syn.h5, rank 1 $T/syn2.h5)" \
+    "the data differ: rank 0 has data.train: " -- \
+    "${MPMD[@]}" -np 1 "$G" "$J" --run-dir "$T/mpmd2" --quiet --threads 1 : \
+    -np 1 "$G" "$J" --run-dir "$T/mpmd2" --quiet --threads 1 --set data.train.path="$T/syn2.h5"
+check "ranks of different data: the ranks' exit codes are 2, not an abort (mpirun says 'exit code: 2')" \
+    bash -c "! grep -q MPI_ABORT '$ERR'"
 expect 2 "parallel.data: 2 processes asked for" "without a launcher" "mpirun -np 2" -- \
     "$G" "$J" --run-dir "$T/e1" --quiet --set parallel.data=2
 check "a refused launch leaves no run directory" test ! -e "$T/e1"

@@ -114,7 +114,8 @@ def verify(path, *kv):
         def val(v):
             return v.decode() if isinstance(v, bytes) else v
         assert val(at.get("format")) == "gpurun-checkpoint", at.get("format")
-        assert int(at.get("version")) == 1, at.get("version")
+        assert int(at.get("version")) == 2, at.get("version")
+        assert "record_crc32c" in at, "root attribute record_crc32c missing"
         for k in ("step", "epoch", "sample_in_epoch", "world_size", "precision", "loss_scale", "rng",
                   "optimizer", "optim_slots", "spec"):
             assert k in at, f"root attribute {k} missing"

@@ -2,7 +2,8 @@
  * (gr_data_convert_synthetic of dataio/convert.h): shapes and the default
  * test split, chunking and label width, determinism across seeds, thread
  * counts and n, learnability (nearest class mean), the statistics, and the
- * usage errors with nothing written. */
+ * usage errors with nothing written; an output that is not a regular file and
+ * a symlink planted at OUT.tmp (issue 23). */
 #include "convert_fixture.h"
 
 #include <omp.h>
@@ -122,11 +123,46 @@ static void test_synthetic(void) {
     b = good, b.classes = 65537;
     CHECK_FAILED(gr_data_convert_synthetic(&b, out, false, false, &err), GR_ERR_USAGE, "got 65537", out);
     CHECK(gr_data_convert_synthetic(&good, tmp_path("no_dir/x.h5"), false, false, &err) == GR_ERR_DATA);
-    CHECK_STR_CONTAINS(err.msg, "x.h5.tmp: cannot create (HDF5: ");
+    CHECK_STR_CONTAINS(err.msg, "no_dir/x.h5: cannot create a temporary file next to it: No such file or directory");
+}
+
+/* Issue 23: an existing OUT that is not a regular file is refused (exit 3)
+ * with or without --force, before anything is written (it was replaced);
+ * a symlink planted at OUT.tmp is not followed (its target was truncated and
+ * OUT became the symlink): the target keeps its bytes, OUT is a regular file. */
+static void test_output_safety(void) {
+    const gr_synthetic_config cfg = {.n = 20, .test = -1, .c = 1, .h = 2, .w = 2, .classes = 2};
+    gr_error err = {0};
+    struct stat sb;
+    const char *fifo = tmp_path("out_fifo.h5");
+    remove(fifo);
+    CHECK(mkfifo(fifo, 0666) == 0);
+    for (int force = 0; force < 2; force++) {
+        CHECK(gr_data_convert_synthetic(&cfg, fifo, force, false, &err) == GR_ERR_DATA);
+        CHECK_STR_CONTAINS(err.msg, "out_fifo.h5: the output file is a FIFO, not a regular file");
+        CHECK(lstat(fifo, &sb) == 0 && S_ISFIFO(sb.st_mode) && !tmp_exists(fifo));
+    }
+    remove(fifo);
+    const char *out = tmp_path("planted.h5"), *victim = tmp_path("victim");
+    char link[600];
+    snprintf(link, sizeof link, "%s.tmp", out);
+    remove(out), remove(link);
+    write_bytes(victim, "precious\n", 9);
+    CHECK(symlink(victim, link) == 0);
+    CHECK(gr_data_convert_synthetic(&cfg, out, false, false, &err) == GR_OK);
+    uint8_t buf[64];
+    CHECK(read_bytes(victim, buf, sizeof buf) == 9 && memcmp(buf, "precious\n", 9) == 0);
+    CHECK(lstat(out, &sb) == 0 && S_ISREG(sb.st_mode));
+    CHECK(lstat(link, &sb) == 0 && S_ISLNK(sb.st_mode));
+    gr_dataset *ds = NULL;
+    CHECK(gr_dataset_open(out, "/train", &ds, &err) == GR_OK && ds && gr_dataset_len(ds) == 20);
+    if (ds) gr_dataset_close(ds);
+    remove(out), remove(link), remove(victim);
 }
 
 int main(void) {
     mkdir(GR_TEST_TMP, 0755);
     test_synthetic();
+    test_output_safety();
     return gr_test_report();
 }

@@ -187,6 +187,20 @@ reap() {
     WALL=$(cs2s "$WALL_CS")
 }
 
+# flip_attr FILE ATTR BIT: flips one bit of a root attribute's stored value (numbers, arrays,
+# fixed-length strings) in a checkpoint
+flip_attr() {
+    "$PY" - "$@" <<'EOF2'
+import sys, h5py, numpy as np
+path, name, bit = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with h5py.File(path, "a") as f:
+    v = np.array(f.attrs[name])
+    b = v.reshape(-1).view(np.uint8).copy()
+    b[bit // 8] ^= np.uint8(1 << (bit % 8))
+    f.attrs.modify(name, b.view(v.dtype).reshape(v.shape)[()])
+EOF2
+}
+
 # camp_fixtures: the data, the base job, its template run ($T/tmpl: 40 steps, checkpoints every 10,
 # all kept, eval every 10, a TensorBoard file) and a FIFO ($FIFO) both campaign scripts start from
 camp_fixtures() {
