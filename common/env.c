@@ -37,6 +37,9 @@ const gr_env_knob gr_env_knobs[GR_ENV_COUNT] = {
                              "the memory train.micro_batch: auto and the out-of-memory remedies plan for "
                              "(default: 90% of what the device has free at the start); on the CPU also the "
                              "most its arenas may hold (a smaller device: past it, out of memory)"},
+    [GR_ENV_SAVE_DELAY_MS] = {"GPURUN_SAVE_DELAY_MS", GR_ENV_INT, NULL, 0, 600000, "milliseconds",
+                              "a pause before each checkpoint is written, for tests: a save that takes seconds, "
+                              "as a large model's does"},
     [GR_ENV_CMAKE_ARGS] = {"GPURUN_CMAKE_ARGS", GR_ENV_FREE, NULL, 0, 0, NULL,
                            "extra CMake arguments of scripts/dev.sh's build; gpurun does not read it"},
 };

@@ -14,6 +14,7 @@
  * passed on. Options of the launcher itself come from its environment
  * (Open MPI: OMPI_MCA_*, e.g. OMPI_MCA_rmaps_base_oversubscribe=1). */
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,8 +37,9 @@ static void gr_launch_forward(int sig) {
     if (gr_launch_child > 0) kill((pid_t)gr_launch_child, sig);
 }
 
-/* The run directory the ranks will use: --run-dir, else the spec's (log.dir, runs/<name>). */
-static void gr_launch_run_dir(const char *job, char **args, int n, char *out, size_t cap) {
+/* The run directory the ranks will use: --run-dir, else the spec's (log.dir,
+ * runs/<name>); and the spec's checkpoint.signal_deadline_s. */
+static void gr_launch_run_dir(const char *job, char **args, int n, char *out, size_t cap, double *deadline_s) {
     const char *sets[GR_MAX_SETS], *run_dir = NULL;
     int nsets = 0;
     for (int i = 0; i < n; i++) {
@@ -61,6 +63,7 @@ static void gr_launch_run_dir(const char *job, char **args, int n, char *out, si
     gr_job_init(&j, &spec, true);
     gr_job_paths(&j, &opt);
     snprintf(out, cap, "%s", j.run_dir);
+    *deadline_s = spec.checkpoint.signal_deadline_s;
     gr_job_free(&j);
     gr_spec_free(&spec);
 }
@@ -113,7 +116,15 @@ int gr_cmd_launch(int argc, char **argv) {
     if (!job) gr_usage_error("launch: expected a job spec (JOB.yaml)%s", "");
     if (n < 1) gr_usage_error("launch: -n N (the number of processes) is required%s", "");
     char run_dir[GR_PATH_MAX + 64], exe[4096], np[24];
-    gr_launch_run_dir(job, argv + i, argc - i, run_dir, sizeof run_dir);
+    double deadline_s = 20.0;
+    gr_launch_run_dir(job, argv + i, argc - i, run_dir, sizeof run_dir, &deadline_s);
+    /* Open MPI's mpirun passes a SIGTERM on to the ranks and SIGKILLs them 1 s
+     * later (odls_base_sigkill_timeout): a checkpoint that takes longer to
+     * write was cut off, leaving nothing committed. The ranks get the job's
+     * own deadline, and 5 s to exit after it; a value the caller set stays. */
+    char grace[32];
+    snprintf(grace, sizeof grace, "%.0f", ceil(deadline_s) + 5.0);
+    if (!strcmp(launcher, "mpirun")) setenv("OMPI_MCA_odls_base_sigkill_timeout", grace, 0);
     ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (el <= 0) gr_die(GR_ERR_INTERNAL, "launch: cannot find the gpurun program (/proc/self/exe)");
     exe[el] = '\0';

@@ -5,6 +5,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include "../common/env.h"
 
 struct gr_saver {
     char *dir;
@@ -59,6 +62,8 @@ static void *gr_saver_main(void *arg) {
         pthread_mutex_unlock(&sv->mu);
     }
     gr_error e = {0};
+    const int64_t delay_ms = gr_env_int(GR_ENV_SAVE_DELAY_MS, 0); /* tests: a slow save */
+    if (delay_ms > 0) nanosleep(&(struct timespec){delay_ms / 1000, (long)(delay_ms % 1000) * 1000000L}, NULL);
     gr_status st = gr_ckpt_save(sv->dir, &sv->h, &sv->state, sv->keep, &e);
     pthread_mutex_lock(&sv->mu);
     sv->st = st;

@@ -251,6 +251,28 @@ LSTOP=$(sed -n 's/.*"steps":\([0-9]*\).*/\1/p' "$T/launch_term/summary.json")
 expect 0 "resuming from" -- "${LENV[@]}" "$G" launch -n 2 "$J" --run-dir "$T/launch_term" --resume auto --threads 1 \
     --set train.micro_batch=64 --set train.steps=$((LSTOP + 20)) --set train.epochs=10000 --set eval.every_steps=0 \
     --set eval.every_epochs=10000 --set checkpoint.every_steps=50
+# a checkpoint that takes seconds to write (GPURUN_SAVE_DELAY_MS: a large model's): Open MPI's
+# mpirun SIGKILLs the ranks 1 s after passing a SIGTERM on (odls_base_sigkill_timeout), which
+# cut the stop checkpoint off; launch gives them checkpoint.signal_deadline_s + 5 s
+slow_stop() {  # NAME LAUNCHER...: a long run under LAUNCHER with 3-second saves, SIGTERM at step 5
+    "${LENV[@]}" GPURUN_SAVE_DELAY_MS=3000 "${@:2}" "$J" --run-dir "$T/$1" --threads 1 --quiet \
+        --set train.micro_batch=64 --set train.steps=200000 --set train.epochs=10000 --set eval.every_steps=0 \
+        --set eval.every_epochs=10000 >"$T/$1.out" 2>"$T/$1.err" &
+    local p=$!
+    for _ in $(seq 600); do step_ge "$T/$1/metrics.jsonl" 5 && break; sleep 0.1; done
+    kill -TERM $p
+    wait $p
+    RC=$?
+}
+slow_stop launch_slow "$G" launch -n 2
+check "3-second save, SIGTERM to gpurun launch: exit 75 (got $RC), a committed checkpoint, summary stopped" \
+    bash -c "[ $RC -eq 75 ] && ls '$T/launch_slow/checkpoints/'step-*.h5 >/dev/null 2>&1 &&
+             grep -q '\"status\":\"stopped\",\"exit_code\":75' '$T/launch_slow/summary.json'"
+if [ -z "${OMPI_MCA_odls_base_sigkill_timeout:-}" ]; then
+    slow_stop mpirun_slow mpirun -np 2 --oversubscribe "$G" run
+    check "3-second save, SIGTERM to plain mpirun: cut off (no committed checkpoint; exit $RC): what launch avoids" \
+        bash -c "! ls '$T/mpirun_slow/checkpoints/'step-*.h5 >/dev/null 2>&1"
+fi
 expect 3 "data.train.path: $T/nosuch.h5: no such file" -- \
     "${LENV[@]}" "$G" launch -n 2 "$J" --run-dir "$T/launch_bad" --threads 1 --set data.train.path="$T/nosuch.h5"
 expect 2 "launch: -n N (the number of processes) is required" -- "$G" launch "$J"
