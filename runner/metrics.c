@@ -297,7 +297,10 @@ gr_status gr_metrics_running(gr_metrics *mx, int64_t committed_step, gr_error *e
 void gr_metrics_done(const gr_metrics *mx, int64_t steps) {
     if (mx->quiet) return;
     const int64_t start = mx->run.start;
-    if (start > 0) /* a resumed attempt: its own steps and time, then the run's */
+    if (start > 0 && steps == start) /* resumed at the end (killed before its summary): nothing trained */
+        printf("done: this attempt trained no step (the checkpoint was the run's last); the run %lld steps in %.1f s; ",
+               (long long)steps, mx->rec.time0 + mx->wall_s);
+    else if (start > 0) /* a resumed attempt: its own steps and time, then the run's */
         printf("done: this attempt %lld steps (%lld-%lld) in %.1f s; the run %lld steps in %.1f s; ",
                (long long)(steps - start), (long long)start + 1, (long long)steps, mx->wall_s, (long long)steps,
                mx->rec.time0 + mx->wall_s);

@@ -227,6 +227,8 @@ check "log every 7 steps, SIGTERM at step $S + --resume auto = the straight run 
 # trained, and summary.json still reports the run's final loss, best and last accuracy
 rm -rf "$T/end" && cp -a "$T/base.straight" "$T/end" && rm -f "$T/end/summary.json" "$T/end/weights.h5"
 resumed "$T/end" "$STEPS" "$T/base.yaml"
+check "resumed at the end: the closing line says no step was trained (it said 'this attempt 0 steps (101-100)')" \
+    grep -qF "done: this attempt trained no step (the checkpoint was the run's last); the run $STEPS steps in " "$OUT"
 check "resumed at step $STEPS of $STEPS: summary.json (final loss, best/last accuracy) and weights.h5 = the straight run's" \
     "$PY" "$H" same "$T/base.straight" "$T/end"
 
