@@ -43,40 +43,27 @@ static int64_t gr_ckpt_parse_name(const char *name) {
 
 /* ---- attributes ---- */
 
+/* An attribute of n values (0: a scalar) stored as ftype, given as mtype. */
+static herr_t gr_attr_put(hid_t obj, const char *name, hid_t ftype, hid_t mtype, const void *v, hsize_t n) {
+    hid_t sp = n ? H5Screate_simple(1, &n, NULL) : H5Screate(H5S_SCALAR);
+    hid_t a = sp < 0 ? -1 : H5Acreate2(obj, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t r = a < 0 ? -1 : H5Awrite(a, mtype, v);
+    if (a >= 0) H5Aclose(a);
+    if (sp >= 0) H5Sclose(sp);
+    return r;
+}
+
 static herr_t gr_attr_i64(hid_t obj, const char *name, int64_t v) {
-    hid_t sp = H5Screate(H5S_SCALAR);
-    hid_t a = sp < 0 ? -1 : H5Acreate2(obj, name, H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
-    herr_t r = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_INT64, &v);
-    if (a >= 0) H5Aclose(a);
-    if (sp >= 0) H5Sclose(sp);
-    return r;
+    return gr_attr_put(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v, 0);
 }
-
 static herr_t gr_attr_f64(hid_t obj, const char *name, double v) {
-    hid_t sp = H5Screate(H5S_SCALAR);
-    hid_t a = sp < 0 ? -1 : H5Acreate2(obj, name, H5T_IEEE_F64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
-    herr_t r = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_DOUBLE, &v);
-    if (a >= 0) H5Aclose(a);
-    if (sp >= 0) H5Sclose(sp);
-    return r;
+    return gr_attr_put(obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v, 0);
 }
-
-static herr_t gr_attr_u64s(hid_t obj, const char *name, const uint64_t *v, hsize_t n) {
-    hid_t sp = H5Screate_simple(1, &n, NULL);
-    hid_t a = sp < 0 ? -1 : H5Acreate2(obj, name, H5T_STD_U64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
-    herr_t r = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_UINT64, v);
-    if (a >= 0) H5Aclose(a);
-    if (sp >= 0) H5Sclose(sp);
-    return r;
-}
-
 static herr_t gr_attr_u32(hid_t obj, const char *name, uint32_t v) {
-    hid_t sp = H5Screate(H5S_SCALAR);
-    hid_t a = sp < 0 ? -1 : H5Acreate2(obj, name, H5T_STD_U32LE, sp, H5P_DEFAULT, H5P_DEFAULT);
-    herr_t r = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_UINT32, &v);
-    if (a >= 0) H5Aclose(a);
-    if (sp >= 0) H5Sclose(sp);
-    return r;
+    return gr_attr_put(obj, name, H5T_STD_U32LE, H5T_NATIVE_UINT32, &v, 0);
+}
+static herr_t gr_attr_u64s(hid_t obj, const char *name, const uint64_t *v, hsize_t n) {
+    return gr_attr_put(obj, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, v, n);
 }
 
 static herr_t gr_attr_str(hid_t obj, const char *name, const char *s) {
