@@ -8,6 +8,7 @@
 
 #include "../dataio/dataio.h"
 #include "../dataio/convert.h"
+#include "tmp_left.h"
 #include "gr_test.h"
 
 #include <dirent.h>
@@ -44,25 +45,8 @@ static inline bool file_exists(const char *p) {
     return stat(p, &sb) == 0;
 }
 
-/* Whether a temporary of out is in its directory: out.tmp (the fixed name of
- * earlier versions) or out.<pid>.<hex>.tmp (common/tmpfile.h). */
-static inline bool tmp_exists(const char *out) {
-    char dir[600];
-    snprintf(dir, sizeof dir, "%s", out);
-    char *slash = strrchr(dir, '/');
-    const char *base = slash ? slash + 1 : out;
-    const size_t bl = strlen(base);
-    if (slash) *slash = '\0';
-    DIR *d = opendir(slash ? dir : ".");
-    bool found = false;
-    for (struct dirent *e; d && (e = readdir(d));) {
-        const size_t n = strlen(e->d_name);
-        found = found || (n >= bl + 4 && strncmp(e->d_name, base, bl) == 0 && e->d_name[bl] == '.' &&
-                          strcmp(e->d_name + n - 4, ".tmp") == 0);
-    }
-    if (d) closedir(d);
-    return found;
-}
+/* Whether a temporary of out is left in its directory. */
+static inline bool tmp_exists(const char *out) { return gr_tmp_left(out); }
 
 static inline void rm_rf(const char *path) {
     struct stat sb;

@@ -5,6 +5,7 @@
  * unwritable output), and the real Fashion-MNIST files when installed (with
  * one epoch of the loader over them; skipped, exit 77, when they are not). */
 #include "dataio_fixture.h"
+#include "tmp_left.h"
 
 #include "../dataio/convert.h"
 
@@ -77,26 +78,6 @@ static void read_classes(const char *path, const char *group, char out[10][32]) 
     H5Fclose(f);
 }
 
-/* Whether a temporary of out is in its directory: out.tmp (the fixed name of
- * earlier versions) or out.<pid>.<hex>.tmp (common/tmpfile.h). */
-static bool tmp_left(const char *out) {
-    char dir[600];
-    snprintf(dir, sizeof dir, "%s", out);
-    char *slash = strrchr(dir, '/');
-    GR_ASSERT(slash);
-    *slash = '\0';
-    const char *base = slash + 1;
-    const size_t bl = strlen(base);
-    DIR *d = opendir(dir);
-    bool found = false;
-    for (struct dirent *e; d && (e = readdir(d));) {
-        const size_t n = strlen(e->d_name);
-        found = found || (n >= bl + 4 && strncmp(e->d_name, base, bl) == 0 && e->d_name[bl] == '.' &&
-                          strcmp(e->d_name + n - 4, ".tmp") == 0);
-    }
-    if (d) closedir(d);
-    return found;
-}
 
 static void test_convert_small(void) {
     const char *dir = tmp_path("idx");
@@ -105,7 +86,7 @@ static void test_convert_small(void) {
     make_idx_dir(dir, true);
     gr_error err = {0};
     CHECK(gr_data_convert_idx("mnist", dir, out, false, false, &err) == GR_OK);
-    CHECK(file_exists(out) && !tmp_left(out));
+    CHECK(file_exists(out) && !gr_tmp_left(out));
     gr_dataset *ds = NULL;
     CHECK(gr_dataset_open(out, "/train", &ds, &err) == GR_OK);
     if (ds) {
@@ -198,7 +179,7 @@ static void test_convert_small(void) {
     CHECK_STR_CONTAINS(err.msg, "t10k-labels-idx1-ubyte.gz: no such file");
     CHECK(gr_data_convert_idx("mnist", tmp_path("no_dir"), out, false, false, &err) == GR_ERR_DATA);
     CHECK_STR_CONTAINS(err.msg, "no such directory");
-    CHECK(!file_exists(out) && !tmp_left(out));
+    CHECK(!file_exists(out) && !gr_tmp_left(out));
     /* unwritable output location: HDF5 failure translated, no tmp left */
     make_idx_dir(dir, false);
     const char *bad_out = tmp_path("no_dir/x.h5");
