@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,9 +32,52 @@ gr_cfg *gr_cfg_get(const gr_cfg *map, const char *key) {
 
 int gr_cfg_find(const gr_cfg *map, const char *key) {
     if (!map || map->kind != GR_CFG_MAP) return -1;
-    for (int i = 0; i < map->n; i++)
-        if (!strcmp(map->keys[i], key)) return i;
+    return gr_cfg_index_find(&map->key_index, map, map->keys, map->n, key);
+}
+
+/* ---- name indexes (cfg_internal.h) ---- */
+
+#define GR_CFG_INDEX_MIN 16
+
+static size_t gr_cfg_index_hash(const void *owner, const char *name) {
+    uint64_t h = 14695981039346656037ull ^ ((uint64_t)(uintptr_t)owner * 0x9E3779B97F4A7C15ull);
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++) h = (h ^ *c) * 1099511628211ull;
+    return (size_t)(h ^ (h >> 29));
+}
+
+/* names[k] into the table: into the slot of its name when that is there (the newest wins). */
+static void gr_cfg_index_put(gr_cfg_index *ix, const void *owner, char *const *names, int k) {
+    size_t mask = ix->cap - 1, i = gr_cfg_index_hash(owner, names[k]) & mask;
+    while (ix->slot[i] && strcmp(names[ix->slot[i] - 1], names[k]) != 0) i = (i + 1) & mask;
+    ix->slot[i] = k + 1;
+}
+
+int gr_cfg_index_find(const gr_cfg_index *ix, const void *owner, char *const *names, int n, const char *name) {
+    if (!ix->slot) {
+        for (int k = n - 1; k >= 0; k--)
+            if (!strcmp(names[k], name)) return k;
+        return -1;
+    }
+    size_t mask = ix->cap - 1;
+    for (size_t i = gr_cfg_index_hash(owner, name) & mask; ix->slot[i]; i = (i + 1) & mask)
+        if (!strcmp(names[ix->slot[i] - 1], name)) return ix->slot[i] - 1;
     return -1;
+}
+
+void gr_cfg_index_add(gr_cfg_index *ix, const void *owner, char *const *names, int n) {
+    if (n < GR_CFG_INDEX_MIN) return;
+    if (2 * (size_t)n > ix->cap) {
+        free(ix->slot);
+        ix->cap = ix->cap ? 2 * ix->cap : 4 * GR_CFG_INDEX_MIN;
+        ix->slot = gr_xcalloc(ix->cap, sizeof *ix->slot);
+        for (int k = 0; k + 1 < n; k++) gr_cfg_index_put(ix, owner, names, k);
+    }
+    gr_cfg_index_put(ix, owner, names, n - 1);
+}
+
+void gr_cfg_index_free(gr_cfg_index *ix) {
+    free(ix->slot);
+    *ix = (gr_cfg_index){0};
 }
 
 void gr_cfg_free(gr_cfg *node) {
@@ -46,6 +90,7 @@ void gr_cfg_free(gr_cfg *node) {
     free(node->keys);
     free(node->key_line);
     free(node->key_col);
+    gr_cfg_index_free(&node->key_index);
     free(node->scalar);
     free((char *)node->file);
     free(node);
@@ -61,23 +106,32 @@ gr_cfg *gr_cfg_new(gr_cfg_kind kind, const char *file, int line, int col) {
     return n;
 }
 
+/* A node's arrays hold a power of two of entries, at least n: they grow (to
+ * 2n, 1 from none) when n is 0 or a power of two, so that appending n
+ * entries costs O(n), not n reallocations. Only the appends below make them. */
+static size_t gr_cfg_grown(int n) { return (n & (n - 1)) == 0 ? (n ? 2 * (size_t)n : 1) : 0; }
+
 void gr_cfg_seq_append(gr_cfg *seq, gr_cfg *item) {
-    seq->items = gr_xrealloc(seq->items, (size_t)(seq->n + 1) * sizeof *seq->items);
+    size_t k = gr_cfg_grown(seq->n);
+    if (k) seq->items = gr_xrealloc(seq->items, k * sizeof *seq->items);
     seq->items[seq->n++] = item;
 }
 
 /* Takes ownership of key and value. */
 void gr_cfg_map_append(gr_cfg *map, char *key, int line, int col, gr_cfg *value) {
-    size_t k = (size_t)map->n + 1;
-    map->keys = gr_xrealloc(map->keys, k * sizeof *map->keys);
-    map->key_line = gr_xrealloc(map->key_line, k * sizeof *map->key_line);
-    map->key_col = gr_xrealloc(map->key_col, k * sizeof *map->key_col);
-    map->items = gr_xrealloc(map->items, k * sizeof *map->items);
+    size_t k = gr_cfg_grown(map->n);
+    if (k) {
+        map->keys = gr_xrealloc(map->keys, k * sizeof *map->keys);
+        map->key_line = gr_xrealloc(map->key_line, k * sizeof *map->key_line);
+        map->key_col = gr_xrealloc(map->key_col, k * sizeof *map->key_col);
+        map->items = gr_xrealloc(map->items, k * sizeof *map->items);
+    }
     map->keys[map->n] = key;
     map->key_line[map->n] = line;
     map->key_col[map->n] = col;
     map->items[map->n] = value;
     map->n++;
+    gr_cfg_index_add(&map->key_index, map, map->keys, map->n);
 }
 
 gr_status gr_cfg_error(gr_error *err, const gr_cfg *node, const char *key, const char *fmt, ...) {

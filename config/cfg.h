@@ -16,6 +16,12 @@
 
 typedef enum gr_cfg_kind { GR_CFG_SCALAR, GR_CFG_MAP, GR_CFG_SEQ } gr_cfg_kind;
 
+/* A hash index of names kept in an array (cfg_internal.h's gr_cfg_index_*). */
+typedef struct gr_cfg_index {
+    int *slot;  /* 1 + an index into the names, 0: empty; NULL below 16 names */
+    size_t cap; /* slots: a power of 2, at most half of them used */
+} gr_cfg_index;
+
 typedef struct gr_cfg gr_cfg;
 struct gr_cfg {
     gr_cfg_kind kind;
@@ -27,11 +33,14 @@ struct gr_cfg {
     char **keys;      /* MAP: keys[i] */
     int *key_line, *key_col; /* MAP: position of keys[i] */
     gr_cfg **items;   /* MAP: value of keys[i]; SEQ: item i */
+    gr_cfg_index key_index; /* MAP: of keys, for gr_cfg_find */
 };
 
 /* MAP lookup; NULL when absent or when map is not a map. */
 gr_cfg *gr_cfg_get(const gr_cfg *map, const char *key);
-/* Index of key in map, or -1. */
+/* Index of key in map, or -1: O(1) (a map of many keys is hashed), so the
+ * parser's duplicate-key check and the model's block lookups stay linear in
+ * the size of the spec. */
 int gr_cfg_find(const gr_cfg *map, const char *key);
 
 /* Typed scalar readers for op attrs. `key` is used in the message only.

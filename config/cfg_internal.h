@@ -29,6 +29,21 @@ gr_cfg *gr_cfg_copy(const gr_cfg *src, long *budget);
 gr_status gr_cfg_key_error(gr_error *err, const gr_cfg *map, int i, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
+/* ---- name indexes (cfg.c) ----
+ * An open-addressing hash index over names[0..n) (a map's keys, the
+ * parser's anchors) that finds one in O(1): a scan per key made a map of n
+ * keys O(n^2) to parse (its duplicate check) and a model of n blocks O(n^2)
+ * to build: 150,000 keys took a minute. Below 16 names there is no table and
+ * a find scans. The hash is seeded by owner's address (the map, the
+ * parser), so no fixed set of names collides. */
+
+/* The index of name among names[0..n), the newest when it is there twice, or -1. */
+int gr_cfg_index_find(const gr_cfg_index *ix, const void *owner, char *const *names, int n, const char *name);
+/* Indexes names[n - 1] (names[0..n - 1) being indexed), growing the table
+ * when it would be over half full. */
+void gr_cfg_index_add(gr_cfg_index *ix, const void *owner, char *const *names, int n);
+void gr_cfg_index_free(gr_cfg_index *ix);
+
 /* ---- scalar conversion (cfg.c) ---- */
 
 /* How a non-scalar or empty value reads in "got ..." messages. */

@@ -3,7 +3,9 @@
  * Aliases are copied (at most GR_CFG_MAX_NODES nodes in all: no "billion
  * laughs"), nesting is capped, duplicate keys and a second document are
  * errors, and YAML tags go through spec_input.h's rule (only the core
- * schema's). A file is read through spec_input.h's door (regular, <= 4 MiB). */
+ * schema's). A file is read through spec_input.h's door (regular, <= 4 MiB).
+ * Map keys and anchors are hashed (cfg_internal.h's name index), so parsing
+ * takes time linear in the text: no key or alias scans the others. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
@@ -18,19 +20,16 @@
 #define GR_CFG_MAX_NODES 200000 /* caps alias expansion ("billion laughs") */
 #define GR_CFG_MAX_DEPTH 200    /* caps nesting, so recursion stays shallow */
 
-typedef struct gr_cfg_anchor {
-    char *name;
-    const gr_cfg *node;
-} gr_cfg_anchor;
-
 typedef struct gr_cfg_parser {
     yaml_parser_t yp;
     const char *file;
     int line0, col0; /* position of the text's first character */
     bool one_line;   /* text without a newline: clamp end-of-input marks to it */
     size_t len;
-    gr_cfg_anchor *anchors;
-    int n_anchors;
+    char **anchor_names;         /* anchors in the order defined (a name again: the newest counts) */
+    const gr_cfg **anchor_nodes;
+    int n_anchors, cap_anchors;
+    gr_cfg_index anchor_index;   /* of anchor_names: an alias is found in O(1) */
     long n_nodes;
     int depth;
     char path[GR_CFG_KEY_MAX]; /* dotted key of the node being parsed */
@@ -141,9 +140,8 @@ static gr_status gr_cfg_parse_node(gr_cfg_parser *p, yaml_event_t *ev, gr_cfg **
     switch (ev->type) {
     case YAML_ALIAS_EVENT: {
         const char *name = (const char *)ev->data.alias.anchor;
-        const gr_cfg *src = NULL;
-        for (int i = p->n_anchors - 1; i >= 0 && !src; i--)
-            if (!strcmp(p->anchors[i].name, name)) src = p->anchors[i].node;
+        int a = gr_cfg_index_find(&p->anchor_index, p, p->anchor_names, p->n_anchors, name);
+        const gr_cfg *src = a >= 0 ? p->anchor_nodes[a] : NULL;
         if (!src) {
             st = gr_cfg_parse_error_at(p, ev->start_mark, "%s: unknown alias '*%s'", gr_cfg_path_or(p), name);
             break;
@@ -246,10 +244,14 @@ static gr_status gr_cfg_parse_node(gr_cfg_parser *p, yaml_event_t *ev, gr_cfg **
         break;
     }
     if (!st && anchor) {
-        p->anchors = gr_xrealloc(p->anchors, (size_t)(p->n_anchors + 1) * sizeof *p->anchors);
-        p->anchors[p->n_anchors].name = gr_xstrdup((const char *)anchor);
-        p->anchors[p->n_anchors].node = n;
-        p->n_anchors++;
+        if (p->n_anchors == p->cap_anchors) {
+            p->cap_anchors = p->cap_anchors ? 2 * p->cap_anchors : 16;
+            p->anchor_names = gr_xrealloc(p->anchor_names, (size_t)p->cap_anchors * sizeof *p->anchor_names);
+            p->anchor_nodes = gr_xrealloc(p->anchor_nodes, (size_t)p->cap_anchors * sizeof *p->anchor_nodes);
+        }
+        p->anchor_names[p->n_anchors] = gr_xstrdup((const char *)anchor);
+        p->anchor_nodes[p->n_anchors++] = n;
+        gr_cfg_index_add(&p->anchor_index, p, p->anchor_names, p->n_anchors);
     }
 done:
     if (st) {
@@ -311,8 +313,10 @@ gr_status gr_cfg_parse_buffer(const char *text, size_t len, const char *file, in
     yaml_parser_set_input_string(&p.yp, (const unsigned char *)text, len);
     gr_status st = gr_cfg_parse_stream(&p, out);
     yaml_parser_delete(&p.yp);
-    for (int i = 0; i < p.n_anchors; i++) free(p.anchors[i].name);
-    free(p.anchors);
+    for (int i = 0; i < p.n_anchors; i++) free(p.anchor_names[i]);
+    free(p.anchor_names);
+    free(p.anchor_nodes);
+    gr_cfg_index_free(&p.anchor_index);
     return st;
 }
 

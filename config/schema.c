@@ -45,6 +45,9 @@ static const char *gr_spec_check_group(const char *s) {
     {.path = p, .type = GR_ST_FLOATS, .flags = fl, .lo = lo_, .hi = hi_, .def = d, .when = w, \
      .off = GR_OFF(f), .size = GR_FSZ(f) / sizeof(double), .n_off = GR_OFF(nf)}
 #define TREE(p, fl, f) {.path = p, .type = GR_ST_TREE, .flags = fl, .off = GR_OFF(f)}
+/* a directory path: at most GR_DIR_MAX bytes, whatever its field holds */
+#define DIR(p, f) {.path = p, .type = GR_ST_STR, .off = GR_OFF(f), .size = GR_DIR_MAX + 1}
+_Static_assert(GR_DIR_MAX < GR_FSZ(checkpoint.dir) && GR_DIR_MAX < GR_FSZ(log.dir), "directory fields hold GR_DIR_MAX");
 
 /* Ordered so that every section is followed by its own rows (gr_spec_dump
  * writes them in this order). */
@@ -124,12 +127,13 @@ const gr_spec_row gr_spec_rows[] = {
     SECTION("parallel", 0),
     INT("parallel.data", GR_SF_AUTO, 0, 1 << 20, "auto", parallel.data),
     ENUMSTR("parallel.backend", "auto|nccl|mpi|none", "auto", parallel.backend),
-    FLOAT("parallel.bucket_mb", 0, 0, INFINITY, "25", NULL, parallel.bucket_mb),
+    /* at most 1 TiB: its float count (buckets.c) stays an int64_t */
+    FLOAT("parallel.bucket_mb", 0, 0, 1048576, "25", NULL, parallel.bucket_mb),
     FLOAT("parallel.timeout_s", GR_SF_LOX, 0, INFINITY, "600", NULL, parallel.timeout_s),
     BOOL("parallel.sync_batchnorm", "false", NULL, parallel.sync_batchnorm),
 
     SECTION("checkpoint", 0),
-    STR("checkpoint.dir", 0, NULL, NULL, checkpoint.dir),
+    DIR("checkpoint.dir", checkpoint.dir),
     INT("checkpoint.every_steps", 0, 0, GR_BIG, "0", checkpoint.every_steps),
     FLOAT("checkpoint.every_minutes", 0, 0, INFINITY, "10", NULL, checkpoint.every_minutes),
     INT("checkpoint.keep", 0, 1, 1000000, "3", checkpoint.keep),
@@ -141,7 +145,7 @@ const gr_spec_row gr_spec_rows[] = {
 
     SECTION("log", 0),
     INT("log.every_steps", 0, 1, GR_BIG, "50", log.every_steps),
-    STR("log.dir", 0, NULL, NULL, log.dir),
+    DIR("log.dir", log.dir),
     BOOL("log.tensorboard", "true", NULL, log.tensorboard),
 };
 

@@ -20,6 +20,12 @@
 #include "cfg.h"
 
 #define GR_PATH_MAX 1024
+/* The longest path of a run or checkpoint directory (--run-dir, log.dir,
+ * checkpoint.dir), in bytes: so that what gpurun makes in it
+ * (checkpoints/step-NNNNNNNNN.h5.tmp, weights.h5.tmp) stays within
+ * GR_PATH_MAX - 1. A file path (spec, data, checkpoint) is at most
+ * GR_PATH_MAX - 1 bytes. Longer ones are refused (exit 2), never cut. */
+#define GR_DIR_MAX 1000
 #define GR_NAME_MAX 128
 #define GR_MAX_MILESTONES 32
 #define GR_MAX_CHANNELS 16

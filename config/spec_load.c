@@ -27,7 +27,7 @@ static gr_status gr_spec_set_string(const gr_spec_row *r, const gr_cfg *n, const
     if (n->kind != GR_CFG_SCALAR)
         return gr_cfg_error(err, n, key, "expected a string, got %s", gr_cfg_got(n, got, sizeof got));
     if (strlen(n->scalar) >= r->size)
-        return gr_cfg_error(err, n, key, "longer than %zu characters", r->size - 1);
+        return gr_cfg_error(err, n, key, "%zu bytes long; the limit is %zu bytes", strlen(n->scalar), r->size - 1);
     const char *why = r->check ? r->check(n->scalar) : NULL;
     if (why) return gr_cfg_error(err, n, key, "%s, got '%s'", why, gr_cfg_escape(n->scalar, got, sizeof got));
     memcpy(dst, n->scalar, strlen(n->scalar) + 1);
@@ -336,7 +336,8 @@ gr_status gr_spec_load(const char *path, const char *const *sets, int nsets, gr_
     if (!err) err = &local;
     memset(out, 0, sizeof *out);
     if (strlen(path) >= sizeof out->file)
-        return gr_error_set(err, GR_ERR_USAGE, "%.64s...: job spec path too long", path);
+        return gr_error_set(err, GR_ERR_USAGE, "%.64s...: the job spec's path is %zu bytes long; the limit is %zu "
+                            "bytes", path, strlen(path), sizeof out->file - 1);
     memcpy(out->file, path, strlen(path) + 1);
     gr_status st = gr_cfg_parse_file(path, &out->root, err);
     for (int i = 0; !st && i < nsets; i++) st = gr_spec_apply_set(&out->root, sets[i], err);

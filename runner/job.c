@@ -13,6 +13,7 @@
 #include "../config/schema.h"
 #include "../graph/graph.h"
 #include "buckets.h"
+#include "cli.h"
 #include "profile.h"
 
 void gr_job_init(gr_job *j, const gr_job_spec *spec, bool quiet) {
@@ -471,8 +472,24 @@ const char *gr_job_spec_text(gr_job *j) {
     return j->spec_text;
 }
 
+/* A run directory's path within GR_DIR_MAX bytes, so that nothing made in it
+ * is cut to another path (a cut --run-dir can be its parent); else exit 2
+ * before anything is written. main.c refuses a long --run-dir as it reads
+ * it and the schema a long log.dir or checkpoint.dir: this is for callers
+ * that do not (launch.c). */
+static void gr_job_dir_fits(const char *what, const char *dir) {
+    if (strlen(dir) <= GR_DIR_MAX) return;
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s: the path is %zu bytes long; the limit is %d bytes: '%.48s...'", what, strlen(dir),
+             GR_DIR_MAX, dir);
+    gr_die(GR_ERR_USAGE, msg);
+}
+
 void gr_job_paths(gr_job *j, const gr_run_options *opt) {
     const gr_job_spec *s = j->spec;
+    if (opt->run_dir) gr_job_dir_fits("--run-dir", opt->run_dir);
+    gr_job_dir_fits("log.dir", s->log.dir);
+    gr_job_dir_fits("checkpoint.dir", s->checkpoint.dir);
     if (opt->run_dir) snprintf(j->run_dir, sizeof j->run_dir, "%s", opt->run_dir);
     else if (s->log.dir[0]) snprintf(j->run_dir, sizeof j->run_dir, "%s", s->log.dir);
     else snprintf(j->run_dir, sizeof j->run_dir, "runs/%s", s->name);

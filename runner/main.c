@@ -116,6 +116,30 @@ static void gr_check_command(const char *a) {
     exit(GR_ERR_USAGE);
 }
 
+/* A path option's value within max bytes: a longer one would be cut in the
+ * buffers behind it (a cut --run-dir can be its parent), so it is exit 2. */
+static void gr_check_path(const char *what, const char *path, size_t max) {
+    size_t n = strlen(path);
+    if (n <= max) return;
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s: the path is %zu bytes long; the limit is %zu bytes: '%.48s...'", what, n, max, path);
+    gr_usage_error("%s", msg);
+}
+
+/* A count option's value: decimal digits only, within [lo, hi] (no wrap-around: 4294967297 is
+ * not 1); exit 2 naming the option, what it counts ("a count") and the value otherwise. */
+static int gr_count_arg(const char *opt, const char *what, const char *val, long lo, long hi) {
+    char *end;
+    errno = 0;
+    long v = val[0] >= '0' && val[0] <= '9' ? strtol(val, &end, 10) : -1;
+    if (v < 0 || errno || *end || v < lo || v > hi) {
+        char msg[320];
+        snprintf(msg, sizeof msg, "%s: expected %s from %ld to %ld, got '%.200s'", opt, what, lo, hi, val);
+        gr_usage_error("%s", msg);
+    }
+    return (int)v;
+}
+
 int main(int argc, char **argv) {
     gr_hostmem_start(); /* the program as loaded: part of the host memory plan */
     gr_backend_set_fault_handler(gr_device_fault);
@@ -178,20 +202,17 @@ int main(int argc, char **argv) {
             if (a[2] == 'r' && a[3] == 'e') opt.resume = val;
             else if (a[2] == 'r') opt.run_dir = val;
             else if (a[2] == 'd') opt.device = val;
-            else {
-                char *end;
-                long t = strtol(val, &end, 10);
-                if (*end || t < 1 || t > 1024) gr_usage_error("--threads: expected a count from 1 to 1024, got '%s'", val);
-                opt.threads = (int)t;
-            }
+            else opt.threads = gr_count_arg("--threads", "a count", val, 1, 1024);
+            if (a[2] == 'r' && a[3] == 'e' && strcmp(val, "auto") != 0) gr_check_path(a, val, GR_PATH_MAX - 1);
+            else if (a[2] == 'r' && a[3] == 'u') gr_check_path(a, val, GR_DIR_MAX);
         } else if ((strcmp(a, "--checkpoint") == 0 && (predict || strcmp(cmd, "eval") == 0)) ||
                    (strcmp(a, "--split") == 0 && strcmp(cmd, "eval") == 0) || (strcmp(a, "--top") == 0 && predict)) {
             if (!val) gr_usage_error("%s: expected a value", a);
             i++;
-            char *end;
-            if (a[2] == 'c') checkpoint = val;
-            else if (a[2] == 't' && ((top = (int)strtol(val, &end, 10)) < 1 || top > 100 || *end))
-                gr_usage_error("--top: expected a count from 1 to 100, got '%s'", val);
+            if (a[2] == 'c') {
+                gr_check_path(a, val, GR_PATH_MAX - 1);
+                checkpoint = val;
+            } else if (a[2] == 't') top = gr_count_arg("--top", "a count", val, 1, 100);
             else if (a[2] == 's' && strcmp(val, "val") != 0 && strcmp(val, "train") != 0)
                 gr_usage_error("--split: expected val or train, got '%s'", val);
             else if (a[2] == 's') split = val;
@@ -201,11 +222,8 @@ int main(int argc, char **argv) {
             i++;
         } else if (strcmp(a, "--profile") == 0 && strcmp(cmd, "run") == 0) {
             opt.profile_steps = 20; /* STEPS, when the next argument is a count */
-            char *end;
-            long n = val ? strtol(val, &end, 10) : 0;
-            if (val && *val >= '0' && *val <= '9' && !*end) {
-                if (n < 1 || n > 100000) gr_usage_error("--profile: expected a step count from 1 to 100000, got '%s'", val);
-                opt.profile_steps = (int)n;
+            if (val && strspn(val, "0123456789") == strlen(val) && *val) {
+                opt.profile_steps = gr_count_arg("--profile", "a step count", val, 1, 100000);
                 i++;
             }
         } else if (strcmp(a, "--no-data") == 0 && strcmp(cmd, "validate") == 0) {

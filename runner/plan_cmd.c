@@ -163,12 +163,14 @@ static void gr_plan_cmd_fit(gr_backend *be, const char *dev, size_t need, FILE *
 
 /* A byte count as people type it: 8589934592, 8G, 8GiB, 1.5G (K, M, G, T and KiB..TiB: powers
  * of 1024), 8GB (KB, MB, GB, TB: powers of 1000, as disk makers count); case-insensitive.
- * False when s is none of these or not at least one byte. */
+ * False when s is none of these, not at least one byte or more than 10^18 (a size_t, and an
+ * int64_t where it is printed, holds it: 16777215T, 2^64 - 2^40, must not read as negative). */
 static bool gr_parse_bytes(const char *s, size_t *out) {
     char *end;
     errno = 0;
+    if (s[0] < '0' || s[0] > '9' || (s[0] == '0' && (s[1] | 0x20) == 'x')) return false; /* no sign, hex, inf */
     double v = strtod(s, &end);
-    if (errno || end == s || s[0] == '-' || !(v > 0) || !strchr("0123456789", s[0])) return false;
+    if (errno || end == s || !(v > 0)) return false;
     double mult = 1;
     if (*end) {
         const char *u = strchr("KMGT", end[0] & ~0x20);
@@ -186,7 +188,15 @@ static bool gr_parse_bytes(const char *s, size_t *out) {
     return true;
 }
 
-/* --memory: BYTES (gr_parse_bytes) or auto (what be has free) */
+/* --memory BYTES (gr_parse_bytes): checked before anything is planned or printed. */
+static gr_status gr_plan_cmd_bytes(const char *memory, size_t *limit, gr_error *err) {
+    if (!gr_parse_bytes(memory, limit))
+        return gr_error_set(err, GR_ERR_USAGE, "--memory: expected a number of bytes (8G or 8GiB: 8 x 2^30; 8GB: "
+                            "8 x 10^9; K, M, G, T) or auto, got '%s' (at most 10^18 bytes)", memory);
+    return GR_OK;
+}
+
+/* --memory: BYTES or auto (what be has free) */
 static gr_status gr_plan_cmd_limit(const char *memory, gr_backend *be, const char *dev, size_t *limit, gr_error *err) {
     if (strcmp(memory, "auto") == 0) {
         size_t fr = 0, tot = 0;
@@ -196,10 +206,7 @@ static gr_status gr_plan_cmd_limit(const char *memory, gr_backend *be, const cha
         *limit = fr;
         return GR_OK;
     }
-    if (!gr_parse_bytes(memory, limit))
-        return gr_error_set(err, GR_ERR_USAGE, "--memory: expected a number of bytes (8G or 8GiB: 8 x 2^30; 8GB: "
-                            "8 x 10^9; K, M, G, T) or auto, got '%s'", memory);
-    return GR_OK;
+    return gr_plan_cmd_bytes(memory, limit, err);
 }
 
 /* Whether the job (its need now, at the planned micro-batch) fits limit
@@ -242,9 +249,11 @@ static gr_status gr_plan_cmd_memfit(const gr_job *j, const gr_mem_need *now, con
 }
 
 gr_status gr_train_plan_report(const gr_job_spec *spec, const char *memory, FILE *f, gr_error *err) {
+    size_t bytes;
+    gr_status st = memory && strcmp(memory, "auto") != 0 ? gr_plan_cmd_bytes(memory, &bytes, err) : GR_OK;
+    if (st) return st;
     gr_job j;
     gr_job_init(&j, spec, true);
-    gr_status st;
     /* a model with model.input can be planned before its data exists
      * (configs/resnet50.yaml names an ImageNet file most machines lack) */
     const bool no_data = spec->model.n_input > 0 && spec->data.train.path[0] &&

@@ -156,7 +156,12 @@ gr_status gr_train_predict(const gr_job_spec *spec, const char *checkpoint, int 
     j.no_cache = true; /* the train split is read for its shape, normalization and class names only */
     gr_predict p = {.j = &j, .top = top};
     int64_t step;
-    gr_status st = gr_job_setup_eval(&j, spec, checkpoint, false, opt, &step, err);
+    gr_status st = GR_OK;
+    for (int i = 0; i < n_inputs && !st; i++) /* a longer one would be cut to another file's name (path[]) */
+        if (strlen(inputs[i]) >= GR_PATH_MAX)
+            st = gr_error_set(err, GR_ERR_USAGE, "predict: INPUT: the path is %zu bytes long; the limit is %d bytes: "
+                              "'%.48s...'", strlen(inputs[i]), GR_PATH_MAX - 1, inputs[i]);
+    if (!st) st = gr_job_setup_eval(&j, spec, checkpoint, false, opt, &step, err);
     if (!st) {
         p.n_names = gr_dataset_classes(j.train_ds, &p.names);
         if (p.n_names < 0) p.n_names = 0;

@@ -9,9 +9,11 @@
  * gr_sum_metric_rows (steps, best_acc, last_acc, final_loss, samples_per_s,
  * wall_s), from summary.json, else from metrics.jsonl (summarize_read.c).
  *
- * Output: an aligned text table (missing values "-"); --csv, RFC 4180 (CRLF
- * line ends, fields with , " CR LF quoted, missing values empty); --json, an
- * array of objects keyed by column name (numbers as written, missing null).
+ * Output: an aligned text table (missing values "-"; one line per run:
+ * control characters escaped, \n \r \t \xNN \u00NN, a backslash as \\);
+ * --csv, RFC 4180 (CRLF line ends, fields with , " or a control character
+ * quoted, missing values empty); --json, an array of objects keyed by column
+ * name (numbers as written, missing null, control characters \uXXXX).
  * --sort KEY orders by a column ascending, --sort -KEY descending, numbers
  * by value and text bytewise, missing values last either way, ties in the
  * order given; without it, rows come in the order given.
@@ -248,12 +250,42 @@ static int gr_sum_sort(gr_sum_table *t, const gr_sum_opts *o) {
 
 /* ---- output ---- */
 
-/* The cell as the text table shows it (buf holds it when formatted). */
-static const char *gr_sum_show(const gr_jval *c, int decimals, char *buf, size_t n) {
-    if (c->kind == GR_J_NULL) return "-";
-    if (c->kind != GR_J_NUM || decimals < 0) return c->text;
-    snprintf(buf, n, "%.*f", decimals, c->num);
-    return buf;
+/* A control character as UTF-8 writes it: C0 and DEL (one byte), or C1, U+0080..U+009F (0xC2
+ * then 0x80..0x9F; some terminals take U+009B as ESC [); its code, else -1. *len: its bytes. */
+static int gr_sum_control(const unsigned char *c, int *len) {
+    *len = 1;
+    if (*c < 0x20 || *c == 0x7f) return *c;
+    if (c[0] == 0xc2 && c[1] >= 0x80 && c[1] <= 0x9f) return *len = 2, c[1];
+    return -1;
+}
+
+/* s as one line of the text table, malloc'ed: control characters as \n, \r, \t, \xNN (C0,
+ * DEL) or \u00NN (C1) and a backslash as two, so that no value (a run's name, a status)
+ * moves the cursor, retitles the window or starts a row of its own. */
+static char *gr_sum_escape(const char *s) {
+    char *out = gr_xmalloc(4 * strlen(s) + 1), *o = out;
+    for (const unsigned char *c = (const unsigned char *)s; *c;) {
+        int len, k = gr_sum_control(c, &len);
+        if (*c == '\\') o += sprintf(o, "\\\\");
+        else if (k == '\n') o += sprintf(o, "\\n");
+        else if (k == '\r') o += sprintf(o, "\\r");
+        else if (k == '\t') o += sprintf(o, "\\t");
+        else if (k >= 0) o += sprintf(o, len == 1 ? "\\x%02x" : "\\u%04x", (unsigned)k);
+        else *o++ = (char)*c;
+        c += len;
+    }
+    *o = '\0';
+    return out;
+}
+
+/* The cell as the text table shows it, malloc'ed: "-" when missing, a
+ * number to the column's decimals, else the text escaped. */
+static char *gr_sum_show(const gr_jval *c, int decimals) {
+    char buf[64];
+    if (c->kind == GR_J_NULL) return gr_xstrdup("-");
+    if (c->kind != GR_J_NUM || decimals < 0) return gr_sum_escape(c->text);
+    snprintf(buf, sizeof buf, "%.*f", decimals, c->num);
+    return gr_xstrdup(buf);
 }
 
 /* A column is right-aligned when every value in it is a number. */
@@ -279,30 +311,33 @@ static void gr_sum_print_row(const gr_sum_table *t, const char *const *text, con
 }
 
 static void gr_sum_write_table(const gr_sum_table *t, FILE *f) {
-    int *width = gr_xcalloc((size_t)t->cols, sizeof *width);
-    bool *right = gr_xcalloc((size_t)t->cols, sizeof *right);
-    const char **text = gr_xcalloc((size_t)t->cols, sizeof *text);
-    char (*buf)[64] = gr_xcalloc((size_t)t->cols, sizeof *buf);
+    const size_t cols = (size_t)t->cols, cells = (size_t)(t->rows + 1) * cols;
+    int *width = gr_xcalloc(cols, sizeof *width);
+    bool *right = gr_xcalloc(cols, sizeof *right);
+    char **text = gr_xcalloc(cells, sizeof *text); /* the header's row, then the rows in order */
     for (int c = 0; c < t->cols; c++) {
         right[c] = gr_sum_numeric(t, c);
-        width[c] = (int)strlen(t->col[c].name);
-        for (int r = 0; r < t->rows; r++) {
-            const char *s = gr_sum_show(gr_sum_at(t, r, c), t->col[c].decimals, buf[c], sizeof buf[c]);
-            width[c] = GR_MAX(width[c], (int)strlen(s));
-        }
-        text[c] = t->col[c].name;
+        text[c] = gr_sum_escape(t->col[c].name);
+        for (int r = 0; r < t->rows; r++)
+            text[(size_t)(r + 1) * cols + (size_t)c] = gr_sum_show(gr_sum_at(t, t->order[r], c), t->col[c].decimals);
+        for (int r = 0; r <= t->rows; r++) width[c] = GR_MAX(width[c], (int)strlen(text[(size_t)r * cols + (size_t)c]));
     }
-    gr_sum_print_row(t, text, width, right, f);
-    for (int i = 0; i < t->rows; i++) {
-        for (int c = 0; c < t->cols; c++)
-            text[c] = gr_sum_show(gr_sum_at(t, t->order[i], c), t->col[c].decimals, buf[c], sizeof buf[c]);
-        gr_sum_print_row(t, text, width, right, f);
-    }
-    free(width), free(right), free(text), free(buf);
+    for (int r = 0; r <= t->rows; r++) gr_sum_print_row(t, (const char *const *)text + (size_t)r * cols, width, right, f);
+    for (size_t i = 0; i < cells; i++) free(text[i]);
+    free(width), free(right), free(text);
+}
+
+/* RFC 4180: a field holding a comma, a quote or any control character
+ * (CR, LF, ESC...) is quoted, its quotes doubled, so that no value starts a
+ * row and a CSV reader gets it back as it was. */
+static bool gr_sum_csv_quoted(const char *s) {
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+        if (*c == ',' || *c == '"' || *c < 0x20 || *c == 0x7f) return true;
+    return false;
 }
 
 static void gr_sum_csv_field(const char *s, FILE *f) {
-    if (!strpbrk(s, ",\"\r\n")) {
+    if (!gr_sum_csv_quoted(s)) {
         fputs(s, f);
         return;
     }
@@ -327,15 +362,18 @@ static void gr_sum_write_csv(const gr_sum_table *t, FILE *f) {
     }
 }
 
+/* A JSON string: control characters (C0, DEL, C1: gr_sum_control) as \n,
+ * \t or \u00NN, which a JSON reader turns back into the same string. */
 static void gr_sum_json_string(const char *s, FILE *f) {
     fputc('"', f);
-    for (; *s; s++) {
-        unsigned char u = (unsigned char)*s;
-        if (u == '"' || u == '\\') fprintf(f, "\\%c", u);
-        else if (u == '\n') fputs("\\n", f);
-        else if (u == '\t') fputs("\\t", f);
-        else if (u < 0x20 || u == 0x7f) fprintf(f, "\\u%04x", u);
-        else fputc(u, f);
+    for (const unsigned char *c = (const unsigned char *)s; *c;) {
+        int len, k = gr_sum_control(c, &len);
+        if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
+        else if (k == '\n') fputs("\\n", f);
+        else if (k == '\t') fputs("\\t", f);
+        else if (k >= 0) fprintf(f, "\\u%04x", (unsigned)k);
+        else fputc(*c, f);
+        c += len;
     }
     fputc('"', f);
 }
@@ -390,7 +428,9 @@ int gr_cmd_summarize(int argc, char **argv) {
     for (; loaded < n_dirs && !rc; loaded++) {
         gr_error err = {0};
         if (gr_sum_run_load(&runs[loaded], dirs[loaded], &err)) {
-            fprintf(stderr, "gpurun: summarize: %s\n", err.msg);
+            char *msg = gr_sum_escape(err.msg); /* it names the directory, which may hold anything */
+            fprintf(stderr, "gpurun: summarize: %s\n", msg);
+            free(msg);
             rc = err.status;
         }
     }

@@ -196,28 +196,39 @@ static gr_status gr_sum_check_dir(const char *dir, char *path, size_t n, gr_erro
     return GR_OK;
 }
 
-gr_status gr_sum_run_load(gr_sum_run *r, const char *dir, gr_error *err) {
-    *r = (gr_sum_run){.dir = dir};
-    char base[1024], path[1100];
-    snprintf(base, sizeof base, "%s", dir);
-    for (size_t k = strlen(base); k > 1 && base[k - 1] == '/'; k--) base[k - 1] = '\0';
-    gr_status st = gr_sum_check_dir(base, path, sizeof path, err);
-    if (!st) st = gr_sum_read_config(r, path, err);
-    if (st) return st;
+/* The run's status and figures: summary.json's, then metrics.jsonl's; base
+ * is the directory, path room for base/metrics.jsonl. */
+static gr_status gr_sum_read_outcome(gr_sum_run *r, const char *base, char *path, size_t n, gr_error *err) {
     bool absent = true;
+    gr_status st;
     if (gr_rundir_lock_held(base, NULL, 0)) {
         /* a live run: a summary.json there is an earlier process's (before a resume) */
         snprintf(r->status, sizeof r->status, "running");
     } else {
-        snprintf(path, sizeof path, "%s/summary.json", base);
+        snprintf(path, n, "%s/summary.json", base);
         if ((st = gr_sum_read_summary(r, path, &absent, err))) return st;
         /* none, or an attempt's "running" with no process left: killed without a word */
         if (absent || !strcmp(r->status, "running")) snprintf(r->status, sizeof r->status, "interrupted");
     }
     bool need = false;
     for (int m = 0; m < GR_SUM_N_METRICS; m++) need |= r->metric[m].kind == GR_J_NULL;
-    snprintf(path, sizeof path, "%s/metrics.jsonl", base);
+    snprintf(path, n, "%s/metrics.jsonl", base);
     return need ? gr_sum_read_metrics(r, path, err) : GR_OK;
+}
+
+gr_status gr_sum_run_load(gr_sum_run *r, const char *dir, gr_error *err) {
+    *r = (gr_sum_run){.dir = dir};
+    /* as long as dir is: a fixed buffer cut a long one to another directory (its parent) */
+    char *base = gr_xstrdup(dir);
+    for (size_t k = strlen(base); k > 1 && base[k - 1] == '/'; k--) base[k - 1] = '\0';
+    const size_t n = strlen(base) + sizeof "/metrics.jsonl";
+    char *path = gr_xmalloc(n);
+    gr_status st = gr_sum_check_dir(base, path, n, err);
+    if (!st) st = gr_sum_read_config(r, path, err);
+    if (!st) st = gr_sum_read_outcome(r, base, path, n, err);
+    free(path);
+    free(base);
+    return st;
 }
 
 void gr_sum_run_free(gr_sum_run *r) {

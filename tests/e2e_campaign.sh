@@ -43,6 +43,11 @@ echo "fixtures: $((SECONDS - T0)) s"
 . "$SRC/tests/campaign/round2_writers.bash"
 round2_writers
 echo "writers: $((SECONDS - T0)) s"
+# over-long paths, control characters to the terminal, big YAML maps, overflowing counts
+# (issue 23.5, 23.7, 23.8, 23.9)
+. "$SRC/tests/campaign/round2_inputs.bash"
+round2_inputs
+echo "inputs: $((SECONDS - T0)) s"
 
 # ================================================================ spec: exit 2, file:line:col: key:
 # each against a stopped run (--resume auto): a bad spec must not touch it
