@@ -268,6 +268,13 @@ static gr_ckpt_list gr_ckpt_scan(const char *dir, bool report_tmp) {
     return l;
 }
 
+int gr_ckpt_committed(const char *dir, int64_t *steps, int max) {
+    gr_ckpt_list l = gr_ckpt_scan(dir, false);
+    for (int i = 0; i < l.n && i < max; i++) steps[i] = l.steps[i];
+    free(l.steps);
+    return l.n;
+}
+
 /* Unfinished writes a killed or stopped save left behind: step-*.h5.*.tmp
  * and LATEST.*.tmp (common/tmpfile.h), and the step-*.h5.tmp of earlier
  * versions; one save runs at a time, so after a commit none is anyone's. */

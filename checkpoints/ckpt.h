@@ -60,6 +60,11 @@ typedef struct gr_ckpt_state {
 /* "step-000001200.h5" */
 void gr_ckpt_filename(int64_t step, char *buf, size_t n);
 
+/* The committed checkpoints of dir (step-*.h5): how many there are, and
+ * the steps of the newest min(that, max) in steps[], newest first. 0 when
+ * dir is missing or unreadable. */
+int gr_ckpt_committed(const char *dir, int64_t *steps, int max);
+
 /* Writes dir/step-%09d.h5 through .tmp, fsync and rename, then LATEST; then
  * deletes all but the newest `keep` checkpoints (never the new one). On any
  * failure the .tmp is removed and nothing committed changes. */

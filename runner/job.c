@@ -13,6 +13,7 @@
 #include "../config/schema.h"
 #include "../graph/graph.h"
 #include "buckets.h"
+#include "ckptdir.h"
 #include "cli.h"
 #include "profile.h"
 
@@ -22,6 +23,7 @@ void gr_job_init(gr_job *j, const gr_job_spec *spec, bool quiet) {
     j->ck_step = -1;
     j->ck_noted = -1;
     j->lock.fd = -1;
+    j->ckpt_lock.fd = -1;
     j->comm.world = 1;
     gr_metrics_init(&j->mx, quiet);
 }
@@ -519,7 +521,8 @@ gr_status gr_job_open_run_dir(gr_job *j, const gr_run_options *opt, gr_error *er
     if ((st = gr_metrics_check(&j->mx, j->run_dir, err))) return st;
     j->wrote_run_dir = true;
     if ((st = gr_rundir_write_file(j->run_dir, "config.yaml", gr_job_dump_spec_cb, j, err))) return st;
-    return gr_metrics_open(&j->mx, j->run_dir, j->spec->log.tensorboard, err);
+    if ((st = gr_metrics_open(&j->mx, j->run_dir, j->spec->log.tensorboard, err))) return st;
+    return gr_ckptdir_claim(j, err); /* last: a run refused above leaves the record as it was */
 }
 
 gr_status gr_job_save_weights(gr_job *j, gr_error *err) {

@@ -47,6 +47,8 @@ typedef struct gr_job {
     bool wrote_run_dir;  /* config.yaml written: the run directory holds this run */
     gr_metrics mx;       /* metrics.jsonl, TensorBoard, the console, summary.json; the run's record */
     char ckpt_dir[GR_PATH_MAX + 16];
+    gr_rundir_lock ckpt_lock; /* the checkpoint directory's (ckptdir.h); fd -1 when not its own */
+    bool ckpt_claim;          /* its .owner is to name this run (ckptdir.h) */
     gr_saver *saver; /* checkpoints: host snapshot buffers + the background writer */
     char *spec_text; /* the resolved spec, stored in every checkpoint */
     bool eval_pending; /* the evaluation due at the checkpoint's step was interrupted */

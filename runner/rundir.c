@@ -41,22 +41,35 @@ static void gr_rundir_holder(int fd, char *buf, size_t n) {
     else snprintf(buf, n, "a process that has not written its name yet");
 }
 
+/* What a lock covers, as its messages name it. */
+static const struct {
+    const char *what, *other; /* the directory; what to pass instead of waiting */
+} gr_lock_kinds[] = {
+    [GR_LOCK_RUN] = {"run directory", "pass another --run-dir"},
+    [GR_LOCK_CKPT] = {"checkpoint directory", "set another checkpoint.dir"},
+};
+
 gr_status gr_rundir_lock_take(gr_rundir_lock *l, const char *dir, gr_error *err) {
+    return gr_rundir_lock_take_as(l, dir, GR_LOCK_RUN, err);
+}
+
+gr_status gr_rundir_lock_take_as(gr_rundir_lock *l, const char *dir, gr_lock_kind kind, gr_error *err) {
+    const char *what = gr_lock_kinds[kind].what;
     l->fd = -1;
     snprintf(l->dir, sizeof l->dir, "%s", dir);
     struct stat sb;
     l->made_dir = stat(dir, &sb) != 0;
-    gr_status st = gr_rundir_mkdirs(dir, "run directory", GR_ERR_CKPT, err);
+    gr_status st = gr_rundir_mkdirs(dir, what, GR_ERR_CKPT, err);
     if (st) return st;
     char path[1100];
     snprintf(path, sizeof path, "%s/" GR_RUNDIR_LOCK, dir);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
     if (fd < 0)
-        return gr_error_set(err, GR_ERR_CKPT, "%s: cannot make the run directory's lock file: %s (the run "
-                            "directory must be writable)", path, strerror(errno));
+        return gr_error_set(err, GR_ERR_CKPT, "%s: cannot make the %s's lock file: %s (the %s must be writable)",
+                            path, what, strerror(errno), what);
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
         close(fd);
-        return gr_error_set(err, GR_ERR_CKPT, "%s: the run directory's lock is not a regular file; remove it", path);
+        return gr_error_set(err, GR_ERR_CKPT, "%s: the %s's lock is not a regular file; remove it", path, what);
     }
     struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
     if (fcntl(fd, F_SETLK, &fl) != 0) {
@@ -65,13 +78,13 @@ gr_status gr_rundir_lock_take(gr_rundir_lock *l, const char *dir, gr_error *err)
         if (e == EACCES || e == EAGAIN) {
             gr_rundir_holder(fd, who, sizeof who);
             close(fd);
-            return gr_error_set(err, GR_ERR_CKPT, "%s: locked by another run (%s); one process writes a run "
-                                "directory at a time: wait for it or stop it, or pass another --run-dir; "
-                                "nothing was changed", dir, who);
+            return gr_error_set(err, GR_ERR_CKPT, "%s: locked by another run (%s); one process writes a %s at a "
+                                "time: wait for it or stop it, or %s; nothing was changed", dir, who, what,
+                                gr_lock_kinds[kind].other);
         }
         close(fd);
-        return gr_error_set(err, GR_ERR_CKPT, "%s: cannot lock the run directory: %s (on NFS, the lock "
-                            "service must run)", path, strerror(e));
+        return gr_error_set(err, GR_ERR_CKPT, "%s: cannot lock the %s: %s (on NFS, the lock service must run)",
+                            path, what, strerror(e));
     }
     char host[256] = "?", when[64] = "?", text[600];
     gethostname(host, sizeof host - 1);
@@ -83,8 +96,7 @@ gr_status gr_rundir_lock_take(gr_rundir_lock *l, const char *dir, gr_error *err)
     if (ftruncate(fd, 0) != 0 || pwrite(fd, text, (size_t)len, 0) != len) {
         int e = errno;
         close(fd);
-        return gr_error_set(err, GR_ERR_CKPT, "%s: cannot write the run directory's lock file: %s", path,
-                            strerror(e));
+        return gr_error_set(err, GR_ERR_CKPT, "%s: cannot write the %s's lock file: %s", path, what, strerror(e));
     }
     l->fd = fd;
     return GR_OK;

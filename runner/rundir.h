@@ -32,6 +32,10 @@ gr_status gr_rundir_mkdirs(const char *path, const char *what, gr_status code, g
  * lock file cannot be made (read-only directory, no locks on this file
  * system). */
 gr_status gr_rundir_lock_take(gr_rundir_lock *l, const char *dir, gr_error *err);
+/* The same lock on another kind of directory: a checkpoint directory
+ * (ckptdir.h) is locked as a run directory is, its messages naming it. */
+typedef enum gr_lock_kind { GR_LOCK_RUN, GR_LOCK_CKPT } gr_lock_kind;
+gr_status gr_rundir_lock_take_as(gr_rundir_lock *l, const char *dir, gr_lock_kind kind, gr_error *err);
 
 /* Whether a live process holds dir's lock (F_GETLK: the directory is not
  * written), and then "host h, pid p, started t" in holder. */

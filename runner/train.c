@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckptdir.h"
 #include "finite.h"
 #include "hostmem.h"
 #include "job.h"
@@ -268,6 +269,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
     if (gr_resume_finished_before(&j, opt)) goto done;
     /* one writer per run directory, before anything in it is read */
     if (gr_job_writer(&j) && (st = gr_rundir_lock_take(&j.lock, j.run_dir, err))) goto done;
+    if ((st = gr_ckptdir_lock(&j, err))) goto done; /* checkpoint.dir elsewhere: one run's too */
     if ((st = gr_job_compile(&j, s, true, err))) goto done;
     if ((st = gr_parallel_same_job(&j, &j.comm.agreed, err))) goto done;
     j.sc = gr_scaler_init(s->loss_scale_dynamic, s->loss_scale);
@@ -280,6 +282,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
     gr_loop_init(&L, &j);
     /* a checkpoint that does not verify or fit changes nothing on disk */
     if ((st = gr_job_pick_checkpoint(&j, opt, L.spe, L.total, err))) goto done;
+    if ((st = gr_ckptdir_check(&j, opt, err))) goto done; /* another run's checkpoints: refused */
     gr_signals_arm(); /* the run directory is written from here: a signal now ends in a checkpoint */
     if ((st = gr_job_open_run_dir(&j, opt, err))) goto done;
     if ((st = gr_job_resume(&j, opt, L.spe, &L.start, err))) goto done;
@@ -360,6 +363,7 @@ done:
     gr_rundir_lock lock = j.lock;
     const bool undo = !j.wrote_run_dir;
     comm = j.comm; /* as the run left it (NCCL joined) */
+    gr_ckptdir_release(&j, undo);
     gr_job_free(&j);
     gr_rundir_lock_release(&lock, undo); /* after every file of the run is closed */
     return gr_parallel_finish(&comm, st, err);

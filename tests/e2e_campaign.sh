@@ -48,6 +48,10 @@ echo "writers: $((SECONDS - T0)) s"
 . "$SRC/tests/campaign/round2_inputs.bash"
 round2_inputs
 echo "inputs: $((SECONDS - T0)) s"
+# a checkpoint directory belongs to one run (issue 30.1)
+. "$SRC/tests/campaign/round2_ckptdir.bash"
+round2_ckptdir
+echo "ckptdir: $((SECONDS - T0)) s"
 
 # ================================================================ spec: exit 2, file:line:col: key:
 # each against a stopped run (--resume auto): a bad spec must not touch it

@@ -26,7 +26,7 @@ import h5py, numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from resume_check import crc32c  # noqa: E402  (the tests' one pure-Python CRC-32C)
 
-COMMITTED = re.compile(r"^(config\.yaml|metrics\.jsonl|summary\.json|weights\.h5|LATEST|"
+COMMITTED = re.compile(r"^(config\.yaml|\.owner|metrics\.jsonl|summary\.json|weights\.h5|LATEST|"
                        r"step-\d+\.h5|events\.out\.tfevents\..*)$")
 
 
