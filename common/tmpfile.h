@@ -13,9 +13,34 @@
  * The name ends in `.tmp`, as the fixed `PATH.tmp` of earlier versions did:
  * whatever recognises an unfinished write by that suffix still does.
  *
+ * Leftovers. Every temporary this process holds is noted in a fixed table
+ * (GR_TMPFILE_HELD_MAX slots, from create to commit or abort), and
+ * gr_tmpfile_remove_held, async-signal-safe, unlinks them all: the stop
+ * handler of `gpurun data` calls it before _exit(75). A writer killed
+ * outright (SIGKILL, a crash, a power cut) still leaves its temporary; the
+ * writers that sweep (the `data` converters and `plot`) create theirs with
+ * gr_tmpfile_create_locked, which holds an open-file-description write lock
+ * (F_OFD_SETLK) on it for its life. Such a lock belongs to the descriptor
+ * created, not to the process: HDF5 opening and closing the file by another
+ * descriptor (gr_tmpfile_reopen_path) does not drop it, as it would a classic
+ * fcntl lock. gr_tmpfile_sweep(PATH), called before writing PATH, removes
+ * PATH's stale temporaries: names `<basename of PATH>.<digits>.<12 lowercase
+ * hex>.tmp` in PATH's directory that are regular files (symlinks are never
+ * followed or removed), written by no live process of this host (the pid in
+ * the name) and locked by no one: it takes a read lock itself and unlinks
+ * holding it, and a writer whose lock fails, or whose name is gone once
+ * locked, takes the next name, so a live writer's temporary is never
+ * removed. A file system without locks makes the sweep remove nothing.
+ * Checkpoints, weights and TensorBoard rewrites do not sweep (a committed
+ * checkpoint clears its own leftovers; their HDF5 writes keep HDF5's own
+ * file locking, which on NFS would conflict with an OFD lock).
+ *
  * Exports:
  *   gr_tmpfile               one write's temporary (path, tmp, fd)
- *   gr_tmpfile_create        creates it; _seeded: from a given seed (tests)
+ *   gr_tmpfile_create        creates it; _seeded: from a given seed (tests);
+ *                            _locked: holding its OFD write lock
+ *   gr_tmpfile_sweep         removes PATH's stale temporaries, saying so
+ *   gr_tmpfile_remove_held   unlinks every temporary held (signal handlers)
  *   gr_tmpfile_name          the k-th name of a seed's sequence
  *   gr_tmpfile_reopen_path   a name that opens this very file (for HDF5)
  *   gr_tmpfile_fdopen        a stdio stream on it, with its own descriptor
@@ -29,6 +54,8 @@
 #include "gr_common.h"
 
 #define GR_TMPFILE_TRIES 100
+#define GR_TMPFILE_HELD_MAX 16    /* temporaries gr_tmpfile_remove_held knows of */
+#define GR_TMPFILE_NAME_MAX 1100  /* the longest name it knows of, NUL included */
 
 typedef struct gr_tmpfile {
     char *path; /* the file written: PATH */
@@ -41,6 +68,21 @@ typedef struct gr_tmpfile {
 gr_status gr_tmpfile_create(gr_tmpfile *t, const char *path, gr_status code, gr_error *err);
 gr_status gr_tmpfile_create_seeded(gr_tmpfile *t, const char *path, uint64_t seed, gr_status code,
                                    gr_error *err);
+
+/* gr_tmpfile_create, also holding an open-file-description write lock on
+ * the temporary until commit or abort (see Leftovers above). */
+gr_status gr_tmpfile_create_locked(gr_tmpfile *t, const char *path, gr_status code, gr_error *err);
+
+/* Removes path's stale temporaries (see Leftovers above), each said on say
+ * (when not NULL) in one line: "gpurun: removed a stale temporary TMP left by
+ * an interrupted write". Returns how many were removed. */
+int gr_tmpfile_sweep(const char *path, FILE *say);
+
+/* Unlinks every temporary this process holds (created, not yet committed or
+ * aborted); the count unlinked. Async-signal-safe: atomics and unlink only.
+ * The writers' gr_tmpfile values are left as they are: for a handler that
+ * then calls _exit. */
+int gr_tmpfile_remove_held(void);
 
 /* The k-th (0 <= k < GR_TMPFILE_TRIES) name gr_tmpfile_create_seeded tries
  * for path and seed, in this process; allocated. */

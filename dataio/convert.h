@@ -1,6 +1,7 @@
 /* convert.h — the `gpurun data ...` converters: source formats to the HDF5
  * layout of DESIGN 1.5. Each writes OUT.tmp and renames it into place, so a
- * failed conversion leaves nothing behind. Those that write /train and /test
+ * failed conversion leaves nothing behind; a killed one's OUT.tmp is removed
+ * by the next conversion to OUT (common/tmpfile.h, Leftovers). Those that write /train and /test
  * together refuse an existing OUT unless force, which replaces the whole
  * file; imagefolder writes its groups into an existing OUT, keeping the
  * rest of it (force: to replace a group already there). Errors are
@@ -71,7 +72,7 @@ typedef enum gr_on_error {
 
 typedef struct gr_imagefolder_config {
     const char *dir;       /* one sub-folder per class */
-    int64_t size;          /* S: samples are [3,S,S], S in [1, 65536] */
+    int64_t size;          /* S: samples are [3,S,S], S in [1, 37837] (a sample is one HDF5 chunk, < 4 GiB) */
     int64_t short_side;    /* R: resize so the short side is R, R in [S, 65536]; 0: R = S */
     const char *group;     /* split group, "/train" when NULL: "/" or "/name[/name...]" */
     gr_on_error on_error;  /* GR_ON_ERROR_FAIL when zeroed */

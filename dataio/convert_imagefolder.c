@@ -315,6 +315,13 @@ static gr_status if_check_config(const gr_imagefolder_config *cfg, gr_error *err
     if (S < 1 || S > GR_IMAGE_MAX_SIDE)
         return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --size must be in [1, %d], got %lld",
                             GR_IMAGE_MAX_SIDE, (long long)S);
+    /* checked here, before anything is read or written: samples are
+     * 3 x S x S bytes, one per chunk at this size */
+    const int64_t smax = gr_conv_max_side(3);
+    if (S > smax)
+        return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --size %lld is too large: a 3-channel sample of "
+                            "%lldx%lld is over HDF5's 4 GiB chunk limit; the largest --size is %lld", (long long)S,
+                            (long long)S, (long long)S, (long long)smax);
     if (R < S || R > GR_IMAGE_MAX_SIDE)
         return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --short-side must be in [--size %lld, %d], got %lld",
                             (long long)S, GR_IMAGE_MAX_SIDE, (long long)R);

@@ -31,7 +31,10 @@ gr_status gr_conv_out_begin(gr_conv_out *o, const char *out, bool force, bool pr
 
 gr_status gr_conv_out_create(gr_conv_out *o, const char *out, bool progress, gr_error *err) {
     gr_h5_init();
-    gr_status st = gr_tmpfile_create(&o->tf, out, GR_ERR_DATA, err);
+    /* a killed conversion's temporary goes now (tmpfile.h, Leftovers); ours
+     * holds its lock until the commit, so the next one's sweep keeps it */
+    gr_tmpfile_sweep(out, stderr);
+    gr_status st = gr_tmpfile_create_locked(&o->tf, out, GR_ERR_DATA, err);
     if (st != GR_OK) return st;
     o->tmp = o->tf.tmp;
     char reopen[64];
@@ -39,6 +42,11 @@ gr_status gr_conv_out_create(gr_conv_out *o, const char *out, bool progress, gr_
      * dataset with thousands of classes) need its dense attribute storage. */
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     if (fapl >= 0) H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST);
+#if H5_VERSION_GE(1, 10, 7)
+    /* no HDF5 file lock on a private temporary: where flock() is emulated by
+     * byte-range locks (NFS) it would conflict with the OFD lock held on it */
+    if (fapl >= 0) H5Pset_file_locking(fapl, false, true);
+#endif
     o->file = H5Fcreate(gr_tmpfile_reopen_path(&o->tf, reopen, sizeof reopen), H5F_ACC_TRUNC, H5P_DEFAULT,
                         fapl >= 0 ? fapl : H5P_DEFAULT);
     if (fapl >= 0) H5Pclose(fapl);
@@ -78,6 +86,14 @@ gr_status gr_conv_out_commit(gr_conv_out *o, gr_error *err) {
     else st = gr_tmpfile_commit(&o->tf, true, GR_ERR_DATA, err);
     gr_conv_out_abort(o);
     return st;
+}
+
+int64_t gr_conv_max_side(int64_t channels) {
+    GR_ASSERT(channels >= 1);
+    int64_t s = (int64_t)sqrt((double)(GR_CONV_CHUNK_MAX / channels));
+    while (channels * (s + 1) * (s + 1) <= GR_CONV_CHUNK_MAX) s++;
+    while (s > 0 && channels * s * s > GR_CONV_CHUNK_MAX) s--;
+    return s;
 }
 
 int64_t gr_conv_chunk_samples(int64_t n, int64_t sample_bytes) {

@@ -24,7 +24,9 @@
  *   gr_conv_chunk_samples  samples per HDF5 chunk: 1 when a sample is >= 64 KiB,
  *                   else as many whole samples as fit in 1 MiB (at most N).
  *   gr_conv_block_samples  samples per write block: a multiple of the chunk
- *                   of about 64 MiB (at most N), so blocks fill whole chunks. */
+ *                   of about 64 MiB (at most N), so blocks fill whole chunks.
+ *   gr_conv_max_side  the largest side S of a C x S x S sample that fits in
+ *                   one chunk (GR_CONV_CHUNK_MAX bytes, HDF5's limit). */
 #ifndef GR_CONVERT_OUT_H
 #define GR_CONVERT_OUT_H
 
@@ -92,6 +94,10 @@ typedef struct gr_conv_split {
     int last_pct;              /* progress bar state */
 } gr_conv_split;
 
+/* HDF5's limit on the bytes of one chunk (4 GiB - 1): a sample is never
+ * split across chunks, so no sample may be larger. */
+#define GR_CONV_CHUNK_MAX ((int64_t)0xffffffff)
+int64_t gr_conv_max_side(int64_t channels);
 int64_t gr_conv_chunk_samples(int64_t n, int64_t sample_bytes);
 int64_t gr_conv_block_samples(int64_t n, int64_t sample_bytes);
 

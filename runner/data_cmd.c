@@ -1,12 +1,77 @@
 /* data_cmd.c — `gpurun data NAME OUT.h5 [options]`: the converters of
  * dataio/convert.h on the command line (cli.h). */
 #include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "../common/tmpfile.h"
 #include "../dataio/convert.h"
 #include "cli.h"
+
+/* Stopping a conversion (SIGTERM, SIGINT, SIGHUP, SIGUSR1; one ignored when
+ * gpurun starts, as under nohup or `&` in a script, stays ignored): the
+ * handler removes the temporaries held (tmpfile.h), says in one line what
+ * became of OUT and exits 75. OUT is as it was unless the conversion had
+ * renamed its temporary over it already: told by OUT's inode. */
+static const int gr_data_sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1};
+static char gr_data_out[GR_TMPFILE_NAME_MAX]; /* OUT, for the handler's line */
+static struct stat gr_data_out_was;          /* OUT before the conversion */
+static bool gr_data_out_existed;
+static atomic_int gr_data_stopping;
+
+/* Appends s to buf[0..cap) at *n (async-signal-safe: no stdio). */
+static void gr_data_put(char *buf, size_t cap, size_t *n, const char *s) {
+    while (*s && *n + 1 < cap) buf[(*n)++] = *s++;
+}
+
+static void gr_data_on_signal(int sig) {
+    if (atomic_exchange(&gr_data_stopping, 1)) return; /* another thread is stopping */
+    const int removed = gr_tmpfile_remove_held();
+    struct stat now;
+    const bool exists = lstat(gr_data_out, &now) == 0;
+    const bool replaced = exists && (!gr_data_out_existed || now.st_dev != gr_data_out_was.st_dev ||
+                                     now.st_ino != gr_data_out_was.st_ino);
+    char line[GR_TMPFILE_NAME_MAX + 200];
+    size_t n = 0;
+    /* on a line of its own: the progress bar stops mid-line */
+    gr_data_put(line, sizeof line, &n, sig == SIGTERM  ? "\ngpurun: data: stopped by SIGTERM"
+                                       : sig == SIGINT ? "\ngpurun: data: stopped by SIGINT"
+                                       : sig == SIGHUP ? "\ngpurun: data: stopped by SIGHUP"
+                                                       : "\ngpurun: data: stopped by SIGUSR1");
+    if (removed == 0 && replaced) {
+        gr_data_put(line, sizeof line, &n, " after ");
+        gr_data_put(line, sizeof line, &n, gr_data_out);
+        gr_data_put(line, sizeof line, &n, " was written");
+    } else {
+        gr_data_put(line, sizeof line, &n, "; ");
+        gr_data_put(line, sizeof line, &n, gr_data_out);
+        gr_data_put(line, sizeof line, &n, removed ? " not written, its temporary removed" : " not written");
+        if (gr_data_out_existed) gr_data_put(line, sizeof line, &n, " (the existing file left as it was)");
+    }
+    line[n++] = '\n';
+    ssize_t w = write(2, line, n);
+    (void)w;
+    _exit(75);
+}
+
+/* Installs the stop handler for a conversion writing out. */
+static void gr_data_signals(const char *out) {
+    snprintf(gr_data_out, sizeof gr_data_out, "%s", out);
+    gr_data_out_existed = lstat(out, &gr_data_out_was) == 0;
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = gr_data_on_signal;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < GR_ARRAY_LEN(gr_data_sigs); i++) sigaddset(&sa.sa_mask, gr_data_sigs[i]);
+    for (size_t i = 0; i < GR_ARRAY_LEN(gr_data_sigs); i++)
+        if (sigaction(gr_data_sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+            sigaction(gr_data_sigs[i], &sa, NULL);
+}
 
 /* `gpurun data` converters and the options each takes (letters of
  * gr_data_names' keys). */
@@ -128,6 +193,7 @@ int gr_cmd_data(int argc, char **argv) {
     gr_error err = {0};
     gr_status st;
     gr_imagefolder_report rep = {0};
+    gr_data_signals(out);
     if (key == 'f') {
         st = gr_data_convert_idx("fashion-mnist", from ? from : "/usr/share/datasets/fashion-mnist", out, force,
                                  true, &err);

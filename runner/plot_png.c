@@ -95,7 +95,9 @@ static bool gr_plot_png_file(FILE *fp, const gr_plot_canvas *c, char *msg, size_
 gr_status gr_plot_png_write(const char *path, const gr_plot_canvas *c, gr_error *err) {
     gr_status st = gr_check_regular(path, "the output file", GR_ERR_CKPT, err);
     gr_tmpfile tf;
-    if (st || (st = gr_tmpfile_create(&tf, path, GR_ERR_CKPT, err))) return st;
+    if (st) return st;
+    gr_tmpfile_sweep(path, stderr); /* an interrupted plot's temporary (tmpfile.h, Leftovers) */
+    if ((st = gr_tmpfile_create_locked(&tf, path, GR_ERR_CKPT, err))) return st;
     char msg[256];
     if (!gr_plot_png_file(gr_tmpfile_fdopen(&tf, "wb"), c, msg, sizeof msg))
         st = gr_error_set(err, GR_ERR_CKPT, "%s: cannot write: %s", tf.tmp, msg);

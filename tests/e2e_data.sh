@@ -2,12 +2,17 @@
 # e2e_data.sh — the `gpurun data` converters on the command line (DESIGN 1.1,
 # 1.2, 1.5): usage errors exit 2, data errors exit 3 naming the file, a failed
 # conversion leaves neither OUT nor OUT.tmp, and small conversions that
-# succeed are read back with h5py (an independent reader).
+# succeed are read back with h5py (an independent reader). Sizes the layout
+# cannot hold are exit 2 with the arguments (issue 30 item 6); a conversion
+# stopped by SIGTERM exits 75 and removes its temporary, an existing OUT left
+# as it was; a SIGKILLed one's temporary is kept while it lives and removed
+# by the next conversion (item 5).
 #
 #   bash tests/e2e_data.sh GPURUN_BINARY SOURCE_DIR TMPDIR
 #
-# Tiny inputs only: runs in a second or two. Prints `N passed, M failed` last
-# and exits non-zero when M > 0.
+# Tiny inputs only, but for the stopped conversions (signalled as soon as
+# their temporary exists, each waited for at most 120 s): runs in seconds.
+# Prints `N passed, M failed` last and exits non-zero when M > 0.
 . "$(dirname "$0")/e2e_lib.bash" "$@"
 e2e_need_py h5py numpy
 
@@ -363,5 +368,104 @@ cp "$T/pets/a/00.png" "$T/ones/a/"
 cp "$T/pets/b/00.png" "$T/ones/b/"
 want 3 "$T/vf3.h5" "$T/ones: --val-fraction 0.5 leaves /val empty" -- \
     "$G" data imagefolder "$T/vf3.h5" --from "$T/ones" --size 4 --val-fraction 0.5
+
+# ---------------------------------------------------------------- layout limits: refused with the arguments
+# 3 x S x S bytes per chunk: HDF5's chunk limit (4 GiB - 1) gives S <= 37837. Exit 2 at once, before the
+# folder is read (it does not exist) or anything is written; an existing OUT untouched.
+for s in 65536 37838; do
+    want 2 "$T/big.h5" "data imagefolder: --size $s is too large: a 3-channel sample of ${s}x$s is over HDF5's 4 GiB chunk limit; the largest --size is 37837" -- \
+        "$G" data imagefolder "$T/big.h5" --from "$T/none" --size "$s"
+done
+cp "$P" "$T/p_before_big.h5"
+want 2 - "--size 65536 is too large" -- "$G" data imagefolder "$P" --from "$T/pets" --size 65536 --group /big --force
+same_file "imagefolder --size 65536 leaves an existing file as it was" "$P" "$T/p_before_big.h5"
+want 2 "$T/big.h5" "a sample of 1073774592 bytes is more than 1 GiB" -- \
+    "$G" data synthetic "$T/big.h5" --n 1 --shape 1,32768,32769
+
+# ---------------------------------------------------------------- stopped and killed conversions (issue 30 item 5)
+# A conversion big enough to be caught mid-write: 100000 samples of 3x64x64 (1.2 GB were it to finish;
+# each case signals it as soon as its temporary exists, so a few MB are written).
+BIG=(--n 100000 --shape 3,64,64)
+# tmps OUT: the temporaries of OUT, one a line
+tmps() { ls -1 "$1".*.tmp 2>/dev/null; }
+# start_big OUT [ARGS...]: the big conversion in the background (pid BIGPID, stderr $T/big.err); returns
+# once its temporary exists (at most 120 s)
+start_big() {
+    local out=$1 i
+    shift
+    "$G" data synthetic "$out" "${BIG[@]}" "$@" 2>"$T/big.err" >/dev/null &
+    BIGPID=$!
+    for ((i = 0; i < 2400; i++)); do
+        [ -n "$(tmps "$out")" ] && return 0
+        kill -0 "$BIGPID" 2>/dev/null || break
+        sleep 0.05
+    done
+    echo "FAIL: start_big $out: no temporary appeared"
+    return 1
+}
+# stop_big SIG: sends SIG to the big conversion; its exit code in BIGRC (at most 120 s, then SIGKILL)
+stop_big() {
+    local i
+    kill -"$1" "$BIGPID" 2>/dev/null
+    for ((i = 0; i < 2400; i++)); do
+        kill -0 "$BIGPID" 2>/dev/null || break
+        sleep 0.05
+    done
+    kill -KILL "$BIGPID" 2>/dev/null
+    wait "$BIGPID" 2>/dev/null
+    BIGRC=$?
+}
+# verdict DESCRIPTION WHY: passes when WHY is empty
+verdict() {
+    if [ -z "$2" ]; then PASS=$((PASS + 1)); else
+        FAIL=$((FAIL + 1))
+        echo "FAIL: $1"
+        echo "      $2"
+        tr '\r' '\n' <"$T/big.err" | tail -3 | sed 's/^/      stderr: /'
+    fi
+}
+mkdir -p "$T/stop"
+O=$T/stop/o.h5
+# (a) SIGTERM, no OUT before: exit 75, one line saying so, no temporary, no OUT
+why=""
+if start_big "$O"; then
+    stop_big TERM
+    [ "$BIGRC" -eq 75 ] || why="exit code $BIGRC, expected 75"
+    grep -qxF "gpurun: data: stopped by SIGTERM; $O not written, its temporary removed" "$T/big.err" ||
+        why="${why:+$why; }stderr lacks the stop line"
+    [ -z "$(tmps "$O")" ] || why="${why:+$why; }left $(tmps "$O")"
+    [ ! -e "$O" ] || why="${why:+$why; }$O written"
+else why="did not start"; fi
+verdict "SIGTERM during a conversion: exit 75, its temporary removed" "$why"
+# (b) SIGTERM with --force over an existing OUT: that file byte for byte as it was
+want 0 - -- "$G" data synthetic "$O" --n 20 --shape 3,4,4
+sum_before=$(sha256sum <"$O")
+why=""
+if start_big "$O" --force; then
+    stop_big TERM
+    [ "$BIGRC" -eq 75 ] || why="exit code $BIGRC, expected 75"
+    grep -qxF "gpurun: data: stopped by SIGTERM; $O not written, its temporary removed (the existing file left as it was)" \
+        "$T/big.err" || why="${why:+$why; }stderr lacks the stop line"
+    [ -z "$(tmps "$O")" ] || why="${why:+$why; }left $(tmps "$O")"
+    [ "$(sha256sum <"$O")" = "$sum_before" ] || why="${why:+$why; }$O changed"
+else why="did not start"; fi
+verdict "SIGTERM during a conversion over an existing OUT: exit 75, OUT as it was" "$why"
+# (c) SIGKILL leaves its temporary; a live writer's temporary is kept by a conversion to the same OUT
+# meanwhile; the next conversion once the writer is dead removes it and says so
+rm -f "$O"
+why=""
+if start_big "$O"; then
+    kill -STOP "$BIGPID" # alive, holding its temporary, writing no more
+    live=$(tmps "$O")
+    want 0 - -- "$G" data synthetic "$O" --n 20 --shape 3,4,4 --force
+    grep -qF "stale temporary" "$T/stderr" && why="a live writer's temporary called stale"
+    [ "$(tmps "$O")" = "$live" ] || why="${why:+$why; }the live writer's temporary $live touched"
+    stop_big KILL
+    [ "$(tmps "$O")" = "$live" ] || why="${why:+$why; }after SIGKILL: '$(tmps "$O")', expected $live"
+    want 0 - "gpurun: removed a stale temporary $live left by an interrupted write" -- \
+        "$G" data synthetic "$O" --n 20 --shape 3,4,4 --force
+    [ -z "$(tmps "$O")" ] || why="${why:+$why; }left $(tmps "$O")"
+else why="did not start"; fi
+verdict "SIGKILL: the temporary kept while its writer lives, removed by the next conversion" "$why"
 
 e2e_done

@@ -177,6 +177,12 @@ static void test_imagefolder(void) {
     CHECK_FAILED(gr_data_convert_imagefolder(&(gr_imagefolder_config){.dir = bdir, .size = 8, .group = "train"}, out,
                                              false, false, &rep, &err),
                  GR_ERR_USAGE, "--group must be an absolute HDF5 path", out);
+    /* a sample is one chunk, under HDF5's 4 GiB: refused before any image
+     * of the folder is decoded (issue 30 item 6) */
+    CHECK_FAILED(gr_data_convert_imagefolder(&(gr_imagefolder_config){.dir = bdir, .size = 37838}, out, false, false,
+                                             &rep, &err),
+                 GR_ERR_USAGE, "data imagefolder: --size 37838 is too large: a 3-channel sample of 37838x37838 is "
+                 "over HDF5's 4 GiB chunk limit; the largest --size is 37837", out);
     rm_rf(bdir);
     rm_rf(dir);
 }

@@ -4,10 +4,18 @@
  * keeps its bytes, OUT ends a regular file); two writers of one OUT, in one
  * process or two, hold different temporaries and OUT ends as one of them,
  * whole; every failure removes the temporary; HDF5 reaches the file created
- * even when its name was swapped for a symlink meanwhile. */
+ * even when its name was swapped for a symlink meanwhile. Leftovers (issue
+ * 30 item 5): the OFD lock of gr_tmpfile_create_locked outlives HDF5's
+ * reopen and close (a classic fcntl lock does not); gr_tmpfile_sweep removes
+ * only unlocked regular temporaries of dead writers with exactly matching
+ * names, a SIGKILLed child's among them; gr_tmpfile_remove_held unlinks what
+ * is held, nothing committed. */
+#define _GNU_SOURCE /* F_OFD_GETLK, F_OFD_SETLK, fmemopen */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <hdf5.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -293,6 +301,152 @@ static void test_hdf5(void) {
     CHECK(is_regular(out) && strcmp(slurp(victim), victim_bytes) == 0);
 }
 
+/* Whether another open file description of path sees a lock on it (an OFD
+ * lock, or a classic fcntl lock of any process: the two kinds conflict). */
+static bool locked(const char *path) {
+    int fd = open(path, O_RDONLY | O_NOFOLLOW);
+    if (fd < 0) return false;
+    struct flock fl = {.l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    const bool held = fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+    close(fd);
+    return held;
+}
+
+/* The lock of gr_tmpfile_create_locked outlives HDF5 opening and closing the
+ * file by another descriptor (gr_tmpfile_reopen_path); a classic fcntl lock
+ * does not (the contrast: why the OFD kind). */
+static void test_lock_reopen(void) {
+    const char *d = fresh_dir("lock");
+    char out[600], plain[600], buf[64];
+    snprintf(out, sizeof out, "%s/out.h5", d);
+    gr_tmpfile t;
+    gr_error err = {0};
+    CHECK(gr_tmpfile_create_locked(&t, out, GR_ERR_DATA, &err) == GR_OK);
+    CHECK(locked(t.tmp));
+    const char *p = gr_tmpfile_reopen_path(&t, buf, sizeof buf);
+    int fd = open(p, O_RDWR);
+    CHECK(fd >= 0 && close(fd) == 0);
+    CHECK_MSG(locked(t.tmp), "the lock went with another descriptor's close");
+    hid_t f = H5Fcreate(p, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    CHECK(f >= 0 && H5Fclose(f) >= 0);
+    CHECK_MSG(locked(t.tmp), "the lock went with HDF5's close");
+    const int removed = gr_tmpfile_sweep(out, NULL); /* our own: kept */
+    CHECK(removed == 0 && is_regular(t.tmp));
+    CHECK(gr_tmpfile_commit(&t, true, GR_ERR_DATA, &err) == GR_OK);
+    CHECK(!locked(out) && entries(d) == 1);
+    /* a classic lock: dropped by the close of any descriptor of the file */
+    snprintf(plain, sizeof plain, "%s/plain", d);
+    put(plain, "x");
+    int a = open(plain, O_RDWR);
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    CHECK(a >= 0 && fcntl(a, F_SETLK, &fl) == 0 && locked(plain));
+    fd = open(plain, O_RDONLY);
+    CHECK(fd >= 0 && close(fd) == 0);
+    CHECK_MSG(!locked(plain), "a classic fcntl lock survived another descriptor's close");
+    close(a);
+}
+
+/* A pid no process has (a child reaped). */
+static long dead_pid(void) {
+    pid_t pid = fork();
+    GR_ASSERT(pid >= 0);
+    if (pid == 0) _exit(0);
+    GR_ASSERT(waitpid(pid, NULL, 0) == pid);
+    return (long)pid;
+}
+
+/* gr_tmpfile_sweep: removes an unlocked temporary of a dead writer, says so;
+ * keeps one locked (a live writer elsewhere), a live child's, symlinks,
+ * directories and names that do not match exactly; once the child is
+ * killed (SIGKILL: no cleanup of its own), its temporary goes too. */
+static void test_sweep(void) {
+    const char *d = fresh_dir("sweep");
+    char out[600], victim[600], path[800], stale[800], held[800], child_tmp[700] = "";
+    snprintf(out, sizeof out, "%s/o.h5", d);
+    snprintf(victim, sizeof victim, "%s/victim", d);
+    put(victim, victim_bytes);
+    const long dead = dead_pid();
+    snprintf(stale, sizeof stale, "%s.%ld.0123456789ab.tmp", out, dead);
+    put(stale, "left by a killed writer");
+    snprintf(held, sizeof held, "%s.%ld.00000000cafe.tmp", out, dead);
+    put(held, "a live writer's, on another host");
+    int hfd = open(held, O_RDWR);
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    CHECK(hfd >= 0 && fcntl(hfd, F_OFD_SETLK, &fl) == 0);
+    snprintf(path, sizeof path, "%s.%ld.fedcba987654.tmp", out, dead);
+    CHECK(symlink(victim, path) == 0);
+    snprintf(path, sizeof path, "%s.%ld.aaaaaaaaaaaa.tmp", out, dead);
+    CHECK(mkdir(path, 0777) == 0);
+    const char *keep[] = {"o.h5.%ld.0123456789AB.tmp", "o.h5.%ld.0123456789a.tmp", "o.h5.%ld.0123456789abc.tmp",
+                          "o.h5.%ld.0123456789ab.tmp.bak", "o.h5.%ld.0123456789ab.TMP", "xo.h5.%ld.0123456789ab.tmp",
+                          "o.h5x.%ld.0123456789ab.tmp", "o.h5.-%ld.0123456789ab.tmp", "o.h5.tmp", "o.h5..0123456789ab.tmp"};
+    for (size_t k = 0; k < sizeof keep / sizeof *keep; k++) {
+        char name[200];
+        snprintf(name, sizeof name, keep[k], dead);
+        snprintf(path, sizeof path, "%s/%s", d, name);
+        put(path, "not a temporary of o.h5");
+    }
+    int to_parent[2], to_child[2];
+    GR_ASSERT(pipe(to_parent) == 0 && pipe(to_child) == 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    GR_ASSERT(pid >= 0);
+    if (pid == 0) {
+        gr_tmpfile c;
+        gr_error ce;
+        char name[700] = "";
+        if (gr_tmpfile_create_locked(&c, out, GR_ERR_DATA, &ce) == GR_OK) snprintf(name, sizeof name, "%s", c.tmp);
+        char go;
+        if (write(to_parent[1], name, sizeof name) != (ssize_t)sizeof name || read(to_child[0], &go, 1) != 1) _exit(1);
+        for (;;) pause(); /* holds it until killed */
+    }
+    CHECK(read(to_parent[0], child_tmp, sizeof child_tmp) == (ssize_t)sizeof child_tmp && child_tmp[0]);
+    const int before = entries(d);
+    char said[4096] = "";
+    FILE *say = fmemopen(said, sizeof said - 1, "w");
+    GR_ASSERT(say);
+    CHECK(gr_tmpfile_sweep(out, say) == 1);
+    fclose(say);
+    char want[1000];
+    snprintf(want, sizeof want, "gpurun: removed a stale temporary %s left by an interrupted write\n", stale);
+    CHECK_MSG(strcmp(said, want) == 0, "said '%s'", said);
+    CHECK(access(stale, F_OK) != 0 && entries(d) == before - 1);
+    CHECK(is_regular(held) && is_regular(child_tmp) && is_regular(victim));
+    CHECK(strcmp(slurp(victim), victim_bytes) == 0);
+    snprintf(path, sizeof path, "%s.%ld.fedcba987654.tmp", out, dead);
+    CHECK(is_symlink_to(path, victim));
+    CHECK(gr_tmpfile_sweep(out, NULL) == 0); /* again: nothing more */
+    /* the child killed outright: its temporary is stale now */
+    CHECK(kill(pid, SIGKILL) == 0 && waitpid(pid, NULL, 0) == pid);
+    CHECK(is_regular(child_tmp));
+    CHECK(gr_tmpfile_sweep(out, NULL) == 1 && access(child_tmp, F_OK) != 0);
+    /* the other writer gone: its lock too */
+    close(hfd);
+    CHECK(gr_tmpfile_sweep(out, NULL) == 1 && access(held, F_OK) != 0);
+    CHECK(entries(d) == before - 3);
+    close(to_parent[0]), close(to_parent[1]), close(to_child[0]), close(to_child[1]);
+}
+
+/* gr_tmpfile_remove_held unlinks the temporaries held, locked or not, and
+ * none committed or aborted. */
+static void test_remove_held(void) {
+    const char *d = fresh_dir("held");
+    char out[600];
+    snprintf(out, sizeof out, "%s/o", d);
+    gr_tmpfile a, b, c;
+    gr_error err = {0};
+    CHECK(gr_tmpfile_create(&a, out, GR_ERR_DATA, &err) == GR_OK);
+    CHECK(gr_tmpfile_create_locked(&b, out, GR_ERR_DATA, &err) == GR_OK);
+    CHECK(gr_tmpfile_create(&c, out, GR_ERR_DATA, &err) == GR_OK);
+    CHECK(write_commit(&c, "c\n", &err) == GR_OK);
+    CHECK(entries(d) == 3);
+    CHECK(gr_tmpfile_remove_held() == 2);
+    CHECK(entries(d) == 1 && is_regular(out));
+    gr_tmpfile_abort(&a);
+    gr_tmpfile_abort(&b);
+    CHECK(gr_tmpfile_remove_held() == 0 && entries(d) == 1);
+}
+
 int main(void) {
     mkdir(GR_TEST_TMP, 0755);
     test_basic();
@@ -302,5 +456,8 @@ int main(void) {
     test_concurrent();
     test_failures();
     test_hdf5();
+    test_lock_reopen();
+    test_sweep();
+    test_remove_held();
     return gr_test_report();
 }
