@@ -20,7 +20,9 @@ static bool gr_same_dir(const char *a, const char *b) {
 
 gr_status gr_ckptdir_lock(gr_job *j, gr_error *err) {
     j->ckpt_lock.fd = -1;
-    if (!gr_job_writer(j) || gr_same_dir(j->ckpt_dir, j->run_dir)) return GR_OK;
+    if (!gr_job_writer(j)) return GR_OK;
+    gr_status st = gr_rundir_lock_take(&j->lock, j->run_dir, err);
+    if (st || gr_same_dir(j->ckpt_dir, j->run_dir)) return st;
     return gr_rundir_lock_take_as(&j->ckpt_lock, j->ckpt_dir, GR_LOCK_CKPT, err);
 }
 

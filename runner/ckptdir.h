@@ -23,14 +23,15 @@
 
 #define GR_CKPTDIR_OWNER ".owner"
 
-/* Locks j->ckpt_dir (made if missing) after the run directory's lock:
- * exit 6 when another live run holds it. A no-op off rank 0 and when the
- * checkpoint directory is the run directory. */
+/* Locks the run directory (rundir.h), then j->ckpt_dir (made if missing)
+ * unless it is the run directory: exit 6 when another live run holds
+ * either. A no-op off rank 0. */
 gr_status gr_ckptdir_lock(gr_job *j, gr_error *err);
 
-/* After gr_job_pick_checkpoint, before the run directory is written: the
- * refusals above (exit 6, nothing changed); otherwise notes whether
- * gr_ckptdir_claim must write the record. */
+/* Once the checkpoint to resume from is picked (gr_job_pick_checkpoint
+ * ends with it), before the run directory is written: the refusals above
+ * (exit 6, nothing changed); otherwise notes whether gr_ckptdir_claim must
+ * write the record. */
 gr_status gr_ckptdir_check(gr_job *j, const gr_run_options *opt, gr_error *err);
 
 /* Writes j->ckpt_dir/.owner naming this run's directory, when

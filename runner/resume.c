@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckptdir.h"
 #include "spec_diff.h"
 
 bool gr_resume_finished_before(const gr_job *j, const gr_run_options *opt) {
@@ -69,7 +70,7 @@ void gr_job_peek_threads(gr_job *j, const gr_run_options *opt) {
     if (gr_ckpt_peek(strcmp(opt->resume, "auto") == 0 ? j->ckpt_dir : NULL, opt->resume, &h)) j->ckpt_threads = (int)h.threads;
 }
 
-gr_status gr_job_pick_checkpoint(gr_job *j, const gr_run_options *opt, int64_t spe, int64_t total, gr_error *err) {
+static gr_status gr_job_pick(gr_job *j, const gr_run_options *opt, int64_t spe, int64_t total, gr_error *err) {
     j->pre_found = false;
     if (!opt->resume) return GR_OK;
     j->pre_params = gr_xmalloc((size_t)(j->g.n_params + 1) * sizeof(float));
@@ -105,6 +106,11 @@ gr_status gr_job_pick_checkpoint(gr_job *j, const gr_run_options *opt, int64_t s
         return gr_error_set(err, GR_ERR_CKPT, "%s: at step %lld, past this job's end (%lld steps): raise "
                             "train.steps or train.epochs to continue it", path, (long long)h->step, (long long)total);
     return GR_OK;
+}
+
+gr_status gr_job_pick_checkpoint(gr_job *j, const gr_run_options *opt, int64_t spe, int64_t total, gr_error *err) {
+    gr_status st = gr_job_pick(j, opt, spe, total, err);
+    return st ? st : gr_ckptdir_check(j, opt, err); /* another run's checkpoints are not written over */
 }
 
 gr_status gr_job_resume(gr_job *j, const gr_run_options *opt, int64_t spe, int64_t *start, gr_error *err) {

@@ -25,7 +25,8 @@ void gr_job_peek_threads(gr_job *j, const gr_run_options *opt);
  * fits this job (auto: the others are skipped with a line each) or exactly
  * PATH, and checks it fits (the spec, the optimizer, its step's position in
  * this job's batches of spe steps an epoch, not past the job's total steps),
- * all before the run directory is touched. */
+ * and that the checkpoint directory may be written (ckptdir.h), all before
+ * the run directory is touched. */
 gr_status gr_job_pick_checkpoint(gr_job *j, const gr_run_options *opt, int64_t spe, int64_t total, gr_error *err);
 
 /* Sets up the saver; with --resume, restores the checkpoint

@@ -268,8 +268,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
     gr_job_paths(&j, opt);
     if (gr_resume_finished_before(&j, opt)) goto done;
     /* one writer per run directory, before anything in it is read */
-    if (gr_job_writer(&j) && (st = gr_rundir_lock_take(&j.lock, j.run_dir, err))) goto done;
-    if ((st = gr_ckptdir_lock(&j, err))) goto done; /* checkpoint.dir elsewhere: one run's too */
+    if ((st = gr_ckptdir_lock(&j, err))) goto done; /* and checkpoint.dir, when elsewhere */
     if ((st = gr_job_compile(&j, s, true, err))) goto done;
     if ((st = gr_parallel_same_job(&j, &j.comm.agreed, err))) goto done;
     j.sc = gr_scaler_init(s->loss_scale_dynamic, s->loss_scale);
@@ -282,7 +281,6 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
     gr_loop_init(&L, &j);
     /* a checkpoint that does not verify or fit changes nothing on disk */
     if ((st = gr_job_pick_checkpoint(&j, opt, L.spe, L.total, err))) goto done;
-    if ((st = gr_ckptdir_check(&j, opt, err))) goto done; /* another run's checkpoints: refused */
     gr_signals_arm(); /* the run directory is written from here: a signal now ends in a checkpoint */
     if ((st = gr_job_open_run_dir(&j, opt, err))) goto done;
     if ((st = gr_job_resume(&j, opt, L.spe, &L.start, err))) goto done;
