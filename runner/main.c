@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "../common/env.h"
 #include "../dataio/dataio.h"
@@ -16,6 +17,7 @@
 #include "hostmem.h"
 #include "cli.h"
 #include "job.h"
+#include "signals.h"
 #include "tools.h"
 #include "train.h"
 
@@ -165,6 +167,15 @@ int main(int argc, char **argv) {
         gr_cur_cmd = cmd;
     } else {
         gr_check_command(argv[1]);
+    }
+    if (strcmp(cmd, "run") == 0) {
+        /* before anything slow (the spec, MPI_Init_thread, the device): a stop signal from here
+         * on is exit 75 with its line (signals.h), and the threads MPI, CUDA and oneDNN start
+         * inherit the blocked mask */
+        gr_signals_install();
+        const int64_t delay_ms = gr_env_int(GR_ENV_START_DELAY_MS, 0); /* a test's slow start */
+        if (delay_ms > 0)
+            nanosleep(&(struct timespec){.tv_sec = delay_ms / 1000, .tv_nsec = delay_ms % 1000 * 1000000}, NULL);
     }
     for (int k = i; k < argc; k++)
         if (strcmp(argv[k], "--help") == 0 || strcmp(argv[k], "-h") == 0) {

@@ -14,7 +14,9 @@
 #     every restart resumes from the newest committed checkpoint or, when
 #     there is none, says it starts fresh; the steps redone per kill are at
 #     most 2 x checkpoint.every_steps (see below); the end result equals the
-#     uninterrupted run.
+#     uninterrupted run;
+#  C. 3 SIGTERMs as a start begins (GPURUN_START_DELAY_MS holds it before the spec is read):
+#     each exits 75 with the set-up line and writes nothing (it was the default action, 143).
 #
 #   bash tests/e2e_spot.sh GPURUN_BINARY SOURCE_DIR TMPDIR
 #
@@ -224,6 +226,37 @@ echo "B: $kills SIGKILLs in $starts starts ($during_save with a .tmp present, $f
 check "B: SIGKILLs + --resume auto = the uninterrupted run (last line of each step, evals, weights.h5 bytes)" \
     "$PY" "$H" same "$T/b.straight" "$D" --last
 check "B: the finished run's committed checkpoints verify" "$PY" "$H" committed "$D/checkpoints"
+
+# ---------------------------------------------------------------- C: SIGTERM as a start begins
+# A preemption notice right after a restart: the process is still starting (libraries, MPI, the
+# spec), before train.c's set-up, where a SIGTERM was the default action (exit 143). From main's
+# first lines on it is exit 75 with the set-up line, nothing written. GPURUN_START_DELAY_MS holds
+# the start for 10 s after those lines (a slow start); each SIGTERM comes as soon as the process
+# catches SIGTERM (/proc/PID/status SigCgt, bit 15), which must be within 3 s: before the delay
+caught_term() {
+    local m
+    m=$(sed -n 's/^SigCgt:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null)
+    [ $(( 0x${m:-0} >> 14 & 1 )) -eq 1 ]
+}
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+why=""
+for k in 1 2 3; do
+    GPURUN_START_DELAY_MS=10000 "$G" "$T/b.yaml" "${THREADS[@]}" --resume auto --run-dir "$T/c.spot" \
+        >"$T/c.out" 2>"$T/c.err" &
+    pid=$!
+    t_end=$(( $(now_ms) + 3000 ))
+    until caught_term $pid || [ "$(now_ms)" -ge $t_end ]; do sleep 0.01; done
+    caught_term $pid || why="${why}start $k: SIGTERM not caught within 3 s of the start; "
+    kill -TERM $pid
+    wait $pid
+    rc=$?
+    [ $rc -eq 75 ] || why="${why}start $k exited $rc, not 75: $(head -c 300 "$T/c.err"); "
+    grep -qF "gpurun: stopped by SIGTERM during set-up (start, MPI, compile, data, device), before the run directory \
+was written; nothing changed: rerun with --resume auto to continue" "$T/c.err" ||
+        why="${why}start $k: no set-up stop line; "
+    [ ! -e "$T/c.spot" ] || why="${why}start $k left $T/c.spot; "
+done
+[ -z "$why" ] && ok || bad "C: $why"
 
 echo "e2e_spot: $((SECONDS - T0)) s"
 e2e_done
