@@ -33,6 +33,7 @@ typedef enum gr_env_id {
     GR_ENV_LOSS_SCALE_INTERVAL, /* runner/scaler.c */
     GR_ENV_MEMORY_LIMIT,        /* kernels/cpu/cpu_backend.c, runner/memfit.c */
     GR_ENV_SAVE_DELAY_MS,       /* runner/saver.c */
+    GR_ENV_START_DELAY_MS,      /* runner/main.c */
     GR_ENV_CMAKE_ARGS,          /* scripts/dev.sh (not read by gpurun) */
     GR_ENV_COUNT
 } gr_env_id;

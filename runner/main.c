@@ -1,11 +1,13 @@
 /* main.c — the gpurun command line (DESIGN 1.1) and its exit codes (1.2).
  * The only place that calls exit(). */
 #include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "../common/env.h"
 #include "../dataio/dataio.h"
@@ -16,6 +18,7 @@
 #include "hostmem.h"
 #include "cli.h"
 #include "job.h"
+#include "signals.h"
 #include "tools.h"
 #include "train.h"
 
@@ -140,6 +143,28 @@ static int gr_count_arg(const char *opt, const char *what, const char *val, long
     return (int)v;
 }
 
+/* The stop signals (SIGTERM, SIGINT, SIGUSR1) are held from before the shared libraries'
+ * constructors run (CUDA's, oneDNN's, OpenBLAS's: most of the ~1 s a CUDA build takes to reach
+ * main), so a preemption notice then stays pending instead of killing the start (143): `run`
+ * takes it through signals.h (exit 75 during set-up, its line); every other command gets back
+ * the mask it was started with, and a pending signal then acts as it would have. Threads those
+ * constructors start (OpenBLAS's pool) keep them blocked, so none lands on one. */
+static sigset_t gr_start_mask;
+
+static void gr_hold_stop_signals(int argc, char **argv, char **envp) {
+    (void)argc, (void)argv, (void)envp;
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGTERM);
+    sigaddset(&s, SIGINT);
+    sigaddset(&s, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &s, &gr_start_mask);
+}
+
+/* the executable's pre-initializers run before any shared library's constructor */
+__attribute__((section(".preinit_array"), used)) static void (*const gr_preinit)(int, char **, char **) =
+    gr_hold_stop_signals;
+
 int main(int argc, char **argv) {
     gr_hostmem_start(); /* the program as loaded: part of the host memory plan */
     gr_backend_set_fault_handler(gr_device_fault);
@@ -165,6 +190,16 @@ int main(int argc, char **argv) {
         gr_cur_cmd = cmd;
     } else {
         gr_check_command(argv[1]);
+    }
+    if (strcmp(cmd, "run") != 0) sigprocmask(SIG_SETMASK, &gr_start_mask, NULL); /* as started */
+    else {
+        /* before anything slow (the spec, MPI_Init_thread, the device): a stop signal held since
+         * the start, or sent from here on, is exit 75 with its line (signals.h), and the threads
+         * MPI, CUDA and oneDNN start inherit the blocked mask */
+        gr_signals_install();
+        const int64_t delay_ms = gr_env_int(GR_ENV_START_DELAY_MS, 0); /* a test's slow start */
+        if (delay_ms > 0)
+            nanosleep(&(struct timespec){.tv_sec = delay_ms / 1000, .tv_nsec = delay_ms % 1000 * 1000000}, NULL);
     }
     for (int k = i; k < argc; k++)
         if (strcmp(argv[k], "--help") == 0 || strcmp(argv[k], "-h") == 0) {

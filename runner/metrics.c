@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "json.h"
@@ -14,6 +15,7 @@
 
 void gr_metrics_init(gr_metrics *mx, bool quiet) {
     memset(mx, 0, sizeof *mx);
+    pthread_mutex_init(&mx->write_mu, NULL);
     mx->quiet = quiet;
     mx->rec.last_loss = mx->rec.last_acc = mx->rec.last_vloss = mx->rec.best_acc = NAN; /* a resume fills it */
 }
@@ -223,8 +225,9 @@ gr_status gr_metrics_flush(gr_metrics *mx, gr_error *err) { return mx->tb ? gr_t
 
 static void gr_write_line_cb(FILE *f, const void *text) { fprintf(f, "%s\n", (const char *)text); }
 
-gr_status gr_metrics_summary(gr_metrics *mx, const char *status, int64_t steps, double loss_scale,
-                             int64_t skipped_steps, double data_wait_s, gr_error *err) {
+/* gr_metrics_summary under write_mu. */
+static gr_status gr_metrics_summary_write(gr_metrics *mx, const char *status, int64_t steps, double loss_scale,
+                                          int64_t skipped_steps, double data_wait_s, gr_error *err) {
     const gr_metrics_run *r = &mx->run;
     const gr_record *rec = &mx->rec;
     const double wall = mx->wall_s = gr_now() - mx->t0, eval_s = mx->eval_s;
@@ -281,8 +284,33 @@ gr_status gr_metrics_summary(gr_metrics *mx, const char *status, int64_t steps, 
     return st;
 }
 
-gr_status gr_metrics_running(gr_metrics *mx, int64_t committed_step, gr_error *err) {
-    if (mx->off) return GR_OK;
+gr_status gr_metrics_summary(gr_metrics *mx, const char *status, int64_t steps, double loss_scale,
+                             int64_t skipped_steps, double data_wait_s, gr_error *err) {
+    pthread_mutex_lock(&mx->write_mu);
+    gr_status st = GR_OK;
+    if (!mx->sealed) st = gr_metrics_summary_write(mx, status, steps, loss_scale, skipped_steps, data_wait_s, err);
+    pthread_mutex_unlock(&mx->write_mu);
+    return st;
+}
+
+void gr_metrics_summary_last(gr_metrics *mx, const char *status, int exit_code, const char *error, int64_t steps,
+                             double loss_scale, int64_t skipped_steps, double data_wait_s) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    if (pthread_mutex_timedlock(&mx->write_mu, &until) != 0) return; /* a write stuck on its storage */
+    if (!mx->sealed && !mx->summarized) {
+        mx->exit_code = exit_code;
+        mx->error = error;
+        gr_error e;
+        (void)gr_metrics_summary_write(mx, status, steps, loss_scale, skipped_steps, data_wait_s, &e);
+    }
+    mx->sealed = true;
+    pthread_mutex_unlock(&mx->write_mu);
+}
+
+/* gr_metrics_running under write_mu. */
+static gr_status gr_metrics_running_write(gr_metrics *mx, int64_t committed_step, gr_error *err) {
     gr_json js;
     gr_json_begin(&js);
     gr_json_str(&js, "status", "running");
@@ -292,6 +320,14 @@ gr_status gr_metrics_running(gr_metrics *mx, int64_t committed_step, gr_error *e
     gr_json_int(&js, "start_step", mx->run.start);
     gr_json_int(&js, "pid", (int64_t)getpid());
     return gr_rundir_write_file(mx->run.run_dir, "summary.json", gr_write_line_cb, gr_json_end(&js), err);
+}
+
+gr_status gr_metrics_running(gr_metrics *mx, int64_t committed_step, gr_error *err) {
+    if (mx->off) return GR_OK;
+    pthread_mutex_lock(&mx->write_mu);
+    gr_status st = mx->sealed ? GR_OK : gr_metrics_running_write(mx, committed_step, err);
+    pthread_mutex_unlock(&mx->write_mu);
+    return st;
 }
 
 void gr_metrics_done(const gr_metrics *mx, int64_t steps) {

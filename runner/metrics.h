@@ -18,6 +18,7 @@
 #ifndef GR_METRICS_H
 #define GR_METRICS_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -72,6 +73,8 @@ typedef struct gr_metrics {
     int exit_code;                 /* summary.json's: the process's exit code as the summary is written */
     const char *error;             /* and its message when not 0 (NULL: none) */
     bool summarized;               /* summary.json was written */
+    bool sealed;                   /* gr_metrics_summary_last wrote it: no later write (under write_mu) */
+    pthread_mutex_t write_mu;      /* summary.json's writes: the main thread's and the watchdog's */
     gr_health health;              /* the device's figures on each train line and in the summary */
     size_t device_peak_bytes;      /* what the backend's allocations held at most (gr_backend_mem_peak) */
     double wall_s;                 /* set by gr_metrics_summary */
@@ -119,6 +122,14 @@ gr_status gr_metrics_flush(gr_metrics *mx, gr_error *err);
  * TensorBoard file is flushed. The first failure is returned. */
 gr_status gr_metrics_summary(gr_metrics *mx, const char *status, int64_t steps, double loss_scale,
                              int64_t skipped_steps, double data_wait_s, gr_error *err);
+/* From another thread, as the process is about to exit (the collective
+ * watchdog, parallel.h, while the main thread is stuck in a collective):
+ * summary.json's outcome with exit_code and error, as gr_metrics_summary
+ * writes it, unless an outcome is written already; either way no later
+ * write changes summary.json. Waits at most 5 s for a write in progress;
+ * failures are not reported (the process exits with its own line). */
+void gr_metrics_summary_last(gr_metrics *mx, const char *status, int exit_code, const char *error, int64_t steps,
+                             double loss_scale, int64_t skipped_steps, double data_wait_s);
 /* summary.json while an attempt runs: status "running", this attempt's first
  * step (start_step) and the last step whose checkpoint is committed (steps),
  * so that an attempt killed without a word (SIGKILL, a lost machine) is not

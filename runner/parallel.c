@@ -15,10 +15,13 @@
 
 /* ---- the collective watchdog (parallel.timeout_s) ----
  * A collective waits for every rank; one that is gone or stuck would hold
- * the others forever. Each collective of the loop is timed: when one runs
- * past the timeout, this rank says which, at which step, and exits 7 (a
- * thread cannot call MPI_Abort under MPI_THREAD_FUNNELED; the launcher
- * ends the others when a rank exits, and each has its own watchdog). */
+ * the others forever. The start-up (MPI initialisation, the ranks' job
+ * check, NCCL's set-up) and each collective of the loop are timed: when one
+ * runs past the timeout, this rank says which (at which step), lets the run
+ * write what it must (gr_parallel_on_exit: rank 0's summary.json) and exits
+ * 7 (a thread cannot call MPI_Abort under MPI_THREAD_FUNNELED, nor at all
+ * inside MPI_Init; the launcher ends the others when a rank exits, and each
+ * has its own watchdog). */
 static struct {
     pthread_t thread;
     bool running;
@@ -26,37 +29,62 @@ static struct {
     int rank, world;
     _Atomic int64_t since_ms;  /* when the pending collective began (0: none) */
     _Atomic(const char *) what;
-    _Atomic int64_t step;
+    _Atomic int64_t step;      /* -1: before the loop's first step (no step named) */
     _Atomic(gr_comm *) comm;   /* whose NCCL errors it polls (the job's; NULL: none) */
 } gr_wd;
 
+/* What runs before the watchdog exits (gr_parallel_on_exit). The mutex is
+ * held from the call to _exit, so the main thread cannot change it (and free
+ * what ctx points to) meanwhile. */
+static pthread_mutex_t gr_wd_exit_mu = PTHREAD_MUTEX_INITIALIZER;
+static void (*gr_wd_exit_fn)(void *ctx, const char *msg);
+static void *gr_wd_exit_ctx;
+
+void gr_parallel_on_exit(void (*fn)(void *ctx, const char *msg), void *ctx) {
+    pthread_mutex_lock(&gr_wd_exit_mu);
+    gr_wd_exit_fn = fn;
+    gr_wd_exit_ctx = ctx;
+    pthread_mutex_unlock(&gr_wd_exit_mu);
+}
+
 static int64_t gr_wd_now_ms(void) { return (int64_t)(gr_now() * 1000.0); }
+
+/* The watchdog's end: the line, the exit callback, exit 7. */
+static _Noreturn void gr_wd_exit(gr_comm *c, const char *msg) {
+    fprintf(stderr, "gpurun: %s\n", msg);
+    if (c) gr_comm_gpu_abort(c);
+    fflush(stderr);
+    pthread_mutex_lock(&gr_wd_exit_mu);
+    if (gr_wd_exit_fn) gr_wd_exit_fn(gr_wd_exit_ctx, msg);
+    _exit(GR_ERR_DEVICE);
+}
 
 static void *gr_wd_main(void *arg) {
     (void)arg;
+    static char msg[GR_ERROR_MSG_MAX]; /* summary.json's error: kept until the process ends */
     for (;;) {
         nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = 100 * 1000 * 1000}, NULL);
         gr_comm *c = atomic_load(&gr_wd.comm);
+        const int64_t step = atomic_load(&gr_wd.step);
+        char at[48] = "";
+        if (step >= 0) snprintf(at, sizeof at, " (step %lld)", (long long)step + 1);
         if (c && gr_comm_gpu_failed(c)) { /* NCCL's asynchronous error: a peer is gone, or the network */
-            fprintf(stderr, "gpurun: rank %d of %d: NCCL reported an asynchronous error (step %lld): aborting the "
-                    "communicator; exiting\n", gr_wd.rank, gr_wd.world, (long long)atomic_load(&gr_wd.step) + 1);
-            gr_comm_gpu_abort(c);
-            fflush(stderr);
-            _exit(GR_ERR_DEVICE);
+            snprintf(msg, sizeof msg, "rank %d of %d: NCCL reported an asynchronous error%s: aborting the "
+                     "communicator; exiting", gr_wd.rank, gr_wd.world, at);
+            gr_wd_exit(c, msg);
         }
         int64_t t = atomic_load(&gr_wd.since_ms);
         if (t && (double)(gr_wd_now_ms() - t) > 1000.0 * gr_wd.timeout_s) {
-            fprintf(stderr, "gpurun: rank %d of %d: %s (step %lld) did not finish within parallel.timeout_s = %g s: "
-                    "another rank is gone or stuck; exiting\n", gr_wd.rank, gr_wd.world, atomic_load(&gr_wd.what),
-                    (long long)atomic_load(&gr_wd.step) + 1, gr_wd.timeout_s);
-            if (c) gr_comm_gpu_abort(c);
-            fflush(stderr);
-            _exit(GR_ERR_DEVICE);
+            snprintf(msg, sizeof msg, "rank %d of %d: %s%s did not finish within parallel.timeout_s = %g s: "
+                     "another rank is gone or stuck; exiting", gr_wd.rank, gr_wd.world, atomic_load(&gr_wd.what),
+                     at, gr_wd.timeout_s);
+            gr_wd_exit(c, msg);
         }
     }
     return NULL;
 }
 
+/* Before MPI_Init: the rank and world are the launcher's (gr_comm_detect). */
 static void gr_wd_start(const gr_comm *c, double timeout_s) {
     gr_wd.timeout_s = timeout_s;
     gr_wd.rank = c->rank;
@@ -69,15 +97,17 @@ static void gr_wd_start(const gr_comm *c, double timeout_s) {
 }
 
 /* Around every collective: the watchdog's clock, and the time summary.json's comm_s sums. */
-static double gr_wd_enter(const char *what, int64_t step) {
+double gr_parallel_wd_enter(const char *what, int64_t step) {
     atomic_store(&gr_wd.what, what);
     atomic_store(&gr_wd.step, step);
     atomic_store(&gr_wd.since_ms, gr_wd_now_ms());
     return gr_now();
 }
 
+void gr_parallel_wd_leave(void) { atomic_store(&gr_wd.since_ms, 0); }
+
 static void gr_wd_leave(gr_job *j, double t0) {
-    atomic_store(&gr_wd.since_ms, 0);
+    gr_parallel_wd_leave();
     const double t1 = gr_now();
     j->mx.comm_s += t1 - t0;
     gr_prof_host(j->prof, GR_PROF_COMM, atomic_load(&gr_wd.what), t0, t1);
@@ -109,8 +139,12 @@ gr_status gr_parallel_resolve(const gr_job_spec *s, gr_job_spec *rs, gr_comm *c,
                              (long long)rs->train.micro_batch, world);
     /* a replayed CUDA Graph calls no hooks, and the buckets start from them */
     if (world > 1 || strcmp(s->parallel.backend, "nccl") == 0) rs->cuda_graph = false;
+    if (world == 1) return gr_comm_open(c, kind, err);
+    /* a rank that never starts (or stops answering) holds the others in MPI_Init's exchange */
+    gr_wd_start(c, s->parallel.timeout_s);
+    gr_parallel_wd_enter("MPI initialisation", -1);
     gr_status st = gr_comm_open(c, kind, err);
-    if (!st && world > 1) gr_wd_start(c, s->parallel.timeout_s);
+    gr_parallel_wd_leave();
     return st;
 }
 
@@ -118,7 +152,7 @@ gr_status gr_parallel_resolve(const gr_job_spec *s, gr_job_spec *rs, gr_comm *c,
 static void gr_parallel_xsum(void *user, double *buf, int n) {
     gr_job *j = user;
     if (j->xsum_st) return; /* failed before: the step ends with that error */
-    double t0 = gr_wd_enter("the sums of batchnorm's statistics", j->step);
+    double t0 = gr_parallel_wd_enter("the sums of batchnorm's statistics", j->step);
     j->xsum_st = gr_comm_sum_f64(&j->comm, buf, n, "batchnorm's statistics", &j->xsum_err);
     gr_wd_leave(j, t0);
 }
@@ -144,7 +178,9 @@ static gr_status gr_parallel_attach_gpu(gr_job *j, gr_error *err) {
     if (gr_job_writer(j) && !j->mx.quiet)
         fprintf(stderr, "gpurun: data parallelism on %s: CUDA Graphs are off (the gradient buckets start from the "
                 "launches' hooks)\n", gr_backend_name(j->be));
+    if (j->comm.world > 1) gr_parallel_wd_enter("NCCL's set-up", -1);
     gr_status st = gr_comm_open_gpu(&j->comm, gr_backend_stream(j->be), err);
+    gr_parallel_wd_leave();
     if (!st) atomic_store(&gr_wd.comm, &j->comm); /* the watchdog polls its asynchronous errors */
     return st;
 }
@@ -170,7 +206,7 @@ gr_status gr_parallel_reduce_step(gr_job *j, double *loss_sum, double *correct, 
         return j->xsum_st;
     }
     double stats[2] = {*loss_sum, *correct};
-    double t0 = gr_wd_enter("the all-reduce of the step's gradients", j->step);
+    double t0 = gr_parallel_wd_enter("the all-reduce of the step's gradients", j->step);
     gr_status st = j->buckets ? gr_buckets_finish(j->buckets, err)
                               : gr_comm_sum_f32(&j->comm, j->m.grads, j->g.n_trainable, "the gradients", err);
     if (!st) st = gr_comm_sum_f64(&j->comm, stats, 2, "the step's loss", err);
@@ -183,7 +219,7 @@ gr_status gr_parallel_reduce_step(gr_job *j, double *loss_sum, double *correct, 
 gr_status gr_parallel_share_state(gr_job *j, gr_error *err) {
     const int64_t nt = j->g.n_trainable, ns = j->g.n_params - nt;
     if (j->comm.world == 1 || ns == 0) return GR_OK;
-    double t0 = gr_wd_enter("sharing rank 0's batchnorm statistics", j->step);
+    double t0 = gr_parallel_wd_enter("sharing rank 0's batchnorm statistics", j->step);
     gr_status st = gr_comm_bcast_f32(&j->comm, j->m.params + nt, ns, "rank 0's batchnorm statistics", err);
     gr_wd_leave(j, t0);
     return st;
@@ -192,7 +228,7 @@ gr_status gr_parallel_share_state(gr_job *j, gr_error *err) {
 gr_status gr_parallel_reduce_eval(gr_job *j, double *loss_sum, double *correct, int64_t *seen, gr_error *err) {
     if (j->comm.world == 1) return GR_OK;
     double v[3] = {*loss_sum, *correct, (double)*seen};
-    double t0 = gr_wd_enter("the sums of an evaluation", j->step);
+    double t0 = gr_parallel_wd_enter("the sums of an evaluation", j->step);
     gr_status st = gr_comm_sum_f64(&j->comm, v, 3, "the sums of an evaluation", err);
     gr_wd_leave(j, t0);
     *loss_sum = v[0];
@@ -204,7 +240,7 @@ gr_status gr_parallel_reduce_eval(gr_job *j, double *loss_sum, double *correct, 
 gr_status gr_parallel_stop(gr_job *j, int *sig, gr_error *err) {
     *sig = gr_signals_pending();
     if (j->comm.world == 1) return GR_OK;
-    double t0 = gr_wd_enter("agreeing on a stop signal", j->step);
+    double t0 = gr_parallel_wd_enter("agreeing on a stop signal", j->step);
     gr_status st = gr_comm_max_int(&j->comm, sig, "agreeing on a stop signal", err);
     gr_wd_leave(j, t0);
     return st;

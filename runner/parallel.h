@@ -56,6 +56,20 @@ gr_status gr_parallel_stop(gr_job *j, int *sig, gr_error *err);
  * waits forever in a collective. */
 gr_status gr_parallel_finish(gr_comm *c, gr_status st, gr_error *err);
 
+/* The watchdog (parallel.timeout_s, started by gr_parallel_resolve for
+ * several processes) around a collective: what it is, for the line that
+ * names it, and the 0-based step (-1: set-up, before the loop; no step
+ * named). A collective pending longer than the timeout ends the process:
+ * its line, the gr_parallel_on_exit callback, exit 7. For the collectives
+ * outside parallel.c (parallel_check.c); no effect for one process. */
+double gr_parallel_wd_enter(const char *what, int64_t step);
+void gr_parallel_wd_leave(void);
+/* What the watchdog does before it exits 7 (on its own thread, while the
+ * main thread is stuck in a collective): fn(ctx, its message), at most once;
+ * NULL: nothing. Set again (or to NULL) by the main thread; once this
+ * returns, a callback set before is not running and will not run. */
+void gr_parallel_on_exit(void (*fn)(void *ctx, const char *msg), void *ctx);
+
 /* After compiling, before anything collective: every rank runs rank 0's
  * job (the resolved spec's keys but name and data.workers/prefetch/cache,
  * and the data files' identity: samples, shape, size, crc32c of the first

@@ -79,6 +79,8 @@ gr_status gr_parallel_same_job(gr_job *j, bool *agreed, gr_error *err) {
     gr_par_data_ident(j->val_ds, "data.val", ident + il, sizeof ident - il);
     ident[strlen(ident) - 2] = '\0'; /* the last "; " */
     char *spec0 = NULL, *ident0 = NULL;
+    /* the job's first collectives: a rank that is gone or stuck holds the others here (the watchdog) */
+    gr_parallel_wd_enter("the ranks' job check", -1);
     gr_status st = gr_par_bcast_text(c, gr_job_spec_text(j), &spec0, err);
     if (!st) st = gr_par_bcast_text(c, ident, &ident0, err);
     char diff[GR_ERROR_MSG_MAX / 2] = "";
@@ -89,6 +91,7 @@ gr_status gr_parallel_same_job(gr_job *j, bool *agreed, gr_error *err) {
     double *flags = gr_xcalloc((size_t)c->world, sizeof *flags);
     flags[c->rank] = nd != 0 || data ? 1.0 : 0.0;
     if (!st) st = gr_comm_sum_f64(c, flags, c->world, "the ranks' job check", err);
+    gr_parallel_wd_leave();
     char ranks[256];
     gr_par_rank_list(flags, c->world, ranks, sizeof ranks);
     if (!st && ranks[0]) {

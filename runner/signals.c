@@ -3,7 +3,9 @@
  *
  * Where they run: gr_signals_install blocks the four signals in its thread,
  * and so in every thread started after it (the OpenMP workers, the loaders,
- * the checkpoint writer), and leaves them open in one thread of their own
+ * the checkpoint writer, the collective watchdog, MPI's and CUDA's own; not
+ * a thread a shared library's constructor started before main, such as
+ * OpenBLAS's pool), and leaves them open in one thread of their own
  * that does nothing but wait for them. The kernel writes a handler's frame
  * below the interrupted thread's stack pointer, and oneDNN's JIT GEMM
  * kernels run with %rsp pointing into their heap workspace (oneDNN issue
@@ -42,7 +44,7 @@ static void gr_sig_handler(int sig) {
         gr_sig_say(sig == SIGINT    ? "gpurun: stopped by SIGINT"
                    : sig == SIGTERM ? "gpurun: stopped by SIGTERM"
                                     : "gpurun: stopped by SIGUSR1");
-        gr_sig_say(" during set-up (compile, data, device), before the run directory was written; nothing "
+        gr_sig_say(" during set-up (start, MPI, compile, data, device), before the run directory was written; nothing "
                    "changed: rerun with --resume auto to continue\n");
         _exit(75);
     }
@@ -86,10 +88,13 @@ static void gr_sig_thread_start(void) {
     pthread_attr_destroy(&a);
 }
 
-void gr_signals_install(double deadline_s) {
+void gr_signals_set_deadline(double deadline_s) {
+    atomic_store(&gr_sig_deadline, deadline_s >= 1.0 ? (unsigned)ceil(deadline_s) : 1u);
+}
+
+void gr_signals_install(void) {
     atomic_store(&gr_sig_caught, 0);
     atomic_store(&gr_sig_armed, 0);
-    atomic_store(&gr_sig_deadline, deadline_s >= 1.0 ? (unsigned)ceil(deadline_s) : 1u);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = gr_sig_handler;

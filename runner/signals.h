@@ -14,11 +14,18 @@
  *
  * The handlers run on a thread of their own: the thread that installs them,
  * and every thread it starts afterwards, block the four signals (signals.c
- * says why). */
+ * says why). `gpurun run` installs them first thing in main, before the
+ * spec is read and before MPI_Init_thread, CUDA or oneDNN start threads of
+ * their own (which inherit the blocked mask), so that a signal at any point
+ * before the run directory is written is exit 75, never the default 143. */
 #ifndef GR_SIGNALS_H
 #define GR_SIGNALS_H
 
-void gr_signals_install(double deadline_s);
+/* Installs the handlers, not armed (a signal exits 75 at once), with a
+ * deadline of 20 s; again: back to not armed, nothing caught. */
+void gr_signals_install(void);
+/* checkpoint.signal_deadline_s, once the spec is known (at least 1 s). */
+void gr_signals_set_deadline(double deadline_s);
 /* From here on a signal is deferred to the next step boundary (the run
  * directory is about to be written). */
 void gr_signals_arm(void);

@@ -246,7 +246,24 @@ static void gr_train_failed_summary(gr_job *j, int64_t steps, gr_status st, cons
                              j->train_ld ? gr_loader_wait_s(j->train_ld) : 0.0, &e2);
 }
 
+/* The collective watchdog's last act before it exits 7 (parallel.h), on its
+ * thread while this one is stuck in a collective: once the run directory is
+ * written, summary.json says failed, exit 7 and the watchdog's line (as
+ * gr_train_failed_summary would); before, the directories this run made
+ * (they hold only their locks) are removed, as after any failure in set-up. */
+static void gr_train_on_watchdog(void *ctx, const char *msg) {
+    gr_job *j = ctx;
+    if (!j->wrote_run_dir) {
+        gr_ckptdir_release(j, true);
+        gr_rundir_lock_release(&j->lock, true);
+    } else if (j->mx.run.name)
+        gr_metrics_summary_last(&j->mx, "failed", GR_ERR_DEVICE, msg, j->step, j->sc.scale, j->sc.skipped,
+                                j->train_ld ? gr_loader_wait_s(j->train_ld) : 0.0);
+}
+
 gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_error *err) {
+    gr_signals_install(); /* main's first act too (a stop before gr_signals_arm: exit 75 at once) */
+    gr_signals_set_deadline(spec->checkpoint.signal_deadline_s);
     gr_job_spec rs; /* the spec as this process runs it (its share of the batch) */
     gr_comm comm;
     gr_status st = gr_parallel_resolve(spec, &rs, &comm, err);
@@ -261,14 +278,10 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
     j.mx.off = !gr_job_writer(&j);
     gr_loop L;
     memset(&L, 0, sizeof L);
-    /* from the start: a preemption during set-up (data loading, a resumed
-     * evaluation) is noted and stops the run at the first step boundary, with
-     * a checkpoint and exit 75, instead of killing it (143) */
-    gr_signals_install(s->checkpoint.signal_deadline_s);
+    gr_parallel_on_exit(gr_train_on_watchdog, &j);
     gr_job_paths(&j, opt);
     if (gr_resume_finished_before(&j, opt)) goto done;
-    /* one writer per run directory, before anything in it is read */
-    if ((st = gr_ckptdir_lock(&j, err))) goto done; /* and checkpoint.dir, when elsewhere */
+    if ((st = gr_ckptdir_lock(&j, err))) goto done; /* one writer per run (and checkpoint) directory */
     if ((st = gr_job_compile(&j, s, true, err))) goto done;
     if ((st = gr_parallel_same_job(&j, &j.comm.agreed, err))) goto done;
     j.sc = gr_scaler_init(s->loss_scale_dynamic, s->loss_scale);
@@ -284,6 +297,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
     gr_signals_arm(); /* the run directory is written from here: a signal now ends in a checkpoint */
     if ((st = gr_job_open_run_dir(&j, opt, err))) goto done;
     if ((st = gr_job_resume(&j, opt, L.spe, &L.start, err))) goto done;
+    j.step = L.start; /* the watchdog's messages and summary before the first step */
     if ((st = gr_loop_begin(&j, &L, err))) goto done;
     if (opt->profile_steps && gr_job_writer(&j))
         j.prof = gr_prof_open(&j, opt->profile_steps, L.start, L.total, opt->quiet);
@@ -355,6 +369,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
     }
     if (!st) gr_metrics_done(&j.mx, L.step);
 done:
+    gr_parallel_on_exit(NULL, NULL); /* a watchdog exiting now has done what it does with j */
     gr_train_failed_summary(&j, L.step, st, err);
     gr_signals_restore();
     free(L.state0);

@@ -20,7 +20,10 @@
 #  4. SIGTERM to one rank of two: both exit 75 at the same step, its checkpoint committed;
 #  5. SIGKILL to one rank: the launcher ends the job (no hang, non-zero exit within 60 s)
 #     and every committed checkpoint verifies; a rank that stops answering (SIGSTOP) makes
-#     the other's collective time out (parallel.timeout_s): it exits 7 naming the collective.
+#     the other's collective time out (parallel.timeout_s): it exits 7 naming the collective,
+#     and rank 0's summary.json says failed (7), as summarize does; a rank stopped before it
+#     starts makes rank 0 exit 7 from MPI_Init naming that phase, leaving no run directory;
+#     SIGTERM to a rank waiting in MPI_Init is exit 75 with its line.
 #
 #   bash tests/e2e_parallel.sh GPURUN_BINARY SOURCE_DIR TMPDIR
 . "$(dirname "$0")/e2e_lib.bash" "$@"
@@ -191,17 +194,26 @@ long_run() {
     done
     sleep 1
 }
+# guard S PID: kills PID after S seconds (a hang); GUARD: that timer, which unguard calls off
+# (its sleep with it)
+guard() {
+    ( trap 'kill $s 2>/dev/null; exit 0' TERM; sleep "$1" & s=$!; wait $s; kill -KILL "$2" ) >/dev/null 2>&1 &
+    GUARD=$!
+}
+unguard() {
+    kill $GUARD 2>/dev/null
+    wait $GUARD 2>/dev/null
+}
 # hit_rank SIG: SIG to the run's last rank, then waits for mpirun (killed after 60 s: a hang);
 # RC: its exit status, WAITED: the seconds it took
 hit_rank() {
     kill "-$1" "$(pgrep -P $MP gpurun | tail -n 1)"
-    local t0=$SECONDS watchdog
-    ( sleep 60; kill -KILL $MP ) >/dev/null 2>&1 &
-    watchdog=$!
+    local t0=$SECONDS
+    guard 60 $MP
     wait $MP
     RC=$?
     WAITED=$((SECONDS - t0))
-    kill $watchdog 2>/dev/null
+    unguard
 }
 
 long_run term
@@ -229,6 +241,75 @@ check "a stalled rank: mpirun exits 7 within 3 + 10 s (rc $RC after $WAITED s)" 
 check "a stalled rank: the other says which collective timed out" \
     grep -qE "rank 0 of 2: (the all-reduce of the step's gradients|agreeing on a stop signal) \(step [0-9]+\) did not finish within parallel.timeout_s = 3 s" "$T/stall.err"
 check "a stalled rank: every committed checkpoint verifies" "$PY" "$RC_PY" committed "$T/stall/checkpoints"
+# the watchdog's exit is one gpurun decides: rank 0's summary.json says so (it said nothing, and
+# `summarize` read the run as interrupted)
+check "a stalled rank: rank 0's summary.json says failed, exit 7, naming the collective" "$PY" - "$T/stall" <<'EOF'
+import json, sys
+s = json.load(open(sys.argv[1] + "/summary.json"))
+assert s["status"] == "failed" and s["exit_code"] == 7, s
+assert s["error"].startswith("rank 0 of 2: ") and "did not finish within parallel.timeout_s = 3 s" in s["error"], s
+assert s["steps"] >= 1 and s["world_size"] == 2, s
+EOF
+expect 0 -- "$G" summarize "$T/stall"
+check "a stalled rank: summarize shows failed (7)" grep -qF "failed (7)" "$OUT"
+
+# ---------------------------------------------------------------- 5b. a rank stuck at start
+# late.sh runs each rank's command; rank 1 (OMPI_COMM_WORLD_RANK) first stops itself (LATE=stop:
+# alive, so the launcher sees nothing) or sleeps (LATE=sleep), and rank 0 waits for it inside
+# MPI_Init's exchange (Open MPI's modex): that wait was unbounded (seen for 15 minutes)
+cat >"$T/late.sh" <<'EOF'
+#!/usr/bin/env bash
+if [ "${OMPI_COMM_WORLD_RANK:-0}" = 1 ]; then
+    if [ "$LATE" = stop ]; then kill -STOP $$; else sleep 120; fi
+fi
+exec "$@"
+EOF
+chmod +x "$T/late.sh"
+# late_run NAME LATE [ARG...]: the 2-rank job under late.sh in the background (MP: mpirun's
+# pid), killed after 60 s (a hang)
+late_run() {
+    local name=$1 late=$2
+    shift 2
+    LATE=$late "${MPI2[@]}" "$T/late.sh" "$G" "$J" --run-dir "$T/$name" --threads 1 --quiet "$@" \
+        >"$T/$name.out" 2>"$T/$name.err" &
+    MP=$!
+    guard 60 $MP
+    T_LATE=$SECONDS
+}
+# late_end NAME: waits for mpirun; RC, WAITED (seconds since late_run); then every process of
+# the run that is left (the stopped rank; all of them after a hang) is killed and woken
+late_end() {
+    wait $MP
+    RC=$?
+    WAITED=$((SECONDS - T_LATE))
+    unguard
+    local p
+    for p in $(pgrep -f "$T/$1( |\$)"); do kill -KILL "$p"; kill -CONT "$p"; done 2>/dev/null
+}
+late_run late_stop stop --set parallel.timeout_s=3
+late_end late_stop
+check "a rank stopped before it starts: rank 0 exits 7 within 3 + 10 s (rc $RC after $WAITED s)" \
+    bash -c "[ $RC -eq 7 ] && [ $WAITED -le 13 ]"
+check "a rank stopped before it starts: rank 0 names the phase" grep -qF "gpurun: rank 0 of 2: MPI initialisation \
+did not finish within parallel.timeout_s = 3 s: another rank is gone or stuck; exiting" "$T/late_stop.err"
+check "a rank stopped before it starts: no run directory" test ! -e "$T/late_stop"
+# SIGTERM to rank 0 while it waits in MPI_Init (rank 1 asleep): exit 75 with its line, as at any
+# point before the run directory is written (it was the default action's 143). Rank 0 is in
+# MPI_Init once Open MPI's components (mca_*.so) are loaded
+late_run late_term sleep --set parallel.timeout_s=60
+R0=
+for _ in $(seq 300); do
+    R0=$(pgrep -P $MP -x gpurun)
+    [ -n "$R0" ] && grep -q '/mca_' "/proc/$R0/maps" 2>/dev/null && break
+    sleep 0.1
+done
+sleep 1
+[ -n "$R0" ] && kill -TERM "$R0"
+late_end late_term
+check "SIGTERM to a rank waiting in MPI_Init: exit 75 (rc $RC after $WAITED s)" test "$RC" -eq 75
+check "SIGTERM to a rank waiting in MPI_Init: its line" grep -qF "gpurun: stopped by SIGTERM during set-up (start, \
+MPI, compile, data, device), before the run directory was written" "$T/late_term.err"
+check "SIGTERM to a rank waiting in MPI_Init: no run directory" test ! -e "$T/late_term"
 
 # ---------------------------------------------------------------- 6. gpurun launch: the run's exit code
 # mpirun exits 1 when a SIGTERM sent to it stopped the ranks at a checkpoint (they exit 75):

@@ -60,13 +60,14 @@ static void test_delivery(void) {
     CHECK_MSG(gr_signals_pending() == SIGTERM, "the SIGTERM reached the handler: pending %d", gr_signals_pending());
     gr_signals_restore(); /* the deadline the signal armed */
     /* a second install (a second run in one process) keeps the one thread */
-    gr_signals_install(20.0);
+    gr_signals_install();
     CHECK(gr_signals_pending() == 0 && blocks_all());
     gr_signals_restore();
 }
 
 int main(void) {
-    gr_signals_install(20.0); /* before any OpenMP region, as in gr_train_run */
+    gr_signals_install(); /* before any OpenMP region, as in main */
+    gr_signals_set_deadline(20.0);
     test_masks();
     test_delivery();
     return gr_test_report();
