@@ -5,7 +5,8 @@
 # Each case reports one line, `PASS name: why` / `FAIL name: why` / `SKIP name: why`; the script
 # ends with `N passed, N failed, N skipped` (camp_done) and exits non-zero on a failure.
 #   kase NAME CODE DIR [-T LIMIT] CHECK... -- CMD...
-#       runs CMD (stdin /dev/null) under `timeout -k 2 LIMIT` (LIMIT: $CAMP_TIMEOUT, 20 s: a hang
+#       runs CMD (stdin /dev/null) under `timeout -k 2 LIMIT` (LIMIT: $CAMP_TIMEOUT, 20 s; 90 s
+#       in sanitizer builds, tests/CMakeLists.txt: a hang
 #       is a failure, never a stuck test; not a speed limit: a case asserts what happens, and its
 #       time is printed, never compared); passes when it exits CODE, stderr holds every CHECK (a
 #       fixed string, or re:ERE), no HDF5 error stack is printed, and the committed files under DIR (config.yaml, metrics.jsonl, summary.json,
