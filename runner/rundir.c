@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -39,6 +40,41 @@ static void gr_rundir_holder(int fd, char *buf, size_t n) {
     if (text[0]) snprintf(buf, n, "%s", text);
     else if (kpid > 0) snprintf(buf, n, "pid %ld (it has not written its host yet)", kpid);
     else snprintf(buf, n, "a process that has not written its name yet");
+}
+
+/* The directories this process made to lock, newest last, for
+ * gr_rundir_undo_made (a signal handler's: it reads a slot's paths only
+ * while the slot is set, and they are written only while it is not). */
+#define GR_MADE_MAX 4
+static struct {
+    atomic_bool set;
+    char lock[1100], dir[1024];
+} gr_made[GR_MADE_MAX];
+
+static void gr_made_note(const gr_rundir_lock *l, const char *lock) {
+    for (int i = 0; i < GR_MADE_MAX; i++)
+        if (!atomic_load(&gr_made[i].set)) {
+            snprintf(gr_made[i].lock, sizeof gr_made[i].lock, "%s", lock);
+            snprintf(gr_made[i].dir, sizeof gr_made[i].dir, "%s", l->dir);
+            atomic_store(&gr_made[i].set, true);
+            return;
+        }
+}
+
+static void gr_made_forget(const gr_rundir_lock *l) {
+    for (int i = GR_MADE_MAX - 1; i >= 0; i--)
+        if (atomic_load(&gr_made[i].set) && strcmp(gr_made[i].dir, l->dir) == 0) {
+            atomic_store(&gr_made[i].set, false);
+            return;
+        }
+}
+
+void gr_rundir_undo_made(void) {
+    for (int i = GR_MADE_MAX - 1; i >= 0; i--)
+        if (atomic_load(&gr_made[i].set)) {
+            unlink(gr_made[i].lock);
+            rmdir(gr_made[i].dir); /* fails, harmlessly, if anything else is there */
+        }
 }
 
 /* What a lock covers, as its messages name it. */
@@ -99,6 +135,7 @@ gr_status gr_rundir_lock_take_as(gr_rundir_lock *l, const char *dir, gr_lock_kin
         return gr_error_set(err, GR_ERR_CKPT, "%s: cannot write the %s's lock file: %s", path, what, strerror(e));
     }
     l->fd = fd;
+    if (l->made_dir) gr_made_note(l, path);
     return GR_OK;
 }
 
@@ -116,6 +153,7 @@ bool gr_rundir_lock_held(const char *dir, char *holder, size_t n) {
 
 void gr_rundir_lock_release(gr_rundir_lock *l, bool undo) {
     if (l->fd < 0) return;
+    gr_made_forget(l);
     if (undo && l->made_dir) {
         char path[1100];
         snprintf(path, sizeof path, "%s/" GR_RUNDIR_LOCK, l->dir);

@@ -41,6 +41,12 @@ gr_status gr_rundir_lock_take_as(gr_rundir_lock *l, const char *dir, gr_lock_kin
  * written), and then "host h, pid p, started t" in holder. */
 bool gr_rundir_lock_held(const char *dir, char *holder, size_t n);
 
+/* For a stop during set-up (signals.c), before anything but the locks was
+ * written: removes the lock files and directories this process made to
+ * lock and still holds, newest first (a checkpoint directory inside the run
+ * directory before it). Async-signal-safe: unlink and rmdir only. */
+void gr_rundir_undo_made(void);
+
 /* Releases the lock. With `undo`, a directory this process made and left
  * holding nothing but the lock file is removed again (a run that failed
  * before writing anything leaves no trace). */

@@ -22,6 +22,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "rundir.h"
+
 /* lock-free atomics: safe in a handler, and read by other threads */
 static atomic_int gr_sig_caught;
 static atomic_int gr_sig_armed; /* 0: set-up, a signal exits at once */
@@ -46,6 +48,7 @@ static void gr_sig_handler(int sig) {
                                     : "gpurun: stopped by SIGUSR1");
         gr_sig_say(" during set-up (start, MPI, compile, data, device), before the run directory was written; nothing "
                    "changed: rerun with --resume auto to continue\n");
+        gr_rundir_undo_made(); /* a directory made only to be locked goes again */
         _exit(75);
     }
     if (atomic_load(&gr_sig_caught)) {
