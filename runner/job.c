@@ -301,6 +301,10 @@ static int gr_job_default_threads(const gr_job *j, bool quiet) {
             fprintf(stderr, "gpurun: %.1f of the %d cores are busy with other work; resuming with the %d thread%s "
                     "the checkpoint was trained with, so the run stays exact (--threads %d may be faster; the last "
                     "bits would differ)\n", busy, cpus, rec, rec == 1 ? "" : "s", free_cpus);
+        else if (rec < cpus && say) /* fewer than the mask's CPUs: say why */
+            fprintf(stderr, "gpurun: resuming with the %d thread%s the checkpoint was trained with, of the %d CPUs "
+                    "here, so the run stays exact (--threads N chooses; the last bits would differ)\n", rec,
+                    rec == 1 ? "" : "s", cpus);
         return rec;
     }
     if (rec > 0 && say)

@@ -542,7 +542,8 @@ check "after the disk filled, --resume auto completes the run = the straight run
 # A fresh run beside processes that keep every core busy takes fewer threads than cores and says
 # so (the speed is bench/threads.sh's to measure); the checkpoint and summary.json record the
 # count. A resumed run takes its checkpoint's count, busy cores or not, so it stays exact; an
-# explicit other --threads, or fewer CPUs than the checkpoint's threads, is said.
+# explicit other --threads, fewer CPUs than the checkpoint's threads, or fewer threads than the CPUs
+# here (a checkpoint of a busy or smaller machine), is said.
 NCPU=$(nproc)
 if [ "$NCPU" -gt 1 ] && [ "${THREADS[1]}" -eq 2 ]; then
     interrupt TERM 30 "$T/thr" "$T/base.yaml"   # --threads 2
@@ -578,8 +579,14 @@ EOF2
     kill "${hogs[@]}" 2>/dev/null
     wait "${hogs[@]}" 2>/dev/null
     C2=$T/tmpl/checkpoints/step-000000080.h5   # 2 threads
+    expect 0 -- "$G" "$T/base.yaml" --run-dir "$T/thr1" --set train.steps=20 --set checkpoint.every_steps=10 \
+        --threads 1
+    expect 0 "resuming with the 1 thread the checkpoint was trained with, of the $NCPU CPUs here, so the run stays exact" \
+        -- "$G" "$T/base.yaml" --run-dir "$T/thr1" --set train.steps=30 --set checkpoint.every_steps=10 --resume auto
+    check "resumed from a 1-thread checkpoint: 1 thread" "$PY" -c '
+import json, sys; assert json.load(open(sys.argv[1]))["threads"] == 1' "$T/thr1/summary.json"
     expect 0 "resuming with --threads 1; the checkpoint was trained with 2: the run's last bits will differ" -- \
-        "$G" "$T/base.yaml" --run-dir "$T/thr1" --resume "$C2" --threads 1
+        "$G" "$T/base.yaml" --run-dir "$T/thr1b" --resume "$C2" --threads 1
     if command -v taskset >/dev/null; then
         expect 0 "the checkpoint was trained with 2 threads, but this process may use 1 CPUs: the resumed run's last bits will differ" -- \
             taskset -c 0 "$G" "$T/base.yaml" --run-dir "$T/thr_mask" --resume "$C2"
