@@ -63,7 +63,8 @@ static bool gr_ckptdir_resumed_here(const gr_job *j, const gr_run_options *opt) 
 
 gr_status gr_ckptdir_check(gr_job *j, const gr_run_options *opt, gr_error *err) {
     j->ckpt_claim = false;
-    if (!gr_job_writer(j)) return GR_OK;
+    /* a run directory holding a run is refused without --resume as such (exit 2, gr_job_open_run_dir) */
+    if (!gr_job_writer(j) || (!opt->resume && gr_job_dir_holds_run(j))) return GR_OK;
     char self[GR_PATH_MAX], rec[2 * GR_PATH_MAX], who[GR_PATH_MAX + 8];
     if (!realpath(j->run_dir, self)) self[0] = '\0'; /* made by the lock: there */
     gr_ckptdir_owner(j->ckpt_dir, rec, sizeof rec, who, sizeof who);

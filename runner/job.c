@@ -510,11 +510,14 @@ static bool gr_file_exists(const char *dir, const char *name) {
     return stat(p, &sb) == 0;
 }
 
+bool gr_job_dir_holds_run(const gr_job *j) {
+    return gr_file_exists(j->run_dir, "config.yaml") || gr_file_exists(j->run_dir, "metrics.jsonl") ||
+           gr_file_exists(j->run_dir, "summary.json");
+}
+
 gr_status gr_job_open_run_dir(gr_job *j, const gr_run_options *opt, gr_error *err) {
     if (!gr_job_writer(j)) return GR_OK; /* rank 0's */
-    bool has_run = gr_file_exists(j->run_dir, "config.yaml") || gr_file_exists(j->run_dir, "metrics.jsonl") ||
-                   gr_file_exists(j->run_dir, "summary.json");
-    if (has_run && !opt->resume)
+    if (gr_job_dir_holds_run(j) && !opt->resume)
         return gr_error_set(err, GR_ERR_USAGE, "%s: already holds a run (config.yaml/metrics.jsonl); "
                             "pass --resume auto to continue it, or --run-dir to start a new one elsewhere; "
                             "nothing was changed", j->run_dir);

@@ -130,6 +130,8 @@ int gr_optim_slots(const gr_optim_spec *o);
 /* j->run_dir (--run-dir, log.dir or runs/<name>) and j->ckpt_dir
  * (checkpoint.dir or <run dir>/checkpoints), decided once. */
 void gr_job_paths(gr_job *j, const gr_run_options *opt);
+/* Whether j->run_dir holds a run (config.yaml, metrics.jsonl or summary.json). */
+bool gr_job_dir_holds_run(const gr_job *j);
 /* j->run_dir (made and locked at the start) gets this run: config.yaml,
  * metrics.jsonl, TensorBoard, and the checkpoint directory j->ckpt_dir.
  * A directory holding another run is refused unless resumed. */
