@@ -18,7 +18,8 @@
 #   resnet18    configs/resnet18-cifar10.yaml, 4 steps of 32 on synthetic 3x32x32 data
 #   resnet50    configs/resnet50.yaml, 2 steps of 8 on synthetic 3x224x224 data (random crop)
 #   mpi2        the mlp job under `mpirun -np 2` (skipped without mpirun)
-#   resume      the mlp job to step 30, then --resume auto to step 60
+#   resume      the mlp job stopped at step 23 (--profile 20: 3 warm-up + 20 steps, a checkpoint),
+#               then --resume auto to step 60
 #
 # and the runs are compared (tests/same_results.py): every metrics.jsonl line less its timing
 # fields (time_s, samples_per_s, data_wait_pct, rss_bytes, cpu_pct, gpu_*), summary.json's
@@ -117,7 +118,8 @@ train() {
         OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe -np 2 \
             "$bin" "${J[@]}" "${opts[@]}" --threads 1 >"$out.log" 2>&1 || rc=$?
     elif [ "$3" = resume ]; then
-        "$bin" "${J[@]}" "${opts[@]}" --threads "$THR" --set train.steps=30 >"$out.log" 2>&1 || rc=$?
+        # --profile stops at a fixed step (3 warm-up + 20) with a checkpoint, status profiled
+        "$bin" "${J[@]}" "${opts[@]}" --threads "$THR" --profile 20 >"$out.log" 2>&1 || rc=$?
         [ $rc -ne 0 ] || "$bin" "${J[@]}" "${opts[@]}" --resume auto >>"$out.log" 2>&1 || rc=$?
     else
         "$bin" "${J[@]}" "${opts[@]}" --threads "$THR" >"$out.log" 2>&1 || rc=$?
