@@ -22,6 +22,16 @@
 #           --profile, data synthetic --n/--shape/--classes/--test/--seed, plot --size past
 #           int64; --set and spec integers past int64, parallel.bucket_mb past 1 TiB,
 #           GPURUN_MEMORY_LIMIT past int64: exit 2 naming the option or key and the value
+
+# r2_key_case NAME SED LINE KEY LIMIT: the base job edited by SED against a stopped run (--resume
+# auto): exit 2 at the spec's LINE naming KEY (an ERE) and the LIMIT, the run untouched
+r2_key_case() {
+    victim "r2_$1"
+    job "r2_$1" "$2"
+    kase "r2.path.$1" 2 "$V" "re:^gpurun: $(rx "$T/r2_$1.yaml"):$3:[0-9]+: $4 .*limit is $5" -- \
+        "$G" "$T/r2_$1.yaml" --run-dir "$V" --resume auto --quiet
+}
+
 round2_inputs() {
     local P D L F a b c i big
     # r2_path BASE LEN: BASE/dddd... exactly LEN bytes long, in components of at most 200 bytes
@@ -61,26 +71,15 @@ round2_inputs() {
         detail
     fi
     L=$(r2_path "$T/r2_long" 1001)
-    victim r2_logdir
-    job r2_logdir "s#^log: {every_steps: 1}#log: {every_steps: 1, dir: $L}#"
-    kase r2.path.log_dir 2 "$V" "re:^gpurun: $(rx "$T/r2_logdir.yaml"):19:[0-9]+: log\.dir: 1001 bytes long; the limit is 1000" -- \
-        "$G" "$T/r2_logdir.yaml" --run-dir "$V" --resume auto --quiet
-    victim r2_ckdir
-    job r2_ckdir "s#^checkpoint: {every_steps: 10, keep: 9}#checkpoint: {every_steps: 10, keep: 9, dir: $L}#"
-    kase r2.path.checkpoint_dir 2 "$V" "re:^gpurun: $(rx "$T/r2_ckdir.yaml"):17:[0-9]+: checkpoint\.dir: .*limit is 1000" -- \
-        "$G" "$T/r2_ckdir.yaml" --run-dir "$V" --resume auto --quiet
+    r2_key_case log_dir "s#^log: {every_steps: 1}#log: {every_steps: 1, dir: $L}#" 19 'log\.dir: 1001 bytes long;' 1000
+    r2_key_case checkpoint_dir "s#^checkpoint: {every_steps: 10, keep: 9}#checkpoint: {every_steps: 10, keep: 9, dir: $L}#" \
+        17 'checkpoint\.dir:' 1000
     victim r2_setdir
     kase r2.path.set_log_dir 2 "$V" "re:^gpurun: --set:1:[0-9]+: log\.dir: .*limit is 1000" -- \
         "$G" "$T/base.yaml" --set "log.dir=$L" --run-dir "$V" --resume auto --quiet
     F=$(r2_path "$T/r2_long" 1100).h5
-    victim r2_data
-    job r2_data "s#path: $T/s.h5, group: /train#path: $F, group: /train#"
-    kase r2.path.data_train 2 "$V" "re:^gpurun: $(rx "$T/r2_data.yaml"):5:[0-9]+: data\.train\.path: .*limit is 1023" -- \
-        "$G" "$T/r2_data.yaml" --run-dir "$V" --resume auto --quiet
-    victim r2_init
-    job r2_init "/^model:/a\\  init_from: $F"
-    kase r2.path.init_from 2 "$V" "re:^gpurun: $(rx "$T/r2_init.yaml"):8:[0-9]+: model\.init_from: .*limit is 1023" -- \
-        "$G" "$T/r2_init.yaml" --run-dir "$V" --resume auto --quiet
+    r2_key_case data_train "s#path: $T/s.h5, group: /train#path: $F, group: /train#" 5 'data\.train\.path:' 1023
+    r2_key_case init_from "/^model:/a\\  init_from: $F" 8 'model\.init_from:' 1023
     D=$(r2_path "$T/r2_spec" 1100)
     mkdir -p "$D" && cp "$T/base.yaml" "$D/s.yaml"
     kase r2.path.spec 2 - "limit is 1023" -- "$G" validate --no-data "$D/s.yaml"
