@@ -579,10 +579,10 @@ EOF2
     kill "${hogs[@]}" 2>/dev/null
     wait "${hogs[@]}" 2>/dev/null
     C2=$T/tmpl/checkpoints/step-000000080.h5   # 2 threads
-    expect 0 -- "$G" "$T/base.yaml" --run-dir "$T/thr1" --set train.steps=20 --set checkpoint.every_steps=10 \
-        --threads 1
+    # stopped with a checkpoint at step 8 (--profile 5: 3 warm-up + 5 steps), then resumed
+    expect 0 -- "$G" "$T/base.yaml" --run-dir "$T/thr1" --set train.steps=20 --threads 1 --profile 5
     expect 0 "resuming with the 1 thread the checkpoint was trained with, of the $NCPU CPUs here, so the run stays exact" \
-        -- "$G" "$T/base.yaml" --run-dir "$T/thr1" --set train.steps=30 --set checkpoint.every_steps=10 --resume auto
+        -- "$G" "$T/base.yaml" --run-dir "$T/thr1" --set train.steps=20 --resume auto
     check "resumed from a 1-thread checkpoint: 1 thread" "$PY" -c '
 import json, sys; assert json.load(open(sys.argv[1]))["threads"] == 1' "$T/thr1/summary.json"
     expect 0 "resuming with --threads 1; the checkpoint was trained with 2: the run's last bits will differ" -- \
