@@ -92,7 +92,7 @@ gr_status gr_ckptdir_check(gr_job *j, const gr_run_options *opt, gr_error *err) 
         return gr_error_set(err, GR_ERR_CKPT, "%s: holds %d committed checkpoint%s (%s%s) of an earlier run of %s: "
                             "resume it (--resume auto), or remove them to start over; nothing was changed",
                             j->ckpt_dir, n, n == 1 ? "" : "s", names, more, j->run_dir);
-    char owner[GR_PATH_MAX + 64];
+    char owner[sizeof who + sizeof j->ckpt_dir + 64];
     if (who[0]) snprintf(owner, sizeof owner, "the run %s (%s/" GR_CKPTDIR_OWNER ")", who, j->ckpt_dir);
     else snprintf(owner, sizeof owner, "another run (no %s record: an earlier gpurun wrote them)", GR_CKPTDIR_OWNER);
     return gr_error_set(err, GR_ERR_CKPT, "%s: holds %d committed checkpoint%s (%s%s) of %s; a checkpoint "
