@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "../checkpoints/ckpt.h"
 
@@ -108,12 +106,8 @@ typedef struct gr_owner_ctx {
 
 static void gr_ckptdir_fill(FILE *f, const void *ctx) {
     const gr_owner_ctx *c = ctx;
-    char host[256] = "?", when[64] = "?";
-    gethostname(host, sizeof host - 1);
-    host[sizeof host - 1] = '\0';
-    time_t now = time(NULL);
-    struct tm tmv;
-    if (gmtime_r(&now, &tmv)) strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+    char host[256], when[64];
+    gr_rundir_host_now(host, sizeof host, when, sizeof when);
     fprintf(f, "run %s\nhost %s, since %s\n", c->self, host, when);
 }
 

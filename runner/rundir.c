@@ -77,6 +77,16 @@ void gr_rundir_undo_made(void) {
         }
 }
 
+void gr_rundir_host_now(char *host, size_t host_n, char *when, size_t when_n) {
+    snprintf(host, host_n, "?");
+    snprintf(when, when_n, "?");
+    gethostname(host, host_n - 1);
+    host[host_n - 1] = '\0';
+    time_t now = time(NULL);
+    struct tm tmv;
+    if (gmtime_r(&now, &tmv)) strftime(when, when_n, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+}
+
 /* What a lock covers, as its messages name it. */
 static const struct {
     const char *what, *other; /* the directory; what to pass instead of waiting */
@@ -122,12 +132,8 @@ gr_status gr_rundir_lock_take_as(gr_rundir_lock *l, const char *dir, gr_lock_kin
         return gr_error_set(err, GR_ERR_CKPT, "%s: cannot lock the %s: %s (on NFS, the lock service must run)",
                             path, what, strerror(e));
     }
-    char host[256] = "?", when[64] = "?", text[600];
-    gethostname(host, sizeof host - 1);
-    host[sizeof host - 1] = '\0';
-    time_t now = time(NULL);
-    struct tm tmv;
-    if (gmtime_r(&now, &tmv)) strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+    char host[256], when[64], text[600];
+    gr_rundir_host_now(host, sizeof host, when, sizeof when);
     int len = snprintf(text, sizeof text, "host %s, pid %ld, started %s\n", host, (long)getpid(), when);
     if (ftruncate(fd, 0) != 0 || pwrite(fd, text, (size_t)len, 0) != len) {
         int e = errno;

@@ -24,6 +24,11 @@ typedef struct gr_rundir_lock {
     char dir[1024];
 } gr_rundir_lock;
 
+/* This host's name and the time now (UTC, 2026-12-02T10:00:00Z), as a
+ * lock file or a checkpoint directory's .owner record them ("?" when
+ * unknown). */
+void gr_rundir_host_now(char *host, size_t host_n, char *when, size_t when_n);
+
 /* mkdir -p PATH; `what` names it in the error ("run directory"). */
 gr_status gr_rundir_mkdirs(const char *path, const char *what, gr_status code, gr_error *err);
 

@@ -53,7 +53,6 @@ build() {
     echo "building ${c:0:12} ($(git -C "$SRC" log -1 --format=%s "$c" | cut -c1-60)) in $dir"
     rm -rf "$dir" && mkdir -p "$dir/src"
     git -C "$SRC" archive "$c" | tar -x -C "$dir/src"
-    [ -e "$SRC/../shared" ] && ln -sfn "$(cd "$SRC/../shared" && pwd)" "$dir/shared"
     if ! { cmake -S "$dir/src" -B "$dir/build" -DCMAKE_BUILD_TYPE=Release -DGPURUN_CUDA=OFF >/dev/null &&
         cmake --build "$dir/build" -j "$(nproc)" --target gpurun >"$dir/build.log" 2>&1; }; then
         echo "same_results: the build of ${c:0:12} failed: $dir/build.log" >&2
