@@ -20,7 +20,7 @@ typedef struct gr_op_row {
  * their kernels'): the constant condition folds, so only forward rows name
  * gr_op_impl_<name>, and one without it fails the link. */
 static const gr_op_row gr_op_rows[] = {
-#define X(E, name, flags, bwd) \
+#define X(E, name, flags, bwd, cpu, cuda) \
     [GR_OP_##E] = {#name, (flags), GR_OP_##bwd, ((flags) & GR_OPF_BACKWARD) ? NULL : &gr_op_impl_##name},
 #include "ops.def"
 #undef X
@@ -28,20 +28,33 @@ static const gr_op_row gr_op_rows[] = {
 _Static_assert(GR_ARRAY_LEN(gr_op_rows) == GR_OP_COUNT, "op table out of step with ops.def");
 
 /* The rows checked at compile time: each is exactly one of LAYER, LOSS,
- * BACKWARD; a forward row's bwd names a backward row, a backward row's is NONE. */
+ * BACKWARD; a forward row's bwd names a backward row, a backward row's is NONE;
+ * the activation and running-statistics flags are on layer rows; each backend
+ * column has at most one half and one layout bit, and none for a view. */
+#define GR_CAP_HALF_MASK (GR_CAP_HALF | GR_CAP_HALF_IN0 | GR_CAP_HALF_ALL)
+#define GR_CAP_ONE_OF(c, m) (((c) & (m)) == 0 || (((c) & (m)) & (((c) & (m)) - 1)) == 0)
+#define GR_CAPS_OK(c) (GR_CAP_ONE_OF(c, GR_CAP_HALF_MASK) && GR_CAP_ONE_OF(c, GR_CAP_NHWC_SAME | GR_CAP_NHWC_ANY))
 enum {
-#define X(E, name, flags, bwd) GR_OPF_OF_##E = (flags),
+#define X(E, name, flags, bwd, cpu, cuda) GR_OPF_OF_##E = (flags),
 #include "ops.def"
 #undef X
     GR_OPF_OF_NONE = 0,
 };
-#define X(E, name, flags, bwd)                                                                         \
+#define X(E, name, flags, bwd, cpu, cuda)                                                             \
     _Static_assert(((flags) & GR_OPF_LAYER ? 1 : 0) + ((flags) & GR_OPF_LOSS ? 1 : 0) +               \
                    ((flags) & GR_OPF_BACKWARD ? 1 : 0) == 1,                                          \
                    "ops.def row " #name ": flags need exactly one of LAYER, LOSS, BACKWARD");         \
     _Static_assert((flags) & GR_OPF_BACKWARD ? (int)GR_OP_##bwd == GR_OP_NONE                          \
                                              : (GR_OPF_OF_##bwd & GR_OPF_BACKWARD) != 0,              \
-                   "ops.def row " #name ": bwd names a backward op (NONE on a backward row)");
+                   "ops.def row " #name ": bwd names a backward op (NONE on a backward row)");        \
+    _Static_assert(!((flags) & (GR_OPF_ACT | GR_OPF_RUNNING_STATS)) || ((flags) & GR_OPF_LAYER),      \
+                   "ops.def row " #name ": ACT and RUNNING_STATS are for layer rows");                \
+    _Static_assert(!((flags) & GR_OPF_ACT_SAVES_X) || ((flags) & GR_OPF_ACT),                         \
+                   "ops.def row " #name ": ACT_SAVES_X goes with ACT");                               \
+    _Static_assert(GR_CAPS_OK(cpu) && GR_CAPS_OK(cuda),                                               \
+                   "ops.def row " #name ": at most one half and one layout capability per backend");  \
+    _Static_assert(!((flags) & GR_OPF_VIEW) || !(((cpu) | (cuda)) & GR_CAP_HALF_MASK),               \
+                   "ops.def row " #name ": a view does no work to take half storage for");
 #include "ops.def"
 #undef X
 

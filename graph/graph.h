@@ -17,6 +17,7 @@
 
 #include "../common/gr_common.h"
 #include "../config/spec.h"
+#include "ops.h"
 
 #define GR_MAX_DIMS 4
 #define GR_MAX_IN 5
@@ -24,24 +25,6 @@
 #define GR_TNAME_MAX 192
 #define GR_PARAM_ALIGN 16
 
-/* The flags column of ops.def (what each means: the comment there). */
-enum {
-    GR_OPF_LAYER = 1u << 0,
-    GR_OPF_VIEW = 1u << 1,
-    GR_OPF_BACKWARD = 1u << 2,
-    GR_OPF_LOSS = 1u << 3,
-    GR_OPF_JOIN = 1u << 4,
-    GR_OPF_FP32_OUT = 1u << 5,
-};
-
-typedef enum gr_op {
-#define X(E, name, flags, bwd) GR_OP_##E,
-#include "ops.def"
-#undef X
-    GR_OP_COUNT
-} gr_op;
-/* The bwd column of a backward row: no op. */
-enum { GR_OP_NONE = -1 };
 
 /* Where a tensor lives: the plan gives each class its own arena. */
 typedef enum gr_tensor_kind {
@@ -237,7 +220,7 @@ typedef struct gr_op_impl {
     void (*backward)(gr_graph *g, int node);
 } gr_op_impl;
 
-#define X(E, name, flags, bwd) extern const gr_op_impl gr_op_impl_##name;
+#define X(E, name, ...) extern const gr_op_impl gr_op_impl_##name;
 #include "ops.def"
 #undef X
 

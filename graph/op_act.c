@@ -1,18 +1,15 @@
-/* op_act.c — elementwise activations: relu, sigmoid, tanh, gelu (exact, erf).
- * relu/sigmoid/tanh differentiate through their output y; gelu through its
- * input x. One infer and one backward serve them all, reading gr_acts[]. */
+/* op_act.c — elementwise activations: the GR_OPF_ACT rows of ops.def
+ * (relu, sigmoid, tanh, gelu: exact, erf). Their backward reads the output y,
+ * or the input x on a GR_OPF_ACT_SAVES_X row (gelu). One infer and one
+ * backward serve them all. */
 #include "graph.h"
 
-/* Per activation: flops per element (forward; the backward counts the same)
- * and whether its backward reads the input x instead of the output y. */
-static const struct gr_act {
-    int flops;
-    bool bwd_reads_input;
-} gr_acts[GR_OP_COUNT] = {
-    [GR_OP_RELU] = {1, false},
-    [GR_OP_SIGMOID] = {4, false},
-    [GR_OP_TANH] = {4, false},
-    [GR_OP_GELU] = {8, true},
+/* Flops per element (forward; the backward counts the same), per activation. */
+static const int gr_act_flops[GR_OP_COUNT] = {
+    [GR_OP_RELU] = 1,
+    [GR_OP_SIGMOID] = 4,
+    [GR_OP_TANH] = 4,
+    [GR_OP_GELU] = 8,
 };
 
 static gr_status gr_act_infer(gr_graph *g, int node, const gr_cfg *at, const char *key, gr_error *err) {
@@ -25,8 +22,8 @@ static gr_status gr_act_infer(gr_graph *g, int node, const gr_cfg *at, const cha
     nd->out[0] = y;
     nd->nout = 1;
     int64_t per = gr_tensor_sample_numel(&x);
-    GR_ASSERT(gr_acts[nd->op].flops > 0);
-    nd->flops = gr_acts[nd->op].flops * per;
+    GR_ASSERT((gr_op_flags(nd->op) & GR_OPF_ACT) && gr_act_flops[nd->op] > 0);
+    nd->flops = gr_act_flops[nd->op] * per;
     return GR_OK;
 }
 
@@ -34,7 +31,7 @@ static void gr_act_backward(gr_graph *g, int node) {
     gr_node nd = g->nodes[node];
     int x = nd.in[0];
     if (!g->tensors[x].requires_grad) return;
-    int saved = gr_acts[nd.op].bwd_reads_input ? x : nd.out[0];
+    int saved = (gr_op_flags(nd.op) & GR_OPF_ACT_SAVES_X) ? x : nd.out[0];
     int dy = gr_graph_grad(g, nd.out[0]);
     int dx = gr_graph_grad(g, x);
     int in[2] = {dy, saved}, out[1] = {dx};

@@ -106,7 +106,8 @@ static void gr_recompute_group(gr_graph *g, int grp, int **map, int *map_cap) {
         for (int i = 0; i < c.nin; i++)
             if (m[c.in[i]] >= 0) c.in[i] = m[c.in[i]];
         for (int o = 0; o < c.nout; o++) c.out[o] = m[c.out[o]];
-        if (c.op == GR_OP_BATCHNORM) g->nodes[fw[j]].attrs.stats_later = true; /* the copy updates them */
+        if (gr_op_flags(c.op) & GR_OPF_RUNNING_STATS) /* the copy updates them */
+            g->nodes[fw[j]].attrs.stats_later = true;
         g->nodes[first + j] = c;
     }
     for (int i = first + nc; i < g->n_nodes; i++) {

@@ -13,38 +13,41 @@
 #include <stdint.h>
 
 #include "body.h"
+#include "../graph/ops.h"
 #include "body_half.h"
 #include "loss_math.h"
 
 /* ---- activations ---- */
 
-typedef enum gr_act { GR_ACT_RELU, GR_ACT_SIGMOID, GR_ACT_TANH, GR_ACT_GELU } gr_act;
-
-/* y = act(x); the kernels pass act as a template constant, so the switch
- * folds away. gelu is the exact erf form (PyTorch's approximate='none').
- * relu(NaN) = NaN, as PyTorch (fmaxf(x, 0) would drop it). */
+/* y = act(x), act being the op of a GR_OPF_ACT row of ops.def (GR_OP_RELU,
+ * ...); the kernels pass act as a template constant, so the switch folds
+ * away. gelu is the exact erf form (PyTorch's approximate='none'). relu(NaN)
+ * = NaN, as PyTorch (fmaxf(x, 0) would drop it). A row without its case here
+ * computes NaN, which every activation test (they iterate the rows) reports. */
 GR_HD float gr_act_hd(int act, float x) {
     switch (act) {
-    case GR_ACT_RELU: return x <= 0.0f ? 0.0f : x;
-    case GR_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
-    case GR_ACT_TANH: return tanhf(x);
-    default: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case GR_OP_RELU: return x <= 0.0f ? 0.0f : x;
+    case GR_OP_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case GR_OP_TANH: return tanhf(x);
+    case GR_OP_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    default: return NAN;
     }
 }
 
-/* dx from dy and the tensor the backward saved: y for relu, sigmoid and
- * tanh, x for gelu (d/dx x Phi(x) = Phi(x) + x phi(x)). relu passes dy
- * where y is NaN (PyTorch's threshold_backward: y <= 0 ? 0 : dy). */
+/* dx from dy and the tensor the backward saved: y, or x on a
+ * GR_OPF_ACT_SAVES_X row (gelu: d/dx x Phi(x) = Phi(x) + x phi(x)). relu
+ * passes dy where y is NaN (PyTorch's threshold_backward: y <= 0 ? 0 : dy). */
 GR_HD float gr_act_bwd_hd(int act, float dy, float t) {
     switch (act) {
-    case GR_ACT_RELU: return t <= 0.0f ? 0.0f : dy;
-    case GR_ACT_SIGMOID: return dy * t * (1.0f - t);
-    case GR_ACT_TANH: return dy * (1.0f - t * t);
-    default: {
+    case GR_OP_RELU: return t <= 0.0f ? 0.0f : dy;
+    case GR_OP_SIGMOID: return dy * t * (1.0f - t);
+    case GR_OP_TANH: return dy * (1.0f - t * t);
+    case GR_OP_GELU: {
         float cdf = 0.5f * (1.0f + erff(t * 0.70710678118654752f));
         float pdf = 0.3989422804014327f * expf(-0.5f * t * t);
         return dy * (cdf + t * pdf);
     }
+    default: return NAN;
     }
 }
 

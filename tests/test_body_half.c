@@ -21,6 +21,7 @@
 
 #include "gr_test.h"
 #include "common/gr_common.h"
+#include "graph/graph.h"
 #include "kernels/body_elem.h"
 #include "kernels/body_spatial.h"
 #include "kernels/cpu/half_io.h"
@@ -85,19 +86,22 @@ static void test_act(int f, int act, int64_t n) {
     for (int64_t i = 0; i < n; i++) gr_body_act(act, e, x, y, i);
     for (int64_t i = 0; i < n; i++) gr_body_act(act, GR_BODY_F32, xf, tmp, i);
     for (int64_t i = 0; i < n; i++) yr[i] = encode(e, tmp[i]);
-    snprintf(what, sizeof what, "%s act %d forward", fmt_name[f], act);
+    /* a row without its formula in body_elem.h computes NaN */
+    CHECK_MSG(isfinite(gr_act_hd(act, 0.5f)) && isfinite(gr_act_bwd_hd(act, 1.0f, 0.5f)),
+              "%s: no formula in kernels/body_elem.h", gr_op_name(act));
+    snprintf(what, sizeof what, "%s %s forward", fmt_name[f], gr_op_name(act));
     CHECK_HALF(what, e, y, yr, n);
 
-    /* backward from dy and the saved tensor (y; x for gelu), as stored */
-    const uint16_t *t = act == GR_ACT_GELU ? x : y;
+    /* backward from dy and the saved tensor (y; x on GR_OPF_ACT_SAVES_X rows), as stored */
+    const uint16_t *t = gr_op_flags(act) & GR_OPF_ACT_SAVES_X ? x : y;
     float *tf = decode_all(e, t, n);
     for (int64_t i = 0; i < n; i++) gr_body_act_bwd(act, e, dy, t, dx, i);
     for (int64_t i = 0; i < n; i++) gr_body_act_bwd(act, GR_BODY_F32, dyf, tf, tmp, i);
     for (int64_t i = 0; i < n; i++) dxr[i] = encode(e, tmp[i]);
-    snprintf(what, sizeof what, "%s act %d backward", fmt_name[f], act);
+    snprintf(what, sizeof what, "%s %s backward", fmt_name[f], gr_op_name(act));
     CHECK_HALF(what, e, dx, dxr, n);
 
-    if (e == GR_BODY_BF16 && act == GR_ACT_RELU) { /* the CPU backend's native bf16 relu */
+    if (e == GR_BODY_BF16 && act == GR_OP_RELU) { /* the CPU backend's native bf16 relu */
         gr_hio_relu_bf16(x, yr, n);
         CHECK_HALF("bf16 relu against the CPU's gr_hio_relu_bf16", e, y, yr, n);
         gr_hio_relu_bwd_bf16(dy, y, dxr, n);
@@ -208,7 +212,7 @@ static void test_teeth(void) {
     const int64_t n = 4096;
     uint16_t *x = rand_half(GR_BODY_BF16, n, false, false), *y = gr_xmalloc((size_t)n * 2);
     uint16_t *yr = gr_xmalloc((size_t)n * 2);
-    for (int64_t i = 0; i < n; i++) gr_body_act(GR_ACT_TANH, GR_BODY_F16, x, y, i);
+    for (int64_t i = 0; i < n; i++) gr_body_act(GR_OP_TANH, GR_BODY_F16, x, y, i);
     for (int64_t i = 0; i < n; i++) yr[i] = gr_bf16_encode_hd(tanhf(gr_bf16_decode_hd(x[i])));
     int64_t first;
     CHECK_MSG(diff_half(GR_BODY_BF16, y, yr, n, &first) > n / 2, "reading bf16 as fp16 went unnoticed");
@@ -222,7 +226,8 @@ static void test_teeth(void) {
 
 int main(void) {
     for (int f = 0; f < 2; f++) {
-        for (int act = GR_ACT_RELU; act <= GR_ACT_GELU; act++) test_act(f, act, 20011);
+        for (int act = 0; act < GR_OP_COUNT; act++) /* every activation row of ops.def */
+            if (gr_op_flags(act) & GR_OPF_ACT) test_act(f, act, 20011);
         for (int nin = 1; nin <= GR_ELEM_MAX_IN; nin++) test_add(f, nin, 10007);
         test_chan(f, 3, 5, 49);    /* planes */
         test_chan(f, 16, 3, 300);  /* planes, several slices */

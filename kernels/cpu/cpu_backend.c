@@ -188,12 +188,19 @@ static bool gr_cpu_all_bf16(const gr_kargs *a) {
     return true;
 }
 
-/* The steps the CPU computes on bf16 storage as it is: the oneDNN
- * convolutions (an fp32 input batch is converted by their reorders) and
- * dense layers (oneDNN matmul; an fp32 input batch is encoded), and
- * relu, add, batchnorm, maxpool and global_avgpool with every activation
- * in bf16 (half_io.h).
- * fp16 is always staged (no fp16 kernel is used on the CPU). */
+/* What the CPU kernel of each op takes: ops.def's cpu column. */
+static const unsigned gr_cpu_caps[GR_OP_COUNT] = {
+#define X(E, name, flags, bwd, cpu, cuda) [GR_OP_##E] = (cpu),
+#include "../../graph/ops.def"
+#undef X
+};
+
+/* The steps the CPU computes on bf16 storage as it is (the cpu column's
+ * half bits): the oneDNN convolutions (an fp32 input batch is converted by
+ * their reorders) and dense layers (oneDNN matmul; an fp32 input batch is
+ * encoded), and relu, add, batchnorm, maxpool and global_avgpool with every
+ * activation in bf16 (half_io.h). fp16 is always staged (no fp16 kernel is
+ * used on the CPU). */
 static bool gr_cpu_native_half(gr_backend *be, const gr_kargs *a) {
     const gr_cpu *cpu = gr_cpu_backend_state(be);
     if (!cpu->bf16_native) return false;
@@ -201,38 +208,24 @@ static bool gr_cpu_native_half(gr_backend *be, const gr_kargs *a) {
         if (a->ein[k] == GR_F16) return false;
     for (int k = 0; k < a->node->nout; k++)
         if (a->eout[k] == GR_F16) return false;
-    switch (a->node->op) {
-    case GR_OP_CONV:
-    case GR_OP_CONV_BWD_DATA:
-    case GR_OP_CONV_BWD_PARAMS:
-    case GR_OP_DENSE:
-    case GR_OP_DENSE_BWD_DATA: return true;
-    case GR_OP_DENSE_BWD_PARAMS: return a->ein[0] == GR_BF16;
-    case GR_OP_RELU:
-    case GR_OP_RELU_BWD:
-    case GR_OP_ADD:
-    case GR_OP_BATCHNORM:
-    case GR_OP_BATCHNORM_BWD:
-    case GR_OP_MAXPOOL:
-    case GR_OP_MAXPOOL_BWD:
-    case GR_OP_GLOBAL_AVGPOOL:
-    case GR_OP_GLOBAL_AVGPOOL_BWD: return gr_cpu_all_bf16(a);
-    default: return false;
-    }
+    const unsigned cap = gr_cpu_caps[a->node->op];
+    if (cap & GR_CAP_HALF) return true;
+    if (cap & GR_CAP_HALF_IN0) return a->ein[0] == GR_BF16;
+    if (cap & GR_CAP_HALF_ALL) return gr_cpu_all_bf16(a);
+    return false;
 }
 
 /* Channels-last with native bf16 (oneDNN's bf16 convolutions run on nhwc
  * without reordering activations; its fp32 ones have only reference
- * kernels for some nhwc shapes): the convolutions and global_avgpool take
- * each tensor in either layout, relu, add, batchnorm and maxpool a shared one. */
+ * kernels for some nhwc shapes), as the cpu column says: the convolutions
+ * and global_avgpool take each tensor in either layout, relu, add,
+ * batchnorm and maxpool a shared one. */
 static void gr_cpu_layout_caps(gr_backend *be, gr_layout_cap *caps) {
     if (!gr_cpu_backend_state(be)->bf16_native) return;
-    static const gr_op any[] = {GR_OP_CONV, GR_OP_CONV_BWD_DATA, GR_OP_CONV_BWD_PARAMS, GR_OP_GLOBAL_AVGPOOL,
-                                GR_OP_GLOBAL_AVGPOOL_BWD};
-    static const gr_op same[] = {GR_OP_RELU,      GR_OP_RELU_BWD,      GR_OP_ADD,     GR_OP_ADD_BWD,
-                                 GR_OP_BATCHNORM, GR_OP_BATCHNORM_BWD, GR_OP_MAXPOOL, GR_OP_MAXPOOL_BWD};
-    for (size_t i = 0; i < GR_ARRAY_LEN(any); i++) caps[any[i]] = GR_LAYOUT_CAP_ANY;
-    for (size_t i = 0; i < GR_ARRAY_LEN(same); i++) caps[same[i]] = GR_LAYOUT_CAP_SAME;
+    for (int i = 0; i < GR_OP_COUNT; i++) {
+        if (gr_cpu_caps[i] & GR_CAP_NHWC_ANY) caps[i] = GR_LAYOUT_CAP_ANY;
+        if (gr_cpu_caps[i] & GR_CAP_NHWC_SAME) caps[i] = GR_LAYOUT_CAP_SAME;
+    }
 }
 
 static void gr_cpu_describe(gr_backend *be, char *buf, size_t n) {

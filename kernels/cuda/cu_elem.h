@@ -15,10 +15,11 @@
 extern "C" {
 #endif
 
-/* y = act(x); dx = act'(dy, t) with t = y (relu, sigmoid, tanh) or x
- * (gelu); every array stored as e (body_half.h: fp32, bf16 or fp16) */
-void gr_cu_act(cudaStream_t s, gr_act act, int e, const void *x, void *y, int64_t n);
-void gr_cu_act_bwd(cudaStream_t s, gr_act act, int e, const void *dy, const void *t, void *dx, int64_t n);
+/* y = act(x); dx = act'(dy, t) with t = y, or x on a GR_OPF_ACT_SAVES_X
+ * row; act is the op of a GR_OPF_ACT row of ops.def (GR_OP_RELU, ...), and
+ * every array is stored as e (body_half.h: fp32, bf16 or fp16) */
+void gr_cu_act(cudaStream_t s, int act, int e, const void *x, void *y, int64_t n);
+void gr_cu_act_bwd(cudaStream_t s, int act, int e, const void *dy, const void *t, void *dx, int64_t n);
 
 /* Training-mode dropout; the key comes from ctx->rng_key on the device, so
  * a captured launch draws a new mask every replay. */

@@ -194,33 +194,21 @@ static gr_elem gr_cuda_step_half(const gr_kargs *a) {
     return h;
 }
 
+/* What the CUDA kernel of each op takes: ops.def's cuda column. */
+static const unsigned gr_cuda_caps[GR_OP_COUNT] = {
+#define X(E, name, flags, bwd, cpu, cuda) [GR_OP_##E] = (cuda),
+#include "../../graph/ops.def"
+#undef X
+};
+
 /* The steps the CUDA kernels run on half storage as it is (bf16 or fp16,
- * every activation of the step in the one type): convs (cuDNN), dense
- * (cuBLAS GemmEx), batchnorm, the activations and add. A step with an
- * fp32 activation (a first layer reading the input batch) and the other
- * ops (pooling, dropout, concat, the loss) are staged. */
+ * every activation of the step in the one type), as the cuda column says:
+ * convs (cuDNN), dense (cuBLAS GemmEx), batchnorm, the activations and add.
+ * A step with an fp32 activation (a first layer reading the input batch)
+ * and the other ops (pooling, dropout, concat, the loss) are staged. */
 static bool gr_cuda_native_half(gr_backend *be, const gr_kargs *a) {
     if (!gr_cu(be)->half_native || gr_cuda_step_half(a) == GR_F32) return false;
-    switch (a->node->op) {
-    case GR_OP_CONV:
-    case GR_OP_CONV_BWD_DATA:
-    case GR_OP_CONV_BWD_PARAMS:
-    case GR_OP_DENSE:
-    case GR_OP_DENSE_BWD_DATA:
-    case GR_OP_DENSE_BWD_PARAMS:
-    case GR_OP_BATCHNORM:
-    case GR_OP_BATCHNORM_BWD:
-    case GR_OP_RELU:
-    case GR_OP_RELU_BWD:
-    case GR_OP_SIGMOID:
-    case GR_OP_SIGMOID_BWD:
-    case GR_OP_TANH:
-    case GR_OP_TANH_BWD:
-    case GR_OP_GELU:
-    case GR_OP_GELU_BWD:
-    case GR_OP_ADD: return true;
-    default: return false;
-    }
+    return (gr_cuda_caps[a->node->op] & (GR_CAP_HALF | GR_CAP_HALF_IN0 | GR_CAP_HALF_ALL)) != 0;
 }
 
 /* The most elements of a weight that a native half conv or GEMM of the plan reads (or writes the gradient of). */

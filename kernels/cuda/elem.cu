@@ -88,24 +88,40 @@ static void gr_act_bwd_launch(cudaStream_t s, int e, const void *dy, const void 
     GR_CU_LAUNCHED();
 }
 
-extern "C" void gr_cu_act(cudaStream_t s, gr_act act, int e, const void *x, void *y, int64_t n) {
+// The launches of activation A, instantiated for the GR_OPF_ACT rows of
+// ops.def only (the switches below list every row).
+template <int A, bool IS_ACT>
+struct gr_act_row {
+    static void fwd(cudaStream_t, int, const void *, void *, int64_t) {}
+    static void bwd(cudaStream_t, int, const void *, const void *, void *, int64_t) {}
+};
+template <int A>
+struct gr_act_row<A, true> {
+    static void fwd(cudaStream_t s, int e, const void *x, void *y, int64_t n) { gr_act_launch<A>(s, e, x, y, n); }
+    static void bwd(cudaStream_t s, int e, const void *dy, const void *t, void *dx, int64_t n) {
+        gr_act_bwd_launch<A>(s, e, dy, t, dx, n);
+    }
+};
+#define GR_IS_ACT(flags) (((flags) & GR_OPF_ACT) != 0)
+
+extern "C" void gr_cu_act(cudaStream_t s, int act, int e, const void *x, void *y, int64_t n) {
     if (n <= 0) return;
     switch (act) {
-    case GR_ACT_RELU: gr_act_launch<GR_ACT_RELU>(s, e, x, y, n); break;
-    case GR_ACT_SIGMOID: gr_act_launch<GR_ACT_SIGMOID>(s, e, x, y, n); break;
-    case GR_ACT_TANH: gr_act_launch<GR_ACT_TANH>(s, e, x, y, n); break;
-    case GR_ACT_GELU: gr_act_launch<GR_ACT_GELU>(s, e, x, y, n); break;
+#define X(E, name, flags, ...) \
+    case GR_OP_##E: gr_act_row<GR_OP_##E, GR_IS_ACT(flags)>::fwd(s, e, x, y, n); break;
+#include "../../graph/ops.def"
+#undef X
     }
 }
 
-extern "C" void gr_cu_act_bwd(cudaStream_t s, gr_act act, int e, const void *dy, const void *t, void *dx,
+extern "C" void gr_cu_act_bwd(cudaStream_t s, int act, int e, const void *dy, const void *t, void *dx,
                               int64_t n) {
     if (n <= 0) return;
     switch (act) {
-    case GR_ACT_RELU: gr_act_bwd_launch<GR_ACT_RELU>(s, e, dy, t, dx, n); break;
-    case GR_ACT_SIGMOID: gr_act_bwd_launch<GR_ACT_SIGMOID>(s, e, dy, t, dx, n); break;
-    case GR_ACT_TANH: gr_act_bwd_launch<GR_ACT_TANH>(s, e, dy, t, dx, n); break;
-    case GR_ACT_GELU: gr_act_bwd_launch<GR_ACT_GELU>(s, e, dy, t, dx, n); break;
+#define X(E, name, flags, ...) \
+    case GR_OP_##E: gr_act_row<GR_OP_##E, GR_IS_ACT(flags)>::bwd(s, e, dy, t, dx, n); break;
+#include "../../graph/ops.def"
+#undef X
     }
 }
 

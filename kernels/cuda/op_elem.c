@@ -14,22 +14,22 @@ static cudaStream_t gr_stream(const gr_kargs *a) { return gr_cuda_of(a)->stream;
 
 /* ---- activations: x -> y, and (dy, saved) -> dx ---- */
 
-static void gr_cuda_act(const gr_kargs *a, gr_act act) {
-    gr_cu_act(gr_stream(a), act, (int)a->ein[0], a->in[0], a->out[0], gr_kargs_numel(a, a->tin[0]));
+static void gr_cuda_act(const gr_kargs *a, gr_op act) {
+    gr_cu_act(gr_stream(a), (int)act, (int)a->ein[0], a->in[0], a->out[0], gr_kargs_numel(a, a->tin[0]));
 }
 
-static void gr_cuda_act_bwd(const gr_kargs *a, gr_act act) {
-    gr_cu_act_bwd(gr_stream(a), act, (int)a->ein[0], a->in[0], a->in[1], a->out[0], gr_kargs_numel(a, a->tin[0]));
+static void gr_cuda_act_bwd(const gr_kargs *a, gr_op act) {
+    gr_cu_act_bwd(gr_stream(a), (int)act, (int)a->ein[0], a->in[0], a->in[1], a->out[0], gr_kargs_numel(a, a->tin[0]));
 }
 
-void gr_cuda_relu(const gr_kargs *a) { gr_cuda_act(a, GR_ACT_RELU); }
-void gr_cuda_relu_bwd(const gr_kargs *a) { gr_cuda_act_bwd(a, GR_ACT_RELU); }
-void gr_cuda_sigmoid(const gr_kargs *a) { gr_cuda_act(a, GR_ACT_SIGMOID); }
-void gr_cuda_sigmoid_bwd(const gr_kargs *a) { gr_cuda_act_bwd(a, GR_ACT_SIGMOID); }
-void gr_cuda_tanh(const gr_kargs *a) { gr_cuda_act(a, GR_ACT_TANH); }
-void gr_cuda_tanh_bwd(const gr_kargs *a) { gr_cuda_act_bwd(a, GR_ACT_TANH); }
-void gr_cuda_gelu(const gr_kargs *a) { gr_cuda_act(a, GR_ACT_GELU); }
-void gr_cuda_gelu_bwd(const gr_kargs *a) { gr_cuda_act_bwd(a, GR_ACT_GELU); }
+void gr_cuda_relu(const gr_kargs *a) { gr_cuda_act(a, GR_OP_RELU); }
+void gr_cuda_relu_bwd(const gr_kargs *a) { gr_cuda_act_bwd(a, GR_OP_RELU); }
+void gr_cuda_sigmoid(const gr_kargs *a) { gr_cuda_act(a, GR_OP_SIGMOID); }
+void gr_cuda_sigmoid_bwd(const gr_kargs *a) { gr_cuda_act_bwd(a, GR_OP_SIGMOID); }
+void gr_cuda_tanh(const gr_kargs *a) { gr_cuda_act(a, GR_OP_TANH); }
+void gr_cuda_tanh_bwd(const gr_kargs *a) { gr_cuda_act_bwd(a, GR_OP_TANH); }
+void gr_cuda_gelu(const gr_kargs *a) { gr_cuda_act(a, GR_OP_GELU); }
+void gr_cuda_gelu_bwd(const gr_kargs *a) { gr_cuda_act_bwd(a, GR_OP_GELU); }
 
 /* ---- views: the plan gives the output its input's storage ---- */
 

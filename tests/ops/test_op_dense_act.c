@@ -1,11 +1,11 @@
 /* test_op_dense_act.c — the dense and activation ops (graph/op_dense.c,
- * graph/op_act.c: relu, sigmoid, tanh, gelu):
+ * graph/op_act.c: the GR_OPF_ACT rows of ops.def, each gradchecked):
  *   - finite-difference gradchecks through the real pipeline on the backend
  *     named on the command line (gradcheck.h: `cpu` or `cuda`);
  *   - the backward pass's structure: one ordinary node per gradient, and no
  *     input gradient where nothing needs it;
  *   - the host/device bodies (body_check.h), on the CPU against the CPU
- *     kernels: relu, sigmoid, tanh, gelu forward and backward (max relative
+ *     kernels: every GR_OPF_ACT row of ops.def forward and backward (max relative
  *     error); the bias add (exact) and bias gradient of [n][c][inner] that
  *     dense and conv share, against a double loop and against the db of
  *     kernels/cpu/dense.c and conv.c, one and several slices.
@@ -20,12 +20,16 @@ static void test_gradchecks(void) {
     static const gr_gc_case cases[] = {
         {"dense", "[{dense: {units: 5}}]", 1, {6}, 0.0, 0.0, NULL},
         {"dense (no bias)", "[{dense: {units: 5, bias: false}}]", 1, {6}, 0.0, 0.0, NULL},
-        {"relu", "[relu, {dense: {units: 3}}]", 1, {6}, 0.0, 0.05, NULL},
-        {"sigmoid", "[sigmoid, {dense: {units: 3}}]", 1, {6}, 0.0, 0.0, NULL},
-        {"tanh", "[tanh, {dense: {units: 3}}]", 1, {6}, 0.0, 0.0, NULL},
-        {"gelu", "[gelu, {dense: {units: 3}}]", 1, {6}, 0.0, 0.0, NULL},
     };
     for (size_t i = 0; i < GR_ARRAY_LEN(cases); i++) gr_gc_run(&cases[i]);
+    /* every activation row of ops.def, inputs away from relu's kink */
+    for (int op = 0; op < GR_OP_COUNT; op++) {
+        if (!(gr_op_flags(op) & GR_OPF_ACT)) continue;
+        char layers[96];
+        snprintf(layers, sizeof layers, "[%s, {dense: {units: 3}}]", gr_op_name(op));
+        const gr_gc_case c = {gr_op_name(op), layers, 1, {6}, 0.0, 0.05, NULL};
+        gr_gc_run(&c);
+    }
 }
 
 /* ---- autodiff structure ---- */
@@ -60,9 +64,12 @@ static void test_autodiff_structure(void) {
 
 /* ---- activations ---- */
 
-static const char *act_name[] = {"relu", "sigmoid", "tanh", "gelu"};
-static const gr_kernel_fn act_fwd[] = {gr_cpu_relu, gr_cpu_sigmoid, gr_cpu_tanh, gr_cpu_gelu};
-static const gr_kernel_fn act_bwd[] = {gr_cpu_relu_bwd, gr_cpu_sigmoid_bwd, gr_cpu_tanh_bwd, gr_cpu_gelu_bwd};
+/* The CPU kernel of every row (each GR_OPF_ACT row is tested, with its bwd row's). */
+static const gr_kernel_fn cpu_kernel[GR_OP_COUNT] = {
+#define X(E, name, ...) [GR_OP_##E] = gr_cpu_##name,
+#include "graph/ops.def"
+#undef X
+};
 
 /* planned batch nb, run on n <= nb samples of shape s[0..ndim) */
 static void test_act(int act, int64_t nb, int64_t n, int ndim, const int64_t *s) {
@@ -83,16 +90,16 @@ static void test_act(int act, int64_t nb, int64_t n, int ndim, const int64_t *s)
     kt_tensor(&k.tout[0], GR_F32, 1 + ndim, shape);
     k.a.in[0] = x;
     k.a.out[0] = y_cpu;
-    act_fwd[act](&k.a);
+    cpu_kernel[act](&k.a);
     for (int64_t i = 0; i < cnt; i++) gr_body_act(act, GR_BODY_F32, x, y_body, i);
     int64_t at;
     double e = max_rel(y_body, y_cpu, cnt, 1e-30, &at);
     CHECK_MSG(e <= TOL, "%s forward, %lld elements: rel. error %.3g at %lld (x %.9g: body %.9g, cpu %.9g)",
-              act_name[act], (long long)cnt, e, (long long)at, at >= 0 ? x[at] : 0.0, at >= 0 ? y_body[at] : 0.0,
+              gr_op_name(act), (long long)cnt, e, (long long)at, at >= 0 ? x[at] : 0.0, at >= 0 ? y_body[at] : 0.0,
               at >= 0 ? y_cpu[at] : 0.0);
 
-    /* backward from dy and the saved tensor: y, or x for gelu */
-    const float *saved = act == GR_ACT_GELU ? x : y_cpu;
+    /* backward from dy and the saved tensor: y, or x (GR_OPF_ACT_SAVES_X: gelu) */
+    const float *saved = gr_op_flags(act) & GR_OPF_ACT_SAVES_X ? x : y_cpu;
     kt_init(&k, GR_OP_RELU_BWD, 2, 1, n);
     kt_tensor(&k.tin[0], GR_F32, 1 + ndim, shape);
     kt_tensor(&k.tin[1], GR_F32, 1 + ndim, shape);
@@ -100,11 +107,11 @@ static void test_act(int act, int64_t nb, int64_t n, int ndim, const int64_t *s)
     k.a.in[0] = dy;
     k.a.in[1] = (void *)saved;
     k.a.out[0] = dx_cpu;
-    act_bwd[act](&k.a);
+    cpu_kernel[gr_op_bwd(act)](&k.a);
     for (int64_t i = 0; i < cnt; i++) gr_body_act_bwd(act, GR_BODY_F32, dy, saved, dx_body, i);
     e = max_rel(dx_body, dx_cpu, cnt, 1e-30, &at);
     CHECK_MSG(e <= TOL, "%s backward, %lld elements: rel. error %.3g at %lld (body %.9g, cpu %.9g)",
-              act_name[act], (long long)cnt, e, (long long)at, at >= 0 ? dx_body[at] : 0.0,
+              gr_op_name(act), (long long)cnt, e, (long long)at, at >= 0 ? dx_body[at] : 0.0,
               at >= 0 ? dx_cpu[at] : 0.0);
     free(x); free(dy); free(y_cpu); free(y_body); free(dx_cpu); free(dx_body);
 }
@@ -176,12 +183,16 @@ int main(int argc, char **argv) {
     test_autodiff_structure();
 
     /* activations: [n, F] and [n, C, H, W], odd sizes, runs shorter than planned */
-    for (int act = GR_ACT_RELU; act <= GR_ACT_GELU; act++) {
+    int n_act = 0;
+    for (int act = 0; act < GR_OP_COUNT; act++) {
+        if (!(gr_op_flags(act) & GR_OPF_ACT)) continue;
+        n_act++;
         test_act(act, 1, 1, 1, (int64_t[]){1});
         test_act(act, 5, 3, 1, (int64_t[]){1001});
         test_act(act, 4, 4, 3, (int64_t[]){7, 13, 11});
         test_act(act, 16, 9, 3, (int64_t[]){3, 33, 65});
     }
+    CHECK_MSG(n_act >= 4, "ops.def has %d activation rows (relu, sigmoid, tanh, gelu at least)", n_act);
 
     /* bias: n, c, inner */
     test_bias(256, 4096, 1);   /* dense, several slices per column */
