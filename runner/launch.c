@@ -27,7 +27,7 @@
 #include "../config/spec.h"
 #include "cli.h"
 #include "job.h"
-#include "json_read.h"
+#include "../common/json_read.h"
 
 static volatile sig_atomic_t gr_launch_child = 0;
 static volatile sig_atomic_t gr_launch_signal = 0;

@@ -19,7 +19,7 @@
 #include "cli.h"
 #include "job.h"
 #include "signals.h"
-#include "tools.h"
+#include "../tools/tools.h"
 #include "train.h"
 
 

@@ -28,20 +28,6 @@ gr_status gr_rundir_mkdirs(const char *path, const char *what, gr_status code, g
     return GR_OK;
 }
 
-/* "host h, pid p, started t" from the holder's lock file (and the kernel's
- * idea of its pid, which NFS may not know). */
-static void gr_rundir_holder(int fd, char *buf, size_t n) {
-    char text[512] = "";
-    ssize_t r = pread(fd, text, sizeof text - 1, 0);
-    text[r > 0 ? r : 0] = '\0';
-    text[strcspn(text, "\n")] = '\0';
-    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
-    long kpid = fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK ? (long)fl.l_pid : 0;
-    if (text[0]) snprintf(buf, n, "%s", text);
-    else if (kpid > 0) snprintf(buf, n, "pid %ld (it has not written its host yet)", kpid);
-    else snprintf(buf, n, "a process that has not written its name yet");
-}
-
 /* The directories this process made to lock, newest last, for
  * gr_rundir_undo_made (a signal handler's: it reads a slot's paths only
  * while the slot is set, and they are written only while it is not). */
@@ -122,7 +108,7 @@ gr_status gr_rundir_lock_take_as(gr_rundir_lock *l, const char *dir, gr_lock_kin
         int e = errno;
         char who[600];
         if (e == EACCES || e == EAGAIN) {
-            gr_rundir_holder(fd, who, sizeof who);
+            gr_lockfile_holder(fd, who, sizeof who);
             close(fd);
             return gr_error_set(err, GR_ERR_CKPT, "%s: locked by another run (%s); one process writes a %s at a "
                                 "time: wait for it or stop it, or %s; nothing was changed", dir, who, what,
@@ -143,18 +129,6 @@ gr_status gr_rundir_lock_take_as(gr_rundir_lock *l, const char *dir, gr_lock_kin
     l->fd = fd;
     if (l->made_dir) gr_made_note(l, path);
     return GR_OK;
-}
-
-bool gr_rundir_lock_held(const char *dir, char *holder, size_t n) {
-    char path[1100];
-    snprintf(path, sizeof path, "%s/" GR_RUNDIR_LOCK, dir);
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (fd < 0) return false;
-    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
-    bool held = fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
-    if (held && holder) gr_rundir_holder(fd, holder, n);
-    close(fd);
-    return held;
 }
 
 void gr_rundir_lock_release(gr_rundir_lock *l, bool undo) {

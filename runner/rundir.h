@@ -15,8 +15,7 @@
 #include <stdio.h>
 
 #include "../common/gr_common.h"
-
-#define GR_RUNDIR_LOCK ".lock"
+#include "../common/lockfile.h"
 
 typedef struct gr_rundir_lock {
     int fd;        /* -1: not held */
@@ -42,9 +41,6 @@ gr_status gr_rundir_lock_take(gr_rundir_lock *l, const char *dir, gr_error *err)
 typedef enum gr_lock_kind { GR_LOCK_RUN, GR_LOCK_CKPT } gr_lock_kind;
 gr_status gr_rundir_lock_take_as(gr_rundir_lock *l, const char *dir, gr_lock_kind kind, gr_error *err);
 
-/* Whether a live process holds dir's lock (F_GETLK: the directory is not
- * written), and then "host h, pid p, started t" in holder. */
-bool gr_rundir_lock_held(const char *dir, char *holder, size_t n);
 
 /* For a stop during set-up (signals.c), before anything but the locks was
  * written: removes the lock files and directories this process made to

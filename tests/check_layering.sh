@@ -8,6 +8,10 @@
 #     runtime);
 #   - kernels/cpu and kernels/cuda include nothing of each other (they share
 #     code through kernels/-level headers), kernels/ nothing of exec/ or runner/;
+#   - tools/ (the offline commands: summarize, plot) includes only common/ and
+#     config/, and is included only as tools/tools.h from runner/ (and by tests);
+#   - no two rooms (top-level directories; kernels/cpu and kernels/cuda each
+#     one) reach each other through includes: no include circle spans two rooms;
 #   - kernels/, graph/, config/ and exec/ call no exit(), _exit(), _Exit() or
 #     quick_exit(): runner/ decides exits (GR_ASSERT's abort is fine);
 #   - no C source (*.c, *.h, *.cu, *.cuh, tests and bench included) over
@@ -30,8 +34,9 @@ TMP=$(mktemp -d) || exit 2
 trap 'rm -rf "$TMP"' EXIT
 
 # The C sources: what git tracks or would track (new files too), else every
-# one outside build*/ and hidden directories.
-if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+# one outside build*/ and hidden directories
+# (git's list only at the top of a work tree: a tree inside an ignored folder is found)
+if [ "$(git rev-parse --show-toplevel 2>/dev/null)" = "$(pwd -P)" ]; then
     git ls-files --cached --others --exclude-standard -- '*.c' '*.h' '*.cu' '*.cuh' | sort -u >"$TMP/all"
 else
     find . -type d \( -name 'build*' -o -name '.?*' \) -prune -o -type f \
@@ -106,7 +111,25 @@ FNR == 1 { incom = 0; dir = FILENAME; sub(/\/?[^\/]*$/, "", dir) }
         why = "kernels/cpu and kernels/cuda share code only through kernels/-level headers"
     else if ((from ~ /^kernels/) && (top == "exec" || top == "runner"))
         why = "kernels/ includes nothing from exec/ or runner/"
+    else if (from == "tools" && top != "tools" && top != "common" && top != "config")
+        why = "tools/ is offline: it reads run directories with common/ and config/ alone"
+    else if (top == "tools" && from != "tools" && !(from == "runner" && t == "tools/tools.h") && from != "tests")
+        why = "the offline tools are reached through tools/tools.h, from runner/ alone"
     if (why != "") printf "layering: %s:%d: %s/ includes %s (%s)\n", FILENAME, FNR, from, t, why
+    # the rooms each room reaches by an include, for the circles below
+    if (from != to && !((from, to) in edge)) {
+        edge[from, to] = FILENAME ":" FNR " includes " t; at[from, to] = FILENAME ":" FNR; rooms[from]; rooms[to]
+    }
+}
+END {
+    # an include circle through two rooms: room a reaches room b and b reaches a (the closure of the
+    # room graph), reported once per pair with an include of each way
+    for (a in rooms) for (b in rooms) reach[a, b] = ((a, b) in edge)
+    for (k in rooms) for (a in rooms) if (reach[a, k]) for (b in rooms) if (reach[k, b]) reach[a, b] = 1
+    for (a in rooms) for (b in rooms)
+        if (a < b && reach[a, b] && reach[b, a])
+            printf "layering: %s: rooms %s/ and %s/ include each other (an include circle spans two rooms: %s; %s)\n", \
+                (a, b) in at ? at[a, b] : at[b, a], a, b, (a, b) in edge ? edge[a, b] : a "/ reaches " b "/", (b, a) in edge ? edge[b, a] : b "/ reaches " a "/"
 }' $(cat "$TMP/files") >>"$TMP/out"
 
 # ---- calls from graph/ and config/ into the backend, the runtime or the runner

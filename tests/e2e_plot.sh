@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_plot.sh — `gpurun plot` (runner/plot.c): the curves of runs in one PNG, checked by its
+# e2e_plot.sh — `gpurun plot` (tools/plot.c): the curves of runs in one PNG, checked by its
 # pixels with tests/plot_check.py, which maps the runs' (step, value) points to pixels through the
 # axis ranges and plot area the command prints on stdout, and finds each run's tab10 colour there:
 #   - two real runs (lr 0.1 and 0.02): an 800x500 8-bit RGB PNG by default, each run's colour

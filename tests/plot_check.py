@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """plot_check.py — the checks tests/e2e_plot.sh makes on the PNGs of `gpurun plot`, by their
-pixels. INFO is a file holding the line the plot printed on stdout (runner/plot.c):
+pixels. INFO is a file holding the line the plot printed on stdout (tools/plot.c):
     plot: x XLO..XHI, y YLO..YHI, N runs, WxH, frame X0,Y0 X1,Y1, legend X0,Y0 X1,Y1; wrote OUT
 which gives the axis ranges and the plot area, so a (step, value) maps to a pixel as the plot
 maps it. Run i is drawn in tab10 colour i. A RUN argument is METRICS.jsonl:METRIC; its points

@@ -1,5 +1,5 @@
 /* summarize_read.h — what `gpurun summarize` (summarize.c) reads from one
- * run directory (DESIGN 1.3). Internal to runner/summarize*.c.
+ * run directory (DESIGN 1.3). Internal to tools/summarize*.c.
  *
  * A run is its config.yaml flattened to dotted leaf keys (sequences of
  * scalars as their flow text "[1, 8, 8]", other sequences by index:
@@ -15,7 +15,7 @@
 #include <stdbool.h>
 
 #include "../common/gr_common.h"
-#include "json_read.h"
+#include "../common/json_read.h"
 
 /* Where a figure comes from when summary.json lacks it (or there is none):
  * metrics.jsonl's last train line, its last val eval line, or the largest

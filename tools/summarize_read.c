@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 
 #include "../config/cfg.h"
-#include "json_read.h"
-#include "rundir.h"
+#include "../common/json_read.h"
+#include "../common/lockfile.h"
 
 #define GR_SUM_SUMMARY_MAX ((size_t)1 << 20) /* summary.json is one line of some 1 KB */
 
@@ -201,7 +201,7 @@ static gr_status gr_sum_check_dir(const char *dir, char *path, size_t n, gr_erro
 static gr_status gr_sum_read_outcome(gr_sum_run *r, const char *base, char *path, size_t n, gr_error *err) {
     bool absent = true;
     gr_status st;
-    if (gr_rundir_lock_held(base, NULL, 0)) {
+    if (gr_lockfile_held(base, NULL, 0)) {
         /* a live run: a summary.json there is an earlier process's (before a resume) */
         snprintf(r->status, sizeof r->status, "running");
     } else {

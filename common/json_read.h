@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "../common/gr_common.h"
+#include "gr_common.h"
 
 typedef enum gr_jkind {
     GR_J_NULL,  /* absent, or null */

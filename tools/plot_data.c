@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "json_read.h"
+#include "../common/json_read.h"
 
 /* Where each metric is logged: lines of `kind`, under `key`. */
 static const struct {
