@@ -109,6 +109,8 @@ const gr_spec_row gr_spec_rows[] = {
     {.path = "train.optimizer.betas", .type = GR_ST_FLOATS, .flags = GR_SF_HIX | GR_SF_FIXED, .lo = 0, .hi = 1,
      .def = "[0.9, 0.999]", .when = "adamw", .off = GR_OFF(train.optimizer.betas), .size = 2},
     FLOAT("train.optimizer.eps", GR_SF_LOX, 0, INFINITY, "1e-8", "adamw", train.optimizer.eps),
+    ENUM("train.optimizer.decay", "all|matrices", "all", train.optimizer.decay),
+    TREE("train.optimizer.groups", GR_SF_SEQ, train.optimizer.groups),
     SECTION("train.schedule", 0),
     ENUM("train.schedule.type", "constant|step|multistep|cosine|linear", "constant", train.schedule.type),
     FLOAT("train.schedule.warmup_epochs", 0, 0, INFINITY, "0", NULL, train.schedule.warmup_epochs),

@@ -33,6 +33,10 @@
 /* ---- typed job spec (DESIGN 1.4, schema v1) ---- */
 typedef enum gr_precision { GR_PREC_FP32, GR_PREC_TF32, GR_PREC_FP16, GR_PREC_BF16 } gr_precision;
 typedef enum gr_optim_type { GR_OPTIM_SGD, GR_OPTIM_ADAMW } gr_optim_type;
+/* train.optimizer.decay: weight decay on every parameter (PyTorch's default),
+ * or only on those of rank >= 2, the dense and conv weights, leaving biases
+ * and norm scales alone (nanoGPT's and timm's recipes). */
+typedef enum gr_decay_rule { GR_DECAY_ALL, GR_DECAY_MATRICES } gr_decay_rule;
 typedef enum gr_sched_type {
     GR_SCHED_CONSTANT, GR_SCHED_STEP, GR_SCHED_MULTISTEP, GR_SCHED_COSINE, GR_SCHED_LINEAR
 } gr_sched_type;
@@ -50,7 +54,21 @@ typedef struct gr_optim_spec {
     double weight_decay;  /* >= 0, default 0 */
     double betas[2];      /* adamw: each in [0,1), default [0.9, 0.999] */
     double eps;           /* adamw: > 0, default 1e-8 */
+    gr_decay_rule decay;  /* which parameters weight_decay applies to: all (default) */
+    const gr_cfg *groups; /* SEQ or NULL: train.optimizer.groups (gr_param_groups_read) */
 } gr_optim_spec;
+
+/* One item of train.optimizer.groups: the parameters whose names match
+ * `params` (a shell pattern, fnmatch(3) without flags: `*` crosses dots)
+ * take its settings; the first group that matches a parameter wins. */
+typedef struct gr_param_group {
+    char params[256];
+    double lr_mult;       /* (0, inf), default 1: multiplies the scheduled lr */
+    double weight_decay;  /* >= 0; has_weight_decay false: the optimizer's, under its decay rule */
+    bool has_weight_decay;
+    bool frozen;          /* never updated (no weight decay, no optimizer state change) */
+    gr_cfg at;            /* the item, for messages */
+} gr_param_group;
 
 /* Schedules multiply the optimizer's lr (see runner/schedule.h for the
  * exact formulas). Epoch-valued fields may be fractional. */
@@ -173,5 +191,9 @@ gr_status gr_spec_error(gr_error *err, const gr_job_spec *spec, const char *key,
 const char *gr_precision_name(gr_precision p);
 const char *gr_optim_name(gr_optim_type t);
 const char *gr_sched_name(gr_sched_type t);
+
+/* Reads s->train.optimizer.groups into a new array (*out, *n; NULL, 0 when
+ * none), refusing malformed items at their file:line:col. */
+gr_status gr_param_groups_read(const gr_job_spec *s, gr_param_group **out, int *n, gr_error *err);
 
 #endif

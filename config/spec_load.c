@@ -237,6 +237,14 @@ static gr_status gr_spec_cross(gr_job_spec *spec, gr_error *err) {
     if (spec->train.optimizer.type == GR_OPTIM_ADAMW && !gr_spec_node(root, "train.optimizer.weight_decay"))
         spec->train.optimizer.weight_decay = 0.01;
 
+    {
+        gr_param_group *pg;
+        int npg;
+        gr_status st = gr_param_groups_read(spec, &pg, &npg, err);
+        free(pg);
+        if (st) return st;
+    }
+
     const gr_cfg *nest = gr_spec_node(root, "train.optimizer.nesterov");
     if (nest && spec->train.optimizer.nesterov && !(spec->train.optimizer.momentum > 0))
         return gr_cfg_error(err, nest, "train.optimizer.nesterov", "needs train.optimizer.momentum > 0");

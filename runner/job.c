@@ -39,6 +39,7 @@ void gr_job_free(gr_job *j) {
     gr_plan_free(&j->train_plan);
     gr_plan_free(&j->eval_plan);
     gr_model_free(&j->m);
+    gr_opt_groups_free(&j->og);
     gr_loader_close(j->train_ld); /* before the backend: its buffers may be the backend's */
     gr_loader_close(j->val_ld);
     gr_backend_free(j->be);
@@ -164,7 +165,8 @@ gr_status gr_job_graph(gr_job *j, const int64_t *in_shape, int in_ndim, gr_error
     gr_autodiff(&j->g, false);
     gr_graph_recompute(&j->g);
     gr_graph_set_precision(&j->g, j->spec->precision);
-    return GR_OK;
+    gr_opt_groups_free(&j->og);
+    return gr_opt_groups_make(&j->g, j->spec, &j->og, err);
 }
 
 /* Opens a split of data.<which> ("train", "val"); an error is prefixed with

@@ -41,6 +41,7 @@ typedef struct gr_job {
     bool eval_only;      /* eval or predict: nothing trains (what the device notes say) */
     gr_backend *be;
     gr_model m;
+    gr_opt_groups og;    /* the optimizer's parameter groups (optgroups.h), made with the graph */
     gr_plan train_plan, eval_plan;
     char run_dir[GR_PATH_MAX];
     gr_rundir_lock lock; /* held from the start of `gpurun run` to its end */

@@ -288,6 +288,7 @@ int main(int argc, char **argv) {
     if (st) gr_die(st, err.msg);
     if (strcmp(cmd, "validate") == 0) {
         st = gr_graph_check(&spec, &err);
+        if (!st) st = gr_opt_groups_check(&spec, &err);
         if (!st && !no_data) st = gr_job_check_data(&spec, &err);
         if (!st) gr_spec_dump(&spec, stdout);
     } else if (strcmp(cmd, "plan") == 0) {

@@ -277,6 +277,7 @@ gr_status gr_train_plan_report(const gr_job_spec *spec, const char *memory, FILE
         fprintf(f, "(%s is not there: shapes from model.input)\n", spec->data.train.path);
     fprintf(f, "\n");
     gr_plan_cmd_layers(spec, &j.g, f);
+    gr_opt_groups_print(&j.og, &j.g, spec, f);
     gr_mem_need need;
     gr_memfit_of(&j.g, gr_optim_slots(&spec->train.optimizer), &tp, &ep, &need);
     gr_plan_cmd_memory(spec, &j.g, &tp, &need, f);

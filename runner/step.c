@@ -31,26 +31,45 @@ void gr_train_micro_step(gr_plan *p, const gr_batch *b, const gr_exec_ctx *ctx, 
 }
 
 void gr_train_apply(gr_model *m, const gr_job_spec *s, double lr, int64_t step) {
-    (void)gr_train_apply_scaled(m, s, lr, step, 1.0, false);
+    (void)gr_train_apply_scaled(m, s, NULL, lr, step, 1.0, false);
 }
 
-bool gr_train_apply_scaled(gr_model *m, const gr_job_spec *s, double lr, int64_t step, double loss_scale, bool check) {
+/* The squared norm of the gradients clipping measures: all of them, or
+ * those of the ranges that are not frozen. */
+static double gr_train_sumsq(gr_model *m, const gr_opt_groups *og) {
+    if (!og || !og->any_frozen) return gr_backend_sumsq(m->be, m->grads, m->g->n_trainable);
+    double sumsq = 0.0;
+    for (int k = 0; k < og->n; k++)
+        if (!og->r[k].frozen) sumsq += gr_backend_sumsq(m->be, m->grads + og->r[k].off, og->r[k].n);
+    return sumsq;
+}
+
+bool gr_train_apply_scaled(gr_model *m, const gr_job_spec *s, const gr_opt_groups *og, double lr, int64_t step,
+                           double loss_scale, bool check) {
     const gr_optim_spec *o = &s->train.optimizer;
-    int64_t nt = m->g->n_trainable;
+    const int64_t nt = m->g->n_trainable;
     float mult = 1.0f;
     if (s->train.grad_clip > 0.0 || check) {
-        double sumsq = gr_backend_sumsq(m->be, m->grads, nt);
+        double sumsq = gr_train_sumsq(m, og);
         if (check && !isfinite(sumsq)) return false;
         if (s->train.grad_clip > 0.0) mult = gr_clip_factor(sqrt(sumsq) / loss_scale, s->train.grad_clip);
     }
     if (loss_scale != 1.0) mult = (float)((double)mult / loss_scale);
-    if (o->type == GR_OPTIM_SGD) {
-        gr_sgd_hparams h = {(float)lr, (float)o->momentum, (float)o->weight_decay, mult, o->nesterov};
-        gr_backend_sgd(m->be, m->params, m->grads, m->optim, nt, &h);
-    } else {
-        gr_adamw_hparams h = {(float)lr, (float)o->betas[0], (float)o->betas[1], (float)o->eps,
-                              (float)o->weight_decay, mult, step + 1};
-        gr_backend_adamw(m->be, m->params, m->grads, m->optim, m->optim + nt, nt, &h);
+    const gr_opt_range whole = {0, nt, 1.0, o->weight_decay, false};
+    const int nr = og ? og->n : 1;
+    for (int k = 0; k < nr; k++) {
+        const gr_opt_range *r = og ? &og->r[k] : &whole;
+        if (r->frozen || r->n == 0) continue;
+        const double rlr = r->lr_mult == 1.0 ? lr : lr * r->lr_mult;
+        if (o->type == GR_OPTIM_SGD) {
+            gr_sgd_hparams h = {(float)rlr, (float)o->momentum, (float)r->weight_decay, mult, o->nesterov};
+            gr_backend_sgd(m->be, m->params + r->off, m->grads + r->off, m->optim + r->off, r->n, &h);
+        } else {
+            gr_adamw_hparams h = {(float)rlr, (float)o->betas[0], (float)o->betas[1], (float)o->eps,
+                                  (float)r->weight_decay, mult, step + 1};
+            gr_backend_adamw(m->be, m->params + r->off, m->grads + r->off, m->optim + r->off,
+                             m->optim + nt + r->off, r->n, &h);
+        }
     }
     return true;
 }

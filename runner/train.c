@@ -143,7 +143,7 @@ static gr_status gr_loop_update(gr_job *j, gr_loop *L, double loss, gr_error *er
     gr_saver_wait_copied(j->saver); /* a checkpoint's snapshot may still be reading the weights */
     const double scale = j->sc.scale;
     gr_prof_begin(j->prof, GR_PROF_OPTIM);
-    bool finite = gr_train_apply_scaled(&j->m, s, L->lr, step - j->sc.skipped, scale, true);
+    bool finite = gr_train_apply_scaled(&j->m, s, &j->og, L->lr, step - j->sc.skipped, scale, true);
     gr_prof_end(j->prof, GR_PROF_OPTIM);
     if (!gr_scaler_update(&j->sc, finite)) {
         L->status = "diverged";

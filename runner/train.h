@@ -15,6 +15,7 @@
 #include "../dataio/dataio.h"
 #include "../exec/exec.h"
 #include "../config/spec.h"
+#include "optgroups.h"
 
 typedef struct gr_run_options {
     const char *run_dir;  /* NULL: log.dir, else runs/<name> */
@@ -66,7 +67,10 @@ void gr_train_read_stats(gr_plan *p, double *loss_sum, double *correct);
 void gr_train_apply(gr_model *m, const gr_job_spec *s, double lr, int64_t step);
 /* The same with the gradients scaled by loss_scale (mixed precision):
  * divides it out, and with check (the training loop: always) first looks for inf/NaN
- * gradients; false = found, nothing was updated. */
-bool gr_train_apply_scaled(gr_model *m, const gr_job_spec *s, double lr, int64_t step, double loss_scale, bool check);
+ * gradients; false = found, nothing was updated. og: the parameter groups
+ * (optgroups.h), each range updated with its settings; NULL: the whole
+ * arena with the optimizer's (gr_train_apply). */
+bool gr_train_apply_scaled(gr_model *m, const gr_job_spec *s, const gr_opt_groups *og, double lr, int64_t step,
+                           double loss_scale, bool check);
 
 #endif

@@ -53,6 +53,7 @@ Prints one table row per case (max differences observed) and exits 1 on any
 mismatch. CASE arguments select cases by name.
 """
 import copy
+import fnmatch
 import json
 import math
 import os
@@ -112,6 +113,11 @@ CNN_LAYERS = [
     L("relu"),
     L("dense", {"units": 10}),
 ]
+
+# (1b) the same without the conv biases that batchnorm cancels: their gradients are rounding
+# noise, which AdamW's normalized step turns into full lr-sized steps of either sign
+CNN_NOBIAS_LAYERS = [dict(it, attrs=dict(it["attrs"], bias=False)) if it["op"] == "conv" else it
+                     for it in CNN_LAYERS]
 
 # (2) a small ResNet: stem, a stage block nesting an identity basic block, a
 # repeated identity block, a projection (1x1 stride 2 conv + bn) block.
@@ -208,6 +214,15 @@ CASES = [
      {"lr": 0.1, "momentum": 0.8, "nesterov": False, "weight_decay": 0.005}, None),
     ("pool", None, POOL_LAYERS, (3, 13, 13), 10, 8, 4,
      {"lr": 0.2, "momentum": 0.0, "nesterov": False, "weight_decay": 0.01}, 20),
+    # parameter groups (train.optimizer.decay and .groups) against torch's param_groups
+    ("groups", None, CNN_LAYERS, (1, 12, 12), 10, 8, 4,
+     {"lr": 0.05, "momentum": 0.9, "nesterov": False, "weight_decay": 0.05, "decay": "matrices",
+      "groups": [{"params": "conv0.*", "frozen": True},
+                 {"params": "dense1.*", "lr_mult": 0.5},
+                 {"params": "batchnorm1.weight", "weight_decay": 0.02}]}, None),
+    ("adamw", None, CNN_NOBIAS_LAYERS, (1, 12, 12), 10, 8, 4,
+     {"type": "adamw", "lr": 0.003, "weight_decay": 0.1, "decay": "matrices",
+      "groups": [{"params": "dense0.weight", "lr_mult": 2.0}]}, None),
 ]
 
 # ---------------------------------------------------------------------------
@@ -254,6 +269,43 @@ def yitem(item):
     return yflow(d)
 
 
+def optimizer_yaml(opt):
+    """train.optimizer of a case: sgd unless opt says adamw; decay and groups when given."""
+    d = {"type": opt.get("type", "sgd"), "lr": opt["lr"]}
+    if d["type"] == "sgd":
+        d.update(momentum=opt["momentum"], nesterov=opt["nesterov"])
+    d["weight_decay"] = opt["weight_decay"]
+    for k in ("decay", "groups"):
+        if k in opt:
+            d[k] = opt[k]
+    return d
+
+
+def torch_param_groups(net, opt):
+    """torch's param_groups for a case: each trainable tensor takes the first of opt's groups
+    whose pattern matches its gpurun name (fnmatch, `*` crossing dots), else the optimizer's
+    settings, weight decay only on tensors of rank >= 2 under decay: matrices; frozen ones are
+    left out (requires_grad off)."""
+    groups = []
+    for tn, (kind, _k, _a) in net.tensor_names.items():
+        if kind != "params":
+            continue
+        name, t = tn.replace("/", "."), net.tensor(tn)
+        wd = 0.0 if opt.get("decay") == "matrices" and t.dim() < 2 else opt["weight_decay"]
+        lr, frozen = opt["lr"], False
+        for g in opt.get("groups", []):
+            if fnmatch.fnmatchcase(name, g["params"]):
+                lr *= g.get("lr_mult", 1.0)
+                wd = g.get("weight_decay", wd)
+                frozen = g.get("frozen", False)
+                break
+        if frozen:
+            t.requires_grad_(False)
+        else:
+            groups.append({"params": [t], "lr": lr, "weight_decay": wd})
+    return groups
+
+
 def job_yaml(case, data_path, init_path):
     name, blocks, layers, _shape, _classes, batch, steps, opt, _n = case
     out = ["name: parity-%s" % name, "seed: 0", "data:",
@@ -270,8 +322,7 @@ def job_yaml(case, data_path, init_path):
     out.append("  layers:")
     out += ["    - %s" % yitem(it) for it in layers]
     out += ["train:", "  batch_size: %d" % batch, "  steps: %d" % steps,
-            "  optimizer: {type: sgd, lr: %r, momentum: %r, nesterov: %s, weight_decay: %r}" % (
-                opt["lr"], opt["momentum"], yscalar(opt["nesterov"]), opt["weight_decay"]),
+            "  optimizer: %s" % yflow(optimizer_yaml(opt)),
             "  loss: {type: softmax_cross_entropy}",
             "log: {every_steps: 1, tensorboard: false}"]
     return "\n".join(out) + "\n"
@@ -473,6 +524,10 @@ def check_momentum(net, sgd, net64, sgd64, latest, steps, fails):
             fails.append("%s: slots %s, expected one momentum buffer" % (what, sorted(slots)))
             continue
         a = next(iter(slots.values())).astype(np.float64)
+        if not net.tensor(tn).requires_grad:  # frozen: never updated, its buffer stays zero
+            if np.any(a != 0):
+                fails.append("%s: a frozen tensor's momentum buffer is not zero" % what)
+            continue
         b = sgd.state[net.tensor(tn)]["momentum_buffer"].numpy().astype(np.float64)
         c = sgd64.state[net64.tensor(tn)]["momentum_buffer"].numpy()
         if a.shape != b.shape:
@@ -503,8 +558,11 @@ def write_train(path, images, labels):
 
 def train_torch(net, images, labels, batch, steps, opt):
     dtype = next(net.parameters()).dtype
-    sgd = torch.optim.SGD(net.parameters(), lr=opt["lr"], momentum=opt["momentum"], nesterov=opt["nesterov"],
-                          weight_decay=opt["weight_decay"])
+    groups = torch_param_groups(net, opt)
+    if opt.get("type", "sgd") == "adamw":
+        sgd = torch.optim.AdamW(groups, lr=opt["lr"], betas=(0.9, 0.999), eps=1e-8)
+    else:
+        sgd = torch.optim.SGD(groups, lr=opt["lr"], momentum=opt["momentum"], nesterov=opt["nesterov"])
     net.train()
     losses = []
     X = torch.from_numpy(images).to(dtype)
@@ -614,7 +672,7 @@ def run_case(case, gpurun, tmp, device):
     # the last checkpoint's momentum buffers, when gpurun wrote one
     max_mom = None
     latest = os.path.join(run_dir, "checkpoints", "LATEST")
-    if opt["momentum"] > 0 and os.path.exists(latest):
+    if opt.get("momentum", 0) > 0 and os.path.exists(latest):
         max_mom = check_momentum(net, sgd, net64, sgd64, latest, steps, fails)
     return {"fails": fails, "t": t_gr, "loss": max_loss_rel, "val": max_val, "upd": max_upd,
             "worst": worst, "mom": max_mom, "n": len(want), "losses": th_loss}
