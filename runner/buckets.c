@@ -1,6 +1,5 @@
 /* buckets.c — the gradient all-reduce in buckets (see buckets.h). */
 #include "buckets.h"
-#include "profile.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +12,7 @@ typedef struct gr_bucket {
 
 struct gr_buckets {
     gr_comm *comm;
-    struct gr_prof **prof; /* the job's profiler, when it has one (it is opened later) */
+    const gr_loop_hooks *const *hooks; /* the job's loop hooks (loophooks.h), set later when profiling */
     float *grads;
     gr_bucket *b;
     int nb;
@@ -60,10 +59,10 @@ static gr_grange *gr_granges(const gr_plan *p, int *n) {
 
 static void gr_buckets_after(void *user, int step, const gr_kargs *a);
 
-gr_buckets *gr_buckets_new(gr_plan *p, gr_comm *c, double bucket_mb, struct gr_prof **prof) {
+gr_buckets *gr_buckets_new(gr_plan *p, gr_comm *c, double bucket_mb, const gr_loop_hooks *const *hooks) {
     gr_buckets *b = gr_xcalloc(1, sizeof *b);
     b->comm = c;
-    b->prof = prof;
+    b->hooks = hooks;
     b->grads = p->m->grads;
     const int64_t nt = p->g->n_trainable;
     int64_t cap = (int64_t)(bucket_mb * 1048576.0 / sizeof(float));
@@ -128,7 +127,8 @@ static void gr_buckets_after(void *user, int step, const gr_kargs *a) {
     for (int i = 0; i < b->nb; i++)
         if (b->b[i].ready == step && !b->b[i].started) gr_bucket_start(b, &b->b[i]);
     if (!b->st) b->st = gr_comm_progress(b->comm, &b->err);
-    gr_prof_host(b->prof ? *b->prof : NULL, GR_PROF_COMM, "starting and progressing the gradient buckets", t0, gr_now());
+    gr_hooks_host(b->hooks ? *b->hooks : NULL, GR_SPAN_COMM, "starting and progressing the gradient buckets", t0,
+                  gr_now());
 }
 
 gr_status gr_buckets_finish(gr_buckets *b, gr_error *err) {

@@ -17,12 +17,12 @@
 #include "../exec/exec.h"
 
 typedef struct gr_buckets gr_buckets;
-struct gr_prof; /* profile.h */
+#include "loophooks.h"
 
 /* The buckets of train plan p's gradients (bucket_mb > 0) and their hook
- * on p; c and p outlive them. *prof (NULL or not) is read at each hook: the
- * job's profiler, which times the hook's work as a collective. */
-gr_buckets *gr_buckets_new(gr_plan *p, gr_comm *c, double bucket_mb, struct gr_prof **prof);
+ * on p; c and p outlive them. *hooks (NULL or not) is read at each hook: the
+ * job's loop hooks (the profiler's), told of the hook's work as a collective. */
+gr_buckets *gr_buckets_new(gr_plan *p, gr_comm *c, double bucket_mb, const gr_loop_hooks *const *hooks);
 void gr_buckets_free(gr_buckets *b);
 int gr_buckets_count(const gr_buckets *b);
 /* Bucket i (0: the one at the end of the arena): grads[lo, hi), started after plan step ready. */

@@ -20,6 +20,7 @@
 
 #include "../checkpoints/ckpt.h"
 #include "../comm/comm.h"
+#include "loophooks.h"
 #include "metrics.h"
 #include "rundir.h"
 #include "saver.h"
@@ -68,6 +69,7 @@ typedef struct gr_job {
     gr_status xsum_st; /* its first failure, reported after the micro-batch */
     gr_error xsum_err;
     struct gr_prof *prof; /* --profile (profile.h); NULL: not profiling */
+    const gr_loop_hooks *hooks; /* who watches the loop (loophooks.h: the profiler); NULL: nobody */
     int prof_steps;       /* --profile's steps (0: off), known before the backend is configured */
     int64_t ck_step;   /* step of the last save started (-1: none); ck_failed: it was reported failed */
     bool ck_failed;

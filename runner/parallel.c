@@ -1,6 +1,5 @@
 /* parallel.c — data parallelism in the training loop (see parallel.h). */
 #include "parallel.h"
-#include "profile.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -110,7 +109,7 @@ static void gr_wd_leave(gr_job *j, double t0) {
     gr_parallel_wd_leave();
     const double t1 = gr_now();
     j->mx.comm_s += t1 - t0;
-    gr_prof_host(j->prof, GR_PROF_COMM, atomic_load(&gr_wd.what), t0, t1);
+    gr_hooks_host(j->hooks, GR_SPAN_COMM, atomic_load(&gr_wd.what), t0, t1);
 }
 
 gr_status gr_parallel_resolve(const gr_job_spec *s, gr_job_spec *rs, gr_comm *c, gr_error *err) {
@@ -189,7 +188,7 @@ gr_status gr_parallel_attach(gr_job *j, gr_error *err) {
     gr_status st = gr_parallel_attach_gpu(j, err);
     if (st || (j->comm.world == 1 && !j->comm.nccl)) return st;
     if (j->spec->parallel.bucket_mb > 0)
-        j->buckets = gr_buckets_new(&j->train_plan, &j->comm, j->spec->parallel.bucket_mb, &j->prof);
+        j->buckets = gr_buckets_new(&j->train_plan, &j->comm, j->spec->parallel.bucket_mb, &j->hooks);
     j->mx.grad_buckets = gr_buckets_count(j->buckets);
     if (j->spec->parallel.sync_batchnorm && j->comm.world > 1) j->xsum = (gr_xsum){.sum = gr_parallel_xsum, .user = j};
     return GR_OK;

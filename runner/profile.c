@@ -40,7 +40,8 @@ struct gr_prof {
     gr_mark *ops;          /* [accum][nops][2]: before and after each op */
     gr_mark *spans;        /* [accum][2][2]: H2D and D2H of each micro-batch; then OPTIM's two */
     double h2d_bytes;      /* of one micro-batch's copy */
-    gr_prof_row *rows;     /* [nops + GR_PROF_KINDS] */
+    gr_loop_hooks hooks;   /* what the loop calls (loophooks.h): j->hooks */
+    gr_prof_row *rows;     /* [nops + GR_SPAN_KINDS] */
     double t_origin, t_step0, wall_s;
     int64_t steps_done;
     gr_prof_event *ev;
@@ -48,13 +49,18 @@ struct gr_prof {
     size_t ev_step; /* the events of the step being run start here; those of ended steps end here */
 };
 
-static const char *const gr_prof_kind_names[GR_PROF_KINDS] = {
-    [GR_PROF_DATA] = "data wait", [GR_PROF_H2D] = "copy to device", [GR_PROF_D2H] = "copy to host",
-    [GR_PROF_OPTIM] = "optimizer", [GR_PROF_COMM] = "collective",
+static const char *const gr_span_names[GR_SPAN_KINDS] = {
+    [GR_SPAN_DATA] = "data wait", [GR_SPAN_H2D] = "copy to device", [GR_SPAN_D2H] = "copy to host",
+    [GR_SPAN_OPTIM] = "optimizer", [GR_SPAN_COMM] = "collective",
 };
 
 static void gr_prof_hook_before(void *user, int step, const gr_kargs *a);
 static void gr_prof_hook_after(void *user, int step, const gr_kargs *a);
+static void gr_prof_step_begin(void *ctx, int64_t step);
+static void gr_prof_step_end(void *ctx);
+static void gr_prof_begin(void *ctx, gr_span k, double bytes);
+static void gr_prof_end(void *ctx, gr_span k);
+static void gr_prof_host(void *ctx, gr_span k, const char *what, double t0, double t1);
 
 gr_prof *gr_prof_open(gr_job *j, int steps, int64_t start, int64_t total, bool quiet) {
     const int64_t first = start + GR_PROF_WARMUP;
@@ -74,9 +80,12 @@ gr_prof *gr_prof_open(gr_job *j, int steps, int64_t start, int64_t total, bool q
     p->end = first + steps < total ? first + steps : total;
     p->ops = gr_xcalloc((size_t)p->accum * (size_t)p->nops * 2, sizeof *p->ops);
     p->spans = gr_xcalloc((size_t)p->accum * 4 + 2, sizeof *p->spans);
-    p->rows = gr_xcalloc((size_t)p->nops + GR_PROF_KINDS, sizeof *p->rows);
+    p->rows = gr_xcalloc((size_t)p->nops + GR_SPAN_KINDS, sizeof *p->rows);
     gr_exec_hook h = {.before = gr_prof_hook_before, .after = gr_prof_hook_after, .user = p, .inner = true};
     gr_plan_add_hook(p->plan, &h);
+    p->hooks = (gr_loop_hooks){.ctx = p, .step_begin = gr_prof_step_begin, .step_end = gr_prof_step_end,
+                               .begin = gr_prof_begin, .end = gr_prof_end, .host = gr_prof_host};
+    j->hooks = &p->hooks;
     if (!quiet && p->end - p->first < steps)
         fprintf(stderr, "gpurun: --profile: %lld steps profiled (the run has no more after the %d warm-up steps)\n",
                 (long long)(p->end - p->first), GR_PROF_WARMUP);
@@ -85,6 +94,7 @@ gr_prof *gr_prof_open(gr_job *j, int steps, int64_t start, int64_t total, bool q
 
 void gr_prof_free(gr_prof *p) {
     if (!p) return;
+    if (p->j->hooks == &p->hooks) p->j->hooks = NULL;
     const size_t nops = (size_t)p->accum * (size_t)p->nops * 2, nspans = (size_t)p->accum * 4 + 2;
     for (size_t i = 0; i < nops; i++) gr_backend_mark_free(p->be, &p->ops[i]);
     for (size_t i = 0; i < nspans; i++) gr_backend_mark_free(p->be, &p->spans[i]);
@@ -103,9 +113,9 @@ static gr_mark *gr_prof_op_mark(gr_prof *p, int micro, int op, int end) {
 }
 
 /* H2D / D2H of micro-batch micro, or OPTIM (micro ignored) */
-static gr_mark *gr_prof_span_mark(gr_prof *p, gr_prof_kind k, int micro, int end) {
-    if (k == GR_PROF_OPTIM) return &p->spans[(size_t)p->accum * 4 + (size_t)end];
-    return &p->spans[((size_t)micro * 2 + (k == GR_PROF_D2H)) * 2 + (size_t)end];
+static gr_mark *gr_prof_span_mark(gr_prof *p, gr_span k, int micro, int end) {
+    if (k == GR_SPAN_OPTIM) return &p->spans[(size_t)p->accum * 4 + (size_t)end];
+    return &p->spans[((size_t)micro * 2 + (k == GR_SPAN_D2H)) * 2 + (size_t)end];
 }
 
 static void gr_prof_hook_before(void *user, int step, const gr_kargs *a) {
@@ -124,8 +134,8 @@ static void gr_prof_hook_after(void *user, int step, const gr_kargs *a) {
     p->in_op = false;
 }
 
-void gr_prof_step_begin(gr_prof *p, int64_t step) {
-    if (!p) return;
+static void gr_prof_step_begin(void *ctx, int64_t step) {
+    gr_prof *p = ctx;
     p->active = step >= p->first && step < p->end;
     if (!p->active) return;
     p->step = step;
@@ -136,12 +146,21 @@ void gr_prof_step_begin(gr_prof *p, int64_t step) {
     gr_backend_mark(p->be, &p->base);
 }
 
-void gr_prof_begin(gr_prof *p, gr_prof_kind k) {
-    if (p && p->active) gr_backend_mark(p->be, gr_prof_span_mark(p, k, p->micro, 0));
+static void gr_prof_begin(void *ctx, gr_span k, double bytes) {
+    gr_prof *p = ctx;
+    if (!p->active || k == GR_SPAN_DATA || k == GR_SPAN_COMM) return;
+    if (k == GR_SPAN_H2D) p->h2d_bytes = bytes;
+    gr_backend_mark(p->be, gr_prof_span_mark(p, k, p->micro, 0));
 }
 
-void gr_prof_end(gr_prof *p, gr_prof_kind k) {
-    if (p && p->active) gr_backend_mark(p->be, gr_prof_span_mark(p, k, p->micro, 1));
+static void gr_prof_end(void *ctx, gr_span k) {
+    gr_prof *p = ctx;
+    if (!p->active || k == GR_SPAN_DATA || k == GR_SPAN_COMM) return;
+    gr_backend_mark(p->be, gr_prof_span_mark(p, k, p->micro, 1));
+    if (k == GR_SPAN_D2H) { /* the micro-batch's pass is over */
+        p->micro_done = ++p->micro;
+        if (p->micro == p->accum) p->micro = 0; /* the optimizer's marks are the step's */
+    }
 }
 
 static void gr_prof_event_add(gr_prof *p, int row, const char *what, double t0, double dur, int micro) {
@@ -149,29 +168,11 @@ static void gr_prof_event_add(gr_prof *p, int row, const char *what, double t0, 
     p->ev[p->nev++] = (gr_prof_event){row, what, t0 - p->t_origin, dur, p->step, micro, false};
 }
 
-void gr_prof_host(gr_prof *p, gr_prof_kind k, const char *what, double t0, double t1) {
+static void gr_prof_host(void *ctx, gr_span k, const char *what, double t0, double t1) {
+    gr_prof *p = ctx;
     if (!p || !p->active) return;
-    gr_prof_event_add(p, p->nops + (int)k, what, t0, t1 - t0, k == GR_PROF_COMM ? -1 : p->micro);
+    gr_prof_event_add(p, p->nops + (int)k, what, t0, t1 - t0, k == GR_SPAN_COMM ? -1 : p->micro);
     p->ev[p->nev - 1].uncounted = p->in_op; /* a collective inside an op is in the op's time */
-}
-
-void gr_prof_micro_step(gr_prof *p, gr_plan *plan, const gr_batch *b, const gr_exec_ctx *ctx, double *loss_sum,
-                        double *correct) {
-    if (!p || !p->active) {
-        gr_train_micro_step(plan, b, ctx, loss_sum, correct);
-        return;
-    }
-    const gr_graph *g = plan->g;
-    p->h2d_bytes = (double)b->n * (double)(gr_tensor_sample_numel(&g->tensors[g->input]) * 4 + 4);
-    gr_prof_begin(p, GR_PROF_H2D);
-    gr_train_load_batch(plan, b);
-    gr_prof_end(p, GR_PROF_H2D);
-    gr_plan_run(plan, b->n, ctx);
-    gr_prof_begin(p, GR_PROF_D2H);
-    gr_train_read_stats(plan, loss_sum, correct);
-    gr_prof_end(p, GR_PROF_D2H);
-    p->micro_done = ++p->micro;
-    if (p->micro == p->accum) p->micro = 0; /* the optimizer's marks are the step's */
 }
 
 /* ---- reading a step ---- */
@@ -192,18 +193,19 @@ static double gr_prof_op_bytes(const gr_kargs *a) {
 }
 
 /* A device span's row and event. */
-static void gr_prof_read_span(gr_prof *p, gr_prof_kind k, int micro, double bytes) {
+static void gr_prof_read_span(gr_prof *p, gr_span k, int micro, double bytes) {
     const gr_mark *m0 = gr_prof_span_mark(p, k, micro, 0), *m1 = gr_prof_span_mark(p, k, micro, 1);
     const double t0 = gr_prof_when(p, m0), dur = gr_backend_mark_seconds(p->be, m0, m1);
     gr_prof_row *r = &p->rows[p->nops + (int)k];
     r->total_s += dur;
     r->calls++;
     r->bytes += bytes;
-    gr_prof_event_add(p, p->nops + (int)k, NULL, t0, dur, k == GR_PROF_OPTIM ? -1 : micro);
+    gr_prof_event_add(p, p->nops + (int)k, NULL, t0, dur, k == GR_SPAN_OPTIM ? -1 : micro);
 }
 
-void gr_prof_step_end(gr_prof *p) {
-    if (!p || !p->active) return;
+static void gr_prof_step_end(void *ctx) {
+    gr_prof *p = ctx;
+    if (!p->active) return;
     p->active = false;
     gr_backend_sync(p->be);
     p->wall_s += gr_now() - p->t_step0;
@@ -225,10 +227,10 @@ void gr_prof_step_end(gr_prof *p) {
             r->bytes += gr_prof_op_bytes(a);
             gr_prof_event_add(p, i, NULL, t0, dur, k);
         }
-        gr_prof_read_span(p, GR_PROF_H2D, k, p->h2d_bytes);
-        gr_prof_read_span(p, GR_PROF_D2H, k, 8.0);
+        gr_prof_read_span(p, GR_SPAN_H2D, k, p->h2d_bytes);
+        gr_prof_read_span(p, GR_SPAN_D2H, k, 8.0);
     }
-    gr_prof_read_span(p, GR_PROF_OPTIM, 0, 0.0);
+    gr_prof_read_span(p, GR_SPAN_OPTIM, 0, 0.0);
     p->ev_step = p->nev;
 }
 
@@ -238,8 +240,8 @@ void gr_prof_step_end(gr_prof *p) {
 static void gr_prof_row_names(const gr_prof *p, int row, const char **layer, const char **op, const char **dir) {
     if (row >= p->nops) {
         *layer = "-";
-        *op = gr_prof_kind_names[row - p->nops];
-        *dir = row - p->nops == GR_PROF_DATA || row - p->nops == GR_PROF_COMM ? "host" : "-";
+        *op = gr_span_names[row - p->nops];
+        *dir = row - p->nops == GR_SPAN_DATA || row - p->nops == GR_SPAN_COMM ? "host" : "-";
         return;
     }
     const gr_graph *g = p->plan->g;
@@ -258,7 +260,7 @@ static int gr_prof_cmp(const void *a, const void *b) {
 
 static void gr_prof_table(FILE *f, const void *ctx) {
     const gr_prof *p = ctx;
-    const int nrows = p->nops + GR_PROF_KINDS;
+    const int nrows = p->nops + GR_SPAN_KINDS;
     int *order = gr_xmalloc((size_t)nrows * sizeof *order);
     double sum = 0.0;
     for (int i = 0; i < nrows; i++) order[i] = i, sum += p->rows[i].total_s;
@@ -308,7 +310,7 @@ static void gr_prof_trace(FILE *f, const void *ctx) {
         const gr_prof_event *v = &p->ev[e];
         const char *layer, *op, *dir;
         gr_prof_row_names(p, v->row, &layer, &op, &dir);
-        const bool host = v->row >= p->nops && (v->row - p->nops == GR_PROF_DATA || v->row - p->nops == GR_PROF_COMM);
+        const bool host = v->row >= p->nops && (v->row - p->nops == GR_SPAN_DATA || v->row - p->nops == GR_SPAN_COMM);
         gr_json js;
         gr_json_begin(&js);
         gr_json_str(&js, "name", v->row < p->nops ? layer : op);

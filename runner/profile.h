@@ -7,7 +7,8 @@
  * the device's timeline (gr_backend_mark: CUDA events, the CPU's clock);
  * the batch's copy to the device and the stats' read-back the same way; the
  * optimizer update; the wait for the loader's next batch and the
- * collectives of a data-parallel run on the host clock. A CUDA run profiles
+ * collectives of a data-parallel run on the host clock. It attaches through
+ * hooks only: the plan's (exec.h) and the loop's (loophooks.h). A CUDA run profiles
  * without graph replay (a replay calls no hooks).
  *
  * The run directory gets profile.txt, a table sorted by time: layer, op,
@@ -29,37 +30,13 @@
 
 typedef struct gr_prof gr_prof;
 
-/* The spans timed besides the ops. */
-typedef enum gr_prof_kind {
-    GR_PROF_DATA,  /* waiting for the loader's next batch (host) */
-    GR_PROF_H2D,   /* the batch to the device (device) */
-    GR_PROF_D2H,   /* the pass's loss and correct count back (device) */
-    GR_PROF_OPTIM, /* clipping and the optimizer update (device) */
-    GR_PROF_COMM,  /* a collective outside the ops (host) */
-    GR_PROF_KINDS
-} gr_prof_kind;
-
-/* A profiler of `steps` optimizer steps of job j (its train plan compiled,
- * a hook added to it) after the warm-up from step start, of the run's
- * total; NULL (nothing to profile) when the run has no step past the
+/* A profiler of `steps` optimizer steps of job j (its train plan compiled)
+ * after the warm-up from step start, of the run's total: it adds a hook to
+ * the train plan and sets j->hooks (loophooks.h), through which alone it
+ * sees the run. NULL (nothing to profile) when the run has no step past the
  * warm-up, said on stderr unless quiet. */
 gr_prof *gr_prof_open(gr_job *j, int steps, int64_t start, int64_t total, bool quiet);
 void gr_prof_free(gr_prof *p);
-
-/* Around each optimizer step (its micro-batches, collectives and update);
- * the end waits for the device and reads the step's marks. */
-void gr_prof_step_begin(gr_prof *p, int64_t step);
-void gr_prof_step_end(gr_prof *p);
-/* One micro-batch's pass (gr_train_micro_step) with its copies timed. */
-void gr_prof_micro_step(gr_prof *p, gr_plan *plan, const gr_batch *b, const gr_exec_ctx *ctx, double *loss_sum,
-                        double *correct);
-/* A device span (H2D, D2H, OPTIM) between begin and end. */
-void gr_prof_begin(gr_prof *p, gr_prof_kind k);
-void gr_prof_end(gr_prof *p, gr_prof_kind k);
-/* A host span (DATA, COMM) of [t0, t1] on the host clock; what: its name
- * in the trace ("the gradients"). A collective inside an op (sync
- * batchnorm's) is in the op's time: traced, not a row of its own. */
-void gr_prof_host(gr_prof *p, gr_prof_kind k, const char *what, double t0, double t1);
 
 /* profile.txt and trace.json into run_dir (a run that profiled no step:
  * nothing); says where on stderr unless quiet. */

@@ -25,9 +25,19 @@ void gr_train_read_stats(gr_plan *p, double *loss_sum, double *correct) {
 
 void gr_train_micro_step(gr_plan *p, const gr_batch *b, const gr_exec_ctx *ctx, double *loss_sum,
                          double *correct) {
+    gr_train_micro_step_hooked(p, b, ctx, loss_sum, correct, NULL);
+}
+
+void gr_train_micro_step_hooked(gr_plan *p, const gr_batch *b, const gr_exec_ctx *ctx, double *loss_sum,
+                                double *correct, const gr_loop_hooks *h) {
+    const gr_graph *g = p->g;
+    gr_hooks_begin(h, GR_SPAN_H2D, (double)b->n * (double)(gr_tensor_sample_numel(&g->tensors[g->input]) * 4 + 4));
     gr_train_load_batch(p, b);
+    gr_hooks_end(h, GR_SPAN_H2D);
     gr_plan_run(p, b->n, ctx);
+    gr_hooks_begin(h, GR_SPAN_D2H, 0.0);
     gr_train_read_stats(p, loss_sum, correct);
+    gr_hooks_end(h, GR_SPAN_D2H);
 }
 
 void gr_train_apply(gr_model *m, const gr_job_spec *s, double lr, int64_t step) {

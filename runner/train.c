@@ -98,7 +98,7 @@ static gr_status gr_loop_accumulate(gr_job *j, gr_loop *L, double *loss, gr_erro
     const int64_t nt = j->g.n_trainable, step = L->step, epoch = step / L->spe;
     gr_status st;
     j->step = step;
-    gr_prof_step_begin(j->prof, step);
+    gr_hooks_step_begin(j->hooks, step);
     if (L->state0) gr_backend_download(j->be, L->state0, j->m.params + nt, L->state_bytes);
     if (step > 0 && step % L->spe == 0 && (st = gr_loader_seek(j->train_ld, epoch, 0, err))) return st;
     gr_backend_zero(j->be, j->m.grads, (size_t)nt * sizeof(float));
@@ -107,7 +107,7 @@ static gr_status gr_loop_accumulate(gr_job *j, gr_loop *L, double *loss, gr_erro
         gr_batch *b;
         const double t0 = gr_now();
         if ((st = gr_loader_next(j->train_ld, &b, err))) return st;
-        gr_prof_host(j->prof, GR_PROF_DATA, "the next batch", t0, gr_now());
+        gr_hooks_host(j->hooks, GR_SPAN_DATA, "the next batch", t0, gr_now());
         GR_ASSERT(b->n == s->train.micro_batch && b->epoch == epoch);
         /* one key per micro-batch of the whole step (the same as before for one process) */
         const uint64_t mb = (uint64_t)((step * L->accum + k) * j->comm.world + j->comm.rank);
@@ -115,7 +115,7 @@ static gr_status gr_loop_accumulate(gr_job *j, gr_loop *L, double *loss, gr_erro
                            .grad_scale = gr_scaler_grad_scale(&j->sc, s->train.batch_size),
                            .xsum = gr_parallel_xsum_of(j)};
         gr_parallel_arm(j, k == L->accum - 1);
-        gr_prof_micro_step(j->prof, &j->train_plan, b, &ctx, &loss_sum, &correct);
+        gr_train_micro_step_hooked(&j->train_plan, b, &ctx, &loss_sum, &correct, j->hooks);
         gr_loader_release(j->train_ld, b);
         if ((st = gr_parallel_stop(j, &L->stop_signal, err))) return st;
         if (L->stop_signal) break; /* the step is redone after the resume */
@@ -142,9 +142,9 @@ static gr_status gr_loop_update(gr_job *j, gr_loop *L, double loss, gr_error *er
     L->lr = gr_schedule_lr(&s->train.schedule, s->train.optimizer.lr, step, L->total, L->spe);
     gr_saver_wait_copied(j->saver); /* a checkpoint's snapshot may still be reading the weights */
     const double scale = j->sc.scale;
-    gr_prof_begin(j->prof, GR_PROF_OPTIM);
+    gr_hooks_begin(j->hooks, GR_SPAN_OPTIM, 0.0);
     bool finite = gr_train_apply_scaled(&j->m, s, &j->og, L->lr, step - j->sc.skipped, scale, true);
-    gr_prof_end(j->prof, GR_PROF_OPTIM);
+    gr_hooks_end(j->hooks, GR_SPAN_OPTIM);
     if (!gr_scaler_update(&j->sc, finite)) {
         L->status = "diverged";
         return gr_train_grads_diverged(&j->m, step + 1, epoch + 1, loss, scale, j->sc.check, j->sc.dynamic, err);
@@ -316,7 +316,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
         if ((st = gr_loop_accumulate(&j, &L, &loss, err))) goto done;
         if (L.stop_signal) break;
         if ((st = gr_loop_update(&j, &L, loss, err))) break; /* diverged */
-        gr_prof_step_end(j.prof);
+        gr_hooks_step_end(j.hooks);
         const int64_t done_steps = L.step + 1;
         if (gr_metrics_due(&j.mx, done_steps)) {
             if ((st = gr_train_check_params(&j.m, done_steps, L.spe, "at the metrics line", err))) {

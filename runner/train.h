@@ -15,6 +15,7 @@
 #include "../dataio/dataio.h"
 #include "../exec/exec.h"
 #include "../config/spec.h"
+#include "loophooks.h"
 #include "optgroups.h"
 
 typedef struct gr_run_options {
@@ -59,6 +60,9 @@ gr_status gr_train_plan_report(const gr_job_spec *spec, const char *memory, FILE
  * step + 1). */
 void gr_train_micro_step(gr_plan *p, const gr_batch *b, const gr_exec_ctx *ctx, double *loss_sum,
                          double *correct);
+/* The same told to the loop's hooks (loophooks.h: the copies as device spans). */
+void gr_train_micro_step_hooked(gr_plan *p, const gr_batch *b, const gr_exec_ctx *ctx, double *loss_sum,
+                                double *correct, const gr_loop_hooks *h);
 /* Its parts (the profiler times them apart): the batch into the plan's
  * input and label tensors (asynchronous on a GPU), and the pass's loss sum
  * and correct count added to *loss_sum, *correct (a read-back: the fence). */
