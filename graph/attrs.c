@@ -1,8 +1,10 @@
 /* attrs.c — op attributes from YAML: one parser for every op, driven by the
  * op's table (gr_attr_table in graph.h: key, kind, field, bounds, default),
  * so an op file lists its attributes instead of parsing them, and the
- * "unknown attribute (dense takes units, bias)" message is made from the
- * table. Errors point at the YAML node: "job.yaml:7:20: model.layers[1].dense.units: ...". */
+ * "unknown attribute (dense takes units, bias, tied, transpose)" message is
+ * made from the table. Values are numbers, bools and layer names (dense's
+ * `tied`). Errors point at the YAML node: "job.yaml:7:20:
+ * model.layers[1].dense.units: ...". */
 #include "graph.h"
 
 #include <stdio.h>
@@ -49,7 +51,18 @@ static void gr_attrs_default(const gr_attr_def *d, gr_attrs *a) {
     case GR_ATTR_PAIR: ((int64_t *)field)[0] = ((int64_t *)field)[1] = (int64_t)d->def; break;
     case GR_ATTR_FLOAT: *(double *)field = d->def; break;
     case GR_ATTR_BOOL: *(bool *)field = d->def != 0.0; break;
+    case GR_ATTR_NAME: field[0] = '\0'; break;
     }
+}
+
+/* A layer name: a non-empty plain scalar that fits char[GR_NAME_MAX]. */
+static gr_status gr_attrs_name(const gr_cfg *v, const char *key, char *out, gr_error *err) {
+    if (v->kind != GR_CFG_SCALAR || !v->scalar[0])
+        return gr_cfg_error(err, v, key, "expected the name of a layer");
+    if (strlen(v->scalar) >= GR_NAME_MAX)
+        return gr_cfg_error(err, v, key, "a layer name is at most %d characters", GR_NAME_MAX - 1);
+    snprintf(out, GR_NAME_MAX, "%s", v->scalar);
+    return GR_OK;
 }
 
 /* One given value v of attribute d, its YAML path sub. */
@@ -62,6 +75,7 @@ static gr_status gr_attrs_value(const gr_attr_def *d, const gr_cfg *v, const cha
     case GR_ATTR_PAIR: st = gr_attrs_pair(v, sub, (int64_t)d->lo, (int64_t)d->hi, (int64_t *)field, err); break;
     case GR_ATTR_FLOAT: st = gr_cfg_float(v, sub, d->lo, d->hi, (double *)field, err); break;
     case GR_ATTR_BOOL: st = gr_cfg_bool(v, sub, (bool *)field, err); break;
+    case GR_ATTR_NAME: st = gr_attrs_name(v, sub, field, err); break;
     }
     if (!st && (d->opts & GR_ATTR_POSITIVE) && !(*(double *)field > 0.0))
         st = gr_cfg_error(err, v, sub, "%s must be positive", d->key);

@@ -8,7 +8,16 @@
  * gradients are written, each by exactly one node. A tensor that several
  * nodes read (a residual's input) gets one partial gradient per reader
  * (gr_graph_grad), and add nodes sum them into its gradient just before its
- * producer's backward, which reads it. */
+ * producer's backward, which reads it.
+ *
+ * A parameter that several nodes read (a tied weight, op_dense.c) gets no
+ * partials: each reader's backward adds its partial straight into the one
+ * GRAD tensor (its grads arena slot), as the contract above has every
+ * parameter-gradient node do, so the slot ends as the sum over readers, added
+ * in backward order (the last reader's first), the same on every run. A
+ * partial written to an activation and summed by an add node would also drop
+ * the earlier micro-batches' accumulation, which the slot holds. A parameter
+ * read once is counted as before and gets its gradient node as before. */
 #include "graph.h"
 
 /* Emits grad(t) = the sum of t's partial gradients, in add nodes of at most
@@ -52,8 +61,9 @@ void gr_autodiff(gr_graph *g, bool need_input_grad) {
     }
     g->ad_n = g->n_tensors;
     g->ad_readers = gr_xcalloc((size_t)g->ad_n, sizeof *g->ad_readers);
-    for (int i = 0; i < g->n_forward; i++)
-        for (int k = 0; k < g->nodes[i].nin; k++) g->ad_readers[g->nodes[i].in[k]]++;
+    for (int i = 0; i < g->n_forward; i++) /* parameters: their readers add into the slot (above) */
+        for (int k = 0; k < g->nodes[i].nin; k++)
+            if (g->tensors[g->nodes[i].in[k]].kind != GR_TK_PARAM) g->ad_readers[g->nodes[i].in[k]]++;
     g->ad_node = -1;
     for (int i = g->n_forward - 1; i >= 0; i--) {
         const gr_node nd = g->nodes[i]; /* a copy: gr_autodiff_sum appends nodes, which may move the array */

@@ -12,7 +12,10 @@
  * argument's value, in a scope of its own: inside, `input` is the use's
  * input and names refer to the block's own layers; layers are named
  * `<use>.<layer>`, the use being its `name:` or `<block><k>`. Later layers
- * can name the use, whose output is its last layer's. */
+ * can name the use, whose output is its last layer's.
+ *
+ * A dense layer's `tied: NAME` (a shared weight, op_dense.c) is resolved
+ * here to an earlier layer: the scope's NAME first, then the full name. */
 #include "graph.h"
 #include "names.h"
 
@@ -498,6 +501,34 @@ done:
 
 /* ---- layers ---- */
 
+/* An op's `tied: NAME` (dense): the layer NAME of this scope, else the layer
+ * whose full name is NAME (one inside an earlier block use, or the model's
+ * from inside a block); it must be earlier and of the same op. Sets
+ * a->tied_layer; the op's infer checks the shapes. */
+static gr_status gr_build_tied(gr_builder *b, const gr_scope *sc, const gr_cfg *items, int item,
+                               const gr_layer_item *li, int op, gr_attrs *a, const char *akey, gr_error *err) {
+    const gr_cfg *v = gr_cfg_get(li->attrs, "tied");
+    char sub[700], full[2 * GR_NAME_MAX];
+    snprintf(sub, sizeof sub, "%s.tied", akey);
+    snprintf(full, sizeof full, "%s%s", sc->prefix, a->tied);
+    int l = gr_names_get(&b->layer_names, full);
+    if (l < 0) l = gr_names_get(&b->layer_names, a->tied);
+    if (l < 0) {
+        if (li->name && strcmp(li->name, a->tied) == 0)
+            return gr_cfg_error(err, v, sub, "a layer cannot be tied to itself ('%s')", a->tied);
+        if (gr_named_later(items, item + 1, a->tied))
+            return gr_cfg_error(err, v, sub, "'%s' is a later layer: tied names an earlier layer, whose "
+                                "weight this one uses", a->tied);
+        return gr_cfg_error(err, v, sub, "no earlier layer is named '%s'%s", a->tied,
+                            sc->prefix[0] ? " in this block, nor has that full name" : "");
+    }
+    if ((int)b->g->layers[l].op != op)
+        return gr_cfg_error(err, v, sub, "'%s' is a %s layer; a %s layer can only be tied to another %s layer",
+                            b->g->layers[l].name, gr_op_name(b->g->layers[l].op), gr_op_name(op), gr_op_name(op));
+    a->tied_layer = l;
+    return GR_OK;
+}
+
 static gr_status gr_build_layer(gr_builder *b, gr_scope *sc, const gr_layer_item *li, int op,
                                 const gr_attrs *attrs, const char *local, const char *akey, const int *in, int nin,
                                 int *out, const gr_cfg *item, const char *key, gr_error *err) {
@@ -555,6 +586,8 @@ static gr_status gr_build_seq(gr_builder *b, gr_scope *sc, const gr_cfg *layers,
         gr_attrs attrs;
         memset(&attrs, 0, sizeof attrs);
         if (op >= 0 && (st = gr_op_parse_attrs((gr_op)op, &attrs, li.attrs, akey, err))) return st;
+        if (op >= 0 && attrs.tied[0] && (st = gr_build_tied(b, sc, layers, i, &li, op, &attrs, akey, err)))
+            return st;
         for (int64_t r = 0; r < li.repeat; r++) {
             char local[GR_NAME_MAX];
             /* <op><k> and <block><k> count named layers too (DESIGN 1.4) */

@@ -234,7 +234,8 @@ void gr_graph_init_params(const gr_graph *g, float *params, uint64_t seed) {
          * fan_in = the weight's elements per output (in/groups * kh * kw) */
         const gr_node *nd = &g->nodes[g->layers[t->layer].node];
         const gr_tensor *w = &g->tensors[nd->in[1]];
-        int64_t fan_in = gr_tensor_numel(w) / w->shape[0];
+        /* a transposed tied dense (attrs.weight_t) reads its weight stored [in, units] */
+        int64_t fan_in = nd->attrs.weight_t ? w->shape[0] : gr_tensor_numel(w) / w->shape[0];
         float bound = 1.0f / sqrtf((float)fan_in);
         uint64_t key = gr_hash64(seed, 0x5EED0000ull + (uint64_t)i);
         for (int64_t k = 0; k < n; k++) p[k] = (2.0f * gr_uniform(key, (uint64_t)k) - 1.0f) * bound;

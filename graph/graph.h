@@ -100,6 +100,12 @@ typedef struct gr_attrs {
                                 them as this node did (the shift of statistics over processes) */
     int64_t axis;            /* concat (1) */
     int64_t offset;          /* concat_bwd: first channel of this input's slice */
+    char tied[GR_NAME_MAX];  /* dense: `tied:`, the earlier dense layer whose weight it uses ("" none) */
+    bool transpose;          /* dense: `transpose: true`, that weight used transposed (with tied only) */
+    int tied_layer;          /* dense with tied: that layer's index (the builder resolves the name) */
+    bool weight_t;           /* dense and its backward nodes: the weight tensor is stored [in, units], the
+                                transpose of nn.Linear's (a transposed tied use): y = x W + b, dx = dy W^T,
+                                dW += x^T dy; false: W [units, in] as usual */
 } gr_attrs;
 
 typedef struct gr_node {
@@ -143,7 +149,8 @@ typedef struct gr_graph {
     int ad_slot;             /* which of its inputs a gradient is asked for (add, concat: a
                                 layer may read one tensor twice, [a, a]: a partial each) */
     int ad_n;                /* tensors that existed when autodiff began */
-    int *ad_readers;         /* [ad_n]: how many forward node inputs read each */
+    int *ad_readers;         /* [ad_n]: how many forward node inputs read each (parameters: 0; their
+                                readers all add into the one GRAD tensor) */
     struct gr_partial { int t, node, slot, grad; } *ad_partials;
     int ad_np, ad_cap;
 } gr_graph;
@@ -155,6 +162,7 @@ typedef enum gr_attr_kind {
     GR_ATTR_PAIR,            /* int64_t[2]: an int for both spatial sides or a [h, w] list */
     GR_ATTR_FLOAT,           /* double */
     GR_ATTR_BOOL,            /* bool */
+    GR_ATTR_NAME,            /* char[GR_NAME_MAX]: a layer name (a non-empty scalar; default "") */
 } gr_attr_kind;
 
 enum {
@@ -178,7 +186,7 @@ typedef struct gr_attr_def {
 #define GR_ATTR(key, field, lo, hi, def, opts)                                                 \
     {key,                                                                                      \
      _Generic(((gr_attrs *)0)->field, int64_t: GR_ATTR_INT, int64_t *: GR_ATTR_PAIR,           \
-              double: GR_ATTR_FLOAT, bool: GR_ATTR_BOOL),                                      \
+              double: GR_ATTR_FLOAT, bool: GR_ATTR_BOOL, char *: GR_ATTR_NAME),                \
      offsetof(gr_attrs, field), lo, hi, def, opts}
 
 /* An op's attributes. Attributes that are not a map are refused with usage
@@ -290,7 +298,8 @@ int gr_graph_add_node(gr_graph *g, gr_op op, int layer, const int *in, int nin,
                       const int *out, int nout);
 /* The gradient tensor of t (created on first use with t's shape). Called
  * from a backward for one of the node's inputs that other nodes read too,
- * it is that node's partial gradient of t (autodiff sums them). */
+ * it is that node's partial gradient of t (autodiff sums them); a
+ * parameter's is always its GRAD tensor, which each reader adds into. */
 int gr_graph_grad(gr_graph *g, int t);
 int64_t gr_tensor_numel(const gr_tensor *t);  /* with the planned batch */
 int64_t gr_tensor_sample_numel(const gr_tensor *t); /* per sample (numel / batch if batched) */

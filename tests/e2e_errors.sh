@@ -196,7 +196,7 @@ expect 0 "deadlayer.yaml: warning: the output of layer dense0 is never used (its
     "$G" plan "$T/deadlayer.yaml"
 check "no such warning for the plain spec" bash -c "! '$G' plan '$T/ok.yaml' 2>&1 | grep -q 'never used'"
 # a layer attribute --set added is blamed on --set, not on the file
-expect_fail 2 "--set:1:1: model.layers[1].dense.unitz: unknown attribute (dense takes units, bias)" -- \
+expect_fail 2 "--set:1:1: model.layers[1].dense.unitz: unknown attribute (dense takes units, bias, tied, transpose)" -- \
     "$G" validate "$T/ok.yaml" --set model.layers.1.dense.unitz=3
 expect_fail 2 "KEY=VALUE" -- "$G" validate "$T/ok.yaml" --set train.optimizer.lr
 

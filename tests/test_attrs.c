@@ -152,7 +152,7 @@ static void test_ops(void) {
     CHECK(op_read(GR_OP_CONCAT, "", &a, &err) == GR_OK && a.axis == 1);
     CHECK(op_read(GR_OP_DROPOUT, "{rate: 0.25}", &a, &err) == GR_OK && a.rate == 0.25);
     CHECK(op_read(GR_OP_RELU, "", &a, &err) == GR_OK);
-    op_unknown(GR_OP_DENSE, "{unitz: 1}", "dense takes units, bias");
+    op_unknown(GR_OP_DENSE, "{unitz: 1}", "dense takes units, bias, tied, transpose");
     op_unknown(GR_OP_CONV, "{x: 1}", "conv takes filters, kernel, stride, padding, groups, bias");
     op_unknown(GR_OP_MAXPOOL, "{x: 1}", "maxpool takes kernel, stride, padding");
     op_unknown(GR_OP_AVGPOOL, "{x: 1}", "avgpool takes kernel, stride, padding, count_include_pad");

@@ -1,7 +1,8 @@
 /* dense.c — CPU kernels of dense and its backward, on the backend's sgemm
  * (gemm.h; the provider is the backend's, cpu.h), or on bf16 activations
  * through oneDNN matmul (dense_bf16.c). Row-major: x [n, F], W [U, F],
- * y [n, U]. */
+ * y [n, U]; a transposed tied use (node attrs.weight_t) stores W [F, U] and
+ * multiplies by it as it is where the others take W^T (graph/op_dense.c). */
 #include "cpu.h"
 #include "cpu_kernels.h"
 
@@ -13,17 +14,19 @@ void gr_cpu_dense(const gr_kargs *a) {
     }
     const float *x = a->in[0], *w = a->in[1], *b = a->node->nin > 2 ? a->in[2] : NULL;
     float *y = a->out[0];
-    int n = (int)a->n, fin = (int)a->tin[1]->shape[1], units = (int)a->tin[1]->shape[0];
+    const bool t = a->node->attrs.weight_t;
+    int n = (int)a->n, fin = (int)a->tin[1]->shape[t ? 0 : 1], units = (int)a->tin[1]->shape[t ? 1 : 0];
     float beta = 0.0f;
     if (b) {
         for (int i = 0; i < n; i++)
             for (int j = 0; j < units; j++) y[(int64_t)i * units + j] = b[j];
         beta = 1.0f;
     }
-    gr_cpu_sgemm(gr_cpu_of(a), false, true, n, units, fin, 1.0f, x, fin, w, fin, beta, y, units);
+    if (t) gr_cpu_sgemm(gr_cpu_of(a), false, false, n, units, fin, 1.0f, x, fin, w, units, beta, y, units);
+    else gr_cpu_sgemm(gr_cpu_of(a), false, true, n, units, fin, 1.0f, x, fin, w, fin, beta, y, units);
 }
 
-/* dx = dy W */
+/* dx = dy W  (weight_t: dy W^T) */
 void gr_cpu_dense_bwd_data(const gr_kargs *a) {
     if (a->ein[0] == GR_BF16 || a->eout[0] == GR_BF16) {
         gr_cpu_dense_bf16_bwd_data(a);
@@ -31,11 +34,13 @@ void gr_cpu_dense_bwd_data(const gr_kargs *a) {
     }
     const float *dy = a->in[0], *w = a->in[1];
     float *dx = a->out[0];
-    int n = (int)a->n, fin = (int)a->tin[1]->shape[1], units = (int)a->tin[1]->shape[0];
-    gr_cpu_sgemm(gr_cpu_of(a), false, false, n, fin, units, 1.0f, dy, units, w, fin, 0.0f, dx, fin);
+    const bool t = a->node->attrs.weight_t;
+    int n = (int)a->n, fin = (int)a->tin[1]->shape[t ? 0 : 1], units = (int)a->tin[1]->shape[t ? 1 : 0];
+    if (t) gr_cpu_sgemm(gr_cpu_of(a), false, true, n, fin, units, 1.0f, dy, units, w, units, 0.0f, dx, fin);
+    else gr_cpu_sgemm(gr_cpu_of(a), false, false, n, fin, units, 1.0f, dy, units, w, fin, 0.0f, dx, fin);
 }
 
-/* dW += dy^T x;  db += sum over the batch of dy */
+/* dW += dy^T x  (weight_t: x^T dy);  db += sum over the batch of dy */
 void gr_cpu_dense_bwd_params(const gr_kargs *a) {
     if (a->ein[0] == GR_BF16) {
         gr_cpu_dense_bf16_bwd_params(a);
@@ -43,8 +48,10 @@ void gr_cpu_dense_bwd_params(const gr_kargs *a) {
     }
     const float *dy = a->in[0], *x = a->in[1];
     float *dw = a->out[0], *db = a->node->nout > 1 ? a->out[1] : NULL;
-    int n = (int)a->n, fin = (int)a->tout[0]->shape[1], units = (int)a->tout[0]->shape[0];
-    gr_cpu_sgemm(gr_cpu_of(a), true, false, units, fin, n, 1.0f, dy, units, x, fin, 1.0f, dw, fin);
+    const bool t = a->node->attrs.weight_t;
+    int n = (int)a->n, fin = (int)a->tout[0]->shape[t ? 0 : 1], units = (int)a->tout[0]->shape[t ? 1 : 0];
+    if (t) gr_cpu_sgemm(gr_cpu_of(a), true, false, fin, units, n, 1.0f, x, fin, dy, units, 1.0f, dw, units);
+    else gr_cpu_sgemm(gr_cpu_of(a), true, false, units, fin, n, 1.0f, dy, units, x, fin, 1.0f, dw, fin);
     if (db)
         for (int i = 0; i < n; i++) {
             const float *row = dy + (int64_t)i * units;

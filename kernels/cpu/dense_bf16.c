@@ -7,6 +7,10 @@
  *   backward W    dW += dy^T x            fp32 dW (a sum post-op adds into it)
  *                 db += sum over the batch of dy (decoded, in dense.c's order)
  *
+ * A transposed tied use (node attrs.weight_t, graph/op_dense.c) stores W
+ * [F, U]: the same products read it with the other strides (y = x W,
+ * dx = dy W^T), and its gradient is dW [F, U] += x^T dy.
+ *
  * The weights are encoded into a bf16 copy on each call (as torch.autocast
  * casts them per use), and an fp32 x or dy (the input batch of a first
  * dense layer) likewise; y and dx are written in their own storage type.
@@ -28,6 +32,7 @@ typedef struct gr_mm_prim {
     gr_mm_dir dir;
     int64_t n, u, f;
     bool bias;
+    bool wt;                          /* W stored [F, U] (attrs.weight_t) */
     gr_elem out;                      /* y / dx storage (dW: fp32) */
     dnnl_primitive_t prim;
     dnnl_memory_t src, wei, bia, dst;
@@ -52,18 +57,22 @@ static void gr_mm_make(gr_cpu *cpu, gr_mm_prim *e) {
     dnnl_stream_t stream;
     gr_cpu_onednn_handles(cpu, &eng, &stream);
     const int64_t n = e->n, u = e->u, f = e->f;
+    const bool t = e->wt;
     const dnnl_data_type_t bf = dnnl_bf16, ot = e->out == GR_BF16 ? dnnl_bf16 : dnnl_f32;
     dnnl_memory_desc_t src, wei, bia, dst;
     switch (e->dir) {
-    case GR_MM_FWD: /* x [n, F] . W^T [F, U] (W [U, F] read column-wise) */
-        src = gr_mm_md(n, f, f, 1, bf), wei = gr_mm_md(f, u, 1, f, bf), dst = gr_mm_md(n, u, u, 1, ot);
+    case GR_MM_FWD: /* x [n, F] . W^T [F, U] (W [U, F] read column-wise; t: W [F, U] as it is) */
+        src = gr_mm_md(n, f, f, 1, bf), dst = gr_mm_md(n, u, u, 1, ot);
+        wei = t ? gr_mm_md(f, u, u, 1, bf) : gr_mm_md(f, u, 1, f, bf);
         bia = gr_mm_md(1, u, u, 1, dnnl_f32);
         break;
-    case GR_MM_BWD_DATA: /* dy [n, U] . W [U, F] */
-        src = gr_mm_md(n, u, u, 1, bf), wei = gr_mm_md(u, f, f, 1, bf), dst = gr_mm_md(n, f, f, 1, ot);
+    case GR_MM_BWD_DATA: /* dy [n, U] . W [U, F] (t: W [F, U] read column-wise) */
+        src = gr_mm_md(n, u, u, 1, bf), dst = gr_mm_md(n, f, f, 1, ot);
+        wei = t ? gr_mm_md(u, f, 1, u, bf) : gr_mm_md(u, f, f, 1, bf);
         break;
-    default: /* dy^T [U, n] . x [n, F] */
-        src = gr_mm_md(u, n, 1, u, bf), wei = gr_mm_md(n, f, f, 1, bf), dst = gr_mm_md(u, f, f, 1, dnnl_f32);
+    default: /* dy^T [U, n] . x [n, F]  (t: x^T [F, n] . dy [n, U], dW [F, U]) */
+        if (t) src = gr_mm_md(f, n, 1, f, bf), wei = gr_mm_md(n, u, u, 1, bf), dst = gr_mm_md(f, u, u, 1, dnnl_f32);
+        else src = gr_mm_md(u, n, 1, u, bf), wei = gr_mm_md(n, f, f, 1, bf), dst = gr_mm_md(u, f, f, 1, dnnl_f32);
         break;
     }
     dnnl_matmul_desc_t md;
@@ -105,12 +114,14 @@ void gr_cpu_dense_bf16_free(gr_cpu *cpu) {
     cpu->mm = NULL;
 }
 
-static gr_mm_prim *gr_mm_get(gr_cpu *cpu, gr_mm_dir dir, int64_t n, int64_t u, int64_t f, bool bias, gr_elem out) {
+static gr_mm_prim *gr_mm_get(gr_cpu *cpu, gr_mm_dir dir, int64_t n, int64_t u, int64_t f, bool bias, bool wt,
+                             gr_elem out) {
     if (!cpu->mm) cpu->mm = gr_xcalloc(1, sizeof *cpu->mm);
     struct gr_cpu_mm *m = cpu->mm;
     for (int i = 0; i < m->cached; i++) {
         gr_mm_prim *e = &m->cache[i];
-        if (e->dir == dir && e->n == n && e->u == u && e->f == f && e->bias == bias && e->out == out) return e;
+        if (e->dir == dir && e->n == n && e->u == u && e->f == f && e->bias == bias && e->wt == wt && e->out == out)
+            return e;
     }
     if (m->cached == GR_MM_CACHE_MAX) { /* odd eval batches churn: drop the older half */
         int half = GR_MM_CACHE_MAX / 2;
@@ -119,7 +130,7 @@ static gr_mm_prim *gr_mm_get(gr_cpu *cpu, gr_mm_dir dir, int64_t n, int64_t u, i
         m->cached = half;
     }
     gr_mm_prim *e = &m->cache[m->cached++];
-    *e = (gr_mm_prim){.dir = dir, .n = n, .u = u, .f = f, .bias = bias, .out = out};
+    *e = (gr_mm_prim){.dir = dir, .n = n, .u = u, .f = f, .bias = bias, .wt = wt, .out = out};
     gr_mm_make(cpu, e);
     return e;
 }
@@ -174,9 +185,10 @@ static void gr_mm_run(gr_cpu *cpu, gr_mm_prim *e, const void *src, const void *w
 
 void gr_cpu_dense_bf16(const gr_kargs *a) {
     gr_cpu *cpu = gr_cpu_of(a);
-    const int64_t n = a->n, f = a->tin[1]->shape[1], u = a->tin[1]->shape[0];
+    const bool t = a->node->attrs.weight_t;
+    const int64_t n = a->n, f = a->tin[1]->shape[t ? 0 : 1], u = a->tin[1]->shape[t ? 1 : 0];
     const float *b = a->node->nin > 2 ? a->in[2] : NULL;
-    gr_mm_prim *e = gr_mm_get(cpu, GR_MM_FWD, n, u, f, b != NULL, a->eout[0]);
+    gr_mm_prim *e = gr_mm_get(cpu, GR_MM_FWD, n, u, f, b != NULL, t, a->eout[0]);
     const void *wb, *xb;
     gr_mm_operands(cpu, a->in[1], u * f, a->in[0], a->ein[0], n * f, &wb, &xb);
     gr_mm_run(cpu, e, xb, wb, b, a->out[0]);
@@ -184,8 +196,9 @@ void gr_cpu_dense_bf16(const gr_kargs *a) {
 
 void gr_cpu_dense_bf16_bwd_data(const gr_kargs *a) {
     gr_cpu *cpu = gr_cpu_of(a);
-    const int64_t n = a->n, f = a->tin[1]->shape[1], u = a->tin[1]->shape[0];
-    gr_mm_prim *e = gr_mm_get(cpu, GR_MM_BWD_DATA, n, u, f, false, a->eout[0]);
+    const bool t = a->node->attrs.weight_t;
+    const int64_t n = a->n, f = a->tin[1]->shape[t ? 0 : 1], u = a->tin[1]->shape[t ? 1 : 0];
+    gr_mm_prim *e = gr_mm_get(cpu, GR_MM_BWD_DATA, n, u, f, false, t, a->eout[0]);
     const void *wb, *dyb;
     gr_mm_operands(cpu, a->in[1], u * f, a->in[0], a->ein[0], n * u, &wb, &dyb);
     gr_mm_run(cpu, e, dyb, wb, NULL, a->out[0]);
@@ -193,13 +206,15 @@ void gr_cpu_dense_bf16_bwd_data(const gr_kargs *a) {
 
 void gr_cpu_dense_bf16_bwd_params(const gr_kargs *a) {
     gr_cpu *cpu = gr_cpu_of(a);
-    const int64_t n = a->n, f = a->tout[0]->shape[1], u = a->tout[0]->shape[0];
-    gr_mm_prim *e = gr_mm_get(cpu, GR_MM_BWD_W, n, u, f, false, GR_F32);
+    const bool t = a->node->attrs.weight_t;
+    const int64_t n = a->n, f = a->tout[0]->shape[t ? 0 : 1], u = a->tout[0]->shape[t ? 1 : 0];
+    gr_mm_prim *e = gr_mm_get(cpu, GR_MM_BWD_W, n, u, f, false, t, GR_F32);
     /* dy: bf16 (an fp32 dy is the loss's: not this path); x: bf16 or the fp32 batch */
     GR_ASSERT(a->ein[0] == GR_BF16);
     const void *none, *xb;
     gr_mm_operands(cpu, NULL, 0, a->in[1], a->ein[1], n * f, &none, &xb);
-    gr_mm_run(cpu, e, a->in[0], xb, NULL, a->out[0]);
+    if (t) gr_mm_run(cpu, e, xb, a->in[0], NULL, a->out[0]); /* x^T . dy */
+    else gr_mm_run(cpu, e, a->in[0], xb, NULL, a->out[0]);
     float *db = a->node->nout > 1 ? a->out[1] : NULL;
     if (!db) return;
     const uint16_t *dy = a->in[0];

@@ -9,7 +9,11 @@
  * operands on the tensor cores with fp32 accumulation (CUBLAS_COMPUTE_32F):
  * y and dx are written in half, dW is accumulated in fp32 straight from the
  * half x and dy (cuBLAS takes half A and B with an fp32 C). The bias is a
- * separate pass (cu_spatial.h). */
+ * separate pass (cu_spatial.h).
+ *
+ * A transposed tied use (node attrs.weight_t, graph/op_dense.c) stores W
+ * [F, U]: y = x W, dx = dy W^T, dW [F, U] += x^T dy, the same products with
+ * the other transposes and leading dimensions. */
 #include "cu_spatial.h"
 #include "cuda_backend.h"
 
@@ -33,28 +37,37 @@ static void gr_cuda_gemm(gr_cuda *cu, cublasOperation_t ta, cublasOperation_t tb
 /* y = x W^T + b:  column-major y^T [U, n] = op_T(W as [F, U]) * (x as [F, n]) */
 void gr_cuda_dense(const gr_kargs *a) {
     gr_cuda *cu = gr_cuda_of(a);
-    int n = (int)a->n, fin = (int)a->tin[1]->shape[1], units = (int)a->tin[1]->shape[0];
+    const bool t = a->node->attrs.weight_t; /* t: W as [U, F] is op_N, ld U */
+    int n = (int)a->n, fin = (int)a->tin[1]->shape[t ? 0 : 1], units = (int)a->tin[1]->shape[t ? 1 : 0];
     gr_elem e = gr_cuda_act_elem(a);
     const void *w = gr_cuda_weight_as(cu, a->in[1], gr_tensor_numel(a->tin[1]), e);
-    gr_cuda_gemm(cu, CUBLAS_OP_T, CUBLAS_OP_N, units, n, fin, w, fin, a->in[0], fin, e, 0.0f, a->out[0], e, units);
+    gr_cuda_gemm(cu, t ? CUBLAS_OP_N : CUBLAS_OP_T, CUBLAS_OP_N, units, n, fin, w, t ? units : fin, a->in[0], fin, e,
+                 0.0f, a->out[0], e, units);
     if (a->node->nin > 2) gr_cu_bias_add(cu->stream, (int)e, a->out[0], a->in[2], n, units, 1);
 }
 
 /* dx = dy W:  column-major dx^T [F, n] = (W as [F, U]) * (dy as [U, n]) */
 void gr_cuda_dense_bwd_data(const gr_kargs *a) {
     gr_cuda *cu = gr_cuda_of(a);
-    int n = (int)a->n, fin = (int)a->tin[1]->shape[1], units = (int)a->tin[1]->shape[0];
+    const bool t = a->node->attrs.weight_t; /* t: op_T(W as [U, F]), ld U */
+    int n = (int)a->n, fin = (int)a->tin[1]->shape[t ? 0 : 1], units = (int)a->tin[1]->shape[t ? 1 : 0];
     gr_elem e = gr_cuda_act_elem(a);
     const void *w = gr_cuda_weight_as(cu, a->in[1], gr_tensor_numel(a->tin[1]), e);
-    gr_cuda_gemm(cu, CUBLAS_OP_N, CUBLAS_OP_N, fin, n, units, w, fin, a->in[0], units, e, 0.0f, a->out[0], e, fin);
+    gr_cuda_gemm(cu, t ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, fin, n, units, w, t ? units : fin, a->in[0], units, e,
+                 0.0f, a->out[0], e, fin);
 }
 
 /* dW += dy^T x:  column-major dW^T [F, U] += (x as [F, n]) * op_T(dy as [U, n]);  db += column sums of dy */
 void gr_cuda_dense_bwd_params(const gr_kargs *a) {
     gr_cuda *cu = gr_cuda_of(a);
-    int n = (int)a->n, fin = (int)a->tout[0]->shape[1], units = (int)a->tout[0]->shape[0];
+    const bool t = a->node->attrs.weight_t;
+    int n = (int)a->n, fin = (int)a->tout[0]->shape[t ? 0 : 1], units = (int)a->tout[0]->shape[t ? 1 : 0];
     gr_elem e = gr_cuda_act_elem(a);
-    gr_cuda_gemm(cu, CUBLAS_OP_N, CUBLAS_OP_T, fin, units, n, a->in[1], fin, a->in[0], units, e, 1.0f, a->out[0],
-                 GR_F32, fin);
+    if (t) /* column-major dW^T [U, F] += (dy as [U, n]) * op_T(x as [F, n]) */
+        gr_cuda_gemm(cu, CUBLAS_OP_N, CUBLAS_OP_T, units, fin, n, a->in[0], units, a->in[1], fin, e, 1.0f, a->out[0],
+                     GR_F32, units);
+    else
+        gr_cuda_gemm(cu, CUBLAS_OP_N, CUBLAS_OP_T, fin, units, n, a->in[1], fin, a->in[0], units, e, 1.0f, a->out[0],
+                     GR_F32, fin);
     if (a->node->nout > 1) gr_cu_bias_grad(cu->stream, (int)e, a->in[0], a->out[1], n, units, 1);
 }
