@@ -7,7 +7,10 @@
  *                 epoch, in an order that is a pure function of
  *                 (seed, epoch, rank, world), read ahead by data.workers
  *                 threads into a ring of data.prefetch batch buffers
- *                 (page-locked when a GPU runs the job).
+ *                 (page-locked when a GPU runs the job). The loader reads
+ *                 samples through a sample source (source.h): a dataset
+ *                 is one (gr_source_dataset), others open with
+ *                 gr_loader_open_source.
  * All failures are GR_ERR_DATA (exit 3) with a message naming the file, and
  * the group and dataset when they are involved. HDF5's own error-stack
  * printing is switched off; its failures are translated. */
@@ -16,6 +19,7 @@
 
 #include "../common/gr_common.h"
 #include "augment.h"
+#include "source.h"
 
 /* ---- datasets ---- */
 
@@ -87,10 +91,12 @@ bool gr_dataset_reads_direct(const gr_dataset *ds);
  * it, which only the two samples their check reads go through). */
 size_t gr_dataset_host_bytes(const gr_dataset *ds);
 
-/* Raw access for the loader's worker threads: gr_dataset_fetch makes the
- * stored bytes of samples idx[0..n) reachable through rows (in memory: no
- * copy; on disk: the distinct rows read into rows->raw with one selection,
- * then checked for inf/NaN in float images: exit 3 naming the sample).
+/* Raw access, for the readers of the dataset as a sample source
+ * (gr_source_dataset; the loader's worker threads): gr_dataset_fetch makes
+ * the stored bytes of samples idx[0..n) reachable through rows (in memory:
+ * no copy; on disk: the distinct rows read into rows->raw with one
+ * selection, then checked for inf/NaN in float images: exit 3 naming the
+ * sample).
  * Concurrent calls are safe when each has its own rows (HDF5 is built
  * thread-safe and serializes its part). gr_rows_sample gives one fetched
  * sample's bytes: C,H,W (or H,W,C when nhwc) elements of the stored dtype. */
@@ -158,6 +164,9 @@ typedef struct gr_loader gr_loader;
  * from the file, the rows of a batch; two epoch permutations when
  * shuffling. Its figure for `gpurun plan`, with no loader opened. */
 size_t gr_loader_host_bytes(gr_dataset *ds, const gr_loader_config *cfg);
+/* the same for a loader over a source (gr_loader_open_source); 0 when the
+ * source lacks the fields the loader takes */
+size_t gr_loader_host_bytes_source(gr_source *src, const gr_loader_config *cfg);
 
 /* Order: epoch e's sample order is a permutation of [0, N) computed from
  * (seed, e) alone (identity when !shuffle); rank r of w takes positions
@@ -168,6 +177,14 @@ size_t gr_loader_host_bytes(gr_dataset *ds, const gr_loader_config *cfg);
  * Errors: the crop does not fit the images (exit 3), bad configuration
  * (exit 2), buffers (exit 4), threads (exit 1). */
 gr_status gr_loader_open(gr_dataset *ds, const gr_loader_config *cfg, gr_loader **out, gr_error *err);
+/* The same over any sample source (borrowed: close the loader first). It
+ * takes two of its fields: `image` (uint8, float16 or float32; shape
+ * [C,H,W] with layout "CHW" or [H,W,C] with "HWC"), decoded per sample by
+ * augment.h's decoder, and `label` (an int32 scalar) into the batch's y;
+ * a source without them is GR_ERR_DATA naming it and the field. The order,
+ * augmentation and batches are those gr_loader_open makes when the source
+ * is gr_source_dataset(ds). */
+gr_status gr_loader_open_source(gr_source *src, const gr_loader_config *cfg, gr_loader **out, gr_error *err);
 void gr_loader_close(gr_loader *ld);
 /* Per-sample shape of the batches, C,H,W (the crop size when cropping). */
 void gr_loader_sample_shape(const gr_loader *ld, int64_t chw[3]);

@@ -1,10 +1,13 @@
-/* image.c — one JPEG (libjpeg-turbo) or PNG (libpng) file decoded to RGB,
+/* image.c — one JPEG (libjpeg-turbo) or PNG (libpng) image decoded to RGB,
  * resized so its short side is R and centre-cropped to SxS (image.h): the
  * pixels of `gpurun data imagefolder` and of `gpurun predict`.
  *
- * A file's format is told by its first bytes (JPEG FF D8 FF, PNG's 8-byte
- * signature), not its name: ImageNet has a PNG named .JPEG. CMYK and YCCK
- * JPEGs (ImageNet has a few dozen) are decoded as CMYK and converted to RGB.
+ * Decoding works on the encoded bytes in memory (jpeg_mem_src; libpng with
+ * a read callback over the buffer); a file is read into memory whole, then
+ * decoded the same way. An image's format is told by its first bytes (JPEG
+ * FF D8 FF, PNG's 8-byte signature), not its name: ImageNet has a PNG named
+ * .JPEG. CMYK and YCCK JPEGs (ImageNet has a few dozen) are decoded as CMYK
+ * and converted to RGB.
  *
  * Both libraries report errors by calling a function that must not return;
  * here it records the message and longjmps back to the decoding function,
@@ -19,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <jpeglib.h>
 #include <jerror.h>
@@ -40,7 +44,8 @@ typedef struct image_jpeg_job {
     struct jpeg_error_mgr mgr;
     jmp_buf jb;
     char msg[GR_IMAGE_WHY_MAX - 16]; /* room for the "JPEG: " / "PNG: " prefix */
-    FILE *fp;
+    const uint8_t *data; /* the encoded image, n bytes */
+    size_t n;
     int64_t short_side;  /* decode at a reduced scale while the short side stays >= this */
     gr_image *img;
     uint8_t *cmyk;       /* one CMYK row, for CMYK / YCCK files */
@@ -81,7 +86,7 @@ static bool image_jpeg_run(image_jpeg_job *j) {
     if (setjmp(j->jb)) return false;
     jpeg_create_decompress(&j->ci);
     j->ci.client_data = j;
-    jpeg_stdio_src(&j->ci, j->fp);
+    jpeg_mem_src(&j->ci, j->data, (unsigned long)j->n);
     jpeg_read_header(&j->ci, TRUE);
     if (!image_size_ok(j->ci.image_width, j->ci.image_height, j->msg, sizeof j->msg)) return false;
     /* libjpeg converts YCCK to CMYK but neither to RGB */
@@ -114,9 +119,10 @@ static bool image_jpeg_run(image_jpeg_job *j) {
     return true;
 }
 
-static bool image_decode_jpeg(FILE *fp, int64_t short_side, gr_image *img, char *msg) {
+static bool image_decode_jpeg(const uint8_t *data, size_t n, int64_t short_side, gr_image *img, char *msg) {
     image_jpeg_job *j = gr_xcalloc(1, sizeof *j);
-    j->fp = fp;
+    j->data = data;
+    j->n = n;
     j->img = img;
     j->short_side = short_side;
     j->ci.err = jpeg_std_error(&j->mgr);
@@ -136,7 +142,8 @@ typedef struct image_png_job {
     png_bytep *rows;
     jmp_buf jb;
     char msg[GR_IMAGE_WHY_MAX - 16]; /* room for the "JPEG: " / "PNG: " prefix */
-    FILE *fp;
+    const uint8_t *data; /* the encoded image, n bytes, read up to pos */
+    size_t n, pos;
     gr_image *img;
 } image_png_job;
 
@@ -150,10 +157,19 @@ static void image_png_warning(png_structp png, png_const_charp m) {
     (void)png, (void)m;
 }
 
+/* libpng's read callback over the buffer: a read past its end fails with
+ * the message of libpng's own stdio reader. */
+static void image_png_read(png_structp png, png_bytep out, size_t len) {
+    image_png_job *j = png_get_io_ptr(png);
+    if (len > j->n - j->pos) png_error(png, "Read Error");
+    memcpy(out, j->data + j->pos, len);
+    j->pos += len;
+}
+
 /* The libpng calls; returns false with j->msg set. Touches only *j. */
 static bool image_png_run(image_png_job *j) {
     if (setjmp(j->jb)) return false;
-    png_init_io(j->png, j->fp);
+    png_set_read_fn(j->png, j, image_png_read);
     png_set_user_limits(j->png, GR_IMAGE_MAX_SRC_SIDE, GR_IMAGE_MAX_SRC_SIDE);
     png_read_info(j->png, j->info);
     if (!image_size_ok(png_get_image_width(j->png, j->info), png_get_image_height(j->png, j->info), j->msg,
@@ -181,9 +197,10 @@ static bool image_png_run(image_png_job *j) {
     return true;
 }
 
-static bool image_decode_png(FILE *fp, gr_image *img, char *msg) {
+static bool image_decode_png(const uint8_t *data, size_t n, gr_image *img, char *msg) {
     image_png_job *j = gr_xcalloc(1, sizeof *j);
-    j->fp = fp;
+    j->data = data;
+    j->n = n;
     j->img = img;
     j->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, j, image_png_error, image_png_warning);
     if (j->png) j->info = png_create_info_struct(j->png);
@@ -195,6 +212,48 @@ static bool image_decode_png(FILE *fp, gr_image *img, char *msg) {
     return ok;
 }
 
+bool gr_image_decode_mem(const void *bytes, size_t n, int64_t short_side, gr_image *img,
+                        char why[GR_IMAGE_WHY_MAX]) {
+    memset(img, 0, sizeof *img);
+    const uint8_t *data = bytes;
+    uint8_t sig[8] = {0};
+    const size_t got = GR_MIN(n, sizeof sig);
+    if (got) memcpy(sig, data, got);
+    bool ok;
+    if (got >= 3 && sig[0] == 0xFF && sig[1] == 0xD8 && sig[2] == 0xFF) {
+        ok = image_decode_jpeg(data, n, short_side, img, why);
+    } else if (got == sizeof sig && png_sig_cmp(sig, 0, sizeof sig) == 0) {
+        ok = image_decode_png(data, n, img, why);
+    } else {
+        char hex[3 * sizeof sig + 1] = "";
+        for (size_t i = 0; i < GR_MIN(got, (size_t)4); i++) snprintf(hex + 3 * i, 4, " %02X", sig[i]);
+        snprintf(why, GR_IMAGE_WHY_MAX, "not a JPEG or PNG file (%s%s)", got ? "it starts with" : "it is empty", hex);
+        ok = false;
+    }
+    if (!ok) gr_image_free(img);
+    return ok;
+}
+
+/* The bytes of fp up to its end (or to a read error, as a decoder reading
+ * the stream would have seen them) into *data (malloc'd; NULL when empty). */
+static size_t image_read_all(FILE *fp, uint8_t **data) {
+    struct stat sb;
+    size_t cap = fstat(fileno(fp), &sb) == 0 && sb.st_size > 0 ? (size_t)sb.st_size + 1 : 4096, n = 0;
+    uint8_t *buf = gr_xmalloc(cap);
+    for (;;) {
+        if (n == cap) buf = gr_xrealloc(buf, cap *= 2);
+        const size_t got = fread(buf + n, 1, cap - n, fp);
+        n += got;
+        if (got == 0) break;
+    }
+    if (n == 0) {
+        free(buf);
+        buf = NULL;
+    }
+    *data = buf;
+    return n;
+}
+
 bool gr_image_decode(const char *path, int64_t short_side, gr_image *img, char why[GR_IMAGE_WHY_MAX]) {
     memset(img, 0, sizeof *img);
     FILE *fp = fopen(path, "rb");
@@ -202,22 +261,11 @@ bool gr_image_decode(const char *path, int64_t short_side, gr_image *img, char w
         snprintf(why, GR_IMAGE_WHY_MAX, "%s", strerror(errno));
         return false;
     }
-    uint8_t sig[8] = {0};
-    size_t got = fread(sig, 1, sizeof sig, fp);
-    rewind(fp);
-    bool ok;
-    if (got >= 3 && sig[0] == 0xFF && sig[1] == 0xD8 && sig[2] == 0xFF) {
-        ok = image_decode_jpeg(fp, short_side, img, why);
-    } else if (got == sizeof sig && png_sig_cmp(sig, 0, sizeof sig) == 0) {
-        ok = image_decode_png(fp, img, why);
-    } else {
-        char hex[3 * sizeof sig + 1] = "";
-        for (size_t i = 0; i < GR_MIN(got, (size_t)4); i++) snprintf(hex + 3 * i, 4, " %02X", sig[i]);
-        snprintf(why, GR_IMAGE_WHY_MAX, "not a JPEG or PNG file (%s%s)", got ? "it starts with" : "it is empty", hex);
-        ok = false;
-    }
+    uint8_t *data;
+    const size_t n = image_read_all(fp, &data);
     fclose(fp);
-    if (!ok) gr_image_free(img);
+    const bool ok = gr_image_decode_mem(data, n, short_side, img, why);
+    free(data);
     return ok;
 }
 

@@ -1,4 +1,4 @@
-/* image.h — one JPEG or PNG file to a uint8 [C,S,S] sample: the decoding and
+/* image.h — one JPEG or PNG image to a uint8 [C,S,S] sample: the decoding and
  * the resize + centre crop that `gpurun data imagefolder` applies to every
  * image it converts (dataio/convert_imagefolder.c), shared with whatever
  * needs the same pixels from a single file (`gpurun predict`), so a model
@@ -6,8 +6,10 @@
  *
  * Exports:
  *   gr_image              a decoded image: interleaved 8-bit RGB, w x h;
- *   gr_image_decode       a file to a gr_image, by its first bytes (JPEG
- *                         FF D8 FF or PNG's signature), not its name;
+ *   gr_image_decode_mem   an encoded image in memory to a gr_image, by its
+ *                         first bytes (JPEG FF D8 FF or PNG's signature);
+ *   gr_image_decode       the same for a file (read whole, then decoded
+ *                         from memory), told by its bytes, not its name;
  *   gr_image_free         releases a decoded image;
  *   gr_image_resize_crop  short side to R (area averaging when shrinking,
  *                         bilinear when growing), centre crop S x S, as
@@ -37,16 +39,22 @@ typedef struct gr_image {
     int64_t w, h;
 } gr_image;
 
-/* Decodes the file at path into *img (to be freed with gr_image_free) by what
- * its first bytes say it is: JPEG (libjpeg; CMYK and YCCK converted to RGB,
- * grayscale copied to the 3 channels; decoded at 1/2, 1/4 or 1/8 scale while
- * the short side stays >= short_side) or PNG (libpng; palette expanded, 16-bit
- * cut to 8, alpha dropped, grayscale copied to the 3 channels). On failure
- * returns false, leaves img empty and writes the problem to why (not naming
- * the file: the caller does): "not a JPEG or PNG file (...)", "JPEG: <libjpeg's
- * message>", "PNG: <libpng's>", a header past GR_IMAGE_MAX_SRC_*, or the
- * fopen error. A corrupt or truncated file is such a failure, never an exit
- * or a crash. */
+/* Decodes the n encoded bytes at bytes into *img (to be freed with
+ * gr_image_free) by what its first bytes say it is: JPEG (libjpeg; CMYK and
+ * YCCK converted to RGB, grayscale copied to the 3 channels; decoded at 1/2,
+ * 1/4 or 1/8 scale while the short side stays >= short_side) or PNG (libpng;
+ * palette expanded, 16-bit cut to 8, alpha dropped, grayscale copied to the 3
+ * channels). On failure returns false, leaves img empty and writes the
+ * problem to why (naming no file or sample: the caller does): "not a JPEG or
+ * PNG file (...)", "JPEG: <libjpeg's message>", "PNG: <libpng's>" (bytes
+ * ending early: "JPEG: Premature end of JPEG file", "PNG: Read Error"), or a
+ * header past GR_IMAGE_MAX_SRC_*. Corrupt or truncated bytes are such a
+ * failure, never an exit or a crash. The buffer is only read. */
+bool gr_image_decode_mem(const void *bytes, size_t n, int64_t short_side, gr_image *img,
+                        char why[GR_IMAGE_WHY_MAX]);
+
+/* gr_image_decode_mem of the file at path, read into memory whole: the same
+ * image and the same `why` as for its bytes, or the fopen error. */
 bool gr_image_decode(const char *path, int64_t short_side, gr_image *img, char why[GR_IMAGE_WHY_MAX]);
 
 void gr_image_free(gr_image *img);

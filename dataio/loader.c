@@ -8,16 +8,21 @@
  * when w > 1) and cuts them into batches. A sample's crop and flip are drawn
  * from (seed, epoch, sample index) (augment.c).
  *
+ * Samples. The loader reads a sample source (source.h): its `image` field
+ * through the per-sample decoder/augmenter of augment.h, its `label` field
+ * into the batch's labels. A dataset is the source gr_source_dataset.
+ *
  * Pipeline. Batches are numbered through the epochs, seq = epoch * batches +
  * index. A worker claims the next seq to issue as soon as any of the
  * `prefetch` slots is free (the training loop may return batches in any
  * order), copies the batch's sample
  * indices (under the lock: the permutation of an epoch is computed once and
- * kept for the two most recent epochs), then, unlocked: fetches the samples'
- * stored bytes (in memory: nothing to do; on disk: one HDF5 selection per
- * batch, which HDF5 serves chunk by chunk and serializes across threads),
- * decodes each sample through its transform into the slot's buffers, calls
- * the ready hook, and marks the slot full. gr_loader_next hands out slots in
+ * kept for the two most recent epochs), then, unlocked: fetches the samples
+ * through its own source reader (a dataset in memory: nothing to do; on
+ * disk: one HDF5 selection per batch, which HDF5 serves chunk by chunk and
+ * serializes across threads), decodes each sample's image through its
+ * transform into the slot's buffers, calls the ready hook, and marks the
+ * slot full. gr_loader_next hands out slots in
  * seq order only, so the stream is the same for any number of workers; with
  * no workers it fills the slot itself.
  *
@@ -50,8 +55,8 @@ typedef struct loader_worker {
     struct gr_loader *ld;
     pthread_t thread;
     bool started;
-    int64_t *idx;        /* one batch of dataset indices */
-    gr_rows rows;        /* on-disk reads */
+    int64_t *idx;        /* one batch of sample indices */
+    gr_source_reader rd; /* this thread's reads from the source */
     void *scratch;       /* gr_decode_sample */
 } loader_worker;
 
@@ -60,10 +65,21 @@ typedef struct epoch_perm {
     int64_t *perm;
 } epoch_perm;
 
+/* What the loader takes of a source: its image field (shape in C,H,W
+ * meaning, stored type, layout) and its label field. */
+typedef struct loader_fields {
+    int image, label;          /* field indices */
+    int64_t chw[3];
+    gr_dtype dtype;
+    bool nhwc;
+} loader_fields;
+
 struct gr_loader {
-    gr_dataset *ds;
+    gr_source *src;
+    bool own_src;              /* made by gr_loader_open, closed with the loader */
+    loader_fields f;
     gr_loader_config cfg;
-    int64_t n;                 /* dataset samples */
+    int64_t n;                 /* source samples */
     int64_t in_chw[3], out_elems;
     int64_t shard;             /* this rank's samples per epoch before batching */
     int64_t batches;           /* per epoch */
@@ -132,15 +148,16 @@ static int64_t loader_indices(gr_loader *ld, int64_t seq, int64_t *idx, gr_batch
 
 /* Unlocked: makes the batch whose indices are in w->idx. */
 static gr_status loader_fill(gr_loader *ld, loader_worker *w, gr_batch *b, gr_error *err) {
-    gr_status st = gr_dataset_fetch(ld->ds, w->idx, b->n, &w->rows, err);
+    gr_status st = gr_source_fetch(&w->rd, w->idx, b->n, err);
     if (st != GR_OK) return st;
-    const int32_t *labels = gr_dataset_labels(ld->ds);
     for (int64_t i = 0; i < b->n; i++) {
         const int64_t s = w->idx[i];
         gr_xform t;
+        size_t bytes;
         gr_augment_draw(&ld->cfg.aug, ld->in_chw[1], ld->in_chw[2], ld->cfg.seed, b->epoch, s, &t);
-        gr_decode_sample(&ld->dec, gr_rows_sample(ld->ds, &w->rows, s), &t, b->x + i * ld->out_elems, w->scratch);
-        b->y[i] = labels[s];
+        gr_decode_sample(&ld->dec, gr_source_view(&w->rd, s, ld->f.image, &bytes), &t, b->x + i * ld->out_elems,
+                         w->scratch);
+        memcpy(&b->y[i], gr_source_view(&w->rd, s, ld->f.label, &bytes), sizeof b->y[i]);
     }
     if (ld->cfg.ready) return ld->cfg.ready(b, ld->cfg.ready_ctx, err);
     return GR_OK;
@@ -188,7 +205,7 @@ static void *loader_worker_main(void *arg) {
 
 static void worker_free(loader_worker *w) {
     free(w->idx);
-    gr_rows_free(&w->rows);
+    gr_source_reader_free(&w->rd);
     free(w->scratch);
 }
 
@@ -202,24 +219,74 @@ static void batch_free(const gr_loader_config *cfg, void *p) {
     else gr_aligned_free(p);
 }
 
-size_t gr_loader_host_bytes(gr_dataset *ds, const gr_loader_config *cfg) {
-    int64_t chw[3], oh, ow;
-    gr_dataset_sample_shape(ds, chw);
+/* The fields the loader takes of src into *f; GR_ERR_DATA naming the
+ * source and the field when one is missing or not what the decoder reads. */
+static gr_status loader_fields_of(const gr_source *src, loader_fields *f, gr_error *err) {
+    f->image = gr_source_find(src, "image");
+    f->label = gr_source_find(src, "label");
+    if (f->image < 0 || f->label < 0)
+        return gr_error_set(err, GR_ERR_DATA, "loader: %s has no field '%s' (the loader reads an 'image' and a "
+                            "'label' field)", src->path, f->image < 0 ? "image" : "label");
+    const gr_field *im = &src->fields[f->image], *lab = &src->fields[f->label];
+    const bool chw = strcmp(im->layout, "CHW") == 0, hwc = strcmp(im->layout, "HWC") == 0;
+    bool ok = !im->variable && im->rank == 3 && (chw || hwc) &&
+              (im->type == GR_FT_UINT8 || im->type == GR_FT_FLOAT16 || im->type == GR_FT_FLOAT32);
+    for (int k = 0; ok && k < 3; k++) ok = im->shape[k] >= 1;
+    if (!ok)
+        return gr_error_set(err, GR_ERR_DATA, "loader: %s: %s: field 'image' is %s%s of rank %d, layout '%s'; the "
+                            "loader reads uint8, float16 or float32 images [C,H,W] (layout CHW) or [H,W,C] (HWC)",
+                            src->path, im->origin, im->variable ? "variable-size " : "", gr_ftype_name(im->type),
+                            im->rank, im->layout);
+    if (lab->variable || lab->rank != 0 || lab->type != GR_FT_INT32)
+        return gr_error_set(err, GR_ERR_DATA, "loader: %s: %s: field 'label' is %s%s of rank %d; the loader reads "
+                            "one int32 per sample", src->path, lab->origin, lab->variable ? "variable-size " : "",
+                            gr_ftype_name(lab->type), lab->rank);
+    f->nhwc = hwc;
+    f->chw[0] = im->shape[hwc ? 2 : 0];
+    f->chw[1] = im->shape[hwc ? 0 : 1];
+    f->chw[2] = im->shape[hwc ? 1 : 2];
+    f->dtype = im->type == GR_FT_UINT8 ? GR_DT_UINT8 : im->type == GR_FT_FLOAT16 ? GR_DT_FLOAT16 : GR_DT_FLOAT32;
+    return GR_OK;
+}
+
+size_t gr_loader_host_bytes_source(gr_source *src, const gr_loader_config *cfg) {
+    loader_fields f;
+    if (loader_fields_of(src, &f, NULL) != GR_OK) return 0;
+    int64_t oh, ow;
+    const int64_t *chw = f.chw;
     gr_augment_out_shape(&cfg->aug, chw[1], chw[2], &oh, &ow);
     const size_t b = (size_t)cfg->batch, slots = (size_t)GR_MAX(cfg->prefetch, 1);
     const size_t workers = (size_t)GR_MAX(cfg->workers, 1);
     size_t worker = b * sizeof(int64_t) + gr_decoder_scratch_bytes_for(chw[2], ow);
-    if (!gr_dataset_in_memory(ds)) worker += b * (gr_dataset_sample_bytes(ds) + sizeof(int64_t)); /* rows, sorted */
+    if (src->ops->reader_bytes) worker += src->ops->reader_bytes(src, cfg->batch);
     size_t bytes = slots * b * ((size_t)(chw[0] * oh * ow) * sizeof(float) + sizeof(int32_t)) + workers * worker;
-    if (cfg->shuffle) bytes += 2 * (size_t)gr_dataset_len(ds) * sizeof(int64_t);
+    if (cfg->shuffle) bytes += 2 * (size_t)src->n * sizeof(int64_t);
+    return bytes;
+}
+
+size_t gr_loader_host_bytes(gr_dataset *ds, const gr_loader_config *cfg) {
+    gr_source *src = gr_source_dataset(ds);
+    size_t bytes = gr_loader_host_bytes_source(src, cfg);
+    gr_source_close(src);
     return bytes;
 }
 
 gr_status gr_loader_open(gr_dataset *ds, const gr_loader_config *cfg, gr_loader **out, gr_error *err) {
+    gr_source *src = gr_source_dataset(ds);
+    gr_status st = gr_loader_open_source(src, cfg, out, err);
+    if (st != GR_OK) gr_source_close(src);
+    else (*out)->own_src = true;
+    return st;
+}
+
+gr_status gr_loader_open_source(gr_source *src, const gr_loader_config *cfg, gr_loader **out, gr_error *err) {
     *out = NULL;
+    loader_fields f;
+    gr_status st = loader_fields_of(src, &f, err);
+    if (st != GR_OK) return st;
     int64_t chw[3], oh, ow;
-    gr_dataset_sample_shape(ds, chw);
-    const int64_t n = gr_dataset_len(ds), C = chw[0];
+    memcpy(chw, f.chw, sizeof chw);
+    const int64_t n = src->n, C = chw[0];
     if (cfg->batch < 1)
         return gr_error_set(err, GR_ERR_USAGE, "loader: batch %lld must be at least 1", (long long)cfg->batch);
     if (cfg->world < 1 || cfg->rank < 0 || cfg->rank >= cfg->world)
@@ -241,7 +308,7 @@ gr_status gr_loader_open(gr_dataset *ds, const gr_loader_config *cfg, gr_loader 
                                 cfg->mean[c], cfg->std[c]);
     if (cfg->aug.crop != GR_CROP_NONE && (cfg->aug.size < 1 || cfg->aug.size > ((int64_t)1 << 16)))
         return gr_error_set(err, GR_ERR_USAGE, "loader: crop size %lld is out of range", (long long)cfg->aug.size);
-    gr_status st = gr_augment_check(&cfg->aug, chw[1], chw[2], gr_dataset_path(ds), gr_dataset_images_name(ds), err);
+    st = gr_augment_check(&cfg->aug, chw[1], chw[2], src->path, src->fields[f.image].origin, err);
     if (st != GR_OK) return st;
     gr_augment_out_shape(&cfg->aug, chw[1], chw[2], &oh, &ow);
     const int64_t out_elems = C * oh * ow;
@@ -259,7 +326,8 @@ gr_status gr_loader_open(gr_dataset *ds, const gr_loader_config *cfg, gr_loader 
                             (long long)shard, (long long)cfg->batch);
 
     gr_loader *ld = gr_xcalloc(1, sizeof *ld);
-    ld->ds = ds;
+    ld->src = src;
+    ld->f = f;
     ld->cfg = *cfg;
     ld->n = n;
     memcpy(ld->in_chw, chw, sizeof chw);
@@ -279,7 +347,7 @@ gr_status gr_loader_open(gr_dataset *ds, const gr_loader_config *cfg, gr_loader 
         for (int64_t c = 0; c < C; c++) big[c] = ld->mean[0], big[C + c] = ld->std[0];
         mean = big, std = big + C;
     }
-    gr_decoder_init(&ld->dec, gr_dataset_dtype(ds), chw, gr_dataset_nhwc(ds), oh, ow, mean, std);
+    gr_decoder_init(&ld->dec, f.dtype, chw, f.nhwc, oh, ow, mean, std);
     free(big);
     ld->perms[0].epoch = ld->perms[1].epoch = -1;
     pthread_mutex_init(&ld->mu, NULL);
@@ -309,6 +377,7 @@ gr_status gr_loader_open(gr_dataset *ds, const gr_loader_config *cfg, gr_loader 
         loader_worker *w = &ld->workers[i];
         w->ld = ld;
         w->idx = gr_xmalloc((size_t)cfg->batch * sizeof *w->idx);
+        gr_source_reader_init(&w->rd, src);
         w->scratch = gr_xmalloc(gr_decoder_scratch_bytes(&ld->dec));
     }
     /* workers start with every signal blocked, so SIGTERM/SIGINT reach the
@@ -350,6 +419,7 @@ void gr_loader_close(gr_loader *ld) {
     free(ld->perms[0].perm);
     free(ld->perms[1].perm);
     gr_decoder_free(&ld->dec);
+    if (ld->own_src) gr_source_close(ld->src);
     pthread_cond_destroy(&ld->work);
     pthread_cond_destroy(&ld->ready);
     pthread_mutex_destroy(&ld->mu);
