@@ -84,6 +84,21 @@ int gr_op_lookup(const char *name) {
     return -1;
 }
 
+gr_status gr_graph_set_batch(gr_graph *g, int64_t n, gr_error *err) {
+    GR_ASSERT(n >= 1);
+    for (int i = 0; i < g->n_nodes; i++) {
+        const gr_node *nd = &g->nodes[i];
+        if (n < nd->min_batch)
+            return gr_error_set(err, GR_ERR_USAGE, "layer %s: %s cannot run at micro-batch %lld: it needs %lld or "
+                                "more samples there", nd->layer >= 0 ? g->layers[nd->layer].name : "loss",
+                                gr_op_name(nd->op), (long long)n, (long long)nd->min_batch);
+    }
+    for (int i = 0; i < g->n_tensors; i++)
+        if (g->tensors[i].batched) g->tensors[i].shape[0] = n;
+    g->micro_batch = n;
+    return GR_OK;
+}
+
 int64_t gr_tensor_numel(const gr_tensor *t) {
     int64_t n = 1;
     for (int i = 0; i < t->ndim; i++) n *= t->shape[i];

@@ -115,6 +115,7 @@ typedef struct gr_node {
     int out[GR_MAX_OUT], nout;
     gr_attrs attrs;
     int fwd;                 /* backward nodes: the forward node; else -1 */
+    int64_t min_batch;       /* the smallest micro-batch it runs at (0: any; infer sets it) */
     int64_t flops;           /* per sample */
 } gr_node;
 
@@ -259,6 +260,14 @@ gr_status gr_graph_check(const gr_job_spec *spec, gr_error *err);
 /* Appends the backward pass (autodiff.c). need_input_grad also gives the
  * input batch a gradient (gradcheck uses it). */
 void gr_autodiff(gr_graph *g, bool need_input_grad);
+/* The micro-batch plans are made for: every batched tensor's leading
+ * dimension (shape[0]) and g->micro_batch become n. Nothing else of the
+ * graph depends on it (structure, names, parameters, per-sample FLOPs), so
+ * a job builds its graph once and plans it at any micro-batch: the runner's
+ * micro-batch search (runner/memfit.c) plans its candidates so. Refused
+ * (GR_ERR_USAGE, naming the layer) below a node's min_batch (batchnorm
+ * needs more than one value per channel), the graph then unchanged. */
+gr_status gr_graph_set_batch(gr_graph *g, int64_t n, gr_error *err);
 void gr_graph_free(gr_graph *g);
 /* Activation recomputation (graph/recompute.c), after gr_autodiff and
  * before the precision and layout passes: the forward nodes of every block

@@ -58,6 +58,7 @@ static gr_status gr_bn_infer(gr_graph *g, int node, const gr_cfg *at, const char
     nd->out[0] = y;
     nd->out[1] = saved;
     nd->nout = 2;
+    nd->min_batch = (2 + per_channel - 1) / per_channel; /* at another micro-batch (gr_graph_set_batch) */
     /* statistics (sum, sum of squares) and the affine map: ~ 5 per element */
     nd->flops = 5 * gr_tensor_sample_numel(&x);
     return GR_OK;

@@ -25,46 +25,64 @@ void gr_memfit_of(const gr_graph *g, int optim_slots, const gr_plan *tp, const g
     out->total = out->params + out->grads + out->optim + out->act_train + out->act_eval + out->stage + out->workspace;
 }
 
-gr_status gr_memfit_need(const gr_job_spec *s, const int64_t *in_shape, int in_ndim, int64_t m, gr_backend *be,
-                         gr_mem_need *out, gr_error *err) {
-    gr_job_spec t = *s; /* shallow: only read */
-    t.train.micro_batch = m;
-    gr_job j;
-    gr_job_init(&j, &t, true);
+/* The need of job tj's graph (built, laid out for be) at micro-batch m: the
+ * graph planned at m, not rebuilt. */
+static gr_status gr_memfit_at(gr_job *tj, int64_t m, gr_backend *be, gr_mem_need *out, gr_error *err) {
     gr_plan tp, ep;
     memset(&tp, 0, sizeof tp);
     memset(&ep, 0, sizeof ep);
-    gr_model stub = {.g = &j.g, .be = be}; /* the plans point at it until freed */
-    gr_status st = gr_job_graph(&j, in_shape, in_ndim, err);
-    if (!st) {
-        j.be = be; /* borrowed: taken back before gr_job_free */
-        if (be) gr_job_layout(&j);
-        st = gr_memfit_compile(&tp, &stub, &j.g, GR_PLAN_TRAIN, err);
-        if (!st) st = gr_memfit_compile(&ep, &stub, &j.g, GR_PLAN_EVAL, err);
-    }
-    if (!st) gr_memfit_of(&j.g, gr_optim_slots(&s->train.optimizer), &tp, &ep, out);
+    gr_model stub = {.g = &tj->g, .be = be}; /* the plans point at it until freed */
+    gr_status st = gr_graph_set_batch(&tj->g, m, err);
+    if (!st) st = gr_memfit_compile(&tp, &stub, &tj->g, GR_PLAN_TRAIN, err);
+    if (!st) st = gr_memfit_compile(&ep, &stub, &tj->g, GR_PLAN_EVAL, err);
+    if (!st) gr_memfit_of(&tj->g, gr_optim_slots(&tj->spec->train.optimizer), &tp, &ep, out);
     gr_plan_free(&tp);
     gr_plan_free(&ep);
-    j.be = NULL;
-    gr_job_free(&j);
+    return st;
+}
+
+/* A job of spec s with its graph built for be (layout too), to plan at
+ * several micro-batches; gr_job_free it. */
+static gr_status gr_memfit_job(gr_job *tj, const gr_job_spec *s, const int64_t *in_shape, int in_ndim,
+                               gr_backend *be, gr_error *err) {
+    gr_job_init(tj, s, true);
+    gr_status st = gr_job_graph(tj, in_shape, in_ndim, err);
+    if (!st && be) {
+        tj->be = be; /* borrowed: taken back before gr_job_free */
+        gr_job_layout(tj);
+        tj->be = NULL;
+    }
+    return st;
+}
+
+gr_status gr_memfit_need(const gr_job_spec *s, const int64_t *in_shape, int in_ndim, int64_t m, gr_backend *be,
+                         gr_mem_need *out, gr_error *err) {
+    gr_job tj;
+    gr_status st = gr_memfit_job(&tj, s, in_shape, in_ndim, be, err);
+    if (!st) st = gr_memfit_at(&tj, m, be, out, err);
+    gr_job_free(&tj);
     return st;
 }
 
 gr_status gr_memfit_largest(const gr_job_spec *s, const int64_t *in_shape, int in_ndim, int64_t per, size_t limit,
                             gr_backend *be, gr_mem_need *best, gr_error *err) {
+    memset(best, 0, sizeof *best);
+    gr_job tj; /* one graph, planned at each candidate */
+    gr_status st = gr_memfit_job(&tj, s, in_shape, in_ndim, be, err);
+    if (st) {
+        gr_job_free(&tj);
+        return st;
+    }
     int64_t *div = gr_xmalloc((size_t)(per < 4096 ? per : 4096) * sizeof *div);
     int nd = 0;
     for (int64_t d = 1; d <= per && nd < 4096; d++)
         if (per % d == 0) div[nd++] = d;
     gr_mem_need need;
-    memset(best, 0, sizeof *best);
-    int lo = 0, hi = nd - 1, found = -1; /* the largest fitting index: the need grows with the micro-batch */
-    gr_status st = GR_OK;
+    int lo = 0, hi = nd - 1; /* the largest fitting index: the need grows with the micro-batch */
     while (lo <= hi && !st) {
         int mid = (lo + hi) / 2;
-        if ((st = gr_memfit_need(s, in_shape, in_ndim, div[mid], be, &need, err))) break;
+        if ((st = gr_memfit_at(&tj, div[mid], be, &need, err))) break;
         if (need.total <= limit) {
-            found = mid;
             *best = need;
             lo = mid + 1;
         } else {
@@ -72,8 +90,8 @@ gr_status gr_memfit_largest(const gr_job_spec *s, const int64_t *in_shape, int i
             hi = mid - 1;
         }
     }
-    (void)found;
     free(div);
+    gr_job_free(&tj);
     return st;
 }
 
@@ -102,9 +120,7 @@ gr_status gr_memfit_auto(gr_job *j, gr_job_spec *rs, gr_error *err) {
     if (!j->mx.quiet)
         fprintf(stderr, "gpurun: train.micro_batch auto: %lld (%s bytes of the %s %s)\n", (long long)best.micro_batch,
                 a, b, from_env ? "GPURUN_MEMORY_LIMIT allows" : "that are 90% of the device's free memory");
-    gr_graph_free(&j->g); /* again at the micro-batch picked */
-    j->have_graph = false;
-    return gr_job_graph(j, j->in_shape, j->in_ndim, err);
+    return gr_graph_set_batch(&j->g, best.micro_batch, err); /* the graph planned at it, not rebuilt */
 }
 
 /* The budget the planner's figures are measured against: GPURUN_MEMORY_LIMIT, else 90% of free. */

@@ -39,7 +39,8 @@ gr_status gr_memfit_need(const gr_job_spec *s, const int64_t *in_shape, int in_n
                          gr_mem_need *out, gr_error *err);
 /* Of the micro-batches that divide per (train.batch_size / processes), the
  * largest whose need is at most limit bytes (the need grows with the
- * micro-batch: a binary search over the divisors); *best the need (its
+ * micro-batch: a binary search over the divisors, each planned on the one
+ * graph built for s: gr_graph_set_batch); *best the need (its
  * micro_batch 0 when even 1 does not fit, best->total then the need at 1). */
 gr_status gr_memfit_largest(const gr_job_spec *s, const int64_t *in_shape, int in_ndim, int64_t per, size_t limit,
                             gr_backend *be, gr_mem_need *best, gr_error *err);
@@ -54,7 +55,7 @@ gr_status gr_memfit_job_model(gr_job *j, gr_error *err);
 /* train.micro_batch: auto (0 in rs): the largest micro-batch dividing the
  * batch each process takes whose need fits GPURUN_MEMORY_LIMIT, else 90%
  * of what j's device has free; written into rs (so into config.yaml and
- * every checkpoint's spec) and j's graph rebuilt at it. Nothing when the
+ * every checkpoint's spec) and j's graph planned at it (gr_graph_set_batch). Nothing when the
  * spec gives a number. Exit 4 when not even 1 fits, with the figures. */
 gr_status gr_memfit_auto(gr_job *j, gr_job_spec *rs, gr_error *err);
 

@@ -140,7 +140,44 @@ static void test_names(void) {
     gr_cfg_free(layers);
 }
 
+/* One graph planned at several micro-batches (gr_graph_set_batch): the
+ * same plan as a graph built at that micro-batch, byte for byte; below a
+ * batchnorm's smallest micro-batch it is refused, the graph unchanged. */
+static void test_set_batch(void) {
+    const char *yaml = "[{conv: {filters: 4, kernel: 3}}, batchnorm, relu, global_avgpool, batchnorm, flatten, "
+                       "{dense: {units: 10}}]";
+    gr_cfg *l1 = layers_of(yaml), *l2 = layers_of(yaml);
+    gr_graph g, h;
+    build(&g, l1, 32);
+    build(&h, l2, 6);
+    gr_error err = {0};
+    CHECK_MSG(gr_graph_set_batch(&g, 6, &err) == GR_OK, "%s", err.msg);
+    CHECK(g.micro_batch == 6 && g.n_tensors == h.n_tensors);
+    for (int t = 0; t < g.n_tensors && t < h.n_tensors; t++)
+        CHECK_MSG(g.tensors[t].ndim == h.tensors[t].ndim &&
+                  !memcmp(g.tensors[t].shape, h.tensors[t].shape, sizeof g.tensors[t].shape),
+                  "tensor %s: another shape than a graph built at micro-batch 6", g.tensors[t].name);
+    gr_plan pg, ph;
+    CHECK(gr_plan_compile(&pg, NULL, &g, GR_PLAN_TRAIN, false, &err) == GR_OK);
+    CHECK(gr_plan_compile(&ph, NULL, &h, GR_PLAN_TRAIN, false, &err) == GR_OK);
+    CHECK(pg.mem.act_bytes == ph.mem.act_bytes && pg.mem.act_bytes_naive == ph.mem.act_bytes_naive);
+    for (int t = 0; t < g.n_tensors && t < h.n_tensors; t++) CHECK(pg.mem.offset[t] == ph.mem.offset[t]);
+    gr_plan_free(&pg);
+    gr_plan_free(&ph);
+    /* the second batchnorm sees [n, 4, 1, 1]: one value per channel per sample, two samples at least */
+    memset(&err, 0, sizeof err);
+    CHECK(gr_graph_set_batch(&g, 1, &err) == GR_ERR_USAGE);
+    CHECK_STR_CONTAINS(err.msg, "layer batchnorm1: batchnorm cannot run at micro-batch 1: it needs 2 or more");
+    CHECK(g.micro_batch == 6 && g.tensors[g.input].shape[0] == 6);
+    CHECK(gr_graph_set_batch(&g, 2, &err) == GR_OK && g.tensors[g.input].shape[0] == 2);
+    gr_graph_free(&g);
+    gr_graph_free(&h);
+    gr_cfg_free(l1);
+    gr_cfg_free(l2);
+}
+
 int main(void) {
+    test_set_batch();
     test_no_overlap();
     test_missing_kernel();
     test_names();
