@@ -61,9 +61,11 @@ void gr_autodiff(gr_graph *g, bool need_input_grad) {
     }
     g->ad_n = g->n_tensors;
     g->ad_readers = gr_xcalloc((size_t)g->ad_n, sizeof *g->ad_readers);
-    for (int i = 0; i < g->n_forward; i++) /* parameters: their readers add into the slot (above) */
-        for (int k = 0; k < g->nodes[i].nin; k++)
+    for (int i = 0; i < g->n_forward; i++) {
+        if (gr_op_bwd(g->nodes[i].op) == GR_OP_NONE) continue; /* a metric: no gradient comes from it */
+        for (int k = 0; k < g->nodes[i].nin; k++) /* parameters: their readers add into the slot (above) */
             if (g->tensors[g->nodes[i].in[k]].kind != GR_TK_PARAM) g->ad_readers[g->nodes[i].in[k]]++;
+    }
     g->ad_node = -1;
     for (int i = g->n_forward - 1; i >= 0; i--) {
         const gr_node nd = g->nodes[i]; /* a copy: gr_autodiff_sum appends nodes, which may move the array */

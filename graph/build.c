@@ -625,6 +625,7 @@ static gr_status gr_graph_build_ex(const gr_job_spec *spec, const int64_t *in_sh
                                    bool infer, gr_graph *g, gr_error *err) {
     memset(g, 0, sizeof *g);
     g->ad_node = -1;
+    g->metric_stats = -1;
     /* micro_batch auto (0): planned at the whole batch until the runner picks one that fits */
     g->micro_batch = spec->train.micro_batch > 0 ? spec->train.micro_batch : spec->train.batch_size;
     g->seed = spec->seed;
@@ -681,7 +682,14 @@ static gr_status gr_graph_build_ex(const gr_job_spec *spec, const int64_t *in_sh
     int ins[2] = {g->logits, g->label}, outs[2] = {g->loss_probs, g->loss_stats};
     int ln = gr_graph_add_node(g, GR_OP_SOFTMAX_CE, -1, ins, 2, outs, 2);
     g->nodes[ln].attrs.label_smoothing = spec->train.label_smoothing;
+    g->nodes[ln].attrs.ignore_index = -100;
     g->nodes[ln].flops = 5 * g->n_classes;
+    /* the accuracy metric (top-1) on the same logits and labels */
+    int mn = gr_graph_add_node(g, GR_OP_ACCURACY, -1, ins, 2, NULL, 0);
+    g->nodes[mn].attrs.top_k = 1;
+    g->nodes[mn].attrs.ignore_index = -100;
+    if ((st = gr_op_impl_of(GR_OP_ACCURACY)->infer(g, mn, NULL, "train.loss", err))) goto fail;
+    g->metric_stats = g->nodes[mn].out[0];
     g->n_forward = g->n_nodes;
 
     /* params first, then non-trainable state, so the grads arena mirrors

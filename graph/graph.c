@@ -28,7 +28,8 @@ static const gr_op_row gr_op_rows[] = {
 _Static_assert(GR_ARRAY_LEN(gr_op_rows) == GR_OP_COUNT, "op table out of step with ops.def");
 
 /* The rows checked at compile time: each is exactly one of LAYER, LOSS,
- * BACKWARD; a forward row's bwd names a backward row, a backward row's is NONE;
+ * METRIC, BACKWARD; a layer or loss row's bwd names a backward row, a
+ * backward or metric row's is NONE (a metric is never differentiated);
  * the activation and running-statistics flags are on layer rows; each backend
  * column has at most one half and one layout bit, and none for a view. */
 #define GR_CAP_HALF_MASK (GR_CAP_HALF | GR_CAP_HALF_IN0 | GR_CAP_HALF_ALL)
@@ -42,11 +43,11 @@ enum {
 };
 #define X(E, name, flags, bwd, cpu, cuda)                                                             \
     _Static_assert(((flags) & GR_OPF_LAYER ? 1 : 0) + ((flags) & GR_OPF_LOSS ? 1 : 0) +               \
-                   ((flags) & GR_OPF_BACKWARD ? 1 : 0) == 1,                                          \
-                   "ops.def row " #name ": flags need exactly one of LAYER, LOSS, BACKWARD");         \
-    _Static_assert((flags) & GR_OPF_BACKWARD ? (int)GR_OP_##bwd == GR_OP_NONE                          \
+                   ((flags) & GR_OPF_METRIC ? 1 : 0) + ((flags) & GR_OPF_BACKWARD ? 1 : 0) == 1,      \
+                   "ops.def row " #name ": flags need exactly one of LAYER, LOSS, METRIC, BACKWARD"); \
+    _Static_assert((flags) & (GR_OPF_BACKWARD | GR_OPF_METRIC) ? (int)GR_OP_##bwd == GR_OP_NONE        \
                                              : (GR_OPF_OF_##bwd & GR_OPF_BACKWARD) != 0,              \
-                   "ops.def row " #name ": bwd names a backward op (NONE on a backward row)");        \
+                   "ops.def row " #name ": bwd names a backward op (NONE on a backward or metric row)"); \
     _Static_assert(!((flags) & (GR_OPF_ACT | GR_OPF_RUNNING_STATS)) || ((flags) & GR_OPF_LAYER),      \
                    "ops.def row " #name ": ACT and RUNNING_STATS are for layer rows");                \
     _Static_assert(!((flags) & GR_OPF_ACT_SAVES_X) || ((flags) & GR_OPF_ACT),                         \

@@ -34,7 +34,7 @@ typedef enum gr_tensor_kind {
     GR_TK_INPUT,  /* the batch's images */
     GR_TK_LABEL,  /* the batch's labels (int32) */
     GR_TK_ACT,    /* activations, activation gradients, saved masks (reused by liveness) */
-    GR_TK_STAT,   /* small per-step results read back by the runner (loss sum, correct) */
+    GR_TK_STAT,   /* small per-step results read back by the runner ([loss sum, count], [correct, count]) */
 } gr_tensor_kind;
 
 /* A tensor's storage type. Graphs are built in GR_F32/GR_I32/GR_U8; the
@@ -87,7 +87,10 @@ typedef struct gr_attrs {
     int64_t units;           /* dense */
     bool bias;               /* dense, conv */
     double rate;             /* dropout */
-    double label_smoothing;  /* softmax_cross_entropy */
+    double label_smoothing;  /* softmax_cross_entropy (0) */
+    int64_t ignore_index;    /* softmax_cross_entropy, accuracy: a target of this value counts nowhere (-100,
+                                as PyTorch; a hand-built node must set it: 0 would ignore class 0) */
+    int64_t top_k;           /* accuracy: correct when the target is among the k highest logits (1) */
     int64_t filters;         /* conv: output channels */
     int64_t kernel[2];       /* conv, maxpool, avgpool */
     int64_t stride[2];       /* conv (1), maxpool/avgpool (kernel) */
@@ -133,7 +136,8 @@ typedef struct gr_graph {
     gr_layer *layers; int n_layers, cap_layers;
     int n_forward;           /* nodes [0, n_forward) are the forward pass incl. loss */
     int input, label;        /* tensor ids */
-    int logits, loss_probs, loss_stats; /* tensor ids; loss_stats = [loss sum, correct] */
+    int logits, loss_probs, loss_stats; /* tensor ids; loss_stats = [loss sum, count averaged over] */
+    int metric_stats;        /* the accuracy metric's [correct, count]; -1 none */
     int64_t micro_batch;
     /* Arena sizes in floats: every PARAM/STATE tensor starts at a multiple of
      * GR_PARAM_ALIGN floats (64 bytes), as cuDNN/cuBLAS tensor-core kernels

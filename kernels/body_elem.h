@@ -1,6 +1,6 @@
 /* body_elem.h — bodies of the elementwise kernels (kernels/cuda/elem.cu): activations
  * and their backward, dropout, add, concat along axis 1, and softmax
- * cross-entropy; the formulas of kernels/cpu/{act,misc,join,loss}.c, in the
+ * cross-entropy over the last axis (the other losses: body_loss.h); the formulas of kernels/cpu/{act,misc,join,loss}.c, in the
  * same float/double types and operation order.
  *
  * tests/ops/test_op_{dense_act,misc,join,loss}.c drive them over the grids the kernels cover and
@@ -159,8 +159,9 @@ GR_HD void gr_sce_max_combine(float *m, int64_t *arg, float m2, int64_t arg2) {
     if (*arg < 0 || gr_sce_above(m2, *m) || (tie && arg2 < *arg)) { *m = m2; *arg = arg2; }
 }
 
-/* The second stage: the blocks' (loss, correct) partials summed in block
- * order into stats[0..1] (one thread: the order is fixed). */
+/* The second stage: the blocks' (loss, count) partials summed in block
+ * order into stats[0..1] (one thread: the order is fixed; the other
+ * reductions of body_loss.h end here too). */
 GR_HD void gr_body_sce_stats(const double *part, int64_t blocks, float *stats) {
     double l = 0.0, c = 0.0;
     for (int64_t b = 0; b < blocks; b++) {
@@ -198,11 +199,12 @@ GR_HD void gr_sce_targets(float eps, int64_t k, float *off, float *on) {
     *on = 1.0f - eps + *off;
 }
 
-/* dz[i] = (p[i] - target) * scale, element i of [n, k] */
+/* dz[i] = (p[i] - target) * scale, element i of rows of k; 0 in a row whose
+ * target is ignore (scale: gr_sce_token_scale) */
 GR_HD void gr_body_sce_bwd(const float *p, const int32_t *label, float *dz, int64_t k, float off, float on,
-                           float scale, int64_t i) {
+                           float scale, int64_t ignore, int64_t i) {
     int64_t r = i / k, j = i - r * k;
-    dz[i] = (p[i] - (j == label[r] ? on : off)) * scale;
+    dz[i] = gr_loss_ignored(label[r], ignore) ? 0.0f : (p[i] - (j == label[r] ? on : off)) * scale;
 }
 
 #endif

@@ -17,10 +17,12 @@ void gr_train_load_batch(gr_plan *p, const gr_batch *b) {
 }
 
 void gr_train_read_stats(gr_plan *p, double *loss_sum, double *correct) {
-    float stats[2];
+    float stats[2], metric[2] = {0.0f, 0.0f};
     gr_backend_download(p->m->be, stats, gr_plan_ptr(p, p->g->loss_stats), sizeof stats);
+    if (p->g->metric_stats >= 0)
+        gr_backend_download(p->m->be, metric, gr_plan_ptr(p, p->g->metric_stats), sizeof metric);
     *loss_sum += stats[0];
-    *correct += stats[1];
+    *correct += metric[0];
 }
 
 void gr_train_micro_step(gr_plan *p, const gr_batch *b, const gr_exec_ctx *ctx, double *loss_sum,

@@ -4,7 +4,8 @@
  * required keys, the usage message for attributes that are not a map, and
  * the unknown-key message made from the table, each at its file:line:col;
  * then every layer op's own table through gr_op_parse_attrs (its defaults
- * and its exact "<op> takes ..." list). */
+ * and its exact "<op> takes ..." list); the losses' and the metric's tables
+ * (read by the builder from train.loss) and their infer's shape errors. */
 #include <string.h>
 
 #include "gr_test.h"
@@ -32,12 +33,21 @@ static void test_rows(void) {
             CHECK_MSG(!impl, "%s: a backward op has no implementation", gr_op_name((gr_op)op));
             continue;
         }
+        if (f & GR_OPF_METRIC) { /* never differentiated */
+            CHECK_MSG(impl && impl->infer && !impl->backward && gr_op_bwd((gr_op)op) == GR_OP_NONE, "%s: a metric",
+                      gr_op_name((gr_op)op));
+            continue;
+        }
         CHECK_MSG(impl && impl->backward, "%s: no backward", gr_op_name((gr_op)op));
         CHECK_MSG(!(f & GR_OPF_LAYER) || (impl && impl->infer), "%s: a layer op needs infer", gr_op_name((gr_op)op));
         CHECK_MSG(gr_op_flags((gr_op)gr_op_bwd((gr_op)op)) & GR_OPF_BACKWARD, "%s: bwd", gr_op_name((gr_op)op));
     }
     CHECK(joins == 2 && (gr_op_flags(GR_OP_ADD) & GR_OPF_JOIN) && (gr_op_flags(GR_OP_CONCAT) & GR_OPF_JOIN));
-    CHECK(fp32 == 1);
+    CHECK(fp32 == 4); /* the losses and the metric */
+    CHECK(gr_op_flags(GR_OP_MSE) & GR_OPF_LOSS && gr_op_flags(GR_OP_BCE_WITH_LOGITS) & GR_OPF_LOSS);
+    CHECK(gr_op_flags(GR_OP_ACCURACY) & GR_OPF_METRIC && gr_op_lookup("accuracy") == -1 && gr_op_lookup("mse") == -1);
+    CHECK(gr_op_bwd(GR_OP_MSE) == GR_OP_MSE_BWD && gr_op_bwd(GR_OP_BCE_WITH_LOGITS) == GR_OP_BCE_WITH_LOGITS_BWD);
+    CHECK(strcmp(gr_op_name(GR_OP_BCE_WITH_LOGITS), "bce_with_logits") == 0);
 }
 
 /* ---- the generic parser on a table of every kind ---- */
@@ -166,9 +176,95 @@ static void test_ops(void) {
     CHECK(strcmp(err.msg, "m.yaml:1:1: k: padding 2 is more than half the kernel 3 (it must be at most 1)") == 0);
 }
 
+/* ---- the losses and the metric: attributes (from train.loss) and shapes ---- */
+
+static gr_status loss_read(gr_op op, const char *text, gr_attrs *a, gr_error *err) {
+    memset(a, 0, sizeof *a);
+    memset(err, 0, sizeof *err);
+    gr_cfg *c = NULL;
+    if (text[0] && gr_cfg_parse_text(text, "j.yaml", 9, 9, &c, err)) return GR_ERR_INTERNAL;
+    gr_status st = gr_attrs_read(gr_op_name(op), gr_op_impl_of(op)->attrs, a, c, "train.loss", err);
+    gr_cfg_free(c);
+    return st;
+}
+
+static void loss_expect(gr_op op, const char *text, const char *msg) {
+    gr_attrs a;
+    gr_error err;
+    gr_status st = loss_read(op, text, &a, &err);
+    CHECK_MSG(st == GR_ERR_USAGE && strcmp(err.msg, msg) == 0, "%s %s: status %d, message\n  %s\nwanted\n  %s",
+              gr_op_name(op), text, st, err.msg, msg);
+}
+
+static void test_loss_attrs(void) {
+    gr_attrs a;
+    gr_error err;
+    CHECK(loss_read(GR_OP_SOFTMAX_CE, "", &a, &err) == GR_OK && a.label_smoothing == 0.0 && a.ignore_index == -100);
+    CHECK(loss_read(GR_OP_SOFTMAX_CE, "{ignore_index: 0, label_smoothing: 0.1}", &a, &err) == GR_OK);
+    CHECK(a.ignore_index == 0 && a.label_smoothing == 0.1);
+    CHECK(loss_read(GR_OP_ACCURACY, "", &a, &err) == GR_OK && a.top_k == 1 && a.ignore_index == -100);
+    CHECK(loss_read(GR_OP_ACCURACY, "{top_k: 5, ignore_index: 3}", &a, &err) == GR_OK && a.top_k == 5 &&
+          a.ignore_index == 3);
+    CHECK(loss_read(GR_OP_MSE, "", &a, &err) == GR_OK && loss_read(GR_OP_BCE_WITH_LOGITS, "{}", &a, &err) == GR_OK);
+    loss_expect(GR_OP_SOFTMAX_CE, "{label_smoothing: 1.5}",
+                "j.yaml:9:27: train.loss.label_smoothing: must be in [0, 1], got 1.5");
+    loss_expect(GR_OP_SOFTMAX_CE, "{ignore_index: 3000000000}",
+                "j.yaml:9:24: train.loss.ignore_index: must be <= 2147483647, got 3000000000");
+    loss_expect(GR_OP_SOFTMAX_CE, "{ignore: 1}", "j.yaml:9:10: train.loss.ignore: unknown attribute "
+                "(softmax_cross_entropy takes label_smoothing, ignore_index)");
+    loss_expect(GR_OP_ACCURACY, "{top_k: 0}", "j.yaml:9:17: train.loss.top_k: must be >= 1, got 0");
+    loss_expect(GR_OP_ACCURACY, "{k: 5}",
+                "j.yaml:9:10: train.loss.k: unknown attribute (accuracy takes top_k, ignore_index)");
+    loss_expect(GR_OP_MSE, "{reduction: sum}", "j.yaml:9:9: train.loss: mse takes no attributes");
+}
+
+/* op on a prediction [4, 3, 5] and a target of tshape (ndim tn) and type te;
+ * infer's status, its message in err */
+static gr_status loss_infer(gr_op op, const int64_t *tshape, int tn, gr_elem te, int64_t top_k, gr_error *err) {
+    gr_graph g;
+    memset(&g, 0, sizeof g);
+    memset(err, 0, sizeof *err);
+    int64_t xs[3] = {4, 3, 5};
+    int in[2];
+    in[0] = gr_graph_add_tensor(&g, "input", GR_TK_INPUT, GR_F32, 3, xs, true);
+    in[1] = gr_graph_add_tensor(&g, "label", GR_TK_LABEL, te, tn, tshape, true);
+    int nd = gr_graph_add_node(&g, op, -1, in, 2, NULL, 0);
+    g.nodes[nd].attrs.top_k = top_k;
+    gr_status st = gr_op_impl_of(op)->infer(&g, nd, NULL, "train.loss", err);
+    if (!st) { /* the outputs: softmax CE's probabilities, then the unbatched [2] stats */
+        const gr_node *n = &g.nodes[nd];
+        const gr_tensor *s = &g.tensors[n->out[n->nout - 1]];
+        CHECK(n->nout == (op == GR_OP_SOFTMAX_CE ? 2 : 1) && s->kind == GR_TK_STAT && s->ndim == 1 &&
+              s->shape[0] == 2 && !s->batched && s->elem == GR_F32);
+        if (op == GR_OP_SOFTMAX_CE) CHECK(g.tensors[n->out[0]].ndim == 3 && g.tensors[n->out[0]].shape[2] == 5);
+    }
+    gr_graph_free(&g);
+    return st;
+}
+
+static void test_loss_shapes(void) {
+    gr_error err;
+    const int64_t tok[2] = {4, 3}, same[3] = {4, 3, 5}, wrong[2] = {4, 5};
+    CHECK(loss_infer(GR_OP_SOFTMAX_CE, tok, 2, GR_I32, 0, &err) == GR_OK);
+    CHECK(loss_infer(GR_OP_ACCURACY, tok, 2, GR_I32, 5, &err) == GR_OK);
+    CHECK(loss_infer(GR_OP_MSE, same, 3, GR_F32, 0, &err) == GR_OK);
+    CHECK(loss_infer(GR_OP_BCE_WITH_LOGITS, same, 3, GR_F32, 0, &err) == GR_OK);
+    CHECK(loss_infer(GR_OP_SOFTMAX_CE, wrong, 2, GR_I32, 0, &err) == GR_ERR_USAGE);
+    CHECK_MSG(strcmp(err.msg, "train.loss: softmax_cross_entropy: the prediction is [n, 3, 5] and the target int32 "
+                     "[n, 5]; it needs int32 class targets shaped like the prediction without its last axis (the "
+                     "classes)") == 0, "%s", err.msg);
+    CHECK(loss_infer(GR_OP_MSE, same, 3, GR_I32, 0, &err) == GR_ERR_USAGE);
+    CHECK_MSG(strcmp(err.msg, "train.loss: mse: the prediction is [n, 3, 5] and the target int32 [n, 3, 5]; it "
+                     "needs fp32 targets shaped like the prediction") == 0, "%s", err.msg);
+    CHECK(loss_infer(GR_OP_ACCURACY, tok, 2, GR_I32, 6, &err) == GR_ERR_USAGE);
+    CHECK_MSG(strcmp(err.msg, "train.loss: accuracy: top_k 6 is more than the 5 classes") == 0, "%s", err.msg);
+}
+
 int main(void) {
     test_rows();
     test_parser();
     test_ops();
+    test_loss_attrs();
+    test_loss_shapes();
     return gr_test_report();
 }

@@ -13,8 +13,9 @@
  *     (both CPU paths, both GEMM providers): NaN spreads to exactly the
  *     outputs that read it;
  *   - softmax cross-entropy: a NaN or +inf logit gives a NaN loss, a -inf
- *     logit a finite one without label smoothing (inf with), the argmax
- *     counts a NaN as the largest value (torch.argmax);
+ *     logit a finite one without label smoothing (inf with); the accuracy
+ *     metric's top-1 and the CUDA body's argmax count a NaN as the largest
+ *     value (torch.argmax);
  *   - the clip factor of a NaN norm is NaN (torch's clip_grad_norm_). */
 #include <stdlib.h>
 #include <string.h>
@@ -436,6 +437,22 @@ static double body_sce_row(const float *z, int64_t k, int32_t label, double eps,
     return gr_sce_row_loss(sum[0], zsum[0], z[label] - m[0], k, eps);
 }
 
+/* The accuracy metric's top-1 count of one row of 3 logits (the argmax softmax CE's row picks). */
+static float cpu_top1(const float *z, int32_t label) {
+    float stats[2] = {-1.0f, -1.0f};
+    int64_t zs[2] = {1, 3};
+    kt k;
+    kt_init(&k, GR_OP_ACCURACY, 2, 1, 1, false);
+    k.node.attrs.top_k = 1;
+    k.node.attrs.ignore_index = -100;
+    kt_tensor(&k.tin[0], 2, zs);
+    k.a.in[0] = (void *)z, k.a.in[1] = &label;
+    k.a.out[0] = stats;
+    gr_cpu_accuracy(&k.a);
+    CHECK_MSG(stats[1] == 1.0f, "accuracy: count %g of one row", stats[1]);
+    return stats[0];
+}
+
 static void test_sce(void) {
     /* torch: F.cross_entropy(z, [0, 0, 0], reduction='none'), label_smoothing 0 and 0.1; argmax */
     const float z[4][3] = {{1.0f, NAN, 3.0f}, {1.0f, 2.0f, -INFINITY}, {1.0f, INFINITY, 0.0f}, {NAN, 1.0f, NAN}};
@@ -450,6 +467,7 @@ static void test_sce(void) {
             kt k;
             kt_init(&k, GR_OP_SOFTMAX_CE, 2, 2, 1, true);
             k.node.attrs.label_smoothing = eps[e];
+            k.node.attrs.ignore_index = -100;
             kt_tensor(&k.tin[0], 2, zs);
             k.a.in[0] = (void *)z[r], k.a.in[1] = &label;
             k.a.out[0] = p, k.a.out[1] = stats;
@@ -457,15 +475,14 @@ static void test_sce(void) {
             char what[64];
             snprintf(what, sizeof what, "cpu sce loss (eps %g) row", eps[e]);
             CHECK_SAME(what, r, stats[0], want[e][r]);
-            CHECK_MSG(stats[1] == (argmax[r] == 0 ? 1.0f : 0.0f), "cpu sce row %d: correct %g, argmax should be %d",
-                      r, stats[1], (int)argmax[r]);
+            CHECK_MSG(stats[1] == 1.0f, "cpu sce row %d: count %g, not 1", r, stats[1]);
+            float c = cpu_top1(z[r], label);
+            CHECK_MSG(c == (argmax[r] == 0 ? 1.0f : 0.0f), "cpu accuracy row %d: correct %g, argmax should be %d",
+                      r, c, (int)argmax[r]);
             /* labelled at torch's argmax, the sample counts as correct */
             int32_t at = (int32_t)argmax[r];
-            float p2[3], stats2[2];
-            k.a.in[1] = &at;
-            k.a.out[0] = p2, k.a.out[1] = stats2;
-            gr_cpu_softmax_cross_entropy(&k.a);
-            CHECK_MSG(stats2[1] == 1.0f, "cpu sce row %d: label %d (torch.argmax) is not counted correct", r, at);
+            CHECK_MSG(cpu_top1(z[r], at) == 1.0f, "cpu accuracy row %d: label %d (torch.argmax) is not counted "
+                      "correct", r, at);
             int64_t arg;
             double lb = body_sce_row(z[r], 3, label, eps[e], &arg);
             snprintf(what, sizeof what, "body sce loss (eps %g) row", eps[e]);
@@ -475,10 +492,11 @@ static void test_sce(void) {
             /* the backward of a NaN row is NaN (p - target) */
             float dz[3];
             kt kb;
-            kt_init(&kb, GR_OP_SOFTMAX_CE_BWD, 2, 1, 1, true);
+            kt_init(&kb, GR_OP_SOFTMAX_CE_BWD, 3, 1, 1, true);
             kb.node.attrs.label_smoothing = eps[e];
+            kb.node.attrs.ignore_index = -100;
             kt_tensor(&kb.tin[0], 2, zs);
-            kb.a.in[0] = p, kb.a.in[1] = &label;
+            kb.a.in[0] = p, kb.a.in[1] = &label, kb.a.in[2] = stats;
             kb.a.out[0] = dz;
             gr_cpu_softmax_cross_entropy_bwd(&kb.a);
             if (isnan(want[e][r])) CHECK_MSG(isnan(dz[0]) && isnan(dz[1]) && isnan(dz[2]), "sce bwd row %d", r);

@@ -1,23 +1,31 @@
-/* loss.c — CPU kernels of softmax cross-entropy (see graph/op_loss.c). */
+/* loss.c — CPU kernels of the losses (softmax cross-entropy over the last
+ * axis, mse, bce with logits) and the accuracy metric (see graph/op_loss.c).
+ * Sums run in double, in element order. */
 #include <math.h>
 
 #include "../loss_math.h"
 #include "cpu_kernels.h"
 
+/* The rows of a [n, ..., C] prediction in this run (tokens), and C. */
+static int64_t gr_cpu_rows(const gr_kargs *a, int64_t *k) {
+    const gr_tensor *x = a->tin[0];
+    *k = x->shape[x->ndim - 1];
+    return a->n * (gr_tensor_sample_numel(x) / *k);
+}
+
 void gr_cpu_softmax_cross_entropy(const gr_kargs *a) {
     const float *z = a->in[0];
     const int32_t *label = a->in[1];
     float *p = a->out[0], *stats = a->out[1];
-    int64_t n = a->n, k = a->tin[0]->shape[1];
+    int64_t k, n = gr_cpu_rows(a, &k), ignore = a->node->attrs.ignore_index;
     double eps = a->node->attrs.label_smoothing, loss = 0.0;
-    int64_t correct = 0;
+    int64_t count = 0;
     for (int64_t i = 0; i < n; i++) {
         const float *zi = z + i * k;
         float *pi = p + i * k;
-        int64_t arg = 0;
         float zmax = zi[0];
         for (int64_t j = 1; j < k; j++) /* NaN ranks above all (torch.argmax) and makes the row's loss NaN */
-            if (gr_sce_above(zi[j], zmax)) { zmax = zi[j]; arg = j; }
+            if (gr_sce_above(zi[j], zmax)) zmax = zi[j];
         double sum = 0.0, zsum = 0.0;
         for (int64_t j = 0; j < k; j++) {
             pi[j] = expf(zi[j] - zmax);
@@ -27,24 +35,81 @@ void gr_cpu_softmax_cross_entropy(const gr_kargs *a) {
         float inv = (float)(1.0 / sum);
         for (int64_t j = 0; j < k; j++) pi[j] *= inv;
         int32_t y = label[i];
+        if (gr_loss_ignored(y, ignore)) continue; /* its probabilities stay (predict reads them) */
         loss += gr_sce_row_loss(sum, zsum, zi[y] - zmax, k, eps); /* the CUDA kernel's formula too */
-        correct += arg == y;
+        count++;
     }
     stats[0] = (float)loss;
-    stats[1] = (float)correct;
+    stats[1] = (float)count;
 }
 
+/* in: probabilities, targets, the forward's stats (stats[1]: the count) */
 void gr_cpu_softmax_cross_entropy_bwd(const gr_kargs *a) {
-    const float *p = a->in[0];
+    const float *p = a->in[0], *stats = a->in[2];
     const int32_t *label = a->in[1];
     float *dz = a->out[0];
-    int64_t n = a->n, k = a->tin[0]->shape[1];
-    float eps = (float)a->node->attrs.label_smoothing, scale = a->ctx->grad_scale;
+    int64_t k, n = gr_cpu_rows(a, &k), ignore = a->node->attrs.ignore_index;
+    float eps = (float)a->node->attrs.label_smoothing, scale = gr_sce_token_scale(a->ctx->grad_scale, a->n, stats[1]);
     float off = eps / (float)k, on = 1.0f - eps + off;
     for (int64_t i = 0; i < n; i++) {
         const float *pi = p + i * k;
         float *di = dz + i * k;
+        if (gr_loss_ignored(label[i], ignore)) {
+            for (int64_t j = 0; j < k; j++) di[j] = 0.0f;
+            continue;
+        }
         for (int64_t j = 0; j < k; j++) di[j] = (pi[j] - off) * scale;
         di[label[i]] = (pi[label[i]] - on) * scale;
     }
+}
+
+void gr_cpu_mse(const gr_kargs *a) {
+    const float *x = a->in[0], *t = a->in[1];
+    float *stats = a->out[0];
+    int64_t m = gr_kargs_numel(a, a->tin[0]);
+    double loss = 0.0;
+    for (int64_t i = 0; i < m; i++) loss += gr_mse_term(x[i], t[i]);
+    stats[0] = (float)loss;
+    stats[1] = (float)m;
+}
+
+void gr_cpu_mse_bwd(const gr_kargs *a) {
+    const float *x = a->in[0], *t = a->in[1];
+    float *dx = a->out[0];
+    int64_t m = gr_kargs_numel(a, a->tin[0]);
+    float s = gr_loss_elem_scale(a->ctx->grad_scale, gr_tensor_sample_numel(a->tin[0]));
+    for (int64_t i = 0; i < m; i++) dx[i] = gr_mse_grad(x[i], t[i], s);
+}
+
+void gr_cpu_bce_with_logits(const gr_kargs *a) {
+    const float *x = a->in[0], *t = a->in[1];
+    float *stats = a->out[0];
+    int64_t m = gr_kargs_numel(a, a->tin[0]);
+    double loss = 0.0;
+    for (int64_t i = 0; i < m; i++) loss += gr_bce_term(x[i], t[i]);
+    stats[0] = (float)loss;
+    stats[1] = (float)m;
+}
+
+void gr_cpu_bce_with_logits_bwd(const gr_kargs *a) {
+    const float *x = a->in[0], *t = a->in[1];
+    float *dx = a->out[0];
+    int64_t m = gr_kargs_numel(a, a->tin[0]);
+    float s = gr_loss_elem_scale(a->ctx->grad_scale, gr_tensor_sample_numel(a->tin[0]));
+    for (int64_t i = 0; i < m; i++) dx[i] = gr_bce_grad(x[i], t[i], s);
+}
+
+void gr_cpu_accuracy(const gr_kargs *a) {
+    const float *z = a->in[0];
+    const int32_t *label = a->in[1];
+    float *stats = a->out[0];
+    int64_t k, n = gr_cpu_rows(a, &k), ignore = a->node->attrs.ignore_index, top = a->node->attrs.top_k;
+    int64_t correct = 0, count = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (gr_loss_ignored(label[i], ignore)) continue;
+        correct += gr_topk_hit(z + i * k, k, label[i], top);
+        count++;
+    }
+    stats[0] = (float)correct;
+    stats[1] = (float)count;
 }

@@ -235,14 +235,14 @@ extern "C" void gr_cu_concat_bwd(cudaStream_t s, const float *dy, float *dx, int
 // max/argmax and sums meet in xor butterflies, whose pairwise merges are
 // symmetric, so all lanes agree bit for bit. Each warp sums its rows'
 // losses in row order, each block its warps' in warp order; part[2b] and
-// part[2b+1] get block b's loss and correct count, and gr_sce_stats_kernel
-// adds the blocks in order: the same stats every run.
+// part[2b+1] get block b's loss and count of rows not ignored, and
+// gr_sce_stats_kernel adds the blocks in order: the same stats every run.
 __global__ void gr_sce_rows_kernel(const float *z, const int32_t *label, float *p, int64_t n, int64_t k,
-                                   double eps, double *part) {
-    __shared__ double wloss[GR_SCE_WARPS], wcorrect[GR_SCE_WARPS];
+                                   double eps, int64_t ignore, double *part) {
+    __shared__ double wloss[GR_SCE_WARPS], wcount[GR_SCE_WARPS];
     const int lane = threadIdx.x % GR_SCE_LANES, warp = threadIdx.x / GR_SCE_LANES;
     const int64_t W = (int64_t)gridDim.x * GR_SCE_WARPS;
-    double loss = 0.0, correct = 0.0;
+    double loss = 0.0, count = 0.0;
     for (int64_t r = (int64_t)blockIdx.x * GR_SCE_WARPS + warp; r < n; r += W) {
         const float *zr = z + r * k;
         float *pr = p + r * k;
@@ -261,20 +261,22 @@ __global__ void gr_sce_rows_kernel(const float *z, const int32_t *label, float *
             zsum += __shfl_xor_sync(GR_FULL_MASK, zsum, o);
         }
         const int32_t y = label[r];
-        loss += gr_sce_row_loss(sum, zsum, zr[y] - m, k, eps);
-        correct += arg == y;
+        if (!gr_loss_ignored(y, ignore)) {
+            loss += gr_sce_row_loss(sum, zsum, zr[y] - m, k, eps);
+            count += 1.0;
+        }
         gr_body_sce_scale_part(pr, k, gr_sce_inv(sum), lane, GR_SCE_LANES);
     }
     if (lane == 0) {
         wloss[warp] = loss;
-        wcorrect[warp] = correct;
+        wcount[warp] = count;
     }
     __syncthreads();
     if (threadIdx.x == 0) {
         double l = 0.0, c = 0.0;
         for (int w = 0; w < GR_SCE_WARPS; w++) {
             l += wloss[w];
-            c += wcorrect[w];
+            c += wcount[w];
         }
         part[2 * blockIdx.x] = l;
         part[2 * blockIdx.x + 1] = c;
@@ -285,27 +287,33 @@ __global__ void gr_sce_stats_kernel(const double *part, int64_t blocks, float *s
     gr_body_sce_stats(part, blocks, stats);
 }
 
-__global__ void gr_sce_bwd_kernel(const gr_dev_ctx *ctx, const float *p, const int32_t *label, float *dz,
-                                  int64_t nk, int64_t k, float off, float on) {
+// samples: the micro-batch's n, against which stats[1] (the forward's count) scales the gradient
+__global__ void gr_sce_bwd_kernel(const gr_dev_ctx *ctx, const float *p, const int32_t *label, const float *stats,
+                                  float *dz, int64_t nk, int64_t k, int64_t samples, float off, float on,
+                                  int64_t ignore) {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < nk) gr_body_sce_bwd(p, label, dz, k, off, on, ctx->grad_scale, i);
+    if (i < nk)
+        gr_body_sce_bwd(p, label, dz, k, off, on, gr_sce_token_scale(ctx->grad_scale, samples, stats[1]), ignore, i);
 }
 
 extern "C" void gr_cu_sce(cudaStream_t s, const float *z, const int32_t *label, float *p, float *stats,
-                          int64_t n, int64_t k, double eps, double *part) {
+                          int64_t n, int64_t k, double eps, int64_t ignore, double *part) {
     int64_t blocks = gr_sce_blocks(n);
-    gr_sce_rows_kernel<<<(unsigned)blocks, GR_SCE_WARPS * GR_SCE_LANES, 0, s>>>(z, label, p, n, k, eps, part);
+    gr_sce_rows_kernel<<<(unsigned)blocks, GR_SCE_WARPS * GR_SCE_LANES, 0, s>>>(z, label, p, n, k, eps, ignore,
+                                                                                part);
     GR_CU_LAUNCHED();
     gr_sce_stats_kernel<<<1, 1, 0, s>>>(part, blocks, stats);
     GR_CU_LAUNCHED();
 }
 
 extern "C" void gr_cu_sce_bwd(cudaStream_t s, const gr_dev_ctx *ctx, const float *p, const int32_t *label,
-                              float *dz, int64_t n, int64_t k, float eps) {
+                              const float *stats, float *dz, int64_t n, int64_t k, int64_t samples, float eps,
+                              int64_t ignore) {
     int64_t nk = n * k;
     if (nk <= 0) return;
     float off, on;
     gr_sce_targets(eps, k, &off, &on);
-    gr_sce_bwd_kernel<<<GR_CU_BLOCKS(nk), GR_CU_THREADS, 0, s>>>(ctx, p, label, dz, nk, k, off, on);
+    gr_sce_bwd_kernel<<<GR_CU_BLOCKS(nk), GR_CU_THREADS, 0, s>>>(ctx, p, label, stats, dz, nk, k, samples, off, on,
+                                                                 ignore);
     GR_CU_LAUNCHED();
 }

@@ -1,5 +1,6 @@
 /* op_elem.c — the CUDA backend's elementwise ops: activations, dropout,
- * add, concat, the views (flatten, add_bwd) and softmax cross-entropy. Each
+ * add, concat, the views (flatten, add_bwd) and softmax cross-entropy over
+ * the last axis (the other losses and the metric: op_loss.c). Each
  * reads shapes and attributes from its kargs and launches an elem.cu kernel
  * on the compute stream; per-step values (RNG key, gradient scale) stay on
  * the device (cu->dctx), so a captured graph replays correctly. */
@@ -108,14 +109,24 @@ void gr_cuda_concat_bwd(const gr_kargs *a) {
 /* The per-block partials go through the backend's scratch doubles, which
  * only stream-ordered work uses (the gradient norm reads them after the
  * plan's run), so nothing is allocated here. */
-void gr_cuda_softmax_cross_entropy(const gr_kargs *a) {
-    gr_cuda *cu = gr_cuda_of(a);
-    gr_cu_sce(cu->stream, a->in[0], a->in[1], a->out[0], a->out[1], a->n, a->tin[0]->shape[1],
-              a->node->attrs.label_smoothing, cu->scratch);
+/* rows (tokens) of a [n, ..., C] tensor in this run, and C */
+static int64_t gr_sce_rows(const gr_kargs *a, int64_t *k) {
+    const gr_tensor *x = a->tin[0];
+    *k = x->shape[x->ndim - 1];
+    return a->n * (gr_tensor_sample_numel(x) / *k);
 }
 
+void gr_cuda_softmax_cross_entropy(const gr_kargs *a) {
+    gr_cuda *cu = gr_cuda_of(a);
+    int64_t k, rows = gr_sce_rows(a, &k);
+    gr_cu_sce(cu->stream, a->in[0], a->in[1], a->out[0], a->out[1], rows, k, a->node->attrs.label_smoothing,
+              a->node->attrs.ignore_index, cu->scratch);
+}
+
+/* in: probabilities, labels, the forward's stats (its count) */
 void gr_cuda_softmax_cross_entropy_bwd(const gr_kargs *a) {
     gr_cuda *cu = gr_cuda_of(a);
-    gr_cu_sce_bwd(cu->stream, cu->dctx, a->in[0], a->in[1], a->out[0], a->n, a->tin[0]->shape[1],
-                  (float)a->node->attrs.label_smoothing);
+    int64_t k, rows = gr_sce_rows(a, &k);
+    gr_cu_sce_bwd(cu->stream, cu->dctx, a->in[0], a->in[1], a->in[2], a->out[0], rows, k, a->n,
+                  (float)a->node->attrs.label_smoothing, a->node->attrs.ignore_index);
 }

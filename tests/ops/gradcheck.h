@@ -2,9 +2,13 @@
  * tests/ops/test_op_*.c files, through the real pipeline: graph build ->
  * autodiff -> plan -> the backend's kernels.
  *
- * Each case is a small model ending in softmax cross-entropy. The analytic
+ * Each case is a small model ending in softmax cross-entropy (gr_gc_run),
+ * or one loss node of any kind on the input batch with its targets
+ * (gr_gc_loss_run: mse, bce with fp32 targets, softmax cross-entropy over
+ * the last axis with ignored tokens; loss_graph.h builds it). The analytic
  * gradients (parameters and the input batch) from one backward pass are
- * compared with central differences of the mean loss, (L(w+h) - L(w-h)) / 2h.
+ * compared with central differences of the mean loss, (L(w+h) - L(w-h)) / 2h,
+ * L being the loss's stats[0] / stats[1].
  * Kinks are avoided by construction: ops with one (relu, maxpool) are fed
  * inputs whose magnitude is well above h.
  *
@@ -21,6 +25,7 @@
 #include <string.h>
 
 #include "gr_test.h"
+#include "loss_graph.h"
 #include "graph/graph.h"
 #include "exec/exec.h"
 #include "runner/train.h"
@@ -72,6 +77,12 @@ static bool gr_gc_on_cpu(void) { return strcmp(gr_gc_device, "cpu") == 0; }
 static double gr_gc_loss(gr_plan *p, const gr_batch *b, const gr_exec_ctx *ctx) {
     double loss = 0.0, correct = 0.0;
     gr_train_micro_step(p, b, ctx, &loss, &correct);
+    float st[2];
+    gr_backend_download(p->m->be, st, gr_plan_ptr(p, p->g->loss_stats), sizeof st);
+    if (st[1] != (float)b->n) { /* [n, C] logits: the loss averages over the samples */
+        fprintf(stderr, "  the loss's count is %g, not the %lld samples\n", st[1], (long long)b->n);
+        return NAN;
+    }
     return loss / (double)b->n;
 }
 
@@ -192,6 +203,69 @@ static void gr_gc_run(const gr_gc_case *c) {
     gr_graph_free(&g);
     gr_cfg_free(layers);
     gr_cfg_free(blocks);
+}
+
+/* The mean loss stats[0] / stats[1] of one training pass of x, t. */
+static inline double gr_gc_loss_of(gr_plan *p, const gr_graph *g, int64_t n, const float *x, const void *t,
+                            const gr_exec_ctx *ctx) {
+    float st[2], mt[2];
+    gr_lg_upload(p, g, n, x, t);
+    gr_plan_run(p, n, ctx);
+    gr_lg_stats(p, g, st, mt);
+    return (double)st[0] / (double)st[1];
+}
+
+/* The gradcheck of loss case c alone on a batch of 3 samples: the input
+ * batch is its prediction (every element checked). */
+static inline void gr_gc_loss_run(const gr_lg_case *c) {
+    gr_error err = {0};
+    gr_graph g;
+    const int64_t n = 3;
+    gr_status st = gr_lg_build(c, n, &g, &err);
+    CHECK_MSG(st == GR_OK, "%s: %s", c->name, err.msg);
+    if (st) return;
+    gr_autodiff(&g, true);
+    gr_backend *be;
+    CHECK(gr_backend_create(gr_gc_device, 1, &be, &err) == GR_OK);
+    if (!gr_gc_on_cpu()) {
+        gr_backend_opts fp32 = {.precision = GR_PREC_FP32};
+        gr_backend_configure(be, &fp32);
+    }
+    gr_model m;
+    CHECK(gr_model_init(&m, &g, be, 0, &err) == GR_OK);
+    gr_plan p;
+    CHECK(gr_plan_compile(&p, &m, &g, GR_PLAN_TRAIN, true, &err) == GR_OK);
+    const int64_t nx = gr_lg_x_numel(&g, n);
+    float *x = malloc((size_t)nx * sizeof *x), *gx = malloc((size_t)nx * sizeof *gx);
+    void *t = malloc((size_t)gr_lg_t_numel(&g, n) * 4u);
+    gr_lg_fill(c, &g, n, 0xC0FFEEull, 2.0f, x, t);
+    gr_exec_ctx ctx = {.training = true, .rng_key = 99, .grad_scale = 1.0f / (float)n};
+    gr_gc_loss_of(&p, &g, n, x, t, &ctx);
+    int gx_t = g.tensors[g.input].grad;
+    CHECK_MSG(gx_t >= 0, "%s: the input has no gradient", c->name);
+    if (gx_t >= 0) gr_backend_download(be, gx, gr_plan_ptr(&p, gx_t), (size_t)nx * sizeof *gx);
+    const float h = 1e-2f;
+    int bad = 0, checked = 0;
+    for (int64_t k = 0; k < nx && gx_t >= 0; k++) {
+        float x0 = x[k];
+        x[k] = x0 + h;
+        double lp = gr_gc_loss_of(&p, &g, n, x, t, &ctx);
+        x[k] = x0 - h;
+        double lm = gr_gc_loss_of(&p, &g, n, x, t, &ctx);
+        x[k] = x0;
+        gr_gc_compare("input", c->name, gx[k], (lp - lm) / (2.0 * h), &bad);
+        checked++;
+    }
+    CHECK_MSG(bad == 0, "%s: %d of %d gradient entries off", c->name, bad, checked);
+    CHECK_MSG(checked > 10, "%s: only %d entries checked", c->name, checked);
+    printf("gradcheck %-28s %4d entries ok\n", c->name, checked - bad);
+    free(x);
+    free(gx);
+    free(t);
+    gr_plan_free(&p);
+    gr_model_free(&m);
+    gr_backend_free(be);
+    gr_graph_free(&g);
 }
 
 #endif

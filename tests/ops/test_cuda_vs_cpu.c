@@ -9,6 +9,11 @@
  * Every activation arena is filled with NaN before each run. Compared: the
  * loss stats of each run, the input's gradient (autodiff asked for it), every
  * parameter gradient, the batchnorm running stats, and the eval logits.
+ * A second table runs each loss alone on the input batch (loss_graph.h:
+ * mse, bce with logits, cross-entropy over the last axis of [n, T, C] with
+ * ignored tokens and the accuracy metric top-k on the same logits),
+ * comparing both stats, the metric's exactly (the same logits reach both)
+ * and the input's gradient.
  * Afterwards every op of ops.def must have been in some case's graph.
  *
  * The table runs five times: strict fp32 and tf32 with cuDNN's heuristics,
@@ -39,6 +44,7 @@
  * a failing case is therefore run once more on fresh parameters and inputs,
  * and fails the test only when that fails too — a real bug fails both. */
 #include "cuda_cmp.h"
+#include "loss_graph.h"
 
 #define N 6 /* micro-batch */
 
@@ -374,6 +380,99 @@ static int ops_attempt(const ops_case *c, const ops_pass *ps, gr_backend *const 
     return x.bad;
 }
 
+/* ---- the losses alone: the input batch is the prediction ---- */
+
+static const gr_lg_case loss_cases[] = {
+    {"loss: mse [n, 7]", GR_OP_MSE, 1, {7}, 0.0, -100, 0, 0},
+    {"loss: mse [n, 3, 5, 4]", GR_OP_MSE, 3, {3, 5, 4}, 0.0, -100, 0, 0},
+    {"loss: bce_with_logits [n, 9]", GR_OP_BCE_WITH_LOGITS, 1, {9}, 0.0, -100, 0, 0},
+    {"loss: bce_with_logits [n, 4, 300]", GR_OP_BCE_WITH_LOGITS, 2, {4, 300}, 0.0, -100, 0, 0},
+    {"loss: cross-entropy [n, 12, 33] smoothing 0.1, ignore -100, top-5", GR_OP_SOFTMAX_CE, 2, {12, 33}, 0.1, -100,
+     4, 5},
+    {"loss: cross-entropy [n, 40, 10] ignore 3, top-1", GR_OP_SOFTMAX_CE, 2, {40, 10}, 0.0, 3, 0, 1},
+    {"loss: cross-entropy [n, 2, 3, 50] all ignored", GR_OP_SOFTMAX_CE, 3, {2, 3, 50}, 0.0, -100, 1, 2},
+};
+
+/* The two stats pairs (loss, metric) of one run, the count and metric exact. */
+static void loss_check_stats(ops_ctx *x, const char *what, const float dev[4], const float ref[4]) {
+    if (ref[1] > 0.0f) ops_check_loss(x, what, dev[0], ref[0]);
+    else if (dev[0] != 0.0f || ref[0] != 0.0f) { /* nothing counted: a zero sum */
+        x->bad++;
+        fprintf(stderr, "  %s [%s]: %s: nothing counted, loss sum %g, cpu %g\n", x->c->name, x->ps->name, what, dev[0],
+                ref[0]);
+    }
+    if (dev[1] != ref[1] || dev[2] != ref[2] || dev[3] != ref[3]) {
+        x->bad++;
+        fprintf(stderr, "  %s [%s]: %s: count %g, metric [%g, %g]; cpu %g, [%g, %g]\n", x->c->name, x->ps->name, what,
+                dev[1], dev[2], dev[3], ref[1], ref[2], ref[3]);
+    }
+}
+
+static int loss_attempt(const gr_lg_case *c, const ops_pass *ps, gr_backend *const be[2], uint64_t seed, int attempt,
+                        bool covered[GR_OP_COUNT], ops_worst *worst) {
+    const ops_case oc = {c->name, NULL, 0, {0}, 0.0, NULL};
+    ops_ctx x = {&oc, ps, worst, 0, attempt, 0.0, 0.0};
+    gr_error err = {0};
+    gr_graph g;
+    if (gr_lg_build(c, N, &g, &err)) {
+        fprintf(stderr, "  %s: %s\n", c->name, err.msg);
+        gr_graph_free(&g);
+        return 1;
+    }
+    gr_autodiff(&g, true);
+    gr_graph_set_precision(&g, ps->opts.precision);
+    const int gx_t = g.tensors[g.input].grad;
+    gr_model m[2];
+    gr_plan tp[2], ep[2];
+    memset(m, 0, sizeof m);
+    memset(tp, 0, sizeof tp);
+    memset(ep, 0, sizeof ep);
+    bool ready = gx_t >= 0;
+    for (int b = 0; b < 2 && ready; b++)
+        if (gr_model_init(&m[b], &g, be[b], 0, &err) || gr_plan_compile(&tp[b], &m[b], &g, GR_PLAN_TRAIN, true, &err) ||
+            gr_plan_compile(&ep[b], &m[b], &g, GR_PLAN_EVAL, true, &err)) {
+            fprintf(stderr, "  %s on %s: %s\n", c->name, gr_backend_name(be[b]), err.msg);
+            ready = false;
+        }
+    if (!ready) x.bad = 1;
+    else
+        for (int i = 0; i < g.n_nodes; i++) covered[g.nodes[i].op] = true;
+    const int64_t nx = gr_lg_x_numel(&g, N);
+    float *xb = gr_xmalloc((size_t)nx * sizeof *xb);
+    void *tb = gr_xmalloc((size_t)gr_lg_t_numel(&g, N) * 4u);
+    /* a training pass (the input's gradient), then the eval plan on a partial batch */
+    for (int e = 0; e < 2 && ready; e++) {
+        const int64_t n = e == 0 ? N : N - 2;
+        gr_plan *p = e == 0 ? tp : ep;
+        gr_lg_fill(c, &g, n, gr_hash64(seed, 100u + (uint64_t)e), c->op == GR_OP_BCE_WITH_LOGITS ? 8.0f : 3.0f, xb, tb);
+        gr_exec_ctx ctx = {.training = e == 0, .rng_key = 1, .grad_scale = e == 0 ? 1.0f / (float)N : 0.0f};
+        float st[2][4], *gx[2] = {NULL, NULL};
+        for (int b = 0; b < 2; b++) {
+            gr_cmp_poison(&p[b]);
+            gr_lg_upload(&p[b], &g, n, xb, tb);
+            gr_plan_run(&p[b], n, &ctx);
+            gr_lg_stats(&p[b], &g, st[b], st[b] + 2);
+            if (e == 0) gx[b] = gr_cmp_fetch_as(be[b], gr_plan_ptr(&p[b], gx_t), g.tensors[gx_t].elem, nx);
+        }
+        loss_check_stats(&x, e == 0 ? "train" : "eval, partial batch", st[1], st[0]);
+        if (e == 0) ops_check(&x, "input gradient", gr_cmp_nmse(gx[1], gx[0], nx), false);
+        free(gx[0]);
+        free(gx[1]);
+    }
+    for (int b = 0; b < 2; b++) {
+        gr_plan_free(&ep[b]);
+        gr_plan_free(&tp[b]);
+        gr_model_free(&m[b]);
+    }
+    free(xb);
+    free(tb);
+    gr_graph_free(&g);
+    printf("%-15s %-56s forward %-9.3g gradients %-9.3g%s\n", ps->name, c->name, x.fwd, x.bwd,
+           x.bad ? "  out of bounds" : "");
+    fflush(stdout);
+    return x.bad;
+}
+
 int main(void) {
     gr_error err = {0};
     gr_backend *be[2] = {NULL, NULL};
@@ -383,7 +482,8 @@ int main(void) {
     }
     CHECK(gr_backend_create("cpu", 0, &be[0], &err) == GR_OK);
     if (!be[0]) return gr_test_report();
-    printf("%zu cases, micro-batch %d, cpu vs %s\n", GR_ARRAY_LEN(cases), N, gr_cmp_device_name());
+    printf("%zu cases and %zu loss cases, micro-batch %d, cpu vs %s\n", GR_ARRAY_LEN(cases), GR_ARRAY_LEN(loss_cases), N,
+           gr_cmp_device_name());
 
     /* GR_CUDA_TEST_CASES=text: only the cases whose name holds text (to
      * rerun a failure alone; the coverage check is then skipped) */
@@ -414,6 +514,14 @@ int main(void) {
                 bad = ops_attempt(&cases[i], ps, be, seed + 500u, 2, covered, &worst);
             }
             CHECK_MSG(bad == 0, "%s [%s]: out of bounds on two sets of inputs (see above)", cases[i].name,
+                      ps->name);
+        }
+        for (size_t i = 0; i < GR_ARRAY_LEN(loss_cases); i++) {
+            if (only && !strstr(loss_cases[i].name, only)) continue;
+            const uint64_t seed = 1000u * (uint64_t)i + 9u;
+            int bad = loss_attempt(&loss_cases[i], ps, be, seed, 1, covered, &worst);
+            if (bad) bad = loss_attempt(&loss_cases[i], ps, be, seed + 500u, 2, covered, &worst);
+            CHECK_MSG(bad == 0, "%s [%s]: out of bounds on two sets of inputs (see above)", loss_cases[i].name,
                       ps->name);
         }
         printf("%-15s worst forward NMSE %.3g (%s)\n%-15s worst gradient NMSE %.3g (%s)\n%-15s %.1f s\n", ps->name,
