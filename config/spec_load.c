@@ -123,6 +123,8 @@ static gr_status gr_spec_set(const gr_spec_row *r, const gr_cfg *n, const char *
         if ((r->flags & GR_SF_SEQ) && (n->kind != GR_CFG_SEQ || n->n == 0))
             return gr_cfg_error(err, n, key, "expected a non-empty list, got %s",
                                 n->kind == GR_CFG_SEQ ? "an empty list" : gr_cfg_got(n, got, sizeof got));
+        if ((r->flags & GR_SF_LIST) && n->kind != GR_CFG_SEQ)
+            return gr_cfg_error(err, n, key, "expected a list, got %s", gr_cfg_got(n, got, sizeof got));
         if ((r->flags & GR_SF_MAP) && n->kind != GR_CFG_MAP)
             return gr_cfg_error(err, n, key, "expected a map, got %s", gr_cfg_got(n, got, sizeof got));
         memcpy(dst, &n, sizeof n);

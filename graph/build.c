@@ -659,37 +659,12 @@ static gr_status gr_graph_build_ex(const gr_job_spec *spec, const int64_t *in_sh
         if (st) goto fail;
     }
 
-    /* the loss */
-    if (strcmp(spec->train.loss, "softmax_cross_entropy") != 0) {
-        st = gr_spec_error(err, spec, "train.loss.type", "unknown loss '%s'", spec->train.loss);
-        goto fail;
+    /* the loss and the metrics (head.c): read only when shapes are not inferred */
+    if (!infer) {
+        if ((st = gr_graph_head_check(spec, err))) goto fail;
+        goto done;
     }
-    if (!infer) goto done;
-    const gr_tensor *lt = &g->tensors[cur];
-    if (lt->ndim != 2) {
-        char buf[64];
-        st = gr_error_set(err, GR_ERR_USAGE, "%s: model.layers: the last layer's output is %s per "
-                          "batch; softmax_cross_entropy needs [batch, classes] (end with flatten + dense)",
-                          spec->file, gr_shape_str(lt, buf, sizeof buf));
-        goto fail;
-    }
-    g->logits = cur;
-    g->n_classes = lt->shape[1];
-    int64_t pshape[2] = {lt->shape[0], lt->shape[1]};
-    g->loss_probs = gr_graph_add_tensor(g, "loss.probs", GR_TK_ACT, GR_F32, 2, pshape, true);
-    int64_t sshape[1] = {2};
-    g->loss_stats = gr_graph_add_tensor(g, "loss.stats", GR_TK_STAT, GR_F32, 1, sshape, false);
-    int ins[2] = {g->logits, g->label}, outs[2] = {g->loss_probs, g->loss_stats};
-    int ln = gr_graph_add_node(g, GR_OP_SOFTMAX_CE, -1, ins, 2, outs, 2);
-    g->nodes[ln].attrs.label_smoothing = spec->train.label_smoothing;
-    g->nodes[ln].attrs.ignore_index = -100;
-    g->nodes[ln].flops = 5 * g->n_classes;
-    /* the accuracy metric (top-1) on the same logits and labels */
-    int mn = gr_graph_add_node(g, GR_OP_ACCURACY, -1, ins, 2, NULL, 0);
-    g->nodes[mn].attrs.top_k = 1;
-    g->nodes[mn].attrs.ignore_index = -100;
-    if ((st = gr_op_impl_of(GR_OP_ACCURACY)->infer(g, mn, NULL, "train.loss", err))) goto fail;
-    g->metric_stats = g->nodes[mn].out[0];
+    if ((st = gr_graph_build_head(g, spec, cur, err))) goto fail;
     g->n_forward = g->n_nodes;
 
     /* params first, then non-trainable state, so the grads arena mirrors

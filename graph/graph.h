@@ -24,6 +24,7 @@
 #define GR_MAX_OUT 3
 #define GR_TNAME_MAX 192
 #define GR_PARAM_ALIGN 16
+#define GR_MAX_METRICS 8
 
 
 /* Where a tensor lives: the plan gives each class its own arena. */
@@ -137,7 +138,12 @@ typedef struct gr_graph {
     int n_forward;           /* nodes [0, n_forward) are the forward pass incl. loss */
     int input, label;        /* tensor ids */
     int logits, loss_probs, loss_stats; /* tensor ids; loss_stats = [loss sum, count averaged over] */
-    int metric_stats;        /* the accuracy metric's [correct, count]; -1 none */
+    int metric_stats;        /* the first metric's [correct, count] (metrics[0].stats); -1 none */
+    struct gr_metric {
+        char name[32];       /* how the job's metrics name it: "accuracy", "accuracy_top5" */
+        int node, stats;     /* its node and [sum, count] tensor */
+    } metrics[GR_MAX_METRICS];
+    int n_metrics;           /* train.metrics (head.c) */
     int64_t micro_batch;
     /* Arena sizes in floats: every PARAM/STATE tensor starts at a multiple of
      * GR_PARAM_ALIGN floats (64 bytes), as cuDNN/cuBLAS tensor-core kernels
@@ -258,6 +264,13 @@ gr_status gr_op_parse_attrs(gr_op op, gr_attrs *a, const gr_cfg *attrs, const ch
  * a compile ends the process at once: runner/signals.c.) */
 gr_status gr_graph_build(const gr_job_spec *spec, const int64_t *in_shape, int in_ndim,
                          gr_graph *g, gr_error *err);
+/* The graph's head (graph/head.c), after its layers: the loss of
+ * train.loss on the last layer's output `out` and the labels, and a metric
+ * node per item of train.metrics (default: accuracy, top-1, for softmax
+ * cross-entropy), each with its [sum, count] stats tensor. */
+gr_status gr_graph_build_head(gr_graph *g, const gr_job_spec *spec, int out, gr_error *err);
+/* The same items checked without shapes (gpurun validate). */
+gr_status gr_graph_head_check(const gr_job_spec *spec, gr_error *err);
 /* Checks the model section without data (for `gpurun validate`): op names,
  * attributes, layer names and inputs; shapes too when model.input is given. */
 gr_status gr_graph_check(const gr_job_spec *spec, gr_error *err);

@@ -62,9 +62,9 @@ gr_status gr_train_eval(const gr_job_spec *spec, const char *checkpoint, const c
     gr_job_loader_config(&j, &lc);
     lc.aug = j.val_aug;
     if ((st = gr_loader_open(val ? j.val_ds : j.train_ds, &lc, &j.val_ld, err))) goto done;
-    double loss = 0.0, acc = 0.0;
+    gr_eval e;
     int64_t n = gr_loader_samples_per_epoch(j.val_ld);
-    if ((st = gr_job_evaluate(&j, &loss, &acc, err))) goto done;
+    if ((st = gr_job_evaluate(&j, &e, err))) goto done;
     gr_json js;
     gr_json_begin(&js);
     gr_json_str(&js, "kind", "eval");
@@ -73,8 +73,8 @@ gr_status gr_train_eval(const gr_job_spec *spec, const char *checkpoint, const c
     if (step >= 0) gr_json_int(&js, "step", step);
     else gr_json_num(&js, "step", NAN); /* null: weights.h5 does not say */
     gr_json_int(&js, "samples", n);
-    gr_json_num(&js, "loss", loss);
-    gr_json_num(&js, "accuracy", acc);
+    gr_json_num(&js, "loss", e.loss);
+    for (int i = 0; i < e.n_metrics; i++) gr_json_num(&js, e.name[i], e.metric[i]);
     printf("%s\n", gr_json_end(&js));
 done:
     gr_job_free(&j);

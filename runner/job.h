@@ -146,8 +146,9 @@ gr_status gr_job_save_weights(gr_job *j, gr_error *err);
 
 /* ---- step.c ---- */
 
-/* Mean loss and accuracy over one epoch of j->val_ld (eval mode); NaN both
- * when a signal came in between (a preemption does not wait for it). */
-gr_status gr_job_evaluate(gr_job *j, double *loss, double *acc, gr_error *err);
+/* An evaluation: the mean loss (over what the loss counts: samples, or
+ * tokens not ignored) and each metric of the graph (graph.h: train.metrics)
+ * over one epoch of j->val_ld, in eval mode. */
+gr_status gr_job_evaluate(gr_job *j, gr_eval *e, gr_error *err);
 
 #endif

@@ -188,9 +188,13 @@ gr_status gr_metrics_step(gr_metrics *mx, int64_t step, double lr, double loss_s
     return GR_OK;
 }
 
-gr_status gr_metrics_eval(gr_metrics *mx, int64_t step, double loss, double acc, gr_error *err) {
+gr_status gr_metrics_eval(gr_metrics *mx, int64_t step, const gr_eval *e, gr_error *err) {
     const double epoch = (double)step / (double)mx->run.spe;
-    mx->rec.last_vloss = loss;
+    /* the record (checkpoints, summary.json) keeps the top-1 accuracy, when the job measures it */
+    double acc = NAN;
+    for (int i = 0; i < e->n_metrics; i++)
+        if (strcmp(e->name[i], "accuracy") == 0) acc = e->metric[i];
+    mx->rec.last_vloss = e->loss;
     mx->rec.last_acc = acc;
     if (isnan(mx->rec.best_acc) || acc > mx->rec.best_acc) mx->rec.best_acc = acc;
     if (mx->off) return GR_OK;
@@ -200,17 +204,24 @@ gr_status gr_metrics_eval(gr_metrics *mx, int64_t step, double loss, double acc,
     gr_json_str(&js, "split", "val");
     gr_json_int(&js, "step", step);
     gr_json_num(&js, "epoch", epoch);
-    gr_json_num(&js, "loss", loss);
-    gr_json_num(&js, "accuracy", acc);
+    gr_json_num(&js, "loss", e->loss);
+    for (int i = 0; i < e->n_metrics; i++) gr_json_num(&js, e->name[i], e->metric[i]);
     fprintf(mx->jsonl, "%s\n", gr_json_end(&js));
     gr_status st = gr_rundir_flush(mx->jsonl, mx->path, err);
     if (mx->tb) {
         double t = gr_tfevents_wall_time();
-        gr_tfevents_scalar(mx->tb, "val/loss", step, t, (float)loss);
-        gr_tfevents_scalar(mx->tb, "val/accuracy", step, t, (float)acc);
+        gr_tfevents_scalar(mx->tb, "val/loss", step, t, (float)e->loss);
+        for (int i = 0; i < e->n_metrics; i++) {
+            char tag[48];
+            snprintf(tag, sizeof tag, "val/%s", e->name[i]);
+            gr_tfevents_scalar(mx->tb, tag, step, t, (float)e->metric[i]);
+        }
     }
-    if (!mx->quiet)
-        printf("eval  step %lld  epoch %.2f  val loss %.4f  accuracy %.4f\n", (long long)step, epoch, loss, acc);
+    if (!mx->quiet) {
+        printf("eval  step %lld  epoch %.2f  val loss %.4f", (long long)step, epoch, e->loss);
+        for (int i = 0; i < e->n_metrics; i++) printf("  %s %.4f", e->name[i], e->metric[i]);
+        printf("\n");
+    }
     return st;
 }
 

@@ -24,6 +24,7 @@
 #include <stdio.h>
 
 #include "../common/gr_common.h"
+#include "../graph/graph.h"
 #include "health.h"
 #include "tfevents.h"
 
@@ -109,9 +110,23 @@ bool gr_metrics_due(const gr_metrics *mx, int64_t step);
  * (data_wait_s: the loader's total so far), and the ETA on the console. */
 gr_status gr_metrics_step(gr_metrics *mx, int64_t step, double lr, double loss_scale, double data_wait_s,
                           gr_error *err);
-/* An evaluation of the val split after step: recorded (last, best) and
- * written (the TensorBoard file is flushed by gr_metrics_flush). */
-gr_status gr_metrics_eval(gr_metrics *mx, int64_t step, double loss, double acc, gr_error *err);
+/* An evaluation (runner/step.c's gr_job_evaluate): the mean loss (over
+ * what the loss counts: samples, or tokens not ignored) and each metric of
+ * the graph (graph.h: train.metrics) over one epoch of the split. */
+typedef struct gr_eval {
+    double loss;
+    int n_metrics;
+    double metric[GR_MAX_METRICS];
+    const char *name[GR_MAX_METRICS]; /* the graph's metric names ("accuracy", "accuracy_top5") */
+    int64_t samples;
+    bool interrupted;   /* a signal came in between (a preemption does not wait for it): nothing else set */
+} gr_eval;
+
+/* An evaluation of the val split after step: recorded (the loss and the
+ * top-1 accuracy: last, best) and written, its loss and every metric of
+ * the job by name (metrics.jsonl's eval line, TensorBoard's val/<name>, the
+ * console; the TensorBoard file is flushed by gr_metrics_flush). */
+gr_status gr_metrics_eval(gr_metrics *mx, int64_t step, const gr_eval *e, gr_error *err);
 /* Time spent evaluating: not training time (throughput excludes it). */
 void gr_metrics_eval_time(gr_metrics *mx, double seconds);
 /* Pushes the TensorBoard file's buffered events. */

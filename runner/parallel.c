@@ -198,20 +198,20 @@ void gr_parallel_arm(gr_job *j, bool last_micro_batch) {
     if (j->buckets) gr_buckets_arm(j->buckets, last_micro_batch);
 }
 
-gr_status gr_parallel_reduce_step(gr_job *j, double *loss_sum, double *correct, gr_error *err) {
+gr_status gr_parallel_reduce_step(gr_job *j, double *loss_sum, double *loss_count, gr_error *err) {
     if (j->comm.world == 1 && !j->buckets) return GR_OK; /* (one process over NCCL still waits for its buckets) */
     if (j->xsum_st) {
         *err = j->xsum_err;
         return j->xsum_st;
     }
-    double stats[2] = {*loss_sum, *correct};
+    double stats[2] = {*loss_sum, *loss_count};
     double t0 = gr_parallel_wd_enter("the all-reduce of the step's gradients", j->step);
     gr_status st = j->buckets ? gr_buckets_finish(j->buckets, err)
                               : gr_comm_sum_f32(&j->comm, j->m.grads, j->g.n_trainable, "the gradients", err);
     if (!st) st = gr_comm_sum_f64(&j->comm, stats, 2, "the step's loss", err);
     gr_wd_leave(j, t0);
     *loss_sum = stats[0];
-    *correct = stats[1];
+    *loss_count = stats[1];
     return st;
 }
 
@@ -224,15 +224,19 @@ gr_status gr_parallel_share_state(gr_job *j, gr_error *err) {
     return st;
 }
 
-gr_status gr_parallel_reduce_eval(gr_job *j, double *loss_sum, double *correct, int64_t *seen, gr_error *err) {
+gr_status gr_parallel_reduce_eval(gr_job *j, gr_pass_stats *s, int64_t *seen, gr_error *err) {
     if (j->comm.world == 1) return GR_OK;
-    double v[3] = {*loss_sum, *correct, (double)*seen};
+    double v[3 + 2 * GR_MAX_METRICS] = {s->loss_sum, s->loss_count};
+    int n = 2;
+    for (int i = 0; i < s->n_metrics; i++) v[n++] = s->metric_sum[i], v[n++] = s->metric_count[i];
+    v[n++] = (double)*seen;
     double t0 = gr_parallel_wd_enter("the sums of an evaluation", j->step);
-    gr_status st = gr_comm_sum_f64(&j->comm, v, 3, "the sums of an evaluation", err);
+    gr_status st = gr_comm_sum_f64(&j->comm, v, n, "the sums of an evaluation", err);
     gr_wd_leave(j, t0);
-    *loss_sum = v[0];
-    *correct = v[1];
-    *seen = (int64_t)v[2];
+    s->loss_sum = v[0];
+    s->loss_count = v[1];
+    for (int i = 0; i < s->n_metrics; i++) s->metric_sum[i] = v[2 + 2 * i], s->metric_count[i] = v[3 + 2 * i];
+    *seen = (int64_t)v[n - 1];
     return st;
 }
 

@@ -34,10 +34,10 @@ const gr_xsum *gr_parallel_xsum_of(const gr_job *j);
  * whose backward starts the buckets' sums). */
 void gr_parallel_arm(gr_job *j, bool last_micro_batch);
 /* After a step's micro-batches: the gradients (the buckets waited for, or
- * one all-reduce when there are none) and the loss sum and correct count
+ * one all-reduce when there are none) and the loss's sum and count
  * summed over ranks (nothing for one process). Every rank calls it, also
  * when a signal stops the step (its sums are then thrown away). */
-gr_status gr_parallel_reduce_step(gr_job *j, double *loss_sum, double *correct, gr_error *err);
+gr_status gr_parallel_reduce_step(gr_job *j, double *loss_sum, double *loss_count, gr_error *err);
 /* Before an evaluation: rank 0's non-trainable state (batchnorm's running
  * statistics, which per-rank statistics make differ) on every rank, so
  * every shard is evaluated with the model rank 0 saves (as PyTorch DDP's
@@ -45,7 +45,7 @@ gr_status gr_parallel_reduce_step(gr_job *j, double *loss_sum, double *correct, 
 gr_status gr_parallel_share_state(gr_job *j, gr_error *err);
 /* After an evaluation: its sums and sample count over ranks (each
  * evaluated every world-th batch of the val split). */
-gr_status gr_parallel_reduce_eval(gr_job *j, double *loss_sum, double *correct, int64_t *seen, gr_error *err);
+gr_status gr_parallel_reduce_eval(gr_job *j, gr_pass_stats *s, int64_t *seen, gr_error *err);
 /* The signal that stops the run, agreed by every rank (the largest pending
  * one; 0: go on). One process: gr_signals_pending(). */
 gr_status gr_parallel_stop(gr_job *j, int *sig, gr_error *err);

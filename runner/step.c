@@ -4,6 +4,7 @@
 #include "job.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "parallel.h"
 #include "signals.h"
@@ -16,29 +17,47 @@ void gr_train_load_batch(gr_plan *p, const gr_batch *b) {
     gr_backend_upload_batch(p->m->be, gr_plan_ptr(p, g->label), b->y, (size_t)b->n * sizeof(int32_t));
 }
 
+void gr_train_read_pass(gr_plan *p, gr_pass_stats *s, bool metrics) {
+    const gr_graph *g = p->g;
+    float stats[2];
+    gr_backend_download(p->m->be, stats, gr_plan_ptr(p, g->loss_stats), sizeof stats);
+    s->loss_sum += stats[0];
+    s->loss_count += stats[1];
+    if (!metrics) return;
+    s->n_metrics = g->n_metrics;
+    for (int i = 0; i < g->n_metrics; i++) {
+        gr_backend_download(p->m->be, stats, gr_plan_ptr(p, g->metrics[i].stats), sizeof stats);
+        s->metric_sum[i] += stats[0];
+        s->metric_count[i] += stats[1];
+    }
+}
+
 void gr_train_read_stats(gr_plan *p, double *loss_sum, double *correct) {
-    float stats[2], metric[2] = {0.0f, 0.0f};
-    gr_backend_download(p->m->be, stats, gr_plan_ptr(p, p->g->loss_stats), sizeof stats);
-    if (p->g->metric_stats >= 0)
-        gr_backend_download(p->m->be, metric, gr_plan_ptr(p, p->g->metric_stats), sizeof metric);
-    *loss_sum += stats[0];
-    *correct += metric[0];
+    gr_pass_stats s;
+    memset(&s, 0, sizeof s);
+    gr_train_read_pass(p, &s, true);
+    *loss_sum += s.loss_sum;
+    *correct += s.n_metrics ? s.metric_sum[0] : 0.0;
 }
 
 void gr_train_micro_step(gr_plan *p, const gr_batch *b, const gr_exec_ctx *ctx, double *loss_sum,
                          double *correct) {
-    gr_train_micro_step_hooked(p, b, ctx, loss_sum, correct, NULL);
+    gr_pass_stats s;
+    memset(&s, 0, sizeof s);
+    gr_train_micro_step_hooked(p, b, ctx, &s, true, NULL);
+    *loss_sum += s.loss_sum;
+    *correct += s.n_metrics ? s.metric_sum[0] : 0.0;
 }
 
-void gr_train_micro_step_hooked(gr_plan *p, const gr_batch *b, const gr_exec_ctx *ctx, double *loss_sum,
-                                double *correct, const gr_loop_hooks *h) {
+void gr_train_micro_step_hooked(gr_plan *p, const gr_batch *b, const gr_exec_ctx *ctx, gr_pass_stats *s,
+                                bool metrics, const gr_loop_hooks *h) {
     const gr_graph *g = p->g;
     gr_hooks_begin(h, GR_SPAN_H2D, (double)b->n * (double)(gr_tensor_sample_numel(&g->tensors[g->input]) * 4 + 4));
     gr_train_load_batch(p, b);
     gr_hooks_end(h, GR_SPAN_H2D);
     gr_plan_run(p, b->n, ctx);
     gr_hooks_begin(h, GR_SPAN_D2H, 0.0);
-    gr_train_read_stats(p, loss_sum, correct);
+    gr_train_read_pass(p, s, metrics);
     gr_hooks_end(h, GR_SPAN_D2H);
 }
 
@@ -86,32 +105,39 @@ bool gr_train_apply_scaled(gr_model *m, const gr_job_spec *s, const gr_opt_group
     return true;
 }
 
-gr_status gr_job_evaluate(gr_job *j, double *loss, double *acc, gr_error *err) {
+gr_status gr_job_evaluate(gr_job *j, gr_eval *e, gr_error *err) {
     /* every evaluation takes one whole epoch of the val loader, which is
      * unshuffled and unaugmented, so each starts where the last ended and
      * finds its first batches already prefetched */
     gr_status st;
     gr_exec_ctx ctx = {.training = false, .rng_key = 0, .grad_scale = 0.0f};
-    double loss_sum = 0.0, correct = 0.0;
+    gr_pass_stats s;
+    memset(&s, 0, sizeof s);
+    memset(e, 0, sizeof *e);
+    e->n_metrics = j->g.n_metrics;
+    for (int i = 0; i < e->n_metrics; i++) e->name[i] = j->g.metrics[i].name;
     int64_t seen = 0, nb = gr_loader_batches_per_epoch(j->val_ld);
     if ((st = gr_parallel_share_state(j, err))) return st;
     for (int64_t i = 0; i < nb; i++) {
         gr_batch *b;
         /* a preemption does not wait for the evaluation (one process: several agree at step boundaries) */
         if (j->comm.world == 1 && gr_signals_pending()) {
-            *loss = *acc = NAN;
+            e->interrupted = true;
             return GR_OK;
         }
         if ((st = gr_loader_next(j->val_ld, &b, err))) return st;
         GR_ASSERT(b->index == i);
         if (i % j->comm.world == j->comm.rank) { /* data parallelism: every world-th batch */
-            gr_train_micro_step(&j->eval_plan, b, &ctx, &loss_sum, &correct);
+            gr_train_micro_step_hooked(&j->eval_plan, b, &ctx, &s, true, NULL);
             seen += b->n;
         }
         gr_loader_release(j->val_ld, b);
     }
-    if ((st = gr_parallel_reduce_eval(j, &loss_sum, &correct, &seen, err))) return st;
-    *loss = loss_sum / (double)(seen ? seen : 1);
-    *acc = correct / (double)(seen ? seen : 1);
+    s.n_metrics = j->g.n_metrics;
+    if ((st = gr_parallel_reduce_eval(j, &s, &seen, err))) return st;
+    e->samples = seen;
+    e->loss = s.loss_sum / (s.loss_count > 0 ? s.loss_count : 1.0);
+    for (int i = 0; i < e->n_metrics; i++)
+        e->metric[i] = s.metric_sum[i] / (s.metric_count[i] > 0 ? s.metric_count[i] : 1.0);
     return GR_OK;
 }

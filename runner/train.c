@@ -102,7 +102,8 @@ static gr_status gr_loop_accumulate(gr_job *j, gr_loop *L, double *loss, gr_erro
     if (L->state0) gr_backend_download(j->be, L->state0, j->m.params + nt, L->state_bytes);
     if (step > 0 && step % L->spe == 0 && (st = gr_loader_seek(j->train_ld, epoch, 0, err))) return st;
     gr_backend_zero(j->be, j->m.grads, (size_t)nt * sizeof(float));
-    double loss_sum = 0.0, correct = 0.0;
+    gr_pass_stats ps;
+    memset(&ps, 0, sizeof ps);
     for (int64_t k = 0; k < L->accum; k++) {
         gr_batch *b;
         const double t0 = gr_now();
@@ -115,14 +116,15 @@ static gr_status gr_loop_accumulate(gr_job *j, gr_loop *L, double *loss, gr_erro
                            .grad_scale = gr_scaler_grad_scale(&j->sc, s->train.batch_size),
                            .xsum = gr_parallel_xsum_of(j)};
         gr_parallel_arm(j, k == L->accum - 1);
-        gr_train_micro_step_hooked(&j->train_plan, b, &ctx, &loss_sum, &correct, j->hooks);
+        gr_train_micro_step_hooked(&j->train_plan, b, &ctx, &ps, false, j->hooks);
         gr_loader_release(j->train_ld, b);
         if ((st = gr_parallel_stop(j, &L->stop_signal, err))) return st;
         if (L->stop_signal) break; /* the step is redone after the resume */
     }
     if (L->stop_signal && L->state0) gr_backend_upload(j->be, j->m.params + nt, L->state0, L->state_bytes);
-    if ((st = gr_parallel_reduce_step(j, &loss_sum, &correct, err))) return st; /* on every rank, also when stopped */
-    *loss = loss_sum / (double)s->train.batch_size;
+    /* on every rank, also when stopped */
+    if ((st = gr_parallel_reduce_step(j, &ps.loss_sum, &ps.loss_count, err))) return st;
+    *loss = ps.loss_sum / ps.loss_count; /* [n, C]: the count is train.batch_size */
     return GR_OK;
 }
 
@@ -166,16 +168,17 @@ static bool gr_loop_eval_due(const gr_job *j, const gr_loop *L, int64_t step) {
  * took; *interrupted: a signal stopped it (nothing reported; the last
  * figures NaN, the evaluation still due). */
 static gr_status gr_loop_evaluate(gr_job *j, int64_t step, double *seconds, bool *interrupted, gr_error *err) {
-    double loss, acc, t = gr_now();
-    gr_status st = gr_job_evaluate(j, &loss, &acc, err);
+    gr_eval e;
+    double t = gr_now();
+    gr_status st = gr_job_evaluate(j, &e, err);
     if (st) return st;
     *seconds = gr_now() - t;
-    *interrupted = isnan(acc);
+    *interrupted = e.interrupted;
     if (*interrupted) {
         j->mx.rec.last_acc = j->mx.rec.last_vloss = NAN;
         return GR_OK;
     }
-    return gr_metrics_eval(&j->mx, step, loss, acc, err);
+    return gr_metrics_eval(&j->mx, step, &e, err);
 }
 
 /* A periodic checkpoint when one is due (checkpoint.every_steps or

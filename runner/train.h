@@ -52,6 +52,16 @@ gr_status gr_train_predict(const gr_job_spec *spec, const char *checkpoint, int 
  * that does (runner/memfit.h); a malformed value is exit 2. */
 gr_status gr_train_plan_report(const gr_job_spec *spec, const char *memory, FILE *f, gr_error *err);
 
+/* The sums a pass's stats tensors hold (graph.h: the loss's and each
+ * metric's [sum, count]), added up over micro-batches and processes. */
+typedef struct gr_pass_stats {
+    double loss_sum, loss_count;
+    int n_metrics;                 /* 0: the metrics were not read (training) */
+    double metric_sum[GR_MAX_METRICS], metric_count[GR_MAX_METRICS];
+} gr_pass_stats;
+/* Adds the pass's loss stats to s, and with metrics each metric's. */
+void gr_train_read_pass(gr_plan *p, gr_pass_stats *s, bool metrics);
+
 /* The two halves of an optimizer step, shared by the loop and the tests:
  * one micro-batch's forward + backward (parameter gradients ADD into the
  * grads arena; adds its loss sum and correct count), then clipping and the
@@ -60,14 +70,16 @@ gr_status gr_train_plan_report(const gr_job_spec *spec, const char *memory, FILE
  * step + 1). */
 void gr_train_micro_step(gr_plan *p, const gr_batch *b, const gr_exec_ctx *ctx, double *loss_sum,
                          double *correct);
-/* The same told to the loop's hooks (loophooks.h: the copies as device spans). */
-void gr_train_micro_step_hooked(gr_plan *p, const gr_batch *b, const gr_exec_ctx *ctx, double *loss_sum,
-                                double *correct, const gr_loop_hooks *h);
+/* The same into s (the metrics too when asked), told to the loop's hooks
+ * (loophooks.h: the copies as device spans). */
+void gr_train_micro_step_hooked(gr_plan *p, const gr_batch *b, const gr_exec_ctx *ctx, gr_pass_stats *s,
+                                bool metrics, const gr_loop_hooks *h);
 /* Its parts (the profiler times them apart): the batch into the plan's
  * input and label tensors (asynchronous on a GPU), and the pass's loss sum
  * and correct count added to *loss_sum, *correct (a read-back: the fence). */
 void gr_train_load_batch(gr_plan *p, const gr_batch *b);
 void gr_train_read_stats(gr_plan *p, double *loss_sum, double *correct);
+
 void gr_train_apply(gr_model *m, const gr_job_spec *s, double lr, int64_t step);
 /* The same with the gradients scaled by loss_scale (mixed precision):
  * divides it out, and with check (the training loop: always) first looks for inf/NaN
