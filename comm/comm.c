@@ -1,5 +1,7 @@
 /* comm.c — launch detection and the collectives of one process (world 1);
- * with MPI in the build, comm_mpi.c does the rest (comm_internal.h). */
+ * with MPI in the build, comm_mpi.c does the rest, and comm_nccl.c on GPU
+ * buffers (comm_internal.h). Point-to-point, reduce-scatter, all-gather
+ * and sub-communicators: comm_group.c. */
 #include "comm.h"
 
 #include <stdio.h>
@@ -55,6 +57,7 @@ bool gr_comm_built(gr_comm_kind k) {
 }
 
 gr_status gr_comm_open_gpu(gr_comm *c, void *compute_stream, gr_error *err) {
+    GR_ASSERT(!c->sub); /* a sub-communicator is on the GPUs when its parent was at gr_comm_split */
 #ifdef GR_HAVE_NCCL
     return gr_comm_nccl_open(c, compute_stream, err);
 #else
@@ -66,7 +69,7 @@ gr_status gr_comm_open_gpu(gr_comm *c, void *compute_stream, gr_error *err) {
 
 bool gr_comm_gpu_failed(const gr_comm *c) {
 #ifdef GR_HAVE_NCCL
-    return c->nccl && gr_comm_nccl_failed();
+    return c->nccl && gr_comm_nccl_failed(c);
 #else
     (void)c;
     return false;
@@ -75,7 +78,7 @@ bool gr_comm_gpu_failed(const gr_comm *c) {
 
 void gr_comm_gpu_abort(gr_comm *c) {
 #ifdef GR_HAVE_NCCL
-    if (c->nccl) gr_comm_nccl_abort();
+    if (c->nccl) gr_comm_nccl_abort(c);
 #endif
     (void)c;
 }
@@ -170,10 +173,11 @@ gr_status gr_comm_max_int(gr_comm *c, int *v, const char *what, gr_error *err) {
 }
 
 void gr_comm_close(gr_comm *c, int abort_code) {
+    GR_ASSERT(!c->sub); /* a sub-communicator is freed (gr_comm_free) */
 #ifdef GR_HAVE_NCCL
     if (c->nccl) {
-        if (abort_code) gr_comm_nccl_abort();
-        else gr_comm_nccl_close();
+        if (abort_code) gr_comm_nccl_abort(c);
+        else gr_comm_nccl_close(c);
         c->nccl = false;
     }
 #endif

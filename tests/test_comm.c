@@ -4,7 +4,13 @@
  *     an sbatch script's own shell (SLURM_NTASKS without SLURM_STEP_ID) and
  *     malformed values are not a launch; nothing set is rank 0 of 1;
  *   - one process: gr_comm_open(none) and every collective leave the
- *     buffers as they are;
+ *     buffers as they are; reduce-scatter and all-gather copy send to
+ *     recv (all-gather in place too); a send or receive is refused
+ *     (GR_ERR_USAGE naming the operation and the peer: itself, or a rank
+ *     that is not there), as is a negative color;
+ *     gr_comm_split gives rank 0 of 1, on which all of these work, and
+ *     gr_comm_free releases it (tests/comm_mpi.sh runs them on 2 and 3
+ *     processes: tests/test_comm_mpi.c);
  *   - the gradient buckets (runner/buckets.c) of a real train plan: they
  *     tile the grads arena from 0 to n_trainable without gaps or overlaps,
  *     hold about bucket_mb each (a small size makes several, a large one
@@ -87,6 +93,55 @@ static void test_one_process(void) {
 #else
     CHECK(gr_comm_built(GR_COMM_NONE) && !gr_comm_built(GR_COMM_NCCL));
 #endif
+    gr_comm_close(&c, 0);
+}
+
+/* every operation of comm.h on a world of 1 (c, opened) */
+static void check_world1_ops(gr_comm *c) {
+    gr_error err;
+    float send[4] = {1.5f, -2.0f, 3.0f, 0.25f}, recv[4] = {0}, all[4] = {9.0f, 8.0f, 7.0f, 6.0f};
+    CHECK(gr_comm_reduce_scatter_f32(c, send, recv, 4, "t", &err) == GR_OK && !memcmp(send, recv, sizeof send));
+    memset(recv, 0, sizeof recv);
+    CHECK(gr_comm_all_gather_f32(c, send, recv, 3, "t", &err) == GR_OK && !memcmp(send, recv, 3 * sizeof *recv) &&
+          recv[3] == 0.0f);
+    CHECK(gr_comm_all_gather_f32(c, all, all, 4, "t", &err) == GR_OK && all[0] == 9.0f && all[3] == 6.0f);
+    CHECK(gr_comm_send_f32(c, send, 4, 0, 1, "a shard", &err) == GR_ERR_USAGE);
+    CHECK_STR_CONTAINS(err.msg, "send (a shard): peer rank 0 is this rank");
+    CHECK(gr_comm_recv_f32(c, recv, 4, 1, 1, "a shard", &err) == GR_ERR_USAGE);
+    CHECK_STR_CONTAINS(err.msg, "receive (a shard): peer rank 1 is not a rank of this communicator (0..0)");
+    CHECK(gr_comm_isend_f32(c, send, 4, -1, 1, "t", &err) == GR_ERR_USAGE);
+    CHECK_STR_CONTAINS(err.msg, "started send (t): peer rank -1 is not a rank");
+    CHECK(gr_comm_irecv_f32(c, recv, 4, 0, 1, "t", &err) == GR_ERR_USAGE);
+    CHECK_STR_CONTAINS(err.msg, "started receive (t): peer rank 0 is this rank");
+    CHECK(gr_comm_wait_all(c, &err) == GR_OK); /* nothing was started */
+    double d = 2.5;
+    int v = -3;
+    CHECK(gr_comm_sum_f32(c, send, 4, "t", &err) == GR_OK && send[1] == -2.0f);
+    CHECK(gr_comm_sum_f64(c, &d, 1, "t", &err) == GR_OK && d == 2.5);
+    CHECK(gr_comm_isum_f32(c, send, 4, "t", &err) == GR_OK && gr_comm_wait_all(c, &err) == GR_OK && send[3] == 0.25f);
+    CHECK(gr_comm_bcast_f32(c, send, 4, "t", &err) == GR_OK && send[0] == 1.5f);
+    CHECK(gr_comm_max_int(c, &v, "t", &err) == GR_OK && v == -3);
+}
+
+static void test_one_process_more(void) {
+    gr_comm c, sub, again;
+    gr_error err;
+    clear_launch();
+    gr_comm_detect(&c);
+    CHECK(gr_comm_open(&c, GR_COMM_NONE, &err) == GR_OK);
+    check_world1_ops(&c);
+    CHECK(gr_comm_split(&c, -1, 0, &sub, &err) == GR_ERR_USAGE && sub.world == 1 && !sub.sub);
+    CHECK_STR_CONTAINS(err.msg, "color -1 (key 0) is negative");
+    CHECK(gr_comm_split(&c, 5, 7, &sub, &err) == GR_OK);
+    CHECK(sub.sub && sub.rank == 0 && sub.world == 1 && sub.kind == GR_COMM_NONE && !sub.nccl);
+    check_world1_ops(&sub);
+    CHECK(gr_comm_split(&sub, 0, 0, &again, &err) == GR_OK && again.rank == 0 && again.world == 1); /* of a sub */
+    check_world1_ops(&again);
+    gr_comm_free(&again);
+    gr_comm_free(&sub);
+    CHECK(!sub.sub && sub.world == 1);
+    gr_comm_free(&c); /* the world: left as it is */
+    CHECK(c.world == 1 && !c.sub);
     gr_comm_close(&c, 0);
 }
 
@@ -210,6 +265,7 @@ static void test_resolve(void) {
 int main(void) {
     test_detect();
     test_one_process();
+    test_one_process_more();
     /* layers of 43,500, 60,200 and 2,010 floats */
     test_buckets(25.0, 1, 1);      /* the whole 105,710-float model in one */
     test_buckets(0.2, 2, 2);       /* 52,428 floats: the last two layers, then the first */
