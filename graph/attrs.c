@@ -1,5 +1,6 @@
 /* attrs.c — op attributes from YAML: one parser for every op, driven by the
- * op's table (gr_attr_table in graph.h: key, kind, field, bounds, default),
+ * op's table (gr_attr_table in graph.h: key, kind, field, bounds, default;
+ * kinds: integers, [h, w] pairs, floats, bools, lists of integers),
  * so an op file lists its attributes instead of parsing them, and the
  * "unknown attribute (dense takes units, bias, tied, transpose)" message is
  * made from the table. Values are numbers, bools and layer names (dense's
@@ -29,6 +30,21 @@ static gr_status gr_attrs_pair(const gr_cfg *v, const char *key, int64_t lo, int
     return GR_OK;
 }
 
+/* A list of 1..GR_MAX_DIMS integers, each in [lo, hi]. */
+static gr_status gr_attrs_list(const gr_cfg *v, const char *key, int64_t lo, int64_t hi, gr_ilist *out,
+                               gr_error *err) {
+    if (v->kind != GR_CFG_SEQ || v->n < 1 || v->n > GR_MAX_DIMS)
+        return gr_cfg_error(err, v, key, "expected a list of 1 to %d integers, e.g. [2, 3]", GR_MAX_DIMS);
+    for (int i = 0; i < v->n; i++) {
+        char sub[320];
+        snprintf(sub, sizeof sub, "%s[%d]", key, i);
+        gr_status st = gr_cfg_int(v->items[i], sub, lo, hi, &out->v[i], err);
+        if (st) return st;
+    }
+    out->n = v->n;
+    return GR_OK;
+}
+
 /* "unknown attribute (<op> takes <keys><note>)" at the position of the map's key i. */
 static gr_status gr_attrs_unknown(const char *op, const gr_attr_table *t, const gr_cfg *attrs, int i,
                                   const char *key, gr_error *err) {
@@ -52,6 +68,7 @@ static void gr_attrs_default(const gr_attr_def *d, gr_attrs *a) {
     case GR_ATTR_FLOAT: *(double *)field = d->def; break;
     case GR_ATTR_BOOL: *(bool *)field = d->def != 0.0; break;
     case GR_ATTR_NAME: field[0] = '\0'; break;
+    case GR_ATTR_LIST: memset(field, 0, sizeof(gr_ilist)); break; /* no default list: n = 0 */
     }
 }
 
@@ -76,6 +93,7 @@ static gr_status gr_attrs_value(const gr_attr_def *d, const gr_cfg *v, const cha
     case GR_ATTR_FLOAT: st = gr_cfg_float(v, sub, d->lo, d->hi, (double *)field, err); break;
     case GR_ATTR_BOOL: st = gr_cfg_bool(v, sub, (bool *)field, err); break;
     case GR_ATTR_NAME: st = gr_attrs_name(v, sub, field, err); break;
+    case GR_ATTR_LIST: st = gr_attrs_list(v, sub, (int64_t)d->lo, (int64_t)d->hi, (gr_ilist *)field, err); break;
     }
     if (!st && (d->opts & GR_ATTR_POSITIVE) && !(*(double *)field > 0.0))
         st = gr_cfg_error(err, v, sub, "%s must be positive", d->key);

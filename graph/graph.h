@@ -82,6 +82,12 @@ typedef struct gr_tensor {
     gr_init init;            /* PARAM/STATE: how gr_graph_init_params fills it */
 } gr_tensor;
 
+/* A list of up to GR_MAX_DIMS integers (an attribute like `shape: [3, -1]`). */
+typedef struct gr_ilist {
+    int64_t v[GR_MAX_DIMS];
+    int n;                   /* how many were given; 0 none */
+} gr_ilist;
+
 /* Op attributes: one flat struct (ops are few and small). Spatial pairs
  * are [h, w]. */
 typedef struct gr_attrs {
@@ -102,8 +108,13 @@ typedef struct gr_attrs {
     bool stats_later;        /* batchnorm in training: the running stats are left alone here and updated by
                                 its recomputation later in the pass (gr_graph_recompute), which so reads
                                 them as this node did (the shift of statistics over processes) */
-    int64_t axis;            /* concat (1) */
-    int64_t offset;          /* concat_bwd: first channel of this input's slice */
+    int64_t axis;            /* concat (1), slice (required): an axis of the full tensor (0 the batch), negative
+                                counting from the end; infer leaves it resolved (>= 1), and so do the _bwd nodes */
+    int64_t offset;          /* concat_bwd, slice_bwd: first index of this slice along axis */
+    gr_ilist shape;          /* reshape: the per-sample shape, one entry may be -1 */
+    gr_ilist axes;           /* permute: the full tensor's axes in their new order (axes[0] = 0); permute_bwd:
+                                the inverse order */
+    int64_t start, end;      /* slice: [start, end) along axis, negative counting from its end (start 0) */
     char tied[GR_NAME_MAX];  /* dense: `tied:`, the earlier dense layer whose weight it uses ("" none) */
     bool transpose;          /* dense: `transpose: true`, that weight used transposed (with tied only) */
     int tied_layer;          /* dense with tied: that layer's index (the builder resolves the name) */
@@ -174,6 +185,7 @@ typedef enum gr_attr_kind {
     GR_ATTR_FLOAT,           /* double */
     GR_ATTR_BOOL,            /* bool */
     GR_ATTR_NAME,            /* char[GR_NAME_MAX]: a layer name (a non-empty scalar; default "") */
+    GR_ATTR_LIST,            /* gr_ilist: a list of 1..GR_MAX_DIMS integers, each in [lo, hi] */
 } gr_attr_kind;
 
 enum {
@@ -197,7 +209,7 @@ typedef struct gr_attr_def {
 #define GR_ATTR(key, field, lo, hi, def, opts)                                                 \
     {key,                                                                                      \
      _Generic(((gr_attrs *)0)->field, int64_t: GR_ATTR_INT, int64_t *: GR_ATTR_PAIR,           \
-              double: GR_ATTR_FLOAT, bool: GR_ATTR_BOOL, char *: GR_ATTR_NAME),                \
+              double: GR_ATTR_FLOAT, bool: GR_ATTR_BOOL, char *: GR_ATTR_NAME, gr_ilist: GR_ATTR_LIST), \
      offsetof(gr_attrs, field), lo, hi, def, opts}
 
 /* An op's attributes. Attributes that are not a map are refused with usage
@@ -329,6 +341,11 @@ int gr_graph_add_node(gr_graph *g, gr_op op, int layer, const int *in, int nin,
 int gr_graph_grad(gr_graph *g, int t);
 int64_t gr_tensor_numel(const gr_tensor *t);  /* with the planned batch */
 int64_t gr_tensor_sample_numel(const gr_tensor *t); /* per sample (numel / batch if batched) */
+/* Axis a of a tensor of ndim axes (negative: from the end) into *out, the
+ * batch axis (0) only when batch_ok; else an error at at/key naming op
+ * (op_shape.c; concat, slice and permute read their axes with it). */
+gr_status gr_axis_resolve(int64_t a, int ndim, bool batch_ok, const char *op, const gr_cfg *at, const char *key,
+                          int64_t *out, gr_error *err);
 /* "[128, 512]" into buf */
 const char *gr_shape_str(const gr_tensor *t, char *buf, size_t n);
 /* "[n, 784]": the shape with a batched tensor's first dimension written n

@@ -17,10 +17,13 @@ same weights, and compares:
     per tensor, max|diff| <= min(1e-5 * max|param|, 1e-4 * max|update so
     far|) + 1e-7 (the second bound makes AdamW's 1e-3 steps count).
 Models with dropout rate > 0 are compared in eval mode only (their training
-masks are gpurun's own RNG stream). Prints one line per check and ends with
+masks are gpurun's own RNG stream). Models need not be a chain: a layer may
+name itself and read named layers (the shape and join models below: reshape,
+permute, slice, broadcast add and mul, concat along the last axis). Prints one line per check and ends with
 "N passed, M failed"; exits 1 on any failure. DEVICE (default cpu, or the
 PARITY_DEVICE environment variable) is passed to parity_dump.
 """
+import functools
 import os
 import struct
 import subprocess
@@ -41,6 +44,9 @@ ADAMW = dict(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
 
 # name, layers (op, arg), per-sample input shape, batch, label smoothing.
 # ("dense", units[, bias]) ("dropout", rate) ("flatten",) ("relu",) ...
+# ("reshape", [per-sample shape]) ("permute", [axes]) ("slice", axis, start, end)
+# ("add", [names]) ("mul", [a, b]) ("concat", axis, [names]); a layer may end
+# in {"name": ..., "input": ...} (its `name:` and its one `input:`).
 CONFIGS = [
     ("mlp relu/gelu", [("flatten",), ("dense", 32), ("relu",), ("dense", 16), ("gelu",), ("dense", 10)],
      (1, 8, 8), 16, 0.0),
@@ -50,46 +56,133 @@ CONFIGS = [
                              ("dense", 5)], (2, 3, 4), 9, 0.0),
     ("dropout 0.5 (eval)", [("flatten",), ("dense", 16), ("relu",), ("dropout", 0.5), ("dense", 6)],
      (3, 5), 10, 0.05),
+    ("reshape/permute/slice/split/mul/concat", [
+        ("dense", 24), ("reshape", [2, 3, 4]), ("permute", [0, 3, 1, 2]),
+        ("slice", 1, 0, 2, {"name": "a"}), ("slice", -3, 2, 4, {"input": "permute0", "name": "b"}),
+        ("mul", ["a", "b"]), ("tanh",), ("concat", -1, ["tanh0", "a"]), ("flatten",), ("dense", 5)],
+     (7,), 8, 0.0),
+    ("broadcast add/mul", [
+        ("dense", 12), ("reshape", [3, 4], {"name": "a"}), ("dense", 4, {"input": "input"}),
+        ("reshape", [1, 4], {"name": "b"}), ("dense", 3, {"input": "input"}), ("reshape", [3, 1], {"name": "c"}),
+        ("mul", ["a", "b"]), ("add", ["mul0", "c", "b"]), ("sigmoid",), ("flatten",), ("dense", 6)],
+     (9,), 10, 0.05),
 ]
+
+
+def split_opts(layer):
+    """(the layer without its options dict, the dict)"""
+    if layer and isinstance(layer[-1], dict):
+        return layer[:-1], layer[-1]
+    return layer, {}
+
+
+def flow_list(v):
+    return "[" + ", ".join(str(int(a)) for a in v) + "]"
 
 
 def yaml_layers(layers):
     items = []
     for layer in layers:
-        op = layer[0]
+        layer, opts = split_opts(layer)
+        op, extra = layer[0], ""
         if op == "dense":
             bias = "" if len(layer) < 3 or layer[2] else ", bias: false"
-            items.append("{dense: {units: %d%s}}" % (layer[1], bias))
+            item = "dense: {units: %d%s}" % (layer[1], bias)
         elif op == "dropout":
-            items.append("{dropout: {rate: %r}}" % layer[1])
+            item = "dropout: {rate: %r}" % layer[1]
+        elif op == "reshape":
+            item = "reshape: {shape: %s}" % flow_list(layer[1])
+        elif op == "permute":
+            item = "permute: {axes: %s}" % flow_list(layer[1])
+        elif op == "slice":
+            item = "slice: {axis: %d, start: %d, end: %d}" % layer[1:4]
+        elif op in ("add", "mul"):
+            item, extra = "%s: {}" % op, ", input: [%s]" % ", ".join(layer[1])
+        elif op == "concat":
+            item, extra = "concat: {axis: %d}" % layer[1], ", input: [%s]" % ", ".join(layer[2])
         else:
-            items.append(op)
+            item = "%s: {}" % op
+        if "name" in opts:
+            extra += ", name: %s" % opts["name"]
+        if "input" in opts:
+            extra += ", input: %s" % opts["input"]
+        items.append(op if item == "%s: {}" % op and not extra else "{%s%s}" % (item, extra))
     return "[" + ", ".join(items) + "]"
 
 
+class Net(torch.nn.Module):
+    """The layers in order, each reading the previous layer's output or the
+    named ones (gpurun's model.layers semantics); modules in layer order."""
+
+    def __init__(self, steps, mods):
+        super().__init__()
+        self.mods = torch.nn.ModuleList(mods)
+        self.steps = steps  # (name, input names, fn)
+
+    def forward(self, x):
+        vals, cur = {"input": x}, "input"
+        for name, inputs, fn in self.steps:
+            vals[name] = fn(*[vals[i] for i in inputs])
+            cur = name
+        return vals[cur]
+
+
 def torch_model(layers, in_shape):
-    mods, feat, shape, table, counts = [], None, list(in_shape), [], {}
+    mods, steps, table, counts = [], [], [], {}
+    shapes, cur = {"input": list(in_shape)}, "input"
     for layer in layers:
+        layer, opts = split_opts(layer)
         op = layer[0]
         k = counts.get(op, 0)
         counts[op] = k + 1
+        name = opts.get("name", "%s%d" % (op, k))
+        inputs = [opts.get("input", cur)]
+        shape = shapes[inputs[0]]
         if op == "flatten":
             mods.append(torch.nn.Flatten())
+            fn = mods[-1]
             shape = [int(np.prod(shape))]
         elif op == "dense":
             bias = len(layer) < 3 or layer[2]
             assert len(shape) == 1, "dense on a non-flat input: add flatten"
             mods.append(torch.nn.Linear(shape[0], layer[1], bias=bias))
+            fn = mods[-1]
             table.append(("dense%d.weight" % k, (layer[1], shape[0])))
             if bias:
                 table.append(("dense%d.bias" % k, (layer[1],)))
             shape = [layer[1]]
         elif op == "dropout":
             mods.append(torch.nn.Dropout(layer[1]))
+            fn = mods[-1]
+        elif op == "reshape":
+            fn = (lambda s: lambda t: t.reshape(t.shape[0], *s))(list(layer[1]))
+            shape = list(np.empty(shape).reshape(layer[1]).shape)
+        elif op == "permute":
+            fn = (lambda a: lambda t: t.permute(*a).contiguous())(list(layer[1]))
+            shape = [([0] + shape)[a] for a in layer[1]][1:]
+        elif op == "slice":
+            axis = layer[1] % (len(shape) + 1)
+            fn = (lambda a, s, e: lambda t: t.narrow(a, s, e - s))(axis, layer[2], layer[3])
+            shape = list(shape)
+            shape[axis - 1] = layer[3] - layer[2]
+        elif op in ("add", "mul"):
+            inputs = list(layer[1])
+            fn = (lambda t0, *ts: functools.reduce(lambda u, v: u + v, ts, t0)) if op == "add" else \
+                (lambda a, b: a * b)
+            shape = list(np.broadcast_shapes(*[tuple(shapes[i]) for i in inputs]))
+        elif op == "concat":
+            inputs = list(layer[2])
+            axis = layer[1] % (len(shape) + 1)
+            fn = (lambda a: lambda *ts: torch.cat(ts, dim=a))(axis)
+            shape = list(shapes[inputs[0]])
+            shape[axis - 1] = sum(shapes[i][axis - 1] for i in inputs)
         else:
             mods.append({"relu": torch.nn.ReLU, "sigmoid": torch.nn.Sigmoid, "tanh": torch.nn.Tanh,
                          "gelu": torch.nn.GELU}[op]())
-    return torch.nn.Sequential(*mods), table
+            fn = mods[-1]
+        steps.append((name, inputs, fn))
+        shapes[name], cur = shape, name
+    return Net(steps, mods), table
 
 
 def write_input(path, x, y, params, label_smoothing):

@@ -42,7 +42,11 @@ static void test_rows(void) {
         CHECK_MSG(!(f & GR_OPF_LAYER) || (impl && impl->infer), "%s: a layer op needs infer", gr_op_name((gr_op)op));
         CHECK_MSG(gr_op_flags((gr_op)gr_op_bwd((gr_op)op)) & GR_OPF_BACKWARD, "%s: bwd", gr_op_name((gr_op)op));
     }
-    CHECK(joins == 2 && (gr_op_flags(GR_OP_ADD) & GR_OPF_JOIN) && (gr_op_flags(GR_OP_CONCAT) & GR_OPF_JOIN));
+    CHECK(joins == 3 && (gr_op_flags(GR_OP_ADD) & GR_OPF_JOIN) && (gr_op_flags(GR_OP_CONCAT) & GR_OPF_JOIN) &&
+          (gr_op_flags(GR_OP_MUL) & GR_OPF_JOIN));
+    CHECK(gr_op_lookup("reshape") == GR_OP_RESHAPE && (gr_op_flags(GR_OP_RESHAPE) & GR_OPF_VIEW));
+    CHECK(gr_op_bwd(GR_OP_PERMUTE) == GR_OP_PERMUTE_BWD && gr_op_bwd(GR_OP_SLICE) == GR_OP_SLICE_BWD);
+    CHECK(gr_op_lookup("add_bwd_reduce") == -1 && (gr_op_flags(GR_OP_ADD_BWD_REDUCE) & GR_OPF_BACKWARD));
     CHECK(fp32 == 4); /* the losses and the metric */
     CHECK(gr_op_flags(GR_OP_MSE) & GR_OPF_LOSS && gr_op_flags(GR_OP_BCE_WITH_LOGITS) & GR_OPF_LOSS);
     CHECK(gr_op_flags(GR_OP_ACCURACY) & GR_OPF_METRIC && gr_op_lookup("accuracy") == -1 && gr_op_lookup("mse") == -1);
@@ -160,6 +164,13 @@ static void test_ops(void) {
     CHECK(a.stride[0] == 1 && a.padding[1] == 1 && a.count_include_pad);
     CHECK(op_read(GR_OP_BATCHNORM, "", &a, &err) == GR_OK && a.momentum == 0.1 && a.eps == 1e-5);
     CHECK(op_read(GR_OP_CONCAT, "", &a, &err) == GR_OK && a.axis == 1);
+    CHECK(op_read(GR_OP_CONCAT, "{axis: -1}", &a, &err) == GR_OK && a.axis == -1); /* resolved at infer */
+    CHECK(op_read(GR_OP_RESHAPE, "{shape: [4, -1, 2]}", &a, &err) == GR_OK && a.shape.n == 3 && a.shape.v[0] == 4 &&
+          a.shape.v[1] == -1 && a.shape.v[2] == 2);
+    CHECK(op_read(GR_OP_PERMUTE, "{axes: [0, 2, 1, -1]}", &a, &err) == GR_OK && a.axes.n == 4 && a.axes.v[3] == -1);
+    CHECK(op_read(GR_OP_SLICE, "{axis: 2, end: -1}", &a, &err) == GR_OK && a.axis == 2 && a.start == 0 &&
+          a.end == -1);
+    CHECK(op_read(GR_OP_MUL, "", &a, &err) == GR_OK);
     CHECK(op_read(GR_OP_DROPOUT, "{rate: 0.25}", &a, &err) == GR_OK && a.rate == 0.25);
     CHECK(op_read(GR_OP_RELU, "", &a, &err) == GR_OK);
     op_unknown(GR_OP_DENSE, "{unitz: 1}", "dense takes units, bias, tied, transpose");
@@ -168,12 +179,39 @@ static void test_ops(void) {
     op_unknown(GR_OP_AVGPOOL, "{x: 1}", "avgpool takes kernel, stride, padding, count_include_pad");
     op_unknown(GR_OP_BATCHNORM, "{x: 1}", "batchnorm takes momentum, eps");
     op_unknown(GR_OP_DROPOUT, "{x: 1}", "dropout takes rate");
-    op_unknown(GR_OP_CONCAT, "{x: 1}", "concat takes axis, which must be 1");
+    op_unknown(GR_OP_CONCAT, "{x: 1}", "concat takes axis");
+    op_unknown(GR_OP_RESHAPE, "{x: 1}", "reshape takes shape");
+    op_unknown(GR_OP_PERMUTE, "{dims: [0, 1]}", "permute takes axes");
+    op_unknown(GR_OP_SLICE, "{x: 1}", "slice takes axis, start, end");
+    CHECK(op_read(GR_OP_MUL, "{x: 1}", &a, &err) == GR_ERR_USAGE && strstr(err.msg, "k: mul takes no attributes"));
     /* the checks between attributes, after the table */
     CHECK(op_read(GR_OP_CONV, "{filters: 6, kernel: 3, groups: 4}", &a, &err) == GR_ERR_USAGE);
     CHECK(strcmp(err.msg, "m.yaml:1:1: k: filters 6 are not divisible by groups 4") == 0);
     CHECK(op_read(GR_OP_MAXPOOL, "{kernel: 3, padding: 2}", &a, &err) == GR_ERR_USAGE);
     CHECK(strcmp(err.msg, "m.yaml:1:1: k: padding 2 is more than half the kernel 3 (it must be at most 1)") == 0);
+    /* the list attributes and the shape ops' rules */
+    static const struct { gr_op op; const char *text, *want; } bad[] = {
+        {GR_OP_RESHAPE, "", "k: reshape needs attributes, e.g. {shape: [4, -1]} (per sample)"},
+        {GR_OP_RESHAPE, "{shape: 4}", "m.yaml:1:9: k.shape: expected a list of 1 to 4 integers, e.g. [2, 3]"},
+        {GR_OP_RESHAPE, "{shape: []}", "m.yaml:1:9: k.shape: expected a list of 1 to 4 integers, e.g. [2, 3]"},
+        {GR_OP_RESHAPE, "{shape: [1, 2, 3, 4, 5]}", "k.shape: expected a list of 1 to 4 integers"},
+        {GR_OP_RESHAPE, "{shape: [2, x]}", "m.yaml:1:13: k.shape[1]: "},
+        {GR_OP_RESHAPE, "{shape: [2, -2]}", "k.shape[1]: must be >= -1, got -2"},
+        {GR_OP_RESHAPE, "{shape: [2, 0]}", "m.yaml:1:1: k: reshape: shape[1] is 0"},
+        {GR_OP_RESHAPE, "{shape: [-1, -1]}", "m.yaml:1:1: k: reshape: shape has more than one -1"},
+        {GR_OP_RESHAPE, "{shape: [1, 2, 3, 4]}", "reshape: shape has 4 axes, at most 3 per sample (the batch axis makes 4)"},
+        {GR_OP_PERMUTE, "{}", "m.yaml:1:1: k: axes: required attribute missing"},
+        {GR_OP_PERMUTE, "{axes: [0, 4]}", "k.axes[1]: must be <= 3, got 4"},
+        {GR_OP_SLICE, "{axis: 1}", "end: required attribute missing"},
+        {GR_OP_SLICE, "{end: 1}", "axis: required attribute missing"},
+        {GR_OP_CONCAT, "{axis: 4}", "k.axis: must be <= 3, got 4"},
+        {GR_OP_CONCAT, "{axis: -5}", "k.axis: must be >= -4, got -5"},
+    };
+    for (size_t i = 0; i < GR_ARRAY_LEN(bad); i++) {
+        gr_status st = op_read(bad[i].op, bad[i].text, &a, &err);
+        CHECK_MSG(st == GR_ERR_USAGE && strstr(err.msg, bad[i].want), "%s %s: got '%s', want '%s'",
+                  gr_op_name(bad[i].op), bad[i].text, err.msg, bad[i].want);
+    }
 }
 
 /* ---- the losses and the metric: attributes (from train.loss) and shapes ---- */

@@ -1,6 +1,6 @@
 /* test_body_half.c — the kernel bodies on half storage (body_half.h): the
  * bodies the CUDA backend runs natively on bf16 and fp16 activations
- * (activations and their backward, add, the batchnorm and bias reductions,
+ * (activations and their backward, add and broadcast add, the batchnorm and bias reductions,
  * the batchnorm statistics' shift, bias add) against the staged reference
  * of kernels/backend.c: the same body on fp32 copies decoded from the half
  * arrays, its results encoded once (round to nearest even). They must agree
@@ -23,6 +23,7 @@
 #include "common/gr_common.h"
 #include "graph/graph.h"
 #include "kernels/body_elem.h"
+#include "kernels/body_shape.h"
 #include "kernels/body_spatial.h"
 #include "kernels/cpu/half_io.h"
 
@@ -147,6 +148,46 @@ static void test_add(int f, int nin, int64_t n) {
     free(y); free(yr); free(tmp);
 }
 
+/* ---- broadcast add: [3, 4, 5, 6] + [3, 4, 1, 1] + [3, 1, 5, 1] ---- */
+
+static void test_bcast_add(int f) {
+    const int e = fmts[f];
+    static const int64_t dim[4] = {3, 4, 5, 6}, shp[3][4] = {{3, 4, 5, 6}, {3, 4, 1, 1}, {3, 1, 5, 1}};
+    gr_bcast_in in, inf;
+    memset(&in, 0, sizeof in);
+    uint16_t *x[3];
+    float *xf[3];
+    for (int k = 0; k < 3; k++) {
+        int64_t m = 1, step = 1;
+        for (int d = 0; d < 4; d++) m *= shp[k][d];
+        for (int d = 3; d >= 0; d--) { /* row-major strides, 0 on axes of 1 */
+            in.xs[k][d] = shp[k][d] == 1 ? 0 : step;
+            step *= shp[k][d];
+        }
+        x[k] = rand_half(e, m, false, true);
+        xf[k] = decode_all(e, x[k], m);
+        in.x[k] = x[k];
+    }
+    for (int d = 0; d < 4; d++) in.dim[d] = dim[d];
+    in.ys[3] = 1; in.ys[2] = 6; in.ys[1] = 30; in.ys[0] = 120;
+    in.nin = 3;
+    in.e = e;
+    inf = in;
+    inf.e = GR_BODY_F32;
+    for (int k = 0; k < 3; k++) inf.x[k] = xf[k];
+    const int64_t n = 360;
+    uint16_t *y = gr_xmalloc((size_t)n * 2), *yr = gr_xmalloc((size_t)n * 2);
+    float *tmp = gr_xmalloc((size_t)n * sizeof(float));
+    for (int64_t i = 0; i < n; i++) gr_body_bcast(&in, y, i);
+    for (int64_t i = 0; i < n; i++) gr_body_bcast(&inf, tmp, i);
+    for (int64_t i = 0; i < n; i++) yr[i] = encode(e, tmp[i]);
+    char what[64];
+    snprintf(what, sizeof what, "%s broadcast add of 3", fmt_name[f]);
+    CHECK_HALF(what, e, y, yr, n);
+    for (int k = 0; k < 3; k++) { free(x[k]); free(xf[k]); }
+    free(y); free(yr); free(tmp);
+}
+
 /* ---- per-channel reductions, batchnorm's shift, bias add ---- */
 
 /* every thread's partial sums of every slice of every channel: the typed
@@ -229,6 +270,7 @@ int main(void) {
         for (int act = 0; act < GR_OP_COUNT; act++) /* every activation row of ops.def */
             if (gr_op_flags(act) & GR_OPF_ACT) test_act(f, act, 20011);
         for (int nin = 1; nin <= GR_ELEM_MAX_IN; nin++) test_add(f, nin, 10007);
+        test_bcast_add(f);
         test_chan(f, 3, 5, 49);    /* planes */
         test_chan(f, 16, 3, 300);  /* planes, several slices */
         test_chan(f, 70, 37, 1);   /* columns ([n, c]) */

@@ -1,9 +1,34 @@
 /* join.c — CPU kernels of add (also the sum of partial gradients emitted by
- * autodiff), concat along axis 1 and its backward slice; add_bwd is a view. */
+ * autodiff) and mul, both with NumPy broadcasting, and their backward
+ * reductions over the broadcast axes (add_bwd_reduce, mul_bwd); concat along
+ * any axis and its backward slice; add_bwd is a view. */
 #include <string.h>
 
+#include "../shape_args.h"
 #include "cpu_kernels.h"
 #include "half_io.h"
+
+/* y = x0 + x1 + ... (mul: x0 * x1 * ...) with broadcasting, every array
+ * stored as e, combined left to right in fp32: a loop per axis over the
+ * output's, each array read through its strides (kernels/shape_args.h). */
+static void gr_cpu_bcast(const gr_kargs *a, int mul, int e) {
+    gr_bcast_in b;
+    gr_shape_bcast_args(a, mul, e, &b);
+    const int64_t *dim = b.dim;
+    #pragma omp parallel for collapse(2) if (dim[0] * dim[1] * dim[2] * dim[3] >= GR_OMP_MIN)
+    for (int64_t i0 = 0; i0 < dim[0]; i0++)
+        for (int64_t i1 = 0; i1 < dim[1]; i1++)
+            for (int64_t i2 = 0; i2 < dim[2]; i2++)
+                for (int64_t i3 = 0; i3 < dim[3]; i3++) {
+                    float v = 0.0f;
+                    for (int k = 0; k < b.nin; k++) {
+                        const int64_t *s = b.xs[k];
+                        float u = gr_ld_hd(b.x[k], e, i0 * s[0] + i1 * s[1] + i2 * s[2] + i3 * s[3]);
+                        v = k == 0 ? u : mul ? v * u : v + u;
+                    }
+                    gr_st_hd(a->out[0], e, i0 * b.ys[0] + i1 * b.ys[1] + i2 * b.ys[2] + i3 * b.ys[3], v);
+                }
+}
 
 /* y = x0 + x1 + ... in bf16 storage, summed in fp32 left to right */
 static void gr_cpu_add_bf16(const gr_kargs *a, int64_t total) {
@@ -27,6 +52,10 @@ static void gr_cpu_add_bf16(const gr_kargs *a, int64_t total) {
 
 /* y = x0 + x1 + ... (nin >= 1; one input is a copy) */
 void gr_cpu_add(const gr_kargs *a) {
+    if (gr_shape_is_bcast(a)) { /* inputs of other shapes: their storage type is the output's (ops.def) */
+        gr_cpu_bcast(a, 0, (int)a->eout[0]);
+        return;
+    }
     const int64_t total = a->n * gr_tensor_sample_numel(a->tout[0]);
     if (a->eout[0] == GR_BF16) {
         gr_cpu_add_bf16(a, total);
@@ -46,29 +75,72 @@ void gr_cpu_add(const gr_kargs *a) {
 
 void gr_cpu_add_bwd(const gr_kargs *a) { (void)a; }
 
-/* Rows of n: each input contributes shape[1] * inner contiguous floats per
- * sample (inner = H*W, or 1 for [n, F]). */
-static int64_t gr_join_inner(const gr_tensor *t) { return gr_tensor_sample_numel(t) / t->shape[1]; }
+void gr_cpu_mul(const gr_kargs *a) { gr_cpu_bcast(a, 1, GR_F32); }
 
+/* dx[j] = the sum of dy (add_bwd_reduce) or of dy * the other factor
+ * (mul_bwd) over the axes where dx has 1 and dy more, in double, over the
+ * reduced coordinates in row-major order (kernels/body_shape.h's order). */
+static void gr_cpu_reduce(const gr_kargs *a) {
+    gr_reduce_in r;
+    gr_shape_reduce_args(a, &r);
+    const int64_t *dim = r.dim, *kd = r.kdim;
+    int64_t lo[GR_SHAPE_DIMS], hi[GR_SHAPE_DIMS], ds[GR_SHAPE_DIMS], step = 1;
+    for (int d = GR_SHAPE_DIMS - 1; d >= 0; d--) {
+        ds[d] = step;
+        step *= dim[d];
+    }
+    float *dx = a->out[0];
+    const int64_t total = kd[0] * kd[1] * kd[2] * kd[3];
+    #pragma omp parallel for private(lo, hi) if (total >= GR_OMP_MIN)
+    for (int64_t j = 0; j < total; j++) {
+        int64_t t = j;
+        for (int d = GR_SHAPE_DIMS - 1; d >= 0; d--) {
+            const int64_t c = t % kd[d];
+            t /= kd[d];
+            lo[d] = kd[d] == dim[d] ? c : 0;
+            hi[d] = kd[d] == dim[d] ? c + 1 : dim[d];
+        }
+        double s = 0.0;
+        for (int64_t o0 = lo[0]; o0 < hi[0]; o0++)
+            for (int64_t o1 = lo[1]; o1 < hi[1]; o1++)
+                for (int64_t o2 = lo[2]; o2 < hi[2]; o2++)
+                    for (int64_t o3 = lo[3]; o3 < hi[3]; o3++) {
+                        float v = r.dy[o0 * ds[0] + o1 * ds[1] + o2 * ds[2] + o3 * ds[3]];
+                        if (r.other) v *= r.other[o0 * r.os[0] + o1 * r.os[1] + o2 * r.os[2] + o3 * r.os[3]];
+                        s += (double)v;
+                    }
+        dx[j] = (float)s;
+    }
+}
+
+void gr_cpu_add_bwd_reduce(const gr_kargs *a) { gr_cpu_reduce(a); }
+void gr_cpu_mul_bwd(const gr_kargs *a) { gr_cpu_reduce(a); }
+
+/* Rows along the axis: outer rows (n times the axes before it) to which each
+ * input contributes its axis-length * inner contiguous floats (axis 1 of
+ * [n, C, H, W]: n rows, inner = H*W; of [n, F]: inner 1). */
 void gr_cpu_concat(const gr_kargs *a) {
-    const int64_t n = a->n, inner = gr_join_inner(a->tout[0]);
-    const int64_t out_row = a->tout[0]->shape[1] * inner;
+    int64_t outer, inner;
+    gr_shape_rows(a, a->tout[0], a->node->attrs.axis, &outer, &inner);
+    const int64_t axis = a->node->attrs.axis, out_row = a->tout[0]->shape[axis] * inner;
     float *y = a->out[0];
     int64_t off = 0;
     for (int k = 0; k < a->node->nin; k++) {
-        const int64_t row = a->tin[k]->shape[1] * inner;
+        const int64_t row = a->tin[k]->shape[axis] * inner;
         const float *x = a->in[k];
-        for (int64_t i = 0; i < n; i++) memcpy(y + i * out_row + off, x + i * row, (size_t)row * sizeof *y);
+        for (int64_t i = 0; i < outer; i++) memcpy(y + i * out_row + off, x + i * row, (size_t)row * sizeof *y);
         off += row;
     }
 }
 
-/* dx = dy[:, offset : offset + C] */
+/* dx = dy[..., offset : offset + C, ...] along the axis (the slice kernel's cut) */
 void gr_cpu_concat_bwd(const gr_kargs *a) {
-    const int64_t n = a->n, inner = gr_join_inner(a->tout[0]);
-    const int64_t in_row = a->tin[0]->shape[1] * inner, row = a->tout[0]->shape[1] * inner;
+    int64_t outer, inner;
+    gr_shape_rows(a, a->tout[0], a->node->attrs.axis, &outer, &inner);
+    const int64_t axis = a->node->attrs.axis;
+    const int64_t in_row = a->tin[0]->shape[axis] * inner, row = a->tout[0]->shape[axis] * inner;
     const int64_t off = a->node->attrs.offset * inner;
     const float *dy = a->in[0];
     float *dx = a->out[0];
-    for (int64_t i = 0; i < n; i++) memcpy(dx + i * row, dy + i * in_row + off, (size_t)row * sizeof *dx);
+    for (int64_t i = 0; i < outer; i++) memcpy(dx + i * row, dy + i * in_row + off, (size_t)row * sizeof *dx);
 }

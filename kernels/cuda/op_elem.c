@@ -1,11 +1,14 @@
 /* op_elem.c — the CUDA backend's elementwise ops: activations, dropout,
- * add, concat, the views (flatten, add_bwd) and softmax cross-entropy over
- * the last axis (the other losses and the metric: op_loss.c). Each
+ * add (with NumPy broadcasting: shape.cu), concat along any axis, the views
+ * (flatten, add_bwd) and softmax cross-entropy over the last axis (the other
+ * losses and the metric: op_loss.c). Each
  * reads shapes and attributes from its kargs and launches an elem.cu kernel
  * on the compute stream; per-step values (RNG key, gradient scale) stay on
  * the device (cu->dctx), so a captured graph replays correctly. */
+#include "../shape_args.h"
 #include "cu_elem.h"
 #include "cu_optim.h"
+#include "cu_shape.h"
 #include "cuda_backend.h"
 
 _Static_assert(GR_ELEM_MAX_IN == GR_MAX_IN, "body_elem.h's input limit must match the graph's");
@@ -68,6 +71,12 @@ void gr_cuda_dropout_bwd(const gr_kargs *a) {
 /* ---- add (1..GR_MAX_IN inputs; also autodiff's sum of partial gradients) ---- */
 
 void gr_cuda_add(const gr_kargs *a) {
+    if (gr_shape_is_bcast(a)) { /* inputs of other shapes, stored as the output (gr_cuda_native_half) */
+        gr_bcast_in b;
+        gr_shape_bcast_args(a, 0, (int)a->eout[0], &b);
+        gr_cu_bcast(gr_stream(a), &b, a->out[0], gr_kargs_numel(a, a->tout[0]));
+        return;
+    }
     gr_add_in in;
     GR_ASSERT(a->node->nin >= 1 && a->node->nin <= GR_ELEM_MAX_IN);
     in.nin = a->node->nin;
@@ -76,32 +85,36 @@ void gr_cuda_add(const gr_kargs *a) {
     gr_cu_add(gr_stream(a), &in, a->out[0], a->n * gr_tensor_sample_numel(a->tout[0]));
 }
 
-/* ---- concat along axis 1 and its backward slice ---- */
+/* ---- concat along an axis and its backward slice ---- */
 
-/* floats per channel of a sample: H*W, or 1 for [n, F] */
-static int64_t gr_join_inner(const gr_tensor *t) { return gr_tensor_sample_numel(t) / t->shape[1]; }
-
+/* Rows along the axis (kernels/shape_args.h): outer rows, n times the axes
+ * before it; each input contributes its axis-length * inner floats a row
+ * (axis 1: n rows of C * H*W, or of F for [n, F]). */
 void gr_cuda_concat(const gr_kargs *a) {
-    const int64_t inner = gr_join_inner(a->tout[0]);
+    int64_t outer, inner;
+    const int64_t axis = a->node->attrs.axis;
+    gr_shape_rows(a, a->tout[0], axis, &outer, &inner);
     gr_concat_in in;
     GR_ASSERT(a->node->nin >= 1 && a->node->nin <= GR_ELEM_MAX_IN);
     in.nin = a->node->nin;
-    in.out_row = a->tout[0]->shape[1] * inner;
+    in.out_row = a->tout[0]->shape[axis] * inner;
     int64_t start = 0;
     for (int k = 0; k < GR_ELEM_MAX_IN; k++) {
         in.x[k] = k < in.nin ? a->in[k] : NULL;
-        in.row[k] = k < in.nin ? a->tin[k]->shape[1] * inner : 0;
+        in.row[k] = k < in.nin ? a->tin[k]->shape[axis] * inner : 0;
         in.start[k] = start;
         start += in.row[k];
     }
     GR_ASSERT(start == in.out_row);
-    gr_cu_concat(gr_stream(a), &in, a->out[0], a->n);
+    gr_cu_concat(gr_stream(a), &in, a->out[0], outer);
 }
 
 void gr_cuda_concat_bwd(const gr_kargs *a) {
-    const int64_t inner = gr_join_inner(a->tout[0]);
-    gr_cu_concat_bwd(gr_stream(a), a->in[0], a->out[0], a->n, a->tin[0]->shape[1] * inner,
-                     a->tout[0]->shape[1] * inner, a->node->attrs.offset * inner);
+    int64_t outer, inner;
+    const int64_t axis = a->node->attrs.axis;
+    gr_shape_rows(a, a->tout[0], axis, &outer, &inner);
+    gr_cu_concat_bwd(gr_stream(a), a->in[0], a->out[0], outer, a->tin[0]->shape[axis] * inner,
+                     a->tout[0]->shape[axis] * inner, a->node->attrs.offset * inner);
 }
 
 /* ---- softmax cross-entropy ---- */

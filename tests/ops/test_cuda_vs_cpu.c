@@ -144,6 +144,20 @@ static const ops_case cases[] = {
      "{concat: {}, input: [a, b, c]}, relu, flatten, {dense: {units: 5}}]", 3, {2, 5, 5}, 0.0, NULL},
     {"concat of dense features", "[flatten, {dense: {units: 4}, name: a}, {dense: {units: 3}, name: b}, gelu, "
      "{concat: {}, input: [a, gelu0]}, {dense: {units: 3}}]", 3, {1, 2, 3}, 0.0, NULL},
+    /* shapes: reshape, permute, slice; a split rejoined along another axis; broadcast add and mul */
+    {"permute, slice, reshape", "[{conv: {filters: 4, kernel: 3, padding: 1}}, {permute: {axes: [0, 2, 3, 1]}}, "
+     "tanh, {slice: {axis: 2, start: 1, end: 5}}, {reshape: {shape: [-1, 4]}}, flatten, {dense: {units: 5}}]", 3,
+     {3, 6, 6}, 0.0, NULL},
+    {"split by slices, concat along axis 2", "[{conv: {filters: 4, kernel: 1}, name: c}, {slice: {axis: 2, end: 2}, "
+     "name: a}, {slice: {axis: 2, start: 2, end: 5}, input: c, name: b}, {concat: {axis: 2}, input: [b, a]}, "
+     "sigmoid, flatten, {dense: {units: 4}}]", 3, {3, 5, 4}, 0.0, NULL},
+    {"broadcast mul and add: channel gating", "[{conv: {filters: 6, kernel: 3, padding: 1}, name: x}, "
+     "global_avgpool, sigmoid, {mul: {}, input: [x, sigmoid0]}, {add: {}, input: [mul0, global_avgpool0]}, relu, "
+     "flatten, {dense: {units: 5}}]", 3, {3, 6, 6}, 0.0, NULL},
+    {"broadcast mul and add of features, concat -1", "[{dense: {units: 12}}, {reshape: {shape: [3, 4]}, name: a}, "
+     "{dense: {units: 4}, input: input}, {reshape: {shape: [1, 4]}, name: b}, {mul: {}, input: [a, b]}, "
+     "{add: {}, input: [mul0, b]}, tanh, {concat: {axis: -1}, input: [tanh0, a]}, flatten, {dense: {units: 4}}]", 1,
+     {10}, 0.1, NULL},
     {"blocks: ResNet basic and down blocks", "[{conv: {filters: 8, kernel: 3, padding: 1, bias: false}}, "
      "batchnorm, relu, {basic: {out: 8}, repeat: 2}, {down: {out: 12}}, global_avgpool, flatten, "
      "{dense: {units: 5}}]", 3, {3, 8, 8}, 0.1, resnet_blocks},

@@ -1,14 +1,21 @@
-/* test_op_join.c — add and concat (graph/op_join.c), and the graphs they
- * make: fan-out (partial gradients summed), a tensor read twice by one
- * layer, the model input read more than once:
+/* test_op_join.c — add, mul and concat (graph/op_join.c), and the graphs
+ * they make: fan-out (partial gradients summed), a tensor read twice by one
+ * layer, the model input read more than once, NumPy broadcasting:
  *   - finite-difference gradchecks through the real pipeline on the backend
  *     named on the command line (gradcheck.h: `cpu` or `cuda`);
  *   - the add and concat bodies (body_check.h), on the CPU against the CPU
  *     kernels: add with 1..5 inputs, concat of 1..5 inputs ([n, C, H, W]
- *     and [n, F]) and every input's concat_bwd slice, bit for bit. With
- *     `cpu` only. */
+ *     and [n, F], along axis 1, and along axes 2 and 3) and every input's
+ *     concat_bwd slice, bit for bit;
+ *   - the broadcast bodies (kernels/body_shape.h) against the CPU kernels:
+ *     add (fp32, bf16, channels-last) and mul of broadcast shapes, and the
+ *     reductions of their backward (add_bwd_reduce, mul_bwd), bit for bit,
+ *     checked against sums written out here too;
+ *   - the broadcast errors at infer (the YAML line and both shapes).
+ * The CPU-only parts run with `cpu` only. */
 #include "body_check.h"
 #include "gradcheck.h"
+#include "kernels/shape_args.h"
 
 /* ---- gradchecks ---- */
 
@@ -31,6 +38,23 @@ static void test_gradchecks(void) {
                                   "{dense: {units: 3}}]", 1, {6}, 0.0, 0.0, NULL},
         {"concat", "[flatten, {dense: {units: 4}, name: a}, {dense: {units: 3}, name: b}, gelu, "
                    "{concat: {}, input: [a, gelu0]}, {dense: {units: 3}}]", 3, {1, 2, 3}, 0.0, 0.0, NULL},
+        /* concat along other axes */
+        {"concat axis 2 and -1", "[{conv: {filters: 2, kernel: 1}, name: a}, {avgpool: {kernel: [2, 1], stride: 1}, "
+         "input: input, name: b}, {concat: {axis: 2}, input: [a, b]}, tanh, {name: c, concat: {axis: -1}, "
+         "input: [tanh0, tanh0]}, flatten, {dense: {units: 3}}]", 3, {2, 3, 2}, 0.0, 0.0, NULL},
+        /* broadcasting: a per-channel factor and shift, both inputs broadcast, [a, a] */
+        {"add broadcast [n,2,3,2] + [n,2,1,1]", "[{conv: {filters: 2, kernel: 1}, name: a}, global_avgpool, "
+         "{add: {}, input: [a, global_avgpool0]}, tanh, flatten, {dense: {units: 3}}]", 3, {2, 3, 2}, 0.0, 0.0, NULL},
+        {"add broadcast both ways, three inputs", "[{dense: {units: 3}}, {reshape: {shape: [1, 3]}, name: a}, "
+         "{dense: {units: 2}, input: input}, {reshape: {shape: [2, 1]}, name: b}, {add: {}, input: [a, b, a]}, "
+         "flatten, {dense: {units: 3}}]", 1, {5}, 0.0, 0.0, NULL},
+        {"mul broadcast [n,2,3] * [n,1,3]", "[{dense: {units: 6}}, {reshape: {shape: [2, 3]}, name: a}, "
+         "{dense: {units: 3}, input: input}, {reshape: {shape: [1, 3]}, name: b}, {mul: {}, input: [a, b]}, "
+         "flatten, {dense: {units: 3}}]", 1, {5}, 0.0, 0.0, NULL},
+        {"mul [a, a] and same shapes", "[{dense: {units: 5}, name: a}, tanh, {mul: {}, input: [a, a]}, "
+         "{mul: {}, input: [mul0, tanh0]}, {dense: {units: 3}}]", 1, {6}, 0.0, 0.0, NULL},
+        {"mul gating: sigmoid [n,3,1,1] * x", "[{conv: {filters: 3, kernel: 1}, name: a}, global_avgpool, sigmoid, "
+         "{mul: {}, input: [sigmoid0, a]}, flatten, {dense: {units: 3}}]", 3, {2, 2, 3}, 0.0, 0.0, NULL},
     };
     for (size_t i = 0; i < GR_ARRAY_LEN(cases); i++) gr_gc_run(&cases[i]);
 }
@@ -81,6 +105,7 @@ static void test_concat(int nin, const int64_t *ch, int ndim, int64_t hw, int64_
 
     kt k;
     kt_init(&k, GR_OP_CONCAT, nin, 1, n);
+    k.node.attrs.axis = 1;
     kt_tensor(&k.tout[0], GR_F32, ndim, oshape);
     gr_concat_in in;
     in.nin = nin;
@@ -118,6 +143,7 @@ static void test_concat(int nin, const int64_t *ch, int ndim, int64_t hw, int64_
         kt_init(&kb, GR_OP_CONCAT_BWD, 1, 1, n);
         kt_tensor(&kb.tin[0], GR_F32, ndim, oshape);
         kt_tensor(&kb.tout[0], GR_F32, ndim, ishape);
+        kb.node.attrs.axis = 1;
         kb.node.attrs.offset = off;
         kb.a.in[0] = y_cpu; /* any [n, cout, ...] tensor serves as dy */
         kb.a.out[0] = dx_cpu;
@@ -132,6 +158,245 @@ static void test_concat(int nin, const int64_t *ch, int ndim, int64_t hw, int64_
     }
     for (int i = 0; i < nin; i++) free(x[i]);
     free(y_cpu); free(y_body);
+}
+
+/* ---- concat along axes 2 and 3 of [n, 3, 4, 5] ---- */
+
+/* two inputs of len[0], len[1] along axis; the output's rows cut with the
+ * row bodies over outer = n * the axes before it */
+static void test_concat_axis(int64_t axis) {
+    const int64_t n = 3, base[4] = {n, 3, 4, 5}, len[2] = {2, base[axis]};
+    int64_t shp[2][4], oshape[4], cnt[2], ocnt = 1;
+    for (int d = 0; d < 4; d++) oshape[d] = d == axis ? len[0] + len[1] : base[d];
+    for (int d = 0; d < 4; d++) ocnt *= oshape[d];
+    float *x[2];
+    kt k;
+    kt_init(&k, GR_OP_CONCAT, 2, 1, n);
+    k.node.attrs.axis = axis;
+    kt_tensor(&k.tout[0], GR_F32, 4, oshape);
+    for (int i = 0; i < 2; i++) {
+        cnt[i] = 1;
+        for (int d = 0; d < 4; d++) {
+            shp[i][d] = d == axis ? len[i] : base[d];
+            cnt[i] *= shp[i][d];
+        }
+        x[i] = rand_floats(cnt[i], -1.0f, 1.0f);
+        kt_tensor(&k.tin[i], GR_F32, 4, shp[i]);
+        k.a.in[i] = x[i];
+    }
+    float *y = rand_floats(ocnt, 0, 1), *yb = rand_floats(ocnt, 0, 1);
+    k.a.out[0] = y;
+    gr_cpu_concat(&k.a);
+    int64_t outer, inner;
+    gr_shape_rows(&k.a, &k.tout[0], axis, &outer, &inner);
+    gr_concat_in in;
+    memset(&in, 0, sizeof in);
+    in.nin = 2;
+    in.out_row = oshape[axis] * inner;
+    for (int i = 0; i < 2; i++) {
+        in.x[i] = x[i];
+        in.row[i] = len[i] * inner;
+        in.start[i] = i ? len[0] * inner : 0;
+    }
+    for (int64_t r = 0; r < outer; r++)
+        for (int64_t c = 0; c < in.out_row; c++) gr_body_concat(&in, yb, r, c);
+    CHECK_MSG(memcmp(y, yb, (size_t)ocnt * sizeof *y) == 0, "concat axis %lld: kernel and body differ", (long long)axis);
+    /* element [1, 2, 3, 4] (in x0 or x1 by its index along axis) */
+    int64_t c[4] = {1, 2, 3, 4}, xi = c[axis] < len[0] ? 0 : 1, xc[4];
+    memcpy(xc, c, sizeof c);
+    if (xi) xc[axis] -= len[0];
+    const int64_t *s = shp[xi];
+    float want = x[xi][((xc[0] * s[1] + xc[1]) * s[2] + xc[2]) * s[3] + xc[3]];
+    CHECK(y[((c[0] * oshape[1] + c[1]) * oshape[2] + c[2]) * oshape[3] + c[3]] == want);
+    /* the backward slices give the inputs back */
+    for (int i = 0; i < 2; i++) {
+        float *dx = rand_floats(cnt[i], 0, 1);
+        kt kb;
+        kt_init(&kb, GR_OP_CONCAT_BWD, 1, 1, n);
+        kt_tensor(&kb.tin[0], GR_F32, 4, oshape);
+        kt_tensor(&kb.tout[0], GR_F32, 4, shp[i]);
+        kb.node.attrs.axis = axis;
+        kb.node.attrs.offset = i ? len[0] : 0;
+        kb.a.in[0] = y;
+        kb.a.out[0] = dx;
+        gr_cpu_concat_bwd(&kb.a);
+        CHECK_MSG(memcmp(dx, x[i], (size_t)cnt[i] * sizeof *dx) == 0, "concat_bwd axis %lld input %d", (long long)axis, i);
+        free(dx);
+    }
+    free(x[0]); free(x[1]); free(y); free(yb);
+}
+
+/* ---- broadcast add and mul, and their backward reductions ---- */
+
+static int64_t numel4(const int64_t *s) { return s[0] * s[1] * s[2] * s[3]; }
+
+/* element c of a [4]-shaped dense tensor, or of one broadcast to it */
+static int64_t at4(const int64_t *s, const int64_t *c) {
+    int64_t o = 0;
+    for (int d = 0; d < 4; d++) o = o * s[d] + (s[d] == 1 ? 0 : c[d]);
+    return o;
+}
+
+/* y = x0 op x1 for x0 of shape sa and x1 of sb (4-D, batch first, stored
+ * as e, both in layout lay): the CPU kernel against the body and against
+ * the sum written out; then each input's gradient reduction. */
+static void test_bcast(gr_op op, gr_elem e, gr_layout lay, const int64_t *sa, const int64_t *sb) {
+    int64_t so[4];
+    for (int d = 0; d < 4; d++) so[d] = sa[d] > sb[d] ? sa[d] : sb[d];
+    const int64_t n = so[0], cnt = numel4(so);
+    const size_t es = gr_elem_size(e);
+    float *xf[2] = {rand_floats(numel4(sa), -2.0f, 2.0f), rand_floats(numel4(sb), -2.0f, 2.0f)};
+    void *xs[2];
+    for (int i = 0; i < 2; i++) { /* stored as e; xf keeps the values the storage holds */
+        const int64_t m = numel4(i ? sb : sa);
+        xs[i] = gr_xmalloc((size_t)m * es);
+        for (int64_t j = 0; j < m; j++) {
+            gr_st_hd(xs[i], (int)e, j, xf[i][j]);
+            xf[i][j] = gr_ld_hd(xs[i], (int)e, j);
+        }
+    }
+    void *y = gr_xmalloc((size_t)cnt * es), *yb = gr_xmalloc((size_t)cnt * es);
+    memset(y, 0xFF, (size_t)cnt * es);
+    memset(yb, 0xFF, (size_t)cnt * es);
+    kt k;
+    kt_init(&k, op, 2, 1, n);
+    kt_tensor(&k.tin[0], e, 4, sa);
+    kt_tensor(&k.tin[1], e, 4, sb);
+    kt_tensor(&k.tout[0], e, 4, so);
+    for (int i = 0; i < 2; i++) {
+        k.tin[i].layout = lay;
+        k.a.in[i] = xs[i];
+        k.a.ein[i] = e;
+    }
+    k.tout[0].layout = lay;
+    k.a.eout[0] = e;
+    k.a.out[0] = y;
+    const int mul = op == GR_OP_MUL;
+    if (mul) gr_cpu_mul(&k.a);
+    else gr_cpu_add(&k.a);
+    gr_bcast_in b;
+    gr_shape_bcast_args(&k.a, mul, (int)e, &b);
+    for (int64_t i = 0; i < cnt; i++) gr_body_bcast(&b, yb, i);
+    CHECK_MSG(memcmp(y, yb, (size_t)cnt * es) == 0, "%s %s [%lld,%lld,%lld] (%s): kernel and body differ",
+              gr_op_name(op), gr_elem_name(e), (long long)so[1], (long long)so[2], (long long)so[3],
+              lay == GR_NHWC ? "NHWC" : "NCHW");
+    /* written out, in logical order: y's element c sits at its layout's offset */
+    int bad = 0;
+    int64_t ys[4];
+    gr_shape_strides(&k.a, &k.tout[0], ys);
+    for (int64_t c0 = 0; c0 < so[0]; c0++)
+        for (int64_t c1 = 0; c1 < so[1]; c1++)
+            for (int64_t c2 = 0; c2 < so[2]; c2++)
+                for (int64_t c3 = 0; c3 < so[3]; c3++) {
+                    const int64_t c[4] = {c0, c1, c2, c3};
+                    int64_t xa[4], xb[4];
+                    int64_t ca[4], cb[4];
+                    for (int d = 0; d < 4; d++) { ca[d] = c[d]; cb[d] = c[d]; }
+                    gr_shape_strides(&k.a, &k.tin[0], xa);
+                    gr_shape_strides(&k.a, &k.tin[1], xb);
+                    int64_t oa = 0, ob = 0, oy = 0;
+                    for (int d = 0; d < 4; d++) { oa += ca[d] * xa[d]; ob += cb[d] * xb[d]; oy += c[d] * ys[d]; }
+                    float u = xf[0][oa], v = xf[1][ob], r = mul ? u * v : u + v;
+                    float want = gr_ld_hd(&r, GR_BODY_F32, 0);
+                    void *tmp = gr_xmalloc(es);
+                    gr_st_hd(tmp, (int)e, 0, want);
+                    bad += memcmp((char *)y + oy * (int64_t)es, tmp, es) != 0;
+                    free(tmp);
+                }
+    CHECK_MSG(bad == 0, "%s %s: %d values are not the broadcast result", gr_op_name(op), gr_elem_name(e), bad);
+    if (e == GR_F32 && lay == GR_NCHW) { /* the backward reductions: fp32 NCHW (their rows' columns are 0) */
+        float *dy = rand_floats(cnt, -1.0f, 1.0f);
+        for (int i = 0; i < 2; i++) {
+            const int64_t *sk = i ? sb : sa, m = numel4(sk);
+            float *dx = rand_floats(m, 0, 1), *dxb = rand_floats(m, 0, 1);
+            kt kb;
+            kt_init(&kb, mul ? GR_OP_MUL_BWD : GR_OP_ADD_BWD_REDUCE, mul ? 2 : 1, 1, n);
+            kt_tensor(&kb.tin[0], GR_F32, 4, so);
+            kt_tensor(&kb.tin[1], GR_F32, 4, i ? sa : sb);
+            kt_tensor(&kb.tout[0], GR_F32, 4, sk);
+            kb.a.in[0] = dy;
+            kb.a.in[1] = xf[1 - i];
+            kb.a.out[0] = dx;
+            if (mul) gr_cpu_mul_bwd(&kb.a);
+            else gr_cpu_add_bwd_reduce(&kb.a);
+            gr_reduce_in r;
+            gr_shape_reduce_args(&kb.a, &r);
+            for (int64_t j = 0; j < m; j++) gr_body_reduce(&r, dxb, j);
+            CHECK_MSG(memcmp(dx, dxb, (size_t)m * sizeof *dx) == 0, "%s input %d: kernel and body differ",
+                      gr_op_name(kb.node.op), i);
+            /* the sum written out: each output element adds into the input element it read */
+            double *want = calloc((size_t)m, sizeof *want), worst = 0.0;
+            for (int64_t p = 0; p < cnt; p++) {
+                int64_t c[4], t = p;
+                for (int d = 3; d >= 0; d--) { c[d] = t % so[d]; t /= so[d]; }
+                want[at4(sk, c)] += (double)dy[p] * (mul ? (double)xf[1 - i][at4(i ? sa : sb, c)] : 1.0);
+            }
+            for (int64_t j = 0; j < m; j++) {
+                double err = fabs(dx[j] - want[j]) / (fabs(want[j]) + 1e-3);
+                worst = err > worst ? err : worst;
+            }
+            free(want);
+            CHECK_MSG(worst < 1e-5, "%s input %d: off the written-out sum by %g", gr_op_name(kb.node.op), i, worst);
+            free(dx); free(dxb);
+        }
+        free(dy);
+    }
+    for (int i = 0; i < 2; i++) { free(xf[i]); free(xs[i]); }
+    free(y); free(yb);
+}
+
+static void test_bcasts(void) {
+    static const int64_t a[] = {3, 4, 5, 6}, ch[] = {3, 4, 1, 1}, row[] = {3, 1, 5, 1}, col[] = {3, 1, 1, 6},
+                         big[] = {2, 64, 32, 17}, bch[] = {2, 64, 1, 1};
+    for (int m = 0; m < 2; m++) {
+        gr_op op = m ? GR_OP_MUL : GR_OP_ADD;
+        test_bcast(op, GR_F32, GR_NCHW, a, ch);
+        test_bcast(op, GR_F32, GR_NCHW, row, a);
+        test_bcast(op, GR_F32, GR_NCHW, row, col); /* both broadcast */
+        test_bcast(op, GR_F32, GR_NCHW, a, a);     /* mul of one shape; add takes its own path */
+        test_bcast(op, GR_F32, GR_NCHW, big, bch); /* the OpenMP loops */
+    }
+    /* add takes half storage and channels-last as it is (its ops.def columns) */
+    test_bcast(GR_OP_ADD, GR_BF16, GR_NCHW, a, ch);
+    test_bcast(GR_OP_ADD, GR_F16, GR_NCHW, row, col);
+    test_bcast(GR_OP_ADD, GR_F32, GR_NHWC, a, ch);
+    test_bcast(GR_OP_ADD, GR_BF16, GR_NHWC, row, col);
+}
+
+static void expect_build_error(const char *layers, int ndim, const int64_t *shape, const char *want) {
+    gr_error err = {0};
+    gr_cfg *c = NULL;
+    CHECK(gr_cfg_parse_text(layers, "m.yaml", 5, 1, &c, &err) == GR_OK);
+    gr_job_spec spec;
+    memset(&spec, 0, sizeof spec);
+    snprintf(spec.file, sizeof spec.file, "m.yaml");
+    spec.model.layers = c;
+    spec.train.micro_batch = spec.train.batch_size = 2;
+    snprintf(spec.train.loss, sizeof spec.train.loss, "softmax_cross_entropy");
+    gr_graph g;
+    gr_status st = gr_graph_build(&spec, shape, ndim, &g, &err);
+    CHECK_MSG(st == GR_ERR_USAGE && strstr(err.msg, want), "%s: got '%s', want '%s'", layers, err.msg, want);
+    if (!st) gr_graph_free(&g);
+    gr_cfg_free(c);
+}
+
+static void test_errors(void) {
+    static const int64_t s3[] = {2, 3, 4}, s1[] = {6};
+    expect_build_error("[{conv: {filters: 3, kernel: [1, 2]}, name: a}, {add: {}, input: [input, a]}]", 3, s3,
+                       "m.yaml:5:50: model.layers[1].add: add cannot broadcast 'input' [n, 2, 3, 4] with 'a' "
+                       "[n, 3, 3, 3] (NumPy's rules on the full tensors, batch first: one rank, and along each axis "
+                       "equal sizes or a 1)");
+    expect_build_error("[{dense: {units: 4}, name: a}, {reshape: {shape: [2, 2]}}, {mul: {}, input: [a, reshape0]}]",
+                       1, s1, "mul cannot broadcast 'a' [n, 4] with 'reshape0' [n, 2, 2]");
+    expect_build_error("[{dense: {units: 4}, name: a}, {mul: {}, input: [a, a, a]}]", 1, s1,
+                       "mul multiplies two layers");
+    expect_build_error("[{dense: {units: 4}, name: a}, {concat: {axis: 0}, input: [a, a]}]", 1, s1,
+                       "concat: axis 0 is the batch axis");
+    expect_build_error("[{dense: {units: 4}, name: a}, {concat: {axis: -3}, input: [a, a]}]", 1, s1,
+                       "concat: axis -3 is outside a tensor of 2 axes");
+    expect_build_error("[{slice: {axis: 1, end: 1}, name: a}, {concat: {axis: 2}, input: [a, input]}]", 3, s3,
+                       "concat along axis 2 needs inputs that agree elsewhere, but 'a' is [2, 1, 3, 4] and "
+                       "'input' is [2, 2, 3, 4]");
 }
 
 int main(int argc, char **argv) {
@@ -152,5 +417,9 @@ int main(int argc, char **argv) {
         test_concat(nin, ch, 4, 15, 4, 3);
         test_concat(nin, ch + (5 - nin), 2, 1, 5, 5);
     }
+    test_concat_axis(2);
+    test_concat_axis(3);
+    test_bcasts();
+    test_errors();
     return gr_test_report();
 }
