@@ -93,6 +93,8 @@ const gr_spec_row gr_spec_rows[] = {
      .size = 4, .n_off = GR_OFF(model.n_input)},
     TREE("model.blocks", GR_SF_MAP, model.blocks),
     TREE("model.layers", GR_SF_REQ | GR_SF_SEQ, model.layers),
+    TREE("model.inputs", GR_SF_SEQ, model.inputs),
+    TREE("model.targets", GR_SF_SEQ, model.targets),
     STR("model.init_from", 0, NULL, NULL, model.init_from),
 
     SECTION("train", GR_SF_REQ),
@@ -121,7 +123,7 @@ const gr_spec_row gr_spec_rows[] = {
            train.schedule.n_milestones),
     FLOAT("train.schedule.min_lr", 0, 0, INFINITY, "0", "cosine|linear", train.schedule.min_lr),
     SECTION("train.loss", 0),
-    ENUMSTR("train.loss.type", "softmax_cross_entropy", "softmax_cross_entropy", train.loss),
+    ENUMSTR("train.loss.type", "softmax_cross_entropy|mse|bce_with_logits", "softmax_cross_entropy", train.loss),
     FLOAT("train.loss.label_smoothing", GR_SF_HIX, 0, 1, "0", NULL, train.label_smoothing),
     TREE("train.metrics", GR_SF_LIST, train.metrics),
     FLOAT("train.grad_clip", 0, 0, INFINITY, "0", NULL, train.grad_clip),

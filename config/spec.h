@@ -116,6 +116,8 @@ typedef struct gr_job_spec {
         int n_input;              /* 0 = take from the dataset */
         int64_t input[4];         /* per-sample shape, e.g. [1, 28, 28] */
         const gr_cfg *layers;     /* SEQ, required, non-empty; parsed by graph/build.c */
+        const gr_cfg *inputs;     /* SEQ or NULL: the graph's inputs by name (gr_io_decls_read) */
+        const gr_cfg *targets;    /* SEQ or NULL: its targets likewise */
         const gr_cfg *blocks;     /* MAP or NULL */
         char init_from[GR_PATH_MAX];
     } model;
@@ -192,6 +194,24 @@ gr_status gr_spec_error(gr_error *err, const gr_job_spec *spec, const char *key,
 const char *gr_precision_name(gr_precision p);
 const char *gr_optim_name(gr_optim_type t);
 const char *gr_sched_name(gr_sched_type t);
+
+/* model.inputs / model.targets: the graph's inputs and targets bound to the
+ * data's fields by name. An item is a field's name (the tensor takes it) or
+ * {name: N, field: F, dtype: float32|int32}; dtype absent: the field's (an
+ * integer field int32, any other float32). Absent lists: the image input
+ * `input` and the label target `label` of today's HDF5 layout. */
+#define GR_MAX_IO 4
+typedef enum gr_io_dtype { GR_IO_FROM_FIELD, GR_IO_FLOAT32, GR_IO_INT32 } gr_io_dtype;
+typedef struct gr_io_decl {
+    char name[64];        /* the tensor's name in the graph (layers name it in `input:`) */
+    char field[64];       /* the data's field (an HDF5 dataset of the split) */
+    gr_io_dtype dtype;
+    gr_cfg at;            /* the item, for messages */
+} gr_io_decl;
+/* Reads model.inputs (targets false) or model.targets into out[0..*n),
+ * at most GR_MAX_IO (targets: 1), names unique and not `input`-clashing;
+ * *n 0 when the list is absent. */
+gr_status gr_io_decls_read(const gr_job_spec *s, bool targets, gr_io_decl *out, int *n, gr_error *err);
 
 /* Reads s->train.optimizer.groups into a new array (*out, *n; NULL, 0 when
  * none), refusing malformed items at their file:line:col. */

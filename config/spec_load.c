@@ -240,6 +240,16 @@ static gr_status gr_spec_cross(gr_job_spec *spec, gr_error *err) {
         spec->train.optimizer.weight_decay = 0.01;
 
     {
+        gr_io_decl io[GR_MAX_IO];
+        int nio;
+        gr_status st = gr_io_decls_read(spec, false, io, &nio, err);
+        if (!st) st = gr_io_decls_read(spec, true, io, &nio, err);
+        if (st) return st;
+        if (spec->model.inputs && !spec->model.targets)
+            return gr_cfg_error(err, spec->model.inputs, "model.inputs", "declared inputs need model.targets too "
+                                "(the fields the loss compares the model's output with)");
+    }
+    {
         gr_param_group *pg;
         int npg;
         gr_status st = gr_param_groups_read(spec, &pg, &npg, err);

@@ -621,8 +621,8 @@ static gr_status gr_build_seq(gr_builder *b, gr_scope *sc, const gr_cfg *layers,
 
 /* infer = false: parse only (no shapes known); every layer's output is a
  * placeholder copy of its input so `input:` references still resolve. */
-static gr_status gr_graph_build_ex(const gr_job_spec *spec, const int64_t *in_shape, int in_ndim,
-                                   bool infer, gr_graph *g, gr_error *err) {
+static gr_status gr_graph_build_ex(const gr_job_spec *spec, const gr_graph_io *io, bool infer, gr_graph *g,
+                                   gr_error *err) {
     memset(g, 0, sizeof *g);
     g->ad_node = -1;
     g->metric_stats = -1;
@@ -642,11 +642,7 @@ static gr_status gr_graph_build_ex(const gr_job_spec *spec, const int64_t *in_sh
         if ((st = gr_count_seq(&c, spec->model.layers, &none, "model.layers", &n_layers, err))) goto fail;
     }
     gr_names_init(&b.layer_names);
-    int64_t shape[GR_MAX_DIMS];
-    shape[0] = g->micro_batch;
-    for (int i = 0; i < in_ndim; i++) shape[i + 1] = in_shape[i];
-    g->input = gr_graph_add_tensor(g, "input", GR_TK_INPUT, GR_F32, in_ndim + 1, shape, true);
-    g->label = gr_graph_add_tensor(g, "label", GR_TK_LABEL, GR_I32, 1, shape, true);
+    gr_graph_add_io(g, io);
 
     const gr_cfg *layers = spec->model.layers;
     GR_ASSERT(layers && layers->kind == GR_CFG_SEQ);
@@ -654,6 +650,9 @@ static gr_status gr_graph_build_ex(const gr_job_spec *spec, const int64_t *in_sh
     {
         gr_scope top;
         gr_scope_init(&top, &b, "", g->input);
+        for (int i = 0; i < g->n_inputs; i++) /* the first is `input` too */
+            if (strcmp(g->tensors[g->inputs[i]].name, "input") != 0)
+                gr_scope_add(&top, g->tensors[g->inputs[i]].name, g->inputs[i]);
         st = gr_build_seq(&b, &top, layers, "model.layers", g->input, &cur, err);
         gr_scope_free(&top);
         if (st) goto fail;
@@ -717,17 +716,41 @@ fail:
     return st;
 }
 
+/* One input `input` of per-sample shape in_shape (float) and the labels
+ * (int32, one per sample): today's HDF5 layout. */
+static gr_graph_io gr_graph_io_default(const int64_t *in_shape, int in_ndim) {
+    gr_graph_io io;
+    memset(&io, 0, sizeof io);
+    io.n_inputs = 1;
+    io.in[0] = (gr_io_tensor){.name = "input", .elem = GR_F32, .ndim = in_ndim};
+    for (int i = 0; i < in_ndim && i < GR_MAX_DIMS - 1; i++) io.in[0].shape[i] = in_shape[i];
+    io.target = (gr_io_tensor){.name = "label", .elem = GR_I32, .ndim = 0};
+    return io;
+}
+
 gr_status gr_graph_build(const gr_job_spec *spec, const int64_t *in_shape, int in_ndim,
                          gr_graph *g, gr_error *err) {
-    return gr_graph_build_ex(spec, in_shape, in_ndim, true, g, err);
+    GR_ASSERT(in_ndim >= 0 && in_ndim < GR_MAX_DIMS);
+    const gr_graph_io io = gr_graph_io_default(in_shape, in_ndim);
+    return gr_graph_build_ex(spec, &io, true, g, err);
+}
+
+gr_status gr_graph_build_io(const gr_job_spec *spec, const gr_graph_io *io, gr_graph *g, gr_error *err) {
+    return gr_graph_build_ex(spec, io, true, g, err);
 }
 
 gr_status gr_graph_check(const gr_job_spec *spec, gr_error *err) {
     gr_graph g;
     int64_t one[1] = {1};
-    bool shapes = spec->model.n_input > 0;
-    gr_status st = gr_graph_build_ex(spec, shapes ? spec->model.input : one, shapes ? spec->model.n_input : 1,
-                                     shapes, &g, err);
+    bool shapes = spec->model.n_input > 0 && !spec->model.inputs;
+    gr_graph_io io = gr_graph_io_default(shapes ? spec->model.input : one, shapes ? spec->model.n_input : 1);
+    gr_io_decl d[GR_MAX_IO];
+    int nd = 0;
+    gr_status st = gr_io_decls_read(spec, false, d, &nd, err);
+    if (st) return st;
+    for (int i = 0; i < nd; i++) io.in[i] = (gr_io_tensor){.name = d[i].name, .elem = GR_F32, .ndim = 1, .shape = {1}};
+    if (nd) io.n_inputs = nd;
+    st = gr_graph_build_ex(spec, &io, shapes, &g, err);
     if (st == GR_OK) gr_graph_free(&g);
     return st;
 }

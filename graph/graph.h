@@ -147,7 +147,8 @@ typedef struct gr_graph {
     gr_node *nodes; int n_nodes, cap_nodes;
     gr_layer *layers; int n_layers, cap_layers;
     int n_forward;           /* nodes [0, n_forward) are the forward pass incl. loss */
-    int input, label;        /* tensor ids */
+    int input, label;        /* tensor ids: the first input; the target (today's labels) */
+    int inputs[GR_MAX_IO], n_inputs; /* every input (model.inputs; one, `input`, by default) */
     int logits, loss_probs, loss_stats; /* tensor ids; loss_stats = [loss sum, count averaged over] */
     int metric_stats;        /* the first metric's [correct, count] (metrics[0].stats); -1 none */
     struct gr_metric {
@@ -283,6 +284,25 @@ gr_status gr_graph_build(const gr_job_spec *spec, const int64_t *in_shape, int i
 gr_status gr_graph_build_head(gr_graph *g, const gr_job_spec *spec, int out, gr_error *err);
 /* The same items checked without shapes (gpurun validate). */
 gr_status gr_graph_head_check(const gr_job_spec *spec, gr_error *err);
+/* The graph's inputs and its target, as the data gives them: a name, an
+ * element type (GR_F32 or GR_I32) and a per-sample shape of rank 0..3. */
+typedef struct gr_io_tensor {
+    const char *name;
+    gr_elem elem;
+    int ndim;
+    int64_t shape[GR_MAX_DIMS - 1];
+} gr_io_tensor;
+typedef struct gr_graph_io {
+    int n_inputs;
+    gr_io_tensor in[GR_MAX_IO];
+    gr_io_tensor target;
+} gr_graph_io;
+/* gr_graph_build with the inputs and target of io (model.inputs and
+ * model.targets bound to the data's fields). The first input is also
+ * called `input` in the layers' `input:`; the others by their names. */
+gr_status gr_graph_build_io(const gr_job_spec *spec, const gr_graph_io *io, gr_graph *g, gr_error *err);
+/* The input and target tensors of io (head.c; the builder's first step). */
+void gr_graph_add_io(gr_graph *g, const gr_graph_io *io);
 /* Checks the model section without data (for `gpurun validate`): op names,
  * attributes, layer names and inputs; shapes too when model.input is given. */
 gr_status gr_graph_check(const gr_job_spec *spec, gr_error *err);

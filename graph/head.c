@@ -1,10 +1,11 @@
-/* head.c — the graph's head, after its layers: the loss (train.loss) on the
- * last layer's output and the labels, then one metric node per item of
+/* head.c — the graph's ends: its inputs and target (the builder's first
+ * tensors), and its head after the layers: the loss (train.loss) on the last
+ * layer's output and the target, then one metric node per item of
  * train.metrics. An item is a metric op's name (a GR_OPF_METRIC row of
  * ops.def) or a one-op map with its attributes:
  *   metrics: [accuracy, {accuracy: {top_k: 5}}]
  * Absent, the metrics are the loss's default: top-1 accuracy for softmax
- * cross-entropy; `metrics: []` is none. A metric's name, which metrics.jsonl,
+ * cross-entropy, none for mse and bce_with_logits; `metrics: []` is none. A metric's name, which metrics.jsonl,
  * TensorBoard and summary.json use, is its op's, with `_top<k>` for an
  * accuracy of top_k > 1. Metric nodes have no backward: autodiff never
  * reaches them. */
@@ -67,7 +68,8 @@ static gr_status gr_head_item(const gr_cfg *item, int i, gr_metric_item *m, gr_e
 static gr_status gr_head_metrics(const gr_job_spec *spec, gr_metric_item *items, int *n, gr_error *err) {
     *n = 0;
     const gr_cfg *seq = spec->train.metrics;
-    if (!seq || seq->kind != GR_CFG_SEQ) { /* the loss's default: top-1 accuracy */
+    if (!seq || seq->kind != GR_CFG_SEQ) { /* the loss's default: top-1 accuracy for cross-entropy */
+        if (strcmp(spec->train.loss, "softmax_cross_entropy") != 0) return GR_OK;
         gr_metric_item *m = &items[(*n)++];
         memset(m, 0, sizeof *m);
         m->op = GR_OP_ACCURACY;
@@ -91,25 +93,32 @@ static gr_status gr_head_metrics(const gr_job_spec *spec, gr_metric_item *items,
     return GR_OK;
 }
 
-gr_status gr_graph_head_check(const gr_job_spec *spec, gr_error *err) {
-    if (strcmp(spec->train.loss, "softmax_cross_entropy") != 0)
-        return gr_spec_error(err, spec, "train.loss.type", "unknown loss '%s'", spec->train.loss);
-    gr_metric_item items[GR_MAX_METRICS];
-    int n;
-    return gr_head_metrics(spec, items, &n, err);
+void gr_graph_add_io(gr_graph *g, const gr_graph_io *io) {
+    int64_t shape[GR_MAX_DIMS];
+    shape[0] = g->micro_batch;
+    for (int i = 0; i < io->n_inputs; i++) {
+        const gr_io_tensor *t = &io->in[i];
+        for (int d = 0; d < t->ndim; d++) shape[d + 1] = t->shape[d];
+        g->inputs[i] = gr_graph_add_tensor(g, t->name, GR_TK_INPUT, t->elem, t->ndim + 1, shape, true);
+    }
+    g->n_inputs = io->n_inputs;
+    g->input = g->inputs[0];
+    const gr_io_tensor *t = &io->target;
+    for (int d = 0; d < t->ndim; d++) shape[d + 1] = t->shape[d];
+    g->label = gr_graph_add_tensor(g, t->name, GR_TK_LABEL, t->elem, t->ndim + 1, shape, true);
 }
 
-gr_status gr_graph_build_head(gr_graph *g, const gr_job_spec *spec, int out, gr_error *err) {
-    gr_status st = gr_graph_head_check(spec, err);
-    if (st) return st;
-    const gr_tensor *lt = &g->tensors[out];
-    if (lt->ndim != 2) {
-        char buf[64];
-        return gr_error_set(err, GR_ERR_USAGE, "%s: model.layers: the last layer's output is %s per batch; "
-                            "softmax_cross_entropy needs [batch, classes] (end with flatten + dense)", spec->file,
-                            gr_shape_str(lt, buf, sizeof buf));
-    }
-    g->logits = out;
+/* The loss op of train.loss.type. */
+static int gr_head_loss_op(const gr_job_spec *spec) {
+    for (int i = 0; i < GR_OP_COUNT; i++)
+        if ((gr_op_flags(i) & GR_OPF_LOSS) && strcmp(gr_op_name(i), spec->train.loss) == 0) return i;
+    return -1;
+}
+
+/* Softmax cross-entropy on [batch, classes] and one label a sample, as every
+ * classifier job had it (its tensors made in this order). */
+static void gr_head_classifier(gr_graph *g, const gr_job_spec *spec) {
+    const gr_tensor *lt = &g->tensors[g->logits];
     g->n_classes = lt->shape[1];
     int64_t pshape[2] = {lt->shape[0], lt->shape[1]};
     g->loss_probs = gr_graph_add_tensor(g, "loss.probs", GR_TK_ACT, GR_F32, 2, pshape, true);
@@ -120,7 +129,49 @@ gr_status gr_graph_build_head(gr_graph *g, const gr_job_spec *spec, int out, gr_
     g->nodes[ln].attrs.label_smoothing = spec->train.label_smoothing;
     g->nodes[ln].attrs.ignore_index = -100;
     g->nodes[ln].flops = 5 * g->n_classes;
-    /* the metrics on the same logits and labels */
+}
+
+/* Any loss on the output and the target, shapes checked by the op. */
+static gr_status gr_head_loss(gr_graph *g, const gr_job_spec *spec, gr_op op, gr_error *err) {
+    int ins[2] = {g->logits, g->label};
+    int ln = gr_graph_add_node(g, op, -1, ins, 2, NULL, 0);
+    g->nodes[ln].attrs.label_smoothing = spec->train.label_smoothing;
+    g->nodes[ln].attrs.ignore_index = -100;
+    gr_status st = gr_op_impl_of(op)->infer(g, ln, NULL, "train.loss", err);
+    if (st) return st;
+    const gr_node *nd = &g->nodes[ln];
+    g->loss_stats = nd->out[nd->nout - 1];
+    g->loss_probs = op == GR_OP_SOFTMAX_CE ? nd->out[0] : -1;
+    const gr_tensor *lt = &g->tensors[g->logits];
+    g->n_classes = op == GR_OP_SOFTMAX_CE ? lt->shape[lt->ndim - 1] : 0;
+    return GR_OK;
+}
+
+gr_status gr_graph_head_check(const gr_job_spec *spec, gr_error *err) {
+    if (gr_head_loss_op(spec) < 0)
+        return gr_spec_error(err, spec, "train.loss.type", "unknown loss '%s'", spec->train.loss);
+    gr_metric_item items[GR_MAX_METRICS];
+    int n;
+    return gr_head_metrics(spec, items, &n, err);
+}
+
+gr_status gr_graph_build_head(gr_graph *g, const gr_job_spec *spec, int out, gr_error *err) {
+    gr_status st = gr_graph_head_check(spec, err);
+    if (st) return st;
+    const gr_op op = (gr_op)gr_head_loss_op(spec);
+    const gr_tensor *lt = &g->tensors[out], *tt = &g->tensors[g->label];
+    const bool labels = tt->ndim == 1 && tt->elem == GR_I32; /* one class index a sample */
+    if (op == GR_OP_SOFTMAX_CE && labels && lt->ndim != 2) {
+        char buf[64];
+        return gr_error_set(err, GR_ERR_USAGE, "%s: model.layers: the last layer's output is %s per batch; "
+                            "softmax_cross_entropy needs [batch, classes] (end with flatten + dense)", spec->file,
+                            gr_shape_str(lt, buf, sizeof buf));
+    }
+    g->logits = out;
+    if (op == GR_OP_SOFTMAX_CE && labels) gr_head_classifier(g, spec);
+    else if ((st = gr_head_loss(g, spec, op, err))) return st;
+    /* the metrics on the same output and target */
+    const int ins[2] = {g->logits, g->label};
     gr_metric_item items[GR_MAX_METRICS];
     int n;
     if ((st = gr_head_metrics(spec, items, &n, err))) return st;

@@ -42,7 +42,8 @@ static gr_status gr_dense_tied_weight(gr_graph *g, int node, const gr_cfg *at, c
     GR_ASSERT(src.op == nd.op && src.nin >= 2);
     const gr_tensor wt = g->tensors[src.in[1]];
     const bool t = src.attrs.weight_t != nd.attrs.transpose;
-    const int64_t units = nd.attrs.units, fin = g->tensors[nd.in[0]].shape[1];
+    const gr_tensor *x = &g->tensors[nd.in[0]];
+    const int64_t units = nd.attrs.units, fin = x->shape[x->ndim - 1];
     const int64_t r = t ? wt.shape[1] : wt.shape[0], c = t ? wt.shape[0] : wt.shape[1];
     if (r == units && c == fin) {
         *w = src.in[1];
@@ -64,15 +65,19 @@ static gr_status gr_dense_tied_weight(gr_graph *g, int node, const gr_cfg *at, c
 static gr_status gr_dense_infer(gr_graph *g, int node, const gr_cfg *at, const char *key, gr_error *err) {
     gr_node *nd = &g->nodes[node];
     const gr_tensor x = g->tensors[nd->in[0]];
-    if (x.ndim != 2) {
+    if (x.ndim < 2) {
         char buf[64];
-        return gr_cfg_error(err, at, key, "dense needs a flat input [batch, features], got %s "
-                            "(put a flatten before it)", gr_shape_str(&x, buf, sizeof buf));
+        return gr_cfg_error(err, at, key, "dense needs a flat input [batch, features] (or [batch, ..., features]: "
+                            "it applies to the last axis), got %s (put a flatten before it)",
+                            gr_shape_str(&x, buf, sizeof buf));
     }
     const int layer = nd->layer; /* nd is read before the appends below, never after */
     const bool bias = nd->attrs.bias, tied = nd->attrs.tied[0] != '\0';
-    int64_t units = nd->attrs.units, fin = x.shape[1];
-    int64_t wshape[2] = {units, fin}, bshape[1] = {units}, yshape[2] = {x.shape[0], units};
+    /* the last axis: a [n, ..., F] input is n x ... rows of F features (nn.Linear) */
+    int64_t units = nd->attrs.units, fin = x.shape[x.ndim - 1], rows = gr_tensor_sample_numel(&x) / fin;
+    int64_t wshape[2] = {units, fin}, bshape[1] = {units}, yshape[GR_MAX_DIMS];
+    for (int d = 0; d < x.ndim; d++) yshape[d] = x.shape[d];
+    yshape[x.ndim - 1] = units;
     int w = -1;
     bool weight_t = false;
     if (tied) {
@@ -82,7 +87,7 @@ static gr_status gr_dense_infer(gr_graph *g, int node, const gr_cfg *at, const c
         w = gr_graph_add_param(g, layer, "weight", 2, wshape);
     }
     int b = bias ? gr_graph_add_param(g, layer, "bias", 1, bshape) : -1;
-    int y = gr_graph_add_tensor(g, g->layers[layer].name, GR_TK_ACT, GR_F32, 2, yshape, true);
+    int y = gr_graph_add_tensor(g, g->layers[layer].name, GR_TK_ACT, GR_F32, x.ndim, yshape, true);
     nd = &g->nodes[node];
     nd->in[1] = w;
     nd->nin = 2;
@@ -90,7 +95,7 @@ static gr_status gr_dense_infer(gr_graph *g, int node, const gr_cfg *at, const c
     nd->out[0] = y;
     nd->nout = 1;
     nd->attrs.weight_t = weight_t;
-    nd->flops = 2 * fin * units + (b >= 0 ? units : 0);
+    nd->flops = rows * (2 * fin * units + (b >= 0 ? units : 0));
     return GR_OK;
 }
 
@@ -100,13 +105,14 @@ static void gr_dense_backward(gr_graph *g, int node) {
     int dy = gr_graph_grad(g, nd.out[0]);
     const bool t = nd.attrs.weight_t;
     int64_t fin = g->tensors[w].shape[t ? 0 : 1], units = g->tensors[w].shape[t ? 1 : 0];
+    const int64_t rows = gr_tensor_sample_numel(&g->tensors[x]) / fin; /* positions a sample ([n, ..., F]) */
     if (g->tensors[x].requires_grad) {
         int dx = gr_graph_grad(g, x);
         int in[2] = {dy, w}, out[1] = {dx};
         int k = gr_graph_add_node(g, gr_op_bwd(nd.op), nd.layer, in, 2, out, 1);
         g->nodes[k].fwd = node;
         g->nodes[k].attrs = nd.attrs;
-        g->nodes[k].flops = 2 * fin * units;
+        g->nodes[k].flops = rows * 2 * fin * units;
     }
     int dw = gr_graph_grad(g, w);
     int db = b >= 0 ? gr_graph_grad(g, b) : -1;
@@ -114,7 +120,7 @@ static void gr_dense_backward(gr_graph *g, int node) {
     int k = gr_graph_add_node(g, GR_OP_DENSE_BWD_PARAMS, nd.layer, in, 2, out, db >= 0 ? 2 : 1);
     g->nodes[k].fwd = node;
     g->nodes[k].attrs = nd.attrs;
-    g->nodes[k].flops = 2 * fin * units + (db >= 0 ? units : 0);
+    g->nodes[k].flops = rows * (2 * fin * units + (db >= 0 ? units : 0));
 }
 
 const gr_op_impl gr_op_impl_dense = {&gr_dense_attrs, gr_dense_check, gr_dense_infer, gr_dense_backward};

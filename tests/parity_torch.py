@@ -61,6 +61,8 @@ CONFIGS = [
         ("slice", 1, 0, 2, {"name": "a"}), ("slice", -3, 2, 4, {"input": "permute0", "name": "b"}),
         ("mul", ["a", "b"]), ("tanh",), ("concat", -1, ["tanh0", "a"]), ("flatten",), ("dense", 5)],
      (7,), 8, 0.0),
+    ("rank-3 and rank-4 dense (the last axis)", [("dense", 6), ("gelu",), ("reshape", [3, 2, 6]), ("dense", 5),
+                                                  ("flatten",), ("dense", 4)], (6, 7), 8, 0.0),
     ("broadcast add/mul", [
         ("dense", 12), ("reshape", [3, 4], {"name": "a"}), ("dense", 4, {"input": "input"}),
         ("reshape", [1, 4], {"name": "b"}), ("dense", 3, {"input": "input"}), ("reshape", [3, 1], {"name": "c"}),
@@ -144,13 +146,13 @@ def torch_model(layers, in_shape):
             shape = [int(np.prod(shape))]
         elif op == "dense":
             bias = len(layer) < 3 or layer[2]
-            assert len(shape) == 1, "dense on a non-flat input: add flatten"
-            mods.append(torch.nn.Linear(shape[0], layer[1], bias=bias))
+            # nn.Linear on the last axis, as gpurun's dense on [n, ..., F]
+            mods.append(torch.nn.Linear(shape[-1], layer[1], bias=bias))
             fn = mods[-1]
-            table.append(("dense%d.weight" % k, (layer[1], shape[0])))
+            table.append(("dense%d.weight" % k, (layer[1], shape[-1])))
             if bias:
                 table.append(("dense%d.bias" % k, (layer[1],)))
-            shape = [layer[1]]
+            shape = list(shape[:-1]) + [layer[1]]
         elif op == "dropout":
             mods.append(torch.nn.Dropout(layer[1]))
             fn = mods[-1]

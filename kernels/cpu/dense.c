@@ -15,7 +15,7 @@ void gr_cpu_dense(const gr_kargs *a) {
     const float *x = a->in[0], *w = a->in[1], *b = a->node->nin > 2 ? a->in[2] : NULL;
     float *y = a->out[0];
     const bool t = a->node->attrs.weight_t;
-    int n = (int)a->n, fin = (int)a->tin[1]->shape[t ? 0 : 1], units = (int)a->tin[1]->shape[t ? 1 : 0];
+    int n = (int)gr_kargs_rows(a), fin = (int)a->tin[1]->shape[t ? 0 : 1], units = (int)a->tin[1]->shape[t ? 1 : 0];
     float beta = 0.0f;
     if (b) {
         for (int i = 0; i < n; i++)
@@ -35,7 +35,7 @@ void gr_cpu_dense_bwd_data(const gr_kargs *a) {
     const float *dy = a->in[0], *w = a->in[1];
     float *dx = a->out[0];
     const bool t = a->node->attrs.weight_t;
-    int n = (int)a->n, fin = (int)a->tin[1]->shape[t ? 0 : 1], units = (int)a->tin[1]->shape[t ? 1 : 0];
+    int n = (int)gr_kargs_rows(a), fin = (int)a->tin[1]->shape[t ? 0 : 1], units = (int)a->tin[1]->shape[t ? 1 : 0];
     if (t) gr_cpu_sgemm(gr_cpu_of(a), false, true, n, fin, units, 1.0f, dy, units, w, units, 0.0f, dx, fin);
     else gr_cpu_sgemm(gr_cpu_of(a), false, false, n, fin, units, 1.0f, dy, units, w, fin, 0.0f, dx, fin);
 }
@@ -49,7 +49,7 @@ void gr_cpu_dense_bwd_params(const gr_kargs *a) {
     const float *dy = a->in[0], *x = a->in[1];
     float *dw = a->out[0], *db = a->node->nout > 1 ? a->out[1] : NULL;
     const bool t = a->node->attrs.weight_t;
-    int n = (int)a->n, fin = (int)a->tout[0]->shape[t ? 0 : 1], units = (int)a->tout[0]->shape[t ? 1 : 0];
+    int n = (int)gr_kargs_rows(a), fin = (int)a->tout[0]->shape[t ? 0 : 1], units = (int)a->tout[0]->shape[t ? 1 : 0];
     if (t) gr_cpu_sgemm(gr_cpu_of(a), true, false, fin, units, n, 1.0f, x, fin, dy, units, 1.0f, dw, units);
     else gr_cpu_sgemm(gr_cpu_of(a), true, false, units, fin, n, 1.0f, dy, units, x, fin, 1.0f, dw, fin);
     if (db)

@@ -186,7 +186,7 @@ static void gr_mm_run(gr_cpu *cpu, gr_mm_prim *e, const void *src, const void *w
 void gr_cpu_dense_bf16(const gr_kargs *a) {
     gr_cpu *cpu = gr_cpu_of(a);
     const bool t = a->node->attrs.weight_t;
-    const int64_t n = a->n, f = a->tin[1]->shape[t ? 0 : 1], u = a->tin[1]->shape[t ? 1 : 0];
+    const int64_t n = gr_kargs_rows(a), f = a->tin[1]->shape[t ? 0 : 1], u = a->tin[1]->shape[t ? 1 : 0];
     const float *b = a->node->nin > 2 ? a->in[2] : NULL;
     gr_mm_prim *e = gr_mm_get(cpu, GR_MM_FWD, n, u, f, b != NULL, t, a->eout[0]);
     const void *wb, *xb;
@@ -197,7 +197,7 @@ void gr_cpu_dense_bf16(const gr_kargs *a) {
 void gr_cpu_dense_bf16_bwd_data(const gr_kargs *a) {
     gr_cpu *cpu = gr_cpu_of(a);
     const bool t = a->node->attrs.weight_t;
-    const int64_t n = a->n, f = a->tin[1]->shape[t ? 0 : 1], u = a->tin[1]->shape[t ? 1 : 0];
+    const int64_t n = gr_kargs_rows(a), f = a->tin[1]->shape[t ? 0 : 1], u = a->tin[1]->shape[t ? 1 : 0];
     gr_mm_prim *e = gr_mm_get(cpu, GR_MM_BWD_DATA, n, u, f, false, t, a->eout[0]);
     const void *wb, *dyb;
     gr_mm_operands(cpu, a->in[1], u * f, a->in[0], a->ein[0], n * u, &wb, &dyb);
@@ -207,7 +207,7 @@ void gr_cpu_dense_bf16_bwd_data(const gr_kargs *a) {
 void gr_cpu_dense_bf16_bwd_params(const gr_kargs *a) {
     gr_cpu *cpu = gr_cpu_of(a);
     const bool t = a->node->attrs.weight_t;
-    const int64_t n = a->n, f = a->tout[0]->shape[t ? 0 : 1], u = a->tout[0]->shape[t ? 1 : 0];
+    const int64_t n = gr_kargs_rows(a), f = a->tout[0]->shape[t ? 0 : 1], u = a->tout[0]->shape[t ? 1 : 0];
     gr_mm_prim *e = gr_mm_get(cpu, GR_MM_BWD_W, n, u, f, false, t, GR_F32);
     /* dy: bf16 (an fp32 dy is the loss's: not this path); x: bf16 or the fp32 batch */
     GR_ASSERT(a->ein[0] == GR_BF16);

@@ -38,7 +38,7 @@ static void gr_cuda_gemm(gr_cuda *cu, cublasOperation_t ta, cublasOperation_t tb
 void gr_cuda_dense(const gr_kargs *a) {
     gr_cuda *cu = gr_cuda_of(a);
     const bool t = a->node->attrs.weight_t; /* t: W as [U, F] is op_N, ld U */
-    int n = (int)a->n, fin = (int)a->tin[1]->shape[t ? 0 : 1], units = (int)a->tin[1]->shape[t ? 1 : 0];
+    int n = (int)gr_kargs_rows(a), fin = (int)a->tin[1]->shape[t ? 0 : 1], units = (int)a->tin[1]->shape[t ? 1 : 0];
     gr_elem e = gr_cuda_act_elem(a);
     const void *w = gr_cuda_weight_as(cu, a->in[1], gr_tensor_numel(a->tin[1]), e);
     gr_cuda_gemm(cu, t ? CUBLAS_OP_N : CUBLAS_OP_T, CUBLAS_OP_N, units, n, fin, w, t ? units : fin, a->in[0], fin, e,
@@ -50,7 +50,7 @@ void gr_cuda_dense(const gr_kargs *a) {
 void gr_cuda_dense_bwd_data(const gr_kargs *a) {
     gr_cuda *cu = gr_cuda_of(a);
     const bool t = a->node->attrs.weight_t; /* t: op_T(W as [U, F]), ld U */
-    int n = (int)a->n, fin = (int)a->tin[1]->shape[t ? 0 : 1], units = (int)a->tin[1]->shape[t ? 1 : 0];
+    int n = (int)gr_kargs_rows(a), fin = (int)a->tin[1]->shape[t ? 0 : 1], units = (int)a->tin[1]->shape[t ? 1 : 0];
     gr_elem e = gr_cuda_act_elem(a);
     const void *w = gr_cuda_weight_as(cu, a->in[1], gr_tensor_numel(a->tin[1]), e);
     gr_cuda_gemm(cu, t ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, fin, n, units, w, t ? units : fin, a->in[0], units, e,
@@ -61,7 +61,7 @@ void gr_cuda_dense_bwd_data(const gr_kargs *a) {
 void gr_cuda_dense_bwd_params(const gr_kargs *a) {
     gr_cuda *cu = gr_cuda_of(a);
     const bool t = a->node->attrs.weight_t;
-    int n = (int)a->n, fin = (int)a->tout[0]->shape[t ? 0 : 1], units = (int)a->tout[0]->shape[t ? 1 : 0];
+    int n = (int)gr_kargs_rows(a), fin = (int)a->tout[0]->shape[t ? 0 : 1], units = (int)a->tout[0]->shape[t ? 1 : 0];
     gr_elem e = gr_cuda_act_elem(a);
     if (t) /* column-major dW^T [U, F] += (dy as [U, n]) * op_T(x as [F, n]) */
         gr_cuda_gemm(cu, CUBLAS_OP_N, CUBLAS_OP_T, units, fin, n, a->in[0], units, a->in[1], fin, e, 1.0f, a->out[0],

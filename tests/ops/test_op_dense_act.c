@@ -20,6 +20,10 @@ static void test_gradchecks(void) {
     static const gr_gc_case cases[] = {
         {"dense", "[{dense: {units: 5}}]", 1, {6}, 0.0, 0.0, NULL},
         {"dense (no bias)", "[{dense: {units: 5, bias: false}}]", 1, {6}, 0.0, 0.0, NULL},
+        {"dense on the last axis of [n, 3, 4]", "[{dense: {units: 5}}, tanh, flatten, {dense: {units: 3}}]", 2, {3, 4},
+         0.0, 0.0, NULL},
+        {"dense on the last axis of [n, 2, 3, 4], no bias", "[{dense: {units: 2, bias: false}}, flatten, "
+         "{dense: {units: 3}}]", 3, {2, 3, 4}, 0.0, 0.0, NULL},
     };
     for (size_t i = 0; i < GR_ARRAY_LEN(cases); i++) gr_gc_run(&cases[i]);
     /* every activation row of ops.def, inputs away from relu's kink */
