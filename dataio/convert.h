@@ -155,4 +155,44 @@ int64_t gr_split_stratified(const int32_t *labels, int64_t n, int64_t nclasses, 
 gr_status gr_data_convert_imagefolder(const gr_imagefolder_config *cfg, const char *out, bool force, bool progress,
                                       gr_imagefolder_report *report, gr_error *err);
 
+/* A numeric CSV table to a table split (`gpurun data csv`). */
+typedef struct gr_csv_config {
+    const char *from;                /* the CSV file */
+    const char *const *targets;      /* the target columns' names, ntargets >= 1 */
+    int ntargets;
+    double val_fraction;             /* 0: /train only; in (0, 1): /train and /val */
+    uint64_t seed;                   /* the /val split's */
+} gr_csv_config;
+
+/* What a CSV conversion wrote. */
+typedef struct gr_csv_report {
+    int64_t train, val;              /* rows in /train, /val */
+    int64_t features, targets;       /* columns: k, m */
+} gr_csv_report;
+
+/* Reads cfg->from: a header line of column names (unique, non-empty; a
+ * UTF-8 byte order mark, spaces and double quotes around a name are
+ * dropped), then one line per sample of as many cells, each a number
+ * strtod reads whole and float32 holds finitely (spaces and double quotes
+ * around it allowed). Blank lines are skipped; cells are separated by
+ * commas, and a quoted cell holds no comma. Writes, as one new file (OUT.tmp
+ * renamed; an existing OUT needs force and is replaced whole), group /train
+ * and, with val_fraction, /val: the rows split by gr_split_stratified with
+ * one class (a Fisher-Yates shuffle of the rows by seed; round(F * N) of them,
+ * at least 1 and at most N - 1, to /val), each split in file order. A split
+ * holds `features` float32 [n, k] (the columns not named as targets, in file
+ * order) and `targets` float32 [n, m] (in the order of cfg->targets), chunked
+ * by whole rows; group attributes `feature_names` and `target_names` (UTF-8
+ * string lists); attributes `mean` and `std` (float64 [k] and [m]: per column
+ * over /train, population std, 0 made 1) on each of the two datasets, the
+ * same in /val. Errors: GR_ERR_DATA (exit 3) naming the file, and for a cell
+ * FILE:LINE:COLUMN (the cell's first character, 1-based), its text and
+ * column name ("f.csv:17:9: 'abc' in column 3 (x3) is not a number"), for
+ * a ragged row FILE:LINE and both counts; an empty file, one without data
+ * rows, a repeated or empty column name. GR_ERR_USAGE: a target that is no
+ * column (the message lists them), one named twice, no feature column left,
+ * val_fraction outside [0, 1). rep may be NULL. */
+gr_status gr_data_convert_csv(const gr_csv_config *cfg, const char *out, bool force, bool progress,
+                              gr_csv_report *rep, gr_error *err);
+
 #endif

@@ -40,11 +40,10 @@ typedef struct gr_dataset gr_dataset;
  *     memory, else by gr_dataset_fetch as each batch's samples are read)
  *   "data/f.h5: not an HDF5 file or corrupt (HDF5: <minor message>)" */
 gr_status gr_dataset_open(const char *path, const char *group, gr_dataset **out, gr_error *err);
-/* data.cache: AUTO holds the images in memory when they fit under
- * gr_dataset_memory_limit() (gr_dataset_open does this), MEMORY always (exit
- * 4 when the allocation fails), NONE never: every batch is read from the
- * file. */
-typedef enum gr_cache_mode { GR_CACHE_AUTO, GR_CACHE_MEMORY, GR_CACHE_NONE } gr_cache_mode;
+/* data.cache (gr_cache_mode, source.h): AUTO holds the images in memory
+ * when they fit under gr_dataset_memory_limit() (gr_dataset_open does this),
+ * MEMORY always (exit 4 when the allocation fails), NONE never: every batch
+ * is read from the file. */
 gr_status gr_dataset_open_cache(const char *path, const char *group, gr_cache_mode cache, gr_dataset **out,
                                 gr_error *err);
 void gr_dataset_close(gr_dataset *ds);
@@ -122,9 +121,43 @@ gr_status gr_dataset_read(gr_dataset *ds, const int64_t *idx, int64_t n,
 
 /* ---- loader ---- */
 
+/* How the loader delivers a field of the source (gr_loader_field.as). */
+typedef enum gr_deliver {
+    GR_DELIVER_FLOAT32, /* float32, any element type's stored values converted (uint8 0..255 as 0..255,
+                           float16 widened), then normalized when n_norm says so */
+    GR_DELIVER_INT32,   /* int32, from an integer field (uint8, uint16, int32; int64 values must fit) */
+    GR_DELIVER_IMAGE,   /* float32 [C,oh,ow] through the image path of x: a uint8, float16 or float32 field
+                           [C,H,W] (layout "CHW") or [H,W,C] ("HWC"), cropped and flipped by cfg.aug and
+                           normalized by cfg's n_norm, mean, std, as x is; at most one field */
+} gr_deliver;
+
+/* One field for the loader to deliver (gr_loader_config.fields). */
+typedef struct gr_loader_field {
+    const char *name;     /* the source's field (gr_source_find) */
+    gr_deliver as;
+    /* FLOAT32 only: (v - mean[j]) / std[j], computed in double, with j = 0
+     * when n_norm is 1 and the index along the field's last axis when n_norm
+     * is its size (a feature column); 0: stored values as they are. */
+    int n_norm;
+    const double *mean, *std;
+} gr_loader_field;
+
+/* A delivered field of a batch, in the order of gr_loader_config.fields. */
+typedef struct gr_batch_field {
+    const char *name;     /* the source's field */
+    void *data;           /* n samples of `bytes` each: float (FLOAT32, IMAGE) or int32_t (INT32) */
+    gr_ftype type;        /* GR_FT_FLOAT32 or GR_FT_INT32 */
+    size_t bytes;         /* per sample */
+    int rank;             /* per-sample shape: the field's (IMAGE: [C,oh,ow]) */
+    int64_t shape[GR_FIELD_MAX_RANK];
+} gr_batch_field;
+
 typedef struct gr_batch {
-    float *x;             /* n * C*H*W floats, normalized (after the crop: gr_loader_sample_shape) */
-    int32_t *y;           /* n labels */
+    float *x;             /* n * C*H*W floats, normalized (after the crop: gr_loader_sample_shape);
+                             NULL when the config lists fields */
+    int32_t *y;           /* n labels; NULL when the config lists fields */
+    int nfields;          /* gr_loader_config.nfields */
+    gr_batch_field *fields; /* the listed fields, in their order */
     int64_t n;            /* samples in this batch (< batch only for a kept last batch) */
     int64_t epoch;        /* 0-based epoch this batch belongs to */
     int64_t index;        /* batch index within the epoch */
@@ -144,6 +177,14 @@ typedef struct gr_loader_config {
     gr_augment aug;       /* crop and flip per sample (zeroed: none) */
     int prefetch;         /* batch buffers in the ring (>= 1) */
     int workers;          /* decode threads; 0 = batches are made inside gr_loader_next */
+    /* The fields to deliver, in this order, into the batch's fields[] (read
+     * by gr_loader_open*, not kept: names and statistics are copied). None
+     * (nfields 0): the batch's x and y from the source's `image` and
+     * `label`, as always. Some: those fields only (x and y NULL; the source
+     * needs no `image` or `label`), at most GR_SOURCE_MAX_FIELDS; n_norm,
+     * mean, std and aug apply to the one delivered as GR_DELIVER_IMAGE. */
+    const gr_loader_field *fields;
+    int nfields;
     /* Batch buffers come from host_alloc when set (the CUDA backend hands
      * out page-locked memory), else from aligned host memory. */
     void *(*host_alloc)(size_t bytes, void *ctx);
@@ -168,6 +209,17 @@ size_t gr_loader_host_bytes(gr_dataset *ds, const gr_loader_config *cfg);
  * source lacks the fields the loader takes */
 size_t gr_loader_host_bytes_source(gr_source *src, const gr_loader_config *cfg);
 
+/* What the loader would deliver of src with cfg's fields (cfg->nfields of
+ * them) into out[0..nfields): name, type, per-sample bytes and shape (data
+ * NULL), with no loader opened (for `gpurun validate` and `plan`). Errors,
+ * naming the source and the field: no such field (the message lists the
+ * source's), a variable-size one, a float field asked as INT32, an IMAGE
+ * field of another shape or type or a second one (GR_ERR_DATA); n_norm that
+ * is neither 0, 1 nor the last axis' size, unusable statistics, n_norm on an
+ * INT32 or IMAGE field, augmentation with no IMAGE field (GR_ERR_USAGE). */
+gr_status gr_loader_fields_describe(const gr_source *src, const gr_loader_config *cfg, gr_batch_field *out,
+                                    gr_error *err);
+
 /* Order: epoch e's sample order is a permutation of [0, N) computed from
  * (seed, e) alone (identity when !shuffle); rank r of w takes positions
  * r, r+w, r+2w, ... of it (N/w each, the remainder dropped when w > 1), then
@@ -177,16 +229,22 @@ size_t gr_loader_host_bytes_source(gr_source *src, const gr_loader_config *cfg);
  * Errors: the crop does not fit the images (exit 3), bad configuration
  * (exit 2), buffers (exit 4), threads (exit 1). */
 gr_status gr_loader_open(gr_dataset *ds, const gr_loader_config *cfg, gr_loader **out, gr_error *err);
-/* The same over any sample source (borrowed: close the loader first). It
- * takes two of its fields: `image` (uint8, float16 or float32; shape
- * [C,H,W] with layout "CHW" or [H,W,C] with "HWC"), decoded per sample by
- * augment.h's decoder, and `label` (an int32 scalar) into the batch's y;
- * a source without them is GR_ERR_DATA naming it and the field. The order,
- * augmentation and batches are those gr_loader_open makes when the source
- * is gr_source_dataset(ds). */
+/* The same over any sample source (borrowed: close the loader first).
+ * With no fields listed in cfg it takes two of its fields: `image` (uint8,
+ * float16 or float32; shape [C,H,W] with layout "CHW" or [H,W,C] with
+ * "HWC"), decoded per sample by augment.h's decoder, and `label` (an int32
+ * scalar) into the batch's y; a source without them is GR_ERR_DATA naming
+ * it and the field. The order, augmentation and batches are those
+ * gr_loader_open makes when the source is gr_source_dataset(ds). With
+ * fields listed, it delivers those (gr_loader_fields_describe says what
+ * and refuses what it cannot), in the same order of samples: an INT32 field
+ * whose int64 value does not fit is GR_ERR_DATA naming the file, the
+ * dataset, the sample and the value, returned by the gr_loader_next that
+ * reaches its batch. */
 gr_status gr_loader_open_source(gr_source *src, const gr_loader_config *cfg, gr_loader **out, gr_error *err);
 void gr_loader_close(gr_loader *ld);
-/* Per-sample shape of the batches, C,H,W (the crop size when cropping). */
+/* Per-sample shape of the batches' images, C,H,W (the crop size when
+ * cropping): x's, or the GR_DELIVER_IMAGE field's; zeros when neither. */
 void gr_loader_sample_shape(const gr_loader *ld, int64_t chw[3]);
 int64_t gr_loader_batches_per_epoch(const gr_loader *ld);
 /* This rank's samples per epoch: its shard (N, or N/world), less the

@@ -49,110 +49,6 @@ int64_t gr_dataset_memory_limit(void) {
     return GR_DATA_MEM_LIMIT_DEFAULT;
 }
 
-/* "" / NULL -> "/", "train/" -> "/train", collapses repeated slashes. */
-static char *normalize_group(const char *g) {
-    if (!g) g = "";
-    size_t n = strlen(g);
-    char *s = gr_xmalloc(n + 2);
-    size_t k = 0;
-    s[k++] = '/';
-    for (size_t i = 0; i < n; i++) {
-        if (g[i] == '/' && s[k - 1] == '/') continue;
-        s[k++] = g[i];
-    }
-    if (k > 1 && s[k - 1] == '/') k--;
-    s[k] = '\0';
-    return s;
-}
-
-/* Every link along an absolute path exists (H5Lexists on "/a/b" fails when
- * "/a" is missing, so walk the components). 1 yes, 0 no, <0 HDF5 error. */
-static htri_t path_exists(hid_t file, const char *path) {
-    if (strcmp(path, "/") == 0) return 1;
-    size_t n = strlen(path);
-    char *buf = gr_xmalloc(n + 1);
-    htri_t r = 1;
-    for (size_t i = 1; i <= n && r > 0; i++) {
-        if (path[i] == '/' || path[i] == '\0') {
-            memcpy(buf, path, i);
-            buf[i] = '\0';
-            r = H5Lexists(file, buf, H5P_DEFAULT);
-        }
-    }
-    free(buf);
-    return r;
-}
-
-static void describe_type(hid_t t, char *buf, size_t n) {
-    size_t sz = H5Tget_size(t);
-    switch (H5Tget_class(t)) {
-    case H5T_INTEGER:
-        snprintf(buf, n, "%sint%zu", H5Tget_sign(t) == H5T_SGN_NONE ? "u" : "", sz * 8);
-        break;
-    case H5T_FLOAT: snprintf(buf, n, "float%zu", sz * 8); break;
-    case H5T_STRING: snprintf(buf, n, "string"); break;
-    case H5T_COMPOUND: snprintf(buf, n, "compound"); break;
-    case H5T_ENUM: snprintf(buf, n, "enum"); break;
-    case H5T_ARRAY: snprintf(buf, n, "array"); break;
-    case H5T_VLEN: snprintf(buf, n, "variable-length"); break;
-    case H5T_BITFIELD: snprintf(buf, n, "bitfield%zu", sz * 8); break;
-    case H5T_OPAQUE: snprintf(buf, n, "opaque"); break;
-    case H5T_REFERENCE: snprintf(buf, n, "reference"); break;
-    default: snprintf(buf, n, "unknown type"); break;
-    }
-}
-
-static bool is_ieee_half(hid_t t) {
-    size_t spos, epos, esize, mpos, msize;
-    if (H5Tget_fields(t, &spos, &epos, &esize, &mpos, &msize) < 0) return false;
-    return spos == 15 && epos == 10 && esize == 5 && mpos == 0 && msize == 10 && H5Tget_ebias(t) == 15;
-}
-
-/* Reads a scalar string attribute of obj into buf. 1 read, 0 absent,
- * -1 not a single string (buf then holds the reason), -2 HDF5 failure. */
-static int read_string_attr(hid_t obj, const char *name, char *buf, size_t n) {
-    htri_t ex = H5Aexists(obj, name);
-    if (ex < 0) return -2;
-    if (ex == 0) return 0;
-    int rc = -2;
-    hid_t a = H5Aopen(obj, name, H5P_DEFAULT), t = -1, sp = -1, mt = -1;
-    if (a < 0) goto done;
-    if ((t = H5Aget_type(a)) < 0 || (sp = H5Aget_space(a)) < 0) goto done;
-    if (H5Tget_class(t) != H5T_STRING || H5Sget_simple_extent_npoints(sp) != 1) {
-        snprintf(buf, n, "not a single string");
-        rc = -1;
-        goto done;
-    }
-    htri_t var = H5Tis_variable_str(t);
-    if (var < 0) goto done;
-    if (var) {
-        char *s = NULL;
-        /* in the attribute's character set: h5py writes str as UTF-8, which
-         * HDF5 will not convert to the ASCII of a plain H5T_C_S1 */
-        if ((mt = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_size(mt, H5T_VARIABLE) < 0 ||
-            H5Tset_cset(mt, H5Tget_cset(t)) < 0)
-            goto done;
-        if (H5Aread(a, mt, &s) < 0) goto done;
-        snprintf(buf, n, "%s", s ? s : "");
-        H5free_memory(s);
-    } else {
-        size_t sz = H5Tget_size(t);
-        char *s = gr_xcalloc(sz + 1, 1);
-        if (H5Aread(a, t, s) < 0) { free(s); goto done; }
-        snprintf(buf, n, "%s", s);
-        free(s);
-    }
-    size_t k = strlen(buf);
-    while (k > 0 && buf[k - 1] == ' ') buf[--k] = '\0';
-    rc = 1;
-done:
-    if (mt >= 0) H5Tclose(mt);
-    if (sp >= 0) H5Sclose(sp);
-    if (t >= 0) H5Tclose(t);
-    if (a >= 0) H5Aclose(a);
-    return rc;
-}
-
 /* Opens group->name as a dataset, with the messages of dataio.h. */
 static gr_status open_member(gr_dataset *ds, const char *name, const char *full, hid_t *out,
                              gr_error *err) {
@@ -194,11 +90,11 @@ static gr_status check_images(gr_dataset *ds, gr_error *err) {
     } else if (cls == H5T_FLOAT && sz == 4) {
         ds->dtype = GR_DT_FLOAT32;
         ds->memtype = H5T_NATIVE_FLOAT;
-    } else if (cls == H5T_FLOAT && sz == 2 && is_ieee_half(t)) {
+    } else if (cls == H5T_FLOAT && sz == 2 && gr_h5_is_ieee_half(t)) {
         ds->dtype = GR_DT_FLOAT16;
         GR_H5_CHECK(ds->memtype = gr_h5_float16_type(), err, "%s: cannot build the float16 type", ds->path);
     } else {
-        describe_type(t, tname, sizeof tname);
+        gr_h5_describe_type(t, tname, sizeof tname);
         if (cls == H5T_FLOAT && sz == 2) snprintf(tname, sizeof tname, "2-byte float, not IEEE half");
         st = gr_error_set(err, GR_ERR_DATA, "%s: %s: unsupported dtype (%s); expected uint8, float16 or float32",
                           ds->path, ds->images_name, tname);
@@ -220,10 +116,10 @@ static gr_status check_images(gr_dataset *ds, gr_error *err) {
     /* layout: on the images dataset, else on the split's group (DESIGN 1.5 allows either reading) */
     char layout[64] = "";
     const char *lwhere = ds->images_name;
-    int lr = read_string_attr(ds->images, "layout", layout, sizeof layout);
+    int lr = gr_h5_read_string_attr(ds->images, "layout", layout, sizeof layout);
     if (lr == 0) {
         lwhere = ds->group;
-        lr = read_string_attr(ds->grp, "layout", layout, sizeof layout);
+        lr = gr_h5_read_string_attr(ds->grp, "layout", layout, sizeof layout);
     }
     if (lr == -2) {
         st = gr_h5_fail(err, GR_ERR_DATA, "%s: %s: cannot read attribute layout", ds->path, lwhere);
@@ -265,7 +161,7 @@ static gr_status read_labels(gr_dataset *ds, hid_t lab, gr_error *err) {
     GR_H5_CHECK(t = H5Dget_type(lab), err, "%s: %s: cannot read type", ds->path, ds->labels_name);
     if (H5Tget_class(t) != H5T_INTEGER) {
         char tname[64];
-        describe_type(t, tname, sizeof tname);
+        gr_h5_describe_type(t, tname, sizeof tname);
         st = gr_error_set(err, GR_ERR_DATA, "%s: %s: unsupported dtype (%s); expected an integer type", ds->path,
                           ds->labels_name, tname);
         goto fail;
@@ -319,7 +215,7 @@ static gr_status read_direct(gr_dataset *ds, int64_t idx, void *dst, gr_error *e
 
 /* What the inf/NaN scan (nonfinite.h) needs to know of the images. */
 static gr_images gr_dataset_images_of(const gr_dataset *ds) {
-    gr_images im = {ds->path, ds->images_name, ds->dtype, ds->sample_elems, ds->elem_size};
+    gr_images im = {ds->path, ds->images_name, ds->dtype, ds->sample_elems, ds->elem_size, NULL};
     return im;
 }
 
@@ -415,14 +311,8 @@ gr_status gr_dataset_open_cache(const char *path, const char *group, gr_cache_mo
     *out = NULL;
     gr_h5_init();
     struct stat sb;
-    if (stat(path, &sb) != 0) {
-        if (errno == ENOENT || errno == ENOTDIR) return gr_error_set(err, GR_ERR_DATA, "%s: no such file", path);
-        return gr_error_set(err, GR_ERR_DATA, "%s: %s", path, strerror(errno));
-    }
-    if (S_ISDIR(sb.st_mode)) return gr_error_set(err, GR_ERR_DATA, "%s: is a directory, not an HDF5 file", path);
-    if (!S_ISREG(sb.st_mode)) /* a FIFO would block the open, a device would be read without end */
-        return gr_check_regular(path, "the dataset", GR_ERR_DATA, err);
-    if (access(path, R_OK) != 0) return gr_error_set(err, GR_ERR_DATA, "%s: %s", path, strerror(errno));
+    gr_status pre = gr_h5_check_input(path, &sb, err);
+    if (pre != GR_OK) return pre;
 
     gr_status st = GR_OK;
     hid_t lab = -1;
@@ -431,7 +321,7 @@ gr_status gr_dataset_open_cache(const char *path, const char *group, gr_cache_mo
     ds->fd = -1;
     pthread_mutex_init(&ds->addr_mu, NULL);
     ds->path = gr_xstrdup(path);
-    ds->group = normalize_group(group);
+    ds->group = gr_h5_normalize_group(group);
     ds->images_name = gr_h5_join(ds->group, "images");
     ds->labels_name = gr_h5_join(ds->group, "labels");
 
@@ -440,7 +330,7 @@ gr_status gr_dataset_open_cache(const char *path, const char *group, gr_cache_mo
         st = gr_h5_fail(err, GR_ERR_DATA, "%s: not an HDF5 file or corrupt", path);
         goto fail;
     }
-    htri_t ex = path_exists(ds->file, ds->group);
+    htri_t ex = gr_h5_path_exists(ds->file, ds->group);
     if (ex < 0) {
         st = gr_h5_fail(err, GR_ERR_DATA, "%s: group %s: cannot look up (corrupt file?)", path, ds->group);
         goto fail;

@@ -3,9 +3,12 @@
 
 #include <stdbool.h>
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void gr_h5_init(void) {
     /* Cheap and idempotent; per thread in thread-safe HDF5 builds, so it is
@@ -90,4 +93,115 @@ hid_t gr_h5_float16_type(void) {
         return -1;
     }
     return t;
+}
+
+char *gr_h5_normalize_group(const char *g) {
+    if (!g) g = "";
+    size_t n = strlen(g);
+    char *s = gr_xmalloc(n + 2);
+    size_t k = 0;
+    s[k++] = '/';
+    for (size_t i = 0; i < n; i++) {
+        if (g[i] == '/' && s[k - 1] == '/') continue;
+        s[k++] = g[i];
+    }
+    if (k > 1 && s[k - 1] == '/') k--;
+    s[k] = '\0';
+    return s;
+}
+
+htri_t gr_h5_path_exists(hid_t file, const char *path) {
+    if (strcmp(path, "/") == 0) return 1;
+    size_t n = strlen(path);
+    char *buf = gr_xmalloc(n + 1);
+    htri_t r = 1;
+    for (size_t i = 1; i <= n && r > 0; i++) {
+        if (path[i] == '/' || path[i] == '\0') {
+            memcpy(buf, path, i);
+            buf[i] = '\0';
+            r = H5Lexists(file, buf, H5P_DEFAULT);
+        }
+    }
+    free(buf);
+    return r;
+}
+
+void gr_h5_describe_type(hid_t t, char *buf, size_t n) {
+    size_t sz = H5Tget_size(t);
+    switch (H5Tget_class(t)) {
+    case H5T_INTEGER:
+        snprintf(buf, n, "%sint%zu", H5Tget_sign(t) == H5T_SGN_NONE ? "u" : "", sz * 8);
+        break;
+    case H5T_FLOAT: snprintf(buf, n, "float%zu", sz * 8); break;
+    case H5T_STRING: snprintf(buf, n, "string"); break;
+    case H5T_COMPOUND: snprintf(buf, n, "compound"); break;
+    case H5T_ENUM: snprintf(buf, n, "enum"); break;
+    case H5T_ARRAY: snprintf(buf, n, "array"); break;
+    case H5T_VLEN: snprintf(buf, n, "variable-length"); break;
+    case H5T_BITFIELD: snprintf(buf, n, "bitfield%zu", sz * 8); break;
+    case H5T_OPAQUE: snprintf(buf, n, "opaque"); break;
+    case H5T_REFERENCE: snprintf(buf, n, "reference"); break;
+    default: snprintf(buf, n, "unknown type"); break;
+    }
+}
+
+bool gr_h5_is_ieee_half(hid_t t) {
+    size_t spos, epos, esize, mpos, msize;
+    if (H5Tget_fields(t, &spos, &epos, &esize, &mpos, &msize) < 0) return false;
+    return spos == 15 && epos == 10 && esize == 5 && mpos == 0 && msize == 10 && H5Tget_ebias(t) == 15;
+}
+
+gr_status gr_h5_check_input(const char *path, struct stat *sb, gr_error *err) {
+    if (stat(path, sb) != 0) {
+        if (errno == ENOENT || errno == ENOTDIR) return gr_error_set(err, GR_ERR_DATA, "%s: no such file", path);
+        return gr_error_set(err, GR_ERR_DATA, "%s: %s", path, strerror(errno));
+    }
+    if (S_ISDIR(sb->st_mode)) return gr_error_set(err, GR_ERR_DATA, "%s: is a directory, not an HDF5 file", path);
+    if (!S_ISREG(sb->st_mode)) /* a FIFO would block the open, a device would be read without end */
+        return gr_check_regular(path, "the dataset", GR_ERR_DATA, err);
+    if (access(path, R_OK) != 0) return gr_error_set(err, GR_ERR_DATA, "%s: %s", path, strerror(errno));
+    return GR_OK;
+}
+
+int gr_h5_read_string_attr(hid_t obj, const char *name, char *buf, size_t n) {
+    htri_t ex = H5Aexists(obj, name);
+    if (ex < 0) return -2;
+    if (ex == 0) return 0;
+    int rc = -2;
+    hid_t a = H5Aopen(obj, name, H5P_DEFAULT), t = -1, sp = -1, mt = -1;
+    if (a < 0) goto done;
+    if ((t = H5Aget_type(a)) < 0 || (sp = H5Aget_space(a)) < 0) goto done;
+    if (H5Tget_class(t) != H5T_STRING || H5Sget_simple_extent_npoints(sp) != 1) {
+        snprintf(buf, n, "not a single string");
+        rc = -1;
+        goto done;
+    }
+    htri_t var = H5Tis_variable_str(t);
+    if (var < 0) goto done;
+    if (var) {
+        char *s = NULL;
+        /* in the attribute's character set: h5py writes str as UTF-8, which
+         * HDF5 will not convert to the ASCII of a plain H5T_C_S1 */
+        if ((mt = H5Tcopy(H5T_C_S1)) < 0 || H5Tset_size(mt, H5T_VARIABLE) < 0 ||
+            H5Tset_cset(mt, H5Tget_cset(t)) < 0)
+            goto done;
+        if (H5Aread(a, mt, &s) < 0) goto done;
+        snprintf(buf, n, "%s", s ? s : "");
+        H5free_memory(s);
+    } else {
+        size_t sz = H5Tget_size(t);
+        char *s = gr_xcalloc(sz + 1, 1);
+        if (H5Aread(a, t, s) < 0) { free(s); goto done; }
+        snprintf(buf, n, "%s", s);
+        free(s);
+    }
+    size_t k = strlen(buf);
+    while (k > 0 && buf[k - 1] == ' ') buf[--k] = '\0';
+    rc = 1;
+done:
+    if (mt >= 0) H5Tclose(mt);
+    if (sp >= 0) H5Sclose(sp);
+    if (t >= 0) H5Tclose(t);
+    if (a >= 0) H5Aclose(a);
+    return rc;
 }

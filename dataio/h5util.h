@@ -10,11 +10,16 @@
  *                     the caller's `fail:` label with `st` set.
  *   gr_h5_float16_type  an IEEE binary16 little-endian type (HDF5 1.10 has no
  *                     predefined one); the caller closes it with H5Tclose.
- *   gr_h5_half_to_float  binary16 bits -> float. */
+ *   gr_h5_half_to_float  binary16 bits -> float.
+ *   gr_h5_check_input, gr_h5_normalize_group, gr_h5_path_exists,
+ *   gr_h5_describe_type, gr_h5_is_ieee_half, gr_h5_read_string_attr
+ *                     what the readers of a split (dataset.c,
+ *                     source_table.c) check before and while opening one. */
 #ifndef GR_H5UTIL_H
 #define GR_H5UTIL_H
 
 #include <hdf5.h>
+#include <sys/stat.h>
 
 #include "../common/gr_common.h"
 
@@ -36,6 +41,23 @@ hid_t gr_h5_float16_type(void);
 
 /* group/name ("/" + name for the root), allocated: an object's HDF5 path. */
 char *gr_h5_join(const char *group, const char *name);
+
+/* An input file before H5Fopen, its stat in *sb: "PATH: no such file", "PATH: is a
+ * directory, not an HDF5 file", not a regular file (gr_check_regular: a FIFO
+ * would block the open), not readable (GR_ERR_DATA). */
+gr_status gr_h5_check_input(const char *path, struct stat *sb, gr_error *err);
+/* "" / NULL -> "/", "train/" -> "/train", collapses repeated slashes (allocated). */
+char *gr_h5_normalize_group(const char *g);
+/* Every link along an absolute path exists (H5Lexists on "/a/b" fails when
+ * "/a" is missing, so walk the components). 1 yes, 0 no, <0 HDF5 error. */
+htri_t gr_h5_path_exists(hid_t file, const char *path);
+/* A stored type in words for messages: "uint16", "float64", "string", ... */
+void gr_h5_describe_type(hid_t t, char *buf, size_t n);
+/* Reads a scalar string attribute of obj into buf. 1 read, 0 absent,
+ * -1 not a single string (buf then holds the reason), -2 HDF5 failure. */
+int gr_h5_read_string_attr(hid_t obj, const char *name, char *buf, size_t n);
+/* Whether a 2-byte float type is IEEE binary16. */
+bool gr_h5_is_ieee_half(hid_t t);
 
 static inline float gr_h5_half_to_float(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;

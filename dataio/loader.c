@@ -10,7 +10,10 @@
  *
  * Samples. The loader reads a sample source (source.h): its `image` field
  * through the per-sample decoder/augmenter of augment.h, its `label` field
- * into the batch's labels. A dataset is the source gr_source_dataset.
+ * into the batch's labels. A dataset is the source gr_source_dataset. A
+ * config that lists fields gets those instead, each into its own buffer of
+ * the batch (loader_fields.c): through the same decoder for the one
+ * delivered as an image, else converted to float32 or int32.
  *
  * Pipeline. Batches are numbered through the epochs, seq = epoch * batches +
  * index. A worker claims the next seq to issue as soon as any of the
@@ -30,6 +33,7 @@
  * full slots of the old generation are freed at once, and batches being
  * made for it are dropped by their worker when it finishes them. */
 #include "dataio.h"
+#include "loader_fields.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -66,7 +70,8 @@ typedef struct epoch_perm {
 } epoch_perm;
 
 /* What the loader takes of a source: its image field (shape in C,H,W
- * meaning, stored type, layout) and its label field. */
+ * meaning, stored type, layout; -1 when none is decoded) and its label field
+ * (-1 when the config lists fields). */
 typedef struct loader_fields {
     int image, label;          /* field indices */
     int64_t chw[3];
@@ -78,6 +83,7 @@ struct gr_loader {
     gr_source *src;
     bool own_src;              /* made by gr_loader_open, closed with the loader */
     loader_fields f;
+    gr_loader_out *outs;       /* the fields delivered (cfg.nfields; none: x and y) */
     gr_loader_config cfg;
     int64_t n;                 /* source samples */
     int64_t in_chw[3], out_elems;
@@ -146,11 +152,33 @@ static int64_t loader_indices(gr_loader *ld, int64_t seq, int64_t *idx, gr_batch
     return count;
 }
 
+/* Unlocked: sample i (index s) of batch b into its fields. */
+static gr_status loader_fill_fields(gr_loader *ld, loader_worker *w, gr_batch *b, int64_t i, int64_t s,
+                                    gr_error *err) {
+    for (int k = 0; k < b->nfields; k++) {
+        const gr_loader_out *o = &ld->outs[k];
+        uint8_t *dst = (uint8_t *)b->fields[k].data + (size_t)i * b->fields[k].bytes;
+        size_t bytes;
+        const void *p = gr_source_view(&w->rd, s, o->src, &bytes);
+        if (o->as == GR_DELIVER_IMAGE) {
+            gr_xform t;
+            gr_augment_draw(&ld->cfg.aug, ld->in_chw[1], ld->in_chw[2], ld->cfg.seed, b->epoch, s, &t);
+            gr_decode_sample(&ld->dec, p, &t, (float *)(void *)dst, w->scratch);
+            continue;
+        }
+        gr_status st = gr_loader_out_convert(o, ld->src, p, s, dst, err);
+        if (st != GR_OK) return st;
+    }
+    return GR_OK;
+}
+
 /* Unlocked: makes the batch whose indices are in w->idx. */
 static gr_status loader_fill(gr_loader *ld, loader_worker *w, gr_batch *b, gr_error *err) {
     gr_status st = gr_source_fetch(&w->rd, w->idx, b->n, err);
     if (st != GR_OK) return st;
-    for (int64_t i = 0; i < b->n; i++) {
+    for (int64_t i = 0; i < b->n && b->nfields; i++)
+        if ((st = loader_fill_fields(ld, w, b, i, w->idx[i], err)) != GR_OK) return st;
+    for (int64_t i = 0; i < b->n && !b->nfields; i++) {
         const int64_t s = w->idx[i];
         gr_xform t;
         size_t bytes;
@@ -219,47 +247,56 @@ static void batch_free(const gr_loader_config *cfg, void *p) {
     else gr_aligned_free(p);
 }
 
-/* The fields the loader takes of src into *f; GR_ERR_DATA naming the
- * source and the field when one is missing or not what the decoder reads. */
-static gr_status loader_fields_of(const gr_source *src, loader_fields *f, gr_error *err) {
-    f->image = gr_source_find(src, "image");
-    f->label = gr_source_find(src, "label");
-    if (f->image < 0 || f->label < 0)
-        return gr_error_set(err, GR_ERR_DATA, "loader: %s has no field '%s' (the loader reads an 'image' and a "
-                            "'label' field)", src->path, f->image < 0 ? "image" : "label");
-    const gr_field *im = &src->fields[f->image], *lab = &src->fields[f->label];
-    const bool chw = strcmp(im->layout, "CHW") == 0, hwc = strcmp(im->layout, "HWC") == 0;
-    bool ok = !im->variable && im->rank == 3 && (chw || hwc) &&
-              (im->type == GR_FT_UINT8 || im->type == GR_FT_FLOAT16 || im->type == GR_FT_FLOAT32);
-    for (int k = 0; ok && k < 3; k++) ok = im->shape[k] >= 1;
-    if (!ok)
-        return gr_error_set(err, GR_ERR_DATA, "loader: %s: %s: field 'image' is %s%s of rank %d, layout '%s'; the "
-                            "loader reads uint8, float16 or float32 images [C,H,W] (layout CHW) or [H,W,C] (HWC)",
-                            src->path, im->origin, im->variable ? "variable-size " : "", gr_ftype_name(im->type),
-                            im->rank, im->layout);
-    if (lab->variable || lab->rank != 0 || lab->type != GR_FT_INT32)
-        return gr_error_set(err, GR_ERR_DATA, "loader: %s: %s: field 'label' is %s%s of rank %d; the loader reads "
-                            "one int32 per sample", src->path, lab->origin, lab->variable ? "variable-size " : "",
-                            gr_ftype_name(lab->type), lab->rank);
-    f->nhwc = hwc;
-    f->chw[0] = im->shape[hwc ? 2 : 0];
-    f->chw[1] = im->shape[hwc ? 0 : 1];
-    f->chw[2] = im->shape[hwc ? 1 : 2];
-    f->dtype = im->type == GR_FT_UINT8 ? GR_DT_UINT8 : im->type == GR_FT_FLOAT16 ? GR_DT_FLOAT16 : GR_DT_FLOAT32;
+/* The fields the loader takes of src into *f (and, when cfg lists fields,
+ * those resolved into *outs, else NULL); GR_ERR_DATA naming the source and
+ * the field when one is missing or not what the decoder reads. */
+static gr_status loader_fields_of(const gr_source *src, const gr_loader_config *cfg, loader_fields *f,
+                                  gr_loader_out **outs, gr_error *err) {
+    gr_loader_image im;
+    *outs = NULL;
+    if (cfg->nfields) {
+        gr_status st = gr_loader_outs_make(src, cfg, outs, &im, err);
+        if (st != GR_OK) return st;
+        f->image = im.field;
+        f->label = -1;
+    } else {
+        f->image = gr_source_find(src, "image");
+        f->label = gr_source_find(src, "label");
+        if (f->image < 0 || f->label < 0)
+            return gr_error_set(err, GR_ERR_DATA, "loader: %s has no field '%s' (the loader reads an 'image' and a "
+                                "'label' field)", src->path, f->image < 0 ? "image" : "label");
+        gr_status st = gr_loader_image_check(src, f->image, &im, err);
+        if (st != GR_OK) return st;
+        const gr_field *lab = &src->fields[f->label];
+        if (lab->variable || lab->rank != 0 || lab->type != GR_FT_INT32)
+            return gr_error_set(err, GR_ERR_DATA, "loader: %s: %s: field 'label' is %s%s of rank %d; the loader "
+                                "reads one int32 per sample", src->path, lab->origin,
+                                lab->variable ? "variable-size " : "", gr_ftype_name(lab->type), lab->rank);
+    }
+    f->nhwc = im.nhwc;
+    memcpy(f->chw, im.chw, sizeof f->chw);
+    f->dtype = im.dtype;
     return GR_OK;
 }
 
 size_t gr_loader_host_bytes_source(gr_source *src, const gr_loader_config *cfg) {
     loader_fields f;
-    if (loader_fields_of(src, &f, NULL) != GR_OK) return 0;
-    int64_t oh, ow;
+    gr_loader_out *outs;
+    if (loader_fields_of(src, cfg, &f, &outs, NULL) != GR_OK) return 0;
+    int64_t oh = 0, ow = 0;
     const int64_t *chw = f.chw;
-    gr_augment_out_shape(&cfg->aug, chw[1], chw[2], &oh, &ow);
+    if (f.image >= 0) gr_augment_out_shape(&cfg->aug, chw[1], chw[2], &oh, &ow);
     const size_t b = (size_t)cfg->batch, slots = (size_t)GR_MAX(cfg->prefetch, 1);
     const size_t workers = (size_t)GR_MAX(cfg->workers, 1);
-    size_t worker = b * sizeof(int64_t) + gr_decoder_scratch_bytes_for(chw[2], ow);
+    size_t worker = b * sizeof(int64_t) + (f.image >= 0 ? gr_decoder_scratch_bytes_for(chw[2], ow) : 0);
     if (src->ops->reader_bytes) worker += src->ops->reader_bytes(src, cfg->batch);
-    size_t bytes = slots * b * ((size_t)(chw[0] * oh * ow) * sizeof(float) + sizeof(int32_t)) + workers * worker;
+    size_t sample = (size_t)(chw[0] * oh * ow) * sizeof(float) + sizeof(int32_t); /* x and y */
+    if (outs) {
+        sample = 0;
+        for (int k = 0; k < cfg->nfields; k++) sample += outs[k].desc.bytes;
+        gr_loader_outs_free(outs, cfg->nfields);
+    }
+    size_t bytes = slots * b * sample + workers * worker;
     if (cfg->shuffle) bytes += 2 * (size_t)src->n * sizeof(int64_t);
     return bytes;
 }
@@ -279,14 +316,33 @@ gr_status gr_loader_open(gr_dataset *ds, const gr_loader_config *cfg, gr_loader 
     return st;
 }
 
-gr_status gr_loader_open_source(gr_source *src, const gr_loader_config *cfg, gr_loader **out, gr_error *err) {
-    *out = NULL;
-    loader_fields f;
-    gr_status st = loader_fields_of(src, &f, err);
-    if (st != GR_OK) return st;
-    int64_t chw[3], oh, ow;
-    memcpy(chw, f.chw, sizeof chw);
-    const int64_t n = src->n, C = chw[0];
+/* The listed fields' buffers of every slot (host_alloc, as x and y),
+ * their pages touched. */
+static gr_status loader_field_buffers(gr_loader *ld, gr_error *err) {
+    const gr_loader_config *cfg = &ld->cfg;
+    for (int s = 0; s < ld->nslots; s++) {
+        gr_batch *b = &ld->slots[s].b;
+        b->nfields = cfg->nfields;
+        b->fields = gr_xcalloc((size_t)cfg->nfields, sizeof *b->fields);
+        for (int k = 0; k < cfg->nfields; k++) {
+            const size_t bytes = (size_t)cfg->batch * ld->outs[k].desc.bytes;
+            b->fields[k] = ld->outs[k].desc;
+            if (!(b->fields[k].data = batch_alloc(cfg, bytes)))
+                return gr_error_set(err, GR_ERR_OOM, "loader: out of memory: %d batch buffers of %zu bytes for field "
+                                    "'%s'", ld->nslots, bytes, ld->outs[k].desc.name);
+            memset(b->fields[k].data, 0, bytes);
+        }
+    }
+    return GR_OK;
+}
+
+/* The configuration against the source's fields f (and outs, the listed
+ * ones): GR_ERR_USAGE for bad settings, GR_ERR_DATA when the data cannot
+ * make a batch, GR_ERR_OOM for a batch too large to address. */
+static gr_status loader_check(const gr_source *src, const gr_loader_config *cfg, const loader_fields *f,
+                              const gr_loader_out *outs, gr_error *err) {
+    const int64_t n = src->n, C = f->chw[0];
+    int64_t oh = 0, ow = 0;
     if (cfg->batch < 1)
         return gr_error_set(err, GR_ERR_USAGE, "loader: batch %lld must be at least 1", (long long)cfg->batch);
     if (cfg->world < 1 || cfg->rank < 0 || cfg->rank >= cfg->world)
@@ -294,27 +350,33 @@ gr_status gr_loader_open_source(gr_source *src, const gr_loader_config *cfg, gr_
     if (cfg->workers < 0 || cfg->workers > 256 || cfg->prefetch < 0 || cfg->prefetch > 256)
         return gr_error_set(err, GR_ERR_USAGE, "loader: %d workers and %d prefetch buffers are out of range",
                             cfg->workers, cfg->prefetch);
-    if (cfg->n_norm < 0 || cfg->n_norm > (int)GR_ARRAY_LEN(cfg->mean) ||
-        (cfg->n_norm > 1 && cfg->n_norm != C))
-        return gr_error_set(err, GR_ERR_USAGE,
-                            "loader: normalize has %d values per statistic but the images have %lld channels",
-                            cfg->n_norm, (long long)C);
-    if (C > (int64_t)GR_ARRAY_LEN(cfg->mean) && cfg->n_norm > 1)
-        return gr_error_set(err, GR_ERR_DATA, "loader: %lld channels; at most %d are supported", (long long)C,
-                            (int)GR_ARRAY_LEN(cfg->mean));
-    for (int c = 0; c < cfg->n_norm; c++)
-        if (!isfinite(cfg->mean[c]) || !isfinite(cfg->std[c]) || cfg->std[c] == 0.0)
-            return gr_error_set(err, GR_ERR_USAGE, "loader: normalize channel %d: mean %g / std %g is unusable", c,
-                                cfg->mean[c], cfg->std[c]);
-    if (cfg->aug.crop != GR_CROP_NONE && (cfg->aug.size < 1 || cfg->aug.size > ((int64_t)1 << 16)))
-        return gr_error_set(err, GR_ERR_USAGE, "loader: crop size %lld is out of range", (long long)cfg->aug.size);
-    st = gr_augment_check(&cfg->aug, chw[1], chw[2], src->path, src->fields[f.image].origin, err);
-    if (st != GR_OK) return st;
-    gr_augment_out_shape(&cfg->aug, chw[1], chw[2], &oh, &ow);
-    const int64_t out_elems = C * oh * ow;
-    if (cfg->batch > INT64_MAX / 4 / out_elems)
-        return gr_error_set(err, GR_ERR_OOM, "loader: a batch of %lld samples of %lldx%lldx%lld floats is too large",
-                            (long long)cfg->batch, (long long)C, (long long)oh, (long long)ow);
+    if (f->image >= 0) { /* x, or the field delivered as an image */
+        if (cfg->n_norm < 0 || cfg->n_norm > (int)GR_ARRAY_LEN(cfg->mean) || (cfg->n_norm > 1 && cfg->n_norm != C))
+            return gr_error_set(err, GR_ERR_USAGE,
+                                "loader: normalize has %d values per statistic but the images have %lld channels",
+                                cfg->n_norm, (long long)C);
+        if (C > (int64_t)GR_ARRAY_LEN(cfg->mean) && cfg->n_norm > 1)
+            return gr_error_set(err, GR_ERR_DATA, "loader: %lld channels; at most %d are supported", (long long)C,
+                                (int)GR_ARRAY_LEN(cfg->mean));
+        for (int c = 0; c < cfg->n_norm; c++)
+            if (!isfinite(cfg->mean[c]) || !isfinite(cfg->std[c]) || cfg->std[c] == 0.0)
+                return gr_error_set(err, GR_ERR_USAGE, "loader: normalize channel %d: mean %g / std %g is unusable",
+                                    c, cfg->mean[c], cfg->std[c]);
+        if (cfg->aug.crop != GR_CROP_NONE && (cfg->aug.size < 1 || cfg->aug.size > ((int64_t)1 << 16)))
+            return gr_error_set(err, GR_ERR_USAGE, "loader: crop size %lld is out of range",
+                                (long long)cfg->aug.size);
+        gr_status st = gr_augment_check(&cfg->aug, f->chw[1], f->chw[2], src->path, src->fields[f->image].origin,
+                                        err);
+        if (st != GR_OK) return st;
+        gr_augment_out_shape(&cfg->aug, f->chw[1], f->chw[2], &oh, &ow);
+        if (cfg->batch > INT64_MAX / 4 / (C * oh * ow))
+            return gr_error_set(err, GR_ERR_OOM, "loader: a batch of %lld samples of %lldx%lldx%lld floats is too "
+                                "large", (long long)cfg->batch, (long long)C, (long long)oh, (long long)ow);
+    }
+    for (int k = 0; outs && k < cfg->nfields; k++)
+        if ((size_t)cfg->batch > (SIZE_MAX / 4) / GR_MAX(outs[k].desc.bytes, 1))
+            return gr_error_set(err, GR_ERR_OOM, "loader: a batch of %lld samples of field '%s' (%zu bytes each) is "
+                                "too large", (long long)cfg->batch, outs[k].desc.name, outs[k].desc.bytes);
     const int64_t shard = cfg->world > 1 ? n / cfg->world : n;
     if (shard < 1)
         return gr_error_set(err, GR_ERR_DATA, "loader: the dataset has %lld samples, fewer than the %d ranks",
@@ -324,11 +386,32 @@ gr_status gr_loader_open_source(gr_source *src, const gr_loader_config *cfg, gr_
         return gr_error_set(err, GR_ERR_DATA,
                             "loader: %lld samples per rank make no full batch of %lld (drop_last is on)",
                             (long long)shard, (long long)cfg->batch);
+    return GR_OK;
+}
 
+gr_status gr_loader_open_source(gr_source *src, const gr_loader_config *cfg, gr_loader **out, gr_error *err) {
+    *out = NULL;
+    loader_fields f;
+    gr_loader_out *outs;
+    gr_status st = loader_fields_of(src, cfg, &f, &outs, err);
+    if (st == GR_OK) st = loader_check(src, cfg, &f, outs, err);
+    if (st != GR_OK) {
+        gr_loader_outs_free(outs, cfg->nfields);
+        return st;
+    }
+    int64_t chw[3], oh = 0, ow = 0;
+    memcpy(chw, f.chw, sizeof chw);
+    const int64_t n = src->n, C = chw[0];
+    if (f.image >= 0) gr_augment_out_shape(&cfg->aug, chw[1], chw[2], &oh, &ow);
+    const int64_t out_elems = C * oh * ow;
+    const int64_t shard = cfg->world > 1 ? n / cfg->world : n;
+    const int64_t batches = cfg->drop_last ? shard / cfg->batch : (shard + cfg->batch - 1) / cfg->batch;
     gr_loader *ld = gr_xcalloc(1, sizeof *ld);
     ld->src = src;
     ld->f = f;
+    ld->outs = outs;
     ld->cfg = *cfg;
+    ld->cfg.fields = NULL; /* read at open only: outs holds what was taken of them */
     ld->n = n;
     memcpy(ld->in_chw, chw, sizeof chw);
     ld->out_elems = out_elems;
@@ -347,7 +430,7 @@ gr_status gr_loader_open_source(gr_source *src, const gr_loader_config *cfg, gr_
         for (int64_t c = 0; c < C; c++) big[c] = ld->mean[0], big[C + c] = ld->std[0];
         mean = big, std = big + C;
     }
-    gr_decoder_init(&ld->dec, f.dtype, chw, f.nhwc, oh, ow, mean, std);
+    if (f.image >= 0) gr_decoder_init(&ld->dec, f.dtype, chw, f.nhwc, oh, ow, mean, std);
     free(big);
     ld->perms[0].epoch = ld->perms[1].epoch = -1;
     pthread_mutex_init(&ld->mu, NULL);
@@ -358,7 +441,13 @@ gr_status gr_loader_open_source(gr_source *src, const gr_loader_config *cfg, gr_
     ld->slots = gr_xcalloc((size_t)ld->nslots, sizeof *ld->slots);
     const size_t xbytes = (size_t)cfg->batch * (size_t)out_elems * sizeof(float);
     const size_t ybytes = (size_t)cfg->batch * sizeof(int32_t);
-    for (int s = 0; s < ld->nslots; s++) {
+    if (cfg->nfields) {
+        if ((st = loader_field_buffers(ld, err)) != GR_OK) {
+            gr_loader_close(ld);
+            return st;
+        }
+    }
+    for (int s = 0; s < ld->nslots && !cfg->nfields; s++) {
         ld->slots[s].b.x = batch_alloc(cfg, xbytes);
         ld->slots[s].b.y = batch_alloc(cfg, ybytes);
         if (!ld->slots[s].b.x || !ld->slots[s].b.y) {
@@ -378,7 +467,7 @@ gr_status gr_loader_open_source(gr_source *src, const gr_loader_config *cfg, gr_
         w->ld = ld;
         w->idx = gr_xmalloc((size_t)cfg->batch * sizeof *w->idx);
         gr_source_reader_init(&w->rd, src);
-        w->scratch = gr_xmalloc(gr_decoder_scratch_bytes(&ld->dec));
+        if (f.image >= 0) w->scratch = gr_xmalloc(gr_decoder_scratch_bytes(&ld->dec));
     }
     /* workers start with every signal blocked, so SIGTERM/SIGINT reach the
      * training loop's thread, not a decode thread */
@@ -414,8 +503,12 @@ void gr_loader_close(gr_loader *ld) {
     for (int s = 0; s < ld->nslots; s++) {
         batch_free(&ld->cfg, ld->slots[s].b.x);
         batch_free(&ld->cfg, ld->slots[s].b.y);
+        for (int k = 0; ld->slots[s].b.fields && k < ld->cfg.nfields; k++)
+            batch_free(&ld->cfg, ld->slots[s].b.fields[k].data);
+        free(ld->slots[s].b.fields);
     }
     free(ld->slots);
+    gr_loader_outs_free(ld->outs, ld->cfg.nfields);
     free(ld->perms[0].perm);
     free(ld->perms[1].perm);
     gr_decoder_free(&ld->dec);

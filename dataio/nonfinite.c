@@ -40,9 +40,10 @@ static gr_status gr_nonfinite_error(const gr_images *im, int64_t idx, const uint
     }
     char extra[96] = "";
     if (more > 0) snprintf(extra, sizeof extra, " (and %lld more sample%s)", (long long)more, more == 1 ? "" : "s");
-    return gr_error_set(err, GR_ERR_DATA, "%s: %s: sample %lld holds %s at element %lld of %lld%s; float images "
+    return gr_error_set(err, GR_ERR_DATA, "%s: %s: sample %lld holds %s at element %lld of %lld%s; float %s "
                         "must be finite: fix or drop the sample", im->path, im->name, (long long)idx,
-                        nan ? "NaN" : "inf", (long long)e, (long long)im->sample_elems, extra);
+                        nan ? "NaN" : "inf", (long long)e, (long long)im->sample_elems, extra,
+                        im->kind ? im->kind : "images");
 }
 
 gr_status gr_images_check_finite(gr_images im, const uint8_t *base, int64_t n, const int64_t *ids, gr_error *err) {

@@ -2,7 +2,8 @@
  * naming the file, the images dataset, the sample and its first bad element:
  * a non-finite pixel would turn the loss NaN, or worse only some weights.
  * dataset.c scans a split held in memory once at open, and the rows read
- * from the file as each batch's samples arrive. uint8 images pass as they are. */
+ * from the file as each batch's samples arrive. uint8 images pass as they are.
+ * The table source (source_table.c) checks its float fields the same way. */
 #ifndef GR_NONFINITE_H
 #define GR_NONFINITE_H
 
@@ -16,6 +17,7 @@ typedef struct gr_images {
     gr_dtype dtype;
     int64_t sample_elems;    /* stored elements per sample */
     size_t elem_size;
+    const char *kind;        /* what the message says must be finite: NULL "images", or "fields" */
 } gr_images;
 
 /* Checks n samples stored back to back at base. ids NULL: sample i is

@@ -26,6 +26,10 @@
  *                                         split (dataio.h's gr_dataset,
  *                                         in memory or read from the file)
  *                                         as fields `image` and `label`.
+ *   gr_source_table, gr_cache_mode,       an HDF5 split of any datasets
+ *   gr_source_table_host_bytes,           [N, ...] (a table: features,
+ *   gr_source_table_attr_floats           targets, token ids), one field
+ *                                         per dataset, named as it.
  *
  * Other sources plug in by filling a gr_source and its ops (source_dataset.c
  * is the model), with no change to the reader API:
@@ -61,7 +65,7 @@ size_t gr_ftype_size(gr_ftype t);      /* bytes per element */
 const char *gr_ftype_name(gr_ftype t); /* "uint8", "float16", ... */
 
 #define GR_FIELD_MAX_RANK 8
-#define GR_SOURCE_MAX_FIELDS 8
+#define GR_SOURCE_MAX_FIELDS 16
 #define GR_FIELD_VARIABLE (-1) /* shape[0] of a variable field */
 
 typedef struct gr_field {
@@ -160,5 +164,60 @@ typedef struct gr_dataset gr_dataset;
  * memory, else one read per fetch from the file, float images checked for
  * inf/NaN as they are read. */
 gr_source *gr_source_dataset(gr_dataset *ds);
+
+/* ---- an HDF5 split of any datasets as a source (source_table.c) ---- */
+
+/* data.cache: where a split's samples are read from. AUTO holds them in
+ * memory when they fit under gr_dataset_memory_limit() (dataio.h:
+ * GPURUN_DATA_MEM_LIMIT, default 2 GiB or a quarter of the available
+ * memory), MEMORY always (exit 4 when the allocation fails), NONE never:
+ * every batch is read from the file. */
+typedef enum gr_cache_mode { GR_CACHE_AUTO, GR_CACHE_MEMORY, GR_CACHE_NONE } gr_cache_mode;
+
+/* Opens group `group` ("/", "/train", ...; normalized as gr_dataset_open
+ * does) of the HDF5 file at path as a table: every dataset directly in the
+ * group (links in name order; sub-groups and named types are skipped) is one
+ * field, named as the dataset ("features", "targets", "tokens"), origin its
+ * path ("/train/features"). Each must have rank >= 1 and the same leading
+ * dimension N >= 1 as the others; the per-sample shape is the rest (rank 0
+ * for a dataset [N]; every side >= 1, at most GR_FIELD_MAX_RANK of them).
+ * A dataset of rank 4 has layout "CHW" ([N,C,H,W]), or "HWC" when its
+ * attribute `layout` says "NHWC", so the loader can take it as an image
+ * (GR_DELIVER_IMAGE); other fields have layout "".
+ * Element types: uint8, uint16, int32, int64, IEEE float16, float32 (any
+ * byte order), and, converted as read, int8 and int16 as int32 and uint32
+ * as int64. Float fields must be finite: checked at open when held in
+ * memory, else as each batch's rows are read (exit 3 naming the file, the
+ * dataset and the sample). The fields of all datasets together are held in
+ * memory per `cache`, as a dataset's images are (the sum of the datasets'
+ * bytes against the limit); else a fetch reads the distinct rows of a batch
+ * from each dataset, one hyperslab per run of consecutive rows.
+ *
+ * Which source a caller opens: gr_source_dataset over gr_dataset_open for
+ * the image layout of DESIGN 1.5 (fields `image`, `label`: the default, and
+ * what every job without declared inputs reads), gr_source_table when the
+ * job declares its inputs and targets by name (fields named as the
+ * datasets, as `gpurun data csv` writes them: `features`, `targets`). A
+ * group holding `images` and `labels` opens as a table too, with fields
+ * `images` and `labels` as stored.
+ *
+ * Returns the source (close it with gr_source_close), or NULL with *err
+ * set (GR_ERR_DATA, exit 3; GR_ERR_OOM for memory):
+ *   "data/f.h5: group /val: no such group"
+ *   "data/f.h5: group /train holds no datasets (a table is a group of datasets [N, ...])"
+ *   "data/f.h5: /train/w: unsupported dtype (float64); ..."
+ *   "data/f.h5: /train/targets: N=99, but /train/features has N=100"
+ *   "data/f.h5: /train/x: sample 7 holds NaN at element 2 of 4; float fields must be finite..." */
+gr_source *gr_source_table(const char *path, const char *group, gr_cache_mode cache, gr_error *err);
+/* The host memory a table source holds open: its fields held in memory, or
+ * reading from the file, HDF5's chunk cache of each dataset at its fullest
+ * (1 MiB or the dataset, whichever is less). 0 for another kind of source. */
+size_t gr_source_table_host_bytes(const gr_source *s);
+/* Numeric attribute `name` of field `field`'s dataset (field NULL: of the
+ * split's group) into out: the count read, at most max; 0 when absent, -1
+ * when present but not numeric or unreadable, or s is not a table source.
+ * `gpurun data csv` writes `mean` and `std` (the train split's, per column)
+ * on `features` and `targets`. */
+int gr_source_table_attr_floats(const gr_source *s, const char *field, const char *name, double *out, int max);
 
 #endif

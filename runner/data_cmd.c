@@ -75,21 +75,24 @@ static void gr_data_signals(const char *out) {
 
 /* `gpurun data` converters and the options each takes (letters of
  * gr_data_names' keys). */
-static const char *const gr_data_names[] = {"fashion-mnist", "mnist", "cifar10", "synthetic", "imagefolder"};
-static const char gr_data_keys[] = "fmcsi";
+static const char *const gr_data_names[] = {"fashion-mnist", "mnist", "cifar10", "synthetic", "imagefolder", "csv"};
+static const char gr_data_keys[] = "fmcsit";
 enum { GR_DOPT_FROM, GR_DOPT_N, GR_DOPT_SHAPE, GR_DOPT_CLASSES, GR_DOPT_TEST, GR_DOPT_SEED, GR_DOPT_SIZE,
-       GR_DOPT_SHORT, GR_DOPT_GROUP, GR_DOPT_VAL, GR_DOPT_COUNT };
+       GR_DOPT_SHORT, GR_DOPT_GROUP, GR_DOPT_VAL, GR_DOPT_TARGET, GR_DOPT_COUNT };
 static const struct { const char *name, *takes; } gr_data_opts[GR_DOPT_COUNT] = {
-    [GR_DOPT_FROM] = {"--from", "fmci"},   [GR_DOPT_N] = {"--n", "s"},         [GR_DOPT_SHAPE] = {"--shape", "s"},
-    [GR_DOPT_CLASSES] = {"--classes", "s"}, [GR_DOPT_TEST] = {"--test", "s"},   [GR_DOPT_SEED] = {"--seed", "si"},
+    [GR_DOPT_FROM] = {"--from", "fmcit"},  [GR_DOPT_N] = {"--n", "s"},         [GR_DOPT_SHAPE] = {"--shape", "s"},
+    [GR_DOPT_CLASSES] = {"--classes", "s"}, [GR_DOPT_TEST] = {"--test", "s"},   [GR_DOPT_SEED] = {"--seed", "sit"},
     [GR_DOPT_SIZE] = {"--size", "i"},       [GR_DOPT_SHORT] = {"--short-side", "i"}, [GR_DOPT_GROUP] = {"--group", "i"},
-    [GR_DOPT_VAL] = {"--val-fraction", "i"},
+    [GR_DOPT_VAL] = {"--val-fraction", "it"}, [GR_DOPT_TARGET] = {"--target", "t"},
 };
 
 /* The imagefolder usage, for its messages (the --help table says the same). */
 #define GR_DATA_IMAGEFOLDER_USAGE                                                                             \
     "gpurun data imagefolder OUT.h5 --from DIR --size S [--short-side R] [--group G | --val-fraction F "      \
     "[--seed S]] [--on-error fail|skip] [--force]"
+
+/* The csv usage, for its messages (the `data` entry of main.c's --help table is to say the same). */
+#define GR_DATA_CSV_USAGE "gpurun data csv OUT.h5 --from FILE.csv --target COL[,COL...] [--val-fraction F [--seed S]] [--force]"
 
 /* Parses a decimal integer option value (range checks are the converter's). */
 static int64_t gr_data_int(const char *opt, const char *s, char **rest) {
@@ -122,6 +125,20 @@ static int64_t gr_data_count(const char *opt, const char *s) {
     return v;
 }
 
+/* --val-fraction F: a number in (0, 1), else a usage error naming `what`. */
+static double gr_data_fraction(const char *what, const char *vf, const char *share) {
+    char *end = NULL;
+    errno = 0;
+    const double f = strtod(vf, &end);
+    if (errno || end == vf || *end || !(f > 0 && f < 1)) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "data %s: --val-fraction: expected a number in (0, 1) (the share of %s that goes "
+                 "to /val), got '%s'", what, share, vf);
+        gr_usage_error("%s", msg);
+    }
+    return f;
+}
+
 /* `data imagefolder`: its options to a gr_imagefolder_config, then the conversion. */
 static gr_status gr_data_imagefolder(const char *from, const char *out, const char *const *val, const char *on_error,
                                      bool force, gr_imagefolder_report *rep, gr_error *err) {
@@ -135,12 +152,7 @@ static gr_status gr_data_imagefolder(const char *from, const char *out, const ch
         gr_usage_error("data imagefolder: --on-error: expected skip or fail, got '%s'", on_error);
     const char *vf = val[GR_DOPT_VAL];
     if (vf) {
-        char *end = NULL;
-        errno = 0;
-        cfg.val_fraction = strtod(vf, &end);
-        if (errno || end == vf || *end || !(cfg.val_fraction > 0 && cfg.val_fraction < 1))
-            gr_usage_error("data imagefolder: --val-fraction: expected a number in (0, 1) (the share of each class "
-                           "that goes to /val), got '%s'", vf);
+        cfg.val_fraction = gr_data_fraction("imagefolder", vf, "each class");
         if (cfg.group)
             gr_usage_error("data imagefolder: --group does not apply with --val-fraction, which writes /train and "
                            "/val (%s)", GR_DATA_IMAGEFOLDER_USAGE);
@@ -153,13 +165,42 @@ static gr_status gr_data_imagefolder(const char *from, const char *out, const ch
     return gr_data_convert_imagefolder(&cfg, out, force, true, rep, err);
 }
 
+/* `data csv`: --target split at commas, then the conversion. */
+static gr_status gr_data_csv(const char *from, const char *out, const char *const *val, bool force,
+                             gr_error *err) {
+    if (!from || !val[GR_DOPT_TARGET])
+        gr_usage_error("data csv: --from FILE.csv and --target COL[,COL...] are required (%s)", GR_DATA_CSV_USAGE);
+    gr_csv_config cfg = {.from = from};
+    if (val[GR_DOPT_VAL]) cfg.val_fraction = gr_data_fraction("csv", val[GR_DOPT_VAL], "the rows");
+    if (val[GR_DOPT_SEED]) {
+        if (!val[GR_DOPT_VAL]) gr_usage_error("data csv: --seed applies only with --val-fraction (%s)", GR_DATA_CSV_USAGE);
+        cfg.seed = gr_data_seed(val[GR_DOPT_SEED]);
+    }
+    char *list = gr_xstrdup(val[GR_DOPT_TARGET]);
+    const char **names = gr_xcalloc(strlen(list) / 2 + 1, sizeof *names);
+    for (char *p = list, *next;; p = next + 1) {
+        next = strchr(p, ',');
+        if (next) *next = '\0';
+        if (!*p) gr_usage_error("data csv: --target: an empty column name in '%s'", val[GR_DOPT_TARGET]);
+        names[cfg.ntargets++] = p;
+        if (!next) break;
+    }
+    cfg.targets = names;
+    gr_csv_report rep;
+    gr_status st = gr_data_convert_csv(&cfg, out, force, true, &rep, err);
+    free(names);
+    free(list);
+    return st;
+}
+
 int gr_cmd_data(int argc, char **argv) {
     if (argc < 2) gr_usage_error("data: expected a dataset name and an output file%s", "");
     const char *what = argv[0], *out = NULL, *val[GR_DOPT_COUNT] = {0};
     char key = 0;
     for (size_t k = 0; k < GR_ARRAY_LEN(gr_data_names); k++)
         if (strcmp(what, gr_data_names[k]) == 0) key = gr_data_keys[k];
-    if (!key) gr_usage_error("data: unknown dataset '%s' (fashion-mnist, mnist, cifar10, synthetic, imagefolder)", what);
+    if (!key)
+        gr_usage_error("data: unknown dataset '%s' (fashion-mnist, mnist, cifar10, synthetic, imagefolder, csv)", what);
     bool force = false;
     const char *on_error = NULL; /* imagefolder only */
     for (int i = 1; i < argc; i++) {
@@ -221,6 +262,8 @@ int gr_cmd_data(int argc, char **argv) {
         if (val[GR_DOPT_TEST]) cfg.test = gr_data_count("--test", val[GR_DOPT_TEST]);
         if (val[GR_DOPT_SEED]) cfg.seed = gr_data_seed(val[GR_DOPT_SEED]);
         st = gr_data_convert_synthetic(&cfg, out, force, true, &err);
+    } else if (key == 't') {
+        st = gr_data_csv(from, out, val, force, &err);
     } else {
         st = gr_data_imagefolder(from, out, val, on_error, force, &rep, &err);
     }
