@@ -65,6 +65,11 @@ static gr_status gr_dense_tied_weight(gr_graph *g, int node, const gr_cfg *at, c
 static gr_status gr_dense_infer(gr_graph *g, int node, const gr_cfg *at, const char *key, gr_error *err) {
     gr_node *nd = &g->nodes[node];
     const gr_tensor x = g->tensors[nd->in[0]];
+    if (x.elem != GR_F32) {
+        char buf[64];
+        return gr_cfg_error(err, at, key, "dense takes a float input; '%s' is %s %s (integer ids need an embedding)",
+                            x.name, gr_elem_name(x.elem), gr_shape_str_n(&x, buf, sizeof buf));
+    }
     if (x.ndim < 2) {
         char buf[64];
         return gr_cfg_error(err, at, key, "dense needs a flat input [batch, features] (or [batch, ..., features]: "

@@ -96,6 +96,11 @@ void gr_backend_configure(gr_backend *be, const gr_backend_opts *o) {
     if (be->vt->configure) be->vt->configure(be, o);
 }
 
+int64_t gr_kargs_rows(const gr_kargs *a) {
+    const gr_tensor *t = a->tin[0];
+    return a->n * (gr_tensor_sample_numel(t) / t->shape[t->ndim - 1]);
+}
+
 int64_t gr_kargs_numel(const gr_kargs *a, const gr_tensor *t) {
     return t->batched ? a->n * gr_tensor_sample_numel(t) : gr_tensor_numel(t);
 }

@@ -67,10 +67,7 @@ typedef void (*gr_kernel_fn)(const gr_kargs *a);
 int64_t gr_kargs_numel(const gr_kargs *a, const gr_tensor *t);
 /* The rows of a step over the last axis of its first input t ([n, ..., F]:
  * n times the positions a sample; n for [n, F]): dense's GEMM rows. */
-static inline int64_t gr_kargs_rows(const gr_kargs *a) {
-    const gr_tensor *t = a->tin[0];
-    return a->n * (gr_tensor_sample_numel(t) / t->shape[t->ndim - 1]);
-}
+int64_t gr_kargs_rows(const gr_kargs *a);
 
 /* A plan's bound steps as the backend sees them (exec/ owns them). */
 typedef struct gr_steps {

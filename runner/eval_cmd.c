@@ -1,6 +1,7 @@
 /* eval_cmd.c — `gpurun eval` (gr_train_eval, see train.h): a checkpoint's
  * parameters and state through the evaluation plan over a whole split. */
 #include "job.h"
+#include "jobio.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -61,7 +62,9 @@ gr_status gr_train_eval(const gr_job_spec *spec, const char *checkpoint, const c
     gr_loader_config lc;
     gr_job_loader_config(&j, &lc);
     lc.aug = j.val_aug;
-    if ((st = gr_loader_open(val ? j.val_ds : j.train_ds, &lc, &j.val_ld, err))) goto done;
+    if (j.byname) st = gr_jobio_open_eval(&j, val, &lc, err);
+    else st = gr_loader_open(val ? j.val_ds : j.train_ds, &lc, &j.val_ld, err);
+    if (st) goto done;
     gr_eval e;
     int64_t n = gr_loader_samples_per_epoch(j.val_ld);
     if ((st = gr_job_evaluate(&j, &e, err))) goto done;

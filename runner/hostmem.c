@@ -1,5 +1,6 @@
 /* hostmem.c — a run's host memory, planned (see hostmem.h). */
 #include "hostmem.h"
+#include "jobio.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -25,6 +26,7 @@ void gr_hostmem_of(const gr_job *j, const gr_mem_need *dev, bool resuming, gr_ho
     out->libs = GR_HOST_LIBS_BYTES;
     gr_loader_config tl, vl;
     gr_job_loader_configs(j, &tl, &vl);
+    if (j->byname) out->data = gr_jobio_host_bytes(j, &tl, &vl, &out->loaders);
     if (j->train_ds) {
         out->data = gr_dataset_host_bytes(j->train_ds);
         out->loaders = gr_loader_host_bytes(j->train_ds, &tl);

@@ -2,6 +2,7 @@
  * data and its shape and normalization, the graph, the backend, the model
  * and its plans, the loaders, and the run directory's paths and files. */
 #include "job.h"
+#include "jobio.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -44,6 +45,7 @@ void gr_job_free(gr_job *j) {
     gr_loader_close(j->val_ld);
     gr_backend_free(j->be);
     if (j->have_graph) gr_graph_free(&j->g);
+    gr_jobio_free(j->byname); /* after the loaders, which read its sources */
     gr_dataset_close(j->train_ds);
     gr_dataset_close(j->val_ds);
     memset(j, 0, sizeof *j);
@@ -102,6 +104,7 @@ static gr_status gr_job_input_shape(gr_job *j, int64_t chw[3], gr_error *err) {
         j->in_ndim = 3;
         memcpy(j->in_shape, chw, 3 * sizeof chw[0]);
     }
+    gr_job_io_default(j);
     if (j->val_ds) {
         int64_t vs[3], vchw[3];
         gr_dataset_sample_shape(j->val_ds, vs);
@@ -158,8 +161,16 @@ static gr_status gr_job_normalization(gr_job *j, int c, gr_error *err) {
     return GR_OK;
 }
 
-gr_status gr_job_graph(gr_job *j, const int64_t *in_shape, int in_ndim, gr_error *err) {
-    gr_status st = gr_graph_build(j->spec, in_shape, in_ndim, &j->g, err);
+void gr_job_io_default(gr_job *j) {
+    memset(&j->io, 0, sizeof j->io);
+    j->io.n_inputs = 1;
+    j->io.in[0] = (gr_io_tensor){.name = "input", .elem = GR_F32, .ndim = j->in_ndim};
+    for (int i = 0; i < j->in_ndim; i++) j->io.in[0].shape[i] = j->in_shape[i];
+    j->io.target = (gr_io_tensor){.name = "label", .elem = GR_I32, .ndim = 0};
+}
+
+gr_status gr_job_graph(gr_job *j, const gr_graph_io *io, gr_error *err) {
+    gr_status st = gr_graph_build_io(j->spec, io, &j->g, err);
     if (st) return st;
     j->have_graph = true;
     gr_autodiff(&j->g, false);
@@ -243,29 +254,33 @@ gr_status gr_job_compile(gr_job *j, const gr_job_spec *spec, bool need_val, gr_e
                                 : !strcmp(spec->data.cache, "memory") ? GR_CACHE_MEMORY
                                 : !strcmp(spec->data.cache, "none")   ? GR_CACHE_NONE
                                                                       : GR_CACHE_AUTO;
-    if ((st = gr_job_open_split(spec, "train", cache, &j->train_ds, err))) return st;
-    if (need_val && spec->data.val.path[0] && (st = gr_job_open_split(spec, "val", cache, &j->val_ds, err)))
-        return st;
-    int64_t chw[3];
-    if ((st = gr_job_input_shape(j, chw, err))) return st;
-    if ((st = gr_job_normalization(j, (int)chw[0], err))) return st;
-
-    if ((st = gr_job_graph(j, j->in_shape, j->in_ndim, err))) return st;
-    if ((st = gr_job_check_classes(j, j->train_ds, j->val_ds, err))) return st;
-    if ((st = gr_dataset_check_labels(j->train_ds, j->g.n_classes, err))) return st;
-    if (gr_dataset_len(j->train_ds) < spec->train.batch_size)
+    if (spec->model.inputs) { /* inputs and targets by name: the splits as tables (jobio.c) */
+        if ((st = gr_jobio_compile(j, cache, need_val, err)) || (st = gr_job_graph(j, &j->io, err))) return st;
+    } else {
+        if ((st = gr_job_open_split(spec, "train", cache, &j->train_ds, err))) return st;
+        if (need_val && spec->data.val.path[0] && (st = gr_job_open_split(spec, "val", cache, &j->val_ds, err)))
+            return st;
+        int64_t chw[3];
+        if ((st = gr_job_input_shape(j, chw, err))) return st;
+        if ((st = gr_job_normalization(j, (int)chw[0], err))) return st;
+        if ((st = gr_job_graph(j, &j->io, err))) return st;
+        if ((st = gr_job_check_classes(j, j->train_ds, j->val_ds, err))) return st;
+        if ((st = gr_dataset_check_labels(j->train_ds, j->g.n_classes, err))) return st;
+        if (j->val_ds && (st = gr_dataset_check_labels(j->val_ds, j->g.n_classes, err))) return st;
+    }
+    const int64_t n_train = j->byname ? gr_jobio_train_len(j) : gr_dataset_len(j->train_ds);
+    if (n_train < spec->train.batch_size)
         return gr_error_set(err, GR_ERR_DATA, "%s: %s: the split has %lld samples, fewer than train.batch_size "
-                            "%lld", spec->data.train.path, spec->data.train.group,
-                            (long long)gr_dataset_len(j->train_ds), (long long)spec->train.batch_size);
-    if (j->val_ds && (st = gr_dataset_check_labels(j->val_ds, j->g.n_classes, err))) return st;
+                            "%lld", spec->data.train.path, spec->data.train.group, (long long)n_train,
+                            (long long)spec->train.batch_size);
     /* train.epochs sets the run's length; train.steps with it may only cut it short */
-    const int64_t spe = gr_dataset_len(j->train_ds) / spec->train.batch_size;
+    const int64_t spe = n_train / spec->train.batch_size;
     if (spec->train.epochs > 0 && spec->train.steps > spec->train.epochs * spe)
         return gr_spec_error(err, spec, "train.steps", "%lld steps asked, but train.epochs: %lld ends the run at step "
                              "%lld (%lld samples in %s: %s at train.batch_size %lld are %lld steps an epoch); with "
                              "epochs, steps may only cut the run short: give one of them",
                              (long long)spec->train.steps, (long long)spec->train.epochs,
-                             (long long)(spec->train.epochs * spe), (long long)gr_dataset_len(j->train_ds),
+                             (long long)(spec->train.epochs * spe), (long long)n_train,
                              spec->data.train.path, spec->data.train.group, (long long)spec->train.batch_size,
                              (long long)spe);
     return GR_OK;
@@ -392,7 +407,8 @@ gr_status gr_job_model(gr_job *j, gr_error *err) {
     gr_backend_upload(j->be, j->m.params, host, (size_t)j->g.n_params * sizeof(float));
     free(host);
     if ((st = gr_plan_compile(&j->train_plan, &j->m, &j->g, GR_PLAN_TRAIN, true, err))) return st;
-    if (j->val_ds && (st = gr_plan_compile(&j->eval_plan, &j->m, &j->g, GR_PLAN_EVAL, true, err))) return st;
+    const bool val = j->val_ds || (j->byname && gr_jobio_has_val(j));
+    if (val && (st = gr_plan_compile(&j->eval_plan, &j->m, &j->g, GR_PLAN_EVAL, true, err))) return st;
     return GR_OK;
 }
 
@@ -444,6 +460,7 @@ void gr_job_loader_configs(const gr_job *j, gr_loader_config *tl, gr_loader_conf
 gr_status gr_job_open_loaders(gr_job *j, gr_error *err) {
     gr_loader_config tl, vl;
     gr_job_loader_configs(j, &tl, &vl);
+    if (j->byname) return gr_jobio_open_loaders(j, &tl, &vl, err);
     gr_status st = gr_loader_open(j->train_ds, &tl, &j->train_ld, err);
     if (st) return st;
     if (j->val_ds && (st = gr_loader_open(j->val_ds, &vl, &j->val_ld, err))) return st;

@@ -34,6 +34,8 @@ typedef struct gr_job {
     gr_augment aug, val_aug;  /* per-sample transforms of the two splits */
     int64_t in_shape[3];
     int in_ndim;
+    gr_graph_io io;      /* the graph's inputs and target: j->in_shape's image and labels, or model.inputs/targets */
+    struct gr_jobio *byname; /* model.inputs: the table sources and the loader's fields (jobio.c); NULL: images */
     double mean[GR_MAX_CHANNELS], std[GR_MAX_CHANNELS];
     int n_norm;
     gr_graph g;
@@ -103,10 +105,13 @@ gr_status gr_job_backend(gr_job *j, const gr_job_spec *s, const char *device, in
 /* The model on the backend: its arenas, the initial parameters (the seed's,
  * or model.init_from) and the train and eval plans. */
 gr_status gr_job_model(gr_job *j, gr_error *err);
-/* The job's graph for samples of in_shape[0..in_ndim): built, its backward
+/* The job's graph for the inputs and target of io: built, its backward
  * appended, stored at the spec's precision (gr_job_compile; `gpurun plan`
- * without data). */
-gr_status gr_job_graph(gr_job *j, const int64_t *in_shape, int in_ndim, gr_error *err);
+ * without data), its optimizer groups made. */
+gr_status gr_job_graph(gr_job *j, const gr_graph_io *io, gr_error *err);
+/* j->io for today's layout: one float input `input` of j->in_shape, int32
+ * labels. */
+void gr_job_io_default(gr_job *j);
 /* `gpurun eval` and `predict`: the job compiled (with the val split when
  * val), its model on the backend holding the parameters and state of
  * checkpoint (a checkpoint, *step its step, or a run's weights.h5, *step

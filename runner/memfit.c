@@ -43,10 +43,10 @@ static gr_status gr_memfit_at(gr_job *tj, int64_t m, gr_backend *be, gr_mem_need
 
 /* A job of spec s with its graph built for be (layout too), to plan at
  * several micro-batches; gr_job_free it. */
-static gr_status gr_memfit_job(gr_job *tj, const gr_job_spec *s, const int64_t *in_shape, int in_ndim,
+static gr_status gr_memfit_job(gr_job *tj, const gr_job_spec *s, const gr_graph_io *io,
                                gr_backend *be, gr_error *err) {
     gr_job_init(tj, s, true);
-    gr_status st = gr_job_graph(tj, in_shape, in_ndim, err);
+    gr_status st = gr_job_graph(tj, io, err);
     if (!st && be) {
         tj->be = be; /* borrowed: taken back before gr_job_free */
         gr_job_layout(tj);
@@ -55,20 +55,20 @@ static gr_status gr_memfit_job(gr_job *tj, const gr_job_spec *s, const int64_t *
     return st;
 }
 
-gr_status gr_memfit_need(const gr_job_spec *s, const int64_t *in_shape, int in_ndim, int64_t m, gr_backend *be,
+gr_status gr_memfit_need(const gr_job_spec *s, const gr_graph_io *io, int64_t m, gr_backend *be,
                          gr_mem_need *out, gr_error *err) {
     gr_job tj;
-    gr_status st = gr_memfit_job(&tj, s, in_shape, in_ndim, be, err);
+    gr_status st = gr_memfit_job(&tj, s, io, be, err);
     if (!st) st = gr_memfit_at(&tj, m, be, out, err);
     gr_job_free(&tj);
     return st;
 }
 
-gr_status gr_memfit_largest(const gr_job_spec *s, const int64_t *in_shape, int in_ndim, int64_t per, size_t limit,
+gr_status gr_memfit_largest(const gr_job_spec *s, const gr_graph_io *io, int64_t per, size_t limit,
                             gr_backend *be, gr_mem_need *best, gr_error *err) {
     memset(best, 0, sizeof *best);
     gr_job tj; /* one graph, planned at each candidate */
-    gr_status st = gr_memfit_job(&tj, s, in_shape, in_ndim, be, err);
+    gr_status st = gr_memfit_job(&tj, s, io, be, err);
     if (st) {
         gr_job_free(&tj);
         return st;
@@ -107,7 +107,7 @@ gr_status gr_memfit_auto(gr_job *j, gr_job_spec *rs, gr_error *err) {
         limit = fr / 10 * 9;
     }
     gr_mem_need best;
-    gr_status st = gr_memfit_largest(rs, j->in_shape, j->in_ndim, per, limit, j->be, &best, err);
+    gr_status st = gr_memfit_largest(rs, &j->io, per, limit, j->be, &best, err);
     if (st) return st;
     char a[64], b[64];
     gr_fmt_count((int64_t)best.total, a, sizeof a);
@@ -143,7 +143,7 @@ gr_status gr_memfit_job_model(gr_job *j, gr_error *err) {
     gr_fmt_count((int64_t)budget, b, sizeof b);
     gr_mem_need best;
     gr_error e2;
-    if (!gr_memfit_largest(s, j->in_shape, j->in_ndim, per, budget, j->be, &best, &e2) && best.micro_batch > 0) {
+    if (!gr_memfit_largest(s, &j->io, per, budget, j->be, &best, &e2) && best.micro_batch > 0) {
         gr_fmt_count((int64_t)best.total, a, sizeof a);
         len += (size_t)snprintf(tail + len, sizeof tail - len, "train.micro_batch %lld fits (%s bytes)",
                                 (long long)best.micro_batch, a);
@@ -151,7 +151,7 @@ gr_status gr_memfit_job_model(gr_job *j, gr_error *err) {
     if (s->model.blocks && !s->train.recompute_blocks) { /* recomputing the block uses */
         gr_job_spec r = *s;
         r.train.recompute_blocks = 1;
-        if (!gr_memfit_largest(&r, j->in_shape, j->in_ndim, per, budget, j->be, &best, &e2) && best.micro_batch > 0) {
+        if (!gr_memfit_largest(&r, &j->io, per, budget, j->be, &best, &e2) && best.micro_batch > 0) {
             gr_fmt_count((int64_t)best.total, a, sizeof a);
             len += (size_t)snprintf(tail + len, sizeof tail - len, "%strain.recompute: blocks fits micro-batch %lld "
                                     "(%s bytes)", len ? "; " : "", (long long)best.micro_batch, a);
@@ -163,7 +163,7 @@ gr_status gr_memfit_job_model(gr_job *j, gr_error *err) {
         /* the backend as a bf16 run configures it (which half steps are native), then as it was */
         gr_backend_opts o = {.precision = GR_PREC_BF16, .cudnn_benchmark = s->cudnn_benchmark, .cuda_graph = s->cuda_graph};
         gr_backend_configure(j->be, &o);
-        gr_status hs = gr_memfit_largest(&h, j->in_shape, j->in_ndim, per, budget, j->be, &best, &e2);
+        gr_status hs = gr_memfit_largest(&h, &j->io, per, budget, j->be, &best, &e2);
         o.precision = s->precision;
         gr_backend_configure(j->be, &o);
         if (!hs && best.micro_batch > 0) {

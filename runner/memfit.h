@@ -33,16 +33,16 @@ gr_status gr_memfit_compile(gr_plan *p, gr_model *stub, const gr_graph *g, gr_pl
 /* The need of graph g (the model's arenas for optim_slots) with its train
  * and eval plans tp and ep: the one sum every figure here is. */
 void gr_memfit_of(const gr_graph *g, int optim_slots, const gr_plan *tp, const gr_plan *ep, gr_mem_need *out);
-/* The need of job s at micro-batch m, for samples of in_shape[0..in_ndim),
+/* The need of job s at micro-batch m, for the inputs and target of io,
  * on be (NULL: device-free planning, every half step staged). */
-gr_status gr_memfit_need(const gr_job_spec *s, const int64_t *in_shape, int in_ndim, int64_t m, gr_backend *be,
+gr_status gr_memfit_need(const gr_job_spec *s, const gr_graph_io *io, int64_t m, gr_backend *be,
                          gr_mem_need *out, gr_error *err);
 /* Of the micro-batches that divide per (train.batch_size / processes), the
  * largest whose need is at most limit bytes (the need grows with the
  * micro-batch: a binary search over the divisors, each planned on the one
  * graph built for s: gr_graph_set_batch); *best the need (its
  * micro_batch 0 when even 1 does not fit, best->total then the need at 1). */
-gr_status gr_memfit_largest(const gr_job_spec *s, const int64_t *in_shape, int in_ndim, int64_t per, size_t limit,
+gr_status gr_memfit_largest(const gr_job_spec *s, const gr_graph_io *io, int64_t per, size_t limit,
                             gr_backend *be, gr_mem_need *best, gr_error *err);
 
 /* gr_job_model (the model's arenas and plans on the device), and when

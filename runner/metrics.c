@@ -353,6 +353,9 @@ void gr_metrics_done(const gr_metrics *mx, int64_t steps) {
                mx->rec.time0 + mx->wall_s);
     else
         printf("done: %lld steps in %.1f s; ", (long long)steps, mx->wall_s);
-    printf("final train loss %.4f (the last train line's), val accuracy %.4f (best %.4f)\n", mx->rec.last_loss,
-           mx->rec.last_acc, mx->rec.best_acc);
+    printf("final train loss %.4f (the last train line's), ", mx->rec.last_loss);
+    if (isnan(mx->rec.last_acc) && !isnan(mx->rec.last_vloss)) /* a job without the accuracy metric */
+        printf("val loss %.4f\n", mx->rec.last_vloss);
+    else
+        printf("val accuracy %.4f (best %.4f)\n", mx->rec.last_acc, mx->rec.best_acc);
 }

@@ -218,7 +218,7 @@ static gr_status gr_plan_cmd_memfit(const gr_job *j, const gr_mem_need *now, con
     gr_status st = gr_plan_cmd_limit(memory, j->be, dev, &limit, err);
     if (st) return st;
     gr_mem_need best;
-    if ((st = gr_memfit_largest(s, j->in_shape, j->in_ndim, s->train.batch_size, limit, j->be, &best, err)))
+    if ((st = gr_memfit_largest(s, &j->io, s->train.batch_size, limit, j->be, &best, err)))
         return st;
     char a[64], b[64];
     gr_fmt_count((int64_t)limit, a, sizeof a);
@@ -237,7 +237,7 @@ static gr_status gr_plan_cmd_memfit(const gr_job *j, const gr_mem_need *now, con
     /* a model of blocks: the same with the other train.recompute */
     gr_job_spec r = *s;
     r.train.recompute_blocks = !s->train.recompute_blocks;
-    if ((st = gr_memfit_largest(&r, j->in_shape, j->in_ndim, s->train.batch_size, limit, j->be, &best, err)))
+    if ((st = gr_memfit_largest(&r, &j->io, s->train.batch_size, limit, j->be, &best, err)))
         return st;
     gr_fmt_count((int64_t)best.total, b, sizeof b);
     if (best.micro_batch == 0)
@@ -261,7 +261,8 @@ gr_status gr_train_plan_report(const gr_job_spec *spec, const char *memory, FILE
     if (no_data) {
         j.in_ndim = spec->model.n_input;
         for (int i = 0; i < j.in_ndim; i++) j.in_shape[i] = spec->model.input[i];
-        if ((st = gr_job_graph(&j, j.in_shape, j.in_ndim, err))) goto done;
+        gr_job_io_default(&j);
+        if ((st = gr_job_graph(&j, &j.io, err))) goto done;
     } else if ((st = gr_job_compile(&j, spec, true, err))) { /* with val: its loader is in the host plan */
         goto done;
     }

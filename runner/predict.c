@@ -157,6 +157,9 @@ gr_status gr_train_predict(const gr_job_spec *spec, const char *checkpoint, int 
     gr_predict p = {.j = &j, .top = top};
     int64_t step;
     gr_status st = GR_OK;
+    if (spec->model.inputs) /* its inputs are fields of a table, which predict's image files and splits are not */
+        st = gr_spec_error(err, spec, "model.inputs", "predict is for image classifiers (this job's inputs are named "
+                           "fields): score a split with `gpurun eval JOB.yaml --checkpoint PATH --split val`");
     for (int i = 0; i < n_inputs && !st; i++) /* a longer one would be cut to another file's name (path[]) */
         if (strlen(inputs[i]) >= GR_PATH_MAX)
             st = gr_error_set(err, GR_ERR_USAGE, "predict: INPUT: the path is %zu bytes long; the limit is %d bytes: "

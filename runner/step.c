@@ -11,6 +11,14 @@
 
 void gr_train_load_batch(gr_plan *p, const gr_batch *b) {
     const gr_graph *g = p->g;
+    if (b->nfields) { /* inputs and target by name (jobio.c): the inputs' fields in order, then the target's */
+        GR_ASSERT(b->nfields == g->n_inputs + 1);
+        for (int i = 0; i <= g->n_inputs; i++) {
+            const int t = i < g->n_inputs ? g->inputs[i] : g->label;
+            gr_backend_upload_batch(p->m->be, gr_plan_ptr(p, t), b->fields[i].data, (size_t)b->n * b->fields[i].bytes);
+        }
+        return;
+    }
     size_t per = (size_t)gr_tensor_sample_numel(&g->tensors[g->input]);
     /* asynchronous on a GPU: the stats read-back at the end of the pass is the fence */
     gr_backend_upload_batch(p->m->be, gr_plan_ptr(p, g->input), b->x, (size_t)b->n * per * sizeof(float));
