@@ -121,14 +121,15 @@ sum --csv "$T/runs/a"
 check "one run --csv: exit 0" test $? -eq 0
 check "one run: the header has no config columns" py "
 rows = list(csv.reader(open(sys.argv[1], newline='')))
-assert rows[0] == ['run', 'status', 'steps', 'best_acc', 'last_acc', 'final_loss', 'samples_per_s', 'wall_s'], rows[0]
+assert rows[0] == ['run', 'status', 'steps', 'best_acc', 'last_acc', 'final_loss', 'samples_per_s', 'wall_s',
+                   'val_loss'], rows[0]
 assert len(rows) == 2, rows"
 check "one run --csv: the figures are summary.json's" py "
 r = next(csv.DictReader(open(sys.argv[1], newline='')))
 s = json.load(open(sys.argv[2] + '/summary.json'))
 assert r['run'] == sys.argv[2] and r['status'] == 'finished' and int(r['steps']) == s['steps'] == 40, r
 for k, sk in (('best_acc', 'best_val_accuracy'), ('last_acc', 'last_val_accuracy'), ('final_loss', 'final_train_loss'),
-              ('samples_per_s', 'samples_per_s'), ('wall_s', 'wall_s')):
+              ('samples_per_s', 'samples_per_s'), ('wall_s', 'wall_s'), ('val_loss', 'last_val_loss')):
     assert float(r[k]) == s[sk], (k, r[k], s[sk])" "$T/runs/a"
 
 # ---- a live run (paused while summarized: it holds its lock), then SIGKILLed: interrupted
@@ -204,7 +205,7 @@ for k in ('train.optimizer.lr', 'train.batch_size', 'train.steps', 'data.train.p
 for k in ('seed', 'name', 'device', 'model.layers.1.dense.units', 'train.optimizer.type', 'eval.every_steps'):
     assert k not in h, (k, h)
 assert h[0] == 'run' and h.index('train.batch_size') < h.index('train.optimizer.lr') < h.index('status'), h
-assert h[-7:] == ['status', 'steps', 'best_acc', 'last_acc', 'final_loss', 'samples_per_s', 'wall_s'], h"
+assert h[-8:] == ['status', 'steps', 'best_acc', 'last_acc', 'final_loss', 'samples_per_s', 'wall_s', 'val_loss'], h"
 
 # ---- three finished runs: exactly their overrides; --json; --sort
 sum --json "$T/runs/a" "$T/runs/b" "$T/runs/c"
@@ -244,7 +245,7 @@ assert [l[at:at + 12].rstrip() for l in lines[1:]] == ['finished', 'failed (3)',
 s = json.load(open(sys.argv[2] + '/summary.json'))
 end = lines[0].index('best_acc') + len('best_acc')
 assert lines[1][:end].endswith(' %.4f' % s['best_val_accuracy']) and lines[2][:end].endswith(' -'), lines
-assert lines[1].endswith(' %.1f' % s['wall_s']), lines[1]" "$T/runs/a"
+assert lines[1].endswith(' %.4f' % s['last_val_loss']) and ' %.1f ' % s['wall_s'] in lines[1], lines[1]" "$T/runs/a"
 
 # ---- CSV quoting: a run directory named with a comma and a quote
 cp -r "$T/runs/a" "$T/runs/x,\"y\""

@@ -7,7 +7,9 @@
  * "stopped (75)"; without a summary "running" while a live process holds
  * the run's lock, else "interrupted"); then the figures of
  * gr_sum_metric_rows (steps, best_acc, last_acc, final_loss, samples_per_s,
- * wall_s), from summary.json, else from metrics.jsonl (summarize_read.c).
+ * wall_s), from summary.json, else from metrics.jsonl (summarize_read.c);
+ * then the last val evaluation's other figures, val_loss and one column per
+ * metric the jobs declare (val_accuracy_top5, ...), each in the order met.
  *
  * Output: an aligned text table (missing values "-"; one line per run:
  * control characters escaped, \n \r \t \xNN \u00NN, a backslash as \\);
@@ -184,6 +186,13 @@ static void gr_sum_table_build(gr_sum_table *t, const gr_sum_run *runs, int n) {
     gr_sum_add_col(t, "status", -1);
     for (int m = 0; m < GR_SUM_N_METRICS; m++)
         gr_sum_add_col(t, gr_sum_metric_rows[m].column, gr_sum_metric_rows[m].decimals);
+    const int first_ev = t->cols; /* the evaluations' other figures: each name any run has, in order met */
+    for (int r = 0; r < n; r++)
+        for (int i = 0; i < runs[r].n_evm; i++) {
+            int c = first_ev;
+            while (c < t->cols && strcmp(t->col[c].name, runs[r].evm[i].key) != 0) c++;
+            if (c == t->cols) gr_sum_add_col(t, runs[r].evm[i].key, 4);
+        }
     t->cell = gr_xcalloc((size_t)n * (size_t)t->cols, sizeof *t->cell);
     t->order = gr_xmalloc((size_t)n * sizeof *t->order);
     for (int k = 0; k < n_over; k++)
@@ -194,6 +203,9 @@ static void gr_sum_table_build(gr_sum_table *t, const gr_sum_run *runs, int n) {
         gr_jval_set(gr_sum_at(t, r, 0), GR_J_STR, 0, runs[r].dir);
         gr_jval_set(gr_sum_at(t, r, n_over + 1), GR_J_STR, 0, runs[r].status);
         for (int m = 0; m < GR_SUM_N_METRICS; m++) gr_sum_copy(gr_sum_at(t, r, n_over + 2 + m), &runs[r].metric[m]);
+        for (int i = 0; i < runs[r].n_evm; i++)
+            for (int c = first_ev; c < t->cols; c++)
+                if (!strcmp(t->col[c].name, runs[r].evm[i].key)) gr_sum_copy(gr_sum_at(t, r, c), &runs[r].evm[i].val);
     }
     free(g);
     free(e);

@@ -133,11 +133,31 @@ static gr_status gr_sum_read_summary(gr_sum_run *r, const char *path, bool *abse
 /* ---- metrics.jsonl ---- */
 
 /* One parsed line into the figures it carries (into fb). */
-static void gr_sum_line(gr_jval fb[GR_SUM_N_METRICS], const gr_jobj *o) {
+/* A val evaluation line's figures besides its accuracy (a column of its
+ * own), as the run's last: "val_loss", "val_<metric>". */
+static void gr_sum_eval_figures(gr_sum_run *r, const gr_jobj *o) {
+    for (int i = 0; i < r->n_evm; i++) free(r->evm[i].key), gr_jval_free(&r->evm[i].val);
+    r->n_evm = 0;
+    for (int i = 0; i < o->n; i++) {
+        const gr_jfield *f = &o->f[i];
+        if (f->val.kind != GR_J_NUM || !strcmp(f->key, "step") || !strcmp(f->key, "epoch") ||
+            !strcmp(f->key, "accuracy"))
+            continue;
+        GR_GROW(r->evm, r->cap_evm, r->n_evm + 1);
+        gr_sum_kv *kv = &r->evm[r->n_evm++];
+        char key[160];
+        snprintf(key, sizeof key, "val_%s", f->key);
+        *kv = (gr_sum_kv){gr_xstrdup(key), {0}};
+        gr_jval_set(&kv->val, GR_J_NUM, f->val.num, f->val.text);
+    }
+}
+
+static void gr_sum_line(gr_sum_run *r, gr_jval fb[GR_SUM_N_METRICS], const gr_jobj *o) {
     const gr_jval *kind = gr_jobj_get(o, "kind"), *split = gr_jobj_get(o, "split");
     if (!kind || kind->kind != GR_J_STR) return;
     bool train = !strcmp(kind->text, "train");
     bool val = !strcmp(kind->text, "eval") && (!split || (split->kind == GR_J_STR && !strcmp(split->text, "val")));
+    if (val) gr_sum_eval_figures(r, o);
     for (int m = 0; m < GR_SUM_N_METRICS; m++) {
         const gr_sum_metric_row *row = &gr_sum_metric_rows[m];
         if (row->from == GR_SUM_TRAIN_LAST ? !train : !val) continue;
@@ -148,8 +168,9 @@ static void gr_sum_line(gr_jval fb[GR_SUM_N_METRICS], const gr_jobj *o) {
     }
 }
 
-/* The figures summary.json did not give, from metrics.jsonl (none when it is
- * absent); lines that do not parse are skipped. */
+/* The figures summary.json did not give, and the last val evaluation's
+ * (gr_sum_eval_figures), from metrics.jsonl (none when it is absent); lines
+ * that do not parse are skipped. */
 static gr_status gr_sum_read_metrics(gr_sum_run *r, const char *path, gr_error *err) {
     gr_status st = gr_check_regular(path, "a run's file", GR_ERR_DATA, err);
     if (st) return st;
@@ -165,7 +186,7 @@ static gr_status gr_sum_read_metrics(gr_sum_run *r, const char *path, gr_error *
     while ((n = getline(&line, &cap, f)) > 0) {
         gr_jobj o;
         if (!gr_json_object_read(line, (size_t)n, &o, why, sizeof why)) continue;
-        gr_sum_line(fb, &o);
+        gr_sum_line(r, fb, &o);
         gr_jobj_free(&o);
     }
     if (ferror(f)) st = gr_error_set(err, GR_ERR_DATA, "%s: cannot read: %s", path, strerror(errno));
@@ -210,10 +231,8 @@ static gr_status gr_sum_read_outcome(gr_sum_run *r, const char *base, char *path
         /* none, or an attempt's "running" with no process left: killed without a word */
         if (absent || !strcmp(r->status, "running")) snprintf(r->status, sizeof r->status, "interrupted");
     }
-    bool need = false;
-    for (int m = 0; m < GR_SUM_N_METRICS; m++) need |= r->metric[m].kind == GR_J_NULL;
-    snprintf(path, n, "%s/metrics.jsonl", base);
-    return need ? gr_sum_read_metrics(r, path, err) : GR_OK;
+    snprintf(path, n, "%s/metrics.jsonl", base); /* the evaluations' figures, and what summary.json lacks */
+    return gr_sum_read_metrics(r, path, err);
 }
 
 gr_status gr_sum_run_load(gr_sum_run *r, const char *dir, gr_error *err) {
@@ -235,5 +254,7 @@ void gr_sum_run_free(gr_sum_run *r) {
     for (int i = 0; i < r->n_cfg; i++) free(r->cfg[i].key), gr_jval_free(&r->cfg[i].val);
     free(r->cfg);
     for (int m = 0; m < GR_SUM_N_METRICS; m++) gr_jval_free(&r->metric[m]);
+    for (int i = 0; i < r->n_evm; i++) free(r->evm[i].key), gr_jval_free(&r->evm[i].val);
+    free(r->evm);
     *r = (gr_sum_run){0};
 }

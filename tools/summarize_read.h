@@ -53,6 +53,9 @@ typedef struct gr_sum_run {
     int n_cfg, cap_cfg;
     char status[96];             /* "finished", "stopped (75)", "running", "interrupted" */
     gr_jval metric[GR_SUM_N_METRICS];
+    gr_sum_kv *evm;              /* the last val evaluation's figures beyond accuracy, keyed
+                                    val_<name> (val_loss, val_accuracy_top5: the job's metrics) */
+    int n_evm, cap_evm;
 } gr_sum_run;
 
 /* Reads run directory dir into *r (zeroed first; free it with
