@@ -13,7 +13,7 @@
 #include "../config/cfg.h"
 #include "../config/schema.h"
 #include "../graph/graph.h"
-#include "buckets.h"
+#include "../dist/buckets.h"
 #include "ckptdir.h"
 #include "cli.h"
 #include "profile.h"

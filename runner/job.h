@@ -19,8 +19,8 @@
 #include <stdio.h>
 
 #include "../checkpoints/ckpt.h"
-#include "../comm/comm.h"
-#include "loophooks.h"
+#include "../dist/comm.h"
+#include "../exec/loophooks.h"
 #include "metrics.h"
 #include "rundir.h"
 #include "saver.h"

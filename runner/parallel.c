@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "../config/schema.h"
-#include "buckets.h"
+#include "../dist/buckets.h"
 #include "signals.h"
 
 /* ---- the collective watchdog (parallel.timeout_s) ----

@@ -15,7 +15,7 @@
 #include "../dataio/dataio.h"
 #include "../exec/exec.h"
 #include "../config/spec.h"
-#include "loophooks.h"
+#include "../exec/loophooks.h"
 #include "optgroups.h"
 
 typedef struct gr_run_options {

@@ -10,6 +10,8 @@
 #     code through kernels/-level headers), kernels/ nothing of exec/ or runner/;
 #   - tools/ (the offline commands: summarize, plot) includes only common/ and
 #     config/, and is included only as tools/tools.h from runner/ (and by tests);
+#   - dist/ (communication, the bucketed all-reduce) includes nothing of
+#     runner/, tools/, dataio/ or checkpoints/;
 #   - no two rooms (top-level directories; kernels/cpu and kernels/cuda each
 #     one) reach each other through includes: no include circle spans two rooms;
 #   - kernels/, graph/, config/ and exec/ call no exit(), _exit(), _Exit() or
@@ -111,6 +113,8 @@ FNR == 1 { incom = 0; dir = FILENAME; sub(/\/?[^\/]*$/, "", dir) }
         why = "kernels/cpu and kernels/cuda share code only through kernels/-level headers"
     else if ((from ~ /^kernels/) && (top == "exec" || top == "runner"))
         why = "kernels/ includes nothing from exec/ or runner/"
+    else if (from == "dist" && (top == "runner" || top == "tools" || top == "dataio" || top == "checkpoints"))
+        why = "dist/ (communication, the bucketed all-reduce) stands on exec/ and below, never on runner/"
     else if (from == "tools" && top != "tools" && top != "common" && top != "config")
         why = "tools/ is offline: it reads run directories with common/ and config/ alone"
     else if (top == "tools" && from != "tools" && !(from == "runner" && t == "tools/tools.h") && from != "tests")

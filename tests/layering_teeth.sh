@@ -2,8 +2,8 @@
 # layering_teeth.sh — check_layering.sh finds what it is for: on small trees
 # made here (no git), a clean one passes, and each planted violation (an
 # include circle through two rooms, tools/ reaching into runner/, tools/
-# included from elsewhere than runner/, graph/ including kernels/) is reported
-# at its file and line, with exit 1.
+# included from elsewhere than runner/, graph/ including kernels/, dist/
+# reaching into runner/) is reported at its file and line, with exit 1.
 #   bash tests/layering_teeth.sh TMPDIR
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -41,4 +41,6 @@ check "dataio/ includes tools/" 'dataio/d.h:2: dataio/ includes tools/tools.h' "
 d=$(tree graphdown); printf '#include "../kernels/k.h"\n' >>"$d/graph/g.h"; printf 'int k;\n' >"$d/kernels/k.h"
 check "graph/ includes kernels/ (and the circle it makes)" 'graph/g.h:2: graph/ includes kernels/k.h.*' "$d"
 check "graph/ and kernels/ include each other" 'rooms graph/ and kernels/ include each other' "$d"
-[ $fails -eq 0 ] && echo "layering_teeth: 6 trees checked" || exit 1
+d=$(tree distup); mkdir -p "$d/dist"; printf '#include "../runner/job.h"\n' >"$d/dist/b.c"; printf 'int j;\n' >"$d/runner/job.h"
+check "dist/ includes runner/" 'dist/b.c:1: dist/ includes runner/job.h' "$d"
+[ $fails -eq 0 ] && echo "layering_teeth: 7 trees checked" || exit 1

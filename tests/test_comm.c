@@ -26,9 +26,9 @@
 #include <string.h>
 
 #include "gr_test.h"
-#include "comm/comm.h"
+#include "dist/comm.h"
 #include "config/spec.h"
-#include "runner/buckets.h"
+#include "dist/buckets.h"
 #include "runner/parallel.h"
 
 static const char *const launch_vars[] = {

@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "gr_test.h"
-#include "comm/comm.h"
+#include "dist/comm.h"
 
 static int R, W; /* this process in the world */
 

@@ -1,5 +1,5 @@
-/* test_cuda_comm.c — comm/'s operations beyond the sums on GPU buffers
- * (comm/comm_nccl.c), on a communicator of one process (what one GPU
+/* test_cuda_comm.c — dist/comm.h's operations beyond the sums on GPU buffers
+ * (dist/comm_nccl.c), on a communicator of one process (what one GPU
  * allows: NCCL puts one rank on each GPU). Label `gpu`: exits 77 (skipped)
  * without a device or without NCCL in the build.
  *   - reduce-scatter and all-gather (apart and in place) of device buffers
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/comm.h"
+#include "dist/comm.h"
 #include "ops/cuda_cmp.h"
 
 enum { N = 600 };

@@ -1,4 +1,4 @@
-/* test_cuda_nccl.c — the NCCL side of data parallelism (comm/comm_nccl.c) on
+/* test_cuda_nccl.c — the NCCL side of data parallelism (dist/comm_nccl.c) on
  * one GPU: a communicator of one process (what `parallel.backend: nccl`
  * gives a single process), so every path runs on the machine a session is
  * lent (one GPU); several ranks need several GPUs. Label `gpu`: exits 77
@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/comm.h"
+#include "dist/comm.h"
 #include "ops/cuda_cmp.h"
-#include "runner/buckets.h"
+#include "dist/buckets.h"
 
 #define MB 8
 

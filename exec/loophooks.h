@@ -1,8 +1,9 @@
 /* loophooks.h — what the training loop tells whoever watches it: the
- * profiler (profile.c) attaches here and through the plan's exec hooks
- * (exec.h), and the loop, the passes (step.c) and the collectives
- * (parallel.c, buckets.c) call these without knowing who listens (NULL
- * hooks or a NULL callback: nobody).
+ * profiler (runner/profile.c) attaches here and through the plan's exec
+ * hooks (exec.h), and the loop, the passes (runner/step.c) and the
+ * collectives (runner/parallel.c, dist/buckets.c) call these without
+ * knowing who listens (NULL hooks or a NULL callback: nobody). At the
+ * runtime's floor so that every room above it may report to it.
  *
  * Spans: a device span is between begin and end on the device's timeline
  * (the batch's copy, the stats' read-back, the optimizer update); a host

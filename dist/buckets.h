@@ -13,11 +13,11 @@
 #ifndef GR_BUCKETS_H
 #define GR_BUCKETS_H
 
-#include "../comm/comm.h"
+#include "comm.h"
 #include "../exec/exec.h"
 
 typedef struct gr_buckets gr_buckets;
-#include "loophooks.h"
+#include "../exec/loophooks.h"
 
 /* The buckets of train plan p's gradients (bucket_mb > 0) and their hook
  * on p; c and p outlive them. *hooks (NULL or not) is read at each hook: the
