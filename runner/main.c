@@ -54,7 +54,9 @@ static const struct gr_cmd_help {
              "                             [--group G (/train) | --val-fraction F [--seed S (0)]]\n"
              "                             [--on-error fail|skip (fail)] [--force]   DIR/<class>/*.jpg|*.jpeg|*.png\n"
              "                             (imagefolder adds its groups to an existing OUT.h5, keeping the others;\n"
-             "                             --force replaces a group there; the others' --force replaces the file)\n"},
+             "                             --force replaces a group there; the others' --force replaces the file)\n"
+             "       gpurun data csv OUT.h5 --from FILE.csv --target COL[,COL...] [--val-fraction F [--seed S (0)]]\n"
+             "                             [--force]   a numeric table: float32 features and targets by name\n"},
     {"launch", "gpurun launch -n N [--launcher mpirun|srun] JOB.yaml [run options]...\n"
                "                                                       N processes of `gpurun run` (data parallelism);\n"
                "                                                       exits with the run's code: 75 when a signal to it\n"
