@@ -443,10 +443,6 @@ gr_status gr_dataset_check_labels(const gr_dataset *ds, int64_t classes, gr_erro
     return GR_OK;
 }
 
-static int cmp_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
 
 void gr_rows_free(gr_rows *r) {
     free(r->sorted);
@@ -463,16 +459,7 @@ void gr_rows_free(gr_rows *r) {
  * inflated into the chunk cache, which is sized to hold the chunks of a
  * batch, so it is inflated once per batch, not once per sample. */
 static gr_status read_rows(gr_dataset *ds, const int64_t *idx, int64_t n, gr_rows *r, gr_error *err) {
-    if (n > r->cap) {
-        r->sorted = gr_xrealloc(r->sorted, (size_t)n * sizeof *r->sorted);
-        r->cap = n;
-    }
-    memcpy(r->sorted, idx, (size_t)n * sizeof *idx);
-    qsort(r->sorted, (size_t)n, sizeof *r->sorted, cmp_i64);
-    int64_t k = 0;
-    for (int64_t i = 0; i < n; i++)
-        if (k == 0 || r->sorted[i] != r->sorted[k - 1]) r->sorted[k++] = r->sorted[i];
-    r->n = k;
+    const int64_t k = r->n = gr_rows_sorted_distinct(idx, n, &r->sorted, &r->cap);
     size_t need = (size_t)k * (size_t)ds->sample_elems * ds->elem_size;
     if (need > r->raw_cap) {
         gr_aligned_free(r->raw);

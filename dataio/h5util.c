@@ -205,3 +205,22 @@ done:
     if (a >= 0) H5Aclose(a);
     return rc;
 }
+
+static int gr_cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int64_t gr_rows_sorted_distinct(const int64_t *idx, int64_t n, int64_t **sorted, int64_t *cap) {
+    if (n > *cap) {
+        *sorted = gr_xrealloc(*sorted, (size_t)n * sizeof **sorted);
+        *cap = n;
+    }
+    int64_t *s = *sorted;
+    memcpy(s, idx, (size_t)n * sizeof *idx);
+    qsort(s, (size_t)n, sizeof *s, gr_cmp_i64);
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (m == 0 || s[i] != s[m - 1]) s[m++] = s[i];
+    return m;
+}

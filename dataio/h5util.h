@@ -77,4 +77,9 @@ static inline float gr_h5_half_to_float(uint16_t h) {
     return v.f;
 }
 
+/* The distinct values of idx[0..n) in ascending order into *sorted (grown
+ * to *cap as needed): the rows a batch reads, each once and in file order.
+ * Returns their count. */
+int64_t gr_rows_sorted_distinct(const int64_t *idx, int64_t n, int64_t **sorted, int64_t *cap);
+
 #endif

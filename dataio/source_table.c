@@ -266,10 +266,6 @@ static void table_reader_free(void *state) {
     free(r);
 }
 
-static int table_cmp_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
 
 /* The rows r->sorted[0..r->n) of field tf into r->raw[k]: one hyperslab per
  * run of consecutive rows. */
@@ -310,16 +306,7 @@ static gr_status table_fetch(gr_source *s, void *state, const int64_t *idx, int6
                                 t->group, (long long)idx[i], (long long)s->n);
     if (t->f[0].mem || n == 0) return GR_OK; /* all in memory: checked at open */
     gr_h5_init();
-    if (n > r->cap) {
-        r->sorted = gr_xrealloc(r->sorted, (size_t)n * sizeof *r->sorted);
-        r->cap = n;
-    }
-    memcpy(r->sorted, idx, (size_t)n * sizeof *idx);
-    qsort(r->sorted, (size_t)n, sizeof *r->sorted, table_cmp_i64);
-    int64_t m = 0;
-    for (int64_t i = 0; i < n; i++)
-        if (m == 0 || r->sorted[i] != r->sorted[m - 1]) r->sorted[m++] = r->sorted[i];
-    r->n = m;
+    const int64_t m = r->n = gr_rows_sorted_distinct(idx, n, &r->sorted, &r->cap);
     for (int k = 0; k < t->nf; k++) {
         const table_field *tf = &t->f[k];
         const size_t need = (size_t)m * tf->sample_bytes;

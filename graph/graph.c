@@ -257,3 +257,22 @@ void gr_graph_init_params(const gr_graph *g, float *params, uint64_t seed) {
         for (int64_t k = 0; k < n; k++) p[k] = (2.0f * gr_uniform(key, (uint64_t)k) - 1.0f) * bound;
     }
 }
+
+void gr_graph_view_out(gr_graph *g, int node, int ndim, const int64_t *shape) {
+    const int xi = g->nodes[node].in[0];
+    int y = gr_graph_add_tensor(g, g->layers[g->nodes[node].layer].name, GR_TK_ACT, GR_F32, ndim, shape, true);
+    g->tensors[y].alias_of = xi;
+    g->nodes[node].out[0] = y;
+    g->nodes[node].nout = 1;
+}
+
+void gr_graph_view_backward(gr_graph *g, int node) {
+    gr_node nd = g->nodes[node];
+    if (!g->tensors[nd.in[0]].requires_grad) return;
+    int dy = gr_graph_grad(g, nd.out[0]);
+    int dx = gr_graph_grad(g, nd.in[0]);
+    g->tensors[dx].alias_of = dy;
+    int in[1] = {dy}, out[1] = {dx};
+    int k = gr_graph_add_node(g, gr_op_bwd(nd.op), nd.layer, in, 1, out, 1);
+    g->nodes[k].fwd = node;
+}

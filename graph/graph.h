@@ -354,6 +354,11 @@ int gr_graph_add_param(gr_graph *g, int layer, const char *pname, int ndim, cons
 int gr_graph_add_state(gr_graph *g, int layer, const char *pname, int ndim, const int64_t *shape);
 int gr_graph_add_node(gr_graph *g, gr_op op, int layer, const int *in, int nin,
                       const int *out, int nout);
+/* A view op's (GR_OPF_VIEW: flatten, reshape) output of shape[0..ndim),
+ * sharing its input's storage, set as the node's one output; and its
+ * backward: dx a view of dy, through the op's bwd row. */
+void gr_graph_view_out(gr_graph *g, int node, int ndim, const int64_t *shape);
+void gr_graph_view_backward(gr_graph *g, int node);
 /* The gradient tensor of t (created on first use with t's shape). Called
  * from a backward for one of the node's inputs that other nodes read too,
  * it is that node's partial gradient of t (autodiff sums them); a

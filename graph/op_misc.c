@@ -8,27 +8,10 @@
 
 static gr_status gr_flatten_infer(gr_graph *g, int node, const gr_cfg *at, const char *key, gr_error *err) {
     (void)at; (void)key; (void)err;
-    gr_node *nd = &g->nodes[node];
-    const int xi = nd->in[0];
-    gr_tensor x = g->tensors[xi];
+    const gr_tensor x = g->tensors[g->nodes[node].in[0]];
     int64_t shape[2] = {x.shape[0], gr_tensor_sample_numel(&x)};
-    int y = gr_graph_add_tensor(g, g->layers[nd->layer].name, GR_TK_ACT, GR_F32, 2, shape, true);
-    g->tensors[y].alias_of = xi;
-    nd = &g->nodes[node];
-    nd->out[0] = y;
-    nd->nout = 1;
+    gr_graph_view_out(g, node, 2, shape);
     return GR_OK;
-}
-
-static void gr_flatten_backward(gr_graph *g, int node) {
-    gr_node nd = g->nodes[node];
-    if (!g->tensors[nd.in[0]].requires_grad) return;
-    int dy = gr_graph_grad(g, nd.out[0]);
-    int dx = gr_graph_grad(g, nd.in[0]);
-    g->tensors[dx].alias_of = dy;
-    int in[1] = {dy}, out[1] = {dx};
-    int k = gr_graph_add_node(g, gr_op_bwd(nd.op), nd.layer, in, 1, out, 1);
-    g->nodes[k].fwd = node;
 }
 
 /* rate 1 would zero everything and divide by zero */
@@ -67,5 +50,5 @@ static void gr_dropout_backward(gr_graph *g, int node) {
     g->nodes[k].flops = nd.flops / 2;
 }
 
-const gr_op_impl gr_op_impl_flatten = {NULL, NULL, gr_flatten_infer, gr_flatten_backward};
+const gr_op_impl gr_op_impl_flatten = {NULL, NULL, gr_flatten_infer, gr_graph_view_backward};
 const gr_op_impl gr_op_impl_dropout = {&gr_dropout_attrs, NULL, gr_dropout_infer, gr_dropout_backward};

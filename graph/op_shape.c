@@ -55,24 +55,8 @@ static gr_status gr_reshape_infer(gr_graph *g, int node, const gr_cfg *at, const
     if ((unknown > 0 && numel % known != 0) || (unknown < 0 && known != numel))
         return gr_cfg_error(err, at, key, "reshape cannot make %lld values per sample of '%s' %s into the "
                             "shape given", (long long)numel, x.name, gr_shape_str_n(&x, sx, sizeof sx));
-    int y = gr_graph_add_tensor(g, g->layers[nd->layer].name, GR_TK_ACT, GR_F32, s.n + 1, shape, true);
-    g->tensors[y].alias_of = xi;
-    nd = &g->nodes[node];
-    nd->out[0] = y;
-    nd->nout = 1;
+    gr_graph_view_out(g, node, s.n + 1, shape);
     return GR_OK;
-}
-
-/* reshape_bwd: dx is dy's storage with the input's shape (a view) */
-static void gr_reshape_backward(gr_graph *g, int node) {
-    gr_node nd = g->nodes[node];
-    if (!g->tensors[nd.in[0]].requires_grad) return;
-    int dy = gr_graph_grad(g, nd.out[0]);
-    int dx = gr_graph_grad(g, nd.in[0]);
-    g->tensors[dx].alias_of = dy;
-    int in[1] = {dy}, out[1] = {dx};
-    int k = gr_graph_add_node(g, gr_op_bwd(nd.op), nd.layer, in, 1, out, 1);
-    g->nodes[k].fwd = node;
 }
 
 /* ---- axes ---- */
@@ -191,6 +175,6 @@ static void gr_slice_backward(gr_graph *g, int node) {
     g->nodes[k].attrs.offset = nd.attrs.start;
 }
 
-const gr_op_impl gr_op_impl_reshape = {&gr_reshape_attrs, gr_reshape_check, gr_reshape_infer, gr_reshape_backward};
+const gr_op_impl gr_op_impl_reshape = {&gr_reshape_attrs, gr_reshape_check, gr_reshape_infer, gr_graph_view_backward};
 const gr_op_impl gr_op_impl_permute = {&gr_permute_attrs, NULL, gr_permute_infer, gr_permute_backward};
 const gr_op_impl gr_op_impl_slice = {&gr_slice_attrs, NULL, gr_slice_infer, gr_slice_backward};
