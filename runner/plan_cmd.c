@@ -18,27 +18,39 @@ static const char *gr_plan_cmd_layout(const gr_tensor *t) {
 }
 
 /* The layer table (forward nodes) and the FLOPs per sample and step. */
+/* A forward node's row name: its layer's, a metric's (accuracy, accuracy_top5), else "loss". */
+static const char *gr_plan_cmd_node_name(const gr_graph *g, int node) {
+    const gr_node *nd = &g->nodes[node];
+    if (nd->layer >= 0) return g->layers[nd->layer].name;
+    for (int k = 0; k < g->n_metrics; k++)
+        if (g->metrics[k].node == node) return g->metrics[k].name;
+    return "loss";
+}
+
 static void gr_plan_cmd_layers(const gr_job_spec *spec, const gr_graph *g, FILE *f) {
     char a[64], b[64], c[64];
     int wl = 20, wo = 22, ws = 20; /* the columns as wide as their longest entry */
     for (int i = 0; i < g->n_forward; i++) {
         const gr_node *nd = &g->nodes[i];
-        wl = GR_MAX(wl, (int)strlen(nd->layer >= 0 ? g->layers[nd->layer].name : "loss"));
+        wl = GR_MAX(wl, (int)strlen(gr_plan_cmd_node_name(g, i)));
         wo = GR_MAX(wo, (int)strlen(gr_op_name(nd->op)));
         ws = GR_MAX(ws, (int)strlen(gr_shape_str(&g->tensors[nd->out[0]], a, sizeof a)));
     }
     fprintf(f, "%-*s %-*s %-*s %-5s %-6s %12s %14s\n", wl, "layer", wo, "op", ws, "output", "type", "layout",
             "params", "FLOPs/sample");
-    fprintf(f, "%-*s %-*s %-*s %-5s %-6s %12s %14s\n", wl, "input", wo, "-", ws,
-            gr_shape_str(&g->tensors[g->input], a, sizeof a), gr_elem_name(g->tensors[g->input].elem),
-            gr_plan_cmd_layout(&g->tensors[g->input]), "0", "0");
+    for (int i = 0; i < g->n_inputs; i++) wl = GR_MAX(wl, (int)strlen(g->tensors[g->inputs[i]].name));
+    for (int i = 0; i < g->n_inputs; i++) { /* `input`, or each of model.inputs by its name */
+        const gr_tensor *x = &g->tensors[g->inputs[i]];
+        fprintf(f, "%-*s %-*s %-*s %-5s %-6s %12s %14s\n", wl, x->name, wo, "-", ws, gr_shape_str(x, a, sizeof a),
+                gr_elem_name(x->elem), gr_plan_cmd_layout(x), "0", "0");
+    }
     int64_t fwd = 0, train = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const gr_node *nd = &g->nodes[i];
         train += nd->flops;
         if (i >= g->n_forward) continue;
         fwd += nd->flops;
-        const char *name = nd->layer >= 0 ? g->layers[nd->layer].name : "loss";
+        const char *name = gr_plan_cmd_node_name(g, i);
         int64_t np = nd->layer >= 0 ? g->layers[nd->layer].n_params : 0;
         gr_fmt_count(np, b, sizeof b);
         gr_fmt_count(nd->flops, c, sizeof c);
