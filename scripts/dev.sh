@@ -50,9 +50,11 @@ test)
     cmake --build build-asan -j "$JOBS"
     # the unit tests, the CLI error paths and the resume tests under ASan+UBSan (the long
     # training runs of e2e_mlp, e2e_cnn and the e2e_spot simulation are left out: minutes
-    # in a Debug build)
+    # in a Debug build; so is resnet_torchvision, whose update bounds fit the Release build's
+    # arithmetic: a Debug build, of this tree as of efb4532's, ends ResNet-50's step 14% past
+    # one tensor's bound on an AMD EPYC, its loss within 6.8e-7 of torch's; it runs above)
     (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -L 'unit|e2e' \
-        -E 'e2e_mlp|e2e_cnn|e2e_spot' -j "$JOBS") ;;
+        -E 'e2e_mlp|e2e_cnn|e2e_spot|resnet_torchvision' -j "$JOBS") ;;
 *)
     echo "usage: scripts/dev.sh train|test|build" >&2; exit 2 ;;
 esac
