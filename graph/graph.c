@@ -266,13 +266,18 @@ void gr_graph_view_out(gr_graph *g, int node, int ndim, const int64_t *shape) {
     g->nodes[node].nout = 1;
 }
 
-void gr_graph_view_backward(gr_graph *g, int node) {
-    gr_node nd = g->nodes[node];
-    if (!g->tensors[nd.in[0]].requires_grad) return;
+int gr_graph_unary_backward(gr_graph *g, int node) {
+    const gr_node nd = g->nodes[node];
+    if (!g->tensors[nd.in[0]].requires_grad) return -1;
     int dy = gr_graph_grad(g, nd.out[0]);
     int dx = gr_graph_grad(g, nd.in[0]);
-    g->tensors[dx].alias_of = dy;
     int in[1] = {dy}, out[1] = {dx};
     int k = gr_graph_add_node(g, gr_op_bwd(nd.op), nd.layer, in, 1, out, 1);
     g->nodes[k].fwd = node;
+    return k;
+}
+
+void gr_graph_view_backward(gr_graph *g, int node) {
+    const int k = gr_graph_unary_backward(g, node);
+    if (k >= 0) g->tensors[g->nodes[k].out[0]].alias_of = g->nodes[k].in[0];
 }

@@ -358,6 +358,10 @@ int gr_graph_add_node(gr_graph *g, gr_op op, int layer, const int *in, int nin,
  * sharing its input's storage, set as the node's one output; and its
  * backward: dx a view of dy, through the op's bwd row. */
 void gr_graph_view_out(gr_graph *g, int node, int ndim, const int64_t *shape);
+/* The bwd row's node of a one-input op: dx (the gradient of the node's
+ * input) from dy (its output's), returned for the caller to set its attrs;
+ * -1, and nothing emitted, when the input needs no gradient. */
+int gr_graph_unary_backward(gr_graph *g, int node);
 void gr_graph_view_backward(gr_graph *g, int node);
 /* The gradient tensor of t (created on first use with t's shape). Called
  * from a backward for one of the node's inputs that other nodes read too,

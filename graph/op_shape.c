@@ -112,13 +112,9 @@ static gr_status gr_permute_infer(gr_graph *g, int node, const gr_cfg *at, const
 
 /* permute_bwd: dx = dy permuted by the inverse order */
 static void gr_permute_backward(gr_graph *g, int node) {
-    gr_node nd = g->nodes[node];
-    if (!g->tensors[nd.in[0]].requires_grad) return;
-    int dy = gr_graph_grad(g, nd.out[0]);
-    int dx = gr_graph_grad(g, nd.in[0]);
-    int in[1] = {dy}, out[1] = {dx};
-    int k = gr_graph_add_node(g, gr_op_bwd(nd.op), nd.layer, in, 1, out, 1);
-    g->nodes[k].fwd = node;
+    const gr_node nd = g->nodes[node];
+    const int k = gr_graph_unary_backward(g, node);
+    if (k < 0) return;
     g->nodes[k].attrs.axes.n = nd.attrs.axes.n;
     for (int d = 0; d < nd.attrs.axes.n; d++) g->nodes[k].attrs.axes.v[nd.attrs.axes.v[d]] = d;
 }
@@ -164,13 +160,9 @@ static gr_status gr_slice_infer(gr_graph *g, int node, const gr_cfg *at, const c
 
 /* slice_bwd: dx = 0 with dy at [start, end) along axis */
 static void gr_slice_backward(gr_graph *g, int node) {
-    gr_node nd = g->nodes[node];
-    if (!g->tensors[nd.in[0]].requires_grad) return;
-    int dy = gr_graph_grad(g, nd.out[0]);
-    int dx = gr_graph_grad(g, nd.in[0]);
-    int in[1] = {dy}, out[1] = {dx};
-    int k = gr_graph_add_node(g, gr_op_bwd(nd.op), nd.layer, in, 1, out, 1);
-    g->nodes[k].fwd = node;
+    const gr_node nd = g->nodes[node];
+    const int k = gr_graph_unary_backward(g, node);
+    if (k < 0) return;
     g->nodes[k].attrs.axis = nd.attrs.axis;
     g->nodes[k].attrs.offset = nd.attrs.start;
 }

@@ -44,7 +44,9 @@ static inline void write_png(const char *path, int w, int h, int color, int dept
     fclose(f);
 }
 
-static inline void write_jpeg(const char *path, int w, int h, int components, pixel_fn px) {
+/* An RGB (components 3) or gray (1) JPEG at quality q, baseline or progressive (successive scans). */
+static inline void write_jpeg_as(const char *path, int w, int h, int components, int q, bool progressive,
+                                 pixel_fn px) {
     FILE *f = fopen(path, "wb");
     GR_ASSERT(f);
     struct jpeg_compress_struct ci;
@@ -57,7 +59,8 @@ static inline void write_jpeg(const char *path, int w, int h, int components, pi
     ci.input_components = components;
     ci.in_color_space = components == 3 ? JCS_RGB : JCS_GRAYSCALE;
     jpeg_set_defaults(&ci);
-    jpeg_set_quality(&ci, 98, TRUE);
+    jpeg_set_quality(&ci, q, TRUE);
+    if (progressive) jpeg_simple_progression(&ci);
     jpeg_start_compress(&ci, TRUE);
     uint8_t *row = malloc((size_t)(w * components));
     while (ci.next_scanline < ci.image_height) {
@@ -71,6 +74,10 @@ static inline void write_jpeg(const char *path, int w, int h, int components, pi
     jpeg_destroy_compress(&ci);
     free(row);
     fclose(f);
+}
+
+static inline void write_jpeg(const char *path, int w, int h, int components, pixel_fn px) {
+    write_jpeg_as(path, w, h, components, 98, false, px);
 }
 
 /* A solid 4-component JPEG: every pixel stores cmyk[0..3]. mode 0: CMYK with

@@ -81,18 +81,9 @@ static void test_split(gr_backend *be) {
 }
 
 int main(void) {
-    gr_error err = {0};
     gr_backend *be = NULL;
-    gr_backend_opts o = {.precision = GR_PREC_FP32, .cudnn_benchmark = false, .cuda_graph = false};
-    if (gr_cmp_open_device(&o, &be, &err) != GR_OK) {
-        printf("SKIP: %s\n", err.msg);
-        return 77;
-    }
-    if (!gr_comm_built(GR_COMM_NCCL)) {
-        gr_backend_free(be);
-        printf("SKIP: this build has no NCCL\n");
-        return 77;
-    }
+    const int skip = gr_cmp_open_nccl(&be);
+    if (skip) return skip;
     test_split(be);
     gr_backend_free(be);
     return gr_test_report();

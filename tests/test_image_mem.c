@@ -14,36 +14,6 @@ static uint8_t px_grad(int x, int y, int c) {
     return (uint8_t)(c == 0 ? x * 3 : c == 1 ? y * 5 : (x ^ y) * 2 + 7);
 }
 
-/* A progressive RGB JPEG (what write_jpeg writes, as successive scans). */
-static void write_jpeg_progressive(const char *path, int w, int h, pixel_fn px) {
-    FILE *f = fopen(path, "wb");
-    GR_ASSERT(f);
-    struct jpeg_compress_struct ci;
-    struct jpeg_error_mgr jerr;
-    ci.err = jpeg_std_error(&jerr);
-    jpeg_create_compress(&ci);
-    jpeg_stdio_dest(&ci, f);
-    ci.image_width = (JDIMENSION)w;
-    ci.image_height = (JDIMENSION)h;
-    ci.input_components = 3;
-    ci.in_color_space = JCS_RGB;
-    jpeg_set_defaults(&ci);
-    jpeg_set_quality(&ci, 90, TRUE);
-    jpeg_simple_progression(&ci);
-    jpeg_start_compress(&ci, TRUE);
-    uint8_t *row = malloc((size_t)(w * 3));
-    while (ci.next_scanline < ci.image_height) {
-        for (int x = 0; x < w; x++)
-            for (int c = 0; c < 3; c++) row[x * 3 + c] = px(x, (int)ci.next_scanline, c);
-        JSAMPROW r = row;
-        jpeg_write_scanlines(&ci, &r, 1);
-    }
-    jpeg_finish_compress(&ci);
-    jpeg_destroy_compress(&ci);
-    free(row);
-    fclose(f);
-}
-
 /* An 8-bit RGB PNG stored Adam7-interlaced. */
 static void write_png_interlaced(const char *path, int w, int h, pixel_fn px) {
     FILE *f = fopen(path, "wb");
@@ -120,7 +90,7 @@ static void test_same_images(void) {
     for (int i = 0; i < NFILES; i++) path[i] = path_of(dir, names[i]);
     write_jpeg(path[0], 301, 203, 3, px_busy);
     write_jpeg(path[1], 77, 150, 1, px_busy);
-    write_jpeg_progressive(path[2], 120, 90, px_busy);
+    write_jpeg_as(path[2], 120, 90, 3, 90, true, px_busy); /* progressive */
     const uint8_t ink[4] = {10, 200, 50, 90};
     write_jpeg_cmyk(path[3], 40, 30, ink, 0);
     write_jpeg_cmyk(path[4], 40, 30, ink, 1);
@@ -146,7 +116,7 @@ static void test_same_failures(void) {
     char *jpg = path_of(dir, "good.jpg"), *prog = path_of(dir, "prog.jpg"), *png = path_of(dir, "good.png"),
          *bad = path_of(dir, "bad"), *missing = path_of(dir, "missing.jpg");
     write_jpeg(jpg, 64, 64, 3, px_busy);
-    write_jpeg_progressive(prog, 64, 64, px_busy);
+    write_jpeg_as(prog, 64, 64, 3, 90, true, px_busy);
     write_png(png, 64, 64, PNG_COLOR_TYPE_RGB, 8, px_busy);
     static uint8_t src[1 << 16];
 

@@ -15,6 +15,7 @@
 
 #include "../gr_test.h"
 #include "common/gr_half.h"
+#include "dist/comm.h"
 #include "graph/graph.h"
 #include "exec/exec.h"
 #include "runner/train.h"
@@ -29,6 +30,23 @@ static inline gr_status gr_cmp_open_device(const gr_backend_opts *o, gr_backend 
     gr_status st = gr_backend_create(gr_cmp_device_name(), 1, out, err);
     if (st == GR_OK) gr_backend_configure(*out, o);
     return st;
+}
+
+/* The fp32 device backend for NCCL's tests: 0, or 77 after "SKIP: ..." (no
+ * device, or a build without NCCL). */
+static inline int gr_cmp_open_nccl(gr_backend **be) {
+    gr_error err = {0};
+    gr_backend_opts o = {.precision = GR_PREC_FP32, .cudnn_benchmark = false, .cuda_graph = false};
+    if (gr_cmp_open_device(&o, be, &err) != GR_OK) {
+        printf("SKIP: %s\n", err.msg);
+        return 77;
+    }
+    if (!gr_comm_built(GR_COMM_NCCL)) {
+        gr_backend_free(*be);
+        printf("SKIP: this build has no NCCL\n");
+        return 77;
+    }
+    return 0;
 }
 
 /* sum((a-b)^2) / sum(b^2) in double, b the reference. Anything non-finite

@@ -96,6 +96,40 @@ static void gr_gc_compare(const char *what, const char *cname, double analytic, 
     }
 }
 
+/* Central differences of the loss over v[0..n), each against analytic[k]
+ * (bad counts the misses); loss(ctx) reads v. Returns the entries checked. */
+static inline int gr_gc_sweep(float *v, int64_t n, const float *analytic, float h, const char *name,
+                              double (*loss)(void *ctx), void *ctx, int *bad) {
+    for (int64_t k = 0; k < n; k++) {
+        float v0 = v[k];
+        v[k] = v0 + h;
+        double lp = loss(ctx);
+        v[k] = v0 - h;
+        double lm = loss(ctx);
+        v[k] = v0;
+        gr_gc_compare("input", name, analytic[k], (lp - lm) / (2.0 * h), bad);
+    }
+    return (int)n;
+}
+
+/* The verdict of a gradcheck: no entry off, and enough of them. */
+static inline void gr_gc_report(const char *name, int bad, int checked) {
+    CHECK_MSG(bad == 0, "%s: %d of %d gradient entries off", name, bad, checked);
+    CHECK_MSG(checked > 10, "%s: only %d entries checked", name, checked);
+    printf("gradcheck %-28s %4d entries ok\n", name, checked - bad);
+}
+
+typedef struct gr_gc_pass {
+    gr_plan *p;
+    const gr_batch *b;
+    const gr_exec_ctx *ctx;
+} gr_gc_pass;
+
+static double gr_gc_pass_loss(void *c) {
+    const gr_gc_pass *r = c;
+    return gr_gc_loss(r->p, r->b, r->ctx);
+}
+
 static void gr_gc_run(const gr_gc_case *c) {
     gr_error err = {0};
     gr_cfg *layers = NULL;
@@ -179,19 +213,9 @@ static void gr_gc_run(const gr_gc_case *c) {
         checked++;
     }
     /* the input batch */
-    for (int64_t k = 0; k < n * per && gx_t >= 0; k++) {
-        float x0 = x[k];
-        x[k] = x0 + h;
-        double lp = gr_gc_loss(&p, &b, &ctx);
-        x[k] = x0 - h;
-        double lm = gr_gc_loss(&p, &b, &ctx);
-        x[k] = x0;
-        gr_gc_compare("input", c->name, gx[k], (lp - lm) / (2.0 * h), &bad);
-        checked++;
-    }
-    CHECK_MSG(bad == 0, "%s: %d of %d gradient entries off", c->name, bad, checked);
-    CHECK_MSG(checked > 10, "%s: only %d entries checked", c->name, checked);
-    printf("gradcheck %-28s %4d entries ok\n", c->name, checked - bad);
+    gr_gc_pass pass = {&p, &b, &ctx};
+    if (gx_t >= 0) checked += gr_gc_sweep(x, n * per, gx, h, c->name, gr_gc_pass_loss, &pass, &bad);
+    gr_gc_report(c->name, bad, checked);
 
     free(x);
     free(w);
@@ -213,6 +237,20 @@ static inline double gr_gc_loss_of(gr_plan *p, const gr_graph *g, int64_t n, con
     gr_plan_run(p, n, ctx);
     gr_lg_stats(p, g, st, mt);
     return (double)st[0] / (double)st[1];
+}
+
+typedef struct gr_gc_lpass {
+    gr_plan *p;
+    const gr_graph *g;
+    int64_t n;
+    const float *x;
+    const void *t;
+    const gr_exec_ctx *ctx;
+} gr_gc_lpass;
+
+static double gr_gc_lpass_loss(void *c) {
+    const gr_gc_lpass *r = c;
+    return gr_gc_loss_of(r->p, r->g, r->n, r->x, r->t, r->ctx);
 }
 
 /* The gradcheck of loss case c alone on a batch of 3 samples: the input
@@ -246,19 +284,9 @@ static inline void gr_gc_loss_run(const gr_lg_case *c) {
     if (gx_t >= 0) gr_backend_download(be, gx, gr_plan_ptr(&p, gx_t), (size_t)nx * sizeof *gx);
     const float h = 1e-2f;
     int bad = 0, checked = 0;
-    for (int64_t k = 0; k < nx && gx_t >= 0; k++) {
-        float x0 = x[k];
-        x[k] = x0 + h;
-        double lp = gr_gc_loss_of(&p, &g, n, x, t, &ctx);
-        x[k] = x0 - h;
-        double lm = gr_gc_loss_of(&p, &g, n, x, t, &ctx);
-        x[k] = x0;
-        gr_gc_compare("input", c->name, gx[k], (lp - lm) / (2.0 * h), &bad);
-        checked++;
-    }
-    CHECK_MSG(bad == 0, "%s: %d of %d gradient entries off", c->name, bad, checked);
-    CHECK_MSG(checked > 10, "%s: only %d entries checked", c->name, checked);
-    printf("gradcheck %-28s %4d entries ok\n", c->name, checked - bad);
+    gr_gc_lpass pass = {&p, &g, n, x, t, &ctx};
+    if (gx_t >= 0) checked = gr_gc_sweep(x, nx, gx, h, c->name, gr_gc_lpass_loss, &pass, &bad);
+    gr_gc_report(c->name, bad, checked);
     free(x);
     free(gx);
     free(t);

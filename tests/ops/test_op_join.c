@@ -16,6 +16,7 @@
 #include "body_check.h"
 #include "gradcheck.h"
 #include "kernels/shape_args.h"
+#include "op_step.h"
 
 /* ---- gradchecks ---- */
 
@@ -363,27 +364,15 @@ static void test_bcasts(void) {
     test_bcast(GR_OP_ADD, GR_BF16, GR_NHWC, row, col);
 }
 
+/* a build error containing want (op_step.h's, at micro-batch 2) */
 static void expect_build_error(const char *layers, int ndim, const int64_t *shape, const char *want) {
-    gr_error err = {0};
-    gr_cfg *c = NULL;
-    CHECK(gr_cfg_parse_text(layers, "m.yaml", 5, 1, &c, &err) == GR_OK);
-    gr_job_spec spec;
-    memset(&spec, 0, sizeof spec);
-    snprintf(spec.file, sizeof spec.file, "m.yaml");
-    spec.model.layers = c;
-    spec.train.micro_batch = spec.train.batch_size = 2;
-    snprintf(spec.train.loss, sizeof spec.train.loss, "softmax_cross_entropy");
-    gr_graph g;
-    gr_status st = gr_graph_build(&spec, shape, ndim, &g, &err);
-    CHECK_MSG(st == GR_ERR_USAGE && strstr(err.msg, want), "%s: got '%s', want '%s'", layers, err.msg, want);
-    if (!st) gr_graph_free(&g);
-    gr_cfg_free(c);
+    gr_bnt_expect_error_at(layers, shape, ndim, 2, want, false);
 }
 
 static void test_errors(void) {
     static const int64_t s3[] = {2, 3, 4}, s1[] = {6};
     expect_build_error("[{conv: {filters: 3, kernel: [1, 2]}, name: a}, {add: {}, input: [input, a]}]", 3, s3,
-                       "m.yaml:5:50: model.layers[1].add: add cannot broadcast 'input' [n, 2, 3, 4] with 'a' "
+                       "t:1:50: model.layers[1].add: add cannot broadcast 'input' [n, 2, 3, 4] with 'a' "
                        "[n, 3, 3, 3] (NumPy's rules on the full tensors, batch first: one rank, and along each axis "
                        "equal sizes or a 1)");
     expect_build_error("[{dense: {units: 4}, name: a}, {reshape: {shape: [2, 2]}}, {mul: {}, input: [a, reshape0]}]",

@@ -12,6 +12,7 @@
 #include "body_check.h"
 #include "gradcheck.h"
 #include "kernels/shape_args.h"
+#include "op_step.h"
 
 /* ---- gradchecks ---- */
 
@@ -184,27 +185,15 @@ static void test_slices(void) {
 
 /* ---- errors at infer: the YAML line, the shapes ---- */
 
+/* a build error containing want (op_step.h's, at micro-batch 2) */
 static void expect_build_error(const char *layers, int ndim, const int64_t *shape, const char *want) {
-    gr_error err = {0};
-    gr_cfg *c = NULL;
-    CHECK(gr_cfg_parse_text(layers, "m.yaml", 3, 1, &c, &err) == GR_OK);
-    gr_job_spec spec;
-    memset(&spec, 0, sizeof spec);
-    snprintf(spec.file, sizeof spec.file, "m.yaml");
-    spec.model.layers = c;
-    spec.train.micro_batch = spec.train.batch_size = 2;
-    snprintf(spec.train.loss, sizeof spec.train.loss, "softmax_cross_entropy");
-    gr_graph g;
-    gr_status st = gr_graph_build(&spec, shape, ndim, &g, &err);
-    CHECK_MSG(st == GR_ERR_USAGE && strstr(err.msg, want), "%s: got '%s', want '%s'", layers, err.msg, want);
-    if (!st) gr_graph_free(&g);
-    gr_cfg_free(c);
+    gr_bnt_expect_error_at(layers, shape, ndim, 2, want, false);
 }
 
 static void test_errors(void) {
     static const int64_t s3[] = {2, 3, 4};
     expect_build_error("[{reshape: {shape: [5, -1]}}, flatten, {dense: {units: 2}}]", 3, s3,
-                       "m.yaml:3:3: model.layers[0].reshape: reshape cannot make 24 values per sample of 'input' "
+                       "t:1:3: model.layers[0].reshape: reshape cannot make 24 values per sample of 'input' "
                        "[n, 2, 3, 4] into the shape given");
     expect_build_error("[{reshape: {shape: [5, 5]}}]", 3, s3, "reshape cannot make 24 values");
     expect_build_error("[{permute: {axes: [1, 0, 2, 3]}}]", 3, s3, "permute: axes[0] must be 0");
