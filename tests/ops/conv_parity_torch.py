@@ -8,12 +8,10 @@ with torch and compares (max |a - b| / (1 + max |b|) < 2e-5).
 
 Usage: conv_parity_torch.py path/to/test_op_conv"""
 import os
-import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from pyneed import need  # noqa: E402 (tests/pyneed.py: a missing module skips the test)
+from pyneed import need, run_dump  # noqa: E402 (tests/pyneed.py: a missing module skips the test)
 
 need("numpy", "torch")
 import numpy as np
@@ -29,15 +27,7 @@ def rel(a, b):
 
 
 def main():
-    exe = sys.argv[1]
-    with tempfile.TemporaryDirectory() as d:
-        dump = os.path.join(d, "conv.bin")
-        env = dict(os.environ, GR_CONV_DUMP=dump)
-        r = subprocess.run([exe, "cpu"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        if r.returncode != 0:
-            print(r.stdout)
-            sys.exit("%s failed (exit %d)" % (exe, r.returncode))
-        raw = open(dump, "rb").read()
+    raw = run_dump(sys.argv[1], "GR_CONV_DUMP", "conv.bin")
     off, cases, bad = 0, 0, 0
     while off < len(raw):
         hdr = np.frombuffer(raw, np.int64, 16, off)

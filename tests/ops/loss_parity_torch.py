@@ -11,12 +11,10 @@ max |a - b| / max |b| < 1e-5).
 
 Usage: loss_parity_torch.py path/to/test_op_loss"""
 import os
-import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from pyneed import need  # noqa: E402 (tests/pyneed.py: a missing module skips the test)
+from pyneed import need, run_dump  # noqa: E402 (tests/pyneed.py: a missing module skips the test)
 
 need("numpy", "torch")
 import numpy as np
@@ -38,15 +36,7 @@ def torch_loss(kind, x, t, ignore, smoothing):
 
 
 def main():
-    exe = sys.argv[1]
-    with tempfile.TemporaryDirectory() as d:
-        dump = os.path.join(d, "loss.bin")
-        env = dict(os.environ, GR_LOSS_DUMP=dump)
-        r = subprocess.run([exe, "cpu"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        if r.returncode != 0:
-            print(r.stdout)
-            sys.exit("%s failed (exit %d)" % (exe, r.returncode))
-        raw = open(dump, "rb").read()
+    raw = run_dump(sys.argv[1], "GR_LOSS_DUMP", "loss.bin")
     off, cases, bad = 0, 0, 0
     while off < len(raw):
         kind, n, ndim, s0, s1, s2, ignore, _ = (int(v) for v in np.frombuffer(raw, np.int64, 8, off))
