@@ -338,10 +338,11 @@ void gr_graph_recompute(gr_graph *g);
 void gr_graph_set_precision(gr_graph *g, gr_precision p);
 /* The layout pass (graph/layout.c), after gr_graph_set_precision: stores
  * channels-last every 4-D batched activation whose producer and readers all
- * take it (caps, per op: a backend's table). A tensor shares its layout
- * with its gradient, its views, and the other 4-D activations of every
- * node whose op is GR_LAYOUT_CAP_SAME; the input batch stays NCHW. Shapes
- * and sizes do not change (shape[] stays [n, C, H, W]). */
+ * take it (caps, per op: a backend's table, from ops.def's columns). A
+ * tensor shares its layout with its gradient, its views, and the other 4-D
+ * activations of every node whose op is GR_LAYOUT_CAP_SAME; such a node
+ * that broadcasts or reads the input batch (which stays NCHW) keeps its
+ * tensors NCHW. Shapes and sizes do not change (shape[] stays [n, C, H, W]). */
 void gr_graph_set_layout(gr_graph *g, const gr_layout_cap caps[GR_OP_COUNT]);
 
 /* Builder helpers for op implementations and tests. Each may move g->tensors,

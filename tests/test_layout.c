@@ -5,7 +5,9 @@
  *     or flatten touches, each with its gradient, and keeps NCHW the input
  *     batch and the groups maxpool and flatten read; with the CPU's bf16
  *     table everything from the first conv to global_avgpool is NHWC; with
- *     an empty table (fp32, or staged bf16) nothing changes;
+ *     an empty table (fp32, or staged bf16) nothing changes; 4-D activations
+ *     no conv or global_avgpool touches, relu on the input batch, and a
+ *     broadcast add stay NCHW;
  *   - batchnorm (training forward with running stats, eval forward,
  *     backward) and global_avgpool (forward, backward) on NHWC against the
  *     NCHW kernels on the same values (1e-5 relative: only the summation
@@ -89,6 +91,50 @@ static void test_pass(void) {
                                  "conv1", "relu1.grad", "maxpool0.grad"};
     for (size_t i = 0; i < GR_ARRAY_LEN(nhwc); i++) CHECK_MSG(layout_of(g, nhwc[i]) == GR_NHWC, "%s", nhwc[i]);
     CHECK(layout_of(g, "flatten0") == GR_NCHW && layout_of(g, "global_avgpool0") == GR_NCHW);
+    model_free(&m);
+}
+
+/* A layout table: conv and global_avgpool take either, the elementwise and
+ * pooling ops NHWC when their tensors share it (the CPU's with native bf16). */
+static void cpu_like_caps(gr_layout_cap caps[GR_OP_COUNT]) {
+    for (int i = 0; i < GR_OP_COUNT; i++) caps[i] = GR_LAYOUT_CAP_NONE;
+    static const gr_op any[] = {GR_OP_CONV, GR_OP_CONV_BWD_DATA, GR_OP_CONV_BWD_PARAMS, GR_OP_GLOBAL_AVGPOOL,
+                                GR_OP_GLOBAL_AVGPOOL_BWD};
+    static const gr_op same[] = {GR_OP_RELU, GR_OP_RELU_BWD, GR_OP_ADD, GR_OP_ADD_BWD, GR_OP_BATCHNORM,
+                                 GR_OP_BATCHNORM_BWD, GR_OP_MAXPOOL, GR_OP_MAXPOOL_BWD};
+    for (size_t i = 0; i < GR_ARRAY_LEN(any); i++) caps[any[i]] = GR_LAYOUT_CAP_ANY;
+    for (size_t i = 0; i < GR_ARRAY_LEN(same); i++) caps[same[i]] = GR_LAYOUT_CAP_SAME;
+}
+
+/* Which 4-D activations are images is the ops' to say, not the rank's. */
+static void test_pass_ops_decide(void) {
+    gr_layout_cap caps[GR_OP_COUNT];
+    cpu_like_caps(caps);
+    /* 4-D activations no image op touches (a reshape's view, relu and add on it) stay NCHW */
+    int64_t v[1] = {48};
+    model m;
+    model_build(&m, "[{reshape: {shape: [3, 4, 4]}}, relu, {add: {}, input: [relu0, reshape0]}, flatten, "
+                    "{dense: {units: 5}}]", v, 1, 4, GR_PREC_BF16);
+    gr_graph_set_layout(&m.g, caps);
+    CHECK(m.g.tensors[find(&m.g, "relu0")].ndim == 4);
+    CHECK(layout_of(&m.g, "relu0") == GR_NCHW && layout_of(&m.g, "add0") == GR_NCHW);
+    model_free(&m);
+    /* relu on the input batch (which stays NCHW) keeps its output NCHW for the conv after it */
+    int64_t img[3] = {3, 8, 8};
+    model_build(&m, "[relu, {conv: {filters: 4, kernel: 3, padding: 1}}, relu, global_avgpool, flatten, "
+                    "{dense: {units: 5}}]", img, 3, 4, GR_PREC_BF16);
+    gr_graph_set_layout(&m.g, caps);
+    CHECK(layout_of(&m.g, "relu0") == GR_NCHW);
+    CHECK(layout_of(&m.g, "conv0") == GR_NHWC && layout_of(&m.g, "relu1") == GR_NHWC);
+    model_free(&m);
+    /* a broadcast add ([n, 4, 8, 8] + [n, 4, 1, 1]) reads NCHW: its kernel indexes by the shapes */
+    model_build(&m, "[{conv: {filters: 4, kernel: 3, padding: 1}}, global_avgpool, "
+                    "{add: {}, input: [conv0, global_avgpool0]}, relu, flatten, {dense: {units: 5}}]",
+                img, 3, 4, GR_PREC_BF16);
+    gr_graph_set_layout(&m.g, caps);
+    CHECK(m.g.tensors[find(&m.g, "global_avgpool0")].ndim == 4);
+    CHECK(layout_of(&m.g, "conv0") == GR_NCHW && layout_of(&m.g, "add0") == GR_NCHW);
+    CHECK(layout_of(&m.g, "global_avgpool0") == GR_NCHW && layout_of(&m.g, "relu0") == GR_NCHW);
     model_free(&m);
 }
 
@@ -415,6 +461,7 @@ static void test_model(void) {
 
 int main(void) {
     test_pass();
+    test_pass_ops_decide();
     test_bn();
     test_gap();
     test_maxpool();
