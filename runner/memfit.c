@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../common/env.h"
+#include "../config/schema.h"
 #include "../graph/graph.h"
 
 gr_status gr_memfit_compile(gr_plan *p, gr_model *stub, const gr_graph *g, gr_plan_mode mode, gr_error *err) {
@@ -95,9 +96,8 @@ gr_status gr_memfit_largest(const gr_job_spec *s, const gr_graph_io *io, int64_t
     return st;
 }
 
-gr_status gr_memfit_auto(gr_job *j, gr_job_spec *rs, gr_error *err) {
-    if (rs->train.micro_batch != 0) return GR_OK;
-    const int64_t per = rs->train.batch_size / j->comm.world;
+/* auto: the largest micro-batch of per that fits the device */
+static gr_status gr_memfit_auto(gr_job *j, const gr_job_spec *rs, int64_t per, int64_t *mb, gr_error *err) {
     size_t limit = (size_t)gr_env_int(GR_ENV_MEMORY_LIMIT, 0), fr = 0, tot = 0;
     const bool from_env = limit > 0;
     if (!from_env) {
@@ -116,11 +116,25 @@ gr_status gr_memfit_auto(gr_job *j, gr_job_spec *rs, gr_error *err) {
         return gr_error_set(err, GR_ERR_OOM, "%s: train.micro_batch auto: not even micro-batch 1 fits: it needs %s "
                             "bytes on %s, and %s are there to plan for (%s)", rs->file, a, gr_backend_name(j->be), b,
                             from_env ? "GPURUN_MEMORY_LIMIT" : "90% of the free memory");
-    rs->train.micro_batch = best.micro_batch;
     if (!j->mx.quiet)
         fprintf(stderr, "gpurun: train.micro_batch auto: %lld (%s bytes of the %s %s)\n", (long long)best.micro_batch,
                 a, b, from_env ? "GPURUN_MEMORY_LIMIT allows" : "that are 90% of the device's free memory");
-    return gr_graph_set_batch(&j->g, best.micro_batch, err); /* the graph planned at it, not rebuilt */
+    *mb = best.micro_batch;
+    return GR_OK;
+}
+
+gr_status gr_memfit_micro_batch(gr_job *j, gr_job_spec *rs, gr_error *err) {
+    const int64_t batch = rs->train.batch_size, world = j->comm.world;
+    int64_t mb = rs->train.micro_batch;
+    if (!gr_spec_node(rs->root, "train.micro_batch")) mb = batch % world == 0 ? batch / world : batch;
+    if (batch % ((mb ? mb : 1) * world) != 0)
+        return gr_spec_error(err, rs, "train.batch_size", "%lld (the global batch) is not a multiple of "
+                             "train.micro_batch %lld x %lld processes", (long long)batch, (long long)mb,
+                             (long long)world);
+    gr_status st = mb == 0 ? gr_memfit_auto(j, rs, batch / world, &mb, err) : GR_OK;
+    if (st) return st;
+    rs->train.micro_batch = mb;
+    return gr_graph_set_batch(&j->g, mb, err); /* the graph planned at it, not rebuilt */
 }
 
 /* The budget the planner's figures are measured against: GPURUN_MEMORY_LIMIT, else 90% of free. */

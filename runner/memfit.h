@@ -52,11 +52,17 @@ gr_status gr_memfit_largest(const gr_job_spec *s, const gr_graph_io *io, int64_t
  * model of blocks that does not recompute, and in bf16 for an fp32/tf32 job
  * (budget: GPURUN_MEMORY_LIMIT, else 90% of what was free before). */
 gr_status gr_memfit_job_model(gr_job *j, gr_error *err);
-/* train.micro_batch: auto (0 in rs): the largest micro-batch dividing the
- * batch each process takes whose need fits GPURUN_MEMORY_LIMIT, else 90%
- * of what j's device has free; written into rs (so into config.yaml and
- * every checkpoint's spec) and j's graph planned at it (gr_graph_set_batch). Nothing when the
- * spec gives a number. Exit 4 when not even 1 fits, with the figures. */
-gr_status gr_memfit_auto(gr_job *j, gr_job_spec *rs, gr_error *err);
+/* The one place a run decides its micro-batch (the graph, built once, is
+ * then planned at it: gr_graph_set_batch; nothing is rebuilt), once the
+ * processes are joined and j's device is open:
+ *   - given: it stays; the global batch must be a multiple of it x the
+ *     processes (exit 2, naming train.batch_size);
+ *   - unset: train.batch_size / the processes (the whole batch for one);
+ *   - auto (0): the largest micro-batch dividing the batch each process
+ *     takes whose need fits GPURUN_MEMORY_LIMIT, else 90% of what j's device
+ *     has free (said on stderr); exit 4 when not even 1 fits, with the
+ *     figures.
+ * Written into rs, so into config.yaml and every checkpoint's spec. */
+gr_status gr_memfit_micro_batch(gr_job *j, gr_job_spec *rs, gr_error *err);
 
 #endif

@@ -18,10 +18,10 @@
 
 /* The spec as this rank runs it (rs: a shallow copy of s): parallel.data
  * checked against the launched world (auto: the world), the backend
- * (auto: mpi for several processes, none for one), train.micro_batch per
- * rank (unset: train.batch_size / world), the accumulation
- * batch_size / (micro_batch x world) whole; then the comm joined (MPI_Init
- * for several). Spec errors are exit 2 naming the key. */
+ * (auto: mpi for several processes, none for one); then the comm joined
+ * (MPI_Init for several). Spec errors are exit 2 naming the key. The
+ * micro-batch per rank is decided later, once the model is compiled and the
+ * device open (memfit.h: gr_memfit_micro_batch). */
 gr_status gr_parallel_resolve(const gr_job_spec *s, gr_job_spec *rs, gr_comm *c, gr_error *err);
 /* Once the model and its plans are made: refuses several processes on a
  * GPU (that needs NCCL), and with parallel.bucket_mb > 0 hooks the

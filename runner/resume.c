@@ -46,7 +46,7 @@ static gr_status gr_job_fits(const char *path, const gr_ckpt_header *h, void *ct
     const gr_job_spec *s = j->spec;
     char diff[GR_ERROR_MSG_MAX / 2];
     int nd = h->spec ? gr_spec_diff(h->spec, gr_job_spec_text(j), diff, sizeof diff) : 0;
-    free(j->spec_text); /* made again once train.micro_batch: auto is resolved (gr_memfit_auto) */
+    free(j->spec_text); /* made again once train.micro_batch: auto is resolved (gr_memfit_micro_batch) */
     j->spec_text = NULL;
     if (nd != 0) return gr_error_set(err, GR_ERR_CKPT, "%s: written for another job: %s", path, diff);
     const int slots = gr_optim_slots(&s->train.optimizer);

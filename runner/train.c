@@ -290,7 +290,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
     j.sc = gr_scaler_init(s->loss_scale_dynamic, s->loss_scale);
     gr_job_peek_threads(&j, opt); /* the backend takes the thread count it was trained with */
     if ((st = gr_job_backend(&j, s, opt->device ? opt->device : s->device, opt->threads, opt->quiet, err))) goto done;
-    if ((st = gr_memfit_auto(&j, &rs, err))) goto done; /* train.micro_batch: auto */
+    if ((st = gr_memfit_micro_batch(&j, &rs, err))) goto done; /* the one place it is decided */
     if ((st = gr_memfit_job_model(&j, err)) || (st = gr_parallel_attach(&j, err))) goto done;
     gr_job_say_staged(&j, opt->quiet);
     if ((st = gr_job_open_loaders(&j, err))) goto done;

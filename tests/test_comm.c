@@ -253,7 +253,7 @@ static void test_resolve(void) {
                                 "a launcher");
     gr_spec_free(&s);
 
-    /* one process: micro_batch defaults to the whole batch; a bucket size is kept */
+    /* one process: the spec as given (the micro-batch is decided later: memfit.h); a bucket size is kept */
     const char *sets1[] = {"train.batch_size=128"};
     if (gr_spec_load(path, sets1, 1, &s, &err) != GR_OK) return;
     st = gr_parallel_resolve(&s, &rs, &c, &err);
