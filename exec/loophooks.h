@@ -1,7 +1,7 @@
 /* loophooks.h — what the training loop tells whoever watches it: the
  * profiler (runner/profile.c) attaches here and through the plan's exec
  * hooks (exec.h), and the loop, the passes (runner/step.c) and the
- * collectives (runner/parallel.c, dist/buckets.c) call these without
+ * collectives (dist/dp.c, dist/buckets.c) call these without
  * knowing who listens (NULL hooks or a NULL callback: nobody). At the
  * runtime's floor so that every room above it may report to it.
  *

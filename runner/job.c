@@ -13,7 +13,6 @@
 #include "../config/cfg.h"
 #include "../config/schema.h"
 #include "../graph/graph.h"
-#include "../dist/buckets.h"
 #include "ckptdir.h"
 #include "cli.h"
 #include "profile.h"
@@ -25,14 +24,14 @@ void gr_job_init(gr_job *j, const gr_job_spec *spec, bool quiet) {
     j->ck_noted = -1;
     j->lock.fd = -1;
     j->ckpt_lock.fd = -1;
-    j->comm.world = 1;
+    j->dp.comm.world = 1;
     gr_metrics_init(&j->mx, quiet);
 }
 
 void gr_job_free(gr_job *j) {
     gr_prof_free(j->prof);
     gr_saver_free(j->saver);
-    gr_buckets_free(j->buckets);
+    gr_dp_free(&j->dp);
     free(j->pre_params);
     free(j->pre_optim);
     free(j->spec_text);
@@ -309,10 +308,10 @@ gr_status gr_job_check_data(const gr_job_spec *spec, gr_error *err) {
  * with the training run's figures: they take the whole mask. */
 static int gr_job_default_threads(const gr_job *j, bool quiet) {
     const int cpus = gr_host_cpus();
-    const bool say = !quiet && j->comm.rank == 0;
+    const bool say = !quiet && j->dp.comm.rank == 0;
     const int rec = j->ckpt_threads;
     if (rec > 0 && rec <= cpus) {
-        const double busy = say && j->comm.world == 1 && cpus > 1 ? gr_host_busy_cpus(50) : -1.0;
+        const double busy = say && j->dp.comm.world == 1 && cpus > 1 ? gr_host_busy_cpus(50) : -1.0;
         const int free_cpus = busy < 0 ? cpus : GR_MAX(1, cpus - (int)floor(busy + 0.5));
         if (free_cpus < rec)
             fprintf(stderr, "gpurun: %.1f of the %d cores are busy with other work; resuming with the %d thread%s "
@@ -327,7 +326,7 @@ static int gr_job_default_threads(const gr_job *j, bool quiet) {
     if (rec > 0 && say)
         fprintf(stderr, "gpurun: the checkpoint was trained with %d threads, but this process may use %d CPUs: the "
                 "resumed run's last bits will differ from an uninterrupted run's\n", rec, cpus);
-    if (j->eval_only || j->comm.world > 1 || cpus == 1) return cpus;
+    if (j->eval_only || j->dp.comm.world > 1 || cpus == 1) return cpus;
     const double busy = gr_host_busy_cpus(50);
     int take = busy < 0 ? cpus : cpus - (int)floor(busy + 0.5);
     if (take < 1) take = 1;
@@ -347,7 +346,7 @@ gr_status gr_job_backend(gr_job *j, const gr_job_spec *s, const char *device, in
         gr_backend *cuda = NULL;
         gr_error e2;
         char first[32]; /* data parallelism: this rank's GPU */
-        snprintf(first, sizeof first, "cuda:%d", j->comm.local_rank);
+        snprintf(first, sizeof first, "cuda:%d", j->dp.comm.local_rank);
         if (gr_backend_create(first, 0, &cuda, &e2) == GR_OK) {
             bool all = true;
             for (int i = 0; i < j->g.n_nodes; i++)
@@ -355,12 +354,12 @@ gr_status gr_job_backend(gr_job *j, const gr_job_spec *s, const char *device, in
                     !gr_backend_supports_op(cuda, j->g.nodes[i].op)) all = false;
             if (all) j->be = cuda;
             else {
-                if (j->comm.rank == 0)
+                if (j->dp.comm.rank == 0)
                     fprintf(stderr, "gpurun: device auto: the cuda backend lacks kernels this job needs; %s on "
                             "the cpu\n", j->eval_only ? "running" : "training");
                 gr_backend_free(cuda);
             }
-        } else if (j->comm.rank == 0) { /* once, plainly; the driver's detail is for device: cuda */
+        } else if (j->dp.comm.rank == 0) { /* once, plainly; the driver's detail is for device: cuda */
             const char *why = strstr(e2.msg, "no CUDA device is available") ? "no GPU found"
                               : strstr(e2.msg, "built without CUDA")        ? "this gpurun was built without CUDA"
                                                                              : e2.msg;
@@ -370,7 +369,7 @@ gr_status gr_job_backend(gr_job *j, const gr_job_spec *s, const char *device, in
     if (!j->be && !strcmp(dev, "cpu")) {
         const int rec = j->ckpt_threads;
         if (threads <= 0) threads = gr_job_default_threads(j, quiet);
-        else if (rec > 0 && threads != rec && !quiet && j->comm.rank == 0)
+        else if (rec > 0 && threads != rec && !quiet && j->dp.comm.rank == 0)
             fprintf(stderr, "gpurun: resuming with --threads %d; the checkpoint was trained with %d: the run's last "
                     "bits will differ from an uninterrupted run's\n", threads, rec);
     }
@@ -426,8 +425,8 @@ void gr_job_loader_config(const gr_job *j, gr_loader_config *lc) {
     memset(lc, 0, sizeof *lc);
     lc->batch = j->g.micro_batch; /* the spec's, or the one micro_batch auto picked */
     lc->seed = s->seed;
-    lc->rank = j->comm.rank;
-    lc->world = j->comm.world;
+    lc->rank = j->dp.comm.rank;
+    lc->world = j->dp.comm.world;
     lc->n_norm = j->n_norm;
     memcpy(lc->mean, j->mean, sizeof lc->mean);
     memcpy(lc->std, j->std, sizeof lc->std);

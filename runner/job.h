@@ -19,7 +19,7 @@
 #include <stdio.h>
 
 #include "../checkpoints/ckpt.h"
-#include "../dist/comm.h"
+#include "../dist/dp.h"
 #include "../exec/loophooks.h"
 #include "metrics.h"
 #include "rundir.h"
@@ -64,12 +64,8 @@ typedef struct gr_job {
     int ckpt_threads;  /* --resume: the CPU threads its checkpoint was trained with (0: none, unknown) */
     char pre_path[GR_PATH_MAX + 100];
     gr_scaler sc;      /* loss scaling: the scale and its history (checkpointed) */
-    gr_comm comm;      /* the processes of a data-parallel run (world 1: this one alone) */
-    int64_t step;      /* the optimizer step being run, 0-based (parallel.c's messages) */
-    struct gr_buckets *buckets; /* the bucketed gradient all-reduce (parallel.bucket_mb; NULL: none) */
-    gr_xsum xsum;      /* parallel.sync_batchnorm: the kernels' sums over processes (parallel.c) */
-    gr_status xsum_st; /* its first failure, reported after the micro-batch */
-    gr_error xsum_err;
+    gr_dp dp;          /* data parallelism: the processes (dp.comm; world 1: this one alone), the
+                        * gradient all-reduce, and dp.step, the 0-based optimizer step being run */
     struct gr_prof *prof; /* --profile (profile.h); NULL: not profiling */
     const gr_loop_hooks *hooks; /* who watches the loop (loophooks.h: the profiler); NULL: nobody */
     int prof_steps;       /* --profile's steps (0: off), known before the backend is configured */
@@ -80,7 +76,7 @@ typedef struct gr_job {
 
 /* Whether this process writes the run directory, its metrics and
  * checkpoints: rank 0 (every process of a one-process run). */
-static inline bool gr_job_writer(const gr_job *j) { return j->comm.rank == 0; }
+static inline bool gr_job_writer(const gr_job *j) { return j->dp.comm.rank == 0; }
 
 /* An empty job of spec (quiet: no console lines but errors). */
 void gr_job_init(gr_job *j, const gr_job_spec *spec, bool quiet);
@@ -124,7 +120,7 @@ void gr_job_layout(gr_job *j);
  * this backend compute in fp32 on converted copies of their half tensors. */
 void gr_job_say_staged(const gr_job *j, bool quiet);
 /* The base of both loaders' configuration: micro-batch, seed, normalization,
- * prefetch and workers, this rank's shard (j->comm). */
+ * prefetch and workers, this rank's shard (j->dp.comm). */
 void gr_job_loader_config(const gr_job *j, gr_loader_config *lc);
 /* The train loader's configuration (shuffled, drop_last, augmented, batch
  * buffers from the backend) and the val one's (file order, every batch). */

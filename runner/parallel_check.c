@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "../common/crc32c.h"
+#include "../dist/watchdog.h"
 #include "spec_diff.h"
 
 /* The identity of a split's file, whatever its path: its samples, their
@@ -70,7 +71,7 @@ static void gr_par_rank_list(const double *flags, int world, char *buf, size_t n
 }
 
 gr_status gr_parallel_same_job(gr_job *j, bool *agreed, gr_error *err) {
-    gr_comm *c = &j->comm;
+    gr_comm *c = &j->dp.comm;
     *agreed = false;
     if (c->world <= 1 || c->kind == GR_COMM_NONE) return GR_OK;
     char ident[1024];
@@ -80,7 +81,7 @@ gr_status gr_parallel_same_job(gr_job *j, bool *agreed, gr_error *err) {
     ident[strlen(ident) - 2] = '\0'; /* the last "; " */
     char *spec0 = NULL, *ident0 = NULL;
     /* the job's first collectives: a rank that is gone or stuck holds the others here (the watchdog) */
-    gr_parallel_wd_enter("the ranks' job check", -1);
+    gr_wd_enter("the ranks' job check", -1);
     gr_status st = gr_par_bcast_text(c, gr_job_spec_text(j), &spec0, err);
     if (!st) st = gr_par_bcast_text(c, ident, &ident0, err);
     char diff[GR_ERROR_MSG_MAX / 2] = "";
@@ -91,7 +92,7 @@ gr_status gr_parallel_same_job(gr_job *j, bool *agreed, gr_error *err) {
     double *flags = gr_xcalloc((size_t)c->world, sizeof *flags);
     flags[c->rank] = nd != 0 || data ? 1.0 : 0.0;
     if (!st) st = gr_comm_sum_f64(c, flags, c->world, "the ranks' job check", err);
-    gr_parallel_wd_leave();
+    gr_wd_leave();
     char ranks[256];
     gr_par_rank_list(flags, c->world, ranks, sizeof ranks);
     if (!st && ranks[0]) {

@@ -75,7 +75,7 @@ gr_prof *gr_prof_open(gr_job *j, int steps, int64_t start, int64_t total, bool q
     p->be = j->be;
     p->plan = &j->train_plan;
     p->nops = p->plan->steps.n;
-    p->accum = (int)(j->spec->train.batch_size / (j->spec->train.micro_batch * j->comm.world));
+    p->accum = (int)(j->spec->train.batch_size / (j->spec->train.micro_batch * j->dp.comm.world));
     p->first = first;
     p->end = first + steps < total ? first + steps : total;
     p->ops = gr_xcalloc((size_t)p->accum * (size_t)p->nops * 2, sizeof *p->ops);
@@ -301,11 +301,11 @@ static void gr_prof_trace(FILE *f, const void *ctx) {
     const gr_prof *p = ctx;
     fprintf(f, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
     fprintf(f, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": 0, \"args\": {\"name\": "
-            "\"gpurun rank %d\"}},\n", p->j->comm.rank, p->j->comm.rank);
+            "\"gpurun rank %d\"}},\n", p->j->dp.comm.rank, p->j->dp.comm.rank);
     fprintf(f, "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": 0, \"args\": {\"name\": \"host\"}},\n",
-            p->j->comm.rank);
+            p->j->dp.comm.rank);
     fprintf(f, "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": 1, \"args\": {\"name\": \"%s\"}}",
-            p->j->comm.rank, gr_backend_name(p->be));
+            p->j->dp.comm.rank, gr_backend_name(p->be));
     for (size_t e = 0; e < p->nev; e++) {
         const gr_prof_event *v = &p->ev[e];
         const char *layer, *op, *dir;
@@ -318,7 +318,7 @@ static void gr_prof_trace(FILE *f, const void *ctx) {
         gr_json_str(&js, "ph", "X");
         gr_json_num(&js, "ts", 1e6 * v->ts);
         gr_json_num(&js, "dur", 1e6 * v->dur);
-        gr_json_int(&js, "pid", p->j->comm.rank);
+        gr_json_int(&js, "pid", p->j->dp.comm.rank);
         gr_json_int(&js, "tid", host ? 0 : 1);
         char args[512];
         gr_json ja;

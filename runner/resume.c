@@ -152,7 +152,7 @@ gr_status gr_job_resume(gr_job *j, const gr_run_options *opt, int64_t spe, int64
     if (h.step == 0) return GR_OK;
     int64_t epoch, sample;
     gr_job_position(j, h.step, spe, &epoch, &sample);
-    return gr_loader_seek(j->train_ld, epoch, sample / j->comm.world, err); /* this rank's share */
+    return gr_loader_seek(j->train_ld, epoch, sample / j->dp.comm.world, err); /* this rank's share */
 }
 
 /* ---- saving ---- */
@@ -163,7 +163,7 @@ static void gr_job_header(const gr_job *j, int64_t step, int64_t spe, gr_ckpt_he
     memset(h, 0, sizeof *h);
     h->step = step;
     gr_job_position(j, step, spe, &h->epoch, &h->sample_in_epoch);
-    h->world_size = j->comm.world;
+    h->world_size = j->dp.comm.world;
     snprintf(h->precision, sizeof h->precision, "%s", gr_precision_name(s->precision));
     h->loss_scale = j->sc.scale;
     h->loss_scale_good = j->sc.good;

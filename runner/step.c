@@ -129,13 +129,13 @@ gr_status gr_job_evaluate(gr_job *j, gr_eval *e, gr_error *err) {
     for (int64_t i = 0; i < nb; i++) {
         gr_batch *b;
         /* a preemption does not wait for the evaluation (one process: several agree at step boundaries) */
-        if (j->comm.world == 1 && gr_signals_pending()) {
+        if (j->dp.comm.world == 1 && gr_signals_pending()) {
             e->interrupted = true;
             return GR_OK;
         }
         if ((st = gr_loader_next(j->val_ld, &b, err))) return st;
         GR_ASSERT(b->index == i);
-        if (i % j->comm.world == j->comm.rank) { /* data parallelism: every world-th batch */
+        if (i % j->dp.comm.world == j->dp.comm.rank) { /* data parallelism: every world-th batch */
             gr_train_micro_step_hooked(&j->eval_plan, b, &ctx, &s, true, NULL);
             seen += b->n;
         }

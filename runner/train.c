@@ -51,7 +51,7 @@ typedef struct gr_loop {
 /* The run's length, from the train loader's epoch. */
 static void gr_loop_init(gr_loop *L, const gr_job *j) {
     const gr_job_spec *s = j->spec;
-    const int64_t world = j->comm.world; /* the loader's epoch is this rank's shard */
+    const int64_t world = j->dp.comm.world; /* the loader's epoch is this rank's shard */
     L->spe = gr_loader_samples_per_epoch(j->train_ld) / (s->train.batch_size / world);
     GR_ASSERT(L->spe >= 1); /* gr_job_compile refused splits smaller than a batch */
     L->total = s->train.epochs > 0 ? s->train.epochs * L->spe : s->train.steps;
@@ -72,7 +72,7 @@ static gr_status gr_loop_begin(gr_job *j, gr_loop *L, gr_error *err) {
                         .staged_ops = gr_plan_staged_ops(&j->train_plan, staged, sizeof staged),
                         .precision = gr_precision_name(s->precision), .run_dir = j->run_dir,
                         .params = j->g.n_weights, .batch = s->train.batch_size, .micro_batch = s->train.micro_batch,
-                        .world = j->comm.world,
+                        .world = j->dp.comm.world,
                         .threads = strcmp(gr_backend_name(j->be), "cpu") == 0 ? j->be->threads : 0,
                         .spe = L->spe, .total = L->total, .start = L->start, .log_every = s->log.every_steps};
     gr_metrics_begin(&j->mx, &r);
@@ -97,7 +97,7 @@ static gr_status gr_loop_accumulate(gr_job *j, gr_loop *L, double *loss, gr_erro
     const gr_job_spec *s = j->spec;
     const int64_t nt = j->g.n_trainable, step = L->step, epoch = step / L->spe;
     gr_status st;
-    j->step = step;
+    j->dp.step = step;
     gr_hooks_step_begin(j->hooks, step);
     if (L->state0) gr_backend_download(j->be, L->state0, j->m.params + nt, L->state_bytes);
     if (step > 0 && step % L->spe == 0 && (st = gr_loader_seek(j->train_ld, epoch, 0, err))) return st;
@@ -111,11 +111,11 @@ static gr_status gr_loop_accumulate(gr_job *j, gr_loop *L, double *loss, gr_erro
         gr_hooks_host(j->hooks, GR_SPAN_DATA, "the next batch", t0, gr_now());
         GR_ASSERT(b->n == s->train.micro_batch && b->epoch == epoch);
         /* one key per micro-batch of the whole step (the same as before for one process) */
-        const uint64_t mb = (uint64_t)((step * L->accum + k) * j->comm.world + j->comm.rank);
+        const uint64_t mb = (uint64_t)((step * L->accum + k) * j->dp.comm.world + j->dp.comm.rank);
         gr_exec_ctx ctx = {.training = true, .rng_key = gr_hash64(s->seed, mb),
                            .grad_scale = gr_scaler_grad_scale(&j->sc, s->train.batch_size),
-                           .xsum = gr_parallel_xsum_of(j)};
-        gr_parallel_arm(j, k == L->accum - 1);
+                           .xsum = gr_dp_xsum(&j->dp)};
+        gr_dp_arm(&j->dp, k == L->accum - 1);
         gr_train_micro_step_hooked(&j->train_plan, b, &ctx, &ps, false, j->hooks);
         gr_loader_release(j->train_ld, b);
         if ((st = gr_parallel_stop(j, &L->stop_signal, err))) return st;
@@ -123,7 +123,7 @@ static gr_status gr_loop_accumulate(gr_job *j, gr_loop *L, double *loss, gr_erro
     }
     if (L->stop_signal && L->state0) gr_backend_upload(j->be, j->m.params + nt, L->state0, L->state_bytes);
     /* on every rank, also when stopped */
-    if ((st = gr_parallel_reduce_step(j, &ps.loss_sum, &ps.loss_count, err))) return st;
+    if ((st = gr_dp_reduce_step(&j->dp, j->m.grads, nt, &ps.loss_sum, &ps.loss_count, err))) return st;
     *loss = ps.loss_sum / ps.loss_count; /* [n, C]: the count is train.batch_size */
     return GR_OK;
 }
@@ -260,7 +260,7 @@ static void gr_train_on_watchdog(void *ctx, const char *msg) {
         gr_ckptdir_release(j, true);
         gr_rundir_lock_release(&j->lock, true);
     } else if (j->mx.run.name)
-        gr_metrics_summary_last(&j->mx, "failed", GR_ERR_DEVICE, msg, j->step, j->sc.scale, j->sc.skipped,
+        gr_metrics_summary_last(&j->mx, "failed", GR_ERR_DEVICE, msg, j->dp.step, j->sc.scale, j->sc.skipped,
                                 j->train_ld ? gr_loader_wait_s(j->train_ld) : 0.0);
 }
 
@@ -270,14 +270,14 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
     gr_job_spec rs; /* the spec as this process runs it (its share of the batch) */
     gr_comm comm;
     gr_status st = gr_parallel_resolve(spec, &rs, &comm, err);
-    if (st) return gr_parallel_finish(&comm, st, err);
+    if (st) return gr_dp_finish(&comm, st, err);
     const gr_job_spec *s = &rs;
     gr_run_options o = *opt0, *opt = &o;
     o.quiet = opt0->quiet || comm.rank != 0; /* rank 0 speaks for the run */
     gr_job j;
     gr_job_init(&j, s, opt->quiet);
     j.prof_steps = opt->profile_steps;
-    j.comm = comm;
+    j.dp.comm = comm;
     j.mx.off = !gr_job_writer(&j);
     gr_loop L;
     memset(&L, 0, sizeof L);
@@ -286,7 +286,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
     if (gr_resume_finished_before(&j, opt)) goto done;
     if ((st = gr_ckptdir_lock(&j, err))) goto done; /* one writer per run (and checkpoint) directory */
     if ((st = gr_job_compile(&j, s, true, err))) goto done;
-    if ((st = gr_parallel_same_job(&j, &j.comm.agreed, err))) goto done;
+    if ((st = gr_parallel_same_job(&j, &j.dp.comm.agreed, err))) goto done;
     j.sc = gr_scaler_init(s->loss_scale_dynamic, s->loss_scale);
     gr_job_peek_threads(&j, opt); /* the backend takes the thread count it was trained with */
     if ((st = gr_job_backend(&j, s, opt->device ? opt->device : s->device, opt->threads, opt->quiet, err))) goto done;
@@ -300,7 +300,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
     gr_signals_arm(); /* the run directory is written from here: a signal now ends in a checkpoint */
     if ((st = gr_job_open_run_dir(&j, opt, err))) goto done;
     if ((st = gr_job_resume(&j, opt, L.spe, &L.start, err))) goto done;
-    j.step = L.start; /* the watchdog's messages and summary before the first step */
+    j.dp.step = L.start; /* the watchdog's messages and summary before the first step */
     if ((st = gr_loop_begin(&j, &L, err))) goto done;
     if (opt->profile_steps && gr_job_writer(&j))
         j.prof = gr_prof_open(&j, opt->profile_steps, L.start, L.total, opt->quiet);
@@ -378,9 +378,9 @@ done:
     free(L.state0);
     gr_rundir_lock lock = j.lock;
     const bool undo = !j.wrote_run_dir;
-    comm = j.comm; /* as the run left it (NCCL joined) */
+    comm = j.dp.comm; /* as the run left it (NCCL joined) */
     gr_ckptdir_release(&j, undo);
     gr_job_free(&j);
     gr_rundir_lock_release(&lock, undo); /* after every file of the run is closed */
-    return gr_parallel_finish(&comm, st, err);
+    return gr_dp_finish(&comm, st, err);
 }
