@@ -55,8 +55,8 @@ gr_status gr_memfit_job_model(gr_job *j, gr_error *err);
 /* The one place a run decides its micro-batch (the graph, built once, is
  * then planned at it: gr_graph_set_batch; nothing is rebuilt), once the
  * processes are joined and j's device is open:
- *   - given: it stays; the global batch must be a multiple of it x the
- *     processes (exit 2, naming train.batch_size);
+ *   - given: it stays (gr_parallel_resolve checked, before the processes
+ *     joined, that the global batch is a multiple of it x the processes);
  *   - unset: train.batch_size / the processes (the whole batch for one);
  *   - auto (0): the largest micro-batch dividing the batch each process
  *     takes whose need fits GPURUN_MEMORY_LIMIT, else 90% of what j's device

@@ -49,6 +49,16 @@ gr_status gr_parallel_resolve(const gr_job_spec *s, gr_job_spec *rs, gr_comm *c,
     if (world > 1 && !gr_comm_built(kind))
         return gr_spec_error(err, s, "parallel.backend", "%s started %d processes, but this build of gpurun has no "
                              "MPI (install libopenmpi-dev and rebuild: scripts/dev.sh build)", c->launcher, world);
+    /* each process takes an equal share of the batch, in whole micro-batches (decided in memfit.c) */
+    const int64_t mb = gr_spec_node(s->root, "train.micro_batch") ? s->train.micro_batch : 0; /* 0: unset, auto */
+    if (s->train.batch_size % world != 0)
+        return gr_spec_error(err, s, "train.batch_size", "%lld (the global batch) does not split evenly over the %d "
+                             "processes (each takes an equal share; give a multiple of %d)",
+                             (long long)s->train.batch_size, world, world);
+    if (mb && s->train.batch_size % (mb * world) != 0)
+        return gr_spec_error(err, s, "train.batch_size", "%lld (the global batch) is not a multiple of "
+                             "train.micro_batch %lld x %d processes", (long long)s->train.batch_size,
+                             (long long)mb, world);
     /* a replayed CUDA Graph calls no hooks, and the buckets start from them */
     if (world > 1 || strcmp(s->parallel.backend, "nccl") == 0) rs->cuda_graph = false;
     if (world == 1) return gr_comm_open(c, kind, err);

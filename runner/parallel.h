@@ -14,7 +14,8 @@
 
 /* The spec as this rank runs it (rs: a shallow copy of s): parallel.data
  * checked against the launched world (auto: the world), the backend
- * (auto: mpi for several processes, none for one); then the comm joined
+ * (auto: mpi for several processes, none for one), train.batch_size in
+ * equal shares of whole micro-batches per process; then the comm joined
  * (MPI_Init for several, under the watchdog: parallel.timeout_s). Spec
  * errors are exit 2 naming the key. The micro-batch per rank is decided
  * later, once the model is compiled and the device open (memfit.h:

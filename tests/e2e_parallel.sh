@@ -13,7 +13,8 @@
 #     channels-last within 1e-4 over the first steps), and per-rank statistics do not; the
 #     evaluation, sharded over the ranks, is that of rank 0's saved model (gpurun eval);
 #  2. errors (exit 2, naming the key): parallel.data 2 without a launcher; a global batch that
-#     2 x micro_batch does not divide; parallel.backend none under mpirun;
+#     2 x micro_batch does not divide, or 2 processes do not (refused by each rank before MPI
+#     starts, none stopped by a signal); parallel.backend none under mpirun;
 #  3. checkpoints across world sizes: a 2-process run's step-10 checkpoint resumed by 1
 #     process (micro-batch 64, two per step), and a 1-process one resumed by 2, continue
 #     with the uninterrupted run's losses within 1e-5;
@@ -166,6 +167,10 @@ expect 2 "parallel.data: 2 processes asked for" "without a launcher" "mpirun -np
 check "a refused launch leaves no run directory" test ! -e "$T/e1"
 expect 2 "train.batch_size: 128 (the global batch) is not a multiple of train.micro_batch 128 x 2 processes" -- \
     "${MPI2[@]}" "$G" "$J" --run-dir "$T/e2" --quiet --set train.micro_batch=128
+expect 2 "train.batch_size: 127 (the global batch) does not split evenly over the 2 processes" -- \
+    "${MPI2[@]}" "$G" "$J" --run-dir "$T/e2b" --quiet --set train.batch_size=127
+check "an uneven batch is refused by every rank before MPI starts: no rank is stopped by a signal" \
+    bash -c "! grep -q -e MPI_ABORT -e SIGTERM '$ERR'"
 expect 2 "parallel.backend: none, but Open MPI started 2 processes" -- \
     "${MPI2[@]}" "$G" "$J" --run-dir "$T/e3" --quiet --set parallel.backend=none
 
