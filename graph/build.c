@@ -17,6 +17,7 @@
  * A dense layer's `tied: NAME` (a shared weight, op_dense.c) is resolved
  * here to an earlier layer: the scope's NAME first, then the full name. */
 #include "graph.h"
+#include "split.h"
 #include "names.h"
 
 #include <stdio.h>
@@ -46,8 +47,9 @@ static gr_status gr_build_unknown_op(const gr_cfg *at, const char *key, const ch
         if (d < best_d) { best_d = d; best = gr_op_name(i); }
         k += (size_t)snprintf(all + k, sizeof all - k, "%s%s", k ? ", " : "", gr_op_name(i));
     }
+    if (gr_edit_distance(name, "split") < best_d) best = "split"; /* the one item that is not an op (split.h) */
     if (best) return gr_cfg_error(err, at, key, "unknown op '%s' (did you mean '%s'?)", name, best);
-    return gr_cfg_error(err, at, key, "unknown op '%s' (ops: %s)", name, all);
+    return gr_cfg_error(err, at, key, "unknown op '%s' (ops: %s, split)", name, all);
 }
 
 /* Splits one layer item into its op name, attrs node and options. */
@@ -114,6 +116,7 @@ typedef struct gr_scope {
     int input;                /* the tensor called `input`: the block's input (the model's at the top) */
     gr_names names;           /* local name -> tensor */
     int op_count[GR_OP_COUNT];/* for <op><k> names */
+    int n_splits;             /* for split<k> (split.h) */
     int *block_uses;          /* per block: uses so far, for <block><k> names */
 } gr_scope;
 
@@ -247,7 +250,7 @@ static gr_status gr_blocks_check(const gr_cfg *blocks, gr_error *err) {
         gr_cfg at = *blocks;
         at.line = blocks->key_line[i];
         at.col = blocks->key_col[i];
-        if (gr_op_lookup(name) >= 0)
+        if (gr_op_lookup(name) >= 0 || strcmp(name, "split") == 0)
             return gr_cfg_error(err, &at, key, "a block cannot take the name of the op '%s'", name);
         if (def->kind != GR_CFG_MAP)
             return gr_cfg_error(err, def, key, "expected {args: {...}, layers: [...]}");
@@ -376,7 +379,7 @@ static gr_status gr_count_seq(gr_counter *c, const gr_cfg *seq, const gr_count_e
             }
         }
         const int bi = op && c->blocks ? gr_cfg_find(c->blocks, op) : -1;
-        int64_t per = 1;
+        int64_t per = op && !strcmp(op, "split") ? gr_split_count(gr_count_arg(attrs, env)) : 1;
         if (bi >= 0) {
             gr_status st = gr_count_use(c, bi, gr_count_arg(attrs, env), env, &per, err);
             if (st) return st;
@@ -560,6 +563,34 @@ static gr_status gr_build_layer(gr_builder *b, gr_scope *sc, const gr_layer_item
     return GR_OK;
 }
 
+/* A split item (split.h): one slice layer per part, named by the split;
+ * *out its last part. */
+static gr_status gr_build_split(gr_builder *b, gr_scope *sc, const gr_cfg *layers, int i, const gr_layer_item *li,
+                                int prev, const char *ikey, int *out, gr_error *err) {
+    const gr_cfg *item = layers->items[i];
+    if (li->repeat > 1) return gr_cfg_error(err, item, ikey, "a split cannot be repeated");
+    if (li->name)
+        return gr_cfg_error(err, item, ikey, "a split names its parts: {split: {axis: -1, sizes: [...], names: "
+                            "[a, b, ...]}}, not name: %s", li->name);
+    int ins[GR_MAX_IN], nin = 0;
+    gr_status st = gr_build_inputs(sc, layers, i + 1, li, false, ikey, prev, ins, &nin, err);
+    if (st) return st;
+    char akey[640], base[32];
+    snprintf(akey, sizeof akey, "%s.split", ikey);
+    snprintf(base, sizeof base, "split%d", sc->n_splits++);
+    gr_split sp;
+    if ((st = gr_split_parse(li->attrs, akey, b->infer ? &b->g->tensors[ins[0]] : NULL, base, &sp, err))) return st;
+    for (int p = 0; p < sp.n && !st; p++) {
+        gr_attrs a;
+        memset(&a, 0, sizeof a);
+        a.axis = sp.axis;
+        a.start = sp.start[p];
+        a.end = sp.end[p];
+        st = gr_build_layer(b, sc, li, GR_OP_SLICE, &a, sp.names[p], akey, ins, 1, out, item, ikey, err);
+    }
+    return st;
+}
+
 static gr_status gr_build_seq(gr_builder *b, gr_scope *sc, const gr_cfg *layers, const char *key, int in,
                               int *out, gr_error *err) {
     gr_status st;
@@ -573,6 +604,10 @@ static gr_status gr_build_seq(gr_builder *b, gr_scope *sc, const gr_cfg *layers,
         if (li.name && li.repeat > 1) return gr_cfg_error(err, item, ikey, "a named layer cannot be repeated");
         if (li.name && (strchr(li.name, '.') || strcmp(li.name, "input") == 0))
             return gr_cfg_error(err, item, ikey, "'%s' cannot name a layer (no dots; 'input' is taken)", li.name);
+        if (strcmp(li.op, "split") == 0) {
+            if ((st = gr_build_split(b, sc, layers, i, &li, cur, ikey, &cur, err))) return st;
+            continue;
+        }
         const int bi = b->blocks ? gr_cfg_find(b->blocks, li.op) : -1;
         const int op = bi >= 0 ? -1 : gr_op_lookup(li.op);
         if (bi < 0 && op < 0) return gr_build_unknown_op(&li.op_at, ikey, li.op, err);

@@ -19,7 +19,8 @@ same weights, and compares:
 Models with dropout rate > 0 are compared in eval mode only (their training
 masks are gpurun's own RNG stream). Models need not be a chain: a layer may
 name itself and read named layers (the shape and join models below: reshape,
-permute, slice, broadcast add and mul, concat along the last axis). Prints one line per check and ends with
+permute, slice, split into named parts,
+broadcast add and mul, concat along the last axis). Prints one line per check and ends with
 "N passed, M failed"; exits 1 on any failure. DEVICE (default cpu, or the
 PARITY_DEVICE environment variable) is passed to parity_dump.
 """
@@ -45,6 +46,7 @@ ADAMW = dict(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
 # name, layers (op, arg), per-sample input shape, batch, label smoothing.
 # ("dense", units[, bias]) ("dropout", rate) ("flatten",) ("relu",) ...
 # ("reshape", [per-sample shape]) ("permute", [axes]) ("slice", axis, start, end)
+# ("split", axis, [sizes], [names]) (gpurun's split item; torch.split)
 # ("add", [names]) ("mul", [a, b]) ("concat", axis, [names]); a layer may end
 # in {"name": ..., "input": ...} (its `name:` and its one `input:`).
 CONFIGS = [
@@ -60,6 +62,11 @@ CONFIGS = [
         ("dense", 24), ("reshape", [2, 3, 4]), ("permute", [0, 3, 1, 2]),
         ("slice", 1, 0, 2, {"name": "a"}), ("slice", -3, 2, 4, {"input": "permute0", "name": "b"}),
         ("mul", ["a", "b"]), ("tanh",), ("concat", -1, ["tanh0", "a"]), ("flatten",), ("dense", 5)],
+     (7,), 8, 0.0),
+    ("split into named parts (torch.split)", [
+        ("dense", 12), ("reshape", [3, 4]), ("split", -1, [1, 3], ["p", "q"]), ("dense", 2, {"input": "p"}),
+        ("concat", -1, ["dense1", "q"]), ("gelu",), ("split", 1, [2, 1], ["r", "s"]),
+        ("mul", ["r", "s"]), ("flatten",), ("dense", 5)],
      (7,), 8, 0.0),
     ("rank-3 and rank-4 dense (the last axis)", [("dense", 6), ("gelu",), ("reshape", [3, 2, 6]), ("dense", 5),
                                                   ("flatten",), ("dense", 4)], (6, 7), 8, 0.0),
@@ -98,6 +105,8 @@ def yaml_layers(layers):
             item = "permute: {axes: %s}" % flow_list(layer[1])
         elif op == "slice":
             item = "slice: {axis: %d, start: %d, end: %d}" % layer[1:4]
+        elif op == "split":
+            item = "split: {axis: %d, sizes: %s, names: [%s]}" % (layer[1], flow_list(layer[2]), ", ".join(layer[3]))
         elif op in ("add", "mul"):
             item, extra = "%s: {}" % op, ", input: [%s]" % ", ".join(layer[1])
         elif op == "concat":
@@ -167,6 +176,15 @@ def torch_model(layers, in_shape):
             fn = (lambda a, s, e: lambda t: t.narrow(a, s, e - s))(axis, layer[2], layer[3])
             shape = list(shape)
             shape[axis - 1] = layer[3] - layer[2]
+        elif op == "split":  # torch.split's parts, one named value each; the next layer reads the last
+            axis, sizes, names = layer[1] % (len(shape) + 1), list(layer[2]), layer[3]
+            for p, part in enumerate(names):
+                fn = (lambda a, sz, i: lambda t: torch.split(t, sz, dim=a)[i])(axis, sizes, p)
+                steps.append((part, inputs, fn))
+                shapes[part] = list(shape)
+                shapes[part][axis - 1] = sizes[p]
+            cur = names[-1]
+            continue
         elif op in ("add", "mul"):
             inputs = list(layer[1])
             fn = (lambda t0, *ts: functools.reduce(lambda u, v: u + v, ts, t0)) if op == "add" else \

@@ -1,7 +1,7 @@
 /* test_build.c — the model language (DESIGN 1.4) as the builder reads it:
  * layer names, `input:` references, add/concat joins, blocks with args,
- * `$arg` substitution and repeat; and each structural error at its
- * file:line:col (unknown name, add shape mismatch naming both shapes, a
+ * `$arg` substitution and repeat, split into named parts; and each
+ * structural error at its file:line:col (unknown name, add shape mismatch naming both shapes, a
  * cycle, unused and unknown arguments). */
 #include <stdlib.h>
 #include <string.h>
@@ -124,6 +124,57 @@ static void test_errors(void) {
                  NULL, (const char *[]){"duplicate layer name 'a'", NULL});
 }
 
+/* split (graph/split.h): named parts, each a slice layer; default names;
+ * the next layer reads the last part; the gradient of every part reaches
+ * the input through one sum; and its errors, each at its key. */
+static void test_split(void) {
+    gr_graph g;
+    gr_error err = {0};
+    int64_t in[1] = {6};
+    gr_status st = build("[{dense: {units: 12}}, {split: {axis: -1, sizes: [2, 4, 6], names: [q, k, v]}}, "
+                         "{dense: {units: 2}, name: after}, {split: {axis: 1, parts: 2}, input: k}, "
+                         "{concat: {axis: -1}, input: [q, split1_0, split1_1, after]}, {dense: {units: 3}}]",
+                         NULL, in, 1, &g, &err);
+    CHECK_MSG(st == GR_OK, "%s", err.msg);
+    if (st) return;
+    const char *names[] = {"q", "k", "v", "split1_0", "split1_1"};
+    const int64_t width[] = {2, 4, 6, 2, 2}, start[] = {0, 2, 6, 0, 2};
+    for (size_t i = 0; i < GR_ARRAY_LEN(names); i++) {
+        const int l = layer(&g, names[i]);
+        CHECK_MSG(l >= 0, "no layer %s", names[i]);
+        if (l < 0) continue;
+        const gr_node *nd = &g.nodes[g.layers[l].node];
+        CHECK_MSG(nd->op == GR_OP_SLICE && nd->attrs.axis == 1 && nd->attrs.start == start[i] &&
+                  g.tensors[nd->out[0]].shape[1] == width[i], "%s", names[i]);
+    }
+    /* `after` reads the last part, v */
+    const int after = layer(&g, "after"), v = layer(&g, "v");
+    CHECK(after >= 0 && v >= 0 && g.nodes[g.layers[after].node].in[0] == g.nodes[g.layers[v].node].out[0]);
+    /* dense0's output is read by three parts: their gradients are summed once */
+    gr_autodiff(&g, false);
+    const int d0 = g.nodes[g.layers[layer(&g, "dense0")].node].out[0];
+    CHECK(g.ad_readers[d0] == 3);
+    gr_graph_free(&g);
+
+    expect_error("sizes that do not sum to the axis", "[{dense: {units: 12}}, {split: {axis: -1, sizes: [2, 4]}}, "
+                 "{dense: {units: 2}}]", NULL,
+                 (const char *[]){"m.yaml:3:", "model.layers[1].split.sizes", "the sizes sum to 6, but the axis has 12", NULL});
+    expect_error("parts that do not divide", "[{dense: {units: 12}}, {split: {axis: 1, parts: 5}}, {dense: {units: 2}}]",
+                 NULL, (const char *[]){"model.layers[1].split.parts", "5 parts do not divide the axis's 12", NULL});
+    expect_error("names, one per part", "[{dense: {units: 12}}, {split: {axis: 1, parts: 3, names: [a, b]}}, "
+                 "{dense: {units: 2}}]", NULL, (const char *[]){"split.names", "a list of 3 names, one per part", NULL});
+    expect_error("a split on the batch axis", "[{dense: {units: 12}}, {split: {axis: 0, parts: 2}}, {dense: {units: 2}}]",
+                 NULL, (const char *[]){"split.axis", "the batch axis", NULL});
+    expect_error("split with name:", "[{dense: {units: 12}}, {split: {axis: 1, parts: 2}, name: s}, {dense: {units: 2}}]",
+                 NULL, (const char *[]){"a split names its parts", NULL});
+    expect_error("sizes and parts", "[{dense: {units: 12}}, {split: {axis: 1, parts: 2, sizes: [6, 6]}}, "
+                 "{dense: {units: 2}}]", NULL, (const char *[]){"give sizes ([64, 64]) or parts (2), one of them", NULL});
+    expect_error("a part named like a layer", "[{dense: {units: 12}, name: a}, {split: {axis: 1, parts: 2, names: [a, b]}}, "
+                 "{dense: {units: 2}}]", NULL, (const char *[]){"duplicate layer name 'a'", NULL});
+    expect_error("a misspelt split", "[{dense: {units: 12}}, {splt: {axis: 1, parts: 2}}, {dense: {units: 2}}]", NULL,
+                 (const char *[]){"unknown op 'splt' (did you mean 'split'?)", NULL});
+}
+
 /* Nested repeats are refused before anything is expanded, at the item
  * whose expansion passes 100,000 layers (a hostile spec once asked for 10^8 layers built for
  * minutes). */
@@ -214,6 +265,7 @@ static void test_no_params(void) {
 int main(void) {
     test_names();
     test_errors();
+    test_split();
     test_expansion_cap();
     test_large_model();
     test_no_params();
