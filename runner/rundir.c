@@ -148,8 +148,17 @@ gr_status gr_rundir_open_append(const char *path, FILE **out, gr_error *err) {
     *out = NULL;
     gr_status st = gr_check_regular(path, "a run directory's file", GR_ERR_CKPT, err);
     if (st) return st;
-    FILE *f = fopen(path, "a");
-    if (!f) return gr_error_set(err, GR_ERR_CKPT, "%s: cannot write: %s", path, strerror(errno));
+    /* never through a symbolic link (a planted metrics.jsonl -> ~/.profile would be appended to) */
+    const int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0 && errno == ELOOP)
+        return gr_error_set(err, GR_ERR_CKPT, "%s: a run directory's file is a symbolic link; gpurun does not "
+                            "write through one (remove it)", path);
+    FILE *f = fd >= 0 ? fdopen(fd, "a") : NULL;
+    if (!f) {
+        const int e = errno;
+        if (fd >= 0) close(fd);
+        return gr_error_set(err, GR_ERR_CKPT, "%s: cannot write: %s", path, strerror(e));
+    }
     *out = f;
     return GR_OK;
 }

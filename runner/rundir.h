@@ -54,7 +54,8 @@ void gr_rundir_undo_made(void);
 void gr_rundir_lock_release(gr_rundir_lock *l, bool undo);
 
 /* A metrics sink of the run directory (metrics.jsonl): must be a regular
- * file when it exists (a symlink to /dev/full, a FIFO: exit 6), opened for
+ * file when it exists (a symlink to /dev/full, a FIFO: exit 6), and not a
+ * symbolic link to one (exit 6: nothing is written through it), opened for
  * append. */
 gr_status gr_rundir_open_append(const char *path, FILE **out, gr_error *err);
 

@@ -80,6 +80,19 @@ static void test_storage_errors(void) {
     CHECK(gr_rundir_open_append(link, &f, &e) == GR_ERR_CKPT && f == NULL);
     CHECK_STR_CONTAINS(e.msg, "not a regular file");
     unlink(link);
+    /* ... and as a symlink to a regular file: refused, the file untouched */
+    char target[600];
+    snprintf(target, sizeof target, "%s/rundir_target.txt", tmp);
+    FILE *t = fopen(target, "w");
+    CHECK(t != NULL);
+    if (t) fclose(t);
+    CHECK(symlink(target, link) == 0);
+    CHECK(gr_rundir_open_append(link, &f, &e) == GR_ERR_CKPT && f == NULL);
+    CHECK_STR_CONTAINS(e.msg, "is a symbolic link; gpurun does not write through one");
+    struct stat tsb;
+    CHECK(stat(target, &tsb) == 0 && tsb.st_size == 0);
+    unlink(link);
+    unlink(target);
     /* a write that fails (ENOSPC) is exit 6 naming the file */
     f = fopen("/dev/full", "w");
     CHECK(f != NULL);
