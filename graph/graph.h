@@ -80,6 +80,8 @@ typedef struct gr_tensor {
     int layer;               /* PARAM/STATE: index of the layer that owns it; -1 */
     char pname[32];          /* PARAM/STATE: PyTorch tensor name ("weight", "bias") */
     gr_init init;            /* PARAM/STATE: how gr_graph_init_params fills it */
+    bool keep_fp32;          /* a batched activation mixed precision leaves fp32 (attention's saved
+                                log-sum-exp: statistics a half type would round) */
 } gr_tensor;
 
 /* A list of up to GR_MAX_DIMS integers (an attribute like `shape: [3, -1]`). */
@@ -121,6 +123,8 @@ typedef struct gr_attrs {
     bool weight_t;           /* dense and its backward nodes: the weight tensor is stored [in, units], the
                                 transpose of nn.Linear's (a transposed tied use): y = x W + b, dx = dy W^T,
                                 dW += x^T dy; false: W [units, in] as usual */
+    int64_t heads;           /* attention: heads (required), each of C / heads columns */
+    bool causal;             /* attention: position t attends to positions <= t only (true) */
 } gr_attrs;
 
 typedef struct gr_node {
@@ -330,10 +334,11 @@ void gr_graph_recompute(gr_graph *g);
 /* The precision policy (graph/precision.c), run once after gr_autodiff:
  * under fp16/bf16, every activation and activation gradient a node writes
  * is stored in that type, except the outputs of GR_OPF_FP32_OUT ops (the
- * loss's probabilities and sums) and unbatched ones (batchnorm's saved
- * statistics); a view has its storage root's type. The input batch,
- * labels, masks, indices, parameters, gradients and optimizer state stay
- * as built (fp32 master weights). fp32/tf32 change nothing. Kernels that
+ * loss's probabilities and sums), unbatched ones (batchnorm's saved
+ * statistics) and those marked keep_fp32 (attention's log-sum-exp); a view
+ * has its storage root's type. The input batch, labels, masks, indices,
+ * parameters, gradients and optimizer state stay as built (fp32 master
+ * weights). fp32/tf32 change nothing. Kernels that
  * compute in fp32 accumulate in fp32 whatever the storage. */
 void gr_graph_set_precision(gr_graph *g, gr_precision p);
 /* The layout pass (graph/layout.c), after gr_graph_set_precision: stores

@@ -35,6 +35,10 @@ enum {
     GR_CAP_NHWC_ANY = 1u << 4,  /* each 4-D activation in either layout (the convolutions convert) */
 };
 
+/* attention (graph/op_attn.c): the most columns a head may have; its
+ * kernels hold one head's row in registers and fixed tiles. */
+#define GR_ATTN_MAX_HEAD 256
+
 typedef enum gr_op {
 #define X(E, name, flags, bwd, cpu, cuda) GR_OP_##E,
 #include "ops.def"

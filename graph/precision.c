@@ -29,7 +29,8 @@ void gr_graph_set_precision(gr_graph *g, gr_precision p) {
         if (gr_op_flags(nd->op) & (GR_OPF_FP32_OUT | GR_OPF_VIEW)) continue;
         for (int k = 0; k < nd->nout; k++) {
             gr_tensor *t = &g->tensors[nd->out[k]];
-            if (t->kind == GR_TK_ACT && t->elem == GR_F32 && t->batched && t->alias_of < 0) t->elem = half;
+            if (t->kind == GR_TK_ACT && t->elem == GR_F32 && t->batched && t->alias_of < 0 && !t->keep_fp32)
+                t->elem = half;
         }
     }
     /* views (flatten, add_bwd's pass-through) share their root's bytes */

@@ -173,12 +173,16 @@ static void test_ops(void) {
     CHECK(op_read(GR_OP_MUL, "", &a, &err) == GR_OK);
     CHECK(op_read(GR_OP_DROPOUT, "{rate: 0.25}", &a, &err) == GR_OK && a.rate == 0.25);
     CHECK(op_read(GR_OP_RELU, "", &a, &err) == GR_OK);
+    CHECK(op_read(GR_OP_ATTENTION, "{heads: 4}", &a, &err) == GR_OK && a.heads == 4 && a.causal);
+    CHECK(op_read(GR_OP_ATTENTION, "{heads: 1, causal: false}", &a, &err) == GR_OK && !a.causal);
+    CHECK(op_read(GR_OP_ATTENTION, "{heads: 0}", &a, &err) == GR_ERR_USAGE && strstr(err.msg, "k.heads"));
     op_unknown(GR_OP_DENSE, "{unitz: 1}", "dense takes units, bias, tied, transpose");
     op_unknown(GR_OP_CONV, "{x: 1}", "conv takes filters, kernel, stride, padding, groups, bias");
     op_unknown(GR_OP_MAXPOOL, "{x: 1}", "maxpool takes kernel, stride, padding");
     op_unknown(GR_OP_AVGPOOL, "{x: 1}", "avgpool takes kernel, stride, padding, count_include_pad");
     op_unknown(GR_OP_BATCHNORM, "{x: 1}", "batchnorm takes momentum, eps");
     op_unknown(GR_OP_DROPOUT, "{x: 1}", "dropout takes rate");
+    op_unknown(GR_OP_ATTENTION, "{head: 1}", "attention takes heads, causal");
     op_unknown(GR_OP_CONCAT, "{x: 1}", "concat takes axis");
     op_unknown(GR_OP_RESHAPE, "{x: 1}", "reshape takes shape");
     op_unknown(GR_OP_PERMUTE, "{dims: [0, 1]}", "permute takes axes");

@@ -80,6 +80,11 @@ static const ops_case cases[] = {
     {"gelu", "[{dense: {units: 12}}, gelu, {dense: {units: 4}}]", 1, {9}, 0.1, NULL},
     {"mlp chain", "[{dense: {units: 24}}, gelu, {dense: {units: 16}}, tanh, {dense: {units: 12}}, sigmoid, "
      "{dense: {units: 6}}]", 1, {33}, 0.1, NULL},
+    /* attention: causal, and not, over more positions than a CPU tile */
+    {"attention causal", "[{dense: {units: 24}}, {attention: {heads: 2}}, flatten, {dense: {units: 4}}]", 2, {6, 5},
+     0.1, NULL},
+    {"attention 70 positions, not causal", "[{dense: {units: 12}}, {attention: {heads: 1, causal: false}}, "
+     "flatten, {dense: {units: 3}}]", 2, {70, 3}, 0.0, NULL},
     /* dropout: the masks must be the same bits on both backends */
     {"dropout after dense", "[{dense: {units: 32}}, {dropout: {rate: 0.3}}, relu, {dense: {units: 4}}]", 1, {10},
      0.0, NULL},

@@ -1,0 +1,171 @@
+/* test_op_attn.c — attention (graph/op_attn.c):
+ *   - finite-difference gradchecks through the real pipeline on the backend
+ *     named on the command line (gradcheck.h: `cpu` or `cuda`): causal and
+ *     not, one head and several, T = 1, T past one query tile (32) and past
+ *     one key tile (64), heads of 1 and of 5 columns;
+ *   - the CUDA kernels' bodies (kernels/body_attn.h) on the CPU against the
+ *     blocked CPU kernel, forward and backward, within 1e-5 (their sums are
+ *     grouped differently), including a head of GR_ATTN_MAX_HEAD columns;
+ *   - causality: rewriting the rows after position t (even with NaN) leaves
+ *     the rows up to t bit for bit, forward and dq;
+ *   - the shape errors at the layer. With `cpu` only, but the gradchecks. */
+#include "body_check.h"
+#include "gradcheck.h"
+#include "op_step.h"
+
+#include "kernels/body_attn.h"
+
+static void test_gradchecks(void) {
+    static const gr_gc_case cases[] = {
+        {"attention causal 2 heads", "[{attention: {heads: 2}}, flatten, {dense: {units: 3}}]", 2, {5, 12}, 0, 0, NULL},
+        {"attention T=1", "[{attention: {heads: 1}}, flatten, {dense: {units: 3}}]", 2, {1, 9}, 0, 0, NULL},
+        {"attention 1 head", "[{attention: {heads: 1}}, flatten, {dense: {units: 2}}]", 2, {6, 15}, 0, 0, NULL},
+        {"attention not causal", "[{attention: {heads: 3, causal: false}}, flatten, {dense: {units: 2}}]", 2, {4, 9},
+         0, 0, NULL},
+        /* T = 37: a second, partial query tile */
+        {"attention T=37", "[{dense: {units: 6}}, {attention: {heads: 2}}, flatten, {dense: {units: 2}}]", 2, {37, 2},
+         0, 0, NULL},
+        /* T = 70: past one key tile; heads 3 of 1 column */
+        {"attention T=70", "[{dense: {units: 9}}, {attention: {heads: 3}}, flatten, {dense: {units: 2}}]", 2, {70, 1},
+         0, 0, NULL},
+    };
+    for (size_t i = 0; i < GR_ARRAY_LEN(cases); i++) gr_gc_run(&cases[i]);
+}
+
+typedef struct attn_run {
+    gr_attn_geo g;
+    int64_t n, nq, ny, nr; /* samples; elements of qkv, y, lse */
+} attn_run;
+
+static attn_run attn_run_of(int64_t n, int64_t t, int64_t c, int64_t heads, bool causal) {
+    attn_run r;
+    r.g = gr_attn_geo_of(t, 3 * c, heads, causal);
+    r.n = n;
+    r.nq = n * t * 3 * c;
+    r.ny = n * t * c;
+    r.nr = n * heads * t;
+    return r;
+}
+
+static void attn_cpu_fwd(const attn_run *r, const float *qkv, float *y, float *lse) {
+    int64_t xs[3] = {r->n, r->g.t, 3 * r->g.c}, ys[3] = {r->n, r->g.t, r->g.c}, ls[3] = {r->n, r->g.heads, r->g.t};
+    kt k;
+    kt_init(&k, GR_OP_ATTENTION, 1, 2, r->n);
+    kt_tensor(&k.tin[0], GR_F32, 3, xs);
+    kt_tensor(&k.tout[0], GR_F32, 3, ys);
+    kt_tensor(&k.tout[1], GR_F32, 3, ls);
+    k.node.attrs.heads = r->g.heads;
+    k.node.attrs.causal = r->g.causal;
+    k.a.in[0] = (void *)qkv;
+    k.a.out[0] = y;
+    k.a.out[1] = lse;
+    gr_cpu_attention(&k.a);
+}
+
+static void attn_cpu_bwd(const attn_run *r, const float *dy, const float *qkv, const float *y, const float *lse,
+                         float *dqkv, float *delta) {
+    int64_t xs[3] = {r->n, r->g.t, 3 * r->g.c}, ys[3] = {r->n, r->g.t, r->g.c}, ls[3] = {r->n, r->g.heads, r->g.t};
+    kt k;
+    kt_init(&k, GR_OP_ATTENTION_BWD, 4, 2, r->n);
+    kt_tensor(&k.tin[0], GR_F32, 3, ys);
+    kt_tensor(&k.tin[1], GR_F32, 3, xs);
+    kt_tensor(&k.tin[2], GR_F32, 3, ys);
+    kt_tensor(&k.tin[3], GR_F32, 3, ls);
+    kt_tensor(&k.tout[0], GR_F32, 3, xs);
+    kt_tensor(&k.tout[1], GR_F32, 3, ls);
+    k.node.attrs.heads = r->g.heads;
+    k.node.attrs.causal = r->g.causal;
+    k.a.in[0] = (void *)dy;
+    k.a.in[1] = (void *)qkv;
+    k.a.in[2] = (void *)y;
+    k.a.in[3] = (void *)lse;
+    k.a.out[0] = dqkv;
+    k.a.out[1] = delta;
+    gr_cpu_attention_bwd(&k.a);
+}
+
+/* The bodies, one row at a time as the CUDA kernels run them, against the
+ * CPU kernel. */
+static void test_bodies(int64_t n, int64_t t, int64_t c, int64_t heads, bool causal) {
+    const attn_run r = attn_run_of(n, t, c, heads, causal);
+    float *qkv = t_rand(r.nq, -2.0f, 2.0f), *dy = t_rand(r.ny, -1.0f, 1.0f);
+    float *y = t_alloc(r.ny), *lse = t_alloc(r.nr), *yb = t_alloc(r.ny), *lseb = t_alloc(r.nr);
+    float *dqkv = t_rand(r.nq, 5, 6), *delta = t_alloc(r.nr), *dqkvb = t_rand(r.nq, 7, 8), *deltab = t_alloc(r.nr);
+    attn_cpu_fwd(&r, qkv, y, lse);
+    attn_cpu_bwd(&r, dy, qkv, y, lse, dqkv, delta);
+    for (int64_t b = 0; b < n; b++)
+        for (int64_t h = 0; h < heads; h++)
+            for (int64_t i = 0; i < t; i++) gr_body_attn_row(qkv, yb, lseb, &r.g, b, h, i);
+    for (int64_t b = 0; b < n; b++)
+        for (int64_t h = 0; h < heads; h++)
+            for (int64_t i = 0; i < t; i++) gr_body_attn_bwd_q(dy, qkv, y, lse, deltab, dqkvb, &r.g, b, h, i);
+    for (int64_t b = 0; b < n; b++)
+        for (int64_t h = 0; h < heads; h++)
+            for (int64_t j = 0; j < t; j++) gr_body_attn_bwd_kv(dy, qkv, lse, deltab, dqkvb, &r.g, b, h, j);
+    char what[96];
+    snprintf(what, sizeof what, "attention n%lld T%lld C%lld h%lld causal %d: y", (long long)n, (long long)t,
+             (long long)c, (long long)heads, causal);
+    CHECK_CLOSE_ARR(what, yb, y, r.ny, 1e-5);
+    CHECK_CLOSE_ARR("lse", lseb, lse, r.nr, 1e-5);
+    CHECK_CLOSE_ARR("delta", deltab, delta, r.nr, 1e-5);
+    CHECK_CLOSE_ARR("dqkv", dqkvb, dqkv, r.nq, 1e-5);
+    free(qkv); free(dy); free(y); free(lse); free(yb); free(lseb); free(dqkv); free(delta); free(dqkvb); free(deltab);
+}
+
+/* Rows after position p rewritten (NaN in some) leave y, lse and dq of the
+ * rows up to p unchanged, bit for bit. */
+static void test_causality(int64_t t, int64_t c, int64_t heads, int64_t p) {
+    const attn_run r = attn_run_of(2, t, c, heads, true);
+    float *qkv = t_rand(r.nq, -2.0f, 2.0f), *dy = t_rand(r.ny, -1.0f, 1.0f);
+    float *y = t_alloc(r.ny), *lse = t_alloc(r.nr), *dqkv = t_alloc(r.nq), *delta = t_alloc(r.nr);
+    attn_cpu_fwd(&r, qkv, y, lse);
+    attn_cpu_bwd(&r, dy, qkv, y, lse, dqkv, delta);
+    float *qkv2 = t_copy(qkv, r.nq), *dy2 = t_copy(dy, r.ny);
+    float *y2 = t_alloc(r.ny), *lse2 = t_alloc(r.nr), *dqkv2 = t_alloc(r.nq), *delta2 = t_alloc(r.nr);
+    for (int64_t b = 0; b < 2; b++)
+        for (int64_t i = p + 1; i < t; i++)
+            for (int64_t e = 0; e < 3 * c; e++) qkv2[(b * t + i) * 3 * c + e] = e % 7 == 0 ? NAN : 9.0f - (float)e;
+    attn_cpu_fwd(&r, qkv2, y2, lse2);
+    attn_cpu_bwd(&r, dy2, qkv2, y2, lse2, dqkv2, delta2);
+    int bad = 0;
+    for (int64_t b = 0; b < 2; b++)
+        for (int64_t i = 0; i <= p; i++) {
+            bad += memcmp(y + (b * t + i) * c, y2 + (b * t + i) * c, (size_t)c * sizeof(float)) != 0;
+            bad += memcmp(dqkv + (b * t + i) * 3 * c, dqkv2 + (b * t + i) * 3 * c, (size_t)c * sizeof(float)) != 0;
+            for (int64_t h = 0; h < heads; h++) bad += lse[(b * heads + h) * t + i] != lse2[(b * heads + h) * t + i];
+        }
+    CHECK_MSG(bad == 0, "attention T%lld: rows after %lld changed %d rows up to it", (long long)t, (long long)p, bad);
+    /* and the change did reach the later rows */
+    CHECK(memcmp(y + (p + 1) * c, y2 + (p + 1) * c, (size_t)c * sizeof(float)) != 0);
+    free(qkv); free(dy); free(y); free(lse); free(dqkv); free(delta);
+    free(qkv2); free(dy2); free(y2); free(lse2); free(dqkv2); free(delta2);
+}
+
+static void test_errors(void) {
+    const int64_t s3[2] = {4, 12}, s1[1] = {12}, s4[2] = {4, 10};
+    gr_bnt_expect_error("[{attention: {heads: 2}}]", s1, 1, 2, "attention needs a float input [batch, T, 3*C]");
+    gr_bnt_expect_error("[{attention: {heads: 3}}]", s3, 2, 2, "must be 3 * C with C divisible by heads (3)");
+    gr_bnt_expect_error("[{attention: {heads: 1}}]", s4, 2, 2, "must be 3 * C");
+    gr_bnt_expect_error_at("[attention]", s3, 2, 2, "attention needs attributes, e.g. {heads: 12}", false);
+    gr_bnt_expect_error("[{attention: {heads: 0}}]", s3, 2, 2, "heads");
+    const int64_t big[2] = {2, 3 * 514};
+    gr_bnt_expect_error("[{attention: {heads: 2}}]", big, 2, 2, "a head of 257 columns (C 514 / heads 2); at most 256");
+}
+
+int main(int argc, char **argv) {
+    int rc = gr_gc_args(argc, argv);
+    if (rc) return rc;
+    test_gradchecks();
+    if (!gr_gc_on_cpu()) return gr_test_report();
+    test_bodies(2, 5, 8, 2, true);
+    test_bodies(1, 1, 4, 1, true);
+    test_bodies(3, 37, 12, 3, true);
+    test_bodies(2, 100, 128, 2, true);
+    test_bodies(2, 70, 20, 4, false);
+    test_bodies(1, 33, GR_ATTN_MAX_HEAD, 1, true);
+    test_causality(50, 16, 2, 20);
+    test_causality(100, 8, 1, 63);
+    test_causality(9, 6, 3, 0);
+    test_errors();
+    return gr_test_report();
+}
