@@ -125,6 +125,7 @@ const gr_spec_row gr_spec_rows[] = {
     SECTION("train.loss", 0),
     ENUMSTR("train.loss.type", "softmax_cross_entropy|mse|bce_with_logits", "softmax_cross_entropy", train.loss),
     FLOAT("train.loss.label_smoothing", GR_SF_HIX, 0, 1, "0", NULL, train.label_smoothing),
+    INT("train.loss.classes", 0, 1, 1 << 24, NULL, train.loss_classes),
     TREE("train.metrics", GR_SF_LIST, train.metrics),
     FLOAT("train.grad_clip", 0, 0, INFINITY, "0", NULL, train.grad_clip),
     ENUM("train.recompute", "none|blocks", "none", train.recompute_blocks),

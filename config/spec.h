@@ -131,6 +131,7 @@ typedef struct gr_job_spec {
         gr_sched_spec schedule;
         char loss[64];            /* softmax_cross_entropy */
         double label_smoothing;   /* [0, 1) */
+        int64_t loss_classes;     /* train.loss.classes: the first K logits are the classes (0: all) */
         const gr_cfg *metrics;    /* SEQ or NULL (absent: the loss's default); read by graph/head.c */
         double grad_clip;         /* 0 = off, >= 0 */
         int recompute_blocks;     /* train.recompute: 1 blocks (every top-level block use recomputed), 0 none */

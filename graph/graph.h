@@ -100,6 +100,10 @@ typedef struct gr_attrs {
     int64_t ignore_index;    /* softmax_cross_entropy, accuracy: a target of this value counts nowhere (-100,
                                 as PyTorch; a hand-built node must set it: 0 would ignore class 0) */
     int64_t top_k;           /* accuracy: correct when the target is among the k highest logits (1) */
+    int64_t classes;         /* softmax_cross_entropy, accuracy: the classes are the first `classes` columns of
+                                the last axis (train.loss.classes); the rest (a vocabulary padded to a round
+                                size) are no class: out of the softmax (probability 0), gradient 0, never
+                                ranked. 0: every column */
     int64_t filters;         /* conv: output channels */
     int64_t kernel[2];       /* conv, maxpool, avgpool */
     int64_t stride[2];       /* conv (1), maxpool/avgpool (kernel) */

@@ -128,7 +128,9 @@ static void gr_head_classifier(gr_graph *g, const gr_job_spec *spec) {
     int ln = gr_graph_add_node(g, GR_OP_SOFTMAX_CE, -1, ins, 2, outs, 2);
     g->nodes[ln].attrs.label_smoothing = spec->train.label_smoothing;
     g->nodes[ln].attrs.ignore_index = -100;
+    g->nodes[ln].attrs.classes = spec->train.loss_classes;
     g->nodes[ln].flops = 5 * g->n_classes;
+    if (spec->train.loss_classes) g->n_classes = spec->train.loss_classes;
 }
 
 /* Any loss on the output and the target, shapes checked by the op. */
@@ -137,13 +139,15 @@ static gr_status gr_head_loss(gr_graph *g, const gr_job_spec *spec, gr_op op, gr
     int ln = gr_graph_add_node(g, op, -1, ins, 2, NULL, 0);
     g->nodes[ln].attrs.label_smoothing = spec->train.label_smoothing;
     g->nodes[ln].attrs.ignore_index = -100;
+    g->nodes[ln].attrs.classes = spec->train.loss_classes;
     gr_status st = gr_op_impl_of(op)->infer(g, ln, NULL, "train.loss", err);
     if (st) return st;
     const gr_node *nd = &g->nodes[ln];
     g->loss_stats = nd->out[nd->nout - 1];
     g->loss_probs = op == GR_OP_SOFTMAX_CE ? nd->out[0] : -1;
     const gr_tensor *lt = &g->tensors[g->logits];
-    g->n_classes = op == GR_OP_SOFTMAX_CE ? lt->shape[lt->ndim - 1] : 0;
+    g->n_classes = op != GR_OP_SOFTMAX_CE ? 0 : spec->train.loss_classes ? spec->train.loss_classes
+                                                                          : lt->shape[lt->ndim - 1];
     return GR_OK;
 }
 
@@ -167,6 +171,14 @@ gr_status gr_graph_build_head(gr_graph *g, const gr_job_spec *spec, int out, gr_
                             "softmax_cross_entropy needs [batch, classes] (end with flatten + dense)", spec->file,
                             gr_shape_str(lt, buf, sizeof buf));
     }
+    if (spec->train.loss_classes) { /* a padded vocabulary: the first K logits are the classes */
+        if (op != GR_OP_SOFTMAX_CE)
+            return gr_spec_error(err, spec, "train.loss.classes", "only valid when train.loss.type is "
+                                 "softmax_cross_entropy (it is %s)", spec->train.loss);
+        if (spec->train.loss_classes > lt->shape[lt->ndim - 1])
+            return gr_spec_error(err, spec, "train.loss.classes", "%lld classes, but the last layer gives %lld "
+                                 "logits", (long long)spec->train.loss_classes, (long long)lt->shape[lt->ndim - 1]);
+    }
     g->logits = out;
     if (op == GR_OP_SOFTMAX_CE && labels) gr_head_classifier(g, spec);
     else if ((st = gr_head_loss(g, spec, op, err))) return st;
@@ -178,6 +190,7 @@ gr_status gr_graph_build_head(gr_graph *g, const gr_job_spec *spec, int out, gr_
     for (int i = 0; i < n; i++) {
         const int mn = gr_graph_add_node(g, items[i].op, -1, ins, 2, NULL, 0);
         g->nodes[mn].attrs = items[i].attrs;
+        g->nodes[mn].attrs.classes = spec->train.loss_classes; /* padding never ranks */
         if ((st = gr_op_impl_of(items[i].op)->infer(g, mn, &items[i].at, items[i].key, err))) return st;
         struct gr_metric *m = &g->metrics[i];
         snprintf(m->name, sizeof m->name, "%s", items[i].name);

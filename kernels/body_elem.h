@@ -199,12 +199,13 @@ GR_HD void gr_sce_targets(float eps, int64_t k, float *off, float *on) {
     *on = 1.0f - eps + *off;
 }
 
-/* dz[i] = (p[i] - target) * scale, element i of rows of k; 0 in a row whose
- * target is ignore (scale: gr_sce_token_scale) */
-GR_HD void gr_body_sce_bwd(const float *p, const int32_t *label, float *dz, int64_t k, float off, float on,
-                           float scale, int64_t ignore, int64_t i) {
+/* dz[i] = (p[i] - target) * scale, element i of rows of k whose first kc
+ * columns are the classes; 0 in a row whose target is ignore, and in the
+ * padding columns (scale: gr_sce_token_scale) */
+GR_HD void gr_body_sce_bwd(const float *p, const int32_t *label, float *dz, int64_t k, int64_t kc, float off,
+                           float on, float scale, int64_t ignore, int64_t i) {
     int64_t r = i / k, j = i - r * k;
-    dz[i] = gr_loss_ignored(label[r], ignore) ? 0.0f : (p[i] - (j == label[r] ? on : off)) * scale;
+    dz[i] = gr_loss_ignored(label[r], ignore) || j >= kc ? 0.0f : (p[i] - (j == label[r] ? on : off)) * scale;
 }
 
 #endif

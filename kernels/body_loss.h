@@ -31,11 +31,12 @@ GR_HD int64_t gr_loss_blocks(int64_t units) {
 
 /* What a forward reduction reads: the prediction x, the target (fp32 for
  * mse and bce, int32 classes for accuracy), and for accuracy the columns k
- * of a row, top_k and ignore_index. */
+ * of a row, top_k, ignore_index and the classes among the columns
+ * (gr_loss_classes: the first kc; the rest, padding, never rank). */
 typedef struct gr_loss_in {
     const float *x;
     const void *t;
-    int64_t k, top_k, ignore;
+    int64_t k, top_k, ignore, kc;
 } gr_loss_in;
 
 /* Adds unit u to (sum, count): op GR_OP_MSE or GR_OP_BCE_WITH_LOGITS:
@@ -48,7 +49,7 @@ GR_HD void gr_body_loss_unit(int op, const gr_loss_in *in, int64_t u, double *su
     case GR_OP_ACCURACY: {
         int32_t y = ((const int32_t *)in->t)[u];
         if (gr_loss_ignored(y, in->ignore)) break;
-        *sum += (double)gr_topk_hit(in->x + u * in->k, in->k, y, in->top_k);
+        *sum += (double)gr_topk_hit(in->x + u * in->k, in->kc, y, in->top_k);
         *count += 1.0;
         break;
     }

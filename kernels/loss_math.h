@@ -27,6 +27,9 @@ GR_HD double gr_sce_row_loss(double sum, double zsum, float zy_shifted, int64_t 
     return (1.0 - eps) * nll + eps * smooth;
 }
 
+/* The columns of a row of k that are classes (gr_attrs.classes; 0: all). */
+GR_HD int64_t gr_loss_classes(int64_t classes, int64_t k) { return classes > 0 && classes < k ? classes : k; }
+
 /* Whether a class target counts nowhere (the loss's and the metric's ignore_index). */
 GR_HD int gr_loss_ignored(int32_t y, int64_t ignore_index) { return (int64_t)y == ignore_index; }
 

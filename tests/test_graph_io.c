@@ -105,6 +105,27 @@ static void test_bce_and_tokens(void) {
         CHECK(count_op(&g, GR_OP_SOFTMAX_CE) == 1 && count_op(&g, GR_OP_ACCURACY) == 1 && g.n_classes == 7);
         gr_graph_free(&g);
     }
+    /* a padded vocabulary: 5 classes among 7 logits, for the loss and the metric */
+    st = build("  inputs: [x]\n  targets: [next]\n  layers: [{dense: {units: 7}}]", "softmax_cross_entropy, classes: 5",
+               &tio, &g, &err);
+    CHECK_MSG(st == GR_OK, "%s", err.msg);
+    if (!st) {
+        int seen = 0;
+        for (int i = 0; i < g.n_nodes; i++)
+            if (g.nodes[i].op == GR_OP_SOFTMAX_CE || g.nodes[i].op == GR_OP_ACCURACY)
+                seen += g.nodes[i].attrs.classes == 5;
+        CHECK(seen == 2 && g.n_classes == 5);
+        gr_graph_free(&g);
+    }
+    st = build("  inputs: [x]\n  targets: [next]\n  layers: [{dense: {units: 7}}]", "softmax_cross_entropy, classes: 8",
+               &tio, &g, &err);
+    CHECK(st == GR_ERR_USAGE);
+    CHECK_STR_CONTAINS(err.msg, "train.loss.classes: 8 classes, but the last layer gives 7 logits");
+    if (!st) gr_graph_free(&g);
+    st = build("  inputs: [x]\n  targets: [tags]\n  layers: [{dense: {units: 3}}]", "mse, classes: 2", &io, &g, &err);
+    CHECK(st == GR_ERR_USAGE);
+    CHECK_STR_CONTAINS(err.msg, "train.loss.classes: only valid when train.loss.type is softmax_cross_entropy");
+    if (!st) gr_graph_free(&g);
 }
 
 static void test_errors(void) {

@@ -18,25 +18,27 @@ void gr_cpu_softmax_cross_entropy(const gr_kargs *a) {
     const int32_t *label = a->in[1];
     float *p = a->out[0], *stats = a->out[1];
     int64_t k, n = gr_cpu_rows(a, &k), ignore = a->node->attrs.ignore_index;
+    const int64_t kc = gr_loss_classes(a->node->attrs.classes, k); /* the rest: padding, probability 0 */
     double eps = a->node->attrs.label_smoothing, loss = 0.0;
     int64_t count = 0;
     for (int64_t i = 0; i < n; i++) {
         const float *zi = z + i * k;
         float *pi = p + i * k;
         float zmax = zi[0];
-        for (int64_t j = 1; j < k; j++) /* NaN ranks above all (torch.argmax) and makes the row's loss NaN */
+        for (int64_t j = 1; j < kc; j++) /* NaN ranks above all (torch.argmax) and makes the row's loss NaN */
             if (gr_sce_above(zi[j], zmax)) zmax = zi[j];
         double sum = 0.0, zsum = 0.0;
-        for (int64_t j = 0; j < k; j++) {
+        for (int64_t j = 0; j < kc; j++) {
             pi[j] = expf(zi[j] - zmax);
             sum += pi[j];
             zsum += zi[j] - zmax;
         }
         float inv = (float)(1.0 / sum);
-        for (int64_t j = 0; j < k; j++) pi[j] *= inv;
+        for (int64_t j = 0; j < kc; j++) pi[j] *= inv;
+        for (int64_t j = kc; j < k; j++) pi[j] = 0.0f;
         int32_t y = label[i];
         if (gr_loss_ignored(y, ignore)) continue; /* its probabilities stay (predict reads them) */
-        loss += gr_sce_row_loss(sum, zsum, zi[y] - zmax, k, eps); /* the CUDA kernel's formula too */
+        loss += gr_sce_row_loss(sum, zsum, zi[y] - zmax, kc, eps); /* the CUDA kernel's formula too */
         count++;
     }
     stats[0] = (float)loss;
@@ -49,8 +51,9 @@ void gr_cpu_softmax_cross_entropy_bwd(const gr_kargs *a) {
     const int32_t *label = a->in[1];
     float *dz = a->out[0];
     int64_t k, n = gr_cpu_rows(a, &k), ignore = a->node->attrs.ignore_index;
+    const int64_t kc = gr_loss_classes(a->node->attrs.classes, k);
     float eps = (float)a->node->attrs.label_smoothing, scale = gr_sce_token_scale(a->ctx->grad_scale, a->n, stats[1]);
-    float off = eps / (float)k, on = 1.0f - eps + off;
+    float off = eps / (float)kc, on = 1.0f - eps + off;
     for (int64_t i = 0; i < n; i++) {
         const float *pi = p + i * k;
         float *di = dz + i * k;
@@ -58,7 +61,8 @@ void gr_cpu_softmax_cross_entropy_bwd(const gr_kargs *a) {
             for (int64_t j = 0; j < k; j++) di[j] = 0.0f;
             continue;
         }
-        for (int64_t j = 0; j < k; j++) di[j] = (pi[j] - off) * scale;
+        for (int64_t j = 0; j < kc; j++) di[j] = (pi[j] - off) * scale;
+        for (int64_t j = kc; j < k; j++) di[j] = 0.0f; /* padding: no class */
         di[label[i]] = (pi[label[i]] - on) * scale;
     }
 }
@@ -104,10 +108,11 @@ void gr_cpu_accuracy(const gr_kargs *a) {
     const int32_t *label = a->in[1];
     float *stats = a->out[0];
     int64_t k, n = gr_cpu_rows(a, &k), ignore = a->node->attrs.ignore_index, top = a->node->attrs.top_k;
+    const int64_t kc = gr_loss_classes(a->node->attrs.classes, k);
     int64_t correct = 0, count = 0;
     for (int64_t i = 0; i < n; i++) {
         if (gr_loss_ignored(label[i], ignore)) continue;
-        correct += gr_topk_hit(z + i * k, k, label[i], top);
+        correct += gr_topk_hit(z + i * k, kc, label[i], top);
         count++;
     }
     stats[0] = (float)correct;

@@ -34,16 +34,17 @@ void gr_cu_concat(cudaStream_t s, const gr_concat_in *in, float *y, int64_t n);
 void gr_cu_concat_bwd(cudaStream_t s, const float *dy, float *dx, int64_t n, int64_t in_row, int64_t row,
                       int64_t off);
 
-/* Softmax cross-entropy over n rows (tokens) of k logits: probabilities
- * into p, stats[0] = summed loss and stats[1] = count of the rows whose
- * label is not ignore, reduced in a fixed order through part (device
- * doubles, at least 2 * GR_SCE_MAX_BLOCKS). */
+/* Softmax cross-entropy over n rows (tokens) of k logits, the first kc of
+ * them classes (the rest, padding, get probability 0): probabilities into
+ * p, stats[0] = summed loss and stats[1] = count of the rows whose label is
+ * not ignore, reduced in a fixed order through part (device doubles, at
+ * least 2 * GR_SCE_MAX_BLOCKS). */
 void gr_cu_sce(cudaStream_t s, const float *z, const int32_t *label, float *p, float *stats, int64_t n,
-               int64_t k, double eps, int64_t ignore, double *part);
+               int64_t k, int64_t kc, double eps, int64_t ignore, double *part);
 /* dz = (p - smoothed one-hot) * ctx->grad_scale * samples / stats[1], read
- * on the device (gr_sce_token_scale); 0 in ignored rows */
+ * on the device (gr_sce_token_scale); 0 in ignored rows and padding columns */
 void gr_cu_sce_bwd(cudaStream_t s, const gr_dev_ctx *ctx, const float *p, const int32_t *label, const float *stats,
-                   float *dz, int64_t n, int64_t k, int64_t samples, float eps, int64_t ignore);
+                   float *dz, int64_t n, int64_t k, int64_t kc, int64_t samples, float eps, int64_t ignore);
 
 #ifdef __cplusplus
 }

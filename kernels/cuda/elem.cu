@@ -237,8 +237,9 @@ extern "C" void gr_cu_concat_bwd(cudaStream_t s, const float *dy, float *dx, int
 // losses in row order, each block its warps' in warp order; part[2b] and
 // part[2b+1] get block b's loss and count of rows not ignored, and
 // gr_sce_stats_kernel adds the blocks in order: the same stats every run.
+// kc: the classes of a row of k (the rest, padding, get probability 0)
 __global__ void gr_sce_rows_kernel(const float *z, const int32_t *label, float *p, int64_t n, int64_t k,
-                                   double eps, int64_t ignore, double *part) {
+                                   int64_t kc, double eps, int64_t ignore, double *part) {
     __shared__ double wloss[GR_SCE_WARPS], wcount[GR_SCE_WARPS];
     const int lane = threadIdx.x % GR_SCE_LANES, warp = threadIdx.x / GR_SCE_LANES;
     const int64_t W = (int64_t)gridDim.x * GR_SCE_WARPS;
@@ -248,24 +249,25 @@ __global__ void gr_sce_rows_kernel(const float *z, const int32_t *label, float *
         float *pr = p + r * k;
         float m;
         int64_t arg;
-        gr_body_sce_max_part(zr, k, lane, GR_SCE_LANES, &m, &arg);
+        gr_body_sce_max_part(zr, kc, lane, GR_SCE_LANES, &m, &arg);
         for (int o = GR_SCE_LANES / 2; o > 0; o >>= 1) {
             float m2 = __shfl_xor_sync(GR_FULL_MASK, m, o);
             long long a2 = __shfl_xor_sync(GR_FULL_MASK, (long long)arg, o);
             gr_sce_max_combine(&m, &arg, m2, (int64_t)a2);
         }
         double sum, zsum;
-        gr_body_sce_exp_part(zr, pr, k, m, lane, GR_SCE_LANES, &sum, &zsum);
+        gr_body_sce_exp_part(zr, pr, kc, m, lane, GR_SCE_LANES, &sum, &zsum);
         for (int o = GR_SCE_LANES / 2; o > 0; o >>= 1) {
             sum += __shfl_xor_sync(GR_FULL_MASK, sum, o);
             zsum += __shfl_xor_sync(GR_FULL_MASK, zsum, o);
         }
         const int32_t y = label[r];
         if (!gr_loss_ignored(y, ignore)) {
-            loss += gr_sce_row_loss(sum, zsum, zr[y] - m, k, eps);
+            loss += gr_sce_row_loss(sum, zsum, zr[y] - m, kc, eps);
             count += 1.0;
         }
-        gr_body_sce_scale_part(pr, k, gr_sce_inv(sum), lane, GR_SCE_LANES);
+        gr_body_sce_scale_part(pr, kc, gr_sce_inv(sum), lane, GR_SCE_LANES);
+        for (int64_t j = kc + lane; j < k; j += GR_SCE_LANES) pr[j] = 0.0f;
     }
     if (lane == 0) {
         wloss[warp] = loss;
@@ -289,17 +291,18 @@ __global__ void gr_sce_stats_kernel(const double *part, int64_t blocks, float *s
 
 // samples: the micro-batch's n, against which stats[1] (the forward's count) scales the gradient
 __global__ void gr_sce_bwd_kernel(const gr_dev_ctx *ctx, const float *p, const int32_t *label, const float *stats,
-                                  float *dz, int64_t nk, int64_t k, int64_t samples, float off, float on,
+                                  float *dz, int64_t nk, int64_t k, int64_t kc, int64_t samples, float off, float on,
                                   int64_t ignore) {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < nk)
-        gr_body_sce_bwd(p, label, dz, k, off, on, gr_sce_token_scale(ctx->grad_scale, samples, stats[1]), ignore, i);
+        gr_body_sce_bwd(p, label, dz, k, kc, off, on, gr_sce_token_scale(ctx->grad_scale, samples, stats[1]), ignore,
+                        i);
 }
 
 extern "C" void gr_cu_sce(cudaStream_t s, const float *z, const int32_t *label, float *p, float *stats,
-                          int64_t n, int64_t k, double eps, int64_t ignore, double *part) {
+                          int64_t n, int64_t k, int64_t kc, double eps, int64_t ignore, double *part) {
     int64_t blocks = gr_sce_blocks(n);
-    gr_sce_rows_kernel<<<(unsigned)blocks, GR_SCE_WARPS * GR_SCE_LANES, 0, s>>>(z, label, p, n, k, eps, ignore,
+    gr_sce_rows_kernel<<<(unsigned)blocks, GR_SCE_WARPS * GR_SCE_LANES, 0, s>>>(z, label, p, n, k, kc, eps, ignore,
                                                                                 part);
     GR_CU_LAUNCHED();
     gr_sce_stats_kernel<<<1, 1, 0, s>>>(part, blocks, stats);
@@ -307,13 +310,13 @@ extern "C" void gr_cu_sce(cudaStream_t s, const float *z, const int32_t *label, 
 }
 
 extern "C" void gr_cu_sce_bwd(cudaStream_t s, const gr_dev_ctx *ctx, const float *p, const int32_t *label,
-                              const float *stats, float *dz, int64_t n, int64_t k, int64_t samples, float eps,
-                              int64_t ignore) {
+                              const float *stats, float *dz, int64_t n, int64_t k, int64_t kc, int64_t samples,
+                              float eps, int64_t ignore) {
     int64_t nk = n * k;
     if (nk <= 0) return;
     float off, on;
-    gr_sce_targets(eps, k, &off, &on);
-    gr_sce_bwd_kernel<<<GR_CU_BLOCKS(nk), GR_CU_THREADS, 0, s>>>(ctx, p, label, stats, dz, nk, k, samples, off, on,
-                                                                 ignore);
+    gr_sce_targets(eps, kc, &off, &on);
+    gr_sce_bwd_kernel<<<GR_CU_BLOCKS(nk), GR_CU_THREADS, 0, s>>>(ctx, p, label, stats, dz, nk, k, kc, samples, off,
+                                                                 on, ignore);
     GR_CU_LAUNCHED();
 }

@@ -132,14 +132,15 @@ static int64_t gr_sce_rows(const gr_kargs *a, int64_t *k) {
 void gr_cuda_softmax_cross_entropy(const gr_kargs *a) {
     gr_cuda *cu = gr_cuda_of(a);
     int64_t k, rows = gr_sce_rows(a, &k);
-    gr_cu_sce(cu->stream, a->in[0], a->in[1], a->out[0], a->out[1], rows, k, a->node->attrs.label_smoothing,
-              a->node->attrs.ignore_index, cu->scratch);
+    gr_cu_sce(cu->stream, a->in[0], a->in[1], a->out[0], a->out[1], rows, k, gr_loss_classes(a->node->attrs.classes, k),
+              a->node->attrs.label_smoothing, a->node->attrs.ignore_index, cu->scratch);
 }
 
 /* in: probabilities, labels, the forward's stats (its count) */
 void gr_cuda_softmax_cross_entropy_bwd(const gr_kargs *a) {
     gr_cuda *cu = gr_cuda_of(a);
     int64_t k, rows = gr_sce_rows(a, &k);
-    gr_cu_sce_bwd(cu->stream, cu->dctx, a->in[0], a->in[1], a->in[2], a->out[0], rows, k, a->n,
-                  (float)a->node->attrs.label_smoothing, a->node->attrs.ignore_index);
+    gr_cu_sce_bwd(cu->stream, cu->dctx, a->in[0], a->in[1], a->in[2], a->out[0], rows, k,
+                  gr_loss_classes(a->node->attrs.classes, k), a->n, (float)a->node->attrs.label_smoothing,
+                  a->node->attrs.ignore_index);
 }

@@ -12,7 +12,8 @@ _Static_assert(2 * GR_LOSS_MAX_BLOCKS <= GR_SUMSQ_SCRATCH, "the loss partials mu
  * softmax cross-entropy's (op_elem.c). */
 static void gr_cuda_loss_sum(const gr_kargs *a, gr_op op, int64_t k, int64_t units) {
     gr_cuda *cu = gr_cuda_of(a);
-    gr_loss_in in = {a->in[0], a->in[1], k, a->node->attrs.top_k, a->node->attrs.ignore_index};
+    gr_loss_in in = {a->in[0], a->in[1], k, a->node->attrs.top_k, a->node->attrs.ignore_index,
+                     gr_loss_classes(a->node->attrs.classes, k)};
     gr_cu_loss_sum(cu->stream, (int)op, &in, units, a->out[0], cu->scratch);
 }
 

@@ -85,6 +85,11 @@ static void legacy_sce_bwd(const float *p, const int32_t *label, float *dz, int6
     }
 }
 
+/* The classes among a row's columns in test_sce, sim_sce and cpu_accuracy
+ * (gr_attrs.classes: the first t_classes; the rest are a padded
+ * vocabulary); 0: every column. */
+static int64_t t_classes;
+
 /* the CPU's accuracy kernel over rows of k (shape: the logits', ndim 2 or 3) */
 static void cpu_accuracy(const float *z, const int32_t *label, const int64_t *shape, int ndim, int64_t n,
                          int64_t top, int64_t ignore, float *stats) {
@@ -93,6 +98,7 @@ static void cpu_accuracy(const float *z, const int32_t *label, const int64_t *sh
     kt_tensor(&ka.tin[0], GR_F32, ndim, shape);
     ka.node.attrs.top_k = top;
     ka.node.attrs.ignore_index = ignore;
+    ka.node.attrs.classes = t_classes;
     ka.a.in[0] = (void *)z;
     ka.a.in[1] = (void *)label;
     ka.a.out[0] = stats;
@@ -173,7 +179,7 @@ static void test_sce_legacy(int64_t n, int64_t k, double eps, bool ties, float s
  * *hits: the rows (not ignored) whose argmax is their label. */
 static void sim_sce(const float *z, const int32_t *label, float *p, float *stats, int64_t n, int64_t k, double eps,
                     int64_t ignore, int *lanes_disagree, int64_t *hits) {
-    const int64_t blocks = gr_sce_blocks(n), W = blocks * GR_SCE_WARPS;
+    const int64_t blocks = gr_sce_blocks(n), W = blocks * GR_SCE_WARPS, kc = gr_loss_classes(t_classes, k);
     double part[2 * GR_SCE_MAX_BLOCKS];
     *hits = 0;
     for (int64_t b = 0; b < blocks; b++) {
@@ -185,14 +191,14 @@ static void sim_sce(const float *z, const int32_t *label, float *p, float *stats
                 float *pr = p + r * k;
                 float m[LANES], m0[LANES];
                 int64_t arg[LANES], a0[LANES];
-                for (int l = 0; l < LANES; l++) gr_body_sce_max_part(zr, k, l, LANES, &m[l], &arg[l]);
+                for (int l = 0; l < LANES; l++) gr_body_sce_max_part(zr, kc, l, LANES, &m[l], &arg[l]);
                 for (int o = LANES / 2; o > 0; o >>= 1) {
                     memcpy(m0, m, sizeof m);
                     memcpy(a0, arg, sizeof arg);
                     for (int l = 0; l < LANES; l++) gr_sce_max_combine(&m[l], &arg[l], m0[l ^ o], a0[l ^ o]);
                 }
                 double sum[LANES], zsum[LANES], s0[LANES], z0[LANES];
-                for (int l = 0; l < LANES; l++) gr_body_sce_exp_part(zr, pr, k, m[l], l, LANES, &sum[l], &zsum[l]);
+                for (int l = 0; l < LANES; l++) gr_body_sce_exp_part(zr, pr, kc, m[l], l, LANES, &sum[l], &zsum[l]);
                 for (int o = LANES / 2; o > 0; o >>= 1) {
                     memcpy(s0, sum, sizeof sum);
                     memcpy(z0, zsum, sizeof zsum);
@@ -205,11 +211,14 @@ static void sim_sce(const float *z, const int32_t *label, float *p, float *stats
                     *lanes_disagree += m[l] != m[0] || arg[l] != arg[0] || sum[l] != sum[0] || zsum[l] != zsum[0];
                 const int32_t y = label[r];
                 if (!gr_loss_ignored(y, ignore)) {
-                    loss += gr_sce_row_loss(sum[0], zsum[0], zr[y] - m[0], k, eps);
+                    loss += gr_sce_row_loss(sum[0], zsum[0], zr[y] - m[0], kc, eps);
                     count += 1.0;
                     *hits += arg[0] == y;
                 }
-                for (int l = 0; l < LANES; l++) gr_body_sce_scale_part(pr, k, gr_sce_inv(sum[l]), l, LANES);
+                for (int l = 0; l < LANES; l++) {
+                    gr_body_sce_scale_part(pr, kc, gr_sce_inv(sum[l]), l, LANES);
+                    for (int64_t j = kc + l; j < k; j += LANES) pr[j] = 0.0f;
+                }
             }
             wloss[w] = loss;
             wcount[w] = count;
@@ -237,12 +246,15 @@ static void test_sce(int64_t nb, int64_t n, int64_t T, int64_t k, double eps, bo
     if (ties)
         for (int64_t i = 0; i < cnt; i++) z[i] = roundf(z[i]);
     int32_t *label = gr_xmalloc((size_t)(rows > 0 ? rows : 1) * sizeof *label);
-    for (int64_t i = 0; i < rows; i++) label[i] = (int32_t)(gr_hash64(g_key, (uint64_t)i) % (uint64_t)k);
+    const int64_t kc = gr_loss_classes(t_classes, k);
+    for (int64_t i = 0; i < cnt; i++) /* padding logits above every class's: they must not count */
+        if (i % k >= kc) z[i] = 50.0f + (float)(i % 3);
+    for (int64_t i = 0; i < rows; i++) label[i] = (int32_t)(gr_hash64(g_key, (uint64_t)i) % (uint64_t)kc);
     g_key++;
     /* the labels of some rows are their (first) maximum, so some count as correct */
     for (int64_t i = 0; i < rows; i += 3) {
         int64_t a = 0;
-        for (int64_t j = 1; j < k; j++)
+        for (int64_t j = 1; j < kc; j++)
             if (z[i * k + j] > z[i * k + a]) a = j;
         label[i] = (int32_t)a;
     }
@@ -261,6 +273,7 @@ static void test_sce(int64_t nb, int64_t n, int64_t T, int64_t k, double eps, bo
     k1.node.layer = -1;
     k1.node.attrs.label_smoothing = eps;
     k1.node.attrs.ignore_index = ignore;
+    k1.node.attrs.classes = t_classes;
     k1.a.in[0] = z;
     k1.a.in[1] = label;
     k1.a.out[0] = p_cpu;
@@ -296,6 +309,7 @@ static void test_sce(int64_t nb, int64_t n, int64_t T, int64_t k, double eps, bo
     k2.node.layer = -1;
     k2.node.attrs.label_smoothing = eps;
     k2.node.attrs.ignore_index = ignore;
+    k2.node.attrs.classes = t_classes;
     k2.ctx.grad_scale = 1.0f / (float)(n + 7);
     k2.a.in[0] = p_cpu;
     k2.a.in[1] = label;
@@ -303,8 +317,8 @@ static void test_sce(int64_t nb, int64_t n, int64_t T, int64_t k, double eps, bo
     k2.a.out[0] = dz_cpu;
     gr_cpu_softmax_cross_entropy_bwd(&k2.a);
     float off, on, s = gr_sce_token_scale(k2.ctx.grad_scale, n, st_cpu[1]);
-    gr_sce_targets((float)eps, k, &off, &on);
-    for (int64_t i = 0; i < cnt; i++) gr_body_sce_bwd(p_cpu, label, dz_body, k, off, on, s, ignore, i);
+    gr_sce_targets((float)eps, kc, &off, &on);
+    for (int64_t i = 0; i < cnt; i++) gr_body_sce_bwd(p_cpu, label, dz_body, k, kc, off, on, s, ignore, i);
     e = max_rel(dz_body, dz_cpu, cnt, 1e-30, &at);
     CHECK_MSG(e <= TOL, "%s backward: rel. error %.3g at row %lld col %lld (body %.9g, cpu %.9g)", what, e,
               (long long)(at / k), (long long)(at % k), at >= 0 ? dz_body[at] : 0.0, at >= 0 ? dz_cpu[at] : 0.0);
@@ -316,6 +330,14 @@ static void test_sce(int64_t nb, int64_t n, int64_t T, int64_t k, double eps, bo
         CHECK_MSG(ig ? abs == 0.0 : fabs(sum) <= 1e-5 * (abs + 1e-30) + 1e-7, "%s backward row %lld (%s): sum %.3g",
                   what, (long long)r, ig ? "ignored" : "counted", sum);
     }
+    /* padding columns: probability 0 and no gradient, on both sides */
+    int64_t pad_bad = 0;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t j = kc; j < k; j++)
+            pad_bad += p_cpu[r * k + j] != 0.0f || p_body[r * k + j] != 0.0f || dz_cpu[r * k + j] != 0.0f ||
+                       dz_body[r * k + j] != 0.0f;
+    CHECK_MSG(pad_bad == 0, "%s: %lld padding values nonzero (classes %lld of %lld)", what, (long long)pad_bad,
+              (long long)kc, (long long)k);
     free(z); free(label); free(p_cpu); free(p_body); free(dz_cpu); free(dz_body);
 }
 
@@ -358,7 +380,7 @@ static void test_loss_elem(gr_op op, int64_t nb, int64_t n, int64_t per, float s
     k1.a.out[0] = st_cpu;
     if (op == GR_OP_MSE) gr_cpu_mse(&k1.a);
     else gr_cpu_bce_with_logits(&k1.a);
-    gr_loss_in in = {x, t, 1, 0, 0};
+    gr_loss_in in = {x, t, 1, 0, 0, 1};
     sim_loss_sum((int)op, &in, cnt, st_body);
     char what[96];
     snprintf(what, sizeof what, "%s n %lld per %lld", gr_op_name(op), (long long)n, (long long)per);
@@ -397,7 +419,7 @@ static void test_accuracy(int64_t n, int64_t T, int64_t k, int64_t top, float sp
     g_key++;
     float st_cpu[2], st_body[2];
     cpu_accuracy(z, label, shape, 3, n, top, -1, st_cpu);
-    gr_loss_in in = {z, label, k, top, -1};
+    gr_loss_in in = {z, label, k, top, -1, k};
     sim_loss_sum(GR_OP_ACCURACY, &in, rows, st_body);
     int64_t want = rows - rows / 4;
     CHECK_MSG(st_cpu[0] == st_body[0] && st_cpu[1] == st_body[1] && st_cpu[1] == (float)want,
@@ -521,6 +543,12 @@ int main(int argc, char **argv) {
         test_sce(8, 8, 16, 50, eps[e], false, 4.0f, -100, 3);
         test_sce(8, 6, 200, 7, eps[e], true, 2.0f, 2, 0);
         test_sce(4, 4, 33, 40, eps[e], false, 5.0f, -100, 1); /* every token ignored: [0, 0], no gradient */
+        /* a padded vocabulary: 37 classes of 48 columns, 1 of 64; padding logits the largest */
+        t_classes = 37;
+        test_sce(6, 5, 9, 48, eps[e], false, 3.0f, -100, 4);
+        t_classes = 1;
+        test_sce(3, 3, 4, 64, eps[e], false, 3.0f, -100, 0);
+        t_classes = 0;
     }
     const int64_t per[] = {1, 5, 31, 300};
     for (size_t i = 0; i < GR_ARRAY_LEN(per); i++) {
