@@ -664,6 +664,7 @@ static gr_status gr_graph_build_ex(const gr_job_spec *spec, const gr_graph_io *i
     /* micro_batch auto (0): planned at the whole batch until the runner picks one that fits */
     g->micro_batch = spec->train.micro_batch > 0 ? spec->train.micro_batch : spec->train.batch_size;
     g->seed = spec->seed;
+    g->decode_len = io->decode_len;
     gr_status st = GR_OK;
     gr_builder b = {.spec = spec, .g = g, .infer = infer, .recompute = -1};
     if (spec->model.blocks && spec->model.blocks->kind == GR_CFG_MAP && spec->model.blocks->n > 0) {

@@ -36,6 +36,8 @@ typedef enum gr_tensor_kind {
     GR_TK_LABEL,  /* the batch's labels (int32) */
     GR_TK_ACT,    /* activations, activation gradients, saved masks (reused by liveness) */
     GR_TK_STAT,   /* small per-step results read back by the runner ([loss sum, count], [correct, count]) */
+    GR_TK_CACHE,  /* a decoding graph's keys and values (attention): activation arena, alive for the whole
+                     pass and never shared, so each run finds what the earlier runs left there */
 } gr_tensor_kind;
 
 /* A tensor's storage type. Graphs are built in GR_F32/GR_I32/GR_U8; the
@@ -165,6 +167,12 @@ typedef struct gr_graph {
     } metrics[GR_MAX_METRICS];
     int n_metrics;           /* train.metrics (head.c) */
     int64_t micro_batch;
+    /* > 0: a decoding graph (`gpurun generate`): its inputs are one position
+     * of each sequence, each run the next one, at gr_exec_ctx.pos; attention
+     * keeps the keys and values of up to decode_len positions in a cache
+     * (GR_TK_CACHE), so no run recomputes the positions before it. 0: the
+     * graph of whole sequences that trains and evaluates. */
+    int64_t decode_len;
     /* Arena sizes in floats: every PARAM/STATE tensor starts at a multiple of
      * GR_PARAM_ALIGN floats (64 bytes), as cuDNN/cuBLAS tensor-core kernels
      * want their weight pointers aligned; the gaps hold zeros. */
@@ -304,6 +312,7 @@ typedef struct gr_graph_io {
     int n_inputs;
     gr_io_tensor in[GR_MAX_IO];
     gr_io_tensor target;
+    int64_t decode_len;      /* > 0: build a decoding graph of that many positions (gr_graph.decode_len) */
 } gr_graph_io;
 /* gr_graph_build with the inputs and target of io (model.inputs and
  * model.targets bound to the data's fields). The first input is also

@@ -23,7 +23,8 @@ static int gr_root(const gr_graph *g, int t) {
 }
 
 static bool gr_in_arena(const gr_tensor *t) {
-    return t->kind == GR_TK_ACT || t->kind == GR_TK_INPUT || t->kind == GR_TK_LABEL || t->kind == GR_TK_STAT;
+    return t->kind == GR_TK_ACT || t->kind == GR_TK_INPUT || t->kind == GR_TK_LABEL || t->kind == GR_TK_STAT ||
+           t->kind == GR_TK_CACHE;
 }
 
 size_t gr_model_bytes(const gr_graph *g, int optim_slots, size_t *params, size_t *grads, size_t *optim) {
@@ -62,9 +63,10 @@ static int gr_memplan_lifetimes(const gr_graph *g, int n_nodes, gr_live *lv) {
     for (int t = 0; t < nt; t++) {
         if (first[t] < 0 || g->tensors[t].alias_of >= 0) continue;
         gr_tensor_kind k = g->tensors[t].kind;
-        /* the batch, the stats read back after the pass, and the input's
-         * gradient (when asked for) live for the whole pass */
-        bool pinned = k == GR_TK_INPUT || k == GR_TK_LABEL || k == GR_TK_STAT || t == g->tensors[g->input].grad;
+        /* the batch, the stats read back after the pass, a decoding cache
+         * and the input's gradient (when asked for) live for the whole pass */
+        bool pinned = k == GR_TK_INPUT || k == GR_TK_LABEL || k == GR_TK_STAT || k == GR_TK_CACHE ||
+                      t == g->tensors[g->input].grad;
         lv[nl++] = (gr_live){t, pinned ? 0 : first[t], pinned ? n_nodes : last[t],
                              gr_align64(gr_tensor_bytes(&g->tensors[t]))};
     }

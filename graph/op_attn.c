@@ -14,7 +14,13 @@
  * recomputes the scores from qkv and lse, so no T x T matrix is kept for
  * it: in {dy, qkv, y, lse}, out {dqkv, delta [n, heads, T]}, delta being
  * each row's dy . y (the softmax gradient's correction), the kernels'
- * scratch. */
+ * scratch.
+ *
+ * In a decoding graph (gr_graph.decode_len > 0: `gpurun generate`) qkv is
+ * one position [n, 1, 3C], at gr_exec_ctx.pos, and the node has a third
+ * output, cache [n, decode_len, 2C] (GR_TK_CACHE): each run writes its
+ * position's k and v there (columns [0, C) and [C, 2C)) and attends to the
+ * positions up to it, which earlier runs wrote. No backward. */
 #include "graph.h"
 
 #include <stdio.h>
@@ -42,6 +48,10 @@ static gr_status gr_attn_infer(gr_graph *g, int node, const gr_cfg *at, const ch
     if (d > GR_ATTN_MAX_HEAD)
         return gr_cfg_error(err, at, key, "attention: a head of %lld columns (C %lld / heads %lld); at most %d",
                             (long long)d, (long long)c, (long long)heads, GR_ATTN_MAX_HEAD);
+    if (g->decode_len > 0 && (t != 1 || !nd->attrs.causal))
+        return gr_cfg_error(err, at, key, "attention: decoding one position at a time takes %s",
+                            nd->attrs.causal ? "inputs of one position" : "causal attention (causal: false sees "
+                            "the positions after each one, which are not there yet)");
     const char *lname = g->layers[nd->layer].name;
     int64_t yshape[3] = {x.shape[0], t, c}, lshape[3] = {x.shape[0], heads, t};
     int y = gr_graph_add_tensor(g, lname, GR_TK_ACT, GR_F32, 3, yshape, true);
@@ -53,16 +63,24 @@ static gr_status gr_attn_infer(gr_graph *g, int node, const gr_cfg *at, const ch
     nd->out[0] = y;
     nd->out[1] = lse;
     nd->nout = 2;
+    if (g->decode_len > 0) {
+        int64_t cshape[3] = {x.shape[0], g->decode_len, 2 * c};
+        snprintf(sname, sizeof sname, "%s.cache", lname);
+        int cache = gr_graph_add_tensor(g, sname, GR_TK_CACHE, GR_F32, 3, cshape, true);
+        nd = &g->nodes[node];
+        nd->out[2] = cache;
+        nd->nout = 3;
+    }
     /* q.k and p.v over the (key, query) pairs a row sees: T^2 of them, about
      * half causal; 2 flops each per column of both products */
-    const int64_t pairs = nd->attrs.causal ? t * (t + 1) / 2 : t * t;
+    const int64_t pairs = g->decode_len > 0 ? g->decode_len / 2 : nd->attrs.causal ? t * (t + 1) / 2 : t * t;
     nd->flops = 4 * pairs * c;
     return GR_OK;
 }
 
 static void gr_attn_backward(gr_graph *g, int node) {
     gr_node nd = g->nodes[node];
-    if (!g->tensors[nd.in[0]].requires_grad) return;
+    if (!g->tensors[nd.in[0]].requires_grad || g->decode_len > 0) return;
     const gr_tensor lse = g->tensors[nd.out[1]];
     int dy = gr_graph_grad(g, nd.out[0]);
     int dx = gr_graph_grad(g, nd.in[0]);

@@ -38,6 +38,7 @@ typedef struct gr_exec_ctx {
     uint64_t rng_key;    /* unique per (seed, step, micro-batch): dropout masks */
     float grad_scale;    /* d(loss)/d(per-sample loss): 1 / samples per optimizer step */
     const gr_xsum *xsum; /* NULL: this process's micro-batch is the batch batchnorm normalizes over */
+    int64_t pos;         /* a decoding graph (gr_graph.decode_len): the position this run's inputs are at */
 } gr_exec_ctx;
 
 typedef struct gr_kargs {

@@ -20,6 +20,7 @@ typedef struct gr_dev_ctx {
     uint64_t rng_key;   /* gr_exec_ctx.rng_key */
     float grad_scale;   /* gr_exec_ctx.grad_scale */
     int32_t training;   /* gr_exec_ctx.training */
+    int64_t pos;        /* gr_exec_ctx.pos */
 } gr_dev_ctx;
 
 #endif

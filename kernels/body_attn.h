@@ -133,4 +133,39 @@ GR_HD void gr_body_attn_bwd_kv(const float *dy, const float *qkv, const float *l
     }
 }
 
+/* Decoding (graph/op_attn.c): head h of sample b at position pos. Its k
+ * and v go into cache row pos (cache [n, tmax, 2C]: k in [0, C), v in
+ * [C, 2C)), then its q attends to cache rows 0..pos; y and lse are one
+ * position [n, 1, C] and [n, heads, 1]. A (b, h) touches only its own
+ * columns of the cache. */
+GR_HD void gr_body_attn_decode(const float *qkv, float *cache, float *y, float *lse, const gr_attn_geo *g,
+                               int64_t tmax, int64_t pos, int64_t b, int64_t h) {
+    float acc[GR_ATTN_MAX_HEAD];
+    const int64_t d = g->d, c2 = 2 * g->c;
+    const float *q = qkv + gr_attn_qkv_at(g, b, 0, h, 0), *kn = q + g->c, *vn = q + 2 * g->c;
+    float *row = cache + (b * tmax + pos) * c2 + h * d;
+    for (int64_t e = 0; e < d; e++) {
+        row[e] = kn[e];
+        row[g->c + e] = vn[e];
+    }
+    for (int64_t e = 0; e < d; e++) acc[e] = 0.0f;
+    float m = -INFINITY, l = 0.0f;
+    for (int64_t j = 0; j <= pos; j++) {
+        const float *k = cache + (b * tmax + j) * c2 + h * d, *v = k + g->c;
+        const float s = gr_attn_dot(q, k, d) * g->scale;
+        if (s > m) {
+            const float corr = expf(m - s);
+            l *= corr;
+            for (int64_t e = 0; e < d; e++) acc[e] *= corr;
+            m = s;
+        }
+        const float p = expf(s - m);
+        l += p;
+        for (int64_t e = 0; e < d; e++) acc[e] += p * v[e];
+    }
+    float *yr = y + b * g->c + h * d;
+    for (int64_t e = 0; e < d; e++) yr[e] = acc[e] / l;
+    lse[b * g->heads + h] = m + logf(l);
+}
+
 #endif

@@ -114,8 +114,22 @@ static void attn_fwd_head(attn_tiles *t, const float *qkv, float *y, float *lse,
     }
 }
 
+/* A decoding graph's step (gr_graph.decode_len): one position against the
+ * cache, a (sample, head) a task, each the body the CUDA kernel runs. */
+static void attn_decode(const gr_kargs *a, const gr_attn_geo *g) {
+    const int64_t tasks = a->n * g->heads, tmax = a->g->decode_len, pos = a->ctx->pos;
+    GR_ASSERT(pos >= 0 && pos < tmax);
+    #pragma omp parallel for if (tasks > 1)
+    for (int64_t k = 0; k < tasks; k++)
+        gr_body_attn_decode(a->in[0], a->out[2], a->out[0], a->out[1], g, tmax, pos, k / g->heads, k % g->heads);
+}
+
 void gr_cpu_attention(const gr_kargs *a) {
     const gr_attn_geo g = attn_geo(a, a->tin[0]);
+    if (a->g && a->g->decode_len > 0) {
+        attn_decode(a, &g);
+        return;
+    }
     const float *qkv = a->in[0];
     float *y = a->out[0], *lse = a->out[1];
     const int64_t tasks = a->n * g.heads;

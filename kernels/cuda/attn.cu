@@ -29,6 +29,12 @@ __global__ void gr_attn_bwd_kv_kernel(const gr_attn_geo g, int64_t rows, const f
     }
 }
 
+__global__ void gr_attn_decode_kernel(const gr_attn_geo g, int64_t tasks, int64_t tmax, const gr_dev_ctx *ctx,
+                                      const float *qkv, float *cache, float *y, float *lse) {
+    const int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (k < tasks) gr_body_attn_decode(qkv, cache, y, lse, &g, tmax, ctx->pos, k / g.heads, k % g.heads);
+}
+
 // rows of one launch: a thread each, in blocks of 64 (a row's registers
 // and local arrays are large)
 #define GR_ATTN_THREADS 64
@@ -42,6 +48,14 @@ extern "C" void gr_cu_attention(cudaStream_t s, const gr_attn_geo *g, int64_t n,
     const int64_t rows = n * g->heads * g->t;
     if (rows <= 0) return;
     gr_attn_fwd_kernel<<<gr_attn_blocks(rows), GR_ATTN_THREADS, 0, s>>>(*g, rows, qkv, y, lse);
+    GR_CU_LAUNCHED();
+}
+
+extern "C" void gr_cu_attention_decode(cudaStream_t s, const gr_attn_geo *g, int64_t n, int64_t tmax,
+                                       const gr_dev_ctx *ctx, const float *qkv, float *cache, float *y, float *lse) {
+    const int64_t tasks = n * g->heads;
+    if (tasks <= 0) return;
+    gr_attn_decode_kernel<<<gr_attn_blocks(tasks), GR_ATTN_THREADS, 0, s>>>(*g, tasks, tmax, ctx, qkv, cache, y, lse);
     GR_CU_LAUNCHED();
 }
 

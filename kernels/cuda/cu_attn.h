@@ -21,6 +21,12 @@ void gr_cu_attention(cudaStream_t s, const gr_attn_geo *g, int64_t n, const floa
 void gr_cu_attention_bwd(cudaStream_t s, const gr_attn_geo *g, int64_t n, const float *dy, const float *qkv,
                          const float *y, const float *lse, float *dqkv, float *delta);
 
+/* A decoding graph's step: qkv [n, 1, 3C] at position ctx->pos (read on the
+ * device, so a captured launch decodes whatever position a replay is at)
+ * into cache [n, tmax, 2C], y [n, 1, C] and lse [n, heads, 1]. */
+void gr_cu_attention_decode(cudaStream_t s, const gr_attn_geo *g, int64_t n, int64_t tmax, const gr_dev_ctx *ctx,
+                            const float *qkv, float *cache, float *y, float *lse);
+
 #ifdef __cplusplus
 }
 #endif

@@ -372,7 +372,8 @@ static void gr_cuda_op_done(gr_backend *be, const gr_kargs *a) {
 static gr_run_mode gr_cuda_run_begin(gr_backend *be, gr_steps *s, int64_t n, const gr_exec_ctx *ctx) {
     gr_cuda *cu = gr_cu(be);
     gr_cuda_plan *cp = s->be_state;
-    cu->hctx = (gr_dev_ctx){.rng_key = ctx->rng_key, .grad_scale = ctx->grad_scale, .training = ctx->training};
+    cu->hctx = (gr_dev_ctx){.rng_key = ctx->rng_key, .grad_scale = ctx->grad_scale, .training = ctx->training,
+                            .pos = ctx->pos};
     GR_CU(cudaMemcpyAsync(cu->dctx, &cu->hctx, sizeof cu->hctx, cudaMemcpyHostToDevice, cu->stream));
     if (!cu->opts.cuda_graph || cu->sync_each || !cp || n != s->micro_batch) return GR_RUN_EAGER;
     int k = 0;

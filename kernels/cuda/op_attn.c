@@ -8,10 +8,15 @@ static gr_attn_geo gr_cuda_attn_geo(const gr_kargs *a, const gr_tensor *qkv) {
     return gr_attn_geo_of(qkv->shape[1], qkv->shape[2], a->node->attrs.heads, a->node->attrs.causal);
 }
 
-/* in {qkv}, out {y, lse} */
+/* in {qkv}, out {y, lse}; a decoding graph's also the cache */
 void gr_cuda_attention(const gr_kargs *a) {
     const gr_attn_geo g = gr_cuda_attn_geo(a, a->tin[0]);
-    gr_cu_attention(gr_cuda_of(a)->stream, &g, a->n, a->in[0], a->out[0], a->out[1]);
+    gr_cuda *cu = gr_cuda_of(a);
+    if (a->g && a->g->decode_len > 0)
+        gr_cu_attention_decode(cu->stream, &g, a->n, a->g->decode_len, cu->dctx, a->in[0], a->out[2], a->out[0],
+                               a->out[1]);
+    else
+        gr_cu_attention(cu->stream, &g, a->n, a->in[0], a->out[0], a->out[1]);
 }
 
 /* in {dy, qkv, y, lse}, out {dqkv, delta} */

@@ -8,6 +8,9 @@
  *     grouped differently), including a head of GR_ATTN_MAX_HEAD columns;
  *   - causality: rewriting the rows after position t (even with NaN) leaves
  *     the rows up to t bit for bit, forward and dq;
+ *   - decoding: a sequence fed one position at a time through the CPU
+ *     kernel's cache path (gr_graph.decode_len) gives the whole sequence's
+ *     rows, and the body the CUDA decode kernel runs gives the same bits;
  *   - the shape errors at the layer. With `cpu` only, but the gradchecks. */
 #include "body_check.h"
 #include "gradcheck.h"
@@ -141,6 +144,52 @@ static void test_causality(int64_t t, int64_t c, int64_t heads, int64_t p) {
     free(qkv2); free(dy2); free(y2); free(lse2); free(dqkv2); free(delta2);
 }
 
+/* One position at a time, as `gpurun generate` runs a decoding graph. */
+static void test_decode(int64_t n, int64_t t, int64_t c, int64_t heads) {
+    const attn_run r = attn_run_of(n, t, c, heads, true);
+    float *qkv = t_rand(r.nq, -2.0f, 2.0f), *y = t_alloc(r.ny), *lse = t_alloc(r.nr);
+    attn_cpu_fwd(&r, qkv, y, lse);
+    gr_graph g;
+    memset(&g, 0, sizeof g);
+    g.decode_len = t + 3; /* room to spare: rows past the last position stay unread */
+    float *cache = t_rand(n * g.decode_len * 2 * c, 50, 60), *cache_b = t_copy(cache, n * g.decode_len * 2 * c);
+    float *step = t_alloc(n * 3 * c), *yd = t_alloc(n * c), *ld = t_alloc(n * heads), *yb = t_alloc(n * c);
+    float *lb = t_alloc(n * heads);
+    int64_t xs[3] = {n, 1, 3 * c}, ys[3] = {n, 1, c}, ls[3] = {n, heads, 1}, cs[3] = {n, g.decode_len, 2 * c};
+    float *yall = t_alloc(r.ny);
+    int same = 1;
+    for (int64_t p = 0; p < t; p++) {
+        for (int64_t b = 0; b < n; b++) memcpy(step + b * 3 * c, qkv + (b * t + p) * 3 * c, (size_t)(3 * c) * sizeof(float));
+        kt k;
+        kt_init(&k, GR_OP_ATTENTION, 1, 3, n);
+        kt_tensor(&k.tin[0], GR_F32, 3, xs);
+        kt_tensor(&k.tout[0], GR_F32, 3, ys);
+        kt_tensor(&k.tout[1], GR_F32, 3, ls);
+        kt_tensor(&k.tout[2], GR_F32, 3, cs);
+        k.node.attrs.heads = heads;
+        k.node.attrs.causal = true;
+        k.a.g = &g;
+        k.ctx.pos = p;
+        k.a.in[0] = step;
+        k.a.out[0] = yd;
+        k.a.out[1] = ld;
+        k.a.out[2] = cache;
+        gr_cpu_attention(&k.a);
+        const gr_attn_geo geo = gr_attn_geo_of(1, 3 * c, heads, true);
+        for (int64_t b = 0; b < n; b++)
+            for (int64_t h = 0; h < heads; h++) gr_body_attn_decode(step, cache_b, yb, lb, &geo, g.decode_len, p, b, h);
+        same &= memcmp(yd, yb, (size_t)(n * c) * sizeof(float)) == 0 && memcmp(ld, lb, (size_t)(n * heads) * sizeof(float)) == 0;
+        for (int64_t b = 0; b < n; b++) memcpy(yall + (b * t + p) * c, yd + b * c, (size_t)c * sizeof(float));
+    }
+    char what[96];
+    snprintf(what, sizeof what, "attention decode n%lld T%lld C%lld h%lld against the whole sequence", (long long)n,
+             (long long)t, (long long)c, (long long)heads);
+    CHECK_CLOSE_ARR(what, yall, y, r.ny, 1e-5);
+    CHECK_MSG(same, "attention decode: the CPU kernel and the body differ");
+    free(qkv); free(y); free(lse); free(cache); free(cache_b); free(step); free(yd); free(ld); free(yb); free(lb);
+    free(yall);
+}
+
 static void test_errors(void) {
     const int64_t s3[2] = {4, 12}, s1[1] = {12}, s4[2] = {4, 10};
     gr_bnt_expect_error("[{attention: {heads: 2}}]", s1, 1, 2, "attention needs a float input [batch, T, 3*C]");
@@ -166,6 +215,8 @@ int main(int argc, char **argv) {
     test_causality(50, 16, 2, 20);
     test_causality(100, 8, 1, 63);
     test_causality(9, 6, 3, 0);
+    test_decode(2, 9, 8, 2);
+    test_decode(1, 70, 12, 3);
     test_errors();
     return gr_test_report();
 }
