@@ -264,4 +264,17 @@ void gr_loader_release(gr_loader *ld, gr_batch *b);
  * all the time spent making batches). */
 double gr_loader_wait_s(const gr_loader *ld);
 
+/* ---- token splits (tokens_desc.c) ---- */
+
+/* What a token split's `tokens` dataset says of its tokens. */
+typedef struct gr_tokens_desc {
+    char tokenizer[32];  /* "bytes", "gpt2", ... */
+    int64_t vocab_size;  /* every token is below it */
+} gr_tokens_desc;
+
+/* The `tokenizer` and `vocab_size` attributes of group's `tokens` dataset
+ * in the HDF5 file at path; GR_ERR_DATA (exit 3) naming the file and the
+ * dataset when it or they are missing. */
+gr_status gr_tokens_desc_read(const char *path, const char *group, gr_tokens_desc *d, gr_error *err);
+
 #endif

@@ -19,6 +19,8 @@ _Noreturn void gr_usage_error(const char *fmt, const char *arg);
 
 /* `gpurun data ...` with argv after "data"; the exit code (errors exit). */
 int gr_cmd_data(int argc, char **argv);
+/* `gpurun generate JOB.yaml --checkpoint PATH ...` (generate.c), argv after "generate". */
+int gr_cmd_generate(int argc, char **argv);
 /* `gpurun launch -n N JOB.yaml ...` (launch.c), argv after "launch". */
 int gr_cmd_launch(int argc, char **argv);
 

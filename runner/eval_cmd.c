@@ -10,10 +10,7 @@
 #include "../checkpoints/weights.h"
 #include "json.h"
 
-/* The parameters and state of a checkpoint (its optimizer state is read,
- * verified and dropped; *step: the steps it was after) or of a run's final
- * weights.h5 (*step -1: the file does not say) into the model. */
-static gr_status gr_eval_load(gr_job *j, const char *checkpoint, int64_t *step, gr_error *err) {
+gr_status gr_job_load_weights(gr_job *j, const char *checkpoint, int64_t *step, gr_error *err) {
     gr_ckpt_header h;
     float *p = gr_xmalloc((size_t)(j->g.n_params + 1) * sizeof(float));
     float *o = gr_xmalloc((size_t)(2 * j->g.n_trainable + 1) * sizeof(float));
@@ -42,7 +39,7 @@ gr_status gr_job_setup_eval(gr_job *j, const gr_job_spec *spec, const char *chec
     if ((st = gr_job_backend(j, spec, opt->device ? opt->device : spec->device, opt->threads, true, err))) return st;
     gr_job_layout(j);
     if ((st = gr_model_init(&j->m, &j->g, j->be, gr_optim_slots(&spec->train.optimizer), err))) return st;
-    if ((st = gr_eval_load(j, checkpoint, step, err))) return st;
+    if ((st = gr_job_load_weights(j, checkpoint, step, err))) return st;
     return gr_plan_compile(&j->eval_plan, &j->m, &j->g, GR_PLAN_EVAL, true, err);
 }
 

@@ -116,6 +116,10 @@ gr_status gr_job_setup_eval(gr_job *j, const gr_job_spec *spec, const char *chec
                             const gr_run_options *opt, int64_t *step, gr_error *err);
 /* The layout pass for the job's backend (gr_job_model runs it first). */
 void gr_job_layout(gr_job *j);
+/* The parameters and state of a checkpoint (its optimizer state is read,
+ * verified and dropped; *step: the steps it was after) or of a run's final
+ * weights.h5 (*step -1: the file does not say) into j's model (eval_cmd.c). */
+gr_status gr_job_load_weights(gr_job *j, const char *checkpoint, int64_t *step, gr_error *err);
 /* Under fp16/bf16, names on stderr (unless quiet) the ops whose kernels on
  * this backend compute in fp32 on converted copies of their half tensors. */
 void gr_job_say_staged(const gr_job *j, bool quiet);

@@ -45,6 +45,12 @@ static const struct gr_cmd_help {
     {"predict", "gpurun predict JOB.yaml --checkpoint PATH [--top K (5)] INPUT... [--set ...]\n"
                 "                                                       the top K classes of each input (JSON lines): image\n"
                 "                                                       files, or FILE.h5[:GROUP (/test)] splits\n"},
+    {"generate", "gpurun generate JOB.yaml --checkpoint PATH [--prompt TEXT | --prompt-file F] [--tokens N (256)]\n"
+                 "                             [--temperature T (1; 0 greedy)] [--top-k K (0: all)] [--seed S (0)]\n"
+                 "                             [--device D] [--threads N] [--set ...]\n"
+                 "                                                       a language model's text after the prompt,\n"
+                 "                                                       streamed to stdout (a key/value cache: no\n"
+                 "                                                       position is computed twice)\n"},
     {"data", "gpurun data fashion-mnist OUT.h5 [--from DIR] [--force]\n"
              "       gpurun data mnist OUT.h5 --from DIR [--force]\n"
              "       gpurun data cifar10 OUT.h5 --from DIR [--force]      DIR: the CIFAR-10 binary version\n"
@@ -211,6 +217,7 @@ int main(int argc, char **argv) {
         }
     if (strcmp(cmd, "data") == 0) return gr_cmd_data(argc - 2, argv + 2);
     if (strcmp(cmd, "launch") == 0) return gr_cmd_launch(argc - 2, argv + 2);
+    if (strcmp(cmd, "generate") == 0) return gr_cmd_generate(argc - 2, argv + 2);
     if (strcmp(argv[1], "summarize") == 0) return gr_cmd_summarize(argc - 2, argv + 2);
     if (strcmp(argv[1], "plot") == 0) return gr_cmd_plot(argc - 2, argv + 2);
 

@@ -21,6 +21,13 @@
  *   float  x[n * prod(in_shape)]
  *   int32  y[n]
  *
+ * A token model (tests/parity_gpt.py) writes magic "GRPDIN02" and, right
+ * after the header's pad, int32 T, int32 pad, int64 classes (its loss's
+ * train.loss.classes, 0: all); then x is int32 token ids [n, T] (the
+ * input `tokens`, in_shape [T]) and y int32 next-token targets [n, T]
+ * (`targets`), and OUT adds, after the eval stats, the eval forward's
+ * logits, float [n, T, V].
+ *
  * OUT:
  *   char   magic[8] = "GRPDOU01"
  *   int64  n_tensors, n_trainable, k_steps        (n_trainable: the packed count)
@@ -42,6 +49,8 @@
 
 typedef struct gr_pd_input {
     int32_t n, in_ndim, in_shape[3], k_steps;
+    int32_t tokens;  /* GRPDIN02: x and y are int32 [n, T] (T = in_shape[0]) */
+    int64_t classes;
     double label_smoothing, sgd[3], adamw[5];
     int64_t n_params, per;
     float *params, *x;
@@ -70,26 +79,36 @@ static void gr_pd_load(const char *path, gr_pd_input *in) {
     char magic[8];
     int32_t hdr[8];
     gr_pd_read(f, magic, sizeof magic, "magic");
-    if (memcmp(magic, "GRPDIN01", 8) != 0) gr_pd_die("bad magic (is this a parity_torch.py input file?)");
+    in->tokens = memcmp(magic, "GRPDIN02", 8) == 0;
+    if (memcmp(magic, "GRPDIN01", 8) != 0 && !in->tokens)
+        gr_pd_die("bad magic (is this a parity_torch.py or parity_gpt.py input file?)");
     gr_pd_read(f, hdr, sizeof hdr, "header");
     in->n = hdr[0];
     in->in_ndim = hdr[1];
     memcpy(in->in_shape, hdr + 2, sizeof in->in_shape);
     in->k_steps = hdr[5];
     if (in->n < 1 || in->in_ndim < 1 || in->in_ndim > 3 || in->k_steps < 0) gr_pd_die("bad header");
+    if (in->tokens) {
+        int32_t t[2];
+        gr_pd_read(f, t, sizeof t, "T");
+        gr_pd_read(f, &in->classes, sizeof in->classes, "classes");
+        in->in_ndim = 1;
+        in->in_shape[0] = t[0];
+    }
     gr_pd_read(f, &in->label_smoothing, sizeof(double), "label_smoothing");
     gr_pd_read(f, in->sgd, sizeof in->sgd, "sgd hparams");
     gr_pd_read(f, in->adamw, sizeof in->adamw, "adamw hparams");
     gr_pd_read(f, &in->n_params, sizeof in->n_params, "n_params");
     in->per = 1;
     for (int i = 0; i < in->in_ndim; i++) in->per *= in->in_shape[i];
+    const int64_t ny = in->tokens ? in->n * in->per : in->n; /* x's elements are 4 bytes either way */
     in->params = malloc((size_t)in->n_params * sizeof(float));
     in->x = malloc((size_t)(in->n * in->per) * sizeof(float));
-    in->y = malloc((size_t)in->n * sizeof(int32_t));
+    in->y = malloc((size_t)ny * sizeof(int32_t));
     if (!in->params || !in->x || !in->y) gr_pd_die("out of memory");
     gr_pd_read(f, in->params, (size_t)in->n_params * sizeof(float), "params");
     gr_pd_read(f, in->x, (size_t)(in->n * in->per) * sizeof(float), "x");
-    gr_pd_read(f, in->y, (size_t)in->n * sizeof(int32_t), "y");
+    gr_pd_read(f, in->y, (size_t)ny * sizeof(int32_t), "y");
     fclose(f);
 }
 
@@ -125,15 +144,40 @@ static void gr_pd_model(const gr_graph *g, gr_backend *be, int slots, const gr_p
     if (m->optim) gr_backend_zero(be, m->optim, (size_t)slots * (size_t)g->n_trainable * sizeof(float));
 }
 
+/* The input's batch: images and labels, or a token model's two fields. */
+static gr_batch gr_pd_batch(const gr_pd_input *in, gr_batch_field f[2]) {
+    gr_batch b = {.x = in->x, .y = in->y, .n = in->n};
+    if (!in->tokens) return b;
+    const size_t bytes = (size_t)in->per * sizeof(int32_t);
+    f[0] = (gr_batch_field){.name = "tokens", .data = in->x, .type = GR_FT_INT32, .bytes = bytes, .rank = 1};
+    f[1] = (gr_batch_field){.name = "targets", .data = in->y, .type = GR_FT_INT32, .bytes = bytes, .rank = 1};
+    f[0].shape[0] = f[1].shape[0] = in->per;
+    b.x = NULL;
+    b.y = NULL;
+    b.nfields = 2;
+    b.fields = f;
+    return b;
+}
+
+/* The mean loss of a pass whose stats summed loss (over the counted tokens
+ * of a token model, else the samples). */
+static double gr_pd_mean(const gr_plan *p, const gr_pd_input *in, double loss) {
+    if (!in->tokens) return loss / (double)in->n;
+    float st[2];
+    gr_backend_download(p->m->be, st, gr_plan_ptr(p, p->g->loss_stats), sizeof st);
+    return (double)st[0] / (double)st[1];
+}
+
 /* One training micro-step over the whole batch (grads zeroed first); returns
  * the mean loss, adds the correct count. */
 static double gr_pd_step(gr_plan *p, gr_model *m, const gr_pd_input *in, double *correct) {
     gr_backend_zero(m->be, m->grads, (size_t)m->g->n_trainable * sizeof(float));
-    gr_batch b = {.x = in->x, .y = in->y, .n = in->n};
+    gr_batch_field f[2];
+    gr_batch b = gr_pd_batch(in, f);
     gr_exec_ctx ctx = {.training = true, .rng_key = 1, .grad_scale = 1.0f / (float)in->n};
     double loss = 0.0;
     gr_train_micro_step(p, &b, &ctx, &loss, correct);
-    return loss / (double)in->n;
+    return gr_pd_mean(p, in, loss);
 }
 
 /* K optimizer steps on the same batch; writes the losses, then the params
@@ -185,10 +229,20 @@ int main(int argc, char **argv) {
     spec.train.micro_batch = in.n;
     spec.train.batch_size = in.n;
     spec.train.label_smoothing = in.label_smoothing;
+    spec.train.loss_classes = in.classes;
     snprintf(spec.train.loss, sizeof spec.train.loss, "softmax_cross_entropy");
     int64_t shape[3] = {in.in_shape[0], in.in_shape[1], in.in_shape[2]};
     gr_graph g;
-    if (gr_graph_build(&spec, shape, in.in_ndim, &g, &err)) gr_pd_die(err.msg);
+    if (in.tokens) { /* token ids in, next-token targets: the inputs by name */
+        gr_graph_io io;
+        memset(&io, 0, sizeof io);
+        io.n_inputs = 1;
+        io.in[0] = (gr_io_tensor){.name = "tokens", .elem = GR_I32, .ndim = 1, .shape = {shape[0]}};
+        io.target = (gr_io_tensor){.name = "targets", .elem = GR_I32, .ndim = 1, .shape = {shape[0]}};
+        if (gr_graph_build_io(&spec, &io, &g, &err)) gr_pd_die(err.msg);
+    } else if (gr_graph_build(&spec, shape, in.in_ndim, &g, &err)) {
+        gr_pd_die(err.msg);
+    }
     gr_autodiff(&g, false);
     if (g.n_weights != in.n_params) {
         fprintf(stderr, "parity_dump: the model has %lld trainable parameters, the input file %lld\n",
@@ -230,11 +284,22 @@ int main(int argc, char **argv) {
     gr_pd_pack(&g, arena, grads);
     free(arena);
     if (gr_plan_compile(&ev, &m, &g, GR_PLAN_EVAL, true, &err)) gr_pd_die(err.msg);
-    gr_batch b = {.x = in.x, .y = in.y, .n = in.n};
+    gr_batch_field f[2];
+    gr_batch b = gr_pd_batch(&in, f);
     gr_exec_ctx ectx = {.training = false};
     gr_train_micro_step(&ev, &b, &ectx, &stats[2], &stats[3]);
-    stats[2] /= (double)in.n;
+    stats[2] = gr_pd_mean(&ev, &in, stats[2]);
     gr_pd_write(out, stats, sizeof stats);
+    if (in.tokens) { /* the eval forward's logits */
+        const gr_tensor *lt = &g.tensors[g.logits];
+        const int64_t nl = in.n * gr_tensor_sample_numel(lt);
+        if (lt->elem != GR_F32) gr_pd_die("the logits are not fp32");
+        float *logits = malloc((size_t)nl * sizeof *logits);
+        if (!logits) gr_pd_die("out of memory");
+        gr_backend_download(be, logits, gr_plan_ptr(&ev, g.logits), (size_t)nl * sizeof *logits);
+        gr_pd_write(out, logits, (size_t)nl * sizeof *logits);
+        free(logits);
+    }
     gr_pd_write(out, grads, (size_t)g.n_weights * sizeof *grads);
     free(grads);
     gr_plan_free(&ev);
