@@ -15,12 +15,9 @@
 
 /* ---- JSON ---- */
 
-enum { JS_MAX_DEPTH = 64 };
-
 typedef struct st_js {
     const unsigned char *s;
     size_t n, i;
-    int depth;
     const char *ctx;                 /* the tensor entry being read, for messages; NULL none */
     char why[256];                   /* the first failure */
 } st_js;
@@ -201,58 +198,6 @@ static bool js_unique(st_js *j, char **keys, int n, const char *where) {
     return true;
 }
 
-static bool js_value(st_js *j);
-
-/* An object or array, each value any JSON value; an object's keys unique. */
-static bool js_container(st_js *j, bool obj) {
-    if (++j->depth > JS_MAX_DEPTH) return js_fail(j, "nested more than %d levels", JS_MAX_DEPTH);
-    j->i++;
-    char **keys = NULL;
-    int nk = 0, cap = 0;
-    bool ok = true;
-    if (js_peek(j) == (obj ? '}' : ']')) j->i++;
-    else
-        for (;;) {
-            if (obj) {
-                GR_GROW(keys, cap, nk + 1);
-                if (!(ok = js_string(j, &keys[nk]))) break;
-                nk++;
-                if (!(ok = js_expect(j, ':'))) break;
-            }
-            if (!(ok = js_value(j))) break;
-            int c = js_peek(j);
-            j->i++;
-            if (c == (obj ? '}' : ']')) break;
-            if (c != ',') {
-                j->i--;
-                ok = js_fail(j, obj ? "expected ',' or '}'" : "expected ',' or ']'");
-                break;
-            }
-        }
-    if (ok && obj) ok = js_unique(j, keys, nk, "an object");
-    for (int k = 0; k < nk; k++) free(keys[k]);
-    free(keys);
-    j->depth--;
-    return ok;
-}
-
-static bool js_value(st_js *j) {
-    int c = js_peek(j);
-    if (c == '{' || c == '[') return js_container(j, c == '{');
-    if (c == '"') return js_string(j, NULL);
-    static const char *const lits[] = {"true", "false", "null"};
-    for (int k = 0; k < 3; k++) {
-        size_t l = strlen(lits[k]);
-        if (j->n - j->i >= l && !memcmp(j->s + j->i, lits[k], l)) {
-            j->i += l;
-            return true;
-        }
-    }
-    bool is_uint;
-    uint64_t u;
-    return js_number(j, &is_uint, &u);
-}
-
 /* ---- the header ---- */
 
 static const struct { const char *name; gr_st_dtype dt; int size; } st_dtypes[] = {
@@ -269,8 +214,8 @@ static bool st_uint_list(st_js *j, const char *key, uint64_t *v, int max, int *n
     *n = 0;
     if (js_peek(j) == ']') { j->i++; return true; }
     for (;;) {
-        bool is_uint;
-        uint64_t u;
+        bool is_uint = false;
+        uint64_t u = 0;
         if (!js_number(j, &is_uint, &u)) return false;
         if (!is_uint) return js_fail(j, "%s: expected a non-negative integer below 2^53", key);
         if (*n == max) return js_fail(j, "%s: more than %d values", key, max);

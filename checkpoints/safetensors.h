@@ -6,10 +6,12 @@
  * strings), then the data: each tensor's bytes, little-endian, row-major, at
  * [begin, end) counted from the end of the header.
  *
- * The JSON is parsed by a small strict parser of its own (RFC 8259: UTF-8,
- * no trailing commas, no comments, at most 64 levels deep; trailing spaces,
- * which writers add to align the data, are fine). A header is refused when
- * it is over 100,000,000 bytes, holds a key twice (at any level), a tensor
+ * The JSON is parsed by a small strict parser of its own, for exactly this
+ * shape (RFC 8259's strings and numbers: UTF-8, escapes, no trailing
+ * commas, no comments, nothing else nested; trailing spaces, which writers
+ * add to align the data, are fine). A header is refused when it is over
+ * 100,000,000 bytes, holds a key twice (at the top, in a tensor's entry or
+ * in __metadata__), a tensor
  * entry with another key or without one of its three, a dimension or offset
  * that is not a non-negative integer, a shape of more than GR_ST_MAX_DIMS
  * dimensions, offsets past the data or not tiling it (every byte of the data
