@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../checkpoints/gpt2_import.h"
 #include "../checkpoints/weights.h"
 #include "../config/cfg.h"
 #include "../config/schema.h"
@@ -399,7 +400,7 @@ gr_status gr_job_model(gr_job *j, gr_error *err) {
     gr_graph_init_params(&j->g, host, s->seed);
     if (s->model.init_from[0] &&
         ((st = gr_check_regular(s->model.init_from, "model.init_from", GR_ERR_CKPT, err)) ||
-         (st = gr_weights_load(s->model.init_from, &j->g, host, err)))) {
+         (st = gr_init_from_load(s->model.init_from, &j->g, host, err)))) {
         free(host);
         return st;
     }

@@ -423,6 +423,20 @@ expect_fail 6 "$T/w_missing.h5" "/params/dense1/bias" "missing" -- \
     "$G" "$T/ok.yaml" --run-dir "$T/rd_w5" --set model.init_from="$T/w_missing.h5"
 expect_fail 6 "$T/w_crc.h5" "/params/dense1/weight" "crc32c mismatch" -- \
     "$G" "$T/ok.yaml" --run-dir "$T/rd_w6" --set model.init_from="$T/w_crc.h5"
+# GPT-2 weights (Hugging Face safetensors, llm.c's checkpoint; told by content, not name) into a model
+# that is not GPT-2 shaped: exit 6 naming the model's tensor without a counterpart
+"$PY" - "$T" <<'EOF2' || bad "cannot make the GPT-2 weight files"
+import json, struct, sys
+T = sys.argv[1]
+h = json.dumps({"wte.weight": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]}}).encode()
+open(f"{T}/gpt2.h5", "wb").write(struct.pack("<Q", len(h)) + h + bytes(16))
+hdr = [20240326, 3, 1, 1, 1, 1, 1, 1] + [0] * 248
+open(f"{T}/gpt2.weights", "wb").write(struct.pack("<256i", *hdr) + bytes(4 * (1 + 1 + 12 + 13 + 2)))
+EOF2
+expect_fail 6 "$T/gpt2.h5" "GPT-2 checkpoint (Hugging Face safetensors)" "dense0.weight has no counterpart" -- \
+    "$G" "$T/ok.yaml" --run-dir "$T/rd_w7" --set model.init_from="$T/gpt2.h5"
+expect_fail 6 "$T/gpt2.weights" "GPT-2 checkpoint (llm.c)" "dense0.weight has no counterpart" -- \
+    "$G" "$T/ok.yaml" --run-dir "$T/rd_w8" --set model.init_from="$T/gpt2.weights"
 
 # ---------------------------------------------------------------- run directory (1.3)
 R=$T/run1
