@@ -48,8 +48,9 @@ enum {
     _Static_assert((flags) & (GR_OPF_BACKWARD | GR_OPF_METRIC) ? (int)GR_OP_##bwd == GR_OP_NONE        \
                                              : (GR_OPF_OF_##bwd & GR_OPF_BACKWARD) != 0,              \
                    "ops.def row " #name ": bwd names a backward op (NONE on a backward or metric row)"); \
-    _Static_assert(!((flags) & (GR_OPF_ACT | GR_OPF_RUNNING_STATS)) || ((flags) & GR_OPF_LAYER),      \
-                   "ops.def row " #name ": ACT and RUNNING_STATS are for layer rows");                \
+    _Static_assert(!((flags) & (GR_OPF_ACT | GR_OPF_RUNNING_STATS | GR_OPF_TIEABLE)) ||               \
+                   ((flags) & GR_OPF_LAYER),                                                          \
+                   "ops.def row " #name ": ACT, RUNNING_STATS and TIEABLE are for layer rows");      \
     _Static_assert(!((flags) & GR_OPF_ACT_SAVES_X) || ((flags) & GR_OPF_ACT),                         \
                    "ops.def row " #name ": ACT_SAVES_X goes with ACT");                               \
     _Static_assert(GR_CAPS_OK(cpu) && GR_CAPS_OK(cuda),                                               \

@@ -39,7 +39,7 @@ static gr_status gr_dense_tied_weight(gr_graph *g, int node, const gr_cfg *at, c
                                       bool *weight_t, gr_error *err) {
     const gr_node nd = g->nodes[node];
     const gr_node src = g->nodes[g->layers[nd.attrs.tied_layer].node];
-    GR_ASSERT(src.op == nd.op && src.nin >= 2);
+    GR_ASSERT((gr_op_flags(src.op) & GR_OPF_TIEABLE) && src.nin >= 2);
     const gr_tensor wt = g->tensors[src.in[1]];
     const bool t = src.attrs.weight_t != nd.attrs.transpose;
     const gr_tensor *x = &g->tensors[nd.in[0]];
