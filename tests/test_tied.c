@@ -281,7 +281,7 @@ static void tt_check_errors(void) {
          {"t.yaml:1:", "model.layers[1].dense.tied", "'later' is a later layer", NULL}},
         {"[flatten, {dense: {units: 6, tied: nope}}]", {"no earlier layer is named 'nope'", NULL}},
         {"[flatten, {dense: {units: 6, tied: flatten0}}]",
-         {"'flatten0' is a flatten layer; a dense layer can only be tied to a dense layer", NULL}},
+         {"'flatten0' is a flatten layer; a dense layer can only be tied to a dense or embedding layer", NULL}},
         {"[flatten, {dense: {units: 6, tied: me}, name: me}]", {"a layer cannot be tied to itself ('me')", NULL}},
         {"[flatten, {dense: {units: 6, transpose: true}}]",
          {"model.layers[1].dense.transpose", "only with tied", NULL}},
