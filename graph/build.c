@@ -15,8 +15,8 @@
  * can name the use, whose output is its last layer's.
  *
  * A dense layer's `tied: NAME` (a shared weight, op_dense.c) is resolved
- * here to an earlier layer of a GR_OPF_TIEABLE op: the scope's NAME first,
- * then the full name. */
+ * here to an earlier dense or embedding layer: the scope's NAME first, then
+ * the full name. */
 #include "graph.h"
 #include "split.h"
 #include "names.h"
@@ -509,8 +509,8 @@ done:
 /* An op's `tied: NAME` (dense): the layer NAME of this scope, else the layer
  * whose full name is NAME (one inside an earlier block use, or the model's
  * from inside a block); it must be earlier and of an op whose weight can be
- * shared (GR_OPF_TIEABLE). Sets a->tied_layer; the op's infer checks the
- * shapes. */
+ * shared (GR_OPF_TIEABLE: dense, embedding). Sets a->tied_layer; the op's
+ * infer checks the shapes. */
 static gr_status gr_build_tied(gr_builder *b, const gr_scope *sc, const gr_cfg *items, int item,
                                const gr_layer_item *li, int op, gr_attrs *a, const char *akey, gr_error *err) {
     const gr_cfg *v = gr_cfg_get(li->attrs, "tied");
