@@ -5,10 +5,12 @@
  * Tying (`tied: LAYER`, optionally `transpose: true`): the layer reads the
  * weight tensor of an earlier dense or embedding layer (a GR_OPF_TIEABLE row:
  * an embedding's [vocab, dim] is nn.Linear's [units, in], a GPT's LM head)
- * instead of making its own (its bias is its own). Used transposed, the tensor it reads is stored [in, units]
- * (attrs.weight_t): y = x W + b, dx = dy W^T, dW += x^T dy, the kernels'
- * transposed GEMMs. A parameter read by several layers gets the sum of their
- * gradients: each dense_bwd_params adds into the one grads slot (autodiff.c).
+ * instead of making its own (its bias is its own). Used transposed, the
+ * tensor it reads is stored [in, units] (attrs.weight_t): y = x W + b,
+ * dx = dy W^T, dW += x^T dy, the kernels' transposed GEMMs. A parameter read
+ * by several layers gets the sum of their gradients: each dense_bwd_params
+ * (and an embedding's embedding_bwd) adds into the one grads slot
+ * (autodiff.c).
  * Backward nodes carry the forward node's attrs, so kernels read weight_t
  * from their own node. */
 #include "graph.h"
