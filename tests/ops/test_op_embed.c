@@ -4,7 +4,7 @@
  *     token models whose ids repeat in the batch (accumulation), one id a
  *     sample, nanoGPT's wte + wpe with T < max_len and T == max_len, a head
  *     tied to the embedding; dx and dweight of pos_embedding on a float
- *     input at both lengths;
+ *     input at both lengths; two micro-batches' gradients adding up;
  *   - an id outside [0, vocab) gives a NaN row and a NaN loss, and adds
  *     nothing to the weight's gradient;
  *   - the bodies (kernels/body_embed.h) against the CPU kernels, bit for bit:
@@ -48,6 +48,60 @@ static void test_gradchecks(void) {
          "sigmoid, flatten, {dense: {units: 3}}]", 2, {4, 5}, 0.0, 0.0, NULL},
     };
     for (size_t i = 0; i < GR_ARRAY_LEN(cases); i++) gr_gc_run(&cases[i]);
+}
+
+/* ---- accumulation over micro-batches: the grads arena holds their sum ---- */
+
+/* Two passes on other ids without zeroing in between give the sum of each
+ * pass's gradients alone (dense's contract: every parameter-gradient node
+ * adds into the arena, which the optimizer step zeroes). */
+static void test_accumulation(void) {
+    static const gr_tk_case c = {"accumulation", "[{embedding: {vocab: 8, dim: 6}, name: wte}, {pos_embedding: "
+                                 "{max_len: 7}, name: wpe}, tanh, {dense: {units: 8, tied: wte}}]", 7, 8};
+    gr_error err = {0};
+    gr_tk_model tm;
+    CHECK_MSG(gr_tk_build(&tm, &c, 3, GR_PREC_FP32, &err) == GR_OK, "%s", err.msg);
+    if (!tm.built) return;
+    const gr_graph *g = &tm.g;
+    gr_backend *be;
+    gr_model m;
+    gr_plan p;
+    CHECK(gr_backend_create(gr_gc_device, 1, &be, &err) == GR_OK);
+    gr_backend_opts fp32 = {.precision = GR_PREC_FP32};
+    gr_backend_configure(be, &fp32);
+    CHECK(gr_model_init(&m, g, be, 0, &err) == GR_OK);
+    float *w = calloc((size_t)g->n_params + 1, sizeof *w);
+    gr_graph_init_params(g, w, 5);
+    gr_backend_upload(be, m.params, w, (size_t)g->n_params * sizeof *w);
+    CHECK(gr_plan_compile(&p, &m, g, GR_PLAN_TRAIN, true, &err) == GR_OK);
+    const int64_t nt = gr_tk_numel(g, 3), nw = g->n_trainable;
+    int32_t ids[2][21], next[2][21];
+    gr_tk_fill(&c, g, 3, 0xACC1, ids[0], next[0]);
+    gr_tk_fill(&c, g, 3, 0xACC2, ids[1], next[1]);
+    CHECK(nt == 21);
+    gr_exec_ctx ctx = {.training = true, .rng_key = 1, .grad_scale = 1.0f / 6.0f};
+    float *one[2], *both = calloc((size_t)nw + 1, sizeof *both);
+    for (int k = 0; k < 2; k++) {
+        one[k] = calloc((size_t)nw + 1, sizeof *one[k]);
+        gr_backend_zero(be, m.grads, (size_t)nw * sizeof(float));
+        gr_tk_run(&p, 3, ids[k], next[k], &ctx);
+        gr_backend_download(be, one[k], m.grads, (size_t)nw * sizeof(float));
+    }
+    gr_backend_zero(be, m.grads, (size_t)nw * sizeof(float));
+    for (int k = 0; k < 2; k++) gr_tk_run(&p, 3, ids[k], next[k], &ctx);
+    gr_backend_download(be, both, m.grads, (size_t)nw * sizeof(float));
+    double d = 0.0, scale = 0.0;
+    for (int64_t i = 0; i < nw; i++) {
+        d = fmax(d, fabs((double)both[i] - ((double)one[0][i] + (double)one[1][i])));
+        scale = fmax(scale, fabs((double)both[i]));
+    }
+    CHECK_MSG(scale > 1e-3 && d <= 1e-6 * scale, "two micro-batches' gradients off their sum by %.3g (largest %.3g)", d,
+              scale);
+    free(w); free(one[0]); free(one[1]); free(both);
+    gr_plan_free(&p);
+    gr_model_free(&m);
+    gr_backend_free(be);
+    gr_tk_free(&tm);
 }
 
 /* ---- an id outside the vocabulary: NaN, never a clamp or a read outside ---- */
@@ -370,6 +424,7 @@ int main(int argc, char **argv) {
         return gr_test_report();
     }
     test_gradchecks();
+    test_accumulation();
     if (!gr_gc_on_cpu()) return gr_test_report();
     test_bad_id();
     test_bodies();
