@@ -10,7 +10,8 @@
  * (gr_graph_grad), and add nodes sum them into its gradient just before its
  * producer's backward, which reads it.
  *
- * A parameter that several nodes read (a tied weight, op_dense.c) gets no
+ * A parameter that several nodes read (a tied weight, op_dense.c; an
+ * embedding's weight read by a tied dense head, op_embed.c) gets no
  * partials: each reader's backward adds its partial straight into the one
  * GRAD tensor (its grads arena slot), as the contract above has every
  * parameter-gradient node do, so the slot ends as the sum over readers, added
@@ -50,7 +51,8 @@ static void gr_autodiff_sum(gr_graph *g, int t, int layer) {
 
 void gr_autodiff(gr_graph *g, bool need_input_grad) {
     GR_ASSERT(g->n_nodes == g->n_forward);
-    g->tensors[g->input].requires_grad = need_input_grad;
+    /* integer inputs (token ids) have no gradient, whatever is asked */
+    g->tensors[g->input].requires_grad = need_input_grad && g->tensors[g->input].elem == GR_F32;
     for (int i = 0; i < g->n_forward; i++) {
         gr_node *nd = &g->nodes[i];
         bool rg = false;

@@ -15,7 +15,8 @@
  * can name the use, whose output is its last layer's.
  *
  * A dense layer's `tied: NAME` (a shared weight, op_dense.c) is resolved
- * here to an earlier layer: the scope's NAME first, then the full name. */
+ * here to an earlier dense or embedding layer: the scope's NAME first, then
+ * the full name. */
 #include "graph.h"
 #include "split.h"
 #include "names.h"
@@ -164,14 +165,15 @@ static bool gr_named_later(const gr_cfg *items, int from, const char *name) {
     return false;
 }
 
-/* The ops that take a list of inputs (GR_OPF_JOIN) into buf: "add and concat". */
-static void gr_build_join_ops(char *buf, size_t n) {
+/* The ops whose rows have flag into buf, the last after conj: "add, concat
+ * and mul" (GR_OPF_JOIN, " and "). */
+static void gr_build_ops_with(unsigned flag, const char *conj, char *buf, size_t n) {
     int m = 0, count = 0;
-    for (int i = 0; i < GR_OP_COUNT; i++) count += (gr_op_flags(i) & GR_OPF_JOIN) != 0;
+    for (int i = 0; i < GR_OP_COUNT; i++) count += (gr_op_flags(i) & flag) != 0;
     size_t k = 0;
     for (int i = 0; i < GR_OP_COUNT && k < n; i++) {
-        if (!(gr_op_flags(i) & GR_OPF_JOIN)) continue;
-        const char *sep = m == 0 ? "" : m == count - 1 ? " and " : ", ";
+        if (!(gr_op_flags(i) & flag)) continue;
+        const char *sep = m == 0 ? "" : m == count - 1 ? conj : ", ";
         k += (size_t)snprintf(buf + k, n - k, "%s%s", sep, gr_op_name(i));
         m++;
     }
@@ -191,7 +193,7 @@ static gr_status gr_build_inputs(const gr_scope *sc, const gr_cfg *items, int it
     const gr_cfg *v = li->input;
     if (v->kind == GR_CFG_MAP || (v->kind == GR_CFG_SEQ && !join)) {
         char joins[160] = "";
-        if (v->kind == GR_CFG_SEQ) gr_build_join_ops(joins, sizeof joins);
+        if (v->kind == GR_CFG_SEQ) gr_build_ops_with(GR_OPF_JOIN, " and ", joins, sizeof joins);
         return gr_cfg_error(err, v, sub, "expected the name of an earlier layer%s%s%s",
                             joins[0] ? " (lists of inputs are for " : "", joins, joins[0] ? ")" : "");
     }
@@ -506,8 +508,9 @@ done:
 
 /* An op's `tied: NAME` (dense): the layer NAME of this scope, else the layer
  * whose full name is NAME (one inside an earlier block use, or the model's
- * from inside a block); it must be earlier and of the same op. Sets
- * a->tied_layer; the op's infer checks the shapes. */
+ * from inside a block); it must be earlier and of an op whose weight can be
+ * shared (GR_OPF_TIEABLE: dense, embedding). Sets a->tied_layer; the op's
+ * infer checks the shapes. */
 static gr_status gr_build_tied(gr_builder *b, const gr_scope *sc, const gr_cfg *items, int item,
                                const gr_layer_item *li, int op, gr_attrs *a, const char *akey, gr_error *err) {
     const gr_cfg *v = gr_cfg_get(li->attrs, "tied");
@@ -525,9 +528,12 @@ static gr_status gr_build_tied(gr_builder *b, const gr_scope *sc, const gr_cfg *
         return gr_cfg_error(err, v, sub, "no earlier layer is named '%s'%s", a->tied,
                             sc->prefix[0] ? " in this block, nor has that full name" : "");
     }
-    if ((int)b->g->layers[l].op != op)
-        return gr_cfg_error(err, v, sub, "'%s' is a %s layer; a %s layer can only be tied to another %s layer",
-                            b->g->layers[l].name, gr_op_name(b->g->layers[l].op), gr_op_name(op), gr_op_name(op));
+    if (!(gr_op_flags(b->g->layers[l].op) & GR_OPF_TIEABLE)) {
+        char ops[160] = "";
+        gr_build_ops_with(GR_OPF_TIEABLE, " or ", ops, sizeof ops);
+        return gr_cfg_error(err, v, sub, "'%s' is a %s layer; a %s layer can only be tied to a %s layer",
+                            b->g->layers[l].name, gr_op_name(b->g->layers[l].op), gr_op_name(op), ops);
+    }
     a->tied_layer = l;
     return GR_OK;
 }

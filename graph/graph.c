@@ -48,8 +48,9 @@ enum {
     _Static_assert((flags) & (GR_OPF_BACKWARD | GR_OPF_METRIC) ? (int)GR_OP_##bwd == GR_OP_NONE        \
                                              : (GR_OPF_OF_##bwd & GR_OPF_BACKWARD) != 0,              \
                    "ops.def row " #name ": bwd names a backward op (NONE on a backward or metric row)"); \
-    _Static_assert(!((flags) & (GR_OPF_ACT | GR_OPF_RUNNING_STATS)) || ((flags) & GR_OPF_LAYER),      \
-                   "ops.def row " #name ": ACT and RUNNING_STATS are for layer rows");                \
+    _Static_assert(!((flags) & (GR_OPF_ACT | GR_OPF_RUNNING_STATS | GR_OPF_TIEABLE)) ||               \
+                   ((flags) & GR_OPF_LAYER),                                                          \
+                   "ops.def row " #name ": ACT, RUNNING_STATS and TIEABLE are for layer rows");      \
     _Static_assert(!((flags) & GR_OPF_ACT_SAVES_X) || ((flags) & GR_OPF_ACT),                         \
                    "ops.def row " #name ": ACT_SAVES_X goes with ACT");                               \
     _Static_assert(GR_CAPS_OK(cpu) && GR_CAPS_OK(cuda),                                               \
@@ -234,6 +235,18 @@ void gr_graph_free(gr_graph *g) {
     memset(g, 0, sizeof *g);
 }
 
+/* p[0..n) ~ N(0, std^2): Box-Muller on pairs of the stream's uniforms
+ * (u1 in (0, 1], so the log is finite), both values of each pair used. */
+static void gr_graph_init_normal(float *p, int64_t n, double std, uint64_t key) {
+    const double two_pi = 6.283185307179586;
+    for (int64_t k = 0; k < n; k += 2) {
+        const double u1 = 1.0 - (double)gr_uniform(key, (uint64_t)k), u2 = (double)gr_uniform(key, (uint64_t)k + 1);
+        const double r = std * sqrt(-2.0 * log(u1));
+        p[k] = (float)(r * cos(two_pi * u2));
+        if (k + 1 < n) p[k + 1] = (float)(r * sin(two_pi * u2));
+    }
+}
+
 void gr_graph_init_params(const gr_graph *g, float *params, uint64_t seed) {
     memset(params, 0, (size_t)g->n_params * sizeof *params); /* the alignment gaps */
     for (int i = 0; i < g->n_tensors; i++) {
@@ -241,6 +254,11 @@ void gr_graph_init_params(const gr_graph *g, float *params, uint64_t seed) {
         if (t->kind != GR_TK_PARAM && t->kind != GR_TK_STATE) continue;
         int64_t n = gr_tensor_numel(t);
         float *p = params + t->param_offset;
+        if (t->init == GR_INIT_NORMAL) {
+            gr_graph_init_normal(p, n, g->nodes[g->layers[t->layer].node].attrs.init_std,
+                                 gr_hash64(seed, 0x5EED0000ull + (uint64_t)i));
+            continue;
+        }
         if (t->init != GR_INIT_FAN_IN) {
             float v = t->init == GR_INIT_ONE ? 1.0f : 0.0f;
             for (int64_t k = 0; k < n; k++) p[k] = v;

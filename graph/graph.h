@@ -65,6 +65,7 @@ typedef enum gr_init {
     GR_INIT_FAN_IN,          /* U(+-1/sqrt(fan_in)) (nn.Linear, nn.Conv2d); add_param's default */
     GR_INIT_ZERO,            /* add_state's default */
     GR_INIT_ONE,
+    GR_INIT_NORMAL,          /* N(0, init_std^2), init_std its layer node's attribute (nn.Embedding: 1) */
 } gr_init;
 
 typedef struct gr_tensor {
@@ -123,7 +124,8 @@ typedef struct gr_attrs {
     gr_ilist axes;           /* permute: the full tensor's axes in their new order (axes[0] = 0); permute_bwd:
                                 the inverse order */
     int64_t start, end;      /* slice: [start, end) along axis, negative counting from its end (start 0) */
-    char tied[GR_NAME_MAX];  /* dense: `tied:`, the earlier dense layer whose weight it uses ("" none) */
+    char tied[GR_NAME_MAX];  /* dense: `tied:`, the earlier dense or embedding layer (GR_OPF_TIEABLE) whose
+                                weight it uses ("" none) */
     bool transpose;          /* dense: `transpose: true`, that weight used transposed (with tied only) */
     int tied_layer;          /* dense with tied: that layer's index (the builder resolves the name) */
     bool weight_t;           /* dense and its backward nodes: the weight tensor is stored [in, units], the
@@ -131,6 +133,9 @@ typedef struct gr_attrs {
                                 dW += x^T dy; false: W [units, in] as usual */
     int64_t heads;           /* attention: heads (required), each of C / heads columns */
     bool causal;             /* attention: position t attends to positions <= t only (true) */
+    int64_t vocab, dim;      /* embedding: weight [vocab, dim] */
+    int64_t max_len;         /* pos_embedding: weight [max_len, C], the most positions T it takes */
+    double init_std;         /* embedding, pos_embedding: the weight ~ N(0, init_std^2) (1, as nn.Embedding) */
 } gr_attrs;
 
 typedef struct gr_node {
@@ -324,7 +329,8 @@ void gr_graph_add_io(gr_graph *g, const gr_graph_io *io);
  * attributes, layer names and inputs; shapes too when model.input is given. */
 gr_status gr_graph_check(const gr_job_spec *spec, gr_error *err);
 /* Appends the backward pass (autodiff.c). need_input_grad also gives the
- * input batch a gradient (gradcheck uses it). */
+ * input batch a gradient (gradcheck uses it) when it is float (token ids
+ * have none). */
 void gr_autodiff(gr_graph *g, bool need_input_grad);
 /* The micro-batch plans are made for: every batched tensor's leading
  * dimension (shape[0]) and g->micro_batch become n. Nothing else of the
@@ -402,7 +408,8 @@ const char *gr_shape_str_n(const gr_tensor *t, char *buf, size_t n);
 /* Deterministic PyTorch-style initialization of every parameter and state
  * tensor from seed, as its init says (nn.Linear/nn.Conv2d: weight and bias ~
  * U(+-1/sqrt(fan_in)); batchnorm: weight 1, bias 0, running_mean 0,
- * running_var 1). */
+ * running_var 1; embeddings: N(0, init_std^2), Box-Muller on the same
+ * counter-based stream, so the same seed gives the same weights anywhere). */
 void gr_graph_init_params(const gr_graph *g, float *params, uint64_t seed);
 
 #endif

@@ -3,11 +3,14 @@
  * dW += dy^T x, db += sum_n dy (dense_bwd_params).
  *
  * Tying (`tied: LAYER`, optionally `transpose: true`): the layer reads the
- * weight tensor of an earlier dense layer instead of making its own (its bias
- * is its own). Used transposed, the tensor it reads is stored [in, units]
- * (attrs.weight_t): y = x W + b, dx = dy W^T, dW += x^T dy, the kernels'
- * transposed GEMMs. A parameter read by several layers gets the sum of their
- * gradients: each dense_bwd_params adds into the one grads slot (autodiff.c).
+ * weight tensor of an earlier dense or embedding layer (a GR_OPF_TIEABLE row:
+ * an embedding's [vocab, dim] is nn.Linear's [units, in], a GPT's LM head)
+ * instead of making its own (its bias is its own). Used transposed, the
+ * tensor it reads is stored [in, units] (attrs.weight_t): y = x W + b,
+ * dx = dy W^T, dW += x^T dy, the kernels' transposed GEMMs. A parameter read
+ * by several layers gets the sum of their gradients: each dense_bwd_params
+ * (and an embedding's embedding_bwd) adds into the one grads slot
+ * (autodiff.c).
  * Backward nodes carry the forward node's attrs, so kernels read weight_t
  * from their own node. */
 #include "graph.h"
@@ -33,13 +36,14 @@ static gr_status gr_dense_check(gr_attrs *a, const gr_cfg *attrs, const char *ke
 }
 
 /* The weight a tied layer reads: its tied_layer's weight tensor, used as that
- * layer uses it (itself perhaps a transposed tied use), transposed once more
- * when transpose is given. It must be [units, in] as used, in = x's features. */
+ * layer uses it (itself perhaps a transposed tied use; an embedding's
+ * plainly), transposed once more when transpose is given. It must be
+ * [units, in] as used, in = x's features. */
 static gr_status gr_dense_tied_weight(gr_graph *g, int node, const gr_cfg *at, const char *key, int *w,
                                       bool *weight_t, gr_error *err) {
     const gr_node nd = g->nodes[node];
     const gr_node src = g->nodes[g->layers[nd.attrs.tied_layer].node];
-    GR_ASSERT(src.op == nd.op && src.nin >= 2);
+    GR_ASSERT((gr_op_flags(src.op) & GR_OPF_TIEABLE) && src.nin >= 2);
     const gr_tensor wt = g->tensors[src.in[1]];
     const bool t = src.attrs.weight_t != nd.attrs.transpose;
     const gr_tensor *x = &g->tensors[nd.in[0]];

@@ -52,6 +52,15 @@ static void test_rows(void) {
     CHECK(gr_op_flags(GR_OP_ACCURACY) & GR_OPF_METRIC && gr_op_lookup("accuracy") == -1 && gr_op_lookup("mse") == -1);
     CHECK(gr_op_bwd(GR_OP_MSE) == GR_OP_MSE_BWD && gr_op_bwd(GR_OP_BCE_WITH_LOGITS) == GR_OP_BCE_WITH_LOGITS_BWD);
     CHECK(strcmp(gr_op_name(GR_OP_BCE_WITH_LOGITS), "bce_with_logits") == 0);
+    /* the embedding family; the ops whose weight a dense layer's tied: may name */
+    CHECK(gr_op_lookup("embedding") == GR_OP_EMBEDDING && gr_op_lookup("pos_embedding") == GR_OP_POS_EMBEDDING);
+    CHECK(gr_op_bwd(GR_OP_EMBEDDING) == GR_OP_EMBEDDING_BWD);
+    CHECK(gr_op_bwd(GR_OP_POS_EMBEDDING) == GR_OP_POS_EMBEDDING_BWD);
+    CHECK((gr_op_flags(GR_OP_POS_EMBEDDING_BWD) & GR_OPF_VIEW) && gr_op_lookup("pos_embedding_bwd_params") == -1);
+    int tieable = 0;
+    for (int op = 0; op < GR_OP_COUNT; op++) tieable += (gr_op_flags((gr_op)op) & GR_OPF_TIEABLE) != 0;
+    CHECK(tieable == 2 && (gr_op_flags(GR_OP_DENSE) & GR_OPF_TIEABLE) &&
+          (gr_op_flags(GR_OP_EMBEDDING) & GR_OPF_TIEABLE));
 }
 
 /* ---- the generic parser on a table of every kind ---- */
@@ -176,6 +185,12 @@ static void test_ops(void) {
     CHECK(op_read(GR_OP_ATTENTION, "{heads: 4}", &a, &err) == GR_OK && a.heads == 4 && a.causal);
     CHECK(op_read(GR_OP_ATTENTION, "{heads: 1, causal: false}", &a, &err) == GR_OK && !a.causal);
     CHECK(op_read(GR_OP_ATTENTION, "{heads: 0}", &a, &err) == GR_ERR_USAGE && strstr(err.msg, "k.heads"));
+    CHECK(op_read(GR_OP_EMBEDDING, "{vocab: 50304, dim: 768}", &a, &err) == GR_OK && a.vocab == 50304 &&
+          a.dim == 768 && a.init_std == 1.0); /* nn.Embedding's N(0, 1) */
+    CHECK(op_read(GR_OP_EMBEDDING, "{vocab: 16777216, dim: 1, init_std: 0.02}", &a, &err) == GR_OK &&
+          a.init_std == 0.02);
+    CHECK(op_read(GR_OP_POS_EMBEDDING, "{max_len: 1024}", &a, &err) == GR_OK && a.max_len == 1024 && a.init_std == 1.0);
+    CHECK(op_read(GR_OP_POS_EMBEDDING, "{max_len: 1, init_std: 0.5}", &a, &err) == GR_OK && a.init_std == 0.5);
     op_unknown(GR_OP_DENSE, "{unitz: 1}", "dense takes units, bias, tied, transpose");
     op_unknown(GR_OP_CONV, "{x: 1}", "conv takes filters, kernel, stride, padding, groups, bias");
     op_unknown(GR_OP_MAXPOOL, "{x: 1}", "maxpool takes kernel, stride, padding");
@@ -187,6 +202,8 @@ static void test_ops(void) {
     op_unknown(GR_OP_RESHAPE, "{x: 1}", "reshape takes shape");
     op_unknown(GR_OP_PERMUTE, "{dims: [0, 1]}", "permute takes axes");
     op_unknown(GR_OP_SLICE, "{x: 1}", "slice takes axis, start, end");
+    op_unknown(GR_OP_EMBEDDING, "{vocab: 3, dim: 2, std: 1}", "embedding takes vocab, dim, init_std");
+    op_unknown(GR_OP_POS_EMBEDDING, "{max_len: 3, len: 1}", "pos_embedding takes max_len, init_std");
     CHECK(op_read(GR_OP_MUL, "{x: 1}", &a, &err) == GR_ERR_USAGE && strstr(err.msg, "k: mul takes no attributes"));
     /* the checks between attributes, after the table */
     CHECK(op_read(GR_OP_CONV, "{filters: 6, kernel: 3, groups: 4}", &a, &err) == GR_ERR_USAGE);
@@ -210,6 +227,19 @@ static void test_ops(void) {
         {GR_OP_SLICE, "{end: 1}", "axis: required attribute missing"},
         {GR_OP_CONCAT, "{axis: 4}", "k.axis: must be <= 3, got 4"},
         {GR_OP_CONCAT, "{axis: -5}", "k.axis: must be >= -4, got -5"},
+        {GR_OP_EMBEDDING, "", "k: embedding needs attributes, e.g. {vocab: 50304, dim: 768}"},
+        {GR_OP_EMBEDDING, "{dim: 4}", "m.yaml:1:1: k: vocab: required attribute missing"},
+        {GR_OP_EMBEDDING, "{vocab: 4}", "k: dim: required attribute missing"},
+        {GR_OP_EMBEDDING, "{vocab: 0, dim: 4}", "k.vocab: must be >= 1, got 0"},
+        {GR_OP_EMBEDDING, "{vocab: 16777217, dim: 4}", "k.vocab: must be <= 16777216, got 16777217"},
+        {GR_OP_EMBEDDING, "{vocab: 4, dim: 0}", "k.dim: must be >= 1, got 0"},
+        {GR_OP_EMBEDDING, "{vocab: 4, dim: 2, init_std: 0}", "k.init_std: init_std must be positive"},
+        {GR_OP_EMBEDDING, "{vocab: 4, dim: 2, init_std: -1}", "k.init_std: must be in [0, 1000000], got -1"},
+        {GR_OP_POS_EMBEDDING, "", "k: pos_embedding needs attributes, e.g. {max_len: 1024}"},
+        {GR_OP_POS_EMBEDDING, "{init_std: 0.02}", "k: max_len: required attribute missing"},
+        {GR_OP_POS_EMBEDDING, "{max_len: 0}", "k.max_len: must be >= 1, got 0"},
+        {GR_OP_POS_EMBEDDING, "{max_len: 16777217}", "k.max_len: must be <= 16777216, got 16777217"},
+        {GR_OP_POS_EMBEDDING, "{max_len: 8, init_std: 0}", "k.init_std: init_std must be positive"},
     };
     for (size_t i = 0; i < GR_ARRAY_LEN(bad); i++) {
         gr_status st = op_read(bad[i].op, bad[i].text, &a, &err);

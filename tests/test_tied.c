@@ -12,7 +12,12 @@
  *     has it (its transposed strides), to bf16's tolerance;
  *   - the graph (CPU only): the shared weight is one PARAM tensor, counted
  *     once, and the tied layer owns only its bias; the build errors, each
- *     naming the layer, the tied layer and the shapes at file:line:col. */
+ *     naming the layer, the tied layer and the shapes at file:line:col;
+ *   - a GPT's LM head tied to its token embedding (an embedding layer's
+ *     [vocab, dim] weight read by a dense layer of vocab units, on int32 ids,
+ *     tests/ops/token_graph.h): a gradcheck, the one parameter counted once,
+ *     and its gradient the sum of the embedding's and the head's, against
+ *     the same model untied. */
 #include "ops/gradcheck.h"
 
 /* ---- a model run once: loss and every gradient ---- */
@@ -281,15 +286,117 @@ static void tt_check_errors(void) {
          {"t.yaml:1:", "model.layers[1].dense.tied", "'later' is a later layer", NULL}},
         {"[flatten, {dense: {units: 6, tied: nope}}]", {"no earlier layer is named 'nope'", NULL}},
         {"[flatten, {dense: {units: 6, tied: flatten0}}]",
-         {"'flatten0' is a flatten layer; a dense layer can only be tied to another dense layer", NULL}},
+         {"'flatten0' is a flatten layer; a dense layer can only be tied to a dense or embedding layer", NULL}},
         {"[flatten, {dense: {units: 6, tied: me}, name: me}]", {"a layer cannot be tied to itself ('me')", NULL}},
         {"[flatten, {dense: {units: 6, transpose: true}}]",
          {"model.layers[1].dense.transpose", "only with tied", NULL}},
         {"[flatten, {dense: {units: 6, tied: [a]}}]", {"model.layers[1].dense.tied", "expected the name of a layer",
                                                      NULL}},
         {"[flatten, {dense: {units: 6, tie: enc}}]", {"dense takes units, bias, tied, transpose", NULL}},
+
     };
     for (size_t i = 0; i < GR_ARRAY_LEN(cases); i++) tt_expect_error(cases[i].layers, cases[i].parts);
+}
+
+/* ---- a head tied to a token embedding ---- */
+
+static const gr_tk_case tt_lm = {"embedding -> dense tied to it", "[{embedding: {vocab: 6, dim: 4}, name: wte}, "
+                                 "tanh, {dense: {units: 6, tied: wte, bias: false}, name: head}]", 5, 6};
+static const gr_tk_case tt_lm_untied = {"embedding -> dense untied", "[{embedding: {vocab: 6, dim: 4}, name: wte}, "
+                                        "tanh, {dense: {units: 6, bias: false}, name: head}]", 5, 6};
+
+/* One training pass of tm on device from parameters w (one seed's): the loss, the gradients into gw */
+static double tt_lm_run(const gr_tk_model *tm, const float *w, float *gw, const int32_t *ids, const int32_t *next) {
+    gr_error err = {0};
+    gr_backend *be;
+    gr_model m;
+    gr_plan p;
+    const gr_graph *g = &tm->g;
+    CHECK(gr_backend_create(gr_gc_device, 1, &be, &err) == GR_OK);
+    gr_backend_opts fp32 = {.precision = GR_PREC_FP32};
+    gr_backend_configure(be, &fp32);
+    CHECK(gr_model_init(&m, g, be, 0, &err) == GR_OK);
+    CHECK(gr_plan_compile(&p, &m, g, GR_PLAN_TRAIN, true, &err) == GR_OK);
+    gr_backend_upload(be, m.params, w, (size_t)g->n_params * sizeof *w);
+    gr_backend_zero(be, m.grads, (size_t)g->n_trainable * sizeof(float));
+    gr_exec_ctx ctx = {.training = true, .rng_key = 1, .grad_scale = 1.0f / TT_N};
+    const double loss = gr_tk_run(&p, TT_N, ids, next, &ctx);
+    gr_backend_download(be, gw, m.grads, (size_t)g->n_trainable * sizeof *gw);
+    gr_plan_free(&p);
+    gr_model_free(&m);
+    gr_backend_free(be);
+    return loss;
+}
+
+static void tt_check_lm(void) {
+    gr_gc_token_run(&tt_lm);
+    gr_tk_model T, U;
+    gr_error err = {0};
+    gr_status st = gr_tk_build(&T, &tt_lm, TT_N, GR_PREC_FP32, &err);
+    CHECK_MSG(st == GR_OK, "%s", err.msg);
+    if (!st) st = gr_tk_build(&U, &tt_lm_untied, TT_N, GR_PREC_FP32, &err);
+    CHECK_MSG(st == GR_OK, "%s", err.msg);
+    if (st) {
+        gr_tk_free(&T);
+        return;
+    }
+    /* one parameter, counted once, read by both layers; two nodes add into its one gradient */
+    const int w = gr_tk_param(&T.g, "wte.weight");
+    CHECK(w >= 0 && gr_tk_param(&T.g, "head.weight") < 0 && T.g.n_weights == 24 && U.g.n_weights == 48);
+    int readers = 0, writers = 0;
+    for (int i = 0; i < T.g.n_forward; i++)
+        for (int k = 0; k < T.g.nodes[i].nin; k++) readers += T.g.nodes[i].in[k] == w;
+    for (int i = T.g.n_forward; i < T.g.n_nodes; i++)
+        writers += T.g.nodes[i].nout > 0 && T.g.nodes[i].out[0] == T.g.tensors[w].grad;
+    CHECK_MSG(readers == 2 && writers == 2, "wte.weight: %d readers, %d gradient writers", readers, writers);
+    /* its gradient: the untied model's wte and head gradients summed, on the same weights */
+    float *wt = calloc((size_t)T.g.n_params + 1, sizeof *wt), *wu = calloc((size_t)U.g.n_params + 1, sizeof *wu);
+    float *gt = calloc((size_t)T.g.n_trainable + 1, sizeof *gt), *gu = calloc((size_t)U.g.n_trainable + 1, sizeof *gu);
+    gr_graph_init_params(&T.g, wt, 21);
+    tt_copy(&U.g, wu, "wte.weight", &T.g, wt, "wte.weight", false);
+    tt_copy(&U.g, wu, "head.weight", &T.g, wt, "wte.weight", false);
+    int32_t ids[TT_N * 5], next[TT_N * 5];
+    gr_tk_fill(&tt_lm, &T.g, TT_N, 0x1EAD, ids, next);
+    const double lt = tt_lm_run(&T, wt, gt, ids, next), lu = tt_lm_run(&U, wu, gu, ids, next);
+    CHECK_CLOSE(lt, lu, 1e-6, 0.0);
+    const gr_tensor *ue = &U.g.tensors[gr_tk_param(&U.g, "wte.weight")];
+    const gr_tensor *uh = &U.g.tensors[gr_tk_param(&U.g, "head.weight")];
+    double d = 0.0, scale = 0.0, head = 0.0;
+    for (int64_t i = 0; i < 24; i++) {
+        const double sum = (double)gu[ue->param_offset + i] + (double)gu[uh->param_offset + i];
+        d = fmax(d, fabs(gt[T.g.tensors[w].param_offset + i] - sum));
+        scale = fmax(scale, fabs(sum));
+        head = fmax(head, fabs(gu[uh->param_offset + i]));
+    }
+    CHECK_MSG(scale > 1e-4 && head > 1e-4 && d <= 1e-5 * scale, "wte.weight's gradient off the sum of the embedding's "
+              "and the head's by %.3g (largest %.3g)", d, scale);
+    printf("tied LM head    loss %.6f / %.6f, wte.weight off the sum of its readers' by %.2e\n", lt, lu, d);
+    free(wt); free(wu); free(gt); free(gu);
+    gr_tk_free(&T);
+    gr_tk_free(&U);
+}
+
+/* the errors of a head tied to an embedding (ids [n, 5]), each at its key */
+static void tt_check_lm_errors(void) {
+    static const struct { const char *layers; const char *parts[4]; } cases[] = {
+        /* an embedding's [vocab, dim] weight is [units, in] as used */
+        {"[{embedding: {vocab: 6, dim: 4}, name: wte}, {dense: {units: 5, tied: wte}}]",
+         {"tokens.yaml:1:", "model.layers[1].dense.tied: layer 'dense0' needs a weight [5, 4] ([units, in]: units 5, "
+          "input [n, 4]), but tied to 'wte' it uses wte.weight [6, 4]", NULL}},
+        {"[{embedding: {vocab: 6, dim: 4}, name: wte}, {dense: {units: 6}}, {dense: {units: 4, tied: wte}}]",
+         {"needs a weight [4, 6]", "wte.weight [6, 4]; it fits with transpose: true", NULL}},
+        {"[{embedding: {vocab: 6, dim: 4}}, {pos_embedding: {max_len: 5}, name: wpe}, {dense: {units: 4, tied: wpe}}]",
+         {"model.layers[2].dense.tied: 'wpe' is a pos_embedding layer; a dense layer can only be tied to a dense or "
+          "embedding layer", NULL}},
+    };
+    for (size_t i = 0; i < GR_ARRAY_LEN(cases); i++) {
+        const gr_tk_case c = {"error", cases[i].layers, 5, 6};
+        gr_tk_model tm;
+        gr_error err = {0};
+        CHECK_MSG(gr_tk_build(&tm, &c, 2, GR_PREC_FP32, &err) == GR_ERR_USAGE, "built: %s", c.layers);
+        for (int k = 0; cases[i].parts[k]; k++) CHECK_STR_CONTAINS(err.msg, cases[i].parts[k]);
+        gr_tk_free(&tm);
+    }
 }
 
 int main(int argc, char **argv) {
@@ -306,9 +413,11 @@ int main(int argc, char **argv) {
     };
     for (size_t i = 0; i < GR_ARRAY_LEN(cases); i++) gr_gc_run(&cases[i]);
     tt_check_sum(GR_PREC_FP32, gr_gc_device);
+    tt_check_lm();
     if (gr_gc_on_cpu()) {
         tt_check_graph();
         tt_check_errors();
+        tt_check_lm_errors();
         gr_backend *be = NULL;
         gr_error err = {0};
         CHECK(gr_backend_create("cpu", 1, &be, &err) == GR_OK);

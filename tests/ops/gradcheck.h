@@ -3,9 +3,11 @@
  * autodiff -> plan -> the backend's kernels.
  *
  * Each case is a small model ending in softmax cross-entropy (gr_gc_run),
- * or one loss node of any kind on the input batch with its targets
+ * one loss node of any kind on the input batch with its targets
  * (gr_gc_loss_run: mse, bce with fp32 targets, softmax cross-entropy over
- * the last axis with ignored tokens; loss_graph.h builds it). The analytic
+ * the last axis with ignored tokens; loss_graph.h builds it), or a model on
+ * int32 token ids with per-token targets (gr_gc_token_run: token_graph.h;
+ * only the parameters have gradients). The analytic
  * gradients (parameters and the input batch) from one backward pass are
  * compared with central differences of the mean loss, (L(w+h) - L(w-h)) / 2h,
  * L being the loss's stats[0] / stats[1].
@@ -26,6 +28,7 @@
 
 #include "gr_test.h"
 #include "loss_graph.h"
+#include "token_graph.h"
 #include "graph/graph.h"
 #include "exec/exec.h"
 #include "runner/train.h"
@@ -294,6 +297,68 @@ static inline void gr_gc_loss_run(const gr_lg_case *c) {
     gr_model_free(&m);
     gr_backend_free(be);
     gr_graph_free(&g);
+}
+
+/* The gradcheck of token model c on 4 samples: every parameter element (a
+ * stride through more than 400), against central differences of the mean
+ * loss over the tokens. */
+static inline void gr_gc_token_run(const gr_tk_case *c) {
+    gr_error err = {0};
+    gr_tk_model tm;
+    const int64_t n = 4;
+    gr_status st = gr_tk_build(&tm, c, n, GR_PREC_FP32, &err);
+    CHECK_MSG(st == GR_OK, "%s: %s", c->name, err.msg);
+    if (st) {
+        gr_tk_free(&tm);
+        return;
+    }
+    const gr_graph *g = &tm.g;
+    CHECK_MSG(g->tensors[g->input].grad < 0, "%s: the token ids have a gradient", c->name);
+    gr_backend *be;
+    CHECK(gr_backend_create(gr_gc_device, 1, &be, &err) == GR_OK);
+    if (!gr_gc_on_cpu()) {
+        gr_backend_opts fp32 = {.precision = GR_PREC_FP32};
+        gr_backend_configure(be, &fp32);
+    }
+    gr_model m;
+    CHECK(gr_model_init(&m, g, be, 0, &err) == GR_OK);
+    float *w = calloc((size_t)g->n_params + 1, sizeof *w), *gw = calloc((size_t)g->n_trainable + 1, sizeof *gw);
+    gr_graph_init_params(g, w, tm.spec.seed);
+    gr_backend_upload(be, m.params, w, (size_t)g->n_params * sizeof *w);
+    gr_plan p;
+    CHECK(gr_plan_compile(&p, &m, g, GR_PLAN_TRAIN, true, &err) == GR_OK);
+    const int64_t nt = gr_tk_numel(g, n);
+    int32_t *ids = malloc((size_t)nt * sizeof *ids), *next = malloc((size_t)nt * sizeof *next);
+    gr_tk_fill(c, g, n, 0x70CE5ull, ids, next);
+    gr_exec_ctx ctx = {.training = true, .rng_key = 99, .grad_scale = 1.0f / (float)n};
+    gr_backend_zero(be, m.grads, (size_t)g->n_trainable * sizeof(float));
+    gr_tk_run(&p, n, ids, next, &ctx);
+    gr_backend_download(be, gw, m.grads, (size_t)g->n_trainable * sizeof *gw);
+    const float h = 1e-2f;
+    int bad = 0, checked = 0;
+    const int64_t stride = g->n_trainable > 400 ? g->n_trainable / 400 : 1;
+    for (int64_t k = 0; k < g->n_trainable; k += stride) {
+        const float w0 = w[k];
+        double l[2];
+        for (int s = 0; s < 2; s++) {
+            w[k] = s ? w0 - h : w0 + h;
+            gr_backend_upload(be, m.params + k, &w[k], sizeof *w);
+            l[s] = gr_tk_run(&p, n, ids, next, &ctx);
+        }
+        w[k] = w0;
+        gr_backend_upload(be, m.params + k, &w[k], sizeof *w);
+        gr_gc_compare("param", c->name, gw[k], (l[0] - l[1]) / (2.0 * h), &bad);
+        checked++;
+    }
+    gr_gc_report(c->name, bad, checked);
+    free(ids);
+    free(next);
+    free(w);
+    free(gw);
+    gr_plan_free(&p);
+    gr_model_free(&m);
+    gr_backend_free(be);
+    gr_tk_free(&tm);
 }
 
 #endif

@@ -13,7 +13,10 @@
  * mse, bce with logits, cross-entropy over the last axis of [n, T, C] with
  * ignored tokens and the accuracy metric top-k on the same logits),
  * comparing both stats, the metric's exactly (the same logits reach both)
- * and the input's gradient.
+ * and the input's gradient. A third runs models on int32 token ids
+ * (token_graph.h: embedding, pos_embedding, a head tied to the embedding),
+ * comparing the loss and every parameter gradient of a training pass and
+ * the loss of an eval pass on a partial batch.
  * Afterwards every op of ops.def must have been in some case's graph.
  *
  * The table runs five times: strict fp32 and tf32 with cuDNN's heuristics,
@@ -45,6 +48,7 @@
  * and fails the test only when that fails too — a real bug fails both. */
 #include "cuda_cmp.h"
 #include "loss_graph.h"
+#include "token_graph.h"
 
 #define N 6 /* micro-batch */
 
@@ -163,6 +167,8 @@ static const ops_case cases[] = {
      "{dense: {units: 4}, input: input}, {reshape: {shape: [1, 4]}, name: b}, {mul: {}, input: [a, b]}, "
      "{add: {}, input: [mul0, b]}, tanh, {concat: {axis: -1}, input: [tanh0, a]}, flatten, {dense: {units: 4}}]", 1,
      {10}, 0.1, NULL},
+    {"pos_embedding on dense features", "[{dense: {units: 12}}, {reshape: {shape: [4, 3]}}, "
+     "{pos_embedding: {max_len: 6}}, tanh, flatten, {dense: {units: 5}}]", 1, {10}, 0.0, NULL},
     {"blocks: ResNet basic and down blocks", "[{conv: {filters: 8, kernel: 3, padding: 1, bias: false}}, "
      "batchnorm, relu, {basic: {out: 8}, repeat: 2}, {down: {out: 12}}, global_avgpool, flatten, "
      "{dense: {units: 5}}]", 3, {3, 8, 8}, 0.1, resnet_blocks},
@@ -492,6 +498,93 @@ static int loss_attempt(const gr_lg_case *c, const ops_pass *ps, gr_backend *con
     return x.bad;
 }
 
+/* ---- models on token ids: the embeddings ---- */
+
+static const gr_tk_case token_cases[] = {
+    {"tokens: embedding [n, 12] of 25 ids, dense head", "[{embedding: {vocab: 40, dim: 16}}, gelu, "
+     "{dense: {units: 10}}]", 12, 25},
+    {"tokens: wte + wpe (T == max_len), head tied to wte", "[{embedding: {vocab: 50, dim: 24, init_std: 0.5}, "
+     "name: wte}, {pos_embedding: {max_len: 16, init_std: 0.5}}, tanh, {dense: {units: 50, tied: wte, bias: false}}]",
+     16, 50},
+    {"tokens: wte + wpe, vocab 300, dim 260", "[{embedding: {vocab: 300, dim: 260, init_std: 0.1}}, "
+     "{pos_embedding: {max_len: 32, init_std: 0.1}}, tanh, {dense: {units: 7}}]", 20, 300},
+    {"tokens: one id a sample", "[{embedding: {vocab: 9, dim: 5}}, {dense: {units: 4}}]", 0, 6},
+};
+
+static int token_attempt(const gr_tk_case *c, const ops_pass *ps, gr_backend *const be[2], uint64_t seed, int attempt,
+                         bool covered[GR_OP_COUNT], ops_worst *worst) {
+    const ops_case oc = {c->name, NULL, 0, {0}, 0.0, NULL};
+    ops_ctx x = {&oc, ps, worst, 0, attempt, 0.0, 0.0};
+    gr_error err = {0};
+    gr_tk_model tm;
+    if (gr_tk_build(&tm, c, N, ps->opts.precision, &err)) {
+        fprintf(stderr, "  %s: %s\n", c->name, err.msg);
+        gr_tk_free(&tm);
+        return 1;
+    }
+    const gr_graph *g = &tm.g;
+    float *host = gr_cmp_init_params(g, seed);
+    gr_model m[2];
+    gr_plan tp[2], ep[2];
+    memset(m, 0, sizeof m);
+    memset(tp, 0, sizeof tp);
+    memset(ep, 0, sizeof ep);
+    bool ready = true;
+    for (int b = 0; b < 2 && ready; b++) {
+        if (gr_model_init(&m[b], g, be[b], 0, &err) || gr_plan_compile(&tp[b], &m[b], g, GR_PLAN_TRAIN, true, &err) ||
+            gr_plan_compile(&ep[b], &m[b], g, GR_PLAN_EVAL, true, &err)) {
+            fprintf(stderr, "  %s on %s: %s\n", c->name, gr_backend_name(be[b]), err.msg);
+            ready = false;
+            break;
+        }
+        gr_backend_upload(be[b], m[b].params, host, (size_t)g->n_params * sizeof(float));
+        gr_backend_zero(be[b], m[b].grads, (size_t)g->n_trainable * sizeof(float));
+    }
+    if (!ready) x.bad = 1;
+    else
+        for (int i = 0; i < g->n_nodes; i++) covered[g->nodes[i].op] = true;
+    const int64_t nt = gr_tk_numel(g, N);
+    int32_t *ids = gr_xmalloc((size_t)nt * sizeof *ids), *next = gr_xmalloc((size_t)nt * sizeof *next);
+    /* a training pass (every parameter's gradient), then the eval plan on a partial batch */
+    for (int e = 0; e < 2 && ready; e++) {
+        const int64_t n = e == 0 ? N : N - 2;
+        gr_plan *p = e == 0 ? tp : ep;
+        gr_tk_fill(c, g, n, gr_hash64(seed, 100u + (uint64_t)e), ids, next);
+        gr_exec_ctx ctx = {.training = e == 0, .rng_key = 1, .grad_scale = e == 0 ? 1.0f / (float)N : 0.0f};
+        double loss[2];
+        for (int b = 0; b < 2; b++) {
+            gr_cmp_poison(&p[b]);
+            loss[b] = gr_tk_run(&p[b], n, ids, next, &ctx);
+        }
+        ops_check_loss(&x, e == 0 ? "train" : "eval, partial batch", loss[1], loss[0]);
+    }
+    if (ready) {
+        float *gw[2];
+        for (int b = 0; b < 2; b++) gw[b] = gr_cmp_fetch(be[b], m[b].grads, g->n_trainable);
+        for (int t = 0; t < g->n_tensors; t++) {
+            const gr_tensor *tt = &g->tensors[t];
+            if (tt->kind == GR_TK_PARAM)
+                ops_check(&x, tt->name, gr_cmp_nmse(gw[1] + tt->param_offset, gw[0] + tt->param_offset,
+                                                    gr_tensor_numel(tt)), false);
+        }
+        free(gw[0]);
+        free(gw[1]);
+    }
+    for (int b = 0; b < 2; b++) {
+        gr_plan_free(&ep[b]);
+        gr_plan_free(&tp[b]);
+        gr_model_free(&m[b]);
+    }
+    free(ids);
+    free(next);
+    free(host);
+    gr_tk_free(&tm);
+    printf("%-15s %-56s forward %-9.3g gradients %-9.3g%s\n", ps->name, c->name, x.fwd, x.bwd,
+           x.bad ? "  out of bounds" : "");
+    fflush(stdout);
+    return x.bad;
+}
+
 int main(void) {
     gr_error err = {0};
     gr_backend *be[2] = {NULL, NULL};
@@ -501,8 +594,8 @@ int main(void) {
     }
     CHECK(gr_backend_create("cpu", 0, &be[0], &err) == GR_OK);
     if (!be[0]) return gr_test_report();
-    printf("%zu cases and %zu loss cases, micro-batch %d, cpu vs %s\n", GR_ARRAY_LEN(cases), GR_ARRAY_LEN(loss_cases), N,
-           gr_cmp_device_name());
+    printf("%zu cases, %zu loss cases and %zu token cases, micro-batch %d, cpu vs %s\n", GR_ARRAY_LEN(cases),
+           GR_ARRAY_LEN(loss_cases), GR_ARRAY_LEN(token_cases), N, gr_cmp_device_name());
 
     /* GR_CUDA_TEST_CASES=text: only the cases whose name holds text (to
      * rerun a failure alone; the coverage check is then skipped) */
@@ -541,6 +634,14 @@ int main(void) {
             int bad = loss_attempt(&loss_cases[i], ps, be, seed, 1, covered, &worst);
             if (bad) bad = loss_attempt(&loss_cases[i], ps, be, seed + 500u, 2, covered, &worst);
             CHECK_MSG(bad == 0, "%s [%s]: out of bounds on two sets of inputs (see above)", loss_cases[i].name,
+                      ps->name);
+        }
+        for (size_t i = 0; i < GR_ARRAY_LEN(token_cases); i++) {
+            if (only && !strstr(token_cases[i].name, only)) continue;
+            const uint64_t seed = 1000u * (uint64_t)i + 11u;
+            int bad = token_attempt(&token_cases[i], ps, be, seed, 1, covered, &worst);
+            if (bad) bad = token_attempt(&token_cases[i], ps, be, seed + 500u, 2, covered, &worst);
+            CHECK_MSG(bad == 0, "%s [%s]: out of bounds on two sets of inputs (see above)", token_cases[i].name,
                       ps->name);
         }
         printf("%-15s worst forward NMSE %.3g (%s)\n%-15s worst gradient NMSE %.3g (%s)\n%-15s %.1f s\n", ps->name,
