@@ -78,6 +78,7 @@ static const ops_case cases[] = {
      0.1, NULL},
     {"tanh", "[{dense: {units: 12}}, tanh, {dense: {units: 4}}]", 1, {9}, 0.0, NULL},
     {"gelu", "[{dense: {units: 12}}, gelu, {dense: {units: 4}}]", 1, {9}, 0.1, NULL},
+    {"gelu_tanh", "[{dense: {units: 12}}, gelu_tanh, {dense: {units: 4}}]", 1, {9}, 0.0, NULL},
     {"mlp chain", "[{dense: {units: 24}}, gelu, {dense: {units: 16}}, tanh, {dense: {units: 12}}, sigmoid, "
      "{dense: {units: 6}}]", 1, {33}, 0.1, NULL},
     /* dropout: the masks must be the same bits on both backends */
