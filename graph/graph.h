@@ -330,8 +330,10 @@ void gr_graph_recompute(gr_graph *g);
 /* The precision policy (graph/precision.c), run once after gr_autodiff:
  * under fp16/bf16, every activation and activation gradient a node writes
  * is stored in that type, except the outputs of GR_OPF_FP32_OUT ops (the
- * loss's probabilities and sums) and unbatched ones (batchnorm's saved
- * statistics); a view has its storage root's type. The input batch,
+ * loss's probabilities and sums), the saved statistics of GR_OPF_FP32_SAVED
+ * ops (their outputs after the first: layernorm's per-row mean and rstd) and
+ * unbatched ones (batchnorm's saved statistics); a view has its storage
+ * root's type. The input batch,
  * labels, masks, indices, parameters, gradients and optimizer state stay
  * as built (fp32 master weights). fp32/tf32 change nothing. Kernels that
  * compute in fp32 accumulate in fp32 whatever the storage. */

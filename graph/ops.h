@@ -20,6 +20,7 @@ enum {
     GR_OPF_ACT_SAVES_X = 1u << 7,
     GR_OPF_RUNNING_STATS = 1u << 8,
     GR_OPF_METRIC = 1u << 9,
+    GR_OPF_FP32_SAVED = 1u << 10,
 };
 
 /* The cpu and cuda columns of ops.def: what that backend's kernel of the op
