@@ -92,7 +92,7 @@ typedef struct gr_ilist {
  * are [h, w]. */
 typedef struct gr_attrs {
     int64_t units;           /* dense */
-    bool bias;               /* dense, conv */
+    bool bias;               /* dense, conv, layernorm */
     double rate;             /* dropout */
     double label_smoothing;  /* softmax_cross_entropy (0) */
     int64_t ignore_index;    /* softmax_cross_entropy, accuracy: a target of this value counts nowhere (-100,
@@ -104,7 +104,7 @@ typedef struct gr_attrs {
     int64_t padding[2];      /* conv, maxpool, avgpool (0) */
     int64_t groups;          /* conv (1) */
     bool count_include_pad;  /* avgpool (true) */
-    double momentum, eps;    /* batchnorm (0.1, 1e-5) */
+    double momentum, eps;    /* batchnorm (0.1, 1e-5); layernorm eps (1e-5) */
     bool stats_later;        /* batchnorm in training: the running stats are left alone here and updated by
                                 its recomputation later in the pass (gr_graph_recompute), which so reads
                                 them as this node did (the shift of statistics over processes) */
