@@ -165,10 +165,16 @@ static void test_accumulation(void) {
     int64_t s[2] = {3, 10};
     if (!gr_bnt_init(&t, "[{dense: {units: 6}}, layernorm, flatten, {dense: {units: 4}}]", s, 2, 4)) return;
     float *w = ln_param(&t, "weight"), *b = ln_param(&t, "bias");
-    for (int j = 0; j < 6; j++) w[j] = 0.5f + 0.1f * (float)j, b[j] = 0.2f - 0.05f * (float)j;
+    for (int j = 0; j < 6; j++) {
+        w[j] = 0.5f + 0.1f * (float)j;
+        b[j] = 0.2f - 0.05f * (float)j;
+    }
     const int64_t nt = t.g.n_trainable;
     float xa[4 * 30], xb[4 * 30];
-    for (int i = 0; i < 4 * 30; i++) xa[i] = 2.0f * gr_uniform(5, (uint64_t)i) - 1.0f, xb[i] = 3.0f * gr_uniform(6, (uint64_t)i);
+    for (int i = 0; i < 4 * 30; i++) {
+        xa[i] = 2.0f * gr_uniform(5, (uint64_t)i) - 1.0f;
+        xb[i] = 3.0f * gr_uniform(6, (uint64_t)i);
+    }
     int32_t ya[4] = {0, 1, 2, 3}, yb[4] = {3, 3, 1, 0};
     gr_exec_ctx ctx = {.training = true, .rng_key = 1, .grad_scale = 0.125f};
     gr_batch ba = {.x = xa, .y = ya, .n = 4}, bb = {.x = xb, .y = yb, .n = 4};
