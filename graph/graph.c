@@ -30,8 +30,9 @@ _Static_assert(GR_ARRAY_LEN(gr_op_rows) == GR_OP_COUNT, "op table out of step wi
 /* The rows checked at compile time: each is exactly one of LAYER, LOSS,
  * METRIC, BACKWARD; a layer or loss row's bwd names a backward row, a
  * backward or metric row's is NONE (a metric is never differentiated);
- * the activation and running-statistics flags are on layer rows; each backend
- * column has at most one half and one layout bit, and none for a view. */
+ * the activation, running-statistics and saved-statistics flags are on
+ * layer rows; each backend column has at most one half and one layout bit,
+ * and none for a view. */
 #define GR_CAP_HALF_MASK (GR_CAP_HALF | GR_CAP_HALF_IN0 | GR_CAP_HALF_ALL)
 #define GR_CAP_ONE_OF(c, m) (((c) & (m)) == 0 || (((c) & (m)) & (((c) & (m)) - 1)) == 0)
 #define GR_CAPS_OK(c) (GR_CAP_ONE_OF(c, GR_CAP_HALF_MASK) && GR_CAP_ONE_OF(c, GR_CAP_NHWC_SAME | GR_CAP_NHWC_ANY))
@@ -51,6 +52,8 @@ enum {
     _Static_assert(!((flags) & (GR_OPF_ACT | GR_OPF_RUNNING_STATS | GR_OPF_TIEABLE)) ||               \
                    ((flags) & GR_OPF_LAYER),                                                          \
                    "ops.def row " #name ": ACT, RUNNING_STATS and TIEABLE are for layer rows");      \
+    _Static_assert(!((flags) & GR_OPF_FP32_SAVED) || ((flags) & (GR_OPF_LAYER | GR_OPF_BACKWARD)),    \
+                   "ops.def row " #name ": FP32_SAVED is for layer and backward rows");              \
     _Static_assert(!((flags) & GR_OPF_ACT_SAVES_X) || ((flags) & GR_OPF_ACT),                         \
                    "ops.def row " #name ": ACT_SAVES_X goes with ACT");                               \
     _Static_assert(GR_CAPS_OK(cpu) && GR_CAPS_OK(cuda),                                               \

@@ -83,8 +83,6 @@ typedef struct gr_tensor {
     int layer;               /* PARAM/STATE: index of the layer that owns it; -1 */
     char pname[32];          /* PARAM/STATE: PyTorch tensor name ("weight", "bias") */
     gr_init init;            /* PARAM/STATE: how gr_graph_init_params fills it */
-    bool keep_fp32;          /* a batched activation mixed precision leaves fp32 (attention's saved
-                                log-sum-exp: statistics a half type would round) */
 } gr_tensor;
 
 /* A list of up to GR_MAX_DIMS integers (an attribute like `shape: [3, -1]`). */
@@ -97,7 +95,7 @@ typedef struct gr_ilist {
  * are [h, w]. */
 typedef struct gr_attrs {
     int64_t units;           /* dense */
-    bool bias;               /* dense, conv */
+    bool bias;               /* dense, conv, layernorm */
     double rate;             /* dropout */
     double label_smoothing;  /* softmax_cross_entropy (0) */
     int64_t ignore_index;    /* softmax_cross_entropy, accuracy: a target of this value counts nowhere (-100,
@@ -113,7 +111,7 @@ typedef struct gr_attrs {
     int64_t padding[2];      /* conv, maxpool, avgpool (0) */
     int64_t groups;          /* conv (1) */
     bool count_include_pad;  /* avgpool (true) */
-    double momentum, eps;    /* batchnorm (0.1, 1e-5) */
+    double momentum, eps;    /* batchnorm (0.1, 1e-5); layernorm eps (1e-5) */
     bool stats_later;        /* batchnorm in training: the running stats are left alone here and updated by
                                 its recomputation later in the pass (gr_graph_recompute), which so reads
                                 them as this node did (the shift of statistics over processes) */
@@ -353,11 +351,12 @@ void gr_graph_recompute(gr_graph *g);
 /* The precision policy (graph/precision.c), run once after gr_autodiff:
  * under fp16/bf16, every activation and activation gradient a node writes
  * is stored in that type, except the outputs of GR_OPF_FP32_OUT ops (the
- * loss's probabilities and sums), unbatched ones (batchnorm's saved
- * statistics) and those marked keep_fp32 (attention's log-sum-exp); a view
- * has its storage root's type. The input batch, labels, masks, indices,
- * parameters, gradients and optimizer state stay as built (fp32 master
- * weights). fp32/tf32 change nothing. Kernels that
+ * loss's probabilities and sums), the outputs after the first of
+ * GR_OPF_FP32_SAVED ops (layernorm's per-row mean and rstd, attention's
+ * log-sum-exp and its backward's row sums) and unbatched ones (batchnorm's
+ * saved statistics); a view has its storage root's type. The input batch,
+ * labels, masks, indices, parameters, gradients and optimizer state stay
+ * as built (fp32 master weights). fp32/tf32 change nothing. Kernels that
  * compute in fp32 accumulate in fp32 whatever the storage. */
 void gr_graph_set_precision(gr_graph *g, gr_precision p);
 /* The layout pass (graph/layout.c), after gr_graph_set_precision: stores

@@ -1,7 +1,7 @@
 /* op_act.c — elementwise activations: the GR_OPF_ACT rows of ops.def
- * (relu, sigmoid, tanh, gelu: exact, erf). Their backward reads the output y,
- * or the input x on a GR_OPF_ACT_SAVES_X row (gelu). One infer and one
- * backward serve them all. */
+ * (relu, sigmoid, tanh, gelu: exact, erf; gelu_tanh: the tanh approximation).
+ * Their backward reads the output y, or the input x on a GR_OPF_ACT_SAVES_X
+ * row (gelu, gelu_tanh). One infer and one backward serve them all. */
 #include "graph.h"
 
 /* Flops per element (forward; the backward counts the same), per activation. */
@@ -10,6 +10,7 @@ static const int gr_act_flops[GR_OP_COUNT] = {
     [GR_OP_SIGMOID] = 4,
     [GR_OP_TANH] = 4,
     [GR_OP_GELU] = 8,
+    [GR_OP_GELU_TANH] = 10,
 };
 
 static gr_status gr_act_infer(gr_graph *g, int node, const gr_cfg *at, const char *key, gr_error *err) {
@@ -44,3 +45,4 @@ const gr_op_impl gr_op_impl_relu = {NULL, NULL, gr_act_infer, gr_act_backward};
 const gr_op_impl gr_op_impl_sigmoid = {NULL, NULL, gr_act_infer, gr_act_backward};
 const gr_op_impl gr_op_impl_tanh = {NULL, NULL, gr_act_infer, gr_act_backward};
 const gr_op_impl gr_op_impl_gelu = {NULL, NULL, gr_act_infer, gr_act_backward};
+const gr_op_impl gr_op_impl_gelu_tanh = {NULL, NULL, gr_act_infer, gr_act_backward};

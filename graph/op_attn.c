@@ -10,7 +10,7 @@
  * on q, k, v viewed [n, heads, T, D].
  *
  * Forward also writes lse [n, heads, T], each query row's log-sum-exp of
- * its scaled scores (fp32 under mixed precision: keep_fp32). Backward
+ * its scaled scores (fp32 under mixed precision: GR_OPF_FP32_SAVED). Backward
  * recomputes the scores from qkv and lse, so no T x T matrix is kept for
  * it: in {dy, qkv, y, lse}, out {dqkv, delta [n, heads, T]}, delta being
  * each row's dy . y (the softmax gradient's correction), the kernels'
@@ -58,7 +58,6 @@ static gr_status gr_attn_infer(gr_graph *g, int node, const gr_cfg *at, const ch
     char sname[GR_NAME_MAX + 8];
     snprintf(sname, sizeof sname, "%s.lse", lname);
     int lse = gr_graph_add_tensor(g, sname, GR_TK_ACT, GR_F32, 3, lshape, true);
-    g->tensors[lse].keep_fp32 = true;
     nd = &g->nodes[node];
     nd->out[0] = y;
     nd->out[1] = lse;
@@ -87,7 +86,6 @@ static void gr_attn_backward(gr_graph *g, int node) {
     char dname[GR_TNAME_MAX + 8];
     snprintf(dname, sizeof dname, "%s.delta", g->layers[nd.layer].name);
     int delta = gr_graph_add_tensor(g, dname, GR_TK_ACT, GR_F32, lse.ndim, lse.shape, true);
-    g->tensors[delta].keep_fp32 = true;
     int in[4] = {dy, nd.in[0], nd.out[0], nd.out[1]}, out[2] = {dx, delta};
     int k = gr_graph_add_node(g, gr_op_bwd(nd.op), nd.layer, in, 4, out, 2);
     g->nodes[k].fwd = node;

@@ -21,6 +21,7 @@ enum {
     GR_OPF_RUNNING_STATS = 1u << 8,
     GR_OPF_METRIC = 1u << 9,
     GR_OPF_TIEABLE = 1u << 10,
+    GR_OPF_FP32_SAVED = 1u << 11,
 };
 
 /* The cpu and cuda columns of ops.def: what that backend's kernel of the op

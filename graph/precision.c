@@ -26,10 +26,11 @@ void gr_graph_set_precision(gr_graph *g, gr_precision p) {
     const gr_elem half = p == GR_PREC_FP16 ? GR_F16 : GR_BF16;
     for (int i = 0; i < g->n_nodes; i++) {
         const gr_node *nd = &g->nodes[i];
-        if (gr_op_flags(nd->op) & (GR_OPF_FP32_OUT | GR_OPF_VIEW)) continue;
-        for (int k = 0; k < nd->nout; k++) {
+        const unsigned f = gr_op_flags(nd->op);
+        if (f & (GR_OPF_FP32_OUT | GR_OPF_VIEW)) continue;
+        for (int k = 0; k < ((f & GR_OPF_FP32_SAVED) ? 1 : nd->nout); k++) {
             gr_tensor *t = &g->tensors[nd->out[k]];
-            if (t->kind == GR_TK_ACT && t->elem == GR_F32 && t->batched && t->alias_of < 0 && !t->keep_fp32)
+            if (t->kind == GR_TK_ACT && t->elem == GR_F32 && t->batched && t->alias_of < 0)
                 t->elem = half;
         }
     }

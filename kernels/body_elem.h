@@ -19,9 +19,15 @@
 
 /* ---- activations ---- */
 
+/* gelu_tanh's constants: sqrt(2/pi) and the cubic's coefficient (PyTorch's kBeta, kKappa) */
+#define GR_GELU_TANH_BETA 0.7978845608028654f
+#define GR_GELU_TANH_KAPPA 0.044715f
+
 /* y = act(x), act being the op of a GR_OPF_ACT row of ops.def (GR_OP_RELU,
  * ...); the kernels pass act as a template constant, so the switch folds
- * away. gelu is the exact erf form (PyTorch's approximate='none'). relu(NaN)
+ * away. gelu is the exact erf form (PyTorch's approximate='none'), gelu_tanh
+ * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (approximate='tanh', in
+ * PyTorch's order of operations, so gelu_tanh(-inf) is NaN as there). relu(NaN)
  * = NaN, as PyTorch (fmaxf(x, 0) would drop it). A row without its case here
  * computes NaN, which every activation test (they iterate the rows) reports. */
 GR_HD float gr_act_hd(int act, float x) {
@@ -30,13 +36,20 @@ GR_HD float gr_act_hd(int act, float x) {
     case GR_OP_SIGMOID: return 1.0f / (1.0f + expf(-x));
     case GR_OP_TANH: return tanhf(x);
     case GR_OP_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case GR_OP_GELU_TANH: {
+        float inner = GR_GELU_TANH_BETA * (x + GR_GELU_TANH_KAPPA * (x * x * x));
+        return 0.5f * x * (1.0f + tanhf(inner));
+    }
     default: return NAN;
     }
 }
 
 /* dx from dy and the tensor the backward saved: y, or x on a
- * GR_OPF_ACT_SAVES_X row (gelu: d/dx x Phi(x) = Phi(x) + x phi(x)). relu
- * passes dy where y is NaN (PyTorch's threshold_backward: y <= 0 ? 0 : dy). */
+ * GR_OPF_ACT_SAVES_X row (gelu: d/dx x Phi(x) = Phi(x) + x phi(x);
+ * gelu_tanh: with u = sqrt(2/pi) (x + 0.044715 x^3) and t = tanh(u),
+ * 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 0.044715 x^2), grouped as
+ * PyTorch's GeluBackward). relu passes dy where y is NaN (PyTorch's
+ * threshold_backward: y <= 0 ? 0 : dy). */
 GR_HD float gr_act_bwd_hd(int act, float dy, float t) {
     switch (act) {
     case GR_OP_RELU: return t <= 0.0f ? 0.0f : dy;
@@ -46,6 +59,13 @@ GR_HD float gr_act_bwd_hd(int act, float dy, float t) {
         float cdf = 0.5f * (1.0f + erff(t * 0.70710678118654752f));
         float pdf = 0.3989422804014327f * expf(-0.5f * t * t);
         return dy * (cdf + t * pdf);
+    }
+    case GR_OP_GELU_TANH: {
+        float x2 = t * t;
+        float th = tanhf(GR_GELU_TANH_BETA * (t + GR_GELU_TANH_KAPPA * (x2 * t)));
+        float left = 0.5f * t, right = 1.0f + th;
+        float dinner = GR_GELU_TANH_BETA * (1.0f + 3.0f * GR_GELU_TANH_KAPPA * x2);
+        return dy * (0.5f * right + left * (1.0f - th * th) * dinner);
     }
     default: return NAN;
     }

@@ -220,6 +220,15 @@ expect_fail 2 "$T/op_typo.yaml:10:" "unknown op 'rellu'" -- "$G" validate "$T/op
 spec dense_attr tiny 's/dense: {units: 8}/dense: {units: 8, foo: 1}/'
 expect_fail 2 "$T/dense_attr.yaml:9:" "dense.foo" -- "$G" plan "$T/dense_attr.yaml"
 expect_fail 2 "$T/dense_attr.yaml:9:" "dense.foo" -- "$G" validate "$T/dense_attr.yaml"
+# layernorm's eps must be in (0, 1], and it takes eps and bias only: exit 2 at the key
+spec ln_eps tiny 's/    - relu/    - {layernorm: {eps: 0}}/'
+expect_fail 2 "$T/ln_eps.yaml:10:25: model.layers[2].layernorm.eps: eps must be positive" -- \
+    "$G" validate "$T/ln_eps.yaml"
+spec ln_key tiny 's/    - relu/    - {layernorm: {bias: false, elementwise_affine: true}}/'
+ln_want="model.layers[2].layernorm.elementwise_affine: unknown attribute (layernorm takes eps, bias)"
+expect_fail 2 "$T/ln_key.yaml:10:33: $ln_want" -- "$G" plan "$T/ln_key.yaml"
+spec ln_ok tiny 's/    - relu/    - {layernorm: {eps: 1e-6}}\n    - gelu_tanh/'
+expect_ok "layernorm" "gelu_tanh" -- "$G" plan "$T/ln_ok.yaml"
 spec dense_nounits tiny 's/dense: {units: 8}/dense: {bias: true}/'
 expect_fail 2 "$T/dense_nounits.yaml:9:" "units" -- "$G" plan "$T/dense_nounits.yaml"
 spec no_flatten tiny '/- flatten/d'

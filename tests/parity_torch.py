@@ -47,7 +47,8 @@ ADAMW = dict(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
 # ("dense", units[, bias]) ("dropout", rate) ("flatten",) ("relu",) ...
 # ("reshape", [per-sample shape]) ("permute", [axes]) ("slice", axis, start, end)
 # ("split", axis, [sizes], [names]) (gpurun's split item; torch.split)
-# ("add", [names]) ("mul", [a, b]) ("concat", axis, [names]); a layer may end
+# ("add", [names]) ("mul", [a, b]) ("concat", axis, [names]) ("layernorm", eps, bias)
+# (F.layer_norm over the last axis) ("gelu_tanh",); a layer may end
 # in {"name": ..., "input": ...} (its `name:` and its one `input:`).
 CONFIGS = [
     ("mlp relu/gelu", [("flatten",), ("dense", 32), ("relu",), ("dense", 16), ("gelu",), ("dense", 10)],
@@ -70,6 +71,10 @@ CONFIGS = [
      (7,), 8, 0.0),
     ("rank-3 and rank-4 dense (the last axis)", [("dense", 6), ("gelu",), ("reshape", [3, 2, 6]), ("dense", 5),
                                                   ("flatten",), ("dense", 4)], (6, 7), 8, 0.0),
+    ("GPT-style block: layernorm, gelu_tanh, residual", [
+        ("layernorm", 1e-5, True), ("dense", 16), ("gelu_tanh",), ("dense", 8), ("add", ["dense1", "input"]),
+        ("layernorm", 1e-3, False), ("flatten",), ("dense", 5)],
+     (6, 8), 8, 0.0),
     ("broadcast add/mul", [
         ("dense", 12), ("reshape", [3, 4], {"name": "a"}), ("dense", 4, {"input": "input"}),
         ("reshape", [1, 4], {"name": "b"}), ("dense", 3, {"input": "input"}), ("reshape", [3, 1], {"name": "c"}),
@@ -111,6 +116,8 @@ def yaml_layers(layers):
             item, extra = "%s: {}" % op, ", input: [%s]" % ", ".join(layer[1])
         elif op == "concat":
             item, extra = "concat: {axis: %d}" % layer[1], ", input: [%s]" % ", ".join(layer[2])
+        elif op == "layernorm":
+            item = "layernorm: {eps: %r, bias: %s}" % (layer[1], "true" if layer[2] else "false")
         else:
             item = "%s: {}" % op
         if "name" in opts:
@@ -119,6 +126,19 @@ def yaml_layers(layers):
             extra += ", input: %s" % opts["input"]
         items.append(op if item == "%s: {}" % op and not extra else "{%s%s}" % (item, extra))
     return "[" + ", ".join(items) + "]"
+
+
+class LayerNorm(torch.nn.Module):
+    """nn.LayerNorm(c, eps) over the last axis, with or without bias (torch 1.13's has no bias=False)"""
+
+    def __init__(self, c, eps, bias):
+        super().__init__()
+        self.c, self.eps = c, eps
+        self.weight = torch.nn.Parameter(torch.ones(c))
+        self.bias = torch.nn.Parameter(torch.zeros(c)) if bias else None
+
+    def forward(self, x):
+        return F.layer_norm(x, (self.c,), self.weight, self.bias, self.eps)
 
 
 class Net(torch.nn.Module):
@@ -165,6 +185,12 @@ def torch_model(layers, in_shape):
         elif op == "dropout":
             mods.append(torch.nn.Dropout(layer[1]))
             fn = mods[-1]
+        elif op == "layernorm":
+            mods.append(LayerNorm(shape[-1], layer[1], layer[2]))
+            fn = mods[-1]
+            table.append(("layernorm%d.weight" % k, (shape[-1],)))
+            if layer[2]:
+                table.append(("layernorm%d.bias" % k, (shape[-1],)))
         elif op == "reshape":
             fn = (lambda s: lambda t: t.reshape(t.shape[0], *s))(list(layer[1]))
             shape = list(np.empty(shape).reshape(layer[1]).shape)
@@ -198,7 +224,7 @@ def torch_model(layers, in_shape):
             shape[axis - 1] = sum(shapes[i][axis - 1] for i in inputs)
         else:
             mods.append({"relu": torch.nn.ReLU, "sigmoid": torch.nn.Sigmoid, "tanh": torch.nn.Tanh,
-                         "gelu": torch.nn.GELU}[op]())
+                         "gelu": torch.nn.GELU, "gelu_tanh": lambda: torch.nn.GELU(approximate="tanh")}[op]())
             fn = mods[-1]
         steps.append((name, inputs, fn))
         shapes[name], cur = shape, name

@@ -172,6 +172,10 @@ static void test_ops(void) {
     CHECK(op_read(GR_OP_AVGPOOL, "{kernel: 3, stride: 1, padding: 1}", &a, &err) == GR_OK);
     CHECK(a.stride[0] == 1 && a.padding[1] == 1 && a.count_include_pad);
     CHECK(op_read(GR_OP_BATCHNORM, "", &a, &err) == GR_OK && a.momentum == 0.1 && a.eps == 1e-5);
+    CHECK(op_read(GR_OP_LAYERNORM, "", &a, &err) == GR_OK && a.eps == 1e-5 && a.bias);
+    CHECK(op_read(GR_OP_LAYERNORM, "{eps: 1e-6, bias: false}", &a, &err) == GR_OK && a.eps == 1e-6 && !a.bias);
+    CHECK(op_read(GR_OP_LAYERNORM, "{eps: 1}", &a, &err) == GR_OK && a.eps == 1.0);
+    CHECK(op_read(GR_OP_GELU_TANH, "", &a, &err) == GR_OK);
     CHECK(op_read(GR_OP_CONCAT, "", &a, &err) == GR_OK && a.axis == 1);
     CHECK(op_read(GR_OP_CONCAT, "{axis: -1}", &a, &err) == GR_OK && a.axis == -1); /* resolved at infer */
     CHECK(op_read(GR_OP_RESHAPE, "{shape: [4, -1, 2]}", &a, &err) == GR_OK && a.shape.n == 3 && a.shape.v[0] == 4 &&
@@ -196,6 +200,7 @@ static void test_ops(void) {
     op_unknown(GR_OP_MAXPOOL, "{x: 1}", "maxpool takes kernel, stride, padding");
     op_unknown(GR_OP_AVGPOOL, "{x: 1}", "avgpool takes kernel, stride, padding, count_include_pad");
     op_unknown(GR_OP_BATCHNORM, "{x: 1}", "batchnorm takes momentum, eps");
+    op_unknown(GR_OP_LAYERNORM, "{elementwise_affine: true}", "layernorm takes eps, bias");
     op_unknown(GR_OP_DROPOUT, "{x: 1}", "dropout takes rate");
     op_unknown(GR_OP_ATTENTION, "{head: 1}", "attention takes heads, causal");
     op_unknown(GR_OP_CONCAT, "{x: 1}", "concat takes axis");
@@ -205,6 +210,8 @@ static void test_ops(void) {
     op_unknown(GR_OP_EMBEDDING, "{vocab: 3, dim: 2, std: 1}", "embedding takes vocab, dim, init_std");
     op_unknown(GR_OP_POS_EMBEDDING, "{max_len: 3, len: 1}", "pos_embedding takes max_len, init_std");
     CHECK(op_read(GR_OP_MUL, "{x: 1}", &a, &err) == GR_ERR_USAGE && strstr(err.msg, "k: mul takes no attributes"));
+    CHECK(op_read(GR_OP_GELU_TANH, "{approximate: tanh}", &a, &err) == GR_ERR_USAGE &&
+          strstr(err.msg, "k: gelu_tanh takes no attributes"));
     /* the checks between attributes, after the table */
     CHECK(op_read(GR_OP_CONV, "{filters: 6, kernel: 3, groups: 4}", &a, &err) == GR_ERR_USAGE);
     CHECK(strcmp(err.msg, "m.yaml:1:1: k: filters 6 are not divisible by groups 4") == 0);
@@ -240,6 +247,12 @@ static void test_ops(void) {
         {GR_OP_POS_EMBEDDING, "{max_len: 0}", "k.max_len: must be >= 1, got 0"},
         {GR_OP_POS_EMBEDDING, "{max_len: 16777217}", "k.max_len: must be <= 16777216, got 16777217"},
         {GR_OP_POS_EMBEDDING, "{max_len: 8, init_std: 0}", "k.init_std: init_std must be positive"},
+        {GR_OP_LAYERNORM, "{eps: 0}", "m.yaml:1:7: k.eps: eps must be positive"},
+        {GR_OP_LAYERNORM, "{eps: -1e-5}", "m.yaml:1:7: k.eps: must be in [0, 1], got -1e-5"},
+        {GR_OP_LAYERNORM, "{eps: 1.01}", "m.yaml:1:7: k.eps: must be in [0, 1], got 1.01"},
+        {GR_OP_LAYERNORM, "{bias: false, epsilon: 1e-5}", "m.yaml:1:15: k.epsilon: unknown attribute (layernorm takes "
+         "eps, bias)"},
+        {GR_OP_LAYERNORM, "[1e-5]", "m.yaml:1:1: k: expected a map of attributes, e.g. {eps: 1e-5, bias: true}"},
     };
     for (size_t i = 0; i < GR_ARRAY_LEN(bad); i++) {
         gr_status st = op_read(bad[i].op, bad[i].text, &a, &err);

@@ -2,7 +2,7 @@
  * CPU backend's kernels and on the CUDA kernels' host/device bodies (run on
  * the CPU), against what PyTorch gives for the same inputs (the expected
  * values below were printed by torch 2.x; a NaN must stay a NaN):
- *   - relu, sigmoid, tanh, gelu and their backward on {NaN, inf, -inf, ...};
+ *   - relu, sigmoid, tanh, gelu, gelu_tanh and their backward on {NaN, inf, -inf, ...};
  *     relu(NaN) = NaN and its backward passes dy where y is NaN
  *     (threshold_backward: y <= 0 ? 0 : dy);
  *   - dropout: x * mask * scale, so a dropped NaN stays NaN (forward and
@@ -68,6 +68,9 @@ static const act_want act_wants[GR_OP_COUNT] = {
                     {NAN, 0.0f, 0.0f, NAN, 0.3532540798187256f, 6.0f}},
     [GR_OP_GELU] = {true, {NAN, INFINITY, NAN, -0.1586552858352661f, 1.9544999599456787f, 0.0f},
                     {NAN, NAN, NAN, NAN, 5.426159381866455f, 3.0f}},
+    /* F.gelu(x, approximate='tanh'), printed by torch 1.13 (whose gelu values above agree) */
+    [GR_OP_GELU_TANH] = {true, {NAN, INFINITY, NAN, -0.15880799293518066f, 1.9545977115631104f, 0.0f},
+                         {NAN, NAN, NAN, NAN, 5.4304962158203125f, 3.0f}},
 };
 /* The CPU kernel of every row. */
 static const gr_kernel_fn cpu_kernel[GR_OP_COUNT] = {

@@ -3,6 +3,7 @@
  * backward passes dy wherever y is not <= 0 (threshold_backward), NaN included. */
 #include <math.h>
 
+#include "../body_elem.h"
 #include "cpu_kernels.h"
 #include "half_io.h"
 
@@ -96,5 +97,35 @@ void gr_cpu_gelu_bwd(const gr_kargs *a) {
         float cdf = 0.5f * (1.0f + erff(x[i] * 0.70710678118654752f));
         float pdf = inv_sqrt_2pi * expf(-0.5f * x[i] * x[i]);
         dx[i] = dy[i] * (cdf + x[i] * pdf);
+    }
+}
+
+/* gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), PyTorch's
+ * approximate='tanh' in its order of operations (kernels/body_elem.h has the
+ * constants) */
+void gr_cpu_gelu_tanh(const gr_kargs *a) {
+    const float *restrict x = a->in[0];
+    float *restrict y = a->out[0];
+    int64_t n = gr_kargs_numel(a, a->tin[0]);
+    #pragma omp parallel for simd if (n >= GR_OMP_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        float inner = GR_GELU_TANH_BETA * (x[i] + GR_GELU_TANH_KAPPA * (x[i] * x[i] * x[i]));
+        y[i] = 0.5f * x[i] * (1.0f + tanhf(inner));
+    }
+}
+
+/* with u the tanh's argument and t = tanh(u):
+ * dx = dy (0.5 (1 + t) + 0.5 x (1 - t^2) du/dx), du/dx = sqrt(2/pi) (1 + 3 0.044715 x^2) */
+void gr_cpu_gelu_tanh_bwd(const gr_kargs *a) {
+    const float *restrict dy = a->in[0], *restrict x = a->in[1];
+    float *restrict dx = a->out[0];
+    int64_t n = gr_kargs_numel(a, a->tin[0]);
+    #pragma omp parallel for simd if (n >= GR_OMP_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        float x2 = x[i] * x[i];
+        float th = tanhf(GR_GELU_TANH_BETA * (x[i] + GR_GELU_TANH_KAPPA * (x2 * x[i])));
+        float left = 0.5f * x[i], right = 1.0f + th;
+        float dinner = GR_GELU_TANH_BETA * (1.0f + 3.0f * GR_GELU_TANH_KAPPA * x2);
+        dx[i] = dy[i] * (0.5f * right + left * (1.0f - th * th) * dinner);
     }
 }

@@ -34,6 +34,8 @@ void gr_cuda_tanh(const gr_kargs *a) { gr_cuda_act(a, GR_OP_TANH); }
 void gr_cuda_tanh_bwd(const gr_kargs *a) { gr_cuda_act_bwd(a, GR_OP_TANH); }
 void gr_cuda_gelu(const gr_kargs *a) { gr_cuda_act(a, GR_OP_GELU); }
 void gr_cuda_gelu_bwd(const gr_kargs *a) { gr_cuda_act_bwd(a, GR_OP_GELU); }
+void gr_cuda_gelu_tanh(const gr_kargs *a) { gr_cuda_act(a, GR_OP_GELU_TANH); }
+void gr_cuda_gelu_tanh_bwd(const gr_kargs *a) { gr_cuda_act_bwd(a, GR_OP_GELU_TANH); }
 
 /* ---- views: the plan gives the output its input's storage ---- */
 

@@ -82,6 +82,7 @@ static const ops_case cases[] = {
      0.1, NULL},
     {"tanh", "[{dense: {units: 12}}, tanh, {dense: {units: 4}}]", 1, {9}, 0.0, NULL},
     {"gelu", "[{dense: {units: 12}}, gelu, {dense: {units: 4}}]", 1, {9}, 0.1, NULL},
+    {"gelu_tanh", "[{dense: {units: 12}}, gelu_tanh, {dense: {units: 4}}]", 1, {9}, 0.0, NULL},
     {"mlp chain", "[{dense: {units: 24}}, gelu, {dense: {units: 16}}, tanh, {dense: {units: 12}}, sigmoid, "
      "{dense: {units: 6}}]", 1, {33}, 0.1, NULL},
     /* attention: causal, and not, over more positions than a CPU tile */
@@ -121,6 +122,10 @@ static const ops_case cases[] = {
      "{dense: {units: 4}}]", 3, {3, 4, 5}, 0.0, NULL},
     {"batchnorm 2-D after dense", "[{dense: {units: 10, bias: false}}, batchnorm, tanh, {dense: {units: 4}}]", 1,
      {7}, 0.1, NULL},
+    /* layernorm: over the last axis, C = 13 and a GPT-style block (dense, layernorm, gelu_tanh) */
+    {"layernorm [n, 3, 13]", "[layernorm, flatten, {dense: {units: 4}}]", 2, {3, 13}, 0.0, NULL},
+    {"layernorm block, no bias, eps 1e-3", "[{dense: {units: 16}}, layernorm, gelu_tanh, {layernorm: {bias: false, "
+     "eps: 1e-3}}, flatten, {dense: {units: 4}}]", 2, {5, 7}, 0.1, NULL},
     /* pooling */
     {"maxpool 2x2 after conv", "[{conv: {filters: 4, kernel: 3, padding: 1}}, {maxpool: {kernel: 2}}, flatten, "
      "{dense: {units: 5}}]", 3, {3, 8, 8}, 0.0, NULL},

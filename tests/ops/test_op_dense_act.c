@@ -8,7 +8,11 @@
  *     kernels: every GR_OPF_ACT row of ops.def forward and backward (max relative
  *     error); the bias add (exact) and bias gradient of [n][c][inner] that
  *     dense and conv share, against a double loop and against the db of
- *     kernels/cpu/dense.c and conv.c, one and several slices.
+ *     kernels/cpu/dense.c and conv.c, one and several slices;
+ *   - GR_ACT_DUMP=path (cpu): every GR_OPF_ACT row's CPU kernels, forward
+ *     and backward, on one input, written there for
+ *     tests/ops/act_parity_torch.py (PyTorch's torch.relu, sigmoid, tanh,
+ *     F.gelu and F.gelu(approximate='tanh')).
  * The structure and body checks run with `cpu` only. Kinks are avoided by
  * construction: relu is fed inputs whose magnitude is well above h. */
 #include "body_check.h"
@@ -120,6 +124,46 @@ static void test_act(int act, int64_t nb, int64_t n, int ndim, const int64_t *s)
     free(x); free(dy); free(y_cpu); free(y_body); free(dx_cpu); free(dx_body);
 }
 
+/* ---- the PyTorch parity dump (tests/ops/act_parity_torch.py) ---- */
+
+/* Per GR_OPF_ACT row: char name[32] (NUL-padded), int64 count, then float32
+ * x, dy, y = act(x) and dx (its backward from dy), count each: the CPU
+ * kernels on [n, 8, 64] with x in [-6, 6) and a few fixed values. */
+static void dump_parity(const char *path) {
+    FILE *f = fopen(path, "wb");
+    CHECK_MSG(f != NULL, "cannot write %s", path);
+    if (!f) return;
+    const int64_t n = 3, shape[3] = {n, 8, 64}, cnt = n * 8 * 64;
+    const float fixed[] = {0.0f, -0.0f, 1e-6f, -1e-6f, 0.5f, -0.5f, 3.0f, -3.0f, 5.9f, -5.9f};
+    for (int act = 0; act < GR_OP_COUNT; act++) {
+        if (!(gr_op_flags(act) & GR_OPF_ACT)) continue;
+        float *x = rand_floats(cnt, -6.0f, 6.0f), *dy = rand_floats(cnt, -2.0f, 2.0f);
+        float *y = rand_floats(cnt, 0, 1), *dx = rand_floats(cnt, 0, 1);
+        for (size_t i = 0; i < GR_ARRAY_LEN(fixed); i++) x[i * 37] = fixed[i];
+        kt k;
+        kt_init(&k, GR_OP_RELU, 1, 1, n);
+        kt_tensor(&k.tin[0], GR_F32, 3, shape);
+        kt_tensor(&k.tout[0], GR_F32, 3, shape);
+        k.a.in[0] = x;
+        k.a.out[0] = y;
+        cpu_kernel[act](&k.a);
+        kt_init(&k, GR_OP_RELU_BWD, 2, 1, n);
+        for (int i = 0; i < 2; i++) kt_tensor(&k.tin[i], GR_F32, 3, shape);
+        kt_tensor(&k.tout[0], GR_F32, 3, shape);
+        k.a.in[0] = dy;
+        k.a.in[1] = gr_op_flags(act) & GR_OPF_ACT_SAVES_X ? x : y;
+        k.a.out[0] = dx;
+        cpu_kernel[gr_op_bwd(act)](&k.a);
+        char name[32] = {0};
+        snprintf(name, sizeof name, "%s", gr_op_name(act));
+        CHECK(fwrite(name, sizeof name, 1, f) == 1 && fwrite(&cnt, sizeof cnt, 1, f) == 1);
+        const float *arrs[4] = {x, dy, y, dx};
+        for (int i = 0; i < 4; i++) CHECK(fwrite(arrs[i], sizeof(float), (size_t)cnt, f) == (size_t)cnt);
+        free(x); free(dy); free(y); free(dx);
+    }
+    CHECK(fclose(f) == 0);
+}
+
 /* ---- bias add and bias gradient of [n][c][inner] ---- */
 
 static void test_bias(int64_t n, int64_t c, int64_t inner) {
@@ -182,6 +226,11 @@ static void test_bias(int64_t n, int64_t c, int64_t inner) {
 int main(int argc, char **argv) {
     int rc = gr_gc_args(argc, argv);
     if (rc) return rc;
+    const char *dump = getenv("GR_ACT_DUMP");
+    if (dump && dump[0] && gr_gc_on_cpu()) {
+        dump_parity(dump);
+        return gr_test_report();
+    }
     test_gradchecks();
     if (!gr_gc_on_cpu()) return gr_test_report();
     test_autodiff_structure();
@@ -196,7 +245,7 @@ int main(int argc, char **argv) {
         test_act(act, 4, 4, 3, (int64_t[]){7, 13, 11});
         test_act(act, 16, 9, 3, (int64_t[]){3, 33, 65});
     }
-    CHECK_MSG(n_act >= 4, "ops.def has %d activation rows (relu, sigmoid, tanh, gelu at least)", n_act);
+    CHECK_MSG(n_act >= 5, "ops.def has %d activation rows (relu, sigmoid, tanh, gelu, gelu_tanh at least)", n_act);
 
     /* bias: n, c, inner */
     test_bias(256, 4096, 1);   /* dense, several slices per column */
