@@ -18,7 +18,8 @@
  * batch, weight [max_len, C]; T > max_len is refused at the layer's
  * max_len. Backward: dx = dy (pos_embedding_bwd, a view), dweight[t] +=
  * sum over the batch of dy[b, t] (pos_embedding_bwd_params, the samples
- * summed in order). */
+ * summed in order). In a decoding graph (gr_graph.decode_len) x is one
+ * position, at gr_exec_ctx.pos: y = x + weight[pos]. */
 #include "graph.h"
 
 #include <stdio.h>
@@ -105,6 +106,9 @@ static gr_status gr_pos_embedding_infer(gr_graph *g, int node, const gr_cfg *at,
                             gr_elem_name(x.elem), gr_shape_str_n(&x, buf, sizeof buf),
                             x.elem == GR_I32 ? " (token ids need an embedding first)" : "");
     if (x.shape[1] > nd.attrs.max_len) return gr_pos_embedding_too_long(g, &nd, at, key, err);
+    if (g->decode_len > nd.attrs.max_len) /* generate: the prompt and the tokens after it */
+        return gr_cfg_error(err, at, key, "pos_embedding: %lld positions to generate through (the prompt's tokens and "
+                            "the new ones), but max_len is %lld", (long long)g->decode_len, (long long)nd.attrs.max_len);
     const int w = gr_embed_weight(g, nd.layer, nd.attrs.max_len, x.shape[2]);
     const int y = gr_graph_add_tensor(g, g->layers[nd.layer].name, GR_TK_ACT, GR_F32, 3, x.shape, true);
     gr_node *n = &g->nodes[node];

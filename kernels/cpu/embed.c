@@ -55,6 +55,7 @@ void gr_cpu_pos_embedding(const gr_kargs *a) {
     const float *x = a->in[0], *w = a->in[1];
     float *y = a->out[0];
     const int64_t tc = gr_tensor_sample_numel(a->tin[0]), n = a->n;
+    if (a->g && a->g->decode_len > 0) w += a->ctx->pos * tc; /* a decoding graph's one position */
     #pragma omp parallel for if (n * tc >= GR_OMP_MIN)
     for (int64_t b = 0; b < n; b++) {
         const float *restrict xr = x + b * tc;

@@ -9,6 +9,8 @@
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 
+#include "../body.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -20,7 +22,8 @@ void gr_cu_embedding(cudaStream_t s, const int32_t *ids, const float *w, float *
 void gr_cu_embedding_bwd(cudaStream_t s, const int32_t *ids, const float *dy, float *dw, int64_t ntok, int64_t vocab,
                          int64_t dim);
 /* y[b, k] = x[b, k] + w[k], k over tc = T*C, b over n samples */
-void gr_cu_pos_embedding(cudaStream_t s, const float *x, const float *w, float *y, int64_t n, int64_t tc);
+void gr_cu_pos_embedding(cudaStream_t s, const float *x, const float *w, float *y, int64_t n, int64_t tc,
+                         const gr_dev_ctx *decode);
 /* dw[k] += the sum over the n samples of dy[b, k] */
 void gr_cu_pos_embedding_bwd(cudaStream_t s, const float *dy, float *dw, int64_t n, int64_t tc);
 

@@ -50,15 +50,18 @@ extern "C" void gr_cu_embedding_bwd(cudaStream_t s, const int32_t *ids, const fl
     GR_CU_LAUNCHED();
 }
 
-__global__ void gr_pos_embedding_kernel(const float *x, const float *w, float *y, int64_t tc, int64_t n) {
+// decode: a decoding graph's one position, at row ctx->pos of the weight (read on the device)
+__global__ void gr_pos_embedding_kernel(const float *x, const float *w, float *y, int64_t tc, int64_t n,
+                                        const gr_dev_ctx *decode) {
+    if (decode) w += decode->pos * tc;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
         gr_body_pos_embedding(x, w, y, tc, i);
 }
 
 extern "C" void gr_cu_pos_embedding(cudaStream_t s, const float *x, const float *w, float *y, int64_t n,
-                                    int64_t tc) {
+                                    int64_t tc, const gr_dev_ctx *decode) {
     if (n <= 0 || tc <= 0) return;
-    gr_pos_embedding_kernel<<<gr_embed_blocks(n * tc), GR_CU_THREADS, 0, s>>>(x, w, y, tc, n * tc);
+    gr_pos_embedding_kernel<<<gr_embed_blocks(n * tc), GR_CU_THREADS, 0, s>>>(x, w, y, tc, n * tc, decode);
     GR_CU_LAUNCHED();
 }
 

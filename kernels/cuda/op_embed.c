@@ -19,7 +19,8 @@ void gr_cuda_embedding_bwd(const gr_kargs *a) {
 }
 
 void gr_cuda_pos_embedding(const gr_kargs *a) {
-    gr_cu_pos_embedding(gr_stream(a), a->in[0], a->in[1], a->out[0], a->n, gr_tensor_sample_numel(a->tin[0]));
+    const gr_dev_ctx *decode = a->g && a->g->decode_len > 0 ? gr_cuda_of(a)->dctx : NULL; /* at ctx->pos */
+    gr_cu_pos_embedding(gr_stream(a), a->in[0], a->in[1], a->out[0], a->n, gr_tensor_sample_numel(a->tin[0]), decode);
 }
 
 void gr_cuda_pos_embedding_bwd(const gr_kargs *a) { (void)a; }
