@@ -105,6 +105,14 @@ fail:
 static gr_status toks_describe(toks *t, gr_error *err) {
     gr_status st = GR_OK;
     hid_t type = -1, sp = -1, a = -1, asp = -1, atype = -1;
+    GR_H5_CHECK(sp = H5Dget_space(t->dset), err, "%s: %s: cannot read shape", t->path, t->origin);
+    hsize_t dims[1];
+    if (H5Sget_simple_extent_ndims(sp) != 1) {
+        st = gr_error_set(err, GR_ERR_DATA, "%s: %s: rank %d; a token dataset is 1-D [N]", t->path, t->origin,
+                          H5Sget_simple_extent_ndims(sp));
+        goto fail;
+    }
+    GR_H5_CHECK(H5Sget_simple_extent_dims(sp, dims, NULL), err, "%s: %s: cannot read shape", t->path, t->origin);
     GR_H5_CHECK(type = H5Dget_type(t->dset), err, "%s: %s: cannot read type", t->path, t->origin);
     if (H5Tget_class(type) != H5T_INTEGER) {
         char tname[64];
@@ -115,14 +123,6 @@ static gr_status toks_describe(toks *t, gr_error *err) {
     }
     t->wide = !(H5Tget_sign(type) == H5T_SGN_NONE && H5Tget_size(type) <= 2);
     t->esz = t->wide ? 4 : 2;
-    GR_H5_CHECK(sp = H5Dget_space(t->dset), err, "%s: %s: cannot read shape", t->path, t->origin);
-    hsize_t dims[1];
-    if (H5Sget_simple_extent_ndims(sp) != 1) {
-        st = gr_error_set(err, GR_ERR_DATA, "%s: %s: rank %d; a token dataset is 1-D [N]", t->path, t->origin,
-                          H5Sget_simple_extent_ndims(sp));
-        goto fail;
-    }
-    GR_H5_CHECK(H5Sget_simple_extent_dims(sp, dims, NULL), err, "%s: %s: cannot read shape", t->path, t->origin);
     t->ntok = (int64_t)GR_MIN(dims[0], (hsize_t)INT64_MAX / 8);
     const htri_t ex = H5Aexists(t->dset, "vocab_size");
     GR_H5_CHECK(ex, err, "%s: %s: cannot read its attributes", t->path, t->origin);
