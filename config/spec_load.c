@@ -248,6 +248,10 @@ static gr_status gr_spec_cross(gr_job_spec *spec, gr_error *err) {
         if (spec->model.inputs && !spec->model.targets)
             return gr_cfg_error(err, spec->model.inputs, "model.inputs", "declared inputs need model.targets too "
                                 "(the fields the loss compares the model's output with)");
+        if (spec->data.seq_len && !spec->model.inputs)
+            return gr_cfg_error(err, gr_spec_node(root, "data.seq_len"), "data.seq_len", "token windows are read by "
+                                "name: declare model.inputs: [tokens] and model.targets: [targets] (a window's "
+                                "first seq_len tokens and the next token of each)");
     }
     {
         gr_param_group *pg;

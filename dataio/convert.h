@@ -195,4 +195,72 @@ typedef struct gr_csv_report {
 gr_status gr_data_convert_csv(const gr_csv_config *cfg, const char *out, bool force, bool progress,
                               gr_csv_report *rep, gr_error *err);
 
+/* ---- token datasets for language models (DESIGN 1.5, token splits) ---- */
+
+/* What a token conversion wrote. */
+typedef struct gr_tokens_report {
+    int64_t train, val;              /* tokens in /train, /val (0: no /val) */
+    int64_t vocab;                   /* the vocab_size attribute */
+    char tokenizer[32];              /* the tokenizer attribute */
+} gr_tokens_report;
+
+/* `gpurun data text`. */
+typedef struct gr_text_config {
+    const char *const *from;         /* the text files, read in this order as one text; nfrom >= 1 */
+    int nfrom;
+    double val_fraction;             /* [0, 0.5]: the last fraction of the token stream goes to /val; 0: none */
+    const char *tokenizer;           /* a row of tokenizer.h's table; NULL: "bytes" */
+    const char *vocab;               /* --vocab DIR, for a tokenizer that needs_vocab; else NULL */
+} gr_text_config;
+
+/* Reads the files (each a regular file, read whole, in the order given: their
+ * bytes concatenated are the text), tokenizes the text with cfg->tokenizer
+ * (tokenizer.h; `bytes`: token = byte value, vocabulary 256) into memory (2
+ * bytes a token, 4 above 65536 ids), then writes as one new file (OUT.tmp
+ * renamed; an existing OUT needs force and is replaced whole) the split
+ * /train holding the first floor(n (1 - F)) of the n tokens and, when F > 0,
+ * /val holding the rest: the last fraction F of the stream, as nanoGPT's
+ * prepare.py cuts its train.bin and val.bin (`data[:int(n*0.9)]`). Each is a
+ * gr_conv_tokens split: `tokens` [n] with `vocab_size` and `tokenizer`.
+ * Errors, before anything is written: GR_ERR_USAGE for val_fraction outside
+ * [0, 0.5], an unknown tokenizer (the message lists them), one this build
+ * lacks (its `unavailable` reason), --vocab missing for a tokenizer that needs
+ * one or given to one that does not; GR_ERR_DATA naming the file for a file
+ * missing, unreadable or not a regular file, for a text that is empty, and for
+ * a split that would hold fewer than 2 tokens (one window of seq_len 1). rep
+ * may be NULL. */
+gr_status gr_data_convert_text(const gr_text_config *cfg, const char *out, bool force, bool progress,
+                               gr_tokens_report *rep, gr_error *err);
+
+/* llm.c's token file header: 256 int32 (1024 bytes), then uint16 tokens. */
+#define GR_LLMC_MAGIC 20240520
+#define GR_LLMC_VERSION 1
+#define GR_LLMC_HEADER_BYTES 1024
+/* GPT-2's vocabulary: `data tokens`' default --vocab-size. */
+#define GR_GPT2_VOCAB 50257
+
+/* `gpurun data tokens`. */
+typedef struct gr_bin_config {
+    const char *train;               /* --from TRAIN.bin */
+    const char *val;                 /* --val VAL.bin, or NULL */
+    int64_t vocab_size;              /* 1..65536; 0: GR_GPT2_VOCAB */
+} gr_bin_config;
+
+/* Imports llm.c / nanoGPT token files: uint16 little-endian tokens, after
+ * llm.c's 1024-byte header (256 int32 LE: [0] magic 20240520, [1] version 1,
+ * [2] the token count; the file's size must be 1024 + 2 x count) when the
+ * file starts with that magic, else headerless (nanoGPT's train.bin, val.bin:
+ * the whole file tokens, an even size). Writes, as one new file (force as
+ * above), /train from cfg->train and, with cfg->val, /val from it: each a
+ * gr_conv_tokens split with `vocab_size` cfg->vocab_size and `tokenizer`
+ * "gpt2" when that is 50257, else "unknown" (the ids are kept; what they
+ * mean is not known). Read and written in pieces: memory stays small
+ * whatever the file's size. Errors (GR_ERR_DATA naming the file): missing,
+ * unreadable, not a regular file; empty; an llm.c header of another version
+ * or a negative count; a size that is not the header's (both sizes named) or
+ * odd; a token >= vocab_size (its position, 0-based, in the file's tokens).
+ * GR_ERR_USAGE: vocab_size outside 1..65536. rep may be NULL. */
+gr_status gr_data_convert_tokens(const gr_bin_config *cfg, const char *out, bool force, bool progress,
+                                 gr_tokens_report *rep, gr_error *err);
+
 #endif

@@ -26,11 +26,17 @@
  *   gr_conv_block_samples  samples per write block: a multiple of the chunk
  *                   of about 64 MiB (at most N), so blocks fill whole chunks.
  *   gr_conv_max_side  the largest side S of a C x S x S sample that fits in
- *                   one chunk (GR_CONV_CHUNK_MAX bytes, HDF5's limit). */
+ *                   one chunk (GR_CONV_CHUNK_MAX bytes, HDF5's limit).
+ *   gr_conv_tokens  one token split (DESIGN 1.5, `data text`, `data tokens`):
+ *                   group /name holding `tokens` [n], appended to in pieces,
+ *                   with its `vocab_size` and `tokenizer` attributes.
+ *   gr_conv_open_input  an input file opened for reading, with the checks and
+ *                   messages every converter gives. */
 #ifndef GR_CONVERT_OUT_H
 #define GR_CONVERT_OUT_H
 
 #include <hdf5.h>
+#include <stdio.h>
 
 #include "../common/gr_common.h"
 #include "../common/tmpfile.h"
@@ -120,5 +126,32 @@ gr_status gr_conv_split_end(gr_conv_split *s, gr_status st, const char *const *n
                             double *mean, double *std, gr_error *err);
 /* Releases without writing attributes (failure paths); idempotent. */
 void gr_conv_split_free(gr_conv_split *s);
+
+/* A token split being written: group `name` ("/train") holding the dataset
+ * `tokens` [n], uint16 little-endian when vocab <= 65536 (ids 0..65535), else
+ * uint32, chunked by 1 MiB (at most n), no compression; on it the attributes
+ * `vocab_size` (int64) and `tokenizer` (a UTF-8 string). */
+typedef struct gr_conv_tokens {
+    const gr_conv_out *out;
+    const char *name;
+    hid_t group, dset;
+    int64_t n, next;           /* tokens in all; written so far */
+    int esz;                   /* bytes a token as stored (and as passed to write) */
+} gr_conv_tokens;
+
+/* Creates the group, its dataset and attributes (n >= 1, vocab in
+ * [1, 2^32]). On failure it is already released. */
+gr_status gr_conv_tokens_create(const gr_conv_out *o, const char *name, int64_t n, int64_t vocab,
+                                const char *tokenizer, gr_conv_tokens *t, gr_error *err);
+/* Appends count tokens: uint16_t (esz 2) or uint32_t (esz 4) values. */
+gr_status gr_conv_tokens_write(gr_conv_tokens *t, const void *tokens, int64_t count, gr_error *err);
+/* Ends the split (st not GR_OK: releases it and returns st); all n written,
+ * else an internal error. */
+gr_status gr_conv_tokens_end(gr_conv_tokens *t, gr_status st, gr_error *err);
+
+/* Opens path for reading into *f, its size in *bytes. GR_ERR_DATA: "PATH: no
+ * such file", "PATH: WHAT is a directory, not a regular file" (any other
+ * kind likewise), "PATH: cannot read: <strerror>". */
+gr_status gr_conv_open_input(const char *path, const char *what, FILE **f, int64_t *bytes, gr_error *err);
 
 #endif

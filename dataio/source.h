@@ -30,14 +30,14 @@
  *   gr_source_table_host_bytes,           [N, ...] (a table: features,
  *   gr_source_table_attr_floats           targets, token ids), one field
  *                                         per dataset, named as it.
+ *   gr_source_tokens, _vocab, _host_bytes, a token split (a 1-D `tokens`
+ *   gr_source_tokens_probe                dataset) as fixed windows of
+ *                                         T + 1 tokens: fields `tokens`
+ *                                         and `targets` [T], the second
+ *                                         the first shifted by one.
  *
  * Other sources plug in by filling a gr_source and its ops (source_dataset.c
  * is the model), with no change to the reader API:
- *   token windows  one field `tokens`, GR_FT_UINT16 or GR_FT_INT32, shape
- *                  [T+1] (inputs and next-token targets overlap by one):
- *                  sample i is the window at offset i * stride of a flat
- *                  token file; fetch preads the windows of a batch, view
- *                  points into them; no label field.
  *   encoded images field `jpeg` (variable, GR_FT_UINT8) holding a file's
  *                  bytes as stored (an HDF5 vlen dataset, or an offsets
  *                  table into one blob), plus `label`; its decoder turns the
@@ -219,5 +219,46 @@ size_t gr_source_table_host_bytes(const gr_source *s);
  * `gpurun data csv` writes `mean` and `std` (the train split's, per column)
  * on `features` and `targets`. */
 int gr_source_table_attr_floats(const gr_source *s, const char *field, const char *name, double *out, int max);
+
+/* ---- a token split as windows for language models (source_tokens.c) ---- */
+
+#define GR_SOURCE_TOKENS_MAX_T ((int64_t)1 << 24) /* data.seq_len's bound */
+
+/* Opens the 1-D dataset `tokens` of group `group` (DESIGN 1.5, token
+ * splits: what `gpurun data text` and `data tokens` write) as N = floor((n -
+ * 1) / seq_len) samples of n tokens: sample i is the window tokens[i T, i T +
+ * T + 1) (T = seq_len; windows do not overlap but for the one token that ends
+ * one and starts the next, as llm.c walks its files; the last n - 1 - N T
+ * tokens are in none). Two fields, both origin the dataset ("/train/tokens"),
+ * shape [T]: `tokens`, the window's first T, and `targets`, its last T (the
+ * next token of each). Element type: GR_FT_UINT16 when stored as uint8 or
+ * uint16, else GR_FT_INT32 (any integer type, read through int64). The
+ * dataset's integer attribute `vocab_size` (1..2^31) bounds the ids: every
+ * token is checked in [0, vocab_size), at open when the stream is held in
+ * memory (data.cache as gr_source_table: cache AUTO when n times the element
+ * size fits gr_dataset_memory_limit), else as each batch's windows are read
+ * (one hyperslab per run of consecutive windows). Which windows a batch
+ * holds is the loader's: its shuffled order of (seed, epoch, rank, world), or
+ * the windows in order without shuffle. Returns the source, or NULL with
+ * *err set: GR_ERR_DATA (exit 3) naming the file and the dataset,
+ *   "data/t.h5: /train/tokens: no such dataset"
+ *   "data/t.h5: /train/tokens: no attribute vocab_size (...)"
+ *   "data/t.h5: /train/tokens: token 301 at position 12345 is >= vocab_size 256"
+ *   "data/t.h5: /train/tokens: 9 tokens, fewer than seq_len + 1 = 17: not one window (data.seq_len)"
+ * GR_ERR_USAGE for seq_len outside 1..GR_SOURCE_TOKENS_MAX_T, GR_ERR_OOM for
+ * memory. */
+gr_source *gr_source_tokens(const char *path, const char *group, int64_t seq_len, gr_cache_mode cache,
+                            gr_error *err);
+/* The vocab_size of a token source (ids are below it: what a model's
+ * embedding must cover); 0 for another kind of source. */
+int64_t gr_source_tokens_vocab(const gr_source *s);
+/* The host memory a token source holds open: the stream held in memory, or
+ * HDF5's chunk cache at its fullest (1 MiB or the dataset); 0 for another
+ * kind of source. */
+size_t gr_source_tokens_host_bytes(const gr_source *s);
+/* Whether group `group` of the file at path is a token split (holds a 1-D
+ * dataset `tokens`): 1 yes, 0 no, -1 cannot tell (no such regular file or
+ * group, not HDF5: opening it says why). */
+int gr_source_tokens_probe(const char *path, const char *group);
 
 #endif

@@ -75,15 +75,19 @@ static void gr_data_signals(const char *out) {
 
 /* `gpurun data` converters and the options each takes (letters of
  * gr_data_names' keys). */
-static const char *const gr_data_names[] = {"fashion-mnist", "mnist", "cifar10", "synthetic", "imagefolder", "csv"};
-static const char gr_data_keys[] = "fmcsit";
+static const char *const gr_data_names[] = {"fashion-mnist", "mnist", "cifar10", "synthetic", "imagefolder", "csv",
+                                            "text", "tokens"};
+static const char gr_data_keys[] = "fmcsitxk";
 enum { GR_DOPT_FROM, GR_DOPT_N, GR_DOPT_SHAPE, GR_DOPT_CLASSES, GR_DOPT_TEST, GR_DOPT_SEED, GR_DOPT_SIZE,
-       GR_DOPT_SHORT, GR_DOPT_GROUP, GR_DOPT_VAL, GR_DOPT_TARGET, GR_DOPT_COUNT };
+       GR_DOPT_SHORT, GR_DOPT_GROUP, GR_DOPT_VAL, GR_DOPT_TARGET, GR_DOPT_TOKENIZER, GR_DOPT_VOCAB,
+       GR_DOPT_VALFILE, GR_DOPT_VOCAB_SIZE, GR_DOPT_COUNT };
 static const struct { const char *name, *takes; } gr_data_opts[GR_DOPT_COUNT] = {
-    [GR_DOPT_FROM] = {"--from", "fmcit"},  [GR_DOPT_N] = {"--n", "s"},         [GR_DOPT_SHAPE] = {"--shape", "s"},
+    [GR_DOPT_FROM] = {"--from", "fmcitxk"},  [GR_DOPT_N] = {"--n", "s"},       [GR_DOPT_SHAPE] = {"--shape", "s"},
     [GR_DOPT_CLASSES] = {"--classes", "s"}, [GR_DOPT_TEST] = {"--test", "s"},   [GR_DOPT_SEED] = {"--seed", "sit"},
     [GR_DOPT_SIZE] = {"--size", "i"},       [GR_DOPT_SHORT] = {"--short-side", "i"}, [GR_DOPT_GROUP] = {"--group", "i"},
-    [GR_DOPT_VAL] = {"--val-fraction", "it"}, [GR_DOPT_TARGET] = {"--target", "t"},
+    [GR_DOPT_VAL] = {"--val-fraction", "itx"}, [GR_DOPT_TARGET] = {"--target", "t"},
+    [GR_DOPT_TOKENIZER] = {"--tokenizer", "x"}, [GR_DOPT_VOCAB] = {"--vocab", "x"},
+    [GR_DOPT_VALFILE] = {"--val", "k"},      [GR_DOPT_VOCAB_SIZE] = {"--vocab-size", "k"},
 };
 
 /* The imagefolder usage, for its messages (the --help table says the same). */
@@ -93,6 +97,10 @@ static const struct { const char *name, *takes; } gr_data_opts[GR_DOPT_COUNT] = 
 
 /* The csv usage, for its messages (the `data` entry of main.c's --help table is to say the same). */
 #define GR_DATA_CSV_USAGE "gpurun data csv OUT.h5 --from FILE.csv --target COL[,COL...] [--val-fraction F [--seed S]] [--force]"
+
+/* The text and tokens usages, for their messages (main.c's --help table says the same). */
+#define GR_DATA_TEXT_USAGE "gpurun data text OUT.h5 --from FILE... [--val-fraction F] [--tokenizer bytes] [--force]"
+#define GR_DATA_TOKENS_USAGE "gpurun data tokens OUT.h5 --from TRAIN.bin [--val VAL.bin] [--vocab-size V] [--force]"
 
 /* Parses a decimal integer option value (range checks are the converter's). */
 static int64_t gr_data_int(const char *opt, const char *s, char **rest) {
@@ -193,6 +201,40 @@ static gr_status gr_data_csv(const char *from, const char *out, const char *cons
     return st;
 }
 
+/* `data text`: --val-fraction in [0, 0.5] (default 0.1), the files of --from. */
+static gr_status gr_data_text(const char *const *from, int nfrom, const char *out, const char *const *val, bool force,
+                              gr_error *err) {
+    if (nfrom == 0) gr_usage_error("data text: --from FILE... is required (%s)", GR_DATA_TEXT_USAGE);
+    gr_text_config cfg = {.from = from, .nfrom = nfrom, .val_fraction = 0.1, .tokenizer = val[GR_DOPT_TOKENIZER],
+                          .vocab = val[GR_DOPT_VOCAB]};
+    const char *vf = val[GR_DOPT_VAL];
+    if (vf) {
+        char *end = NULL;
+        errno = 0;
+        cfg.val_fraction = strtod(vf, &end);
+        if (errno || end == vf || *end || !(cfg.val_fraction >= 0 && cfg.val_fraction <= 0.5))
+            gr_usage_error("data text: --val-fraction: expected a number in [0, 0.5] (the last share of the token "
+                           "stream, which goes to /val; 0: no /val), got '%s'", vf);
+    }
+    gr_tokens_report rep;
+    return gr_data_convert_text(&cfg, out, force, true, &rep, err);
+}
+
+/* `data tokens`: --vocab-size in 1..65536 (default GPT-2's 50257). */
+static gr_status gr_data_tokens(const char *from, const char *out, const char *const *val, bool force,
+                                gr_error *err) {
+    if (!from) gr_usage_error("data tokens: --from TRAIN.bin is required (%s)", GR_DATA_TOKENS_USAGE);
+    gr_bin_config cfg = {.train = from, .val = val[GR_DOPT_VALFILE]};
+    if (val[GR_DOPT_VOCAB_SIZE]) {
+        cfg.vocab_size = gr_data_int("--vocab-size", val[GR_DOPT_VOCAB_SIZE], NULL);
+        if (cfg.vocab_size < 1 || cfg.vocab_size > 65536)
+            gr_usage_error("data tokens: --vocab-size: expected 1..65536 (the tokens are uint16), got '%s'",
+                           val[GR_DOPT_VOCAB_SIZE]);
+    }
+    gr_tokens_report rep;
+    return gr_data_convert_tokens(&cfg, out, force, true, &rep, err);
+}
+
 int gr_cmd_data(int argc, char **argv) {
     if (argc < 2) gr_usage_error("data: expected a dataset name and an output file%s", "");
     const char *what = argv[0], *out = NULL, *val[GR_DOPT_COUNT] = {0};
@@ -200,8 +242,11 @@ int gr_cmd_data(int argc, char **argv) {
     for (size_t k = 0; k < GR_ARRAY_LEN(gr_data_names); k++)
         if (strcmp(what, gr_data_names[k]) == 0) key = gr_data_keys[k];
     if (!key)
-        gr_usage_error("data: unknown dataset '%s' (fashion-mnist, mnist, cifar10, synthetic, imagefolder, csv)", what);
+        gr_usage_error("data: unknown dataset '%s' (fashion-mnist, mnist, cifar10, synthetic, imagefolder, csv, text, "
+                       "tokens)", what);
     bool force = false;
+    const char **files = gr_xcalloc((size_t)argc, sizeof *files); /* text: every FILE of --from */
+    int nfiles = 0;
     const char *on_error = NULL; /* imagefolder only */
     for (int i = 1; i < argc; i++) {
         int opt = -1;
@@ -221,6 +266,8 @@ int gr_cmd_data(int argc, char **argv) {
             }
             if (i + 1 >= argc) gr_usage_error("data: %s: expected a value", argv[i]);
             val[opt] = argv[++i];
+            if (key == 'x' && opt == GR_DOPT_FROM) /* FILE...: up to the next option; --from may repeat */
+                for (files[nfiles++] = argv[i]; i + 1 < argc && argv[i + 1][0] != '-';) files[nfiles++] = argv[++i];
         } else if (argv[i][0] == '-') {
             gr_usage_error("data: unknown option '%s'", argv[i]);
         } else if (!out) {
@@ -264,9 +311,14 @@ int gr_cmd_data(int argc, char **argv) {
         st = gr_data_convert_synthetic(&cfg, out, force, true, &err);
     } else if (key == 't') {
         st = gr_data_csv(from, out, val, force, &err);
+    } else if (key == 'x') {
+        st = gr_data_text(files, nfiles, out, val, force, &err);
+    } else if (key == 'k') {
+        st = gr_data_tokens(from, out, val, force, &err);
     } else {
         st = gr_data_imagefolder(from, out, val, on_error, force, &rep, &err);
     }
+    free(files);
     if (st) gr_die(st, err.msg);
     for (int64_t i = 0; i < rep.nwarnings; i++) fprintf(stderr, "gpurun data: warning: %s\n", rep.warnings[i]);
     for (int64_t i = 0; i < rep.nbad; i++)

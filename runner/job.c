@@ -185,6 +185,12 @@ gr_status gr_job_graph(gr_job *j, const gr_graph_io *io, gr_error *err) {
 static gr_status gr_job_open_split(const gr_job_spec *spec, const char *which, gr_cache_mode cache,
                                    gr_dataset **out, gr_error *err) {
     const gr_split_spec *d = !strcmp(which, "train") ? &spec->data.train : &spec->data.val;
+    char split[64];
+    snprintf(split, sizeof split, "data.%s", which);
+    if (gr_source_tokens_probe(d->path, d->group) == 1) /* without model.inputs, hence without data.seq_len */
+        return gr_spec_error(err, spec, split, "%s: %s is token data (a 1-D dataset tokens): token data needs "
+                             "data.seq_len (the tokens of a window) and model.inputs: [tokens], model.targets: "
+                             "[targets]", d->path, d->group);
     gr_status st = gr_dataset_open_cache(d->path, d->group, cache, out, err);
     if (st) {
         char key[64];

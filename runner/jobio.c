@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../config/schema.h"
+
 struct gr_jobio {
     gr_source *train, *val;
     gr_io_decl decl[GR_MAX_IO + 1]; /* the inputs, then the target */
@@ -22,6 +24,33 @@ void gr_jobio_free(struct gr_jobio *b) {
         free(b->std[i]);
     }
     free(b);
+}
+
+_Static_assert(GR_SOURCE_TOKENS_MAX_T == 1 << 24, "data.seq_len's bound (config/schema.c) is the token source's");
+
+/* Split `which` ("train" or "val") as a source: token windows of T =
+ * data.seq_len when it holds a 1-D dataset `tokens` (dataio's
+ * gr_source_tokens), else a table. Token data without data.seq_len, and
+ * data.seq_len for a split that is not token data, are exit 2 at the key. */
+static gr_status gr_jobio_open_split(const gr_job_spec *spec, const char *which, gr_cache_mode cache,
+                                     gr_source **out, gr_error *err) {
+    const gr_split_spec *d = !strcmp(which, "train") ? &spec->data.train : &spec->data.val;
+    char key[64];
+    snprintf(key, sizeof key, "data.%s", which);
+    const int tokens = gr_source_tokens_probe(d->path, d->group);
+    if (tokens == 1 && !spec->data.seq_len)
+        return gr_spec_error(err, spec, key, "%s: %s is token data (a 1-D dataset tokens): token data needs "
+                             "data.seq_len, the tokens of a window the model reads (llm.c's T)", d->path, d->group);
+    if (tokens == 0 && spec->data.seq_len)
+        return gr_spec_error(err, spec, "data.seq_len", "applies to token data, and %s: %s is not (it holds no 1-D "
+                             "dataset tokens)", d->path, d->group);
+    *out = tokens == 1 ? gr_source_tokens(d->path, d->group, spec->data.seq_len, cache, err)
+                       : gr_source_table(d->path, d->group, cache, err);
+    if (*out) return GR_OK;
+    snprintf(key, sizeof key, "data.%s.path", which);
+    const gr_cfg *n = spec->root ? gr_spec_node(spec->root, key) : NULL;
+    if (n) gr_error_prefix(err, "%s:%d:%d: %s: ", n->file, n->line, n->col, key);
+    return err->status;
 }
 
 /* "features, targets": the split's fields, for messages. */
@@ -95,10 +124,15 @@ gr_status gr_jobio_compile(gr_job *j, gr_cache_mode cache, bool need_val, gr_err
     if (st) return st;
     GR_ASSERT(nin >= 1 && nt == 1); /* spec_load refuses inputs without targets */
     b->n = nin + 1;
-    if (!(b->train = gr_source_table(spec->data.train.path, spec->data.train.group, cache, err))) return err->status;
-    if (need_val && spec->data.val.path[0] &&
-        !(b->val = gr_source_table(spec->data.val.path, spec->data.val.group, cache, err)))
-        return err->status;
+    if ((st = gr_jobio_open_split(spec, "train", cache, &b->train, err))) return st;
+    if (need_val && spec->data.val.path[0] && (st = gr_jobio_open_split(spec, "val", cache, &b->val, err))) return st;
+    const int64_t tv = gr_source_tokens_vocab(b->train), vv = gr_source_tokens_vocab(b->val);
+    if (b->val && tv != vv) /* both token data (data.seq_len refuses a mix): their vocabularies differ */
+        return gr_error_set(err, GR_ERR_DATA, "%s: %s/tokens: vocab_size %lld, but %s: %s/tokens has vocab_size %lld; "
+                            "the model would be scored on other ids than it learns", spec->data.val.path,
+                            strcmp(spec->data.val.group, "/") ? spec->data.val.group : "", (long long)vv,
+                            spec->data.train.path, strcmp(spec->data.train.group, "/") ? spec->data.train.group : "",
+                            (long long)tv);
     for (int k = 0; k < b->n; k++)
         if ((st = gr_jobio_field(b, k, k < nin, err))) return st;
     gr_batch_field tf[GR_MAX_IO + 1], vf[GR_MAX_IO + 1];
@@ -138,7 +172,8 @@ size_t gr_jobio_host_bytes(const gr_job *j, const gr_loader_config *tl, const gr
     t.fields = v.fields = b->fields;
     t.nfields = v.nfields = b->n;
     *loaders = gr_loader_host_bytes_source(b->train, &t) + (b->val ? gr_loader_host_bytes_source(b->val, &v) : 0);
-    return gr_source_table_host_bytes(b->train) + (b->val ? gr_source_table_host_bytes(b->val) : 0);
+    return gr_source_table_host_bytes(b->train) + gr_source_tokens_host_bytes(b->train) +
+           (b->val ? gr_source_table_host_bytes(b->val) + gr_source_tokens_host_bytes(b->val) : 0);
 }
 
 gr_status gr_jobio_open_eval(gr_job *j, bool val, gr_loader_config *lc, gr_error *err) {

@@ -62,7 +62,11 @@ static const struct gr_cmd_help {
              "                             (imagefolder adds its groups to an existing OUT.h5, keeping the others;\n"
              "                             --force replaces a group there; the others' --force replaces the file)\n"
              "       gpurun data csv OUT.h5 --from FILE.csv --target COL[,COL...] [--val-fraction F [--seed S (0)]]\n"
-             "                             [--force]   a numeric table: float32 features and targets by name\n"},
+             "                             [--force]   a numeric table: float32 features and targets by name\n"
+             "       gpurun data text OUT.h5 --from FILE... [--val-fraction F (0.1)] [--tokenizer bytes] [--force]\n"
+             "                             text files (in order, as one text) to tokens; /val: the last F of them\n"
+             "       gpurun data tokens OUT.h5 --from TRAIN.bin [--val VAL.bin] [--vocab-size V (50257)] [--force]\n"
+             "                             llm.c / nanoGPT uint16 token files (llm.c's header or none)\n"},
     {"launch", "gpurun launch -n N [--launcher mpirun|srun] JOB.yaml [run options]...\n"
                "                                                       N processes of `gpurun run` (data parallelism);\n"
                "                                                       exits with the run's code: 75 when a signal to it\n"

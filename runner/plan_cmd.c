@@ -128,7 +128,7 @@ static void gr_plan_cmd_host(const gr_job *j, const gr_mem_need *need, FILE *f) 
     fprintf(f, "host memory (bytes), a fresh run on %s:\n", j->be ? gr_backend_name(j->be) : "no device");
     for (size_t i = 0; i < GR_ARRAY_LEN(rows); i++) {
         gr_fmt_count((int64_t)rows[i].v, a, sizeof a);
-        if (!j->train_ds && (i == 2 || i == 3)) { /* planned from model.input */
+        if (!j->train_ds && !j->byname && (i == 2 || i == 3)) { /* planned from model.input */
             fprintf(f, "  %-16s %14s  (the data file is not there: not counted)\n", rows[i].name, "-");
             continue;
         }

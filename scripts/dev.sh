@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(build-essential cmake pkg-config libyaml-dev libhdf5-dev libopenblas-dev libdnnl-dev zlib1g-dev
           libjpeg62-turbo-dev libpng-dev openmpi-bin libopenmpi-dev procps
-          dataset-fashion-mnist python3 python3-numpy python3-h5py python3-torch python3-torchvision)
+          dataset-fashion-mnist fortunes python3 python3-numpy python3-h5py python3-torch python3-torchvision)
 JOBS=$(nproc 2>/dev/null || echo 2)
 
 install_deps() {
