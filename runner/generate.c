@@ -141,29 +141,32 @@ static void gr_gen_logits(gr_job *j, gr_plan *p, int64_t k, float *z, void *raw)
 }
 
 /* Runs the decoding plan over the prompt, then draws o->tokens more,
- * writing each to stdout as it comes. */
+ * writing each to stdout as it comes. The caches hold len positions: when
+ * they are full, the last len/2 tokens go in again from position 0 (a
+ * context that slides by half; nanoGPT crops to the last block_size tokens
+ * and recomputes them all at every token). A prompt longer than len starts
+ * from its last len/2 tokens. */
 static gr_status gr_gen_loop(gr_job *j, gr_plan *p, const gr_gen_tokenizer *tk, const int32_t *prompt, int64_t np,
-                             const gr_gen_opts *o, gr_error *err) {
-    const int64_t k = j->g.n_classes;
+                             int64_t len, const gr_gen_opts *o, gr_error *err) {
+    const int64_t k = j->g.n_classes, keep = len / 2 > 0 ? len / 2 : 1;
     if (tk->vocab > k)
         return gr_error_set(err, GR_ERR_USAGE, "%s: the model has %lld classes, fewer than the %lld tokens of its "
                             "data's tokenizer (%s)", j->spec->file, (long long)k, (long long)tk->vocab, tk->name);
     const gr_tensor *lt = &j->g.tensors[j->g.logits];
     float *z = gr_xmalloc((size_t)k * sizeof *z), *scratch = gr_xmalloc((size_t)k * sizeof *scratch);
     void *raw = gr_xmalloc((size_t)lt->shape[lt->ndim - 1] * sizeof(float));
-    int32_t tok = prompt[0], zero = 0;
+    int32_t *hist = gr_xmalloc((size_t)(np + o->tokens) * sizeof *hist), zero = 0;
+    memcpy(hist, prompt, (size_t)np * sizeof *hist);
+    int64_t n = np, start = np > len ? np - keep : 0, pos = 0, drawn = 0;
     gr_exec_ctx ctx = {.training = false};
-    for (int64_t pos = 0; pos < np + o->tokens - 1; pos++) {
-        gr_backend_upload(j->be, gr_plan_ptr(p, j->g.input), &tok, sizeof tok);
+    for (;;) {
+        gr_backend_upload(j->be, gr_plan_ptr(p, j->g.input), &hist[start + pos], sizeof *hist);
         gr_backend_upload(j->be, gr_plan_ptr(p, j->g.label), &zero, sizeof zero);
-        ctx.pos = pos;
+        ctx.pos = pos++;
         gr_plan_run(p, 1, &ctx);
-        if (pos + 1 < np) { /* still reading the prompt */
-            tok = prompt[pos + 1];
-            continue;
-        }
+        if (start + pos < n) continue; /* still reading the context */
         gr_gen_logits(j, p, k, z, raw);
-        tok = gr_gen_draw(z, k, o, pos + 1 - np, scratch);
+        const int32_t tok = gr_gen_draw(z, k, o, drawn, scratch);
         if (tok >= tk->vocab) {
             gr_error_set(err, GR_ERR_DATA, "generate: the model drew token %d, which tokenizer %s has no text for "
                          "(its vocabulary is %lld; train.loss.classes?)", (int)tok, tk->name, (long long)tk->vocab);
@@ -171,11 +174,33 @@ static gr_status gr_gen_loop(gr_job *j, gr_plan *p, const gr_gen_tokenizer *tk, 
         }
         tk->emit(tok, stdout);
         fflush(stdout);
+        hist[n++] = tok;
+        if (++drawn == o->tokens) break;
+        if (pos == len) { /* the caches are full: the last keep tokens again, from position 0 */
+            start = n - keep;
+            pos = 0;
+        }
     }
     free(z);
     free(scratch);
     free(raw);
+    free(hist);
     return err->status;
+}
+
+/* The most positions the model's position tables take (min over its
+ * pos_embedding layers' max_len), or all when it has none. */
+static int64_t gr_gen_max_positions(const gr_job_spec *spec, int64_t all) {
+    gr_job j;
+    gr_job_spec one = *spec;
+    gr_job_init(&j, &one, true);
+    gr_error e = {0};
+    int64_t m = all;
+    if (!gr_gen_graph(&j, &one, 1, &e))
+        for (int i = 0; i < j.g.n_nodes; i++)
+            if (j.g.nodes[i].op == GR_OP_POS_EMBEDDING && j.g.nodes[i].attrs.max_len < m) m = j.g.nodes[i].attrs.max_len;
+    gr_job_free(&j);
+    return m;
 }
 
 /* The prompt's tokens (the tokenizer's start token when there is none). */
@@ -223,14 +248,15 @@ static gr_status gr_generate(const gr_job_spec *spec, const gr_gen_opts *o, gr_e
     gr_plan p;
     memset(&p, 0, sizeof p);
     bool planned = false;
-    if (!(st = gr_gen_graph(&j, &one, np + o->tokens - 1, err)) &&
+    const int64_t positions = gr_gen_max_positions(spec, np + o->tokens);
+    if (!(st = gr_gen_graph(&j, &one, positions, err)) &&
         !(st = gr_job_backend(&j, &one, o->device ? o->device : one.device, o->threads, true, err))) {
         gr_job_layout(&j);
         if (!(st = gr_model_init(&j.m, &j.g, j.be, 0, err)) && !(st = gr_job_load_weights(&j, o->checkpoint, &step, err)) &&
             !(st = gr_plan_compile(&p, &j.m, &j.g, GR_PLAN_EVAL, true, err))) {
             planned = true;
             fwrite(text ? text : "", 1, len, stdout); /* the prompt as given, then what follows it */
-            st = gr_gen_loop(&j, &p, tk, prompt, np, o, err);
+            st = gr_gen_loop(&j, &p, tk, prompt, np, positions, o, err);
             fputc('\n', stdout);
         }
     }
