@@ -1,11 +1,11 @@
 #!/usr/bin/python3
-"""gpt_torch.py — PyTorch's side of bench/gpt.sh: nanoGPT's model (the same
+"""torch_gpt_ref.py — PyTorch's side of bench/gpt.sh: nanoGPT's model (the same
 layers as configs/gpt2-124m.yaml and configs/fortunes-gpt.yaml: token and
 position embeddings, pre-norm blocks of causal self-attention and a tanh-GELU
 MLP, a final layernorm, a head tied to the token embedding) trained with
 AdamW on random tokens, timed per optimizer step.
 
-    /usr/bin/python3 bench/gpt_torch.py --layers 12 --heads 12 --width 768 --vocab 50304 \\
+    /usr/bin/python3 bench/torch_gpt_ref.py --layers 12 --heads 12 --width 768 --vocab 50304 \\
         --block 1024 --batch 4 --seq 64 --steps 10 [--threads N] [--autocast bf16]
 
 Prints one JSON line: the median step time over the steps after one warm-up
