@@ -261,7 +261,9 @@ gr_status gr_job_compile(gr_job *j, const gr_job_spec *spec, bool need_val, gr_e
                                 : !strcmp(spec->data.cache, "none")   ? GR_CACHE_NONE
                                                                       : GR_CACHE_AUTO;
     if (spec->model.inputs) { /* inputs and targets by name: the splits as tables (jobio.c) */
-        if ((st = gr_jobio_compile(j, cache, need_val, err)) || (st = gr_job_graph(j, &j->io, err))) return st;
+        if ((st = gr_jobio_compile(j, cache, need_val, err)) || (st = gr_job_graph(j, &j->io, err)) ||
+            (st = gr_jobio_check_vocab(j, err)))
+            return st;
     } else {
         if ((st = gr_job_open_split(spec, "train", cache, &j->train_ds, err))) return st;
         if (need_val && spec->data.val.path[0] && (st = gr_job_open_split(spec, "val", cache, &j->val_ds, err)))

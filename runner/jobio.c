@@ -153,6 +153,27 @@ gr_status gr_jobio_compile(gr_job *j, gr_cache_mode cache, bool need_val, gr_err
     return GR_OK;
 }
 
+gr_status gr_jobio_check_vocab(const gr_job *j, gr_error *err) {
+    const int64_t v = gr_source_tokens_vocab(j->byname->train);
+    if (v <= 0) return GR_OK; /* not token data */
+    const gr_job_spec *spec = j->spec;
+    const gr_graph *g = &j->g;
+    for (int i = 0; i < g->n_forward; i++) {
+        const gr_node *nd = &g->nodes[i];
+        if (nd->op != GR_OP_EMBEDDING || g->tensors[nd->in[0]].kind != GR_TK_INPUT || nd->attrs.vocab >= v) continue;
+        return gr_spec_error(err, spec, "model.layers", "layer '%s' (embedding) has %lld rows, but the token ids of "
+                             "%s (%s) go up to vocab_size %lld: give it vocab: %lld or more", g->layers[nd->layer].name,
+                             (long long)nd->attrs.vocab, spec->data.train.path, spec->data.train.group, (long long)v,
+                             (long long)v);
+    }
+    if (g->n_classes > 0 && g->n_classes < v)
+        return gr_spec_error(err, spec, "train.loss", "the loss scores %lld classes, but the targets of %s (%s) go up "
+                             "to vocab_size %lld: the last layer needs %lld units or more (and train.loss.classes, "
+                             "when given, as many)", (long long)g->n_classes, spec->data.train.path,
+                             spec->data.train.group, (long long)v, (long long)v);
+    return GR_OK;
+}
+
 int64_t gr_jobio_train_len(const gr_job *j) { return j->byname->train->n; }
 
 bool gr_jobio_has_val(const gr_job *j) { return j->byname->val != NULL; }

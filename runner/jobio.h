@@ -17,6 +17,10 @@
  * lacks (exit 2, at the item, listing the split's fields), a field of rank
  * over 3 or of a size that varies, a val split whose fields differ (exit 3). */
 gr_status gr_jobio_compile(gr_job *j, gr_cache_mode cache, bool need_val, gr_error *err);
+/* After the graph: token data's vocab_size against the model (exit 2): every
+ * embedding layer reading the token ids has at least that many rows, and
+ * the loss at least that many classes (a target beyond them has no logit). */
+gr_status gr_jobio_check_vocab(const gr_job *j, gr_error *err);
 void gr_jobio_free(struct gr_jobio *b);
 /* Samples in the train split; whether a val split is open. */
 int64_t gr_jobio_train_len(const gr_job *j);

@@ -14,7 +14,7 @@
 #     stopped at step 40 and resumed (from the file instead of memory) repeats the straight
 #     run's lines bit for bit; the spec errors of data.seq_len (exit 2 at the key) and a
 #     token dataset without vocab_size (exit 3).
-# No embedding op exists yet: the job's model reads each token's id as a float32 (dtype:
+# The job's model reads each token's id as a float32 (dtype:
 # float32) through a per-token MLP, a bigram model; the targets are the int32 next tokens.
 #
 #   bash tests/e2e_text.sh GPURUN_BINARY SOURCE_DIR TMPDIR
