@@ -3,6 +3,8 @@
  * Sums run in double, in element order. */
 #include <math.h>
 
+#include <stdlib.h>
+
 #include "../loss_math.h"
 #include "cpu_kernels.h"
 
@@ -13,34 +15,44 @@ static int64_t gr_cpu_rows(const gr_kargs *a, int64_t *k) {
     return a->n * (gr_tensor_sample_numel(x) / *k);
 }
 
+/* Row i of the softmax: its probabilities into pi (padding 0) and its loss
+ * (0 for an ignored row, which counts nowhere). */
+static double gr_sce_row(const float *zi, float *pi, int32_t y, int64_t k, int64_t kc, int64_t ignore, double eps) {
+    float zmax = zi[0];
+    for (int64_t j = 1; j < kc; j++) /* NaN ranks above all (torch.argmax) and makes the row's loss NaN */
+        if (gr_sce_above(zi[j], zmax)) zmax = zi[j];
+    double sum = 0.0, zsum = 0.0;
+    for (int64_t j = 0; j < kc; j++) {
+        pi[j] = expf(zi[j] - zmax);
+        sum += pi[j];
+        zsum += zi[j] - zmax;
+    }
+    float inv = (float)(1.0 / sum);
+    for (int64_t j = 0; j < kc; j++) pi[j] *= inv;
+    for (int64_t j = kc; j < k; j++) pi[j] = 0.0f;
+    if (gr_loss_ignored(y, ignore)) return 0.0; /* counts nowhere; its probabilities stay (predict reads them) */
+    return gr_sce_row_loss(sum, zsum, zi[y] - zmax, kc, eps); /* the CUDA kernel's formula too */
+}
+
+/* Rows in parallel (each one thread's, start to end), their losses then
+ * summed in row order: the same bits whatever the thread count. */
 void gr_cpu_softmax_cross_entropy(const gr_kargs *a) {
     const float *z = a->in[0];
     const int32_t *label = a->in[1];
     float *p = a->out[0], *stats = a->out[1];
     int64_t k, n = gr_cpu_rows(a, &k), ignore = a->node->attrs.ignore_index;
     const int64_t kc = gr_loss_classes(a->node->attrs.classes, k); /* the rest: padding, probability 0 */
-    double eps = a->node->attrs.label_smoothing, loss = 0.0;
+    const double eps = a->node->attrs.label_smoothing;
+    double *row = gr_xmalloc((size_t)(n > 0 ? n : 1) * sizeof *row), loss = 0.0;
+    #pragma omp parallel for schedule(static) if (n * k >= GR_OMP_MIN)
+    for (int64_t i = 0; i < n; i++) row[i] = gr_sce_row(z + i * k, p + i * k, label[i], k, kc, ignore, eps);
     int64_t count = 0;
-    for (int64_t i = 0; i < n; i++) {
-        const float *zi = z + i * k;
-        float *pi = p + i * k;
-        float zmax = zi[0];
-        for (int64_t j = 1; j < kc; j++) /* NaN ranks above all (torch.argmax) and makes the row's loss NaN */
-            if (gr_sce_above(zi[j], zmax)) zmax = zi[j];
-        double sum = 0.0, zsum = 0.0;
-        for (int64_t j = 0; j < kc; j++) {
-            pi[j] = expf(zi[j] - zmax);
-            sum += pi[j];
-            zsum += zi[j] - zmax;
+    for (int64_t i = 0; i < n; i++)
+        if (!gr_loss_ignored(label[i], ignore)) {
+            loss += row[i];
+            count++;
         }
-        float inv = (float)(1.0 / sum);
-        for (int64_t j = 0; j < kc; j++) pi[j] *= inv;
-        for (int64_t j = kc; j < k; j++) pi[j] = 0.0f;
-        int32_t y = label[i];
-        if (gr_loss_ignored(y, ignore)) continue; /* its probabilities stay (predict reads them) */
-        loss += gr_sce_row_loss(sum, zsum, zi[y] - zmax, kc, eps); /* the CUDA kernel's formula too */
-        count++;
-    }
+    free(row);
     stats[0] = (float)loss;
     stats[1] = (float)count;
 }
@@ -54,6 +66,7 @@ void gr_cpu_softmax_cross_entropy_bwd(const gr_kargs *a) {
     const int64_t kc = gr_loss_classes(a->node->attrs.classes, k);
     float eps = (float)a->node->attrs.label_smoothing, scale = gr_sce_token_scale(a->ctx->grad_scale, a->n, stats[1]);
     float off = eps / (float)kc, on = 1.0f - eps + off;
+    #pragma omp parallel for schedule(static) if (n * k >= GR_OMP_MIN)
     for (int64_t i = 0; i < n; i++) {
         const float *pi = p + i * k;
         float *di = dz + i * k;
