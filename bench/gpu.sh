@@ -11,7 +11,12 @@
 #       fp16) for bf16 and fp16;
 #   (d2) with two GPUs or more: the bf16 run as one process per GPU (mpirun, NCCL);
 #   (d3) the first precision's run with --profile 5: profile.txt's head, the NVML health fields;
-#   (e) a table precision | gpurun img/s | PyTorch img/s | ratio, also in $OUT/gpu_bench.md.
+#   (d4) GPT-2 124M (configs/gpt2-124m.yaml) training tokens/s in bf16 at batch GPU_BENCH_GPT_BATCH
+#       (8) x 1024 positions on random tokens, gpurun vs PyTorch (bench/torch_gpt_ref.py: nanoGPT's
+#       model, scaled_dot_product_attention, bf16 autocast); gpurun's attention is its own
+#       kernel there (cuDNN's fused attention is not used yet);
+#   (e) a table precision | gpurun img/s | PyTorch img/s | ratio, and the GPT-2 row, also in
+#       $OUT/gpu_bench.md.
 # Logs of every phase go to ${OUT:-bench/out}. Each phase runs under its own timeout, cut to
 # what is left of GPU_BENCH_BUDGET_S (default 500 s, build included), so one hang cannot eat
 # the session; a failed phase is reported and the script goes on. Without a GPU it stops
@@ -432,6 +437,27 @@ if [ $BUILT = 1 ] && [ -f "$SYN" ]; then
     say "   health: $(grep '"kind":"train"' "$run/metrics.jsonl" 2>/dev/null | tail -n 1 | grep -o '"rss_bytes.*' | cut -c1-240)"
 fi
 
+# ---------------------------------------------------------------- (d4) GPT-2 124M
+GPT_BATCH=${GPU_BENCH_GPT_BATCH:-8}
+if [ $BUILT = 1 ]; then
+    tok=$TMPD/gpt2-tokens.h5
+    "$PY" -c 'import sys, numpy as np
+np.random.default_rng(0).integers(0, 50257, size=2000000).astype("<u2").tofile(sys.argv[1])' "$TMPD/gpt2-tokens.bin" &&
+        phase gpt_tokens 60 "${GR_ENV[@]}" "$GPURUN" data tokens "$tok" --from "$TMPD/gpt2-tokens.bin"             --val "$TMPD/gpt2-tokens.bin" --force || FAILED=1
+    run=$TMPD/run-gpt2
+    rm -rf "$run"
+    phase gpurun_gpt2 90 "${GR_ENV[@]}" "$GPURUN" configs/gpt2-124m.yaml --device "$DEVICE" --run-dir "$run"         --set precision=bf16 --set data.train.path="$tok" --set data.val.path="$tok" --set data.seq_len=1024         --set train.batch_size="$GPT_BATCH" --set train.micro_batch="$GPT_BATCH" --set train.steps="$STEPS"         --set train.schedule.type=constant --set eval.every_steps=0 --set eval.every_epochs=0         --set checkpoint.every_minutes=0 --set log.every_steps=1 --set log.tensorboard=false || FAILED=1
+    r=$(gpurun_rate "$run/metrics.jsonl")
+    [ -n "$r" ] && RESULT[gpt_g]=$("$PY" -c 'import sys; print(round(float(sys.argv[1]) * 1024))' "${r%% *}")
+    say "   gpurun gpt2-124m bf16: ${RESULT[gpt_g]:-failed} tokens/s"
+fi
+phase torch_gpt2 90 "$PY" bench/torch_gpt_ref.py --device "$DEVICE" --autocast bf16 --batch "$GPT_BATCH" --seq 1024 \
+    --classes 50257 --steps "$TSTEPS" || FAILED=1
+RESULT[gpt_t]=$("$PY" -c 'import json, sys
+for l in open(sys.argv[1]):
+    if l.startswith("{"): print(round(json.loads(l)["tokens_per_s"]))' "$OUT/torch_gpt2.log" 2>/dev/null | tail -n 1)
+say "   pytorch gpt2-124m bf16: ${RESULT[gpt_t]:-failed} tokens/s"
+
 # ---------------------------------------------------------------- (e) table
 MD=$OUT/gpu_bench.md
 {
@@ -457,6 +483,15 @@ except Exception: print("-")' "$g" "$t")
         echo "| $P | $g${note:+ ($note)} | $t | $ratio |"
     done
     [ -n "${RESULT[dp]+x}" ] && echo "| bf16, $NGPU GPUs (mpirun, NCCL, batch $BATCH each) | ${RESULT[dp]:-failed} | - | - |"
+    echo
+    echo "GPT-2 124M, bf16, batch $GPT_BATCH x 1024 positions, random tokens: gpurun configs/gpt2-124m.yaml (its own" \
+         "attention kernel), PyTorch bench/torch_gpt_ref.py (scaled_dot_product_attention, bf16 autocast)."
+    echo
+    echo "| model | gpurun tokens/s | PyTorch tokens/s | ratio |"
+    echo "|---|---|---|---|"
+    echo "| gpt2-124m bf16 | ${RESULT[gpt_g]:-n/a} | ${RESULT[gpt_t]:-n/a} | $("$PY" -c 'import sys
+try: print(f"{float(sys.argv[1]) / float(sys.argv[2]):.2f}")
+except Exception: print("-")' "${RESULT[gpt_g]:-x}" "${RESULT[gpt_t]:-x}") |"
     echo
     echo "Total $((SECONDS - T0)) s; logs: $OUT."
 } >"$MD"

@@ -9,10 +9,12 @@ AdamW on random tokens, timed per optimizer step.
         --block 1024 --batch 4 --seq 64 --steps 10 [--threads N] [--autocast bf16]
 
 Prints one JSON line: the median step time over the steps after one warm-up
-step, and tokens/s (batch x seq / median). PyTorch at its fastest eager CPU
-setting for the precision: fp32 as is, bf16 with torch.autocast (Debian's
-torch 1.13 has no scaled_dot_product_attention: attention is the explicit
-softmax(q k^T) v with a causal mask, as nanoGPT without flash).
+step, and tokens/s (batch x seq / median). PyTorch at its fastest eager
+setting for the precision: fp32 as is, bf16 with torch.autocast; attention
+through F.scaled_dot_product_attention(is_causal=True) where the torch has it
+(2.0 on: flash or memory-efficient kernels on a GPU), else the explicit
+softmax(q k^T) v with a causal mask (Debian's torch 1.13, nanoGPT without
+flash). --device cuda times with torch.cuda.synchronize (bench/gpu.sh).
 """
 import argparse
 import json
@@ -41,9 +43,13 @@ class Block(nn.Module):
         d = c // self.heads
         q, k, v = self.c_attn(self.ln_1(x)).split(c, dim=2)
         q, k, v = (z.view(n, t, self.heads, d).transpose(1, 2) for z in (q, k, v))
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d))
-        att = att.masked_fill(mask[:t, :t] == 0, float("-inf")).softmax(dim=-1)
-        y = (att @ v).transpose(1, 2).contiguous().view(n, t, c)
+        if hasattr(F, "scaled_dot_product_attention"):
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d))
+            att = att.masked_fill(mask[:t, :t] == 0, float("-inf")).softmax(dim=-1)
+            y = att @ v
+        y = y.transpose(1, 2).contiguous().view(n, t, c)
         x = x + self.c_proj(y)
         return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
 
@@ -65,7 +71,7 @@ class GPT(nn.Module):
 
     def forward(self, idx, targets, classes):
         t = idx.shape[1]
-        x = self.wte(idx) + self.wpe(torch.arange(t))
+        x = self.wte(idx) + self.wpe(torch.arange(t, device=idx.device))
         for b in self.h:
             x = b(x, self.mask)
         logits = self.ln_f(x) @ self.wte.weight.T  # the tied head
@@ -84,24 +90,29 @@ def main():
     ap.add_argument("--seq", type=int, default=64)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--threads", type=int, default=0)
-    ap.add_argument("--autocast", choices=["bf16"], help="torch.autocast on the CPU")
+    ap.add_argument("--autocast", choices=["bf16"], help="torch.autocast at bf16")
+    ap.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     a = ap.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     classes = a.classes or a.vocab
-    model = GPT(a.layers, a.heads, a.width, a.vocab, a.block)
+    dev = torch.device(a.device)
+    model = GPT(a.layers, a.heads, a.width, a.vocab, a.block).to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     times, losses = [], []
     for step in range(a.steps + 1):
-        idx = torch.randint(0, classes, (a.batch, a.seq))
-        tgt = torch.randint(0, classes, (a.batch, a.seq))
+        idx = torch.randint(0, classes, (a.batch, a.seq), device=dev)
+        tgt = torch.randint(0, classes, (a.batch, a.seq), device=dev)
+        sync()
         t0 = time.perf_counter()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.autocast == "bf16"):
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=a.autocast == "bf16"):
             loss = model(idx, tgt, classes)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
+        sync()
         dt = time.perf_counter() - t0
         if step > 0:
             times.append(dt)
