@@ -121,7 +121,8 @@ void gr_job_layout(gr_job *j);
  * weights.h5 (*step -1: the file does not say) into j's model (eval_cmd.c). */
 gr_status gr_job_load_weights(gr_job *j, const char *checkpoint, int64_t *step, gr_error *err);
 /* Under fp16/bf16, names on stderr (unless quiet) the ops whose kernels on
- * this backend compute in fp32 on converted copies of their half tensors. */
+ * this backend compute in fp32 on converted copies of their half tensors;
+ * on a GPU, that attention runs gpurun's own kernel (not cuDNN's). */
 void gr_job_say_staged(const gr_job *j, bool quiet);
 /* The base of both loaders' configuration: micro-batch, seed, normalization,
  * prefetch and workers, this rank's shard (j->dp.comm). */
