@@ -53,7 +53,9 @@ int32_t gr_bpe_eot(const gr_bpe *b);
 /* text's n bytes (any bytes; no terminator needed) into a new array *ids
  * (malloc'd, the caller frees; NULL when *n_ids is 0) of *n_ids token ids.
  * Linear in n (a pre-token of k bytes costs O(k log k)); memory 4 bytes a
- * token plus O(longest pre-token). GR_OK, or exit 1 for a NULL text with n > 0. */
+ * token plus about 30 bytes per byte of the longest pre-token. GR_OK; exit 3
+ * for a pre-token of 2^31 bytes or more (a run of one class, e.g. 2 GiB of
+ * '='); exit 1 for a NULL text with n > 0. */
 gr_status gr_bpe_encode(const gr_bpe *b, const char *text, size_t n, int32_t **ids, int64_t *n_ids,
                         gr_error *err);
 
