@@ -17,13 +17,14 @@
 #     and fp16 with dynamic loss scaling: finite losses that fall, val loss below ln 256;
 #  8. grad_clip changes the trajectory; metrics.jsonl's lr follows warmup then cosine (DESIGN 1.4);
 #  9. --profile: profile.txt has rows for attention, layernorm, embedding, pos_embedding (and
-#     their backward ops);
-# 10. gpurun summarize and gpurun plot on the run directories;
+#     their backward ops); KNOWN BUG, failing: autodiff's gradient-sum adds are rows "recompute";
+# 10. gpurun summarize and gpurun plot on the run directories; gpurun eval of weights.h5;
 # 11. the vocabulary checks (exit 2, no run directory): an embedding with fewer rows than the
 #     data's vocab_size (naming the layer), train.loss.classes or an untied head below it (naming
 #     train.loss), data.seq_len above pos_embedding's max_len (naming max_len);
 # 12. gpurun generate on the run's weights.h5: the prompt, then --tokens bytes and a newline;
-#     the same --seed, the same text; another seed, other text; past max_len (the context slides).
+#     the same --seed, the same text; another seed, other text; the last checkpoint gives
+#     weights.h5's text; past max_len (the context slides).
 # Each numbered check prints a PASS or FAIL line. About 15 s on 2 cores.
 #
 #   bash tests/e2e_gpt.sh GPURUN_BINARY SOURCE_DIR TMPDIR
@@ -247,6 +248,20 @@ assert calls == {10}, calls
 print(len(have), "op rows")
 PY
 
+# KNOWN BUG (gpurun, runner/profile.c gr_prof_row_names; fails until fixed): a node after the
+# forward pass without GR_OPF_BACKWARD is called "recompute", and so are the adds autodiff emits to
+# sum a fanned-out tensor's gradients (graph/autodiff.c gr_autodiff_sum): this run recomputes
+# nothing, yet profile.txt and trace.json show `h0.res add recompute`, `wpe add recompute` (the
+# residual stream and wpe's output each feed two layers). They are backward work.
+check "9. KNOWN BUG: without train.recompute, no profile row says recompute (autodiff's gradient sums are backward)" \
+    "$PY" - "$T/prof" <<'PY'
+import json, sys
+rows = [l.split() for l in open(sys.argv[1] + "/profile.txt").read().splitlines()[5:] if l.strip()]
+rec = [" ".join(r[:3]) for r in rows if len(r) > 3 and r[2] == "recompute"]
+ev = {e["name"] for e in json.load(open(sys.argv[1] + "/trace.json"))["traceEvents"] if e.get("cat") == "recompute"}
+assert not rec and not ev, ("rows", rec, "trace events", sorted(ev))
+PY
+
 # ---------------------------------------------------------------- 3. data parallelism
 if ! command -v mpirun >/dev/null; then
     e2e_skip "mpirun is not installed (openmpi-bin; scripts/dev.sh installs it): 3. data parallelism was not run"
@@ -359,6 +374,18 @@ check "10. plot: loss.png is an 800x500 PNG" "$PY" "$SRC/tests/plot_check.py" si
 expect_ok "wrote $T/lr.png (lr of 1 run)" -- "$G" plot "$T/straight" -o "$T/lr.png" --metric lr
 expect_ok "wrote $T/val.png (val_loss of 1 run)" -- "$G" plot "$T/straight" -o "$T/val.png" --metric val_loss
 
+# and gpurun eval of the run's weights.h5 gives its last evaluation
+expect 0 -- "$G" eval "$J" --checkpoint "$T/straight/weights.h5" "${T1[@]}"
+cp "$OUT" "$T/eval.out"
+check "10. gpurun eval of weights.h5: the run's last val loss and accuracy" "$PY" - "$T" <<'PY'
+import json, sys
+T = sys.argv[1]
+e = json.loads(open(T + "/eval.out").read().strip().splitlines()[-1])
+last = [r for r in map(json.loads, open(T + "/straight/metrics.jsonl")) if r["kind"] == "eval"][-1]
+assert e["samples"] == 442 and (e["loss"], e["accuracy"]) == (last["loss"], last["accuracy"]), (e, last)
+print(e)
+PY
+
 # ---------------------------------------------------------------- 11. the vocabulary checks
 check "11. an embedding of 200 rows for vocab_size 256: exit 2 naming layer 'wte'" exits 2 \
     "model.layers: layer 'wte' (embedding) has 200 rows, but the token ids of $T/t.h5 (/train) go up to vocab_size 256" \
@@ -394,6 +421,9 @@ assert b.startswith(b"The run") and len(b) == 7 + 40 + 1 and b.endswith(b"\n"), 
 PY
 check "12. generate: the same --seed twice, the same text" cmp "$T/g7.txt" "$T/g7b.txt"
 check "12. generate: another --seed, other text" bash -c "! cmp -s '$T/g7.txt' '$T/g8.txt'"
+expect 0 -- "$G" generate "$J" --checkpoint "$T/straight/checkpoints/step-000000060.h5" --prompt "The run" --tokens 40 \
+    --seed 7 "${T1[@]}"
+check "12. generate from the step-60 checkpoint: weights.h5's text" cmp "$T/g7.txt" "$OUT"
 # past the position table (32): the context slides, greedy decoding (temperature 0) still answers
 expect 0 -- "$G" generate "$J" --checkpoint "$T/straight/weights.h5" --prompt "gpurun " --tokens 80 --temperature 0 \
     "${T1[@]}"
