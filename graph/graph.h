@@ -145,6 +145,8 @@ typedef struct gr_node {
     int fwd;                 /* backward nodes: the forward node; else -1 */
     int64_t min_batch;       /* the smallest micro-batch it runs at (0: any; infer sets it) */
     int64_t flops;           /* per sample */
+    bool recomputed;         /* a recomputation's copy of a forward node (recompute.c), run in the backward
+                                pass; the backward pass's other non-backward nodes are autodiff's gradient sums */
 } gr_node;
 
 typedef struct gr_layer {

@@ -103,6 +103,7 @@ static void gr_recompute_group(gr_graph *g, int grp, int **map, int *map_cap) {
     for (int j = 0; j < nc; j++) {
         gr_node c = g->nodes[fw[j]];
         c.fwd = -1;
+        c.recomputed = true;
         for (int i = 0; i < c.nin; i++)
             if (m[c.in[i]] >= 0) c.in[i] = m[c.in[i]];
         for (int o = 0; o < c.nout; o++) c.out[o] = m[c.out[o]];

@@ -249,7 +249,9 @@ static void gr_prof_row_names(const gr_prof *p, int row, const char **layer, con
     const int idx = (int)(nd - g->nodes);
     *layer = nd->layer >= 0 ? g->layers[nd->layer].name : "loss";
     *op = gr_op_name(nd->op);
-    *dir = idx < g->n_forward ? "forward" : (gr_op_flags(nd->op) & GR_OPF_BACKWARD) ? "backward" : "recompute";
+    /* after the forward pass: backward nodes, recomputed copies, and autodiff's adds summing the gradient of a
+     * tensor several nodes read (a residual stream), which are backward work */
+    *dir = idx < g->n_forward ? "forward" : nd->recomputed ? "recompute" : "backward";
 }
 
 static const gr_prof *gr_prof_sorting;
