@@ -2,6 +2,7 @@
  * built in: `bytes`, whose token is the byte's value (vocabulary 256, so
  * any text, UTF-8 or not, round-trips exactly). */
 #include "tokenizer.h"
+#include "bpe.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,13 +54,63 @@ static gr_status bytes_finish(void *state, gr_tokens *out, gr_error *err) {
 
 static void bytes_close(void *state) { (void)state; }
 
+/* ---- gpt2: GPT-2's byte-level BPE (bpe.h) over the whole text, encoded at its end ---- */
+
+typedef struct gpt2_state {
+    gr_bpe *bpe;
+    uint8_t *text;
+    size_t n, cap;
+} gpt2_state;
+
+static gr_status gpt2_open(const char *vocab_dir, void **state, int64_t *vocab, gr_error *err) {
+    gpt2_state *s = gr_xcalloc(1, sizeof *s);
+    gr_status st = gr_bpe_load(vocab_dir, &s->bpe, err);
+    if (st) {
+        free(s);
+        return st;
+    }
+    *vocab = gr_bpe_vocab(s->bpe);
+    *state = s;
+    return GR_OK;
+}
+
+/* the text is held whole: a pre-token may run across the feeds */
+static gr_status gpt2_feed(void *state, const uint8_t *text, size_t n, gr_tokens *out, gr_error *err) {
+    (void)out;
+    (void)err;
+    gpt2_state *s = state;
+    if (s->n + n > s->cap) {
+        s->cap = s->n + n > 2 * s->cap ? s->n + n : 2 * s->cap;
+        s->text = gr_xrealloc(s->text, s->cap);
+    }
+    memcpy(s->text + s->n, text, n);
+    s->n += n;
+    return GR_OK;
+}
+
+static gr_status gpt2_finish(void *state, gr_tokens *out, gr_error *err) {
+    gpt2_state *s = state;
+    int32_t *ids = NULL;
+    int64_t n = 0;
+    gr_status st = gr_bpe_encode(s->bpe, (const char *)s->text, s->n, &ids, &n, err);
+    for (int64_t i = 0; !st && i < n; i++) gr_tokens_push(out, (uint32_t)ids[i]);
+    free(ids);
+    return st;
+}
+
+static void gpt2_close(void *state) {
+    gpt2_state *s = state;
+    if (!s) return;
+    gr_bpe_free(s->bpe);
+    free(s->text);
+    free(s);
+}
+
 static const gr_tokenizer_kind gr_tokenizers[] = {
     {.name = "bytes", .about = "token = byte value, vocabulary 256", .open = bytes_open, .feed = bytes_feed,
      .finish = bytes_finish, .close = bytes_close},
     {.name = "gpt2", .about = "GPT-2's byte-level BPE, vocabulary 50257, from --vocab DIR (encoder.json, vocab.bpe)",
-     .needs_vocab = true,
-     .unavailable = "the GPT-2 BPE tokenizer is not available yet in this build (use --tokenizer bytes, or "
-                    "tokenize with tiktoken and import the uint16 .bin with `gpurun data tokens`)"},
+     .needs_vocab = true, .open = gpt2_open, .feed = gpt2_feed, .finish = gpt2_finish, .close = gpt2_close},
 };
 
 const gr_tokenizer_kind *gr_tokenizer_find(const char *name) {

@@ -99,7 +99,7 @@ static const struct { const char *name, *takes; } gr_data_opts[GR_DOPT_COUNT] = 
 #define GR_DATA_CSV_USAGE "gpurun data csv OUT.h5 --from FILE.csv --target COL[,COL...] [--val-fraction F [--seed S]] [--force]"
 
 /* The text and tokens usages, for their messages (main.c's --help table says the same). */
-#define GR_DATA_TEXT_USAGE "gpurun data text OUT.h5 --from FILE... [--val-fraction F] [--tokenizer bytes] [--force]"
+#define GR_DATA_TEXT_USAGE "gpurun data text OUT.h5 --from FILE... [--val-fraction F] [--tokenizer bytes|gpt2 --vocab DIR] [--force]"
 #define GR_DATA_TOKENS_USAGE "gpurun data tokens OUT.h5 --from TRAIN.bin [--val VAL.bin] [--vocab-size V] [--force]"
 
 /* Parses a decimal integer option value (range checks are the converter's). */

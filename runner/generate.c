@@ -23,12 +23,13 @@
 #include <string.h>
 
 #include "../common/gr_half.h"
+#include "../dataio/bpe.h"
 #include "../dataio/dataio.h"
 #include "cli.h"
 #include "job.h"
 
 typedef struct gr_gen_opts {
-    const char *checkpoint, *prompt, *prompt_file, *device;
+    const char *checkpoint, *prompt, *prompt_file, *device, *vocab_dir;
     int64_t tokens, top_k;
     uint64_t seed;
     double temperature;
@@ -37,36 +38,60 @@ typedef struct gr_gen_opts {
 
 /* ---- tokenizers ---- */
 
-/* bytes: a token is a byte value (vocabulary 256); no prompt starts at "\n". */
-static int64_t gr_gen_bytes_encode(const char *text, size_t n, int32_t *out) {
-    for (size_t i = 0; i < n; i++) out[i] = (unsigned char)text[i];
-    return (int64_t)n;
-}
-static void gr_gen_bytes_emit(int32_t tok, FILE *f) { fputc(tok & 0xff, f); }
-
+/* The tokenizer of the job's training data: bytes (a token is a byte value,
+ * vocabulary 256; no prompt starts at "\n"), or GPT-2's BPE (bpe.h, from
+ * --vocab DIR; no prompt starts at <|endoftext|>). */
 typedef struct gr_gen_tokenizer {
-    const char *name;
+    char name[32];
     int64_t vocab;  /* tokens it can make */
     int32_t start;  /* the first token when there is no prompt */
-    int64_t (*encode)(const char *text, size_t n, int32_t *out); /* at most n tokens */
-    void (*emit)(int32_t tok, FILE *f);
+    gr_bpe *bpe;    /* gpt2; NULL: bytes */
 } gr_gen_tokenizer;
 
-static const gr_gen_tokenizer gr_gen_tokenizers[] = {
-    {"bytes", 256, '\n', gr_gen_bytes_encode, gr_gen_bytes_emit},
-};
-
-static gr_status gr_gen_tokenizer_of(const gr_job_spec *spec, const gr_gen_tokenizer **tk, gr_error *err) {
+static gr_status gr_gen_tokenizer_open(const gr_job_spec *spec, const gr_gen_opts *o, gr_gen_tokenizer *tk,
+                                       gr_error *err) {
+    memset(tk, 0, sizeof *tk);
     gr_tokens_desc d;
     gr_status st = gr_tokens_desc_read(spec->data.train.path, spec->data.train.group, &d, err);
     if (st) return gr_error_prefix(err, "%s: data.train.path: ", spec->file), st;
-    for (size_t i = 0; i < GR_ARRAY_LEN(gr_gen_tokenizers); i++)
-        if (strcmp(gr_gen_tokenizers[i].name, d.tokenizer) == 0) {
-            *tk = &gr_gen_tokenizers[i];
-            return GR_OK;
-        }
-    return gr_error_set(err, GR_ERR_DATA, "%s: its tokens were made by tokenizer '%s', which generate cannot "
-                        "turn text into (it knows: bytes)", spec->data.train.path, d.tokenizer);
+    snprintf(tk->name, sizeof tk->name, "%s", d.tokenizer);
+    if (strcmp(d.tokenizer, "bytes") == 0) {
+        tk->vocab = 256;
+        tk->start = '\n';
+        return GR_OK;
+    }
+    if (strcmp(d.tokenizer, "gpt2") != 0)
+        return gr_error_set(err, GR_ERR_DATA, "%s: its tokens were made by tokenizer '%s', which generate cannot "
+                            "turn text into (it knows: bytes, gpt2)", spec->data.train.path, d.tokenizer);
+    if (!o->vocab_dir)
+        return gr_error_set(err, GR_ERR_USAGE, "generate: the job's tokens are GPT-2's (%s): give --vocab DIR, the "
+                            "directory of encoder.json and vocab.bpe", spec->data.train.path);
+    if ((st = gr_bpe_load(o->vocab_dir, &tk->bpe, err))) return st;
+    tk->vocab = gr_bpe_vocab(tk->bpe);
+    tk->start = gr_bpe_eot(tk->bpe) >= 0 ? gr_bpe_eot(tk->bpe) : 0;
+    return GR_OK;
+}
+
+static void gr_gen_tokenizer_close(gr_gen_tokenizer *tk) { gr_bpe_free(tk->bpe); }
+
+/* text's tokens into *ids (allocated), their count in *n */
+static gr_status gr_gen_encode(const gr_gen_tokenizer *tk, const char *text, size_t len, int32_t **ids, int64_t *n,
+                               gr_error *err) {
+    if (tk->bpe) return gr_bpe_encode(tk->bpe, text, len, ids, n, err);
+    *ids = gr_xmalloc((len + 1) * sizeof **ids);
+    for (size_t i = 0; i < len; i++) (*ids)[i] = (unsigned char)text[i];
+    *n = (int64_t)len;
+    return GR_OK;
+}
+
+static void gr_gen_emit(const gr_gen_tokenizer *tk, int32_t tok, FILE *f) {
+    if (!tk->bpe) {
+        fputc(tok & 0xff, f);
+        return;
+    }
+    size_t len = 0;
+    const char *s = gr_bpe_token(tk->bpe, tok, &len);
+    if (s) fwrite(s, 1, len, f);
 }
 
 /* ---- the draw ---- */
@@ -172,7 +197,7 @@ static gr_status gr_gen_loop(gr_job *j, gr_plan *p, const gr_gen_tokenizer *tk, 
                          "(its vocabulary is %lld; train.loss.classes?)", (int)tok, tk->name, (long long)tk->vocab);
             break;
         }
-        tk->emit(tok, stdout);
+        gr_gen_emit(tk, tok, stdout);
         fflush(stdout);
         hist[n++] = tok;
         if (++drawn == o->tokens) break;
@@ -226,16 +251,18 @@ static gr_status gr_gen_prompt(const gr_gen_opts *o, const gr_gen_tokenizer *tk,
         *text = gr_xmalloc(*len + 1);
         memcpy(*text, o->prompt, *len);
     }
-    *toks = gr_xmalloc((*len + 1) * sizeof **toks);
-    *n = tk->encode(*text ? *text : "", *len, *toks);
+    gr_status st = gr_gen_encode(tk, *text ? *text : "", *len, toks, n, err);
+    if (st) return st;
+    *toks = gr_xrealloc(*toks, (size_t)(*n + 1) * sizeof **toks);
     if (*n == 0) (*toks)[(*n)++] = tk->start;
     return GR_OK;
 }
 
 static gr_status gr_generate(const gr_job_spec *spec, const gr_gen_opts *o, gr_error *err) {
-    const gr_gen_tokenizer *tk = NULL;
-    gr_status st = gr_gen_tokenizer_of(spec, &tk, err);
-    if (st) return st;
+    gr_gen_tokenizer tok;
+    const gr_gen_tokenizer *tk = &tok;
+    gr_status st = gr_gen_tokenizer_open(spec, o, &tok, err);
+    if (st) return gr_gen_tokenizer_close(&tok), st;
     char *text = NULL;
     size_t len = 0;
     int32_t *prompt = NULL;
@@ -263,6 +290,7 @@ static gr_status gr_generate(const gr_job_spec *spec, const gr_gen_opts *o, gr_e
     if (planned) gr_plan_free(&p);
     gr_job_free(&j);
 out:
+    gr_gen_tokenizer_close(&tok);
     free(text);
     free(prompt);
     return st;
@@ -298,6 +326,7 @@ int gr_cmd_generate(int argc, char **argv) {
         else if (strcmp(a, "--prompt") == 0) o.prompt = val;
         else if (strcmp(a, "--prompt-file") == 0) o.prompt_file = val;
         else if (strcmp(a, "--device") == 0) o.device = val;
+        else if (strcmp(a, "--vocab") == 0) o.vocab_dir = val;
         else if (strcmp(a, "--tokens") == 0) o.tokens = (int64_t)gr_gen_num(a, val, 1, 1 << 24);
         else if (strcmp(a, "--temperature") == 0) o.temperature = gr_gen_num(a, val, 0, 1000);
         else if (strcmp(a, "--top-k") == 0) o.top_k = (int64_t)gr_gen_num(a, val, 0, 1 << 24);

@@ -47,7 +47,7 @@ static const struct gr_cmd_help {
                 "                                                       files, or FILE.h5[:GROUP (/test)] splits\n"},
     {"generate", "gpurun generate JOB.yaml --checkpoint PATH [--prompt TEXT | --prompt-file F] [--tokens N (256)]\n"
                  "                             [--temperature T (1; 0 greedy)] [--top-k K (0: all)] [--seed S (0)]\n"
-                 "                             [--device D] [--threads N] [--set ...]\n"
+                 "                             [--vocab DIR (GPT-2 tokens)] [--device D] [--threads N] [--set ...]\n"
                  "                                                       a language model's text after the prompt,\n"
                  "                                                       streamed to stdout (a key/value cache: no\n"
                  "                                                       position is computed twice)\n"},
@@ -63,7 +63,7 @@ static const struct gr_cmd_help {
              "                             --force replaces a group there; the others' --force replaces the file)\n"
              "       gpurun data csv OUT.h5 --from FILE.csv --target COL[,COL...] [--val-fraction F [--seed S (0)]]\n"
              "                             [--force]   a numeric table: float32 features and targets by name\n"
-             "       gpurun data text OUT.h5 --from FILE... [--val-fraction F (0.1)] [--tokenizer bytes] [--force]\n"
+             "       gpurun data text OUT.h5 --from FILE... [--val-fraction F (0.1)] [--tokenizer bytes|gpt2 --vocab DIR] [--force]\n"
              "                             text files (in order, as one text) to tokens; /val: the last F of them\n"
              "       gpurun data tokens OUT.h5 --from TRAIN.bin [--val VAL.bin] [--vocab-size V (50257)] [--force]\n"
              "                             llm.c / nanoGPT uint16 token files (llm.c's header or none)\n"},

@@ -5,7 +5,8 @@
 #     fraction F), uint16, vocab_size 256, tokenizer "bytes"; --val-fraction 0 writes no /val;
 #     the README's command on Debian's fortunes (skipped when the package is not installed);
 #  2. its errors: a missing file, a directory, an empty text (exit 3 naming the file); bad
-#     flags, --tokenizer gpt2 (not in this build), an existing OUT without --force (exit 2); a
+#     flags, --tokenizer gpt2 without --vocab, an existing OUT without --force (exit 2); a
+#     vocabulary directory without encoder.json (exit 3); --tokenizer gpt2 on a vocabulary made here;
 #     failed conversion leaves an existing OUT as it was and no temporary;
 #  3. data tokens: an llm.c file (1024-byte header) and a headerless nanoGPT one made here
 #     round-trip; tokenizer gpt2 for 50257 ids, unknown otherwise; a size that is not the
@@ -77,8 +78,47 @@ expect 3 "$T: the input is a directory, not a regular file" -- "$G" data text "$
 : >"$T/empty.txt"
 expect 3 "$T/empty.txt: empty: no text to tokenize" -- "$G" data text "$T/x.h5" --from "$T/empty.txt"
 check "failed conversions leave no OUT and no temporary" sh -c "! ls '$T'/x.h5* 2>/dev/null | grep -q ."
-expect 2 "--tokenizer gpt2: the GPT-2 BPE tokenizer is not available yet in this build" -- \
+expect 3 "$T/encoder.json: cannot open" -- \
     "$G" data text "$T/x.h5" --from "$T/odd.txt" --tokenizer gpt2 --vocab "$T"
+expect 2 "--tokenizer gpt2 needs --vocab DIR" -- "$G" data text "$T/x.h5" --from "$T/odd.txt" --tokenizer gpt2
+# --tokenizer gpt2 on a vocabulary made here (GPT-2's byte alphabet, the 256 byte tokens, merges
+# "t h" and "th e", <|endoftext|>): the ids decode to the text, "the" is one token
+mkdir -p "$T/voc"
+"$PY" - "$T/voc" <<'PY'
+import json, sys
+bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+cs, n = bs[:], 0
+for b in range(256):
+    if b not in bs:
+        bs.append(b); cs.append(256 + n); n += 1
+enc = {chr(c): i for i, c in enumerate(cs)}
+enc["th"], enc["the"], enc["<|endoftext|>"] = 256, 257, 258
+json.dump(enc, open(sys.argv[1] + "/encoder.json", "w"))
+open(sys.argv[1] + "/vocab.bpe", "w").write("#version: 0.2\nt h\nth e\n")
+PY
+printf 'the other theme<|endoftext|>the end\n' >"$T/g.txt"
+expect_ok "wrote $T/g.h5" -- "$G" data text "$T/g.h5" --from "$T/g.txt" --val-fraction 0 --tokenizer gpt2 --vocab "$T/voc"
+check "--tokenizer gpt2: ids decode to the text; 'the' one token; <|endoftext|> one token" "$PY" - "$T" <<'PY'
+import json, sys
+import h5py
+T = sys.argv[1]
+enc = json.load(open(T + "/voc/encoder.json"))
+dec = {i: s for s, i in enc.items()}
+bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+cs, n = bs[:], 0
+for b in range(256):
+    if b not in bs:
+        bs.append(b); cs.append(256 + n); n += 1
+back = {chr(c): b for b, c in zip(bs, cs)}
+f = h5py.File(T + "/g.h5", "r")
+ids = [int(i) for i in f["train/tokens"][()]]
+a = f["train/tokens"].attrs
+assert int(a["vocab_size"]) == 259 and a["tokenizer"] in ("gpt2", b"gpt2"), dict(a)
+text = b"".join(b"<|endoftext|>" if i == 258 else bytes(back[ch] for ch in dec[i]) for i in ids)
+assert text == open(T + "/g.txt", "rb").read(), (ids, text)
+assert ids.count(257) == 4 and ids.count(258) == 1, ids  # the, o-the-r, the-me, the end
+print(ids)
+PY
 expect 2 "unknown tokenizer 'bpe' (bytes, gpt2)" -- "$G" data text "$T/x.h5" --from "$T/odd.txt" --tokenizer bpe
 expect 2 "--vocab does not apply to --tokenizer bytes" -- "$G" data text "$T/x.h5" --from "$T/odd.txt" --vocab "$T"
 expect 2 "--val-fraction: expected a number in [0, 0.5]" -- \
