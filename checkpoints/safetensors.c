@@ -420,7 +420,7 @@ gr_status gr_st_parse(gr_st_file *f, const char *file, const char *json, size_t 
     }
     gr_status st = GR_OK;
     if (!ok) st = gr_error_set(err, GR_ERR_CKPT, "%s: bad safetensors header: %s", file, j.why);
-    if (!st) qsort(f->t, (size_t)f->n, sizeof *f->t, st_cmp_name);
+    if (!st && f->n > 0) qsort(f->t, (size_t)f->n, sizeof *f->t, st_cmp_name); /* f->t is NULL with no tensors */
     if (!st) st = st_check_sizes(f, file, err);
     if (!st) st = st_check_tiling(f, file, err);
     if (st) gr_st_close(f);

@@ -125,12 +125,14 @@ static void test_errors(gr_backend *be) {
     CHECK(st == GR_ERR_USAGE);
     CHECK_STR_CONTAINS(err.msg, "decoding one position at a time takes causal attention");
     if (!st) dec_free(&d);
+    else gr_cfg_free(d.layers); /* the build failed: no graph, model or plan */
     st = dec_build(&d, "[{embedding: {vocab: 24, dim: 6}}, {pos_embedding: {max_len: 8}}, {dense: {units: 24}}]", 9,
                    be, NULL, &err);
     CHECK(st == GR_ERR_USAGE);
     CHECK_STR_CONTAINS(err.msg, "9 positions to generate through");
     CHECK_STR_CONTAINS(err.msg, "max_len is 8");
     if (!st) dec_free(&d);
+    else gr_cfg_free(d.layers);
 }
 
 int main(int argc, char **argv) {
