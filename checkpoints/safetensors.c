@@ -189,7 +189,7 @@ static int js_cmp_str(const void *a, const void *b) { return strcmp(*(char *cons
 
 /* Keys sorted, the first repeated one into j->why (where: "an object"). */
 static bool js_unique(st_js *j, char **keys, int n, const char *where) {
-    qsort(keys, (size_t)n, sizeof *keys, js_cmp_str);
+    if (n > 1) qsort(keys, (size_t)n, sizeof *keys, js_cmp_str); /* keys may be NULL when n is 0 */
     for (int k = 1; k < n; k++)
         if (!strcmp(keys[k - 1], keys[k])) {
             if (!j->why[0]) snprintf(j->why, sizeof j->why, "key '%.60s' appears twice in %s", keys[k], where);
