@@ -708,21 +708,7 @@ static gr_status gr_graph_build_ex(const gr_job_spec *spec, const gr_graph_io *i
     if ((st = gr_graph_build_head(g, spec, cur, err))) goto fail;
     g->n_forward = g->n_nodes;
 
-    /* params first, then non-trainable state, so the grads arena mirrors
-     * the front of the params arena */
-    int64_t off = 0;
-    g->n_weights = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        for (int i = 0; i < g->n_tensors; i++) {
-            gr_tensor *t = &g->tensors[i];
-            if (t->kind != (pass == 0 ? GR_TK_PARAM : GR_TK_STATE)) continue;
-            t->param_offset = off;
-            off = (off + gr_tensor_numel(t) + GR_PARAM_ALIGN - 1) / GR_PARAM_ALIGN * GR_PARAM_ALIGN;
-            if (pass == 0) g->n_weights += gr_tensor_numel(t);
-        }
-        if (pass == 0) g->n_trainable = off;
-    }
-    g->n_params = off;
+    gr_graph_place_params(g);
 
     /* a job trains something: without parameters the optimizer has nothing
      * to update (graphs built for gradchecks of parameter-free ops, from

@@ -302,3 +302,21 @@ void gr_graph_view_backward(gr_graph *g, int node) {
     const int k = gr_graph_unary_backward(g, node);
     if (k >= 0) g->tensors[g->nodes[k].out[0]].alias_of = g->nodes[k].in[0];
 }
+
+void gr_graph_place_params(gr_graph *g) {
+    /* params first, then non-trainable state, so the grads arena mirrors
+     * the front of the params arena */
+    int64_t off = 0;
+    g->n_weights = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < g->n_tensors; i++) {
+            gr_tensor *t = &g->tensors[i];
+            if (t->kind != (pass == 0 ? GR_TK_PARAM : GR_TK_STATE)) continue;
+            t->param_offset = off;
+            off = (off + gr_tensor_numel(t) + GR_PARAM_ALIGN - 1) / GR_PARAM_ALIGN * GR_PARAM_ALIGN;
+            if (pass == 0) g->n_weights += gr_tensor_numel(t);
+        }
+        if (pass == 0) g->n_trainable = off;
+    }
+    g->n_params = off;
+}

@@ -378,6 +378,10 @@ int gr_graph_add_tensor(gr_graph *g, const char *name, gr_tensor_kind kind, gr_e
 int gr_graph_add_param(gr_graph *g, int layer, const char *pname, int ndim, const int64_t *shape);
 /* Non-trainable state of a layer (BN running stats): params arena, no grad. */
 int gr_graph_add_state(gr_graph *g, int layer, const char *pname, int ndim, const int64_t *shape);
+/* Places every parameter, then every state tensor, in the params arena
+ * (param_offset, each GR_PARAM_ALIGN-aligned), so the grads arena mirrors
+ * its front; sets n_weights, n_trainable and n_params. */
+void gr_graph_place_params(gr_graph *g);
 int gr_graph_add_node(gr_graph *g, gr_op op, int layer, const int *in, int nin,
                       const int *out, int nout);
 /* A view op's (GR_OPF_VIEW: flatten, reshape) output of shape[0..ndim),

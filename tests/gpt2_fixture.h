@@ -33,21 +33,7 @@ static inline void g2_add(gr_graph *g, const char *name, int64_t r, int64_t c, i
 }
 
 /* The arenas' offsets, as the builder gives them (graph/build.c). */
-static inline void g2_finish(gr_graph *g) {
-    int64_t off = 0;
-    g->n_weights = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        for (int i = 0; i < g->n_tensors; i++) {
-            gr_tensor *t = &g->tensors[i];
-            if (t->kind != (pass == 0 ? GR_TK_PARAM : GR_TK_STATE)) continue;
-            t->param_offset = off;
-            off = (off + gr_tensor_numel(t) + GR_PARAM_ALIGN - 1) / GR_PARAM_ALIGN * GR_PARAM_ALIGN;
-            if (pass == 0) g->n_weights += gr_tensor_numel(t);
-        }
-        if (pass == 0) g->n_trainable = off;
-    }
-    g->n_params = off;
-}
+static inline void g2_finish(gr_graph *g) { gr_graph_place_params(g); }
 
 /* GPT-2's parameters: L block uses of width C, a wte of vocab rows, a wpe
  * of maxT rows (not finished: g2_finish after adding more). */
