@@ -32,11 +32,14 @@ echo "cpu      $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) cor
 echo "pytorch  $($PY -c 'import torch; print(torch.__version__)' 2>/dev/null || echo '(torch not importable)')"
 echo "threads $THREADS, steps $STEPS, OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-unset}"
 
-# tokens FILE VOCAB: a token file of random ids below VOCAB (train and val)
+# tokens FILE VOCAB: a token file of random ids below VOCAB (train; a small val, as the
+# evaluation after the last step reads all of it)
 tokens() {
     $PY -c 'import sys, numpy as np
-np.random.default_rng(0).integers(0, int(sys.argv[2]), size=400000).astype("<u2").tofile(sys.argv[1])' "$tmp/t.bin" "$2"
-    build/gpurun data tokens "$1" --from "$tmp/t.bin" --val "$tmp/t.bin" --vocab-size "$2" --force >/dev/null 2>&1
+r = np.random.default_rng(0)
+r.integers(0, int(sys.argv[3]), size=400000).astype("<u2").tofile(sys.argv[1])
+r.integers(0, int(sys.argv[3]), size=4000).astype("<u2").tofile(sys.argv[2])' "$tmp/t.bin" "$tmp/v.bin" "$2"
+    build/gpurun data tokens "$1" --from "$tmp/t.bin" --val "$tmp/v.bin" --vocab-size "$2" --force >/dev/null 2>&1
 }
 # step_ms RUN_DIR: the median time between consecutive train lines of metrics.jsonl (ms), the first dropped
 step_ms() {
@@ -89,7 +92,7 @@ gpurun_run() {
     shift 2
     build/gpurun "$spec" --device cpu --quiet --threads "$THREADS" --run-dir "$tmp/$name" \
         --set train.steps=$((STEPS + 2)) --set log.every_steps=1 --set eval.every_steps=1000000 \
-        --set checkpoint.every_minutes=0 --set train.schedule.type=constant "$@" >&2 || rc=$?
+        --set checkpoint.every_minutes=0 "$@" >&2 || rc=$?
     if [ $rc -ne 0 ]; then echo "gpurun $name failed (exit $rc)" >&2; FAILED=1; echo 0; return; fi
     step_ms "$tmp/$name"
 }
