@@ -15,6 +15,7 @@
 #include "body.h"
 #include "../graph/ops.h"
 #include "body_half.h"
+#include "body_vmath.h"
 #include "loss_math.h"
 
 /* ---- activations ---- */
@@ -23,11 +24,18 @@
 #define GR_GELU_TANH_BETA 0.7978845608028654f
 #define GR_GELU_TANH_KAPPA 0.044715f
 
+/* gelu_tanh's tanh argument u = sqrt(2/pi) (x + 0.044715 x^3). The op is
+ * 0.5 x (1 + tanh u), computed as x sigma(2u) = x / (1 + e^-2u), the same
+ * function: PyTorch's form rounds tanh u near -1, so for x below about -4
+ * its 1 + tanh u keeps a bit or two (x = -5: 35% off); this form keeps the
+ * relative precision of e^-2u (gr_vexpf, vectorized on the CPU). */
+GR_HD float gr_gelu_tanh_u(float x) { return GR_GELU_TANH_BETA * (x + GR_GELU_TANH_KAPPA * (x * x * x)); }
+
 /* y = act(x), act being the op of a GR_OPF_ACT row of ops.def (GR_OP_RELU,
  * ...); the kernels pass act as a template constant, so the switch folds
  * away. gelu is the exact erf form (PyTorch's approximate='none'), gelu_tanh
- * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (approximate='tanh', in
- * PyTorch's order of operations, so gelu_tanh(-inf) is NaN as there). relu(NaN)
+ * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (approximate='tanh', as
+ * x sigma(2u): above; gelu_tanh(-inf) is NaN, as in PyTorch). relu(NaN)
  * = NaN, as PyTorch (fmaxf(x, 0) would drop it). A row without its case here
  * computes NaN, which every activation test (they iterate the rows) reports. */
 GR_HD float gr_act_hd(int act, float x) {
@@ -36,19 +44,16 @@ GR_HD float gr_act_hd(int act, float x) {
     case GR_OP_SIGMOID: return 1.0f / (1.0f + expf(-x));
     case GR_OP_TANH: return tanhf(x);
     case GR_OP_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case GR_OP_GELU_TANH: {
-        float inner = GR_GELU_TANH_BETA * (x + GR_GELU_TANH_KAPPA * (x * x * x));
-        return 0.5f * x * (1.0f + tanhf(inner));
-    }
+    case GR_OP_GELU_TANH: return x / (1.0f + gr_vexpf(-2.0f * gr_gelu_tanh_u(x)));
     default: return NAN;
     }
 }
 
 /* dx from dy and the tensor the backward saved: y, or x on a
  * GR_OPF_ACT_SAVES_X row (gelu: d/dx x Phi(x) = Phi(x) + x phi(x);
- * gelu_tanh: with u = sqrt(2/pi) (x + 0.044715 x^3) and t = tanh(u),
- * 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 0.044715 x^2), grouped as
- * PyTorch's GeluBackward). relu passes dy where y is NaN (PyTorch's
+ * gelu_tanh: with u = sqrt(2/pi) (x + 0.044715 x^3) and s = sigma(2u),
+ * s + 2 x s (1 - s) du/dx, du/dx = sqrt(2/pi) (1 + 3 0.044715 x^2): PyTorch's
+ * 0.5 (1 + t) + 0.5 x (1 - t^2) du/dx with t = tanh u = 2s - 1). relu passes dy where y is NaN (PyTorch's
  * threshold_backward: y <= 0 ? 0 : dy). */
 GR_HD float gr_act_bwd_hd(int act, float dy, float t) {
     switch (act) {
@@ -61,11 +66,9 @@ GR_HD float gr_act_bwd_hd(int act, float dy, float t) {
         return dy * (cdf + t * pdf);
     }
     case GR_OP_GELU_TANH: {
-        float x2 = t * t;
-        float th = tanhf(GR_GELU_TANH_BETA * (t + GR_GELU_TANH_KAPPA * (x2 * t)));
-        float left = 0.5f * t, right = 1.0f + th;
-        float dinner = GR_GELU_TANH_BETA * (1.0f + 3.0f * GR_GELU_TANH_KAPPA * x2);
-        return dy * (0.5f * right + left * (1.0f - th * th) * dinner);
+        const float s = 1.0f / (1.0f + gr_vexpf(-2.0f * gr_gelu_tanh_u(t)));
+        const float du = GR_GELU_TANH_BETA * (1.0f + 3.0f * GR_GELU_TANH_KAPPA * (t * t));
+        return dy * (s + 2.0f * t * (s * (1.0f - s)) * du);
     }
     default: return NAN;
     }
@@ -198,7 +201,7 @@ GR_HD void gr_body_sce_exp_part(const float *z, float *p, int64_t k, float zmax,
                                 double *sum, double *zsum) {
     double s = 0.0, zs = 0.0;
     for (int64_t j = lane; j < k; j += lanes) {
-        p[j] = expf(z[j] - zmax);
+        p[j] = gr_vexpf(z[j] - zmax);
         s += p[j];
         zs += z[j] - zmax;
     }

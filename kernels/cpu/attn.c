@@ -4,12 +4,15 @@
  * a BQ x BK tile that is used and dropped, so neither pass holds a T x T
  * matrix; backward recomputes the tiles from qkv and the saved lse. Each
  * (sample, head) is one task on the OpenMP threads, its sums in a fixed
- * order: results do not depend on the thread count. */
+ * order: results do not depend on the thread count. exp is body_vmath.h's
+ * (vectorized), and a task's loops are built for AVX-512 and AVX2 too
+ * (GR_ISA_CLONES: none of them reassociates a sum, so the bits are the same). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../body_attn.h"
+#include "../body_vmath.h"
 #include "cpu_kernels.h"
 
 #define GR_ATTN_BQ 32
@@ -75,8 +78,8 @@ static int64_t attn_seen(const gr_attn_geo *g, int64_t i, int64_t j0, int64_t nk
 /* The keys query block [i0, i0+nq) sees: [0, keys). */
 static int64_t attn_block_keys(const gr_attn_geo *g, int64_t i0, int64_t nq) { return g->causal ? i0 + nq : g->t; }
 
-static void attn_fwd_head(attn_tiles *t, const float *qkv, float *y, float *lse, const gr_attn_geo *g, int64_t b,
-                          int64_t h) {
+GR_ISA_CLONES static void attn_fwd_head(attn_tiles *t, const float *qkv, float *y, float *lse,
+                                        const gr_attn_geo *g, int64_t b, int64_t h) {
     const int64_t d = g->d;
     for (int64_t i0 = 0; i0 < g->t; i0 += GR_ATTN_BQ) {
         const int64_t nq = g->t - i0 < GR_ATTN_BQ ? g->t - i0 : GR_ATTN_BQ, keys = attn_block_keys(g, i0, nq);
@@ -92,8 +95,10 @@ static void attn_fwd_head(attn_tiles *t, const float *qkv, float *y, float *lse,
                 if (seen == 0) continue;
                 float *s = t->s + r * GR_ATTN_BK, mx = t->m[r], sum = 0.0f;
                 for (int64_t c = 0; c < seen; c++) mx = s[c] > mx ? s[c] : mx;
-                const float corr = expf(t->m[r] - mx); /* 0 for the first block: m was -inf */
-                for (int64_t c = 0; c < seen; c++) sum += s[c] = expf(s[c] - mx);
+                const float corr = gr_vexpf(t->m[r] - mx); /* 0 for the first block: m was -inf */
+                #pragma omp simd
+                for (int64_t c = 0; c < seen; c++) s[c] = gr_vexpf(s[c] - mx);
+                for (int64_t c = 0; c < seen; c++) sum += s[c];
                 t->l[r] = t->l[r] * corr + sum;
                 t->m[r] = mx;
                 float *acc = t->acc + r * d;
@@ -161,8 +166,9 @@ static void attn_bwd_tile(attn_tiles *t, const attn_bwd_io *io, const gr_attn_ge
         const int64_t row = gr_attn_row_at(g, b, h, i0 + r), seen = attn_seen(g, i0 + r, j0, nk);
         const float li = io->lse[row], dl = io->delta[row];
         float *s = t->s + r * GR_ATTN_BK, *dp = t->dp + r * GR_ATTN_BK, *acc = t->acc + r * d;
+        #pragma omp simd
         for (int64_t c = 0; c < seen; c++) {
-            s[c] = expf(s[c] - li);
+            s[c] = gr_vexpf(s[c] - li);
             dp[c] = s[c] * (dp[c] - dl);
         }
         for (int64_t c = 0; c < seen; c++) {
@@ -187,8 +193,8 @@ static void attn_bwd_tile(attn_tiles *t, const attn_bwd_io *io, const gr_attn_ge
     }
 }
 
-static void attn_bwd_head(attn_tiles *t, const attn_bwd_io *io, const float *y, const gr_attn_geo *g, int64_t b,
-                          int64_t h) {
+GR_ISA_CLONES static void attn_bwd_head(attn_tiles *t, const attn_bwd_io *io, const float *y,
+                                        const gr_attn_geo *g, int64_t b, int64_t h) {
     const int64_t d = g->d;
     for (int64_t i = 0; i < g->t; i++) {
         io->delta[gr_attn_row_at(g, b, h, i)] =

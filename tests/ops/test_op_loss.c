@@ -60,7 +60,7 @@ static void legacy_sce(const float *z, const int32_t *label, float *p, float *st
             if (gr_sce_above(zi[j], zmax)) { zmax = zi[j]; arg = j; }
         double sum = 0.0, zsum = 0.0;
         for (int64_t j = 0; j < k; j++) {
-            pi[j] = expf(zi[j] - zmax);
+            pi[j] = gr_vexpf(zi[j] - zmax); /* expf before exp was vectorized (kernels/body_vmath.h) */
             sum += pi[j];
             zsum += zi[j] - zmax;
         }
