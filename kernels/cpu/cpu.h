@@ -15,7 +15,7 @@
 #include "gemm.h"
 
 struct gr_cpu_dnn; /* the oneDNN conv path's engine, stream, primitives and pool (conv_onednn.c) */
-struct gr_cpu_mm;  /* the bf16 dense path's primitives and scratch (dense_bf16.c) */
+struct gr_cpu_mm;  /* the oneDNN dense path's primitives and bf16 scratch (dense_onednn.c) */
 
 struct gr_cpu {
     gr_gemm_provider gemm;   /* GPURUN_GEMM (gr_cpu_gemm_init) */
@@ -24,7 +24,7 @@ struct gr_cpu {
     size_t col_cap;          /* shape met and kept: no allocation once warm */
     struct gr_cpu_dnn *dnn;  /* made at the first oneDNN conv; NULL until then */
     bool bf16_native;        /* precision bf16 with the ISA for it and GPURUN_HALF=native (configure) */
-    struct gr_cpu_mm *mm;    /* the bf16 dense path's matmul primitives (dense_bf16.c); NULL until used */
+    struct gr_cpu_mm *mm;    /* the oneDNN dense path's matmul primitives (dense_onednn.c); NULL until used */
     size_t held;             /* bytes of the backend's arenas (gr_backend_alloc) and conv scratch */
     size_t held_peak;        /* the most they held at once */
     size_t cap;              /* GPURUN_MEMORY_LIMIT: the most they may hold (a smaller device); 0: none */

@@ -126,7 +126,7 @@ static void gr_cpu_cast(gr_backend *be, void *dst, gr_elem dt, const void *src, 
 
 static void gr_cpu_destroy(gr_backend *be) {
     gr_cpu *cpu = be->impl;
-    gr_cpu_dense_bf16_free(cpu);
+    gr_cpu_dense_onednn_free(cpu);
     gr_cpu_conv_free(cpu);
     free(cpu);
     free(be);

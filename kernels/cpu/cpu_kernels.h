@@ -25,12 +25,13 @@ void gr_cpu_pool_units(const gr_kargs *a, int64_t units, int64_t in_len, int64_t
 void gr_cpu_maxpool_nhwc(const gr_kargs *a);
 void gr_cpu_maxpool_bwd_nhwc(const gr_kargs *a);
 
-/* dense and its backward on bf16 activations (dense_bf16.c), called by
- * gr_cpu_dense* for native bf16 steps; the path's state is freed with the
- * backend */
+/* dense and its backward on bf16 activations, and the fp32 forward under
+ * the oneDNN GEMM provider, on oneDNN matmul primitives (dense_onednn.c),
+ * called by gr_cpu_dense*; the path's state is freed with the backend */
 void gr_cpu_dense_bf16(const gr_kargs *a);
 void gr_cpu_dense_bf16_bwd_data(const gr_kargs *a);
 void gr_cpu_dense_bf16_bwd_params(const gr_kargs *a);
-void gr_cpu_dense_bf16_free(gr_cpu *cpu);
+void gr_cpu_dense_f32_onednn(const gr_kargs *a);
+void gr_cpu_dense_onednn_free(gr_cpu *cpu);
 
 #endif

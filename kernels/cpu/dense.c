@@ -1,6 +1,7 @@
 /* dense.c — CPU kernels of dense and its backward, on the backend's sgemm
- * (gemm.h; the provider is the backend's, cpu.h), or on bf16 activations
- * through oneDNN matmul (dense_bf16.c). Row-major: x [n, F], W [U, F],
+ * (gemm.h; the provider is the backend's, cpu.h), or through oneDNN matmul
+ * primitives (dense_onednn.c) on bf16 activations and for the fp32 forward
+ * under the oneDNN provider. Row-major: x [n, F], W [U, F],
  * y [n, U]; a transposed tied use (node attrs.weight_t) stores W [F, U] and
  * multiplies by it as it is where the others take W^T (graph/op_dense.c). */
 #include "cpu.h"
@@ -10,6 +11,10 @@
 void gr_cpu_dense(const gr_kargs *a) {
     if (a->ein[0] == GR_BF16 || a->eout[0] == GR_BF16) {
         gr_cpu_dense_bf16(a);
+        return;
+    }
+    if (gr_cpu_of(a)->gemm == GR_GEMM_ONEDNN) {
+        gr_cpu_dense_f32_onednn(a);
         return;
     }
     const float *x = a->in[0], *w = a->in[1], *b = a->node->nin > 2 ? a->in[2] : NULL;
