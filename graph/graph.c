@@ -33,7 +33,7 @@ _Static_assert(GR_ARRAY_LEN(gr_op_rows) == GR_OP_COUNT, "op table out of step wi
  * the activation, running-statistics and saved-statistics flags are on
  * layer rows; each backend column has at most one half and one layout bit,
  * and none for a view. */
-#define GR_CAP_HALF_MASK (GR_CAP_HALF | GR_CAP_HALF_IN0 | GR_CAP_HALF_ALL)
+#define GR_CAP_HALF_MASK (GR_CAP_HALF | GR_CAP_HALF_IN0 | GR_CAP_HALF_ALL | GR_CAP_HALF_LIB)
 #define GR_CAP_ONE_OF(c, m) (((c) & (m)) == 0 || (((c) & (m)) & (((c) & (m)) - 1)) == 0)
 #define GR_CAPS_OK(c) (GR_CAP_ONE_OF(c, GR_CAP_HALF_MASK) && GR_CAP_ONE_OF(c, GR_CAP_NHWC_SAME | GR_CAP_NHWC_ANY))
 enum {

@@ -35,6 +35,10 @@ enum {
     GR_CAP_HALF_ALL = 1u << 2,  /* half when every activation of the step is in the one half type */
     GR_CAP_NHWC_SAME = 1u << 3, /* NHWC when all its 4-D activations share it (relu, add, batchnorm) */
     GR_CAP_NHWC_ANY = 1u << 4,  /* each 4-D activation in either layout (the convolutions convert) */
+    /* half when every activation but the fp32 saved statistics (GR_OPF_FP32_SAVED) is in the one half
+     * type and the backend's library takes the step's shape: the backend asks it as the plan is
+     * compiled and stages the step where it declines (attention on cuDNN's fused attention) */
+    GR_CAP_HALF_LIB = 1u << 5,
 };
 
 /* attention (graph/op_attn.c): the most columns a head may have; its

@@ -266,6 +266,10 @@ gr_status gr_cuda_backend_create(int device, gr_backend **out, gr_error *err);
 /* How many plan runs a CUDA backend captured into CUDA Graphs and how many
  * it replayed from them (tests/test_cuda_graph.c). */
 void gr_cuda_graph_counts(const gr_backend *be, int64_t *captured, int64_t *replayed);
+/* The last note a CUDA backend gave on stderr on which kernel runs
+ * attention (cuDNN's fused attention or gpurun's own; "" before any), and
+ * its device's compute capability major (tests/ops/test_cuda_sdpa.c). */
+const char *gr_cuda_attention_note(const gr_backend *be, int *cc_major);
 #endif
 
 #endif

@@ -14,6 +14,7 @@
 #include "cu_optim.h"
 #include "cu_cast.h"
 #include "cuda_backend.h"
+#include "cudnn_sdpa.h"
 
 void gr_cuda_die(const char *file, int line, const char *call, const char *msg) {
     char what[2048];
@@ -203,12 +204,17 @@ static const unsigned gr_cuda_caps[GR_OP_COUNT] = {
 
 /* The steps the CUDA kernels run on half storage as it is (bf16 or fp16,
  * every activation of the step in the one type), as the cuda column says:
- * convs (cuDNN), dense (cuBLAS GemmEx), batchnorm, the activations and add.
- * A step with an fp32 activation (a first layer reading the input batch)
- * and the other ops (pooling, dropout, concat, the loss) are staged. */
+ * convs (cuDNN), dense (cuBLAS GemmEx), batchnorm, the activations and add;
+ * attention (its fp32 log-sum-exp aside) where cuDNN's fused attention
+ * takes its shape, which is asked here (cudnn_sdpa.h: the plan is built
+ * now, and a decline stages the step onto gpurun's own kernel). A step
+ * with an fp32 activation (a first layer reading the input batch) and the
+ * other ops (pooling, dropout, concat, the loss) are staged. */
 static bool gr_cuda_native_half(gr_backend *be, const gr_kargs *a) {
+    const unsigned cap = gr_cuda_caps[a->node->op];
+    if (cap & GR_CAP_HALF_LIB) return gr_cuda_sdpa_decline(gr_cu(be), a, true) == NULL;
     if (!gr_cu(be)->half_native || gr_cuda_step_half(a) == GR_F32) return false;
-    return (gr_cuda_caps[a->node->op] & (GR_CAP_HALF | GR_CAP_HALF_IN0 | GR_CAP_HALF_ALL)) != 0;
+    return (cap & (GR_CAP_HALF | GR_CAP_HALF_IN0 | GR_CAP_HALF_ALL)) != 0;
 }
 
 /* The most elements of a weight that a native half conv or GEMM of the plan reads (or writes the gradient of). */
@@ -287,6 +293,8 @@ static gr_status gr_cuda_prepare(gr_backend *be, gr_steps *s, gr_error *err) {
     if (st) return st;
     st = gr_cuda_conv_prepare(cu, s, &need, err);
     if (st) return st;
+    const size_t attn = gr_cuda_sdpa_workspace(cu, s); /* cuDNN's attention plans, built by native_half */
+    if (attn > need) need = attn;
     if (need > cu->ws_bytes) {
         GR_CU(cudaStreamSynchronize(cu->stream));
         gr_cuda_free_raw(cu, cu->ws);
@@ -427,6 +435,7 @@ static void gr_cuda_destroy(gr_backend *be) {
     gr_cuda *cu = &im->cu;
     GR_CU(cudaStreamSynchronize(cu->stream));
     gr_cuda_conv_free_all(cu);
+    gr_cuda_sdpa_free_all(cu);
     GR_CUDNN(cudnnDestroy(cu->dnn));
     GR_CUBLAS(cublasDestroy(cu->blas)); /* before its workspace goes */
     gr_cuda_free_raw(cu, cu->ws);

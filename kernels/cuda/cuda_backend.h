@@ -44,6 +44,7 @@ typedef struct gr_cuda {
     size_t held_peak;         /* the most it held at once */
     int64_t captured, replayed; /* plan runs captured into CUDA Graphs / replayed from them */
     struct gr_cuda_convs *convs; /* conv descriptors and algorithms per shape (op_conv.c) */
+    struct gr_cuda_sdpas *sdpa;  /* cuDNN's attention plans per shape, and what was said (cudnn_sdpa.c) */
 } gr_cuda;
 
 static inline gr_cuda *gr_cuda_of(const gr_kargs *a) { return (gr_cuda *)a->be->impl; }
