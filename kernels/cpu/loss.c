@@ -16,6 +16,20 @@ static int64_t gr_cpu_rows(const gr_kargs *a, int64_t *k) {
     return a->n * (gr_tensor_sample_numel(x) / *k);
 }
 
+/* The row's largest logit, NaN when it has one (NaN ranks above all, as in
+ * torch.argmax, and makes the row's loss NaN): a vectorized max and a NaN
+ * flag, where gr_sce_above's scan was a compare and branch a logit */
+GR_ISA_CLONES static float gr_sce_max(const float *restrict z, int64_t kc) {
+    float m = -INFINITY;
+    int nan = 0;
+    #pragma omp simd reduction(max : m) reduction(| : nan)
+    for (int64_t j = 0; j < kc; j++) {
+        m = z[j] > m ? z[j] : m;
+        nan |= z[j] != z[j];
+    }
+    return nan ? NAN : m;
+}
+
 /* e^(z_j - zmax) over a row's kc classes into p: the body's exp (gr_vexpf),
  * vectorized; with glibc's expf the exps were most of this kernel on a
  * vocabulary of 50k */
@@ -27,9 +41,7 @@ GR_ISA_CLONES static void gr_sce_exps(const float *restrict z, float *restrict p
 /* Row i of the softmax: its probabilities into pi (padding 0) and its loss
  * (0 for an ignored row, which counts nowhere). */
 static double gr_sce_row(const float *zi, float *pi, int32_t y, int64_t k, int64_t kc, int64_t ignore, double eps) {
-    float zmax = zi[0];
-    for (int64_t j = 1; j < kc; j++) /* NaN ranks above all (torch.argmax) and makes the row's loss NaN */
-        if (gr_sce_above(zi[j], zmax)) zmax = zi[j];
+    const float zmax = gr_sce_max(zi, kc);
     gr_sce_exps(zi, pi, zmax, kc);
     double sum = 0.0, zsum = 0.0;
     for (int64_t j = 0; j < kc; j++) {
