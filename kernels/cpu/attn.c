@@ -43,15 +43,62 @@ static void attn_load_q(attn_tiles *t, const float *qkv, const gr_attn_geo *g, i
     }
 }
 
-/* Part (1: k, 2: v) of rows [j0, j0+nk) transposed into dst [d][BK]. */
+/* Part (1: k, 2: v) of rows [j0, j0+nk) transposed into dst [d][BK], the
+ * columns past nk zero (attn_tile multiplies whole rows of BK). */
 static void attn_load_t(float *dst, const float *qkv, const gr_attn_geo *g, int64_t b, int64_t h, int64_t j0,
                         int64_t nk, int part) {
     for (int64_t c = 0; c < nk; c++) {
         const float *k = qkv + gr_attn_qkv_at(g, b, j0 + c, h, part);
         for (int64_t e = 0; e < g->d; e++) dst[e * GR_ATTN_BK + c] = k[e];
     }
+    if (nk < GR_ATTN_BK)
+        for (int64_t e = 0; e < g->d; e++) memset(dst + e * GR_ATTN_BK + nk, 0, (size_t)(GR_ATTN_BK - nk) * sizeof *dst);
 }
 
+#if defined(__GNUC__)
+/* out[r][c] = sum_e a[r][e] * bt[e][c] over nq rows and all BK columns (bt's
+ * past the tile's keys are zero), in GCC's vector types: two rows at a time
+ * keep their 2 x 64 sums in registers over the e loop, where the scalar
+ * loop (#else) stores and reloads a row's sums every e. The same sums in
+ * the same order: the same bits. */
+typedef float attn_v16 __attribute__((vector_size(64)));
+_Static_assert(GR_ATTN_BK == 64, "attn_tile's vector loop is written for tiles of 64 keys");
+
+/* (a macro: a function returning a 64-byte vector is an ABI the baseline build warns of) */
+#define ATTN_VLOAD(v, p) memcpy(&(v), (p), sizeof(v))
+
+/* always inlined, so each of the callers' ISA clones gets its own build */
+__attribute__((always_inline)) static inline void attn_tile(float *out, const float *a, const float *bt, int64_t d,
+                                                            int64_t nq, int64_t nk) {
+    (void)nk;
+    int64_t r = 0;
+    for (; r + 2 <= nq; r += 2) {
+        attn_v16 s0[4] = {0}, s1[4] = {0};
+        const float *a0 = a + r * d, *a1 = a0 + d;
+        for (int64_t e = 0; e < d; e++) {
+            const float *bv = bt + e * GR_ATTN_BK;
+            for (int k = 0; k < 4; k++) {
+                attn_v16 bk;
+                ATTN_VLOAD(bk, bv + 16 * k);
+                s0[k] += a0[e] * bk;
+                s1[k] += a1[e] * bk;
+            }
+        }
+        memcpy(out + r * GR_ATTN_BK, s0, sizeof s0);
+        memcpy(out + (r + 1) * GR_ATTN_BK, s1, sizeof s1);
+    }
+    for (; r < nq; r++) {
+        attn_v16 s0[4] = {0};
+        for (int64_t e = 0; e < d; e++)
+            for (int k = 0; k < 4; k++) {
+                attn_v16 bk;
+                ATTN_VLOAD(bk, bt + e * GR_ATTN_BK + 16 * k);
+                s0[k] += a[r * d + e] * bk;
+            }
+        memcpy(out + r * GR_ATTN_BK, s0, sizeof s0);
+    }
+}
+#else
 /* out[r][c] = sum_e a[r][e] * bt[e][c] over an nq x nk tile. */
 static void attn_tile(float *out, const float *a, const float *bt, int64_t d, int64_t nq, int64_t nk) {
     for (int64_t r = 0; r < nq; r++) {
@@ -65,6 +112,7 @@ static void attn_tile(float *out, const float *a, const float *bt, int64_t d, in
         }
     }
 }
+#endif
 
 /* The keys of tile [j0, j0+nk) that query i sees: [j0, j0 + the result).
  * Keys after the query are skipped, never multiplied by a zero weight, so
@@ -157,8 +205,9 @@ typedef struct attn_bwd_io {
 /* For query block [i0, i0+nq) and key block [j0, j0+nk) (tiles loaded: q
  * scaled, dy, k and v transposed): p into t->s, ds into t->dp; dq's sums
  * into t->acc, dk's and dv's straight into dqkv. */
-static void attn_bwd_tile(attn_tiles *t, const attn_bwd_io *io, const gr_attn_geo *g, int64_t b, int64_t h,
-                          int64_t i0, int64_t nq, int64_t j0, int64_t nk) {
+__attribute__((always_inline)) static inline void attn_bwd_tile(attn_tiles *t, const attn_bwd_io *io,
+                                                                const gr_attn_geo *g, int64_t b, int64_t h,
+                                                                int64_t i0, int64_t nq, int64_t j0, int64_t nk) {
     const int64_t d = g->d;
     attn_tile(t->s, t->q, t->kt, d, nq, nk);
     attn_tile(t->dp, t->dy, t->vt, d, nq, nk);
