@@ -28,6 +28,7 @@
  *     their products, and dq accumulated in another order (atomics);
  *   lse, delta <= 1e-7: fp32 sums over the same rounded inputs, in other
  *     orders (about 1e-12 apart). */
+#include "attn_cpu.h"
 #include "body_check.h"
 #include "cuda_cmp.h"
 
@@ -42,20 +43,9 @@ typedef struct sdpa_case {
 
 #define D 64 /* columns a head */
 
-static double sdpa_err(const float *a, const float *b, int64_t n) {
-    double num = 0.0, den = 0.0;
-    for (int64_t i = 0; i < n; i++) {
-        if (!isfinite(a[i]) || !isfinite(b[i])) return INFINITY;
-        double d = (double)a[i] - (double)b[i];
-        num += d * d;
-        den += (double)b[i] * (double)b[i];
-    }
-    return num / (den + (double)n * 1e-6);
-}
-
 static void sdpa_expect(const sdpa_case *c, const char *what, const float *got, const float *want, int64_t n,
                         double tol) {
-    const double e = sdpa_err(got, want, n);
+    const double e = gr_cmp_nmse(got, want, n);
     CHECK_MSG(e <= tol, "%s: %s error %.3g > %.3g", c->name, what, e, tol);
 }
 
@@ -74,43 +64,6 @@ static float *sdpa_rand(int64_t n, float lo, float hi, gr_elem e, uint16_t *raw)
         x[i] = e == GR_BF16 ? gr_bf16_decode_hd(raw[i]) : gr_fp16_decode_hd(raw[i]);
     }
     return x;
-}
-
-static void cpu_fwd(const gr_attn_geo *g, int64_t n, const float *qkv, float *y, float *lse) {
-    int64_t xs[3] = {n, g->t, 3 * g->c}, ys[3] = {n, g->t, g->c}, ls[3] = {n, g->heads, g->t};
-    kt k;
-    kt_init(&k, GR_OP_ATTENTION, 1, 2, n);
-    kt_tensor(&k.tin[0], GR_F32, 3, xs);
-    kt_tensor(&k.tout[0], GR_F32, 3, ys);
-    kt_tensor(&k.tout[1], GR_F32, 3, ls);
-    k.node.attrs.heads = g->heads;
-    k.node.attrs.causal = g->causal;
-    k.a.in[0] = (void *)qkv;
-    k.a.out[0] = y;
-    k.a.out[1] = lse;
-    gr_cpu_attention(&k.a);
-}
-
-static void cpu_bwd(const gr_attn_geo *g, int64_t n, const float *dy, const float *qkv, const float *y,
-                    const float *lse, float *dqkv, float *delta) {
-    int64_t xs[3] = {n, g->t, 3 * g->c}, ys[3] = {n, g->t, g->c}, ls[3] = {n, g->heads, g->t};
-    kt k;
-    kt_init(&k, GR_OP_ATTENTION_BWD, 4, 2, n);
-    kt_tensor(&k.tin[0], GR_F32, 3, ys);
-    kt_tensor(&k.tin[1], GR_F32, 3, xs);
-    kt_tensor(&k.tin[2], GR_F32, 3, ys);
-    kt_tensor(&k.tin[3], GR_F32, 3, ls);
-    kt_tensor(&k.tout[0], GR_F32, 3, xs);
-    kt_tensor(&k.tout[1], GR_F32, 3, ls);
-    k.node.attrs.heads = g->heads;
-    k.node.attrs.causal = g->causal;
-    k.a.in[0] = (void *)dy;
-    k.a.in[1] = (void *)qkv;
-    k.a.in[2] = (void *)y;
-    k.a.in[3] = (void *)lse;
-    k.a.out[0] = dqkv;
-    k.a.out[1] = delta;
-    gr_cpu_attention_bwd(&k.a);
 }
 
 static gr_kargs *sdpa_step(gr_plan *p, gr_op op) {
@@ -180,8 +133,8 @@ static void test_case(const sdpa_case *c) {
 
     float *ry = gr_xmalloc((size_t)ny * sizeof *ry), *rl = gr_xmalloc((size_t)nr * sizeof *rl);
     float *rd = gr_xmalloc((size_t)nq * sizeof *rd), *rdl = gr_xmalloc((size_t)nr * sizeof *rdl);
-    cpu_fwd(&g, n, qkv, ry, rl);
-    cpu_bwd(&g, n, dy, qkv, y, lse, rd, rdl);
+    attn_cpu_fwd(&g, n, qkv, ry, rl);
+    attn_cpu_bwd(&g, n, dy, qkv, y, lse, rd, rdl);
     sdpa_expect(c, "y", y, ry, ny, 1e-4);
     sdpa_expect(c, "lse", lse, rl, nr, 1e-7);
     sdpa_expect(c, "delta", delta, rdl, nr, 1e-7);

@@ -12,6 +12,7 @@
  *     kernel's cache path (gr_graph.decode_len) gives the whole sequence's
  *     rows, and the body the CUDA decode kernel runs gives the same bits;
  *   - the shape errors at the layer. With `cpu` only, but the gradchecks. */
+#include "attn_cpu.h"
 #include "body_check.h"
 #include "gradcheck.h"
 #include "op_step.h"
@@ -50,43 +51,6 @@ static attn_run attn_run_of(int64_t n, int64_t t, int64_t c, int64_t heads, bool
     return r;
 }
 
-static void attn_cpu_fwd(const attn_run *r, const float *qkv, float *y, float *lse) {
-    int64_t xs[3] = {r->n, r->g.t, 3 * r->g.c}, ys[3] = {r->n, r->g.t, r->g.c}, ls[3] = {r->n, r->g.heads, r->g.t};
-    kt k;
-    kt_init(&k, GR_OP_ATTENTION, 1, 2, r->n);
-    kt_tensor(&k.tin[0], GR_F32, 3, xs);
-    kt_tensor(&k.tout[0], GR_F32, 3, ys);
-    kt_tensor(&k.tout[1], GR_F32, 3, ls);
-    k.node.attrs.heads = r->g.heads;
-    k.node.attrs.causal = r->g.causal;
-    k.a.in[0] = (void *)qkv;
-    k.a.out[0] = y;
-    k.a.out[1] = lse;
-    gr_cpu_attention(&k.a);
-}
-
-static void attn_cpu_bwd(const attn_run *r, const float *dy, const float *qkv, const float *y, const float *lse,
-                         float *dqkv, float *delta) {
-    int64_t xs[3] = {r->n, r->g.t, 3 * r->g.c}, ys[3] = {r->n, r->g.t, r->g.c}, ls[3] = {r->n, r->g.heads, r->g.t};
-    kt k;
-    kt_init(&k, GR_OP_ATTENTION_BWD, 4, 2, r->n);
-    kt_tensor(&k.tin[0], GR_F32, 3, ys);
-    kt_tensor(&k.tin[1], GR_F32, 3, xs);
-    kt_tensor(&k.tin[2], GR_F32, 3, ys);
-    kt_tensor(&k.tin[3], GR_F32, 3, ls);
-    kt_tensor(&k.tout[0], GR_F32, 3, xs);
-    kt_tensor(&k.tout[1], GR_F32, 3, ls);
-    k.node.attrs.heads = r->g.heads;
-    k.node.attrs.causal = r->g.causal;
-    k.a.in[0] = (void *)dy;
-    k.a.in[1] = (void *)qkv;
-    k.a.in[2] = (void *)y;
-    k.a.in[3] = (void *)lse;
-    k.a.out[0] = dqkv;
-    k.a.out[1] = delta;
-    gr_cpu_attention_bwd(&k.a);
-}
-
 /* The bodies, one row at a time as the CUDA kernels run them, against the
  * CPU kernel. */
 static void test_bodies(int64_t n, int64_t t, int64_t c, int64_t heads, bool causal) {
@@ -94,8 +58,8 @@ static void test_bodies(int64_t n, int64_t t, int64_t c, int64_t heads, bool cau
     float *qkv = t_rand(r.nq, -2.0f, 2.0f), *dy = t_rand(r.ny, -1.0f, 1.0f);
     float *y = t_alloc(r.ny), *lse = t_alloc(r.nr), *yb = t_alloc(r.ny), *lseb = t_alloc(r.nr);
     float *dqkv = t_rand(r.nq, 5, 6), *delta = t_alloc(r.nr), *dqkvb = t_rand(r.nq, 7, 8), *deltab = t_alloc(r.nr);
-    attn_cpu_fwd(&r, qkv, y, lse);
-    attn_cpu_bwd(&r, dy, qkv, y, lse, dqkv, delta);
+    attn_cpu_fwd(&r.g, r.n, qkv, y, lse);
+    attn_cpu_bwd(&r.g, r.n, dy, qkv, y, lse, dqkv, delta);
     for (int64_t b = 0; b < n; b++)
         for (int64_t h = 0; h < heads; h++)
             for (int64_t i = 0; i < t; i++) gr_body_attn_row(qkv, yb, lseb, &r.g, b, h, i);
@@ -121,15 +85,15 @@ static void test_causality(int64_t t, int64_t c, int64_t heads, int64_t p) {
     const attn_run r = attn_run_of(2, t, c, heads, true);
     float *qkv = t_rand(r.nq, -2.0f, 2.0f), *dy = t_rand(r.ny, -1.0f, 1.0f);
     float *y = t_alloc(r.ny), *lse = t_alloc(r.nr), *dqkv = t_alloc(r.nq), *delta = t_alloc(r.nr);
-    attn_cpu_fwd(&r, qkv, y, lse);
-    attn_cpu_bwd(&r, dy, qkv, y, lse, dqkv, delta);
+    attn_cpu_fwd(&r.g, r.n, qkv, y, lse);
+    attn_cpu_bwd(&r.g, r.n, dy, qkv, y, lse, dqkv, delta);
     float *qkv2 = t_copy(qkv, r.nq), *dy2 = t_copy(dy, r.ny);
     float *y2 = t_alloc(r.ny), *lse2 = t_alloc(r.nr), *dqkv2 = t_alloc(r.nq), *delta2 = t_alloc(r.nr);
     for (int64_t b = 0; b < 2; b++)
         for (int64_t i = p + 1; i < t; i++)
             for (int64_t e = 0; e < 3 * c; e++) qkv2[(b * t + i) * 3 * c + e] = e % 7 == 0 ? NAN : 9.0f - (float)e;
-    attn_cpu_fwd(&r, qkv2, y2, lse2);
-    attn_cpu_bwd(&r, dy2, qkv2, y2, lse2, dqkv2, delta2);
+    attn_cpu_fwd(&r.g, r.n, qkv2, y2, lse2);
+    attn_cpu_bwd(&r.g, r.n, dy2, qkv2, y2, lse2, dqkv2, delta2);
     int bad = 0;
     for (int64_t b = 0; b < 2; b++)
         for (int64_t i = 0; i <= p; i++) {
@@ -148,7 +112,7 @@ static void test_causality(int64_t t, int64_t c, int64_t heads, int64_t p) {
 static void test_decode(int64_t n, int64_t t, int64_t c, int64_t heads) {
     const attn_run r = attn_run_of(n, t, c, heads, true);
     float *qkv = t_rand(r.nq, -2.0f, 2.0f), *y = t_alloc(r.ny), *lse = t_alloc(r.nr);
-    attn_cpu_fwd(&r, qkv, y, lse);
+    attn_cpu_fwd(&r.g, r.n, qkv, y, lse);
     gr_graph g;
     memset(&g, 0, sizeof g);
     g.decode_len = t + 3; /* room to spare: rows past the last position stay unread */
