@@ -8,6 +8,7 @@
 #include "optim.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #include "../../common/gr_common.h"
 
@@ -96,13 +97,39 @@ void gr_cpu_adamw_update(float *w, const float *g, float *m, float *v, int64_t n
                bc2_sqrt);
 }
 
+/* The squares of a block's values summed in double in 8 interleaved lanes
+ * (i mod 8), the lanes then added pairwise: the compiler vectorizes the
+ * lanes, where one running sum per thread waited on each add (about 80 of
+ * the optimizer's 150 ms a step on GPT-2 124M, 2 threads). */
+enum { GR_SUMSQ_BLOCK = 1 << 14 };
+
+GR_ISA_CLONES static double gr_sumsq_block(const float *restrict g, int64_t n) {
+    double l[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) {
+            const double x = (double)g[i + k];
+            l[k] += x * x;
+        }
+    for (; i < n; i++) {
+        const double x = (double)g[i];
+        l[0] += x * x;
+    }
+    return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+}
+
+/* Blocks of GR_SUMSQ_BLOCK over the threads, their sums added in block
+ * order: the same bits whatever the thread count. */
 double gr_cpu_sumsq(const float *g, int64_t n) {
     GR_ASSERT(g || n == 0);
-    double s = 0.0;
-    #pragma omp parallel for reduction(+ : s) if (n >= GR_OMP_MIN)
-    for (int64_t i = 0; i < n; i++) {
-        double x = (double)g[i];
-        s += x * x;
+    const int64_t nb = (n + GR_SUMSQ_BLOCK - 1) / GR_SUMSQ_BLOCK;
+    double *part = gr_xmalloc((size_t)(nb > 0 ? nb : 1) * sizeof *part), s = 0.0;
+    #pragma omp parallel for schedule(static) if (n >= GR_OMP_MIN)
+    for (int64_t b = 0; b < nb; b++) {
+        const int64_t i = b * GR_SUMSQ_BLOCK;
+        part[b] = gr_sumsq_block(g + i, GR_MIN(GR_SUMSQ_BLOCK, n - i));
     }
+    for (int64_t b = 0; b < nb; b++) s += part[b];
+    free(part);
     return s;
 }
