@@ -9,7 +9,9 @@
 #   memory  `gpurun plan`'s training activation bytes of the small model at T = 256, 512
 #           and 1024 (attention keeps no T x T matrix: linear in T).
 # Both sides train on random tokens (gpurun: a token file made here by `gpurun data tokens`).
-# PyTorch runs with THREADS intra-op threads and with 1; the ratio is against the faster.
+# PyTorch runs with THREADS intra-op threads and with 1; the ratio is against the faster. (Debian's
+# PyTorch multiplies through OpenBLAS's pthreads build, which runs a thread a core of its own
+# whatever torch.set_num_threads says: its "1 thread" GEMMs use every core.)
 # The header names the CPU and its ISA flags. OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are left as
 # the machine sets them, for both sides alike (printed below).
 #   THREADS=2 STEPS=5 bench/gpt.sh [gpt2|small|memory]
