@@ -70,6 +70,12 @@ typedef enum gr_on_error {
     GR_ON_ERROR_SKIP,  /* the file is left out and listed in the report */
 } gr_on_error;
 
+/* How the imagefolder converter stores samples. */
+typedef enum gr_image_store {
+    GR_STORE_RAW,   /* decoded, resized, cropped: images uint8 [N,3,S,S] (the default) */
+    GR_STORE_JPEG,  /* encoded: each file's bytes, or a re-encoded JPEG (an encoded image split, DESIGN 1.5) */
+} gr_image_store;
+
 typedef struct gr_imagefolder_config {
     const char *dir;       /* one sub-folder per class */
     int64_t size;          /* S: samples are [3,S,S], S in [1, 37837] (a sample is one HDF5 chunk, < 4 GiB) */
@@ -79,6 +85,10 @@ typedef struct gr_imagefolder_config {
     double val_fraction;   /* 0: the one group `group`; in (0, 1): /train and /val (gr_split_stratified),
                               and group must be NULL */
     uint64_t seed;         /* the --val-fraction split's seed */
+    gr_image_store store;  /* GR_STORE_RAW when zeroed; GR_STORE_JPEG: size and short_side must be 0 */
+    int64_t max_side;      /* GR_STORE_JPEG: images with a side over it are resized (long side to it) and
+                              re-encoded; 0: every file's bytes kept. In [1, 32768] */
+    int quality;           /* GR_STORE_JPEG: the re-encoding's JPEG quality, 1..100; 0: 90 */
 } gr_imagefolder_config;
 
 /* An image left out under GR_ON_ERROR_SKIP. */
@@ -151,7 +161,15 @@ int64_t gr_split_stratified(const int32_t *labels, int64_t n, int64_t nclasses, 
  * replaced whole by the rename of OUT.tmp, or not at all). A group already
  * in OUT needs force (else GR_ERR_USAGE naming OUT and the group). A group
  * kept in OUT whose `classes` attribute differs from the one written adds a
- * line to report->warnings. */
+ * line to report->warnings.
+ *
+ * With cfg->store GR_STORE_JPEG, each split is an encoded image split
+ * (DESIGN 1.5; convert_encoded.c): a file's bytes as they are when both its
+ * sides are <= max_side (or max_side is 0), else the image decoded, resized
+ * so its long side is max_side and encoded as a JPEG at `quality` (RGB, or
+ * gray for a grayscale image). Every file is decoded once (a kept JPEG at
+ * 1/8 scale) so a corrupt or truncated one meets --on-error as above. No
+ * `mean`/`std` are written. */
 gr_status gr_data_convert_imagefolder(const gr_imagefolder_config *cfg, const char *out, bool force, bool progress,
                                       gr_imagefolder_report *report, gr_error *err);
 

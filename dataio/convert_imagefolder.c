@@ -9,6 +9,7 @@
  * *.jpeg, *.png). A corrupt file is an error naming it, never an exit or a
  * crash; what then happens to the conversion is the --on-error policy. */
 #include "convert.h"
+#include "convert_encoded.h"
 #include "convert_out.h"
 #include "h5util.h"
 #include "image.h"
@@ -164,8 +165,7 @@ void gr_imagefolder_report_free(gr_imagefolder_report *r) {
     memset(r, 0, sizeof *r);
 }
 
-/* Adds path (copied) and why (taken) to r->bad. */
-static void if_report_bad(gr_imagefolder_report *r, const char *path, char *why) {
+void gr_imagefolder_report_bad(gr_imagefolder_report *r, const char *path, char *why) {
     if ((r->nbad & (r->nbad - 1)) == 0) /* 0, 1, 2, 4, ...: grow at powers of two */
         r->bad = gr_xrealloc(r->bad, (size_t)GR_MAX(2 * r->nbad, 1) * sizeof *r->bad);
     r->bad[r->nbad++] = (gr_imagefolder_bad){gr_xstrdup(path), why};
@@ -214,7 +214,7 @@ static gr_status if_block(if_job *jb, const if_file *files, int64_t count, gr_er
             }
             kept++;
         } else if (jb->on_error == GR_ON_ERROR_SKIP) {
-            if_report_bad(jb->report, files[i].path, errs[i]);
+            gr_imagefolder_report_bad(jb->report, files[i].path, errs[i]);
             errs[i] = NULL;
         } else if (st == GR_OK) {
             st = gr_error_set(err, GR_ERR_DATA, "%s: cannot decode: %s (--on-error skip leaves such files out)",
@@ -297,6 +297,19 @@ static gr_status if_write_split(const if_run *r, const char *name, const if_file
     return gr_conv_split_end(&s, st, (const char *const *)r->scan->classes, r->scan->nclasses, mean, std, err);
 }
 
+/* Writes files[0..n) as the encoded split `name` (convert_encoded.c). */
+static gr_status if_write_encoded(const if_run *r, const char *name, const if_file *files, int64_t n,
+                                  gr_error *err) {
+    const char **paths = gr_xmalloc((size_t)GR_MAX(n, 1) * sizeof *paths);
+    int32_t *labels = gr_xmalloc((size_t)GR_MAX(n, 1) * sizeof *labels);
+    for (int64_t i = 0; i < n; i++) paths[i] = files[i].path, labels[i] = files[i].label;
+    const gr_status st = gr_conv_encoded_split(r->out, name, paths, labels, n, (const char *const *)r->scan->classes,
+                                               r->scan->nclasses, r->cfg, r->report, err);
+    free(paths);
+    free(labels);
+    return st;
+}
+
 /* Whether group is "/" or "/name[/name...]" without empty, "." or ".." names. */
 static bool if_group_ok(const char *group) {
     if (group[0] != '/') return false;
@@ -310,8 +323,35 @@ static bool if_group_ok(const char *group) {
     return true;
 }
 
+static gr_status if_check_groups(const gr_imagefolder_config *cfg, gr_error *err);
+
+/* --store jpeg's options; --size and --short-side are the raw store's. */
+static gr_status if_check_store(const gr_imagefolder_config *cfg, gr_error *err) {
+    if (cfg->store == GR_STORE_RAW) {
+        if (cfg->max_side || cfg->quality)
+            return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --%s applies only with --store jpeg",
+                                cfg->max_side ? "max-side" : "quality");
+        return GR_OK;
+    }
+    if (cfg->store != GR_STORE_JPEG)
+        return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --store must be raw or jpeg");
+    if (cfg->size || cfg->short_side)
+        return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --%s does not apply with --store jpeg (the images "
+                            "are stored encoded, at their own size up to --max-side)",
+                            cfg->size ? "size" : "short-side");
+    if (cfg->max_side < 0 || cfg->max_side > GR_IMAGE_MAX_SRC_SIDE)
+        return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --max-side must be in [1, %d], got %lld",
+                            GR_IMAGE_MAX_SRC_SIDE, (long long)cfg->max_side);
+    if (cfg->quality < 0 || cfg->quality > 100)
+        return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --quality must be in [1, 100], got %d", cfg->quality);
+    return GR_OK;
+}
+
 static gr_status if_check_config(const gr_imagefolder_config *cfg, gr_error *err) {
     const int64_t S = cfg->size, R = cfg->short_side ? cfg->short_side : cfg->size;
+    gr_status st = if_check_store(cfg, err);
+    if (st != GR_OK) return st;
+    if (cfg->store == GR_STORE_JPEG) return if_check_groups(cfg, err);
     if (S < 1 || S > GR_IMAGE_MAX_SIDE)
         return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --size must be in [1, %d], got %lld",
                             GR_IMAGE_MAX_SIDE, (long long)S);
@@ -325,6 +365,11 @@ static gr_status if_check_config(const gr_imagefolder_config *cfg, gr_error *err
     if (R < S || R > GR_IMAGE_MAX_SIDE)
         return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --short-side must be in [--size %lld, %d], got %lld",
                             (long long)S, GR_IMAGE_MAX_SIDE, (long long)R);
+    return if_check_groups(cfg, err);
+}
+
+/* --group, --on-error, --val-fraction: the same for either store. */
+static gr_status if_check_groups(const gr_imagefolder_config *cfg, gr_error *err) {
     if (cfg->group && !if_group_ok(cfg->group))
         return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --group must be an absolute HDF5 path "
                                                "(\"/train\"), got \"%s\"", cfg->group);
@@ -379,10 +424,14 @@ gr_status gr_data_convert_imagefolder(const gr_imagefolder_config *cfg, const ch
     if_file *lists = two ? gr_xmalloc((size_t)scan.n * sizeof *lists) : scan.files;
     int64_t nval = 0;
     if (two) st = if_split_files(cfg, &scan, lists, &nval, err);
-    double mean[3], std[3];
-    if (st == GR_OK) st = if_write_split(&run, groups[0], lists, scan.n - nval, true, mean, std, err);
+    double mean[3] = {0}, std[3] = {0};
+    const bool enc = cfg->store == GR_STORE_JPEG;
+    if (st == GR_OK) st = enc ? if_write_encoded(&run, groups[0], lists, scan.n - nval, err)
+                              : if_write_split(&run, groups[0], lists, scan.n - nval, true, mean, std, err);
     const int64_t ntrain = report->samples;
-    if (st == GR_OK && two) st = if_write_split(&run, "/val", lists + scan.n - nval, nval, false, mean, std, err);
+    if (st == GR_OK && two) st = enc ? if_write_encoded(&run, "/val", lists + scan.n - nval, nval, err)
+                                     : if_write_split(&run, "/val", lists + scan.n - nval, nval, false, mean, std,
+                                                      err);
     report->val_samples = report->samples - ntrain;
     if (st == GR_OK)
         gr_conv_out_classes_check(&o, two ? "/train and /val" : groups[0], (const char *const *)scan.classes,
@@ -393,7 +442,9 @@ gr_status gr_data_convert_imagefolder(const gr_imagefolder_config *cfg, const ch
         if (two) snprintf(counts, sizeof counts, "/train %lld, /val %lld", (long long)ntrain,
                           (long long)report->val_samples);
         else snprintf(counts, sizeof counts, "%.1000s %lld", groups[0], (long long)ntrain);
-        fprintf(stderr, "gpurun data: %s: %s samples of 3x%lldx%lld in %lld classes; mean %.2f %.2f %.2f, std %.2f "
+        if (enc) fprintf(stderr, "gpurun data: %s: %s samples stored encoded (JPEG/PNG bytes) in %lld classes\n", out,
+                         counts, (long long)scan.nclasses);
+        else fprintf(stderr, "gpurun data: %s: %s samples of 3x%lldx%lld in %lld classes; mean %.2f %.2f %.2f, std %.2f "
                         "%.2f %.2f%s\n", out, counts, (long long)S, (long long)S, (long long)scan.nclasses, mean[0],
                 mean[1], mean[2], std[0], std[1], std[2], two ? " (of /train)" : "");
     }

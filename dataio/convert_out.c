@@ -107,6 +107,44 @@ int64_t gr_conv_block_samples(int64_t n, int64_t sample_bytes) {
     return GR_MAX(GR_MIN(chunks * chunk, n), 1);
 }
 
+gr_status gr_conv_group_create(const gr_conv_out *o, const char *name, hid_t *group, gr_error *err) {
+    gr_status st = GR_OK;
+    hid_t lcpl = -1;
+    const char *f = o->tmp;
+    *group = -1;
+    if (strcmp(name, "/") == 0) {
+        GR_H5_CHECK(*group = H5Gopen2(o->file, "/", H5P_DEFAULT), err, "%s: cannot open group /", f);
+    } else {
+        GR_H5_CHECK(lcpl = H5Pcreate(H5P_LINK_CREATE), err, "%s: cannot create group %s", f, name);
+        GR_H5_CHECK(H5Pset_create_intermediate_group(lcpl, 1), err, "%s: cannot create group %s", f, name);
+        GR_H5_CHECK(*group = H5Gcreate2(o->file, name, lcpl, H5P_DEFAULT, H5P_DEFAULT), err,
+                    "%s: cannot create group %s", f, name);
+    }
+fail:
+    if (lcpl >= 0) H5Pclose(lcpl);
+    return st;
+}
+
+gr_status gr_conv_write_classes(const gr_conv_out *o, hid_t group, const char *g, const char *const *names,
+                                int64_t nclasses, gr_error *err) {
+    gr_status st = GR_OK;
+    hid_t sp = -1, a = -1, str_t = -1;
+    const char *f = o->tmp;
+    const hsize_t nc = (hsize_t)nclasses;
+    GR_H5_CHECK(str_t = H5Tcopy(H5T_C_S1), err, "%s: %s: attribute classes", f, g);
+    GR_H5_CHECK(H5Tset_size(str_t, H5T_VARIABLE), err, "%s: %s: attribute classes", f, g);
+    GR_H5_CHECK(H5Tset_cset(str_t, H5T_CSET_UTF8), err, "%s: %s: attribute classes", f, g);
+    GR_H5_CHECK(sp = H5Screate_simple(1, &nc, NULL), err, "%s: %s: attribute classes", f, g);
+    GR_H5_CHECK(a = H5Acreate2(group, "classes", str_t, sp, H5P_DEFAULT, H5P_DEFAULT), err,
+                "%s: %s: attribute classes", f, g);
+    GR_H5_CHECK(H5Awrite(a, str_t, names), err, "%s: %s: attribute classes", f, g);
+fail:
+    if (str_t >= 0) H5Tclose(str_t);
+    if (a >= 0) H5Aclose(a);
+    if (sp >= 0) H5Sclose(sp);
+    return st;
+}
+
 void gr_conv_split_free(gr_conv_split *s) {
     if (s->images >= 0) H5Dclose(s->images);
     if (s->labels >= 0) H5Dclose(s->labels);
@@ -131,18 +169,11 @@ gr_status gr_conv_split_create(const gr_conv_out *o, const char *name, int64_t n
         s->sum2 = gr_xcalloc((size_t)c, sizeof *s->sum2);
     }
     gr_status st = GR_OK;
-    hid_t sp = -1, dcpl = -1, lcpl = -1, dapl = -1;
+    hid_t sp = -1, dcpl = -1, dapl = -1;
     const char *f = o->tmp;
     const hsize_t dims[4] = {(hsize_t)n, (hsize_t)c, (hsize_t)h, (hsize_t)w};
     const hsize_t chunk[4] = {(hsize_t)s->chunk, (hsize_t)c, (hsize_t)h, (hsize_t)w};
-    if (strcmp(name, "/") == 0) {
-        GR_H5_CHECK(s->group = H5Gopen2(o->file, "/", H5P_DEFAULT), err, "%s: cannot open group /", f);
-    } else {
-        GR_H5_CHECK(lcpl = H5Pcreate(H5P_LINK_CREATE), err, "%s: cannot create group %s", f, name);
-        GR_H5_CHECK(H5Pset_create_intermediate_group(lcpl, 1), err, "%s: cannot create group %s", f, name);
-        GR_H5_CHECK(s->group = H5Gcreate2(o->file, name, lcpl, H5P_DEFAULT, H5P_DEFAULT), err,
-                    "%s: cannot create group %s", f, name);
-    }
+    if ((st = gr_conv_group_create(o, name, &s->group, err)) != GR_OK) goto fail;
     GR_H5_CHECK(sp = H5Screate_simple(4, dims, NULL), err, "%s: %s/images: cannot create", f, name);
     GR_H5_CHECK(dcpl = H5Pcreate(H5P_DATASET_CREATE), err, "%s: %s/images: cannot create", f, name);
     GR_H5_CHECK(H5Pset_chunk(dcpl, 4, chunk), err, "%s: %s/images: cannot create", f, name);
@@ -165,7 +196,6 @@ fail:
     if (sp >= 0) H5Sclose(sp);
     if (dcpl >= 0) H5Pclose(dcpl);
     if (dapl >= 0) H5Pclose(dapl);
-    if (lcpl >= 0) H5Pclose(lcpl);
     if (st != GR_OK) gr_conv_split_free(s);
     return st;
 }
@@ -250,7 +280,7 @@ static void split_stats(const gr_conv_split *s, double *mean, double *std) {
 
 gr_status gr_conv_split_end(gr_conv_split *s, gr_status st, const char *const *names, int64_t nclasses,
                             double *mean, double *std, gr_error *err) {
-    hid_t sp = -1, a = -1, str_t = -1;
+    hid_t sp = -1, a = -1;
     const char *f = s->out->tmp, *g = s->name;
     if (st != GR_OK) goto fail;
     if (s->next != s->n) {
@@ -259,18 +289,7 @@ gr_status gr_conv_split_end(gr_conv_split *s, gr_status st, const char *const *n
         goto fail;
     }
     if (s->sum) split_stats(s, mean, std);
-    if (names) {
-        const hsize_t nc = (hsize_t)nclasses;
-        GR_H5_CHECK(str_t = H5Tcopy(H5T_C_S1), err, "%s: %s: attribute classes", f, g);
-        GR_H5_CHECK(H5Tset_size(str_t, H5T_VARIABLE), err, "%s: %s: attribute classes", f, g);
-        GR_H5_CHECK(H5Tset_cset(str_t, H5T_CSET_UTF8), err, "%s: %s: attribute classes", f, g);
-        GR_H5_CHECK(sp = H5Screate_simple(1, &nc, NULL), err, "%s: %s: attribute classes", f, g);
-        GR_H5_CHECK(a = H5Acreate2(s->group, "classes", str_t, sp, H5P_DEFAULT, H5P_DEFAULT), err,
-                    "%s: %s: attribute classes", f, g);
-        GR_H5_CHECK(H5Awrite(a, str_t, names), err, "%s: %s: attribute classes", f, g);
-        H5Aclose(a), a = -1;
-        H5Sclose(sp), sp = -1;
-    }
+    if (names && (st = gr_conv_write_classes(s->out, s->group, g, names, nclasses, err)) != GR_OK) goto fail;
     const hsize_t nch = (hsize_t)s->c;
     const char *attr[2] = {"mean", "std"};
     const double *vals[2] = {mean, std};
@@ -283,7 +302,6 @@ gr_status gr_conv_split_end(gr_conv_split *s, gr_status st, const char *const *n
         H5Sclose(sp), sp = -1;
     }
 fail:
-    if (str_t >= 0) H5Tclose(str_t);
     if (a >= 0) H5Aclose(a);
     if (sp >= 0) H5Sclose(sp);
     gr_conv_split_free(s);

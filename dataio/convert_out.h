@@ -21,6 +21,9 @@
  *                   statistics of what was written; a progress bar on stderr;
  *                   gr_conv_split_end writes the `classes`, `mean`, `std`
  *                   group attributes and closes the split.
+ *   gr_conv_group_create, gr_conv_write_classes  a split's group (the
+ *                   root opened, else created with its parents) and its
+ *                   `classes` attribute, for splits of other layouts.
  *   gr_conv_chunk_samples  samples per HDF5 chunk: 1 when a sample is >= 64 KiB,
  *                   else as many whole samples as fit in 1 MiB (at most N).
  *   gr_conv_block_samples  samples per write block: a multiple of the chunk
@@ -113,6 +116,13 @@ int64_t gr_conv_block_samples(int64_t n, int64_t sample_bytes);
  * failure the split is already released. */
 gr_status gr_conv_split_create(const gr_conv_out *o, const char *name, int64_t n, int64_t c, int64_t h, int64_t w,
                                int64_t classes, bool stats, gr_conv_split *s, gr_error *err);
+/* Group `name` of OUT.tmp into *group: "/" opened, another created with its
+ * parents. */
+gr_status gr_conv_group_create(const gr_conv_out *o, const char *name, hid_t *group, gr_error *err);
+/* The `classes` attribute on group (g its name, for messages): nclasses
+ * UTF-8 strings. */
+gr_status gr_conv_write_classes(const gr_conv_out *o, hid_t group, const char *g, const char *const *names,
+                                int64_t nclasses, gr_error *err);
 /* Appends `count` samples: images count*C*H*W bytes, labels count values. */
 gr_status gr_conv_split_write(gr_conv_split *s, int64_t count, const uint8_t *images, const int32_t *labels,
                               gr_error *err);

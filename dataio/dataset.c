@@ -344,6 +344,7 @@ gr_status gr_dataset_open_cache(const char *path, const char *group, gr_cache_mo
         st = gr_h5_fail(err, GR_ERR_DATA, "%s: group %s: cannot open as a group", path, ds->group);
         goto fail;
     }
+    if ((st = gr_h5_refuse_encoded(ds->grp, path, ds->group, err)) != GR_OK) goto fail;
     if ((st = open_member(ds, "images", ds->images_name, &ds->images, err)) != GR_OK) goto fail;
     if ((st = open_member(ds, "labels", ds->labels_name, &lab, err)) != GR_OK) goto fail;
     if ((st = check_images(ds, err)) != GR_OK) goto fail;

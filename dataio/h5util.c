@@ -224,3 +224,12 @@ int64_t gr_rows_sorted_distinct(const int64_t *idx, int64_t n, int64_t **sorted,
         if (m == 0 || s[i] != s[m - 1]) s[m++] = s[i];
     return m;
 }
+
+gr_status gr_h5_refuse_encoded(hid_t grp, const char *path, const char *group, gr_error *err) {
+    char storage[32];
+    if (gr_h5_read_string_attr(grp, "storage", storage, sizeof storage) != 1 || strcmp(storage, "encoded") != 0)
+        return GR_OK;
+    return gr_error_set(err, GR_ERR_DATA, "%s: group %s is an encoded image split (JPEG/PNG bytes, `gpurun data "
+                        "imagefolder --store jpeg`): the loader does not read encoded (JPEG) splits yet; convert "
+                        "with the default --store raw (--size S) to train from it", path, group);
+}

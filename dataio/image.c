@@ -48,6 +48,7 @@ typedef struct image_jpeg_job {
     size_t n;
     int64_t short_side;  /* decode at a reduced scale while the short side stays >= this */
     gr_image *img;
+    gr_image_info *info; /* header only (gr_image_probe_mem): filled, nothing decoded */
     uint8_t *cmyk;       /* one CMYK row, for CMYK / YCCK files */
 } image_jpeg_job;
 
@@ -89,6 +90,11 @@ static bool image_jpeg_run(image_jpeg_job *j) {
     jpeg_mem_src(&j->ci, j->data, (unsigned long)j->n);
     jpeg_read_header(&j->ci, TRUE);
     if (!image_size_ok(j->ci.image_width, j->ci.image_height, j->msg, sizeof j->msg)) return false;
+    if (j->info) {
+        *j->info = (gr_image_info){GR_IMAGE_JPEG, j->ci.image_width, j->ci.image_height,
+                                   j->ci.jpeg_color_space == JCS_GRAYSCALE ? 1 : 3};
+        return true;
+    }
     /* libjpeg converts YCCK to CMYK but neither to RGB */
     const bool cmyk = j->ci.jpeg_color_space == JCS_CMYK || j->ci.jpeg_color_space == JCS_YCCK;
     j->ci.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
@@ -119,11 +125,13 @@ static bool image_jpeg_run(image_jpeg_job *j) {
     return true;
 }
 
-static bool image_decode_jpeg(const uint8_t *data, size_t n, int64_t short_side, gr_image *img, char *msg) {
+static bool image_decode_jpeg(const uint8_t *data, size_t n, int64_t short_side, gr_image *img, gr_image_info *info,
+                              char *msg) {
     image_jpeg_job *j = gr_xcalloc(1, sizeof *j);
     j->data = data;
     j->n = n;
     j->img = img;
+    j->info = info;
     j->short_side = short_side;
     j->ci.err = jpeg_std_error(&j->mgr);
     j->mgr.error_exit = image_jpeg_error_exit;
@@ -145,6 +153,7 @@ typedef struct image_png_job {
     const uint8_t *data; /* the encoded image, n bytes, read up to pos */
     size_t n, pos;
     gr_image *img;
+    gr_image_info *hdr;  /* header only, as image_jpeg_job's info */
 } image_png_job;
 
 static void image_png_error(png_structp png, png_const_charp m) {
@@ -176,6 +185,12 @@ static bool image_png_run(image_png_job *j) {
                     sizeof j->msg))
         return false;
     const int color = png_get_color_type(j->png, j->info);
+    if (j->hdr) {
+        *j->hdr = (gr_image_info){GR_IMAGE_PNG, png_get_image_width(j->png, j->info),
+                                  png_get_image_height(j->png, j->info),
+                                  color == PNG_COLOR_TYPE_GRAY || color == PNG_COLOR_TYPE_GRAY_ALPHA ? 1 : 3};
+        return true;
+    }
     png_set_expand(j->png);      /* palette -> RGB, gray < 8 bits -> 8, tRNS -> alpha */
     png_set_strip_16(j->png);
     png_set_strip_alpha(j->png);
@@ -197,11 +212,12 @@ static bool image_png_run(image_png_job *j) {
     return true;
 }
 
-static bool image_decode_png(const uint8_t *data, size_t n, gr_image *img, char *msg) {
+static bool image_decode_png(const uint8_t *data, size_t n, gr_image *img, gr_image_info *hdr, char *msg) {
     image_png_job *j = gr_xcalloc(1, sizeof *j);
     j->data = data;
     j->n = n;
     j->img = img;
+    j->hdr = hdr;
     j->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, j, image_png_error, image_png_warning);
     if (j->png) j->info = png_create_info_struct(j->png);
     bool ok = j->png && j->info && image_png_run(j);
@@ -212,8 +228,10 @@ static bool image_decode_png(const uint8_t *data, size_t n, gr_image *img, char 
     return ok;
 }
 
-bool gr_image_decode_mem(const void *bytes, size_t n, int64_t short_side, gr_image *img,
-                        char why[GR_IMAGE_WHY_MAX]) {
+/* Decodes (info NULL) or reads the header of (info set) bytes[0, n), told
+ * by its first bytes. */
+static bool image_decode_any(const void *bytes, size_t n, int64_t short_side, gr_image *img, gr_image_info *info,
+                             char why[GR_IMAGE_WHY_MAX]) {
     memset(img, 0, sizeof *img);
     const uint8_t *data = bytes;
     uint8_t sig[8] = {0};
@@ -221,9 +239,9 @@ bool gr_image_decode_mem(const void *bytes, size_t n, int64_t short_side, gr_ima
     if (got) memcpy(sig, data, got);
     bool ok;
     if (got >= 3 && sig[0] == 0xFF && sig[1] == 0xD8 && sig[2] == 0xFF) {
-        ok = image_decode_jpeg(data, n, short_side, img, why);
+        ok = image_decode_jpeg(data, n, short_side, img, info, why);
     } else if (got == sizeof sig && png_sig_cmp(sig, 0, sizeof sig) == 0) {
-        ok = image_decode_png(data, n, img, why);
+        ok = image_decode_png(data, n, img, info, why);
     } else {
         char hex[3 * sizeof sig + 1] = "";
         for (size_t i = 0; i < GR_MIN(got, (size_t)4); i++) snprintf(hex + 3 * i, 4, " %02X", sig[i]);
@@ -234,9 +252,20 @@ bool gr_image_decode_mem(const void *bytes, size_t n, int64_t short_side, gr_ima
     return ok;
 }
 
+bool gr_image_decode_mem(const void *bytes, size_t n, int64_t short_side, gr_image *img,
+                        char why[GR_IMAGE_WHY_MAX]) {
+    return image_decode_any(bytes, n, short_side, img, NULL, why);
+}
+
+bool gr_image_probe_mem(const void *bytes, size_t n, gr_image_info *info, char why[GR_IMAGE_WHY_MAX]) {
+    gr_image none;
+    memset(info, 0, sizeof *info);
+    return image_decode_any(bytes, n, 1, &none, info, why);
+}
+
 /* The bytes of fp up to its end (or to a read error, as a decoder reading
  * the stream would have seen them) into *data (malloc'd; NULL when empty). */
-static size_t image_read_all(FILE *fp, uint8_t **data) {
+size_t gr_image_read_all(FILE *fp, uint8_t **data) {
     struct stat sb;
     size_t cap = fstat(fileno(fp), &sb) == 0 && sb.st_size > 0 ? (size_t)sb.st_size + 1 : 4096, n = 0;
     uint8_t *buf = gr_xmalloc(cap);
@@ -262,7 +291,7 @@ bool gr_image_decode(const char *path, int64_t short_side, gr_image *img, char w
         return false;
     }
     uint8_t *data;
-    const size_t n = image_read_all(fp, &data);
+    const size_t n = gr_image_read_all(fp, &data);
     fclose(fp);
     const bool ok = gr_image_decode_mem(data, n, short_side, img, why);
     free(data);
@@ -323,23 +352,24 @@ static void image_taps_init(image_taps *t, int64_t in, int64_t full, int64_t off
     }
 }
 
-void gr_image_resize_crop(const gr_image *img, int64_t R, int64_t S, uint8_t *dst) {
-    int64_t fw, fh;
-    if (img->w <= img->h) fw = R, fh = GR_MAX(llround((double)img->h * (double)R / (double)img->w), R);
-    else fh = R, fw = GR_MAX(llround((double)img->w * (double)R / (double)img->h), R);
+/* img resized to fw x fh, of which the ow x oh window at its centre
+ * (offset floor((full - out) / 2)) goes to dst: [3,oh,ow] planes when
+ * planar, else interleaved rows. */
+static void image_resample(const gr_image *img, int64_t fw, int64_t fh, int64_t ow, int64_t oh, bool planar,
+                           uint8_t *dst) {
     image_taps tx, ty;
-    image_taps_init(&tx, img->w, fw, (fw - S) / 2, S);
-    image_taps_init(&ty, img->h, fh, (fh - S) / 2, S);
+    image_taps_init(&tx, img->w, fw, (fw - ow) / 2, ow);
+    image_taps_init(&ty, img->h, fh, (fh - oh) / 2, oh);
     const int64_t rw = img->w * 3;
     float *row = gr_xmalloc((size_t)rw * sizeof *row);
-    for (int64_t oy = 0; oy < S; oy++) {
+    for (int64_t oy = 0; oy < oh; oy++) {
         memset(row, 0, (size_t)rw * sizeof *row);
         for (int k = 0; k < ty.count[oy]; k++) {
             const uint8_t *src = img->rgb + ty.idx[oy * ty.stride + k] * rw;
             const float wt = ty.w[oy * ty.stride + k];
             for (int64_t i = 0; i < rw; i++) row[i] += wt * (float)src[i];
         }
-        for (int64_t ox = 0; ox < S; ox++) {
+        for (int64_t ox = 0; ox < ow; ox++) {
             float acc[3] = {0, 0, 0};
             for (int k = 0; k < tx.count[ox]; k++) {
                 const float *p = row + tx.idx[ox * tx.stride + k] * 3, wt = tx.w[ox * tx.stride + k];
@@ -347,13 +377,103 @@ void gr_image_resize_crop(const gr_image *img, int64_t R, int64_t S, uint8_t *ds
             }
             for (int c = 0; c < 3; c++) {
                 const float v = acc[c] < 0.0f ? 0.0f : acc[c] > 255.0f ? 255.0f : acc[c];
-                dst[(c * S + oy) * S + ox] = (uint8_t)(v + 0.5f);
+                dst[planar ? (c * oh + oy) * ow + ox : (oy * ow + ox) * 3 + c] = (uint8_t)(v + 0.5f);
             }
         }
     }
     free(row);
     image_taps_free(&tx);
     image_taps_free(&ty);
+}
+
+void gr_image_resize_crop(const gr_image *img, int64_t R, int64_t S, uint8_t *dst) {
+    int64_t fw, fh;
+    if (img->w <= img->h) fw = R, fh = GR_MAX(llround((double)img->h * (double)R / (double)img->w), R);
+    else fh = R, fw = GR_MAX(llround((double)img->w * (double)R / (double)img->h), R);
+    image_resample(img, fw, fh, S, S, true, dst);
+}
+
+void gr_image_fit_side(int64_t w, int64_t h, int64_t S, int64_t *ow, int64_t *oh) {
+    if (w >= h) *ow = S, *oh = GR_MAX(llround((double)h * (double)S / (double)w), 1);
+    else *oh = S, *ow = GR_MAX(llround((double)w * (double)S / (double)h), 1);
+}
+
+void gr_image_resize(const gr_image *img, int64_t w, int64_t h, gr_image *out) {
+    out->w = w;
+    out->h = h;
+    out->rgb = gr_xmalloc((size_t)(w * h * 3));
+    image_resample(img, w, h, w, h, false, out->rgb);
+}
+
+/* ---- encoding: JPEG (libjpeg-turbo) ---- */
+typedef struct image_enc_job {
+    struct jpeg_compress_struct ci;
+    struct jpeg_error_mgr mgr;
+    jmp_buf jb;
+    char msg[GR_IMAGE_WHY_MAX - 16];
+    const gr_image *img;
+    int channels, quality;
+    unsigned char *out;   /* jpeg_mem_dest's buffer */
+    unsigned long n;
+    uint8_t *gray;        /* one row of luma, channels 1 */
+} image_enc_job;
+
+static void image_enc_error_exit(j_common_ptr ci) {
+    image_enc_job *j = (image_enc_job *)ci->client_data;
+    char m[JMSG_LENGTH_MAX];
+    ci->err->format_message(ci, m);
+    snprintf(j->msg, sizeof j->msg, "%s", m);
+    longjmp(j->jb, 1);
+}
+
+static bool image_enc_run(image_enc_job *j) {
+    if (setjmp(j->jb)) return false;
+    jpeg_create_compress(&j->ci);
+    j->ci.client_data = j;
+    jpeg_mem_dest(&j->ci, &j->out, &j->n);
+    j->ci.image_width = (JDIMENSION)j->img->w;
+    j->ci.image_height = (JDIMENSION)j->img->h;
+    j->ci.input_components = j->channels;
+    j->ci.in_color_space = j->channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+    jpeg_set_defaults(&j->ci);
+    jpeg_set_quality(&j->ci, j->quality, TRUE);
+    jpeg_start_compress(&j->ci, TRUE);
+    if (j->channels == 1) j->gray = gr_xmalloc((size_t)j->img->w);
+    while (j->ci.next_scanline < j->ci.image_height) {
+        uint8_t *rgb = j->img->rgb + (size_t)j->ci.next_scanline * (size_t)j->img->w * 3;
+        if (j->gray) /* a grayscale source decodes to R = G = B: R is the gray */
+            for (int64_t x = 0; x < j->img->w; x++) j->gray[x] = rgb[3 * x];
+        JSAMPROW row = j->gray ? j->gray : rgb;
+        jpeg_write_scanlines(&j->ci, &row, 1);
+    }
+    jpeg_finish_compress(&j->ci);
+    return true;
+}
+
+bool gr_image_encode_jpeg(const gr_image *img, int channels, int quality, uint8_t **out, size_t *n,
+                          char why[GR_IMAGE_WHY_MAX]) {
+    GR_ASSERT((channels == 1 || channels == 3) && quality >= 1 && quality <= 100);
+    image_enc_job *j = gr_xcalloc(1, sizeof *j);
+    j->img = img;
+    j->channels = channels;
+    j->quality = quality;
+    j->ci.err = jpeg_std_error(&j->mgr);
+    j->mgr.error_exit = image_enc_error_exit;
+    const bool ok = image_enc_run(j);
+    jpeg_destroy_compress(&j->ci);
+    *out = NULL;
+    *n = 0;
+    if (ok) {
+        *out = gr_xmalloc(j->n);
+        memcpy(*out, j->out, j->n);
+        *n = j->n;
+    } else {
+        snprintf(why, GR_IMAGE_WHY_MAX, "JPEG encoding: %s", j->msg);
+    }
+    free(j->out); /* jpeg_mem_dest's, malloc'd by libjpeg */
+    free(j->gray);
+    free(j);
+    return ok;
 }
 
 /* ---- one file to a sample ---- */

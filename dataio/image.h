@@ -11,6 +11,12 @@
  *   gr_image_decode       the same for a file (read whole, then decoded
  *                         from memory), told by its bytes, not its name;
  *   gr_image_free         releases a decoded image;
+ *   gr_image_probe_mem    an encoded image's format, size and channels from
+ *                         its header, nothing decoded;
+ *   gr_image_read_all     a stream's bytes, read whole;
+ *   gr_image_fit_side, gr_image_resize  the size with the long side S
+ *                         (aspect kept), and a resize to any size;
+ *   gr_image_encode_jpeg  a decoded image to JPEG bytes (RGB or gray);
  *   gr_image_resize_crop  short side to R (area averaging when shrinking,
  *                         bilinear when growing), centre crop S x S, as
  *                         [3,S,S] planes;
@@ -24,6 +30,8 @@
 
 #include "../common/gr_common.h"
 
+#include <stdio.h>
+
 #define GR_IMAGE_MAX_SIDE 65536 /* S (crop size) and R (short side) */
 /* The largest source image taken, checked on the header before anything is
  * allocated: a side of at most 32768 and at most 2^28 pixels (256 Mpixel,
@@ -33,6 +41,14 @@
 #define GR_IMAGE_MAX_SRC_SIDE 32768
 #define GR_IMAGE_MAX_SRC_PIXELS ((int64_t)1 << 28)
 #define GR_IMAGE_WHY_MAX 256 /* gr_image_decode's `why`, with its terminating NUL */
+
+/* What an encoded image's header says (gr_image_probe_mem). */
+typedef enum gr_image_format { GR_IMAGE_JPEG = 0, GR_IMAGE_PNG = 1 } gr_image_format;
+typedef struct gr_image_info {
+    gr_image_format format;
+    int64_t w, h;
+    int channels;  /* 1: grayscale (JPEG gray, PNG gray with or without alpha); else 3 */
+} gr_image_info;
 
 typedef struct gr_image {
     uint8_t *rgb;  /* h * w * 3, interleaved */
@@ -58,6 +74,32 @@ bool gr_image_decode_mem(const void *bytes, size_t n, int64_t short_side, gr_ima
 bool gr_image_decode(const char *path, int64_t short_side, gr_image *img, char why[GR_IMAGE_WHY_MAX]);
 
 void gr_image_free(gr_image *img);
+
+/* The header of the n bytes at bytes (told as gr_image_decode_mem tells
+ * them) into *info, the pixel data not read: a truncated file passes. The
+ * same failures and `why` as gr_image_decode_mem for a bad signature, a
+ * header libjpeg or libpng refuses, or sides past GR_IMAGE_MAX_SRC_*. */
+bool gr_image_probe_mem(const void *bytes, size_t n, gr_image_info *info, char why[GR_IMAGE_WHY_MAX]);
+
+/* The bytes of fp up to its end (or a read error) into *data (malloc'd; NULL
+ * when there are none); returns their count. */
+size_t gr_image_read_all(FILE *fp, uint8_t **data);
+
+/* The size of a w x h image scaled so its long side is S, the aspect kept:
+ * the short side rounded, at least 1. */
+void gr_image_fit_side(int64_t w, int64_t h, int64_t S, int64_t *ow, int64_t *oh);
+
+/* img resized to w x h into *out (allocated; gr_image_free), with the
+ * arithmetic of gr_image_resize_crop per axis (area averaging when
+ * shrinking, bilinear when growing). */
+void gr_image_resize(const gr_image *img, int64_t w, int64_t h, gr_image *out);
+
+/* img as a baseline JPEG at quality (1..100), libjpeg's defaults otherwise
+ * (4:2:0 for colour): channels 3 encodes RGB, 1 encodes grayscale from the R
+ * channel (what a grayscale source decodes to in all three). The bytes into
+ * *out (malloc'd) and *n; false with why set on a libjpeg error. */
+bool gr_image_encode_jpeg(const gr_image *img, int channels, int quality, uint8_t **out, size_t *n,
+                          char why[GR_IMAGE_WHY_MAX]);
 
 /* img resized so its short side is R (the long side rounded, at least R),
  * centre-cropped to S x S (R >= S >= 1), into dst as [3,S,S] planes.

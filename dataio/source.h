@@ -36,13 +36,17 @@
  *                                         and `targets` [T], the second
  *                                         the first shifted by one.
  *
+ *   gr_source_encoded                     an encoded image split (`data
+ *                                         imagefolder --store jpeg`): each
+ *                                         sample's file bytes as a variable
+ *                                         field `encoded`, with `shape`,
+ *                                         `format` and `label`.
+ *
  * Other sources plug in by filling a gr_source and its ops (source_dataset.c
- * is the model), with no change to the reader API:
- *   encoded images field `jpeg` (variable, GR_FT_UINT8) holding a file's
- *                  bytes as stored (an HDF5 vlen dataset, or an offsets
- *                  table into one blob), plus `label`; its decoder turns the
- *                  blob into pixels with gr_image_decode_mem (image.h),
- *                  then crops and normalizes them as augment.h does.
+ * is the model), with no change to the reader API. The loader does not take
+ * gr_source_encoded yet: its decoder is to turn the `encoded` blob into
+ * pixels with gr_image_decode_mem (image.h), then crop and normalize them as
+ * augment.h does.
  * A consumer checks the fields it needs (gr_source_find, then the element
  * type and shape) and refuses a source without them, naming the source. */
 #ifndef GR_SOURCE_H
@@ -219,6 +223,20 @@ size_t gr_source_table_host_bytes(const gr_source *s);
  * `gpurun data csv` writes `mean` and `std` (the train split's, per column)
  * on `features` and `targets`. */
 int gr_source_table_attr_floats(const gr_source *s, const char *field, const char *name, double *out, int max);
+
+/* ---- an encoded image split (source_encoded.c) ---- */
+
+/* Opens group `group` of the HDF5 file at path, an encoded image split
+ * (DESIGN 1.5: attribute storage = "encoded"; `encoded`, `offsets`,
+ * `shapes`, `formats`, `labels`), as four fields: `encoded` (uint8,
+ * variable: sample i's bytes, JPEG or PNG, exactly as stored), `shape`
+ * (uint16 [3]: H, W, C of the stored image), `format` (uint8: 0 JPEG, 1 PNG)
+ * and `label` (int32). The small datasets are read and checked at open
+ * (shapes agree, offsets start at 0 and rise, formats 0 or 1, labels >= 0,
+ * `encoded` contiguous and unfiltered); a fetch reads each sample with one
+ * pread. NULL with *err (GR_ERR_DATA, naming the file and dataset) on a
+ * file that is not so. Nothing is decoded. */
+gr_source *gr_source_encoded(const char *path, const char *group, gr_error *err);
 
 /* ---- a token split as windows for language models (source_tokens.c) ---- */
 

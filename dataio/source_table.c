@@ -245,6 +245,7 @@ gr_source *gr_source_table(const char *path, const char *group, gr_cache_mode ca
         st = gr_h5_fail(err, GR_ERR_DATA, "%s: group %s: cannot open as a group", path, t->group);
         goto fail;
     }
+    if ((st = gr_h5_refuse_encoded(t->grp, path, t->group, err)) != GR_OK) goto fail;
     if ((st = table_scan(t, s, err)) != GR_OK || (st = table_load(t, s, cache, err)) != GR_OK) goto fail;
     return s;
 fail:

@@ -80,7 +80,7 @@ static const char *const gr_data_names[] = {"fashion-mnist", "mnist", "cifar10",
 static const char gr_data_keys[] = "fmcsitxk";
 enum { GR_DOPT_FROM, GR_DOPT_N, GR_DOPT_SHAPE, GR_DOPT_CLASSES, GR_DOPT_TEST, GR_DOPT_SEED, GR_DOPT_SIZE,
        GR_DOPT_SHORT, GR_DOPT_GROUP, GR_DOPT_VAL, GR_DOPT_TARGET, GR_DOPT_TOKENIZER, GR_DOPT_VOCAB,
-       GR_DOPT_VALFILE, GR_DOPT_VOCAB_SIZE, GR_DOPT_COUNT };
+       GR_DOPT_VALFILE, GR_DOPT_VOCAB_SIZE, GR_DOPT_STORE, GR_DOPT_MAX_SIDE, GR_DOPT_QUALITY, GR_DOPT_COUNT };
 static const struct { const char *name, *takes; } gr_data_opts[GR_DOPT_COUNT] = {
     [GR_DOPT_FROM] = {"--from", "fmcitxk"},  [GR_DOPT_N] = {"--n", "s"},       [GR_DOPT_SHAPE] = {"--shape", "s"},
     [GR_DOPT_CLASSES] = {"--classes", "s"}, [GR_DOPT_TEST] = {"--test", "s"},   [GR_DOPT_SEED] = {"--seed", "sit"},
@@ -88,12 +88,14 @@ static const struct { const char *name, *takes; } gr_data_opts[GR_DOPT_COUNT] = 
     [GR_DOPT_VAL] = {"--val-fraction", "itx"}, [GR_DOPT_TARGET] = {"--target", "t"},
     [GR_DOPT_TOKENIZER] = {"--tokenizer", "x"}, [GR_DOPT_VOCAB] = {"--vocab", "x"},
     [GR_DOPT_VALFILE] = {"--val", "k"},      [GR_DOPT_VOCAB_SIZE] = {"--vocab-size", "k"},
+    [GR_DOPT_STORE] = {"--store", "i"},      [GR_DOPT_MAX_SIDE] = {"--max-side", "i"},
+    [GR_DOPT_QUALITY] = {"--quality", "i"},
 };
 
 /* The imagefolder usage, for its messages (the --help table says the same). */
 #define GR_DATA_IMAGEFOLDER_USAGE                                                                             \
-    "gpurun data imagefolder OUT.h5 --from DIR --size S [--short-side R] [--group G | --val-fraction F "      \
-    "[--seed S]] [--on-error fail|skip] [--force]"
+    "gpurun data imagefolder OUT.h5 --from DIR (--size S [--short-side R] | --store jpeg [--max-side M] "    \
+    "[--quality Q]) [--group G | --val-fraction F [--seed S]] [--on-error fail|skip] [--force]"
 
 /* The csv usage, for its messages (the `data` entry of main.c's --help table is to say the same). */
 #define GR_DATA_CSV_USAGE "gpurun data csv OUT.h5 --from FILE.csv --target COL[,COL...] [--val-fraction F [--seed S]] [--force]"
@@ -150,11 +152,34 @@ static double gr_data_fraction(const char *what, const char *vf, const char *sha
 /* `data imagefolder`: its options to a gr_imagefolder_config, then the conversion. */
 static gr_status gr_data_imagefolder(const char *from, const char *out, const char *const *val, const char *on_error,
                                      bool force, gr_imagefolder_report *rep, gr_error *err) {
-    if (!from || !val[GR_DOPT_SIZE])
+    const char *store = val[GR_DOPT_STORE];
+    if (store && strcmp(store, "raw") != 0 && strcmp(store, "jpeg") != 0)
+        gr_usage_error("data imagefolder: --store: expected raw or jpeg, got '%s'", store);
+    const bool jpeg = store && strcmp(store, "jpeg") == 0;
+    if (!from || (!jpeg && !val[GR_DOPT_SIZE]))
         gr_usage_error("data imagefolder: --from DIR and --size S are required (%s)", GR_DATA_IMAGEFOLDER_USAGE);
-    gr_imagefolder_config cfg = {.dir = from, .size = gr_data_int("--size", val[GR_DOPT_SIZE], NULL),
-                                 .group = val[GR_DOPT_GROUP]};
+    if (jpeg && (val[GR_DOPT_SIZE] || val[GR_DOPT_SHORT]))
+        gr_usage_error("data imagefolder: %s does not apply with --store jpeg, which stores each image encoded at "
+                       "its own size (up to --max-side)", val[GR_DOPT_SIZE] ? "--size" : "--short-side");
+    if (!jpeg && (val[GR_DOPT_MAX_SIDE] || val[GR_DOPT_QUALITY]))
+        gr_usage_error("data imagefolder: %s applies only with --store jpeg",
+                       val[GR_DOPT_MAX_SIDE] ? "--max-side" : "--quality");
+    gr_imagefolder_config cfg = {.dir = from, .group = val[GR_DOPT_GROUP], .store = jpeg ? GR_STORE_JPEG : GR_STORE_RAW};
+    if (!jpeg) cfg.size = gr_data_int("--size", val[GR_DOPT_SIZE], NULL);
     if (val[GR_DOPT_SHORT]) cfg.short_side = gr_data_count("--short-side", val[GR_DOPT_SHORT]);
+    if (val[GR_DOPT_MAX_SIDE]) {
+        cfg.max_side = gr_data_count("--max-side", val[GR_DOPT_MAX_SIDE]);
+        if (cfg.max_side > 32768)
+            gr_usage_error("data imagefolder: --max-side: expected 1..32768 (the largest image side decoded), got "
+                           "'%s'", val[GR_DOPT_MAX_SIDE]);
+    }
+    if (val[GR_DOPT_QUALITY]) {
+        const int64_t q = gr_data_int("--quality", val[GR_DOPT_QUALITY], NULL);
+        if (q < 1 || q > 100)
+            gr_usage_error("data imagefolder: --quality: expected a JPEG quality 1..100, got '%s'",
+                           val[GR_DOPT_QUALITY]);
+        cfg.quality = (int)q;
+    }
     if (on_error && strcmp(on_error, "skip") == 0) cfg.on_error = GR_ON_ERROR_SKIP;
     else if (on_error && strcmp(on_error, "fail") != 0)
         gr_usage_error("data imagefolder: --on-error: expected skip or fail, got '%s'", on_error);

@@ -57,6 +57,8 @@ static const struct gr_cmd_help {
              "       gpurun data synthetic OUT.h5 --n N --shape C,H,W [--classes K (10)] [--test M (ceil(N/10))]\n"
              "                             [--seed S (0)] [--force]\n"
              "       gpurun data imagefolder OUT.h5 --from DIR --size S [--short-side R (S)]\n"
+             "                             | --store jpeg [--max-side M] [--quality Q (90)]   (encoded samples;\n"
+             "                             training from them comes with the loader's JPEG decoding, not yet)\n"
              "                             [--group G (/train) | --val-fraction F [--seed S (0)]]\n"
              "                             [--on-error fail|skip (fail)] [--force]   DIR/<class>/*.jpg|*.jpeg|*.png\n"
              "                             (imagefolder adds its groups to an existing OUT.h5, keeping the others;\n"
