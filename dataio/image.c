@@ -49,6 +49,8 @@ typedef struct image_jpeg_job {
     int64_t short_side;  /* decode at a reduced scale while the short side stays >= this */
     gr_image *img;
     gr_image_info *info; /* header only (gr_image_probe_mem): filled, nothing decoded */
+    const int64_t *box;  /* gr_image_decode_roi: bx, by, bw, bh, out_w, out_h; NULL: the whole image */
+    gr_image_roi *roi;   /* ... and where its region lies */
     uint8_t *cmyk;       /* one CMYK row, for CMYK / YCCK files */
 } image_jpeg_job;
 
@@ -82,6 +84,44 @@ static void image_cmyk_to_rgb(const uint8_t *cmyk, int64_t n, bool inverted, uin
     }
 }
 
+/* gr_image_decode_roi's scale: the smallest N/8 (N = 1..8) at which the
+ * box, scaled as libjpeg scales (a side of s pixels becomes ceil(s N / 8)),
+ * still covers out_w x out_h pixels; 8/8 when none does. */
+static void image_jpeg_roi_scale(image_jpeg_job *j) {
+    const int64_t bw = j->box[2], bh = j->box[3], ow = j->box[4], oh = j->box[5];
+    unsigned num = 8;
+    for (unsigned n = 1; n < 8; n++)
+        if ((bw * n + 7) / 8 >= ow && (bh * n + 7) / 8 >= oh) {
+            num = n;
+            break;
+        }
+    j->ci.scale_num = num;
+    j->ci.scale_denom = 8;
+    j->roi->scale_num = (int)num;
+}
+
+/* The box's rows [*y0, *y1) and columns of the scaled image, set up: the
+ * columns through jpeg_crop_scanline, which widens them to whole iMCU
+ * columns (the region's x0 and width say where they ended up). A column
+ * more is asked for on each side: fancy upsampling treats the crop's edges
+ * as the image's, so the colours of the region's first and last columns
+ * differ from a full decode's (test_image_roi saw it); the box's own
+ * columns are then all inside and come out as a full decode gives them. */
+static void image_jpeg_roi_crop(image_jpeg_job *j, JDIMENSION *y0, JDIMENSION *y1) {
+    const int64_t num = j->roi->scale_num, sw = j->ci.output_width, sh = j->ci.output_height;
+    const int64_t bx = j->box[0], by = j->box[1], bw = j->box[2], bh = j->box[3];
+    const int64_t x0 = GR_MAX(GR_MIN(bx * num / 8, sw - 1) - 1, 0);
+    const int64_t x1 = GR_MAX(GR_MIN(((bx + bw) * num + 7) / 8 + 1, sw), x0 + 1);
+    *y0 = (JDIMENSION)GR_MIN(by * num / 8, sh - 1);
+    *y1 = (JDIMENSION)GR_MAX(GR_MIN(((by + bh) * num + 7) / 8, sh), (int64_t)*y0 + 1);
+    JDIMENSION xoff = (JDIMENSION)x0, cw = (JDIMENSION)(x1 - x0);
+    jpeg_crop_scanline(&j->ci, &xoff, &cw);
+    j->roi->sw = sw;
+    j->roi->sh = sh;
+    j->roi->x0 = xoff;
+    j->roi->y0 = *y0;
+}
+
 /* The libjpeg calls; returns false with j->msg set. Touches only *j. */
 static bool image_jpeg_run(image_jpeg_job *j) {
     if (setjmp(j->jb)) return false;
@@ -99,40 +139,52 @@ static bool image_jpeg_run(image_jpeg_job *j) {
     const bool cmyk = j->ci.jpeg_color_space == JCS_CMYK || j->ci.jpeg_color_space == JCS_YCCK;
     j->ci.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
     const int64_t shorter = GR_MIN((int64_t)j->ci.image_width, (int64_t)j->ci.image_height);
-    for (int d = 8; d >= 2; d /= 2)
-        if ((shorter + d - 1) / d >= j->short_side) {
-            j->ci.scale_num = 1;
-            j->ci.scale_denom = (unsigned)d;
-            break;
-        }
+    if (j->box) {
+        image_jpeg_roi_scale(j);
+    } else {
+        for (int d = 8; d >= 2; d /= 2)
+            if ((shorter + d - 1) / d >= j->short_side) {
+                j->ci.scale_num = 1;
+                j->ci.scale_denom = (unsigned)d;
+                break;
+            }
+    }
     jpeg_start_decompress(&j->ci);
     if (j->ci.output_components != (cmyk ? 4 : 3)) {
         snprintf(j->msg, sizeof j->msg, "decodes to %d components, not %s", j->ci.output_components,
                  cmyk ? "CMYK" : "RGB");
         return false;
     }
+    /* the rows [y0, y1) of the (scaled) image, and with a box only its columns */
+    JDIMENSION y0 = 0, y1 = j->ci.output_height;
+    if (j->box) image_jpeg_roi_crop(j, &y0, &y1);
     j->img->w = j->ci.output_width;
-    j->img->h = j->ci.output_height;
+    j->img->h = y1 - y0;
     j->img->rgb = gr_xmalloc((size_t)(j->img->w * j->img->h * 3));
     if (cmyk) j->cmyk = gr_xmalloc((size_t)(j->img->w * 4));
-    while (j->ci.output_scanline < j->ci.output_height) {
-        uint8_t *rgb = j->img->rgb + (size_t)j->ci.output_scanline * (size_t)j->img->w * 3;
+    if (y0 > 0) jpeg_skip_scanlines(&j->ci, y0);
+    while (j->ci.output_scanline < y1) {
+        uint8_t *rgb = j->img->rgb + (size_t)(j->ci.output_scanline - y0) * (size_t)j->img->w * 3;
         JSAMPROW row = cmyk ? j->cmyk : rgb;
         if (jpeg_read_scanlines(&j->ci, &row, 1) == 1 && cmyk)
             image_cmyk_to_rgb(j->cmyk, j->img->w, j->ci.saw_Adobe_marker, rgb);
     }
-    jpeg_finish_decompress(&j->ci);
+    /* a region ends here: the rows below it are not decoded (libjpeg_turbo
+     * cannot skip to the end of a file, and the caller has what it asked) */
+    if (!j->box) jpeg_finish_decompress(&j->ci);
     return true;
 }
 
 static bool image_decode_jpeg(const uint8_t *data, size_t n, int64_t short_side, gr_image *img, gr_image_info *info,
-                              char *msg) {
+                              const int64_t *box, gr_image_roi *roi, char *msg) {
     image_jpeg_job *j = gr_xcalloc(1, sizeof *j);
     j->data = data;
     j->n = n;
     j->img = img;
     j->info = info;
     j->short_side = short_side;
+    j->box = box;
+    j->roi = roi;
     j->ci.err = jpeg_std_error(&j->mgr);
     j->mgr.error_exit = image_jpeg_error_exit;
     j->mgr.emit_message = image_jpeg_emit;
@@ -239,7 +291,7 @@ static bool image_decode_any(const void *bytes, size_t n, int64_t short_side, gr
     if (got) memcpy(sig, data, got);
     bool ok;
     if (got >= 3 && sig[0] == 0xFF && sig[1] == 0xD8 && sig[2] == 0xFF) {
-        ok = image_decode_jpeg(data, n, short_side, img, info, why);
+        ok = image_decode_jpeg(data, n, short_side, img, info, NULL, NULL, why);
     } else if (got == sizeof sig && png_sig_cmp(sig, 0, sizeof sig) == 0) {
         ok = image_decode_png(data, n, img, info, why);
     } else {
@@ -255,6 +307,40 @@ static bool image_decode_any(const void *bytes, size_t n, int64_t short_side, gr
 bool gr_image_decode_mem(const void *bytes, size_t n, int64_t short_side, gr_image *img,
                         char why[GR_IMAGE_WHY_MAX]) {
     return image_decode_any(bytes, n, short_side, img, NULL, why);
+}
+
+/* A PNG has no reduced-scale or partial decode: it is decoded whole and the
+ * box cut out of it, at scale 8/8. */
+static void image_cut_box(gr_image *img, const int64_t *box, gr_image_roi *roi) {
+    const int64_t x0 = GR_MIN(GR_MAX(box[0], 0), img->w - 1), y0 = GR_MIN(GR_MAX(box[1], 0), img->h - 1);
+    const int64_t w = GR_MAX(GR_MIN(box[0] + box[2], img->w) - x0, 1), h = GR_MAX(GR_MIN(box[1] + box[3], img->h) - y0, 1);
+    roi->img.w = w;
+    roi->img.h = h;
+    roi->img.rgb = gr_xmalloc((size_t)(w * h * 3));
+    for (int64_t y = 0; y < h; y++)
+        memcpy(roi->img.rgb + y * w * 3, img->rgb + ((y0 + y) * img->w + x0) * 3, (size_t)(w * 3));
+    roi->x0 = x0;
+    roi->y0 = y0;
+    roi->sw = img->w;
+    roi->sh = img->h;
+    roi->scale_num = 8;
+    gr_image_free(img);
+}
+
+bool gr_image_decode_roi(const void *bytes, size_t n, const int64_t box[6], gr_image_roi *roi,
+                         char why[GR_IMAGE_WHY_MAX]) {
+    memset(roi, 0, sizeof *roi);
+    GR_ASSERT(box[2] >= 1 && box[3] >= 1 && box[4] >= 1 && box[5] >= 1);
+    const uint8_t *data = bytes;
+    if (n >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF) {
+        if (image_decode_jpeg(data, n, 0, &roi->img, NULL, box, roi, why)) return true;
+        gr_image_free(&roi->img);
+        return false;
+    }
+    gr_image whole;
+    if (!image_decode_any(bytes, n, 0, &whole, NULL, why)) return false;
+    image_cut_box(&whole, box, roi);
+    return true;
 }
 
 bool gr_image_probe_mem(const void *bytes, size_t n, gr_image_info *info, char why[GR_IMAGE_WHY_MAX]) {
