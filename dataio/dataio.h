@@ -112,6 +112,10 @@ size_t gr_dataset_sample_bytes(const gr_dataset *ds);
 bool gr_dataset_nhwc(const gr_dataset *ds);
 const char *gr_dataset_path(const gr_dataset *ds);
 const char *gr_dataset_images_name(const gr_dataset *ds); /* "/train/images" */
+/* Whether ds is an encoded image split (JPEG/PNG bytes per sample, DESIGN
+ * 1.5): its sample shape is [3, 0, 0] (sizes vary), the loader decodes each
+ * sample to the crop size (data.augment.crop.size, required). */
+bool gr_dataset_encoded(const gr_dataset *ds);
 
 /* Reads samples idx[0..n) into x (n * C*H*W floats, C,H,W order whatever the
  * file layout) as (raw - mean[c]) / std[c], and their labels into y. */
