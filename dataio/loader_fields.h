@@ -70,8 +70,8 @@ size_t gr_enc_scratch_estimate(int64_t size);
 int64_t gr_encoded_eval_short_side(int64_t size);
 /* Sample `sample` of src (its field `field` holds the n encoded bytes at
  * bytes; hwc its stored shape) decoded into dst as 3 x S x S floats, S =
- * dec->oh: aug's crop `resized` (training) or `center` (evaluation), dec's
- * flip-free normalization. GR_ERR_DATA naming the file, the dataset and the
+ * dec->oh: aug's crop `resized` (training) or `center` (evaluation), then
+ * dec's normalization. GR_ERR_DATA naming the file, the dataset and the
  * sample when the bytes do not decode (or to another shape than stored). */
 gr_status gr_loader_decode_encoded(const gr_decoder *dec, const gr_augment *aug, const gr_source *src, int field,
                                    const void *bytes, size_t n, const uint16_t hwc[3], uint64_t seed, int64_t epoch,
