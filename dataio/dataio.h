@@ -112,6 +112,10 @@ size_t gr_dataset_sample_bytes(const gr_dataset *ds);
 bool gr_dataset_nhwc(const gr_dataset *ds);
 const char *gr_dataset_path(const gr_dataset *ds);
 const char *gr_dataset_images_name(const gr_dataset *ds); /* "/train/images" */
+/* Whether ds is an encoded image split (JPEG/PNG bytes per sample, DESIGN
+ * 1.5): its sample shape is [3, 0, 0] (sizes vary), the loader decodes each
+ * sample to the crop size (data.augment.crop.size, required). */
+bool gr_dataset_encoded(const gr_dataset *ds);
 
 /* Reads samples idx[0..n) into x (n * C*H*W floats, C,H,W order whatever the
  * file layout) as (raw - mean[c]) / std[c], and their labels into y. */
@@ -235,7 +239,10 @@ gr_status gr_loader_open(gr_dataset *ds, const gr_loader_config *cfg, gr_loader 
  * "HWC"), decoded per sample by augment.h's decoder, and `label` (an int32
  * scalar) into the batch's y; a source without them is GR_ERR_DATA naming
  * it and the field. The order, augmentation and batches are those
- * gr_loader_open makes when the source is gr_source_dataset(ds). With
+ * gr_loader_open makes when the source is gr_source_dataset(ds). A source
+ * with `encoded`, `shape` and `label` instead (an encoded split) is decoded
+ * per sample to 3 x S x S, S the crop size, which it needs (crop resized or
+ * center; GR_ERR_USAGE otherwise): loader_encoded.c. With
  * fields listed, it delivers those (gr_loader_fields_describe says what
  * and refuses what it cannot), in the same order of samples: an INT32 field
  * whose int64 value does not fit is GR_ERR_DATA naming the file, the

@@ -302,6 +302,21 @@ static void setup_direct(gr_dataset *ds, int64_t file_size) {
     }
 }
 
+/* An encoded split: its source (which checks the layout; the bytes stay in
+ * the file, read per batch), 3 channels of uint8 whatever the stored image
+ * (grayscale decodes to 3), its labels read as an image split's are. */
+static gr_status open_encoded(gr_dataset *ds, hid_t *lab, gr_error *err) {
+    if (!(ds->enc = gr_source_encoded(ds->path, ds->group, err))) return err ? err->status : GR_ERR_DATA;
+    free(ds->images_name);
+    ds->images_name = gr_h5_join(ds->group, "encoded");
+    ds->n = ds->enc->n;
+    ds->c = 3;
+    ds->dtype = GR_DT_UINT8;
+    ds->elem_size = 1;
+    gr_status st = open_member(ds, "labels", ds->labels_name, lab, err);
+    return st != GR_OK ? st : read_labels(ds, *lab, err);
+}
+
 gr_status gr_dataset_open(const char *path, const char *group, gr_dataset **out, gr_error *err) {
     return gr_dataset_open_cache(path, group, GR_CACHE_AUTO, out, err);
 }
@@ -344,7 +359,10 @@ gr_status gr_dataset_open_cache(const char *path, const char *group, gr_cache_mo
         st = gr_h5_fail(err, GR_ERR_DATA, "%s: group %s: cannot open as a group", path, ds->group);
         goto fail;
     }
-    if ((st = gr_h5_refuse_encoded(ds->grp, path, ds->group, err)) != GR_OK) goto fail;
+    if (gr_h5_is_encoded(ds->grp)) {
+        st = open_encoded(ds, &lab, err);
+        goto done;
+    }
     if ((st = open_member(ds, "images", ds->images_name, &ds->images, err)) != GR_OK) goto fail;
     if ((st = open_member(ds, "labels", ds->labels_name, &lab, err)) != GR_OK) goto fail;
     if ((st = check_images(ds, err)) != GR_OK) goto fail;
@@ -380,6 +398,8 @@ gr_status gr_dataset_open_cache(const char *path, const char *group, gr_cache_mo
                     "%s: %s: read failed (corrupt file?)", path, ds->images_name);
         if ((st = gr_images_check_finite(gr_dataset_images_of(ds), ds->mem, ds->n, NULL, err)) != GR_OK) goto fail;
     }
+done:
+    if (st != GR_OK) goto fail;
     H5Dclose(lab);
     *out = ds;
     return GR_OK;
@@ -391,6 +411,7 @@ fail:
 
 void gr_dataset_close(gr_dataset *ds) {
     if (!ds) return;
+    gr_source_close(ds->enc);
     if (ds->dtype == GR_DT_FLOAT16 && ds->memtype >= 0) H5Tclose(ds->memtype);
     if (ds->images >= 0) H5Dclose(ds->images);
     if (ds->grp >= 0) H5Gclose(ds->grp);
@@ -422,6 +443,8 @@ bool gr_dataset_in_memory(const gr_dataset *ds) { return ds->mem != NULL; }
 bool gr_dataset_reads_direct(const gr_dataset *ds) { return ds->direct != DIRECT_NONE; }
 
 size_t gr_dataset_host_bytes(const gr_dataset *ds) {
+    if (ds->enc) /* labels twice (here and the source's), offsets, shapes, formats */
+        return (size_t)ds->n * (2 * sizeof *ds->labels + sizeof(uint64_t) + 3 * sizeof(uint16_t) + 1);
     const size_t sb = gr_dataset_sample_bytes(ds), images = (size_t)ds->n * sb;
     size_t bytes = (size_t)ds->n * sizeof *ds->labels;
     if (ds->mem) return bytes + images;
@@ -610,3 +633,4 @@ bool gr_dataset_nhwc(const gr_dataset *ds) { return ds->nhwc; }
 const char *gr_dataset_path(const gr_dataset *ds) { return ds->path; }
 const char *gr_dataset_group(const gr_dataset *ds) { return ds->group; }
 const char *gr_dataset_images_name(const gr_dataset *ds) { return ds->images_name; }
+bool gr_dataset_encoded(const gr_dataset *ds) { return ds->enc != NULL; }

@@ -36,6 +36,9 @@ struct gr_dataset {
     uint64_t *chunk_addr; /* TABLE: per chunk, 0 until looked up */
     pthread_mutex_t addr_mu;
     int64_t file_size;
+    /* an encoded image split (DESIGN 1.5, storage = "encoded"): its source,
+     * which the loader decodes; c = 3, h = w = 0 (sizes vary per sample) */
+    gr_source *enc;
 };
 
 #endif

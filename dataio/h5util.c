@@ -225,11 +225,15 @@ int64_t gr_rows_sorted_distinct(const int64_t *idx, int64_t n, int64_t **sorted,
     return m;
 }
 
-gr_status gr_h5_refuse_encoded(hid_t grp, const char *path, const char *group, gr_error *err) {
+bool gr_h5_is_encoded(hid_t grp) {
     char storage[32];
-    if (gr_h5_read_string_attr(grp, "storage", storage, sizeof storage) != 1 || strcmp(storage, "encoded") != 0)
-        return GR_OK;
+    return gr_h5_read_string_attr(grp, "storage", storage, sizeof storage) == 1 && !strcmp(storage, "encoded");
+}
+
+gr_status gr_h5_refuse_encoded(hid_t grp, const char *path, const char *group, gr_error *err) {
+    if (!gr_h5_is_encoded(grp)) return GR_OK;
     return gr_error_set(err, GR_ERR_DATA, "%s: group %s is an encoded image split (JPEG/PNG bytes, `gpurun data "
-                        "imagefolder --store jpeg`): the loader does not read encoded (JPEG) splits yet; convert "
-                        "with the default --store raw (--size S) to train from it", path, group);
+                        "imagefolder --store jpeg`): it is read as images and labels only, not as a table of "
+                        "named fields (model.inputs); drop model.inputs/targets, or convert with the default "
+                        "--store raw (--size S)", path, group);
 }

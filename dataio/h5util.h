@@ -13,7 +13,7 @@
  *   gr_h5_half_to_float  binary16 bits -> float.
  *   gr_h5_check_input, gr_h5_normalize_group, gr_h5_path_exists,
  *   gr_h5_describe_type, gr_h5_is_ieee_half, gr_h5_read_string_attr,
- *   gr_h5_refuse_encoded
+ *   gr_h5_is_encoded, gr_h5_refuse_encoded
  *                     what the readers of a split (dataset.c,
  *                     source_table.c) check before and while opening one. */
 #ifndef GR_H5UTIL_H
@@ -57,9 +57,12 @@ void gr_h5_describe_type(hid_t t, char *buf, size_t n);
 /* Reads a scalar string attribute of obj into buf. 1 read, 0 absent,
  * -1 not a single string (buf then holds the reason), -2 HDF5 failure. */
 int gr_h5_read_string_attr(hid_t obj, const char *name, char *buf, size_t n);
-/* GR_ERR_DATA naming path and group when grp is an encoded image split
- * (its `storage` attribute says "encoded", DESIGN 1.5): the loader does not
- * decode those yet, and a job must say so rather than misread them. */
+/* Whether grp is an encoded image split (its `storage` attribute says
+ * "encoded", DESIGN 1.5): dataset.c opens those through gr_source_encoded. */
+bool gr_h5_is_encoded(hid_t grp);
+/* GR_ERR_DATA naming path and group when grp is an encoded image split: a
+ * table (model.inputs) does not take one, and must say so rather than
+ * misread it. */
 gr_status gr_h5_refuse_encoded(hid_t grp, const char *path, const char *group, gr_error *err);
 /* Whether a 2-byte float type is IEEE binary16. */
 bool gr_h5_is_ieee_half(hid_t t);

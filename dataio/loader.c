@@ -62,6 +62,7 @@ typedef struct loader_worker {
     int64_t *idx;        /* one batch of sample indices */
     gr_source_reader rd; /* this thread's reads from the source */
     void *scratch;       /* gr_decode_sample */
+    gr_enc_scratch enc;  /* an encoded split's decodes */
 } loader_worker;
 
 typedef struct epoch_perm {
@@ -74,6 +75,7 @@ typedef struct epoch_perm {
  * (-1 when the config lists fields). */
 typedef struct loader_fields {
     int image, label;          /* field indices */
+    int shape;                 /* an encoded split: its `shape` field (image: `encoded`); else -1 */
     int64_t chw[3];
     gr_dtype dtype;
     bool nhwc;
@@ -182,9 +184,17 @@ static gr_status loader_fill(gr_loader *ld, loader_worker *w, gr_batch *b, gr_er
         const int64_t s = w->idx[i];
         gr_xform t;
         size_t bytes;
-        gr_augment_draw(&ld->cfg.aug, ld->in_chw[1], ld->in_chw[2], ld->cfg.seed, b->epoch, s, &t);
-        gr_decode_sample(&ld->dec, gr_source_view(&w->rd, s, ld->f.image, &bytes), &t, b->x + i * ld->out_elems,
-                         w->scratch);
+        const void *p = gr_source_view(&w->rd, s, ld->f.image, &bytes);
+        if (ld->f.shape >= 0) {
+            size_t sb;
+            const uint16_t *hwc = gr_source_view(&w->rd, s, ld->f.shape, &sb);
+            st = gr_loader_decode_encoded(&ld->dec, &ld->cfg.aug, ld->src, ld->f.image, p, bytes, hwc, ld->cfg.seed,
+                                          b->epoch, s, b->x + i * ld->out_elems, &w->enc, err);
+            if (st != GR_OK) return st;
+        } else {
+            gr_augment_draw(&ld->cfg.aug, ld->in_chw[1], ld->in_chw[2], ld->cfg.seed, b->epoch, s, &t);
+            gr_decode_sample(&ld->dec, p, &t, b->x + i * ld->out_elems, w->scratch);
+        }
         memcpy(&b->y[i], gr_source_view(&w->rd, s, ld->f.label, &bytes), sizeof b->y[i]);
     }
     if (ld->cfg.ready) return ld->cfg.ready(b, ld->cfg.ready_ctx, err);
@@ -235,6 +245,7 @@ static void worker_free(loader_worker *w) {
     free(w->idx);
     gr_source_reader_free(&w->rd);
     free(w->scratch);
+    gr_enc_scratch_free(&w->enc);
 }
 
 static void *batch_alloc(const gr_loader_config *cfg, size_t bytes) {
@@ -247,6 +258,29 @@ static void batch_free(const gr_loader_config *cfg, void *p) {
     else gr_aligned_free(p);
 }
 
+/* An encoded image split (fields `encoded`, `shape`, `label`): decoded
+ * per sample to 3 x S x S, S the crop size, which it needs (its images vary
+ * in size), and a crop it can take of any image (resized for training,
+ * center for evaluation). */
+static gr_status loader_encoded_fields(const gr_source *src, const gr_loader_config *cfg, loader_fields *f,
+                                       gr_error *err) {
+    f->image = gr_source_find(src, "encoded");
+    f->shape = gr_source_find(src, "shape");
+    f->label = gr_source_find(src, "label");
+    if (f->shape < 0 || f->label < 0)
+        return gr_error_set(err, GR_ERR_DATA, "loader: %s has no field '%s' (an encoded split has 'encoded', "
+                            "'shape' and 'label')", src->path, f->shape < 0 ? "shape" : "label");
+    if ((cfg->aug.crop != GR_CROP_RESIZED && cfg->aug.crop != GR_CROP_CENTER) || cfg->aug.size < 1)
+        return gr_error_set(err, GR_ERR_USAGE, "loader: %s: %s: an encoded split's images vary in size: it is "
+                            "read through a crop of a set size (data.augment.crop.size, type resized)", src->path,
+                            src->fields[f->image].origin);
+    f->chw[0] = 3; /* grayscale decodes to RGB */
+    f->chw[1] = f->chw[2] = cfg->aug.size;
+    f->dtype = GR_DT_UINT8;
+    f->nhwc = true;
+    return GR_OK;
+}
+
 /* The fields the loader takes of src into *f (and, when cfg lists fields,
  * those resolved into *outs, else NULL); GR_ERR_DATA naming the source and
  * the field when one is missing or not what the decoder reads. */
@@ -254,6 +288,9 @@ static gr_status loader_fields_of(const gr_source *src, const gr_loader_config *
                                   gr_loader_out **outs, gr_error *err) {
     gr_loader_image im;
     *outs = NULL;
+    f->shape = -1;
+    if (!cfg->nfields && gr_source_find(src, "image") < 0 && gr_source_find(src, "encoded") >= 0)
+        return loader_encoded_fields(src, cfg, f, err);
     if (cfg->nfields) {
         gr_status st = gr_loader_outs_make(src, cfg, outs, &im, err);
         if (st != GR_OK) return st;
@@ -289,6 +326,7 @@ size_t gr_loader_host_bytes_source(gr_source *src, const gr_loader_config *cfg) 
     const size_t b = (size_t)cfg->batch, slots = (size_t)GR_MAX(cfg->prefetch, 1);
     const size_t workers = (size_t)GR_MAX(cfg->workers, 1);
     size_t worker = b * sizeof(int64_t) + (f.image >= 0 ? gr_decoder_scratch_bytes_for(chw[2], ow) : 0);
+    if (f.shape >= 0) worker += gr_enc_scratch_estimate(ow);
     if (src->ops->reader_bytes) worker += src->ops->reader_bytes(src, cfg->batch);
     size_t sample = (size_t)(chw[0] * oh * ow) * sizeof(float) + sizeof(int32_t); /* x and y */
     if (outs) {

@@ -8,7 +8,10 @@
  *                     reads (x's `image`, or the GR_DELIVER_IMAGE field);
  *   gr_loader_out, gr_loader_outs_make, gr_loader_outs_free  the delivered
  *                     fields, resolved once at open;
- *   gr_loader_out_convert  one sample's FLOAT32 or INT32 field into the batch. */
+ *   gr_loader_out_convert  one sample's FLOAT32 or INT32 field into the batch;
+ *   gr_enc_scratch, gr_loader_decode_encoded, gr_encoded_eval_short_side
+ *                     one sample of an encoded image split decoded and
+ *                     cropped (loader_encoded.c). */
 #ifndef GR_LOADER_FIELDS_H
 #define GR_LOADER_FIELDS_H
 
@@ -51,5 +54,27 @@ void gr_loader_outs_free(gr_loader_out *outs, int n);
  * GR_ERR_DATA naming the file, the dataset, the sample and the value. */
 gr_status gr_loader_out_convert(const gr_loader_out *o, const gr_source *src, const void *p, int64_t sample,
                                 void *dst, gr_error *err);
+
+/* A decode worker's buffers for encoded samples (zeroed to start). */
+typedef struct gr_enc_scratch {
+    void *rs;           /* the resize's scratch */
+    size_t rs_cap;
+    uint8_t *planes;    /* the centre crop, [3,S,S] */
+} gr_enc_scratch;
+void gr_enc_scratch_free(gr_enc_scratch *sc);
+/* Host memory one worker's decode takes for crops of size x size (an
+ * estimate: decoded sizes vary per image). */
+size_t gr_enc_scratch_estimate(int64_t size);
+/* The short side an evaluation crop of size x size is taken from:
+ * round(size * 256 / 224), ImageNet's Resize(256) + CenterCrop(224). */
+int64_t gr_encoded_eval_short_side(int64_t size);
+/* Sample `sample` of src (its field `field` holds the n encoded bytes at
+ * bytes; hwc its stored shape) decoded into dst as 3 x S x S floats, S =
+ * dec->oh: aug's crop `resized` (training) or `center` (evaluation), then
+ * dec's normalization. GR_ERR_DATA naming the file, the dataset and the
+ * sample when the bytes do not decode (or to another shape than stored). */
+gr_status gr_loader_decode_encoded(const gr_decoder *dec, const gr_augment *aug, const gr_source *src, int field,
+                                   const void *bytes, size_t n, const uint16_t hwc[3], uint64_t seed, int64_t epoch,
+                                   int64_t sample, float *dst, gr_enc_scratch *sc, gr_error *err);
 
 #endif

@@ -43,10 +43,11 @@
  *                                         `format` and `label`.
  *
  * Other sources plug in by filling a gr_source and its ops (source_dataset.c
- * is the model), with no change to the reader API. The loader does not take
- * gr_source_encoded yet: its decoder is to turn the `encoded` blob into
- * pixels with gr_image_decode_mem (image.h), then crop and normalize them as
- * augment.h does.
+ * is the model), with no change to the reader API. The loader takes
+ * gr_source_encoded (gr_source_dataset of an encoded split is it): its
+ * workers turn the `encoded` blob into pixels with gr_image_decode_mem
+ * (image.h), then crop and normalize them as augment.h does
+ * (loader_encoded.c).
  * A consumer checks the fields it needs (gr_source_find, then the element
  * type and shape) and refuses a source without them, naming the source. */
 #ifndef GR_SOURCE_H
@@ -168,6 +169,8 @@ typedef struct gr_dataset gr_dataset;
  * memory, else one read per fetch from the file, float images checked for
  * inf/NaN as they are read. */
 gr_source *gr_source_dataset(gr_dataset *ds);
+/* (For an encoded split, gr_dataset_encoded, the split's gr_source_encoded
+ * instead, borrowed: its fields, closed with the dataset.) */
 
 /* ---- an HDF5 split of any datasets as a source (source_table.c) ---- */
 

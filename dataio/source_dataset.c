@@ -65,7 +65,24 @@ static gr_ftype source_dataset_type(gr_dtype dt) {
     return GR_FT_UINT8;
 }
 
+/* An encoded split's source, borrowed: its ops but for close, which frees
+ * the shell only (the dataset closes the source). */
+typedef struct borrowed_source {
+    gr_source s; /* first: gr_source_close frees it as the whole */
+    gr_source_ops ops;
+} borrowed_source;
+
+static void borrowed_close(gr_source *s) { free(s); }
+
 gr_source *gr_source_dataset(gr_dataset *ds) {
+    if (ds->enc) {
+        borrowed_source *b = gr_xcalloc(1, sizeof *b);
+        b->s = *ds->enc;
+        b->ops = *ds->enc->ops;
+        b->ops.close = borrowed_close;
+        b->s.ops = &b->ops;
+        return &b->s;
+    }
     gr_source *s = gr_xcalloc(1, sizeof *s);
     s->ops = &source_dataset_ops;
     s->impl = ds;

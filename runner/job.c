@@ -76,6 +76,31 @@ static void gr_job_augment(const gr_job_spec *spec, gr_augment *train, gr_augmen
     }
 }
 
+/* What the loader makes of ds's samples through aug: the crop size, or the
+ * stored shape when there is none (an encoded split: 3 channels). */
+static void gr_job_split_shape(const gr_dataset *ds, const gr_augment *aug, int64_t chw[3]) {
+    int64_t stored[3];
+    gr_dataset_sample_shape(ds, stored);
+    chw[0] = stored[0];
+    if (gr_dataset_encoded(ds)) chw[1] = chw[2] = aug->size;
+    else gr_augment_out_shape(aug, stored[1], stored[2], &chw[1], &chw[2]);
+}
+
+/* An encoded split (JPEG/PNG bytes, sizes varying per image) is read only
+ * through a crop of a set size: exit 2 at the key that is missing or wrong. */
+static gr_status gr_job_encoded_crop(const gr_job_spec *spec, const gr_dataset *ds, gr_error *err) {
+    if (!gr_dataset_encoded(ds)) return GR_OK;
+    if (spec->data.crop_size <= 0)
+        return gr_spec_error(err, spec, "data.augment.crop.size", "required: %s: %s is an encoded image split (JPEG/"
+                             "PNG bytes) whose images vary in size; the crop size is the model's input side",
+                             gr_dataset_path(ds), gr_dataset_group(ds));
+    if (spec->data.crop_type != 1)
+        return gr_spec_error(err, spec, "data.augment.crop.type", "must be resized: %s: %s is an encoded image "
+                             "split whose images vary in size (a random crop takes a fixed window of each)",
+                             gr_dataset_path(ds), gr_dataset_group(ds));
+    return GR_OK;
+}
+
 /* The samples the model sees: the stored ones, or the crop of them (chw);
  * the input shape (model.input, which must hold as many values); the val
  * split's samples must match. */
@@ -85,11 +110,14 @@ static gr_status gr_job_input_shape(gr_job *j, int64_t chw[3], gr_error *err) {
     gr_status st;
     gr_dataset_sample_shape(j->train_ds, stored);
     gr_job_augment(spec, &j->aug, &j->val_aug);
-    if ((st = gr_augment_check(&j->aug, stored[1], stored[2], spec->data.train.path,
+    if ((st = gr_job_encoded_crop(spec, j->train_ds, err)) ||
+        (j->val_ds && (st = gr_job_encoded_crop(spec, j->val_ds, err))))
+        return st;
+    if (!gr_dataset_encoded(j->train_ds) &&
+        (st = gr_augment_check(&j->aug, stored[1], stored[2], spec->data.train.path,
                                gr_dataset_images_name(j->train_ds), err)))
         return st;
-    chw[0] = stored[0];
-    gr_augment_out_shape(&j->aug, stored[1], stored[2], &chw[1], &chw[2]);
+    gr_job_split_shape(j->train_ds, &j->aug, chw);
     if (spec->model.n_input > 0) {
         int64_t want = 1, have = chw[0] * chw[1] * chw[2];
         for (int i = 0; i < spec->model.n_input; i++) want *= spec->model.input[i];
@@ -106,10 +134,8 @@ static gr_status gr_job_input_shape(gr_job *j, int64_t chw[3], gr_error *err) {
     }
     gr_job_io_default(j);
     if (j->val_ds) {
-        int64_t vs[3], vchw[3];
-        gr_dataset_sample_shape(j->val_ds, vs);
-        vchw[0] = vs[0];
-        gr_augment_out_shape(&j->val_aug, vs[1], vs[2], &vchw[1], &vchw[2]);
+        int64_t vchw[3];
+        gr_job_split_shape(j->val_ds, &j->val_aug, vchw);
         if (memcmp(vchw, chw, sizeof vchw) != 0)
             return gr_error_set(err, GR_ERR_DATA, "%s: %s/images: samples are [%lld, %lld, %lld] but the "
                                 "train split's are [%lld, %lld, %lld]%s", spec->data.val.path,

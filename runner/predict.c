@@ -137,6 +137,11 @@ static gr_status gr_predict_split(gr_predict *p, const char *input, const char *
     gr_dataset *ds = NULL;
     gr_status st = gr_dataset_open_cache(path, group, GR_CACHE_NONE, &ds, err);
     if (st) return st;
+    if (gr_dataset_encoded(ds)) {
+        gr_dataset_close(ds);
+        return gr_error_set(err, GR_ERR_DATA, "%s: an encoded image split (--store jpeg): predict does not read "
+                            "those yet; `gpurun eval` scores one", input);
+    }
     int64_t a[3], b[3];
     gr_dataset_sample_shape(ds, a);
     gr_dataset_sample_shape(p->j->train_ds, b);
@@ -165,6 +170,10 @@ gr_status gr_train_predict(const gr_job_spec *spec, const char *checkpoint, int 
             st = gr_error_set(err, GR_ERR_USAGE, "predict: INPUT: the path is %zu bytes long; the limit is %d bytes: "
                               "'%.48s...'", strlen(inputs[i]), GR_PATH_MAX - 1, inputs[i]);
     if (!st) st = gr_job_setup_eval(&j, spec, checkpoint, false, opt, &step, err);
+    if (!st && gr_dataset_encoded(j.train_ds)) /* predict's image pipeline is fixed-size images' */
+        st = gr_error_set(err, GR_ERR_DATA, "%s: %s is an encoded image split (--store jpeg): predict does not take "
+                          "a job trained from one yet; score a split with `gpurun eval JOB.yaml --checkpoint PATH "
+                          "--split val`", spec->data.train.path, gr_dataset_group(j.train_ds));
     if (!st) {
         p.n_names = gr_dataset_classes(j.train_ds, &p.names);
         if (p.n_names < 0) p.n_names = 0;

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # e2e_jpeg.sh — `gpurun data imagefolder --store jpeg` on the command line
-# (DESIGN 1.1, 1.5): its option errors exit 2 naming the option, a conversion
-# writes an encoded image split, and a job (`gpurun plan`, `gpurun run`) given
-# one exits 3 naming the file: the loader does not decode them yet. The
-# round trip itself is test_convert_imagefolder_encoded's. No Python needed.
+# (DESIGN 1.1, 1.4, 1.5): its option errors exit 2 naming the option, a
+# conversion writes an encoded image split, and a job trains and evaluates
+# from one: `gpurun plan` says [3, S, S] from data.augment.crop.size; the
+# losses are the same with 1 and 2 loader workers and across a --resume; a
+# missing crop size is exit 2 naming the key; a damaged JPEG is exit 3 naming
+# the file, the dataset and the sample; predict refuses the job. The round
+# trip itself is test_convert_imagefolder_encoded's. No Python needed.
 #
 #   bash tests/e2e_jpeg.sh GPURUN_BINARY SOURCE_DIR TMPDIR
 . "$(dirname "$0")/e2e_lib.bash" "$@"
@@ -12,6 +15,8 @@
 JPEG=/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAAYEBQYFBAYGBQYHBwYIChAKCgkJChQODwwQFxQYGBcUFhYaHSUfGhsjHBYWICwgIyYnKSopGR8tMC0oMCUoKSj/2wBDAQcHBwoIChMKChMoGhYaKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCj/wAARCAAIAAwDASIAAhEBAxEB/8QAHwAAAQUBAQEBAQEAAAAAAAAAAAECAwQFBgcICQoL/8QAtRAAAgEDAwIEAwUFBAQAAAF9AQIDAAQRBRIhMUEGE1FhByJxFDKBkaEII0KxwRVS0fAkM2JyggkKFhcYGRolJicoKSo0NTY3ODk6Q0RFRkdISUpTVFVWV1hZWmNkZWZnaGlqc3R1dnd4eXqDhIWGh4iJipKTlJWWl5iZmqKjpKWmp6ipqrKztLW2t7i5usLDxMXGx8jJytLT1NXW19jZ2uHi4+Tl5ufo6erx8vP09fb3+Pn6/8QAHwEAAwEBAQEBAQEBAQAAAAAAAAECAwQFBgcICQoL/8QAtREAAgECBAQDBAcFBAQAAQJ3AAECAxEEBSExBhJBUQdhcRMiMoEIFEKRobHBCSMzUvAVYnLRChYkNOEl8RcYGRomJygpKjU2Nzg5OkNERUZHSElKU1RVVldYWVpjZGVmZ2hpanN0dXZ3eHl6goOEhYaHiImKkpOUlZaXmJmaoqOkpaanqKmqsrO0tba3uLm6wsPExcbHyMnK0tPU1dbX2Nna4uPk5ebn6Onq8vP09fb3+Pn6/9oADAMBAAIRAxEAPwDz74P/APLD8K+vfDP/ACCIaKK2Mj//2Q==
 mkdir -p "$T/pics/a" "$T/pics/b"
 for c in a b; do for i in 1 2 3; do echo "$JPEG" | base64 -d >"$T/pics/$c/$i.jpg"; done; done
+mkdir -p "$T/pics2/a" "$T/pics2/b"
+for c in a b; do for i in 1 2 3 4; do echo "$JPEG" | base64 -d >"$T/pics2/$c/$i.jpg"; done; done
 I=$T/enc.h5
 
 expect_fail 2 "--store: expected raw or jpeg, got 'webp'" -- "$G" data imagefolder "$I" --from "$T/pics" --store webp
@@ -30,15 +35,53 @@ expect_fail 2 "--max-side: expected 1..32768" -- \
 check "no output after option errors" test ! -e "$I"
 
 expect_ok "wrote $I" -- "$G" data imagefolder "$I" --from "$T/pics" --store jpeg --max-side 8 --quality 85
-{
-    echo "name: enc"
-    echo "data:"
-    echo "  train: {path: $I, group: /train}"
-    echo "model:"
-    echo "  layers: [flatten, {dense: {units: 2}}]"
-    echo "train: {batch_size: 2, steps: 1, optimizer: {type: sgd, lr: 0.1}}"
-} >"$T/enc.yaml"
-expect_fail 3 "$I: group /train is an encoded image split" "the loader does not read encoded (JPEG) splits yet" -- \
-    "$G" plan "$T/enc.yaml"
-expect_fail 3 "the loader does not read encoded (JPEG) splits yet" -- "$G" "$T/enc.yaml" --run-dir "$T/run"
+# training from it: 8 images, 2 of them val, 32x32 resized crops
+J=$T/enc2.h5
+expect_ok "wrote $J" -- "$G" data imagefolder "$J" --from "$T/pics2" --store jpeg --val-fraction 0.25
+AUG='{crop: {size: 32, type: resized}, flip: true}'
+job() { # job FILE WORKERS [AUGMENT]
+    local aug=${3:-$AUG}
+    {
+        echo "name: enc"
+        echo "data:"
+        echo "  train: {path: $J, group: /train}"
+        echo "  val: {path: $J, group: /val}"
+        echo "  workers: $2"
+        echo "  augment: $aug"
+        echo "model:"
+        echo "  layers: [{conv: {filters: 4, kernel: 3}}, relu, flatten, {dense: {units: 2}}]"
+        echo "train: {batch_size: 2, steps: 8, optimizer: {type: sgd, lr: 0.01}}"
+        echo "log: {every_steps: 1}"
+        echo "checkpoint: {every_steps: 4}"
+    } >"$1"
+}
+losses() { grep '"kind":"train"' "$1/metrics.jsonl" | sed 's/.*"step":\([0-9]*\),.*"loss":\([^,]*\),.*/\1 \2/'; }
+job "$T/w2.yaml" 2
+job "$T/w1.yaml" 1
+expect_ok "[2, 3, 32, 32]" -- "$G" plan "$T/w2.yaml"
+expect_ok "done: 8 steps" -- "$G" "$T/w2.yaml" --run-dir "$T/r2"
+expect_ok "done: 8 steps" -- "$G" "$T/w1.yaml" --run-dir "$T/r1"
+losses "$T/r2" >"$T/l2"
+losses "$T/r1" >"$T/l1"
+check "8 finite losses" test "$(grep -cE '^[0-9]+ -?[0-9.]+(e[-+]?[0-9]+)?$' "$T/l2")" -eq 8
+check "the same losses with 1 and 2 loader workers" cmp "$T/l1" "$T/l2"
+check "val evaluated" grep -q '"split":"val"' "$T/r2/metrics.jsonl"
+expect_ok "done: this attempt 4 steps (5-8)" -- \
+    "$G" "$T/w2.yaml" --run-dir "$T/r3" --resume "$T/r2/checkpoints/step-000000004.h5"
+losses "$T/r3" >"$T/l3"
+check "the same losses after a resume from step 4" cmp "$T/l3" <(sed -n '5,8p' "$T/l2")
+
+job "$T/nocrop.yaml" 2 "{flip: true}"
+expect_fail 2 "data.augment.crop.size" "required" "is an encoded image split" -- "$G" plan "$T/nocrop.yaml"
+job "$T/random.yaml" 2 "{crop: {size: 8, padding: 2}}"
+expect_fail 2 "data.augment.crop.type" "must be resized" -- "$G" "$T/random.yaml" --run-dir "$T/rr"
+expect_fail 3 "predict does not take a job trained from one yet" -- \
+    "$G" predict "$T/w2.yaml" --checkpoint "$T/r2/checkpoints/step-000000008.h5" "$T/pics/a/1.jpg"
+
+# a JPEG damaged after conversion: the first sample's bytes, past its SOI marker
+cp "$J" "$T/bad.h5"
+off=$(LC_ALL=C grep -obUaP '\xff\xd8\xff' "$T/bad.h5" | head -n 1 | cut -d: -f1)
+printf '%064d' 0 | dd of="$T/bad.h5" bs=1 seek=$((off + 2)) conv=notrunc 2>/dev/null
+sed "s|$J|$T/bad.h5|" "$T/w2.yaml" >"$T/bad.yaml"
+expect_fail 3 "$T/bad.h5: /train/encoded: sample " ": cannot decode: " -- "$G" "$T/bad.yaml" --run-dir "$T/rb"
 e2e_done
