@@ -4,11 +4,12 @@
  *
  * Training (crop `resized`): the box is drawn on the stored shape (the
  * `shapes` dataset: nothing decoded), so the draw is augment.c's, a pure
- * function of (seed, epoch, sample) whatever thread decodes it. The JPEG is
- * then decoded at the smallest of 1, 1/2, 1/4, 1/8 scale that keeps the box
- * at least size x size, the box scaled to the decoded image, and that resized
- * to size x size through augment.c's bilinear decoder, flip and
- * normalization included.
+ * function of (seed, epoch, sample) whatever thread decodes it. Only the
+ * box's part of the JPEG is then decoded, at the smallest DCT scale N/8 that
+ * keeps the box at least size x size (gr_image_decode_roi: its rows, and its
+ * columns widened to whole iMCU columns), the box scaled into that region,
+ * and resized to size x size through augment.c's bilinear decoder, flip and
+ * normalization included. A PNG decodes whole and the box is cut from it.
  * Evaluation (crop `center`): the converter's and `gpurun predict`'s rule,
  * short side to round(size * 256 / 224) (area averaging when shrinking),
  * then the centre size x size (gr_image_resize_crop), then normalized. */
@@ -69,17 +70,22 @@ gr_status gr_loader_decode_encoded(const gr_decoder *dec, const gr_augment *aug,
         return GR_OK;
     }
     gr_augment_draw(aug, H, W, seed, epoch, sample, &t);
-    /* the decoded short side that keeps the box's short side >= S */
-    const int64_t side = GR_MIN(H, W), box = GR_MIN(t.h, t.w);
-    const int64_t need = box > S ? (side * S + box - 1) / box : side;
-    if (!gr_image_decode_mem(bytes, n, need, &img, why)) goto bad;
-    if (img.h > H || img.w > W || (need == side && (img.h != H || img.w != W))) {
-        snprintf(why, sizeof why, "decodes to %lldx%lld (HxW) but its shapes entry says %lldx%lld",
-                 (long long)img.h, (long long)img.w, (long long)H, (long long)W);
-        gr_image_free(&img);
+    /* only the box's part of the file, at the smallest N/8 that keeps it >= S x S (image.h) */
+    gr_image_roi r;
+    const int64_t box[6] = {t.x0, t.y0, t.w, t.h, S, S};
+    if (!gr_image_decode_roi(bytes, n, box, &r, why)) goto bad;
+    if (r.sw != (W * r.scale_num + 7) / 8 || r.sh != (H * r.scale_num + 7) / 8) {
+        snprintf(why, sizeof why, "decodes to %lldx%lld (HxW) at scale %d/8 but its shapes entry says %lldx%lld",
+                 (long long)r.sh, (long long)r.sw, r.scale_num, (long long)H, (long long)W);
+        gr_image_free(&r.img);
         goto bad;
     }
-    box_scale(&t, H, W, img.h, img.w);
+    img = r.img;
+    /* the box in the scaled image, then in the region (which holds it: rounding may reach one pixel past) */
+    box_scale(&t, H, W, r.sh, r.sw);
+    t.y0 -= r.y0, t.x0 -= r.x0;
+    t.y0 = GR_MAX(0, GR_MIN(t.y0, img.h - 1)), t.x0 = GR_MAX(0, GR_MIN(t.x0, img.w - 1));
+    t.h = GR_MIN(t.h, img.h - t.y0), t.w = GR_MIN(t.w, img.w - t.x0);
     const size_t need_rs = gr_decoder_scratch_bytes_for(img.w, S);
     if (need_rs > sc->rs_cap) {
         free(sc->rs);
