@@ -98,7 +98,7 @@ typedef struct gr_image_roi {
  * bit (test_image_roi); scaled, the box resized agrees with the full
  * decode's box resized the same way within 36-40 dB PSNR there. The rows
  * after the box are not read, so a cut file fails only when the cut is in
- * them. Not yet used by the loader (issue 26).
+ * them. The loader's training crops of encoded splits decode so (loader_encoded.c).
  * A PNG decodes whole and the box is cut out (scale 8). Failures as
  * gr_image_decode_mem's. roi->img is gr_image_free's. */
 bool gr_image_decode_roi(const void *bytes, size_t n, const int64_t box[6], gr_image_roi *roi,
