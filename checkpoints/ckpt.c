@@ -491,28 +491,29 @@ bool gr_ckpt_intact(const char *path) {
     return ok;
 }
 
-static bool gr_ckpt_peek_file(const char *path, gr_ckpt_header *h) {
+static bool gr_ckpt_peek_file(const char *path, gr_ckpt_peek_fn keep, void *ctx, gr_ckpt_header *h) {
     if (gr_check_regular(path, "the checkpoint", GR_ERR_CKPT, NULL)) return false;
     hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0) return false;
     gr_error e;
-    const bool ok = gr_ckpt_read_header(f, path, h, &e) == GR_OK;
+    bool ok = gr_ckpt_read_header(f, path, h, &e) == GR_OK;
     H5Fclose(f);
-    if (ok) free(h->spec);
+    if (ok && keep) ok = keep(h, ctx);
+    free(h->spec);
     h->spec = NULL;
     return ok;
 }
 
-bool gr_ckpt_peek(const char *dir, const char *path, gr_ckpt_header *h) {
+bool gr_ckpt_peek(const char *dir, const char *path, gr_ckpt_peek_fn keep, void *ctx, gr_ckpt_header *h) {
     gr_h5_init();
-    if (!dir) return gr_ckpt_peek_file(path, h);
+    if (!dir) return gr_ckpt_peek_file(path, NULL, NULL, h);
     gr_ckpt_list l = gr_ckpt_scan(dir, false);
     bool ok = false;
     for (int i = 0; i < l.n && !ok; i++) {
         char name[64], p[GR_PATH_MAX + 100];
         gr_ckpt_filename(l.steps[i], name, sizeof name);
         snprintf(p, sizeof p, "%s/%s", dir, name);
-        ok = gr_ckpt_peek_file(p, h);
+        ok = gr_ckpt_peek_file(p, keep, ctx, h);
     }
     free(l.steps);
     return ok;

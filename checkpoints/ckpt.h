@@ -82,9 +82,11 @@ gr_status gr_ckpt_load(const char *path, gr_ckpt_header *h, const gr_ckpt_state 
 bool gr_ckpt_intact(const char *path);
 
 /* The run record (root attributes) of dir's newest checkpoint whose record
- * verifies (dir not NULL: --resume auto), else of path; no tensor is read.
+ * verifies and that keep (when not NULL) takes, given the record with its
+ * spec (dir not NULL: --resume auto), else of path; no tensor is read.
  * False when there is none. h->spec is not kept (NULL). */
-bool gr_ckpt_peek(const char *dir, const char *path, gr_ckpt_header *h);
+typedef bool (*gr_ckpt_peek_fn)(const gr_ckpt_header *h, void *ctx);
+bool gr_ckpt_peek(const char *dir, const char *path, gr_ckpt_peek_fn keep, void *ctx, gr_ckpt_header *h);
 
 /* The caller's check that a loaded checkpoint fits its job (the spec, the
  * position): GR_OK takes it; an error (its message naming path) rejects it. */

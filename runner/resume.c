@@ -63,11 +63,26 @@ static gr_status gr_job_fits(const char *path, const gr_ckpt_header *h, void *ct
     return GR_OK;
 }
 
+/* --resume auto's peek passes over checkpoints written for another job, as
+ * the pick will (gr_job_fits): their thread count is not the one resumed
+ * from (e2e_resume under load: another spec's newest checkpoint, trained
+ * with 1 thread, made the run resume step 80 of a 2-thread run at 1). */
+static bool gr_job_peek_same_spec(const gr_ckpt_header *h, void *ctx) {
+    gr_job *j = ctx;
+    char diff[64];
+    const bool same = !h->spec || gr_spec_diff(h->spec, gr_job_spec_text(j), diff, sizeof diff) == 0;
+    free(j->spec_text); /* made again once train.micro_batch: auto is resolved, as in gr_job_fits */
+    j->spec_text = NULL;
+    return same;
+}
+
 void gr_job_peek_threads(gr_job *j, const gr_run_options *opt) {
     j->ckpt_threads = 0;
     if (!opt->resume) return;
     gr_ckpt_header h;
-    if (gr_ckpt_peek(strcmp(opt->resume, "auto") == 0 ? j->ckpt_dir : NULL, opt->resume, &h)) j->ckpt_threads = (int)h.threads;
+    const bool is_auto = strcmp(opt->resume, "auto") == 0;
+    if (gr_ckpt_peek(is_auto ? j->ckpt_dir : NULL, opt->resume, is_auto ? gr_job_peek_same_spec : NULL, j, &h))
+        j->ckpt_threads = (int)h.threads;
 }
 
 static gr_status gr_job_pick(gr_job *j, const gr_run_options *opt, int64_t spe, int64_t total, gr_error *err) {

@@ -263,7 +263,10 @@ expect 0 -- "$G" "$T/base.yaml" --set checkpoint.every_steps=20 --set checkpoint
 check "checkpoint.keep=2: exactly step-80 and step-100 remain, LATEST names step-100" bash -c "
     cd '$T/keep2/checkpoints' && [ \"\$(ls | tr '\n' ' ')\" = 'LATEST step-000000080.h5 step-000000100.h5 ' ] &&
     [ \"\$(cat LATEST)\" = step-000000100.h5 ]"
-expect 0 -- "$G" "$T/other.yaml" --set checkpoint.every_steps=20 --run-dir "$T/other" --quiet
+# another spec's checkpoints, trained with 1 thread: --resume auto skips them, and must then
+# resume with the thread count of the checkpoint it resumes from, not theirs (it took theirs,
+# and lost exactness, when a loaded machine ran this at 1 thread: the peek now skips them too)
+expect 0 -- "$G" "$T/other.yaml" --set checkpoint.every_steps=20 --threads 1 --run-dir "$T/other" --quiet
 C=$T/tmpl/checkpoints
 ck() { printf '%s/step-%09d.h5' "$1" "$2"; }
 
@@ -344,6 +347,9 @@ resume_auto flipped "skipping $(ck "$A" 100): $(ck "$A" 100): /params/conv1/weig
 auto other; cp "$F/other.h5" "$(ck "$A" 100)"
 resume_auto other "skipping $(ck "$A" 100): $(ck "$A" 100): /params/conv0/weight: shape [8, 1, 3, 3], but [16, 1, 3, 3] is expected" \
     "resuming from $(ck "$A" 80) at step 80"
+check "--resume auto past another spec's 1-thread checkpoint: step 80's ${THREADS[1]} threads (summary.json)" \
+    "$PY" -c 'import json, sys; s = json.load(open(sys.argv[1])); assert s["threads"] == int(sys.argv[2]), s["threads"]' \
+    "$T/a_other/summary.json" "${THREADS[1]}"
 check "after resuming from 80 past a bad step-100, the next commit replaced it" \
     "$PY" "$H" verify "$(ck "$A" 100)" step=100
 auto two_bad; cp "$F/truncated.h5" "$(ck "$A" 100)"; cp "$(ck "$A" 80)" "$T/x.h5"
