@@ -449,11 +449,7 @@ gr_status gr_job_model(gr_job *j, gr_error *err) {
 void gr_job_say_staged(const gr_job *j, bool quiet) {
     char ops[256];
     if (quiet) return;
-    bool attn = false;
-    for (int i = 0; i < j->g.n_forward; i++) attn |= j->g.nodes[i].op == GR_OP_ATTENTION;
-    if (attn && strcmp(gr_backend_name(j->be), "cuda") == 0) /* the slower path, said */
-        fprintf(stderr, "gpurun: attention on cuda runs gpurun's own kernel (a thread a query row); cuDNN's fused "
-                "attention is not used yet\n");
+    /* attention on cuda says its own kernel choice (cudnn_sdpa.c), at its first step */
     if (!j->train_plan.n_staged) return;
     fprintf(stderr, "gpurun: precision %s: the %s backend has no native %s kernel for %s; they compute in fp32 "
             "on converted copies of their %s tensors\n", gr_precision_name(j->spec->precision),
