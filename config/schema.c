@@ -88,6 +88,7 @@ const gr_spec_row gr_spec_rows[] = {
     FLOATS("data.normalize.std", GR_SF_REQ | GR_SF_LOX, 0, INFINITY, NULL, NULL, data.std, data.n_std),
     ENUMSTR("data.cache", "auto|memory|none", "auto", data.cache),
     INT("data.seq_len", 0, 1, 1 << 24, NULL, data.seq_len),
+    ENUM("data.on_error", "fail|skip", "fail", data.on_error),
 
     SECTION("model", GR_SF_REQ),
     {.path = "model.input", .type = GR_ST_INTS, .ilo = 1, .ihi = 1 << 30, .off = GR_OFF(model.input),

@@ -111,6 +111,7 @@ typedef struct gr_job_spec {
         double mean[GR_MAX_CHANNELS], std[GR_MAX_CHANNELS]; /* std > 0 */
         char cache[16];           /* auto | memory | none; default auto */
         int64_t seq_len;          /* T of token windows (a split of 1-D `tokens`), 1..2^24; 0 = not given */
+        int on_error;             /* an encoded sample that does not decode: 0 fail (exit 3), 1 skip (counted) */
     } data;
 
     struct {

@@ -168,6 +168,11 @@ typedef struct gr_batch {
     int64_t sample_in_epoch; /* position of the first sample within this rank's epoch */
     bool last_in_epoch;
     void *device;         /* free for the ready hook (e.g. the batch's device copy) */
+    /* data.on_error skip (gr_loader_config.skip_damaged): samples of this
+     * batch that did not decode, each replaced by the next sample in file
+     * order that does; the first one's error, naming it and its stand-in */
+    int64_t skipped;
+    gr_error skip_first;
 } gr_batch;
 
 typedef struct gr_loader_config {
@@ -181,6 +186,11 @@ typedef struct gr_loader_config {
     gr_augment aug;       /* crop and flip per sample (zeroed: none) */
     int prefetch;         /* batch buffers in the ring (>= 1) */
     int workers;          /* decode threads; 0 = batches are made inside gr_loader_next */
+    /* An encoded sample that does not decode: false, the batch fails (exit
+     * 3 naming it); true (data.on_error skip), the next sample in file order
+     * that decodes takes its place, with its own draws and label, and the
+     * batch counts it (gr_batch.skipped). */
+    bool skip_damaged;
     /* The fields to deliver, in this order, into the batch's fields[] (read
      * by gr_loader_open*, not kept: names and statistics are copied). None
      * (nfields 0): the batch's x and y from the source's `image` and

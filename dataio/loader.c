@@ -42,6 +42,7 @@
 #include <string.h>
 
 #define GR_LOADER_SHUFFLE_KEY 0x53485546464c4531ull /* "SHUFFLE1" */
+#define GR_LOADER_SKIP_MAX 64 /* data.on_error skip: stand-ins tried for one damaged sample */
 
 typedef enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_FULL, SLOT_HELD } slot_state;
 
@@ -61,6 +62,7 @@ typedef struct loader_worker {
     bool started;
     int64_t *idx;        /* one batch of sample indices */
     gr_source_reader rd; /* this thread's reads from the source */
+    gr_source_reader sub; /* the stand-ins of damaged samples (data.on_error skip) */
     void *scratch;       /* gr_decode_sample */
     gr_enc_scratch enc;  /* an encoded split's decodes */
 } loader_worker;
@@ -174,8 +176,48 @@ static gr_status loader_fill_fields(gr_loader *ld, loader_worker *w, gr_batch *b
     return GR_OK;
 }
 
+/* Unlocked: sample s of an encoded split into slot i of b, image and label.
+ * One that does not decode fails the batch (exit 3 naming it) or, under
+ * skip_damaged, gives its place to the next sample in file order that
+ * decodes (s+1, s+2, ... mod N; GR_LOADER_SKIP_MAX tries), with that one's
+ * own draws and label, so a batch stays a pure function of (seed, epoch,
+ * index) whatever the workers. Counted once per place in b->skipped. */
+static gr_status loader_encoded_sample(gr_loader *ld, loader_worker *w, gr_batch *b, int64_t i, int64_t s,
+                                       gr_error *err) {
+    gr_source_reader *rd = &w->rd;
+    gr_error first;
+    first.msg[0] = '\0';
+    for (int64_t k = 0;; k++) {
+        const int64_t at = (s + k) % ld->n;
+        gr_status st;
+        if (k > 0 && (st = gr_source_fetch(rd = &w->sub, &at, 1, err)) != GR_OK) return st;
+        size_t bytes, sb;
+        const void *p = gr_source_view(rd, at, ld->f.image, &bytes);
+        const uint16_t *hwc = gr_source_view(rd, at, ld->f.shape, &sb);
+        gr_error e;
+        st = gr_loader_decode_encoded(&ld->dec, &ld->cfg.aug, ld->src, ld->f.image, p, bytes, hwc, ld->cfg.seed,
+                                      b->epoch, at, b->x + i * ld->out_elems, &w->enc, &e);
+        if (st == GR_OK) {
+            memcpy(&b->y[i], gr_source_view(rd, at, ld->f.label, &bytes), sizeof b->y[i]);
+            if (k > 0 && b->skipped++ == 0)
+                gr_error_set(&b->skip_first, GR_ERR_DATA, "%s; sample %lld took its place", first.msg, (long long)at);
+            return GR_OK;
+        }
+        if (k == 0) first = e;
+        if (st != GR_ERR_DATA || !ld->cfg.skip_damaged) {
+            *err = e;
+            return st;
+        }
+        if (k + 1 == GR_LOADER_SKIP_MAX || k + 1 == ld->n)
+            return gr_error_set(err, GR_ERR_DATA, "%s (data.on_error skip: the %lld samples from %lld on in file "
+                                "order do not decode either; the split looks damaged as a whole)", first.msg,
+                                (long long)(k + 1), (long long)s);
+    }
+}
+
 /* Unlocked: makes the batch whose indices are in w->idx. */
 static gr_status loader_fill(gr_loader *ld, loader_worker *w, gr_batch *b, gr_error *err) {
+    b->skipped = 0;
     gr_status st = gr_source_fetch(&w->rd, w->idx, b->n, err);
     if (st != GR_OK) return st;
     for (int64_t i = 0; i < b->n && b->nfields; i++)
@@ -186,11 +228,8 @@ static gr_status loader_fill(gr_loader *ld, loader_worker *w, gr_batch *b, gr_er
         size_t bytes;
         const void *p = gr_source_view(&w->rd, s, ld->f.image, &bytes);
         if (ld->f.shape >= 0) {
-            size_t sb;
-            const uint16_t *hwc = gr_source_view(&w->rd, s, ld->f.shape, &sb);
-            st = gr_loader_decode_encoded(&ld->dec, &ld->cfg.aug, ld->src, ld->f.image, p, bytes, hwc, ld->cfg.seed,
-                                          b->epoch, s, b->x + i * ld->out_elems, &w->enc, err);
-            if (st != GR_OK) return st;
+            if ((st = loader_encoded_sample(ld, w, b, i, s, err)) != GR_OK) return st;
+            continue;
         } else {
             gr_augment_draw(&ld->cfg.aug, ld->in_chw[1], ld->in_chw[2], ld->cfg.seed, b->epoch, s, &t);
             gr_decode_sample(&ld->dec, p, &t, b->x + i * ld->out_elems, w->scratch);
@@ -244,6 +283,7 @@ static void *loader_worker_main(void *arg) {
 static void worker_free(loader_worker *w) {
     free(w->idx);
     gr_source_reader_free(&w->rd);
+    gr_source_reader_free(&w->sub);
     free(w->scratch);
     gr_enc_scratch_free(&w->enc);
 }
@@ -505,6 +545,7 @@ gr_status gr_loader_open_source(gr_source *src, const gr_loader_config *cfg, gr_
         w->ld = ld;
         w->idx = gr_xmalloc((size_t)cfg->batch * sizeof *w->idx);
         gr_source_reader_init(&w->rd, src);
+        if (f.shape >= 0) gr_source_reader_init(&w->sub, src);
         if (f.image >= 0) w->scratch = gr_xmalloc(gr_decoder_scratch_bytes(&ld->dec));
     }
     /* workers start with every signal blocked, so SIGTERM/SIGINT reach the

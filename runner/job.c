@@ -469,6 +469,7 @@ void gr_job_loader_config(const gr_job *j, gr_loader_config *lc) {
     memcpy(lc->std, j->std, sizeof lc->std);
     lc->prefetch = (int)s->data.prefetch;
     lc->workers = (int)s->data.workers;
+    lc->skip_damaged = s->data.on_error == 1;
 }
 
 /* Batch buffers from the backend: page-locked memory on a GPU. */

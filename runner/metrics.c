@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../dataio/dataio.h"
 #include "json.h"
 #include "rundir.h"
 
@@ -113,6 +114,17 @@ void gr_metrics_begin(gr_metrics *mx, const gr_metrics_run *run) {
     mx->steps_window = 0;
     mx->eval_s = 0.0;
     mx->comm_s = 0.0;
+}
+
+void gr_metrics_data_skipped(gr_metrics *mx, const struct gr_batch *b) {
+    if (!b->skipped) return;
+    const int64_t before = mx->data_skipped;
+    mx->data_skipped += b->skipped;
+    if (before >= 10) return;
+    fprintf(stderr, "gpurun: data.on_error skip: %s%s\n", b->skip_first.msg,
+            b->skipped > 1 ? " (and others of this batch)" : "");
+    if (mx->data_skipped >= 10) fprintf(stderr, "gpurun: data.on_error skip: further skipped samples are counted "
+                                        "in summary.json's data_skipped, not said\n");
 }
 
 double gr_metrics_time_s(const gr_metrics *mx) { return mx->rec.time0 + (gr_now() - mx->t0); }
@@ -273,6 +285,7 @@ static gr_status gr_metrics_summary_write(gr_metrics *mx, const char *status, in
     gr_json_int(&js, "params", r->params);
     gr_json_num(&js, "data_wait_s", data_wait_s);
     gr_json_num(&js, "data_wait_pct", wall - eval_s > 0 ? 100.0 * data_wait_s / (wall - eval_s) : 0.0);
+    gr_json_int(&js, "data_skipped", mx->data_skipped);
     gr_json_int(&js, "world_size", r->world > 1 ? r->world : 1);
     gr_json_num(&js, "comm_s", mx->comm_s);
     gr_json_int(&js, "grad_buckets", mx->grad_buckets);

@@ -79,7 +79,13 @@ typedef struct gr_metrics {
     gr_health health;              /* the device's figures on each train line and in the summary */
     size_t device_peak_bytes;      /* what the backend's allocations held at most (gr_backend_mem_peak) */
     double wall_s;                 /* set by gr_metrics_summary */
+    int64_t data_skipped;          /* samples skipped under data.on_error skip (gr_metrics_data_skipped) */
 } gr_metrics;
+
+/* A batch's samples skipped under data.on_error skip: counted for
+ * summary.json's data_skipped, the first ten said on stderr. */
+struct gr_batch;
+void gr_metrics_data_skipped(gr_metrics *mx, const struct gr_batch *b);
 
 /* Nothing open, nothing recorded yet (the record's figures NaN). */
 void gr_metrics_init(gr_metrics *mx, bool quiet);

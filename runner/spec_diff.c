@@ -12,6 +12,8 @@
 static const char *const gr_diff_free[] = {
     "name", "device", "deterministic", "cuda_graph", "cudnn_benchmark", "log.", "checkpoint.", "eval.",
     "data.workers", "data.prefetch", "data.cache", "parallel.", "train.steps", "train.epochs",
+    /* a run stopped by a damaged sample (exit 3) resumes with data.on_error: skip */
+    "data.on_error",
     /* the optimizer step's batch stays; a smaller device may take it in more micro-batches (micro_batch: auto) */
     "train.micro_batch",
 };

@@ -135,6 +135,7 @@ gr_status gr_job_evaluate(gr_job *j, gr_eval *e, gr_error *err) {
         }
         if ((st = gr_loader_next(j->val_ld, &b, err))) return st;
         GR_ASSERT(b->index == i);
+        gr_metrics_data_skipped(&j->mx, b);
         if (i % j->dp.comm.world == j->dp.comm.rank) { /* data parallelism: every world-th batch */
             gr_train_micro_step_hooked(&j->eval_plan, b, &ctx, &s, true, NULL);
             seen += b->n;

@@ -5,7 +5,8 @@
 # from one: `gpurun plan` says [3, S, S] from data.augment.crop.size; the
 # losses are the same with 1 and 2 loader workers and across a --resume; a
 # missing crop size is exit 2 naming the key; a damaged JPEG is exit 3 naming
-# the file, the dataset and the sample; predict refuses the job. The round
+# the file, the dataset and the sample, or under data.on_error: skip is
+# replaced and counted, the same with 1 and 2 workers; predict refuses the job. The round
 # trip itself is test_convert_imagefolder_encoded's. No Python needed.
 #
 #   bash tests/e2e_jpeg.sh GPURUN_BINARY SOURCE_DIR TMPDIR
@@ -84,4 +85,17 @@ off=$(LC_ALL=C grep -obUaP '\xff\xd8\xff' "$T/bad.h5" | head -n 1 | cut -d: -f1)
 printf '%064d' 0 | dd of="$T/bad.h5" bs=1 seek=$((off + 2)) conv=notrunc 2>/dev/null
 sed "s|$J|$T/bad.h5|" "$T/w2.yaml" >"$T/bad.yaml"
 expect_fail 3 "$T/bad.h5: /train/encoded: sample " ": cannot decode: " -- "$G" "$T/bad.yaml" --run-dir "$T/rb"
+# data.on_error skip: the next sample in file order takes its place, counted, the same with 1 and 2 workers
+sed 's|^  workers: 2|  workers: 2\n  on_error: skip|' "$T/bad.yaml" >"$T/skip2.yaml"
+sed 's|^  workers: 2|  workers: 1\n  on_error: skip|' "$T/bad.yaml" >"$T/skip1.yaml"
+expect 0 "data.on_error skip: $T/bad.h5: /train/encoded: sample " "took its place" -- \
+    "$G" "$T/skip2.yaml" --run-dir "$T/rs2"
+expect_ok "done: 8 steps" -- "$G" "$T/skip1.yaml" --run-dir "$T/rs1"
+losses "$T/rs2" >"$T/ls2"
+losses "$T/rs1" >"$T/ls1"
+check "8 losses with a damaged sample skipped" test "$(wc -l <"$T/ls2")" -eq 8
+check "skipping: the same losses with 1 and 2 loader workers" cmp "$T/ls1" "$T/ls2"
+check "skipping changes the batches that held the damaged sample" bash -c "! cmp -s '$T/ls2' '$T/l2'"
+check "summary.json counts the skipped samples" grep -qE '"data_skipped":[1-9]' "$T/rs2/summary.json"
+check "an undamaged run skips none" grep -q '"data_skipped":0' "$T/r2/summary.json"
 e2e_done
