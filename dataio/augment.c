@@ -38,29 +38,48 @@ gr_status gr_augment_check(const gr_augment *a, int64_t H, int64_t W, const char
     return GR_OK;
 }
 
-static void draw_resized(const gr_augment *a, int64_t H, int64_t W, uint64_t key, uint64_t base, gr_xform *t) {
+void gr_augment_rrc_box(const gr_augment *a, int64_t H, int64_t W, gr_rrc_draw_fn draw, void *ctx, gr_xform *t) {
     const double area = (double)H * (double)W;
-    const double lr0 = log(a->ratio[0]), lr1 = log(a->ratio[1]);
     for (int k = 0; k < 10; k++) {
-        uint64_t c = base + DRAW_TRY + 4 * (uint64_t)k;
-        double target = area * (a->scale[0] + (a->scale[1] - a->scale[0]) * draw_u01(key, c));
-        double aspect = exp(lr0 + (lr1 - lr0) * draw_u01(key, c + 1));
-        int64_t w = round_even(sqrt(target * aspect)), h = round_even(sqrt(target / aspect));
+        const double target = area * draw(ctx, k, GR_RRC_AREA, 0), aspect = draw(ctx, k, GR_RRC_ASPECT, 0);
+        const int64_t w = round_even(sqrt(target * aspect)), h = round_even(sqrt(target / aspect));
         if (w > 0 && w <= W && h > 0 && h <= H) {
-            t->y0 = draw_int(key, c + 2, H - h + 1);
-            t->x0 = draw_int(key, c + 3, W - w + 1);
+            t->y0 = (int64_t)draw(ctx, k, GR_RRC_ROW, H - h + 1);
+            t->x0 = (int64_t)draw(ctx, k, GR_RRC_COL, W - w + 1);
             t->h = h, t->w = w;
             return;
         }
     }
     /* torchvision's fallback: the centre box with the ratio clamped */
-    double in_ratio = (double)W / (double)H;
+    const double in_ratio = (double)W / (double)H;
     int64_t w = W, h = H;
     if (in_ratio < a->ratio[0]) h = round_even((double)w / a->ratio[0]);
     else if (in_ratio > a->ratio[1]) w = round_even((double)h * a->ratio[1]);
     t->h = h, t->w = w;
     t->y0 = (H - h) / 2;
     t->x0 = (W - w) / 2;
+}
+
+/* gr_augment_draw's draws for gr_augment_rrc_box: counters base + DRAW_TRY + 4k + what. */
+typedef struct rrc_hashed {
+    const gr_augment *a;
+    uint64_t key, base;
+    double lr0, lr1;
+} rrc_hashed;
+
+static double rrc_hashed_draw(void *ctx, int k, int what, int64_t n) {
+    const rrc_hashed *r = ctx;
+    const uint64_t c = r->base + DRAW_TRY + 4 * (uint64_t)k + (uint64_t)what;
+    switch (what) {
+    case GR_RRC_AREA: return r->a->scale[0] + (r->a->scale[1] - r->a->scale[0]) * draw_u01(r->key, c);
+    case GR_RRC_ASPECT: return exp(r->lr0 + (r->lr1 - r->lr0) * draw_u01(r->key, c));
+    default: return (double)draw_int(r->key, c, n);
+    }
+}
+
+static void draw_resized(const gr_augment *a, int64_t H, int64_t W, uint64_t key, uint64_t base, gr_xform *t) {
+    rrc_hashed r = {a, key, base, log(a->ratio[0]), log(a->ratio[1])};
+    gr_augment_rrc_box(a, H, W, rrc_hashed_draw, &r, t);
 }
 
 void gr_augment_draw(const gr_augment *a, int64_t H, int64_t W, uint64_t seed, int64_t epoch, int64_t sample,

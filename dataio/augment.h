@@ -55,6 +55,17 @@ gr_status gr_augment_check(const gr_augment *a, int64_t H, int64_t W, const char
 void gr_augment_draw(const gr_augment *a, int64_t H, int64_t W, uint64_t seed, int64_t epoch, int64_t sample,
                      gr_xform *t);
 
+/* torchvision's RandomResizedCrop.get_params on an H x W image (a's scale
+ * and ratio), its random numbers from draw(ctx, k, what, n) for try k of 10:
+ * GR_RRC_AREA the area fraction (uniform in scale), GR_RRC_ASPECT the aspect
+ * ratio w/h (log-uniform in ratio), then, for a box that fits, GR_RRC_ROW and
+ * GR_RRC_COL its offsets, integers in [0, n) (as doubles); after 10 misses
+ * the centre fallback. gr_augment_draw's RESIZED crop is this with its
+ * counter-based draws; test_rrc_golden feeds torchvision's recorded ones. */
+enum { GR_RRC_AREA, GR_RRC_ASPECT, GR_RRC_ROW, GR_RRC_COL };
+typedef double (*gr_rrc_draw_fn)(void *ctx, int k, int what, int64_t n);
+void gr_augment_rrc_box(const gr_augment *a, int64_t H, int64_t W, gr_rrc_draw_fn draw, void *ctx, gr_xform *t);
+
 /* Stored values -> normalized floats, C,H,W order. */
 typedef struct gr_decoder {
     gr_dtype dtype;
