@@ -258,18 +258,28 @@ static void y_pass(const float *restrict r0, const float *restrict r1, float ly,
     for (int64_t x = 0; x < ow; x++) o[x] = (r0[x] + (r1[x] - r0[x]) * ly) * k + b;
 }
 
+/* The same for a sub-pixel box: from `off` (the box's start past its
+ * integer region's) with step `scale`, kept inside the region's n pixels. */
+static inline double sub_index(double off, double scale, int64_t i, int64_t n) {
+    double v = off + scale * ((double)i + 0.5) - 0.5;
+    return v < 0.0 ? 0.0 : v > (double)(n - 1) ? (double)(n - 1) : v;
+}
+
 /* Bilinear resize of the box (inside the image) to oh x ow, separable: each
  * source row an output row needs is converted to floats and interpolated
  * along x once (two kept, since the rows needed only move down), then the
- * two rows are blended along y and normalized in one pass. */
-static void decode_resized(const gr_decoder *d, const void *src, const gr_xform *t, float *dst, void *scratch) {
+ * two rows are blended along y and normalized in one pass. fbox (NULL: the
+ * integer box) is a sub-pixel box {y, x, h, w} inside t's. */
+static void decode_resized(const gr_decoder *d, const void *src, const gr_xform *t, const double *fbox, float *dst,
+                           void *scratch) {
     const strides s = element_strides(d);
     const int64_t oh = d->oh, ow = d->ow, bw = t->w;
     int32_t *xi = scratch;
     float *lx = (float *)(xi + ow), *ra = lx + ow, *rb = ra + ow, *f = rb + ow;
     const float sx = (float)t->w / (float)ow, sy = (float)t->h / (float)oh;
     for (int64_t x = 0; x < ow; x++) {
-        double v = source_index(sx, t->flip ? ow - 1 - x : x);
+        const int64_t xx = t->flip ? ow - 1 - x : x;
+        double v = fbox ? sub_index(fbox[1] - (double)t->x0, fbox[3] / (double)ow, xx, bw) : source_index(sx, xx);
         int64_t i = GR_MIN((int64_t)v, bw - 1);
         xi[x] = (int32_t)i;
         lx[x] = (float)(v - (double)i);
@@ -279,7 +289,7 @@ static void decode_resized(const gr_decoder *d, const void *src, const gr_xform 
         float *r0 = ra, *r1 = rb;
         int64_t have0 = -1, have1 = -1; /* source rows now in r0, r1 */
         for (int64_t y = 0; y < oh; y++) {
-            double v = source_index(sy, y);
+            double v = fbox ? sub_index(fbox[0] - (double)t->y0, fbox[2] / (double)oh, y, t->h) : source_index(sy, y);
             int64_t i = (int64_t)v;
             int64_t y0 = t->y0 + i, y1 = y0 + (i < t->h - 1 ? 1 : 0);
             float ly = (float)(v - (double)i);
@@ -311,5 +321,10 @@ static void decode_resized(const gr_decoder *d, const void *src, const gr_xform 
 
 void gr_decode_sample(const gr_decoder *d, const void *src, const gr_xform *t, float *dst, void *scratch) {
     if (t->h == d->oh && t->w == d->ow) decode_window(d, src, t, dst);
-    else decode_resized(d, src, t, dst, scratch);
+    else decode_resized(d, src, t, NULL, dst, scratch);
+}
+
+void gr_decode_sample_sub(const gr_decoder *d, const void *src, const gr_xform *t, const double fbox[4], float *dst,
+                          void *scratch) {
+    decode_resized(d, src, t, fbox, dst, scratch);
 }

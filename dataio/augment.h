@@ -87,5 +87,12 @@ size_t gr_decoder_scratch_bytes_for(int64_t w, int64_t ow);
 /* Decodes one stored sample (c*h*w elements at src) through t into
  * dst (c*oh*ow floats). scratch: gr_decoder_scratch_bytes, float-aligned. */
 void gr_decode_sample(const gr_decoder *d, const void *src, const gr_xform *t, float *dst, void *scratch);
+/* The same, resized always, from the sub-pixel box fbox = {y, x, h, w} (image
+ * coordinates) inside t's integer box, which bounds the pixels read: an
+ * output pixel's centre maps to fbox's start + (i + 0.5) * side / out - 0.5,
+ * kept inside t's box. The loader's crop of a JPEG decoded at a reduced
+ * DCT scale, whose box rarely falls on whole pixels there. */
+void gr_decode_sample_sub(const gr_decoder *d, const void *src, const gr_xform *t, const double fbox[4], float *dst,
+                          void *scratch);
 
 #endif

@@ -35,17 +35,22 @@ size_t gr_enc_scratch_estimate(int64_t size) {
     return 3 * (2 * s) * (2 * s) + gr_decoder_scratch_bytes_for(2 * size, size) + 3 * s * s;
 }
 
-/* The box t (stored-image coordinates) in an image decoded to dh x dw of a
- * stored H x W: scaled, rounded, kept inside. */
-static void box_scale(gr_xform *t, int64_t H, int64_t W, int64_t dh, int64_t dw) {
-    if (dh == H && dw == W) return;
-    const double fy = (double)dh / (double)H, fx = (double)dw / (double)W;
-    int64_t y0 = llround((double)t->y0 * fy), x0 = llround((double)t->x0 * fx);
-    int64_t h = GR_MAX(1, llround((double)t->h * fy)), w = GR_MAX(1, llround((double)t->w * fx));
-    y0 = GR_MAX(0, GR_MIN(y0, dh - 1));
-    x0 = GR_MAX(0, GR_MIN(x0, dw - 1));
+/* The box t (stored-image coordinates) in the region r of the image decoded
+ * at scale N/8: pixel edges x map to x N/8 there (DCT scaling turns each 8
+ * pixels into N), so the box is fbox = {y, x, h, w} in the region's
+ * coordinates, not on whole pixels; t becomes the integer box holding it,
+ * kept inside the region. */
+static void box_in_region(gr_xform *t, const gr_image_roi *r, double fbox[4]) {
+    const double k = r->scale_num / 8.0;
+    const int64_t rh = r->img.h, rw = r->img.w;
+    fbox[0] = GR_MAX(0.0, (double)t->y0 * k - (double)r->y0);
+    fbox[1] = GR_MAX(0.0, (double)t->x0 * k - (double)r->x0);
+    fbox[2] = GR_MIN((double)t->h * k, (double)rh - fbox[0]);
+    fbox[3] = GR_MIN((double)t->w * k, (double)rw - fbox[1]);
+    const int64_t y0 = GR_MIN((int64_t)floor(fbox[0]), rh - 1), x0 = GR_MIN((int64_t)floor(fbox[1]), rw - 1);
+    const int64_t y1 = GR_MIN((int64_t)ceil(fbox[0] + fbox[2]), rh), x1 = GR_MIN((int64_t)ceil(fbox[1] + fbox[3]), rw);
     t->y0 = y0, t->x0 = x0;
-    t->h = GR_MIN(h, dh - y0), t->w = GR_MIN(w, dw - x0);
+    t->h = GR_MAX(1, y1 - y0), t->w = GR_MAX(1, x1 - x0);
 }
 
 gr_status gr_loader_decode_encoded(const gr_decoder *dec, const gr_augment *aug, const gr_source *src, int field,
@@ -81,11 +86,11 @@ gr_status gr_loader_decode_encoded(const gr_decoder *dec, const gr_augment *aug,
         goto bad;
     }
     img = r.img;
-    /* the box in the scaled image, then in the region (which holds it: rounding may reach one pixel past) */
-    box_scale(&t, H, W, r.sh, r.sw);
-    t.y0 -= r.y0, t.x0 -= r.x0;
-    t.y0 = GR_MAX(0, GR_MIN(t.y0, img.h - 1)), t.x0 = GR_MAX(0, GR_MIN(t.x0, img.w - 1));
-    t.h = GR_MIN(t.h, img.h - t.y0), t.w = GR_MIN(t.w, img.w - t.x0);
+    /* at 8/8 the box is whole pixels of the region; scaled, a sub-pixel box in it */
+    double fbox[4];
+    const bool sub = r.scale_num != 8;
+    if (sub) box_in_region(&t, &r, fbox);
+    else t.y0 -= r.y0, t.x0 -= r.x0;
     const size_t need_rs = gr_decoder_scratch_bytes_for(img.w, S);
     if (need_rs > sc->rs_cap) {
         free(sc->rs);
@@ -93,7 +98,8 @@ gr_status gr_loader_decode_encoded(const gr_decoder *dec, const gr_augment *aug,
     }
     d.nhwc = true;
     d.h = img.h, d.w = img.w;
-    gr_decode_sample(&d, img.rgb, &t, dst, sc->rs);
+    if (sub) gr_decode_sample_sub(&d, img.rgb, &t, fbox, dst, sc->rs);
+    else gr_decode_sample(&d, img.rgb, &t, dst, sc->rs);
     gr_image_free(&img);
     return GR_OK;
 bad:
