@@ -14,9 +14,9 @@
 # stored sizes (computed, sum of 3 x H x W, not converted: sizes vary and `--store raw` resizes).
 # Pipeline, images/s, each: decode, RandomResizedCrop to 224 (torchvision's scale and ratio),
 # random horizontal flip, normalize with ImageNet's mean/std to float32, batches of BATCH,
-# shuffled; one warm-up batch, then BATCHES timed (default: one epoch less the warm-up batch;
-# each side reads ahead a few batches during the warm-up, so keep N/BATCH at 20 or more for a
-# real measurement); median of REPEAT runs:
+# shuffled; W warm-up batches (each worker makes whole batches: the first W come together),
+# then BATCHES rounded down to a multiple of W timed (default: one epoch less the warm-up; keep
+# N/BATCH at 20 or more for a real measurement); median of REPEAT runs:
 #   gpurun     gpurun_jpeg_bench loader: W decode threads; each decodes only the crop box's
 #              part of the JPEG at the smallest DCT scale that still covers 224 x 224;
 #              bytes pread per batch from the .h5 file;
@@ -40,7 +40,7 @@ N=${N:-3000}
 REPEAT=${REPEAT:-3}
 BATCH=${BATCH:-128}
 WORKERS=${WORKERS:-1 2}
-BATCHES=${BATCHES:-$((N / BATCH - 1))}
+BATCHES=${BATCHES:-$((N / BATCH - 2))}
 CLASSES=${CLASSES:-4}
 PY=/usr/bin/python3
 
@@ -59,7 +59,7 @@ if [ ${#need[@]} -gt 0 ]; then
     echo "bench/jpeg.sh: installing ${need[*]} (Debian's wallpapers: the photographs of the corpus)"
     apt-get install -y --no-install-recommends "${need[@]}" >/dev/null
 fi
-[ -x build/gpurun ] && [ -x build/gpurun_jpeg_bench ] || scripts/dev.sh build >/dev/null
+if [ ! -x build/gpurun ] || [ ! -x build/gpurun_jpeg_bench ]; then scripts/dev.sh build >/dev/null; fi
 
 mkdir -p data
 DIR=data/jpeg-photos-$N
@@ -81,7 +81,8 @@ t1=$EPOCHREALTIME
 xargs -a "$DIR.list" cat >/dev/null # into the page cache, for every side alike
 cat "$H5" >/dev/null
 
-echo "== bench/jpeg.sh: N=$N, batch $BATCH, $BATCHES timed batches, workers {$WORKERS}, repeat $REPEAT"
+echo "== bench/jpeg.sh: N=$N, batch $BATCH, $BATCHES timed batches (rounded down to a multiple of W)," \
+    "workers {$WORKERS}, repeat $REPEAT"
 echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, ISA: $(uname -m)$(
     for f in sse4_2 avx2 avx512f; do grep -qw $f /proc/cpuinfo && printf ' %s' $f; done)" \
     "(libjpeg-turbo's SIMD uses up to AVX2); OPENBLAS_* do not matter here (no GEMMs)"
@@ -104,11 +105,11 @@ print(f"convert: --store jpeg {dt:.2f} s ({n / dt:,.0f} images/s); {sys.argv[2]}
       f"{h5 / jpeg:.4f} x the {n} JPEGs' {jpeg:,} bytes ({jpeg / n / 1e3:.1f} KB each); raw uint8 at the "
       f"stored sizes (computed, sum of 3*H*W) {raw:,} bytes = {raw / h5:.1f} x the .h5")
 PYEOF
-[ "$(nproc)" -ge "$(echo $WORKERS | tr ' ' '\n' | sort -n | tail -n 1)" ] ||
+[ "$(nproc)" -ge "$(echo "$WORKERS" | tr ' ' '\n' | sort -n | tail -n 1)" ] ||
     echo "note: fewer cores than workers: the runs share cores, per-core numbers mean little"
 
 results=()
-for r in $(seq "$REPEAT"); do
+for _ in $(seq "$REPEAT"); do
     for w in $WORKERS; do
         results+=("gpurun $w $(build/gpurun_jpeg_bench loader "$H5" --batch "$BATCH" --workers "$w" --batches "$BATCHES")")
         results+=("pil $w $($PY bench/torch_jpeg_ref.py "$DIR" --decoder pil --batch "$BATCH" --workers "$w" --batches "$BATCHES" | tail -n 1)")

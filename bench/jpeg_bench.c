@@ -12,10 +12,13 @@
  *   decode only the crop box's part of each JPEG at the smallest DCT scale
  *   that still covers size x size (dataio/loader_encoded.c). The sample bytes
  *   are pread from the file per batch (an encoded split is never held in
- *   memory): from the page cache when the file was read before. One batch
- *   warms up (threads started, file open), then `batches` are timed (default:
- *   one epoch less the warm-up batch). Prints one JSON line: images_per_s,
- *   workers, batch, batches, images.
+ *   memory): from the page cache when the file was read before. Each worker
+ *   makes whole batches, so the first W batches (W workers, at least 1) come
+ *   at about the same time: they warm up (threads started, file open), and
+ *   then `batches`, rounded down to a multiple of W, are timed, so that the
+ *   window starts and ends on the same phase of the workers (default: one
+ *   epoch less the warm-up, so rounded). Prints one JSON line: images_per_s,
+ *   workers, batch, batches (timed), images.
  * decode: the ceiling without DCT scaling: every file named in LIST (one path
  *   a line) read into memory first (untimed), then decoded whole to RGB by
  *   libjpeg (jpeg_read_scanlines, JCS_RGB, default DCT and upsampling) on
@@ -100,10 +103,12 @@ static int jpeg_bench_loader(int argc, char **argv) {
         fprintf(stderr, "gpurun_jpeg_bench: %s\n", err.msg);
         return (int)err.status;
     }
-    if (batches < 0) batches = gr_loader_batches_per_epoch(ld) - 1;
+    const long long warm = workers > 1 ? workers : 1;
+    if (batches < 0) batches = gr_loader_batches_per_epoch(ld) - warm;
+    batches -= batches % warm;
     if (batches < 1) {
-        fprintf(stderr, "gpurun_jpeg_bench: %s%s: %lld samples make fewer than 2 batches of %lld\n", path, group,
-                (long long)gr_dataset_len(ds), batch);
+        fprintf(stderr, "gpurun_jpeg_bench: %s%s: %lld samples make too few batches of %lld to warm up %lld and "
+                        "time %lld\n", path, group, (long long)gr_dataset_len(ds), batch, warm, warm);
         return 2;
     }
     int64_t chw[3];
@@ -112,14 +117,14 @@ static int jpeg_bench_loader(int argc, char **argv) {
     gr_batch *b = NULL;
     double sink = 0.0, t0 = 0.0;
     int64_t n = 0;
-    for (long long i = 0; i <= batches; i++) {
-        if (i == 1) t0 = gr_now(); /* batch 0 is the warm-up */
+    for (long long i = 0; i < warm + batches; i++) {
+        if (i == warm) t0 = gr_now(); /* batches 0..warm-1 are the warm-up */
         if (gr_loader_next(ld, &b, &err) != GR_OK) {
             fprintf(stderr, "gpurun_jpeg_bench: %s\n", err.msg);
             return (int)err.status;
         }
         sink += (double)b->x[(i * 7919) % (b->n * elems)]; /* touch the batch, as a consumer would */
-        if (i > 0) n += b->n;
+        if (i >= warm) n += b->n;
         gr_loader_release(ld, b);
     }
     const double dt = gr_now() - t0;

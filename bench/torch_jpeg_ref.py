@@ -15,8 +15,10 @@ when the files were read before) per sample, with the usual ImageNet training tr
                    ConvertImageDtype(float32), Normalize(ImageNet mean, std).
 Shuffled, drop_last, --workers persistent worker processes (each torch.set_num_threads(1), as
 DataLoader sets it), the default collate, no pinned memory. The stream crosses epochs as a
-training loop does. One batch warms up (workers started), then --batches batches are timed
-(default: one epoch less the warm-up batch).
+training loop does. Each worker makes whole batches, so the first W batches (W workers, at
+least 1) come at about the same time: they warm up (workers started), then --batches, rounded
+down to a multiple of W, are timed (default: one epoch less the warm-up, so rounded), as
+bench/jpeg_bench.c does.
 Prints one JSON line: {"images_per_s": ..., "workers": ..., "batch": ..., "batches": ...,
 "images": ..., "decoder": ...}
 
@@ -69,13 +71,16 @@ def main():
         ap.error("--batch and --size must be >= 1, --workers and --batches >= 0")
 
     ds = dataset(a.dir, a.decoder, a.size)
-    batches = a.batches or len(ds) // a.batch - 1
+    warm = max(1, a.workers)
+    batches = a.batches or len(ds) // a.batch - warm
+    batches -= batches % warm
     if batches < 1:
-        ap.error(f"{a.dir}: {len(ds)} images make fewer than 2 batches of {a.batch}")
+        ap.error(f"{a.dir}: {len(ds)} images make too few batches of {a.batch} to warm up {warm} and time {warm}")
     dl = DataLoader(ds, batch_size=a.batch, shuffle=True, drop_last=True, num_workers=a.workers,
                     pin_memory=False, persistent_workers=a.workers > 0)
     it = endless(dl)
-    next(it)  # warm-up
+    for _ in range(warm):
+        next(it)
     n = 0
     sink = 0.0
     t0 = time.perf_counter()
