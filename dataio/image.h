@@ -90,9 +90,10 @@ typedef struct gr_image_roi {
 /* The part of an encoded image covering box = {bx, by, bw, bh, out_w,
  * out_h}: the full-size box [bx, bx + bw) x [by, by + bh) (within the image)
  * that is to become out_w x out_h pixels. A JPEG is decoded at the smallest
- * scale N/8 at which the box still covers out_w x out_h (libjpeg's DCT
- * scaling: a 448-pixel box for 224 output pixels decodes at 4/8, a quarter
- * of the pixels), and only the rows the box touches and its columns, widened
+ * scale N/8, N = 1, 2, 4 or 8 (the ones libjpeg-turbo has SIMD code for), at
+ * which the box still covers out_w x out_h (libjpeg's DCT scaling: a
+ * 448-pixel box for 224 output pixels decodes at 4/8, a quarter of the
+ * pixels), and only the rows the box touches and its columns, widened
  * to whole iMCU columns and one more on each side (jpeg_skip_scanlines,
  * jpeg_crop_scanline): at 8/8 the box's pixels are a full decode's, bit for
  * bit (test_image_roi); scaled, the box resized agrees with the full

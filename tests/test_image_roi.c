@@ -1,6 +1,7 @@
 /* test_image_roi.c — gr_image_decode_roi (dataio/image.c), the partial,
  * reduced-scale decode the loader's JPEG path is to crop with (issue 26):
- *   - the scale: the smallest N/8 whose scaled box still covers the output;
+ *   - the scale: the smallest N/8, N = 1, 2, 4 or 8, whose scaled box still
+ *     covers the output;
  *   - at scale 8/8 the box's pixels are the full decode's, bit for bit, on
  *     the iMCU grid (16 pixels for 4:2:0) and off it, at the image's edges
  *     too; the region starts on the iMCU column before the box;
@@ -151,7 +152,8 @@ int main(void) {
     CHECK(gr_image_decode_mem(jpg, n, GR_IMAGE_MAX_SIDE, &full, why) && full.w == W && full.h == H);
     test_scale_one(jpg, n, &full);
     /* scales: the smallest N with ceil(bs N / 8) >= out */
-    test_scaled(jpg, n, &full, 40, 24, 320, 224, 6);
+    test_scaled(jpg, n, &full, 40, 24, 320, 224, 8); /* not 6/8: only 1, 2, 4, 8 (image.c says why) */
+    test_scaled(jpg, n, &full, 40, 24, 320, 160, 4);
     test_scaled(jpg, n, &full, 80, 40, 256, 64, 2);
     test_scaled(jpg, n, &full, 0, 0, 352, 40, 1);
     test_scaled(jpg, n, &full, 96, 64, 200, 100, 4);

@@ -1,7 +1,7 @@
 /* test_loader_encoded_scaled.c — the loader's training crop of an encoded
  * sample (gr_loader_decode_encoded, dataio/loader_encoded.c) on a large
  * photo-like JPEG (1600 x 1200, q90, 4:2:0), where RandomResizedCrop boxes
- * of 8-100% of the area at S = 64 decode at DCT scales 1/8 .. 3/8:
+ * of 8-100% of the area at S = 64 decode at DCT scales 1/8 and 2/8:
  *   - the output is the box of the full decode reduced to S x S by area
  *     averaging (gr_image_resize: what an antialiased resize, PIL's, does),
  *     within 37 dB PSNR for every box and 42 dB on average over 40 boxes
