@@ -147,7 +147,9 @@ void gr_decoder_free(gr_decoder *d) {
 size_t gr_decoder_scratch_bytes_for(int64_t w, int64_t ow) {
     /* resize: x taps and weights, two interpolated rows, one box row (at
      * most the image width, plus one) */
-    return (size_t)ow * (sizeof(int32_t) + 3 * sizeof(float)) + (size_t)(w + 1) * sizeof(float) + 64;
+    /* decode_resized_rgb8: two tap arrays, weights, a blended row of w x 3 */
+    const size_t rgb8 = (size_t)ow * (2 * sizeof(int32_t) + sizeof(float)) + (size_t)w * 3 * sizeof(float) + 64;
+    return GR_MAX(rgb8, (size_t)ow * (sizeof(int32_t) + 3 * sizeof(float)) + (size_t)(w + 1) * sizeof(float) + 64);
 }
 
 size_t gr_decoder_scratch_bytes(const gr_decoder *d) { return gr_decoder_scratch_bytes_for(d->w, d->ow); }
@@ -258,6 +260,25 @@ static void y_pass(const float *restrict r0, const float *restrict r1, float ly,
     for (int64_t x = 0; x < ow; x++) o[x] = (r0[x] + (r1[x] - r0[x]) * ly) * k + b;
 }
 
+/* decode_resized_rgb8's passes: two byte rows blended along y into floats
+ * (n = the box's width x 3, contiguous: vectorizes), then each output pixel
+ * of channel c interpolated along x from them (taps xa, xb: pixel offsets x
+ * 3) and normalized. */
+GR_MULTIVERSION
+static void rgb8_y_pass(const uint8_t *restrict r0, const uint8_t *restrict r1, float ly, int64_t n,
+                        float *restrict f) {
+    for (int64_t i = 0; i < n; i++) f[i] = (float)r0[i] + ((float)r1[i] - (float)r0[i]) * ly;
+}
+
+GR_MULTIVERSION
+static void rgb8_x_pass(const float *restrict f, const int32_t *restrict xa, const int32_t *restrict xb,
+                        const float *restrict lx, float k, float b, int64_t ow, float *restrict o) {
+    for (int64_t x = 0; x < ow; x++) {
+        const float a = f[xa[x]], e = f[xb[x]];
+        o[x] = (a + (e - a) * lx[x]) * k + b;
+    }
+}
+
 /* The same for a sub-pixel box: from `off` (the box's start past its
  * integer region's) with step `scale`, kept inside the region's n pixels. */
 static inline double sub_index(double off, double scale, int64_t i, int64_t n) {
@@ -319,12 +340,49 @@ static void decode_resized(const gr_decoder *d, const void *src, const gr_xform 
     }
 }
 
+/* decode_resized for interleaved RGB bytes (decoded JPEGs, stored HWC
+ * images), y first: each output row blends its two source rows' bytes of
+ * the box, all three channels at once, then interpolates along x. Per output
+ * row that is the box's width x 3 contiguous blends plus ow x 3 gathers,
+ * where x first made about two source rows x ow x 3 scalar byte taps (a
+ * third of the JPEG loader's time went there). The same taps and weights;
+ * the order of the two lerps differs, so results differ from decode_resized's
+ * in the last bits (test_loader_augment bounds it). */
+static void decode_resized_rgb8(const gr_decoder *d, const uint8_t *src, const gr_xform *t, const double *fbox,
+                                float *dst, void *scratch) {
+    const int64_t oh = d->oh, ow = d->ow, bw = t->w, row = d->w * 3;
+    int32_t *xa = scratch, *xb = xa + ow;
+    float *lx = (float *)(xb + ow), *f = lx + ow;
+    const float sx = (float)t->w / (float)ow, sy = (float)t->h / (float)oh;
+    for (int64_t x = 0; x < ow; x++) {
+        const int64_t xx = t->flip ? ow - 1 - x : x;
+        double v = fbox ? sub_index(fbox[1] - (double)t->x0, fbox[3] / (double)ow, xx, bw) : source_index(sx, xx);
+        int64_t i = GR_MIN((int64_t)v, bw - 1);
+        xa[x] = (int32_t)(i * 3);
+        xb[x] = (int32_t)(GR_MIN(i + 1, bw - 1) * 3);
+        lx[x] = (float)(v - (double)i);
+    }
+    for (int64_t y = 0; y < oh; y++) {
+        double v = fbox ? sub_index(fbox[0] - (double)t->y0, fbox[2] / (double)oh, y, t->h) : source_index(sy, y);
+        int64_t i = (int64_t)v;
+        const int64_t y0 = t->y0 + i, y1 = y0 + (i < t->h - 1 ? 1 : 0);
+        const uint8_t *r0 = src + y0 * row + t->x0 * 3, *r1 = src + y1 * row + t->x0 * 3;
+        rgb8_y_pass(r0, r1, (float)(v - (double)i), bw * 3, f);
+        for (int c = 0; c < 3; c++)
+            rgb8_x_pass(f + c, xa, xb, lx, d->scale[c], d->bias[c], ow, dst + (c * oh + y) * ow);
+    }
+}
+
+static bool is_rgb8(const gr_decoder *d) { return d->dtype == GR_DT_UINT8 && d->nhwc && d->c == 3; }
+
 void gr_decode_sample(const gr_decoder *d, const void *src, const gr_xform *t, float *dst, void *scratch) {
     if (t->h == d->oh && t->w == d->ow) decode_window(d, src, t, dst);
+    else if (is_rgb8(d) && t->y0 >= 0 && t->x0 >= 0) decode_resized_rgb8(d, src, t, NULL, dst, scratch);
     else decode_resized(d, src, t, NULL, dst, scratch);
 }
 
 void gr_decode_sample_sub(const gr_decoder *d, const void *src, const gr_xform *t, const double fbox[4], float *dst,
                           void *scratch) {
-    decode_resized(d, src, t, fbox, dst, scratch);
+    if (is_rgb8(d)) decode_resized_rgb8(d, src, t, fbox, dst, scratch);
+    else decode_resized(d, src, t, fbox, dst, scratch);
 }
