@@ -279,6 +279,8 @@ gr_status gr_loader_next(gr_loader *ld, gr_batch **out, gr_error *err);
 void gr_loader_release(gr_loader *ld, gr_batch *b);
 /* Seconds gr_loader_next spent waiting for data so far (with workers = 0,
  * all the time spent making batches). */
+/* Whether the loader decodes an encoded image split (JPEG/PNG bytes). */
+bool gr_loader_encoded(const gr_loader *ld);
 double gr_loader_wait_s(const gr_loader *ld);
 
 /* ---- token splits (tokens_desc.c) ---- */

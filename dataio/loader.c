@@ -705,6 +705,8 @@ void gr_loader_release(gr_loader *ld, gr_batch *b) {
     GR_ASSERT(!"gr_loader_release: batch does not belong to this loader");
 }
 
+bool gr_loader_encoded(const gr_loader *ld) { return ld->f.shape >= 0; }
+
 double gr_loader_wait_s(const gr_loader *ld) {
     pthread_mutex_lock((pthread_mutex_t *)&ld->mu);
     double w = ld->wait_s;

@@ -56,6 +56,7 @@ typedef struct gr_job {
     gr_saver *saver; /* checkpoints: host snapshot buffers + the background writer */
     char *spec_text; /* the resolved spec, stored in every checkpoint */
     bool eval_pending; /* the evaluation due at the checkpoint's step was interrupted */
+    bool data_warned;  /* the loader was said not to keep up (train.c) */
     /* --resume: the checkpoint, loaded, verified and checked against the job
      * before the run directory is touched (pre_found false: none, start fresh) */
     gr_ckpt_header pre_h;

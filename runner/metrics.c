@@ -155,6 +155,8 @@ gr_status gr_metrics_step(gr_metrics *mx, int64_t step, double lr, double loss_s
     double sps = (double)(mx->steps_window * r->batch) / (now - mx->t_window);
     double wait_pct = 100.0 * (data_wait_s - mx->wait_window) / (now - mx->t_window);
     mx->wait_window = data_wait_s;
+    mx->windows++;
+    mx->window_wait_pct = wait_pct;
     double eta = (now - mx->t0) / (double)(step - r->start) * (double)(r->total - step);
     if (mx->off) { /* another rank writes the line */
         mx->t_window = now;

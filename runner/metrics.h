@@ -80,6 +80,8 @@ typedef struct gr_metrics {
     size_t device_peak_bytes;      /* what the backend's allocations held at most (gr_backend_mem_peak) */
     double wall_s;                 /* set by gr_metrics_summary */
     int64_t data_skipped;          /* samples skipped under data.on_error skip (gr_metrics_data_skipped) */
+    int64_t windows;               /* train lines so far (this process's) */
+    double window_wait_pct;        /* the last one's data_wait_pct */
 } gr_metrics;
 
 /* A batch's samples skipped under data.on_error skip: counted for

@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ckptdir.h"
 #include "finite.h"
@@ -87,6 +88,27 @@ static gr_status gr_loop_begin(gr_job *j, gr_loop *L, gr_error *err) {
     /* every rank stops there, not only the one that profiles */
     if (j->prof_steps) L->prof_end = GR_MIN(L->total, L->start + GR_PROF_WARMUP + j->prof_steps);
     return gr_metrics_running(&j->mx, L->start, err);
+}
+
+/* A loader that keeps the step waiting this much of a log window is said. */
+#define GR_DATA_WAIT_WARN_PCT 10.0
+
+/* Once a run, at a train line after the first (whose window holds the
+ * loader's start): the step waited for batches GR_DATA_WAIT_WARN_PCT of the
+ * window or more, so the data path does not keep up with the device. */
+static void gr_loop_data_warning(gr_job *j, bool quiet) {
+    const gr_metrics *mx = &j->mx;
+    if (quiet || j->data_warned || mx->off || mx->windows < 2 || !(mx->window_wait_pct >= GR_DATA_WAIT_WARN_PCT))
+        return;
+    j->data_warned = true;
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    const bool jpeg = gr_loader_encoded(j->train_ld);
+    fprintf(stderr, "gpurun: warning: the training step waited for its batches %.0f%% of the time since the last "
+            "line: the data path (data.workers %lld, %ld cores here) does not keep up with %s; raise data.workers%s"
+            " (summary.json's data_wait_pct says it for the whole run)\n", mx->window_wait_pct,
+            (long long)j->spec->data.workers, cores, mx->run.device,
+            !jpeg ? "" : strncmp(mx->run.device, "cuda", 4) == 0 ? ", or decode the JPEGs on the GPU (data.decode: gpu)"
+                                                                  : " up to the cores the step leaves free");
 }
 
 /* Forward + backward of the step's micro-batches into the zeroed grads
@@ -329,6 +351,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
             }
             st = gr_metrics_step(&j.mx, done_steps, L.lr, j.sc.scale, gr_loader_wait_s(j.train_ld), err);
             if (st) goto done;
+            gr_loop_data_warning(&j, opt->quiet);
         }
         if (gr_loop_eval_due(&j, &L, done_steps)) {
             if ((st = gr_loop_evaluate(&j, done_steps, &eval_s, &interrupted, err))) goto done;

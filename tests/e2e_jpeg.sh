@@ -72,6 +72,25 @@ expect_ok "done: this attempt 4 steps (5-8)" -- \
 losses "$T/r3" >"$T/l3"
 check "the same losses after a resume from step 4" cmp "$T/l3" <(sed -n '5,8p' "$T/l2")
 
+# a data path that cannot keep up is said once, after the first line: 448x448 crops decoded by one
+# worker for a model that only averages them
+{
+    echo "name: slowdata"
+    echo "data: {train: {path: $J, group: /train}, workers: 1, prefetch: 1, augment: {crop: {size: 448, type: resized}}}"
+    echo "model: {layers: [global_avgpool, flatten, {dense: {units: 2}}]}"
+    echo "train: {batch_size: 6, steps: 30, optimizer: {type: sgd, lr: 0.01}}"
+    echo "log: {every_steps: 10}"
+} >"$T/slow.yaml"
+expect 0 "gpurun: warning: the training step waited for its batches" "data.workers 1" "raise data.workers" -- \
+    "$G" "$T/slow.yaml" --run-dir "$T/rslow"
+check "said once" test "$(grep -c 'waited for its batches' "$ERR")" -eq 1
+# the first line's window holds the loader's start: not judged (one line only here)
+sed 's/steps: 30/steps: 10/' "$T/slow.yaml" >"$T/slow1.yaml"
+expect 0 -- "$G" "$T/slow1.yaml" --run-dir "$T/rslow1"
+check "not said from the first line alone" bash -c "! grep -q 'waited for its batches' '$ERR'"
+check "the first line's wait was high all the same" \
+    grep -qE '"data_wait_pct":([1-9][0-9]|100)' "$T/rslow1/metrics.jsonl"
+
 job "$T/nocrop.yaml" 2 "{flip: true}"
 expect_fail 2 "data.augment.crop.size" "required" "is an encoded image split" -- "$G" plan "$T/nocrop.yaml"
 job "$T/random.yaml" 2 "{crop: {size: 8, padding: 2}}"
