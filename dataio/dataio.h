@@ -279,6 +279,10 @@ gr_status gr_loader_next(gr_loader *ld, gr_batch **out, gr_error *err);
 void gr_loader_release(gr_loader *ld, gr_batch *b);
 /* Seconds gr_loader_next spent waiting for data so far (with workers = 0,
  * all the time spent making batches). */
+/* The short side an encoded split's evaluation crop of size x size is taken
+ * from: round(size * 256 / 224), ImageNet's Resize(256) + CenterCrop(224)
+ * (loader_encoded.c; `gpurun predict` makes image files so). */
+int64_t gr_encoded_eval_short_side(int64_t size);
 /* Whether the loader decodes an encoded image split (JPEG/PNG bytes). */
 bool gr_loader_encoded(const gr_loader *ld);
 double gr_loader_wait_s(const gr_loader *ld);

@@ -9,7 +9,7 @@
  *   gr_loader_out, gr_loader_outs_make, gr_loader_outs_free  the delivered
  *                     fields, resolved once at open;
  *   gr_loader_out_convert  one sample's FLOAT32 or INT32 field into the batch;
- *   gr_enc_scratch, gr_loader_decode_encoded, gr_encoded_eval_short_side
+ *   gr_enc_scratch, gr_loader_decode_encoded
  *                     one sample of an encoded image split decoded and
  *                     cropped (loader_encoded.c). */
 #ifndef GR_LOADER_FIELDS_H
@@ -65,9 +65,6 @@ void gr_enc_scratch_free(gr_enc_scratch *sc);
 /* Host memory one worker's decode takes for crops of size x size (an
  * estimate: decoded sizes vary per image). */
 size_t gr_enc_scratch_estimate(int64_t size);
-/* The short side an evaluation crop of size x size is taken from:
- * round(size * 256 / 224), ImageNet's Resize(256) + CenterCrop(224). */
-int64_t gr_encoded_eval_short_side(int64_t size);
 /* Sample `sample` of src (its field `field` holds the n encoded bytes at
  * bytes; hwc its stored shape) decoded into dst as 3 x S x S floats, S =
  * dec->oh: aug's crop `resized` (training) or `center` (evaluation), then

@@ -6,7 +6,10 @@
  * an HDF5 dataset, FILE.h5[:GROUP] (GROUP default /test). Image files are
  * made what the job's dataset holds, as `gpurun data imagefolder` does by
  * default: resized so the short side is the model's input side and
- * centre-cropped to it (C=1 models: their luma). Every sample then goes
+ * centre-cropped to it (C=1 models: their luma); for a job trained from an
+ * encoded split, as its evaluation makes a sample: short side to
+ * round(S * 256 / 224), centre S x S. An encoded split is read through the
+ * loader as `gpurun eval` reads one. Every sample then goes
  * through the job's evaluation preprocessing: the same loader,
  * normalization and centre crop as `gpurun eval`, and the eval plan, whose
  * softmax gives the probabilities. Class names are the train split's
@@ -108,8 +111,14 @@ static gr_status gr_predict_dataset(gr_predict *p, gr_dataset *ds, const char *c
 
 /* The image files inputs[0..n) as one in-memory split of the model's sample shape. */
 static gr_status gr_predict_images(gr_predict *p, const char *const *inputs, int n, gr_error *err) {
-    int64_t chw[3];
-    gr_dataset_sample_shape(p->j->train_ds, chw);
+    int64_t chw[3], R;
+    if (gr_dataset_encoded(p->j->train_ds)) { /* what the job's evaluation makes of an encoded sample */
+        chw[0] = 3, chw[1] = chw[2] = p->j->val_aug.size;
+        R = gr_encoded_eval_short_side(chw[1]);
+    } else {
+        gr_dataset_sample_shape(p->j->train_ds, chw);
+        R = chw[1];
+    }
     if (chw[1] != chw[2])
         return gr_error_set(err, GR_ERR_DATA, "%s: predict: the model's samples are %lldx%lld; image files are made "
                             "square (short side resized, centre-cropped): convert them with gpurun data and pass "
@@ -121,7 +130,7 @@ static gr_status gr_predict_images(gr_predict *p, const char *const *inputs, int
     uint8_t *img = gr_xmalloc((size_t)n * per);
     gr_status st = GR_OK;
     for (int i = 0; i < n && !st; i++)
-        st = gr_image_load(inputs[i], chw[1], chw[1], (int)chw[0], img + (size_t)i * per, err);
+        st = gr_image_load(inputs[i], R, chw[1], (int)chw[0], img + (size_t)i * per, err);
     if (!st) {
         gr_dataset *ds = gr_dataset_wrap(inputs[0], img, n, chw[0], chw[1], chw[2]);
         st = gr_predict_dataset(p, ds, inputs, NULL, err);
@@ -137,10 +146,16 @@ static gr_status gr_predict_split(gr_predict *p, const char *input, const char *
     gr_dataset *ds = NULL;
     gr_status st = gr_dataset_open_cache(path, group, GR_CACHE_NONE, &ds, err);
     if (st) return st;
-    if (gr_dataset_encoded(ds)) {
+    if (gr_dataset_encoded(ds) != gr_dataset_encoded(p->j->train_ds)) {
         gr_dataset_close(ds);
-        return gr_error_set(err, GR_ERR_DATA, "%s: an encoded image split (--store jpeg): predict does not read "
-                            "those yet; `gpurun eval` scores one", input);
+        return gr_error_set(err, GR_ERR_DATA, "%s: %s split, but the job trained from %s one: predict takes splits "
+                            "stored as the job's train split is", input, gr_dataset_encoded(ds) ? "an encoded image"
+                            : "a decoded", gr_dataset_encoded(ds) ? "a decoded" : "an encoded image");
+    }
+    if (gr_dataset_encoded(ds)) { /* decoded to the crop size by the loader, as `gpurun eval` does */
+        st = gr_predict_dataset(p, ds, NULL, input, err);
+        gr_dataset_close(ds);
+        return st;
     }
     int64_t a[3], b[3];
     gr_dataset_sample_shape(ds, a);
@@ -170,10 +185,6 @@ gr_status gr_train_predict(const gr_job_spec *spec, const char *checkpoint, int 
             st = gr_error_set(err, GR_ERR_USAGE, "predict: INPUT: the path is %zu bytes long; the limit is %d bytes: "
                               "'%.48s...'", strlen(inputs[i]), GR_PATH_MAX - 1, inputs[i]);
     if (!st) st = gr_job_setup_eval(&j, spec, checkpoint, false, opt, &step, err);
-    if (!st && gr_dataset_encoded(j.train_ds)) /* predict's image pipeline is fixed-size images' */
-        st = gr_error_set(err, GR_ERR_DATA, "%s: %s is an encoded image split (--store jpeg): predict does not take "
-                          "a job trained from one yet; score a split with `gpurun eval JOB.yaml --checkpoint PATH "
-                          "--split val`", spec->data.train.path, gr_dataset_group(j.train_ds));
     if (!st) {
         p.n_names = gr_dataset_classes(j.train_ds, &p.names);
         if (p.n_names < 0) p.n_names = 0;

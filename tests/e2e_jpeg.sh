@@ -6,7 +6,8 @@
 # losses are the same with 1 and 2 loader workers and across a --resume; a
 # missing crop size is exit 2 naming the key; a damaged JPEG is exit 3 naming
 # the file, the dataset and the sample, or under data.on_error: skip is
-# replaced and counted, the same with 1 and 2 workers; predict refuses the job. The round
+# replaced and counted, the same with 1 and 2 workers; predict scores image files
+# as the job's evaluation makes them; a slow data path is said. The round
 # trip itself is test_convert_imagefolder_encoded's. No Python needed.
 #
 #   bash tests/e2e_jpeg.sh GPURUN_BINARY SOURCE_DIR TMPDIR
@@ -95,8 +96,17 @@ job "$T/nocrop.yaml" 2 "{flip: true}"
 expect_fail 2 "data.augment.crop.size" "required" "is an encoded image split" -- "$G" plan "$T/nocrop.yaml"
 job "$T/random.yaml" 2 "{crop: {size: 8, padding: 2}}"
 expect_fail 2 "data.augment.crop.type" "must be resized" -- "$G" "$T/random.yaml" --run-dir "$T/rr"
-expect_fail 3 "predict does not take a job trained from one yet" -- \
-    "$G" predict "$T/w2.yaml" --checkpoint "$T/r2/checkpoints/step-000000008.h5" "$T/pics/a/1.jpg"
+# predict: an image file is made what the job's evaluation makes of a sample (short side
+# round(32 * 256 / 224) = 37, centre 32 x 32), so it scores as the same JPEG in the val split does
+CK=$T/r2/checkpoints/step-000000008.h5
+expect_ok '"input":"'"$T/pics2/a/1.jpg"'"' -- "$G" predict "$T/w2.yaml" --checkpoint "$CK" "$T/pics2/a/1.jpg"
+sed 's/.*"top"//' "$OUT" >"$T/pf"
+expect_ok '"input":"'"$J:/val"'","index":0' -- "$G" predict "$T/w2.yaml" --checkpoint "$CK" "$J:/val"
+head -n 1 "$OUT" | sed 's/.*"top"//' >"$T/ps"
+check "predict: a file scores as the same JPEG in the encoded val split" cmp "$T/pf" "$T/ps"
+expect_ok "wrote $T/other.h5" -- "$G" data imagefolder "$T/other.h5" --from "$T/pics" --size 8 --group /train
+expect_fail 3 "but the job trained from an encoded image one" -- \
+    "$G" predict "$T/w2.yaml" --checkpoint "$CK" "$T/other.h5:/train"
 
 # a JPEG damaged after conversion: the first sample's bytes, past its SOI marker
 cp "$J" "$T/bad.h5"
