@@ -11,7 +11,9 @@
  *     an interpolating resize would alias), on a photo-like image at q90:
  *     smooth shading, edges and fine texture;
  *   - grayscale JPEGs, PNG (decoded whole, the box cut out, scale 8), and a
- *     corrupt file failing with libjpeg's reason. */
+ *     corrupt file failing with libjpeg's reason;
+ *   - the same 8/8 and scaled checks on 4:4:4, 4:2:2 and progressive JPEGs
+ *     and a CMYK one, and a progressive file cut short. */
 #include <math.h>
 
 #include "convert_images.h"
@@ -83,8 +85,8 @@ static void test_scale_one(const uint8_t *jpg, size_t n, const gr_image *full) {
 }
 
 /* box (multiples of 8, so the scaled box has whole pixels) to out x out */
-static void test_scaled(const uint8_t *jpg, size_t n, const gr_image *full, int64_t bx, int64_t by, int64_t bs,
-                        int64_t out, int want_num) {
+static void test_scaled_min(const uint8_t *jpg, size_t n, const gr_image *full, int64_t bx, int64_t by, int64_t bs,
+                            int64_t out, int want_num, double min_db) {
     char why[GR_IMAGE_WHY_MAX];
     gr_image_roi r;
     const int64_t box[6] = {bx, by, bs, bs, out, out};
@@ -99,11 +101,16 @@ static void test_scaled(const uint8_t *jpg, size_t n, const gr_image *full, int6
     gr_image_resize(&a, out, out, &ra);
     gr_image_resize(&b, out, out, &rb);
     const double p = psnr(&ra, &rb);
-    CHECK_MSG(p >= 35.0, "box %lld to %lld at %d/8: PSNR %.1f dB against the full decode's, want >= 35",
-              (long long)bs, (long long)out, r.scale_num, p);
+    CHECK_MSG(p >= min_db, "box %lld to %lld at %d/8: PSNR %.1f dB against the full decode's, want >= %.0f",
+              (long long)bs, (long long)out, r.scale_num, p, min_db);
     printf("box %3lld -> %3lld: scale %d/8, region %lldx%lld of %lldx%lld, PSNR %.1f dB\n", (long long)bs,
            (long long)out, r.scale_num, (long long)r.img.w, (long long)r.img.h, (long long)r.sw, (long long)r.sh, p);
     gr_image_free(&a), gr_image_free(&b), gr_image_free(&ra), gr_image_free(&rb), gr_image_free(&r.img);
+}
+
+static void test_scaled(const uint8_t *jpg, size_t n, const gr_image *full, int64_t bx, int64_t by, int64_t bs,
+                        int64_t out, int want_num) {
+    test_scaled_min(jpg, n, full, bx, by, bs, out, want_num, 35.0);
 }
 
 static void test_gray_png_corrupt(const gr_image *src) {
@@ -142,6 +149,98 @@ static void test_gray_png_corrupt(const gr_image *src) {
     free(pb);
 }
 
+/* A photo-like JPEG at q90 with the given chroma sampling (h_samp x v_samp of
+ * the luma: 2 2 is 4:2:0, 1 1 is 4:4:4), baseline or progressive. */
+static void write_jpeg_sampled(const char *path, int h_samp, int v_samp, bool progressive) {
+    FILE *f = fopen(path, "wb");
+    GR_ASSERT(f);
+    struct jpeg_compress_struct ci;
+    struct jpeg_error_mgr jerr;
+    ci.err = jpeg_std_error(&jerr);
+    jpeg_create_compress(&ci);
+    jpeg_stdio_dest(&ci, f);
+    ci.image_width = W, ci.image_height = H, ci.input_components = 3, ci.in_color_space = JCS_RGB;
+    jpeg_set_defaults(&ci);
+    jpeg_set_quality(&ci, 90, TRUE);
+    ci.comp_info[0].h_samp_factor = h_samp, ci.comp_info[0].v_samp_factor = v_samp;
+    if (progressive) jpeg_simple_progression(&ci);
+    jpeg_start_compress(&ci, TRUE);
+    uint8_t row[W * 3];
+    while (ci.next_scanline < ci.image_height) {
+        for (int x = 0; x < W; x++)
+            for (int c = 0; c < 3; c++) row[x * 3 + c] = px_photo(x, (int)ci.next_scanline, c);
+        JSAMPROW r = row;
+        jpeg_write_scanlines(&ci, &r, 1);
+    }
+    jpeg_finish_compress(&ci);
+    jpeg_destroy_compress(&ci);
+    fclose(f);
+}
+
+/* The kinds of JPEG a corpus has, each through an off-grid box at 8/8 (bit
+ * for bit the full decode's) and two scaled ones (>= 35 dB, as above;
+ * 4:2:2 at 2/8 >= 30, libjpeg's own figure there):
+ * 4:2:0, 4:4:4, 4:2:2, progressive 4:2:0 and 4:4:4, and a CMYK file (solid:
+ * the colour conversion of a cropped row); a progressive file cut short
+ * inside the box's rows fails with libjpeg's reason. */
+static void test_kinds(void) {
+    const struct { const char *name; int h, v; bool prog; } kinds[] = {
+        {"420", 2, 2, false}, {"444", 1, 1, false}, {"422", 2, 1, false}, {"420p", 2, 2, true}, {"444p", 1, 1, true}};
+    char why[GR_IMAGE_WHY_MAX];
+    for (size_t k = 0; k < GR_ARRAY_LEN(kinds); k++) {
+        char name[32];
+        snprintf(name, sizeof name, "roi_%s.jpg", kinds[k].name);
+        const char *path = tmp_path(name);
+        write_jpeg_sampled(path, kinds[k].h, kinds[k].v, kinds[k].prog);
+        FILE *f = fopen(path, "rb");
+        GR_ASSERT(f);
+        uint8_t *jpg;
+        const size_t n = gr_image_read_all(f, &jpg);
+        fclose(f);
+        gr_image full;
+        CHECK_MSG(gr_image_decode_mem(jpg, n, GR_IMAGE_MAX_SIDE, &full, why), "%s: %s", kinds[k].name, why);
+        gr_image_roi r;
+        const int64_t box[6] = {101, 37, 90, 70, 90, 70};
+        CHECK_MSG(gr_image_decode_roi(jpg, n, box, &r, why), "%s: %s", kinds[k].name, why);
+        CHECK_MSG(r.scale_num == 8 && box_equals(&r, &full, 101, 37, 90, 70), "%s at 8/8: the box differs from the "
+                  "full decode's", kinds[k].name);
+        gr_image_free(&r.img);
+        test_scaled(jpg, n, &full, 40, 24, 320, 160, 4);
+        /* 4:2:2 at 2/8: 31.4 dB, and so is the whole image decoded at 1/4 (PIL's draft mode too): libjpeg's
+         * chroma at that scale, not the region */
+        test_scaled_min(jpg, n, &full, 80, 40, 256, 64, 2, kinds[k].h != kinds[k].v ? 30.0 : 35.0);
+        if (kinds[k].prog) {
+            const int64_t low[6] = {0, H - 40, 64, 32, 64, 32};
+            CHECK_MSG(!gr_image_decode_roi(jpg, n / 2, low, &r, why) && strstr(why, "JPEG: ") == why,
+                      "%s cut short: decoded", kinds[k].name);
+        }
+        gr_image_free(&full);
+        free(jpg);
+    }
+    const uint8_t cmyk[4] = {20, 140, 60, 30};
+    const char *path = tmp_path("roi_cmyk.jpg");
+    write_jpeg_cmyk(path, 200, 120, cmyk, 0);
+    FILE *f = fopen(path, "rb");
+    GR_ASSERT(f);
+    uint8_t *jpg;
+    const size_t n = gr_image_read_all(f, &jpg);
+    fclose(f);
+    gr_image full;
+    gr_image_roi r;
+    CHECK_MSG(gr_image_decode_mem(jpg, n, GR_IMAGE_MAX_SIDE, &full, why), "cmyk: %s", why);
+    const int64_t box[6] = {37, 21, 90, 70, 90, 70}, half[6] = {37, 21, 120, 90, 60, 45};
+    CHECK_MSG(gr_image_decode_roi(jpg, n, box, &r, why), "cmyk: %s", why);
+    CHECK_MSG(r.scale_num == 8 && box_equals(&r, &full, 37, 21, 90, 70), "cmyk at 8/8: the box differs");
+    gr_image_free(&r.img);
+    CHECK_MSG(gr_image_decode_roi(jpg, n, half, &r, why) && r.scale_num == 4, "cmyk at 4/8: %s", why);
+    int worst = 0; /* solid: every pixel of the region is the full decode's colour, within rounding */
+    for (int64_t i = 0; i < r.img.w * r.img.h * 3; i++)
+        worst = GR_MAX(worst, abs((int)r.img.rgb[i] - (int)full.rgb[i % 3]));
+    CHECK_MSG(worst <= 2, "cmyk at 4/8: off by %d from the full decode's colour", worst);
+    gr_image_free(&r.img), gr_image_free(&full);
+    free(jpg);
+}
+
 int main(void) {
     mkdir(GR_TEST_TMP, 0755);
     char why[GR_IMAGE_WHY_MAX];
@@ -158,6 +257,7 @@ int main(void) {
     test_scaled(jpg, n, &full, 0, 0, 352, 40, 1);
     test_scaled(jpg, n, &full, 96, 64, 200, 100, 4);
     test_gray_png_corrupt(&src);
+    test_kinds();
     gr_image_free(&full), gr_image_free(&src);
     free(jpg);
     return gr_test_report();
