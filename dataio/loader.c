@@ -106,6 +106,7 @@ struct gr_loader {
     loader_worker *workers;    /* cfg.workers of them, or one for the consumer */
     int nworkers;
     double wait_s;
+    gr_payload *pay;           /* cfg.encoded_payload over an encoded split: batches as bytes (loader_payload.c) */
 };
 
 /* Fisher–Yates over [0, n) with counter-based draws: a pure function of
@@ -178,6 +179,8 @@ static gr_status loader_fill_fields(gr_loader *ld, loader_worker *w, gr_batch *b
 static gr_status loader_fill(gr_loader *ld, loader_worker *w, gr_batch *b, gr_error *err) {
     gr_status st = gr_source_fetch(&w->rd, w->idx, b->n, err);
     if (st != GR_OK) return st;
+    if (b->enc && (st = gr_payload_fill(ld->pay, &w->rd, w->idx, b, &w->enc, err)) != GR_OK) return st;
+    if (b->enc) return ld->cfg.ready ? ld->cfg.ready(b, ld->cfg.ready_ctx, err) : GR_OK;
     for (int64_t i = 0; i < b->n && b->nfields; i++)
         if ((st = loader_fill_fields(ld, w, b, i, w->idx[i], err)) != GR_OK) return st;
     for (int64_t i = 0; i < b->n && !b->nfields; i++) {
@@ -498,6 +501,13 @@ gr_status gr_loader_open_source(gr_source *src, const gr_loader_config *cfg, gr_
         memset(ld->slots[s].b.x, 0, xbytes);
         memset(ld->slots[s].b.y, 0, ybytes);
     }
+    if (cfg->encoded_payload && f.shape >= 0) { /* the samples' bytes instead of their pixels */
+        if ((st = gr_payload_open(src, f.image, f.shape, f.label, cfg, &ld->dec, ld->mean, ld->std, &ld->pay, err))) {
+            gr_loader_close(ld);
+            return st;
+        }
+        for (int s = 0; s < ld->nslots; s++) ld->slots[s].b.enc = gr_payload_batch_new(ld->pay);
+    }
     ld->nworkers = GR_MAX(cfg->workers, 1);
     ld->workers = gr_xcalloc((size_t)ld->nworkers, sizeof *ld->workers);
     for (int i = 0; i < ld->nworkers; i++) {
@@ -544,8 +554,10 @@ void gr_loader_close(gr_loader *ld) {
         for (int k = 0; ld->slots[s].b.fields && k < ld->cfg.nfields; k++)
             batch_free(&ld->cfg, ld->slots[s].b.fields[k].data);
         free(ld->slots[s].b.fields);
+        gr_payload_batch_free(ld->pay, ld->slots[s].b.enc);
     }
     free(ld->slots);
+    gr_payload_close(ld->pay);
     gr_loader_outs_free(ld->outs, ld->cfg.nfields);
     free(ld->perms[0].perm);
     free(ld->perms[1].perm);
@@ -669,4 +681,9 @@ double gr_loader_wait_s(const gr_loader *ld) {
     double w = ld->wait_s;
     pthread_mutex_unlock((pthread_mutex_t *)&ld->mu);
     return w;
+}
+
+gr_status gr_loader_decode_host(gr_loader *ld, gr_batch *b, int64_t i, gr_error *err) {
+    GR_ASSERT(ld->pay && b->enc);
+    return gr_payload_decode_host(ld->pay, b, i, err);
 }
