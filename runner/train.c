@@ -109,6 +109,7 @@ static gr_status gr_loop_accumulate(gr_job *j, gr_loop *L, double *loss, gr_erro
         const double t0 = gr_now();
         if ((st = gr_loader_next(j->train_ld, &b, err))) return st;
         gr_hooks_host(j->hooks, GR_SPAN_DATA, "the next batch", t0, gr_now());
+        if ((st = gr_job_decode_batch(j, &j->train_plan, j->train_ld, b, err))) return st;
         GR_ASSERT(b->n == s->train.micro_batch && b->epoch == epoch);
         /* one key per micro-batch of the whole step (the same as before for one process) */
         const uint64_t mb = (uint64_t)((step * L->accum + k) * j->dp.comm.world + j->dp.comm.rank);
