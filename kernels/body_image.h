@@ -169,28 +169,27 @@ GR_HD void gr_img_axis_init(gr_img_axis *a, int64_t in, int64_t full, int64_t x)
     }
 }
 
-/* Tap k of the axis: its source pixel and weight; false past the last. The
- * shrinking taps are walked as image.c stores them (zero-weight ones
- * skipped, at most stride). */
-GR_HD int gr_img_axis_tap(const gr_img_axis *a, int k, int64_t *src, float *w) {
+/* The axis' next tap (*it and *n start at 0): its source pixel and weight;
+ * false past the last. The shrinking taps come as image.c stores them
+ * (zero-weight ones skipped, at most stride of them). */
+GR_HD int gr_img_axis_next(const gr_img_axis *a, int64_t *it, int *n, int64_t *src, float *w) {
     if (!a->shrink) {
-        if (k > 1) return 0;
-        *src = k == 0 ? a->g0 : a->g1;
-        *w = k == 0 ? a->w0 : a->w1;
+        if (*n > 1) return 0;
+        *src = *n == 0 ? a->g0 : a->g1;
+        *w = *n == 0 ? a->w0 : a->w1;
+        (*n)++;
         return 1;
     }
-    int n = 0;
-    for (int64_t i = a->first; i < a->last && n < a->stride; i++) {
+    while (a->first + *it < a->last && *n < a->stride) {
+        const int64_t i = a->first + (*it)++;
         const double top = a->hi < (double)(i + 1) ? a->hi : (double)(i + 1);
         const double bot = a->lo > (double)i ? a->lo : (double)i;
         const double wt = top - bot;
         if (wt <= 0) continue;
-        if (n == k) {
-            *src = i;
-            *w = (float)((double)(float)wt / a->total);
-            return 1;
-        }
-        n++;
+        (*n)++;
+        *src = i;
+        *w = (float)((double)(float)wt / a->total);
+        return 1;
     }
     return 0;
 }
@@ -205,9 +204,13 @@ GR_HD void gr_body_img_eval(const gr_img_desc *d, const gr_img_norm *nm, int64_t
     float acc[3] = {0, 0, 0};
     int64_t sx, sy;
     float wx, wy;
-    for (int kx = 0; gr_img_axis_tap(&ax, kx, &sx, &wx); kx++) {
+    int64_t itx = 0;
+    int nx = 0;
+    while (gr_img_axis_next(&ax, &itx, &nx, &sx, &wx)) {
         float col[3] = {0, 0, 0};
-        for (int ky = 0; gr_img_axis_tap(&ay, ky, &sy, &wy); ky++)
+        int64_t ity = 0;
+        int ny = 0;
+        while (gr_img_axis_next(&ay, &ity, &ny, &sy, &wy))
             for (int c = 0; c < 3; c++) col[c] = gr_img_fadd(col[c], gr_img_fmul(wy, gr_img_px(d, sy, sx, c)));
         for (int c = 0; c < 3; c++) acc[c] = gr_img_fadd(acc[c], gr_img_fmul(wx, col[c]));
     }

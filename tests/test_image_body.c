@@ -154,5 +154,6 @@ int main(void) {
     test_eval(301, 203, 32, true);
     test_eval(37, 250, 24, false);
     test_eval(256, 256, 224, false);
+    test_eval(1500, 1000, 32, false); /* 27 taps an axis */
     return gr_test_report();
 }
