@@ -71,6 +71,14 @@ expect_ok "done: this attempt 4 steps (5-8)" -- \
 losses "$T/r3" >"$T/l3"
 check "the same losses after a resume from step 4" cmp "$T/l3" <(sed -n '5,8p' "$T/l2")
 
+# data.decode: gpu needs a CUDA device (device cpu: exit 2 at the key); cpu decodes on the host, said
+expect_fail 2 "data.decode" "gpu needs a CUDA device, and device is cpu" -- \
+    "$G" plan "$T/w2.yaml" --set data.decode=gpu --set device=cpu
+expect_fail 2 "data.decode" "gpu needs a CUDA device, and device is cpu" -- \
+    "$G" "$T/w2.yaml" --run-dir "$T/rg" --set data.decode=gpu --set device=cpu
+expect 0 "decoding JPEGs on the host (2 loader workers) (data.decode cpu)" -- \
+    "$G" "$T/w2.yaml" --run-dir "$T/rc" --set data.decode=cpu --set device=cpu --set train.steps=2
+
 job "$T/nocrop.yaml" 2 "{flip: true}"
 expect_fail 2 "data.augment.crop.size" "required" "is an encoded image split" -- "$G" plan "$T/nocrop.yaml"
 job "$T/random.yaml" 2 "{crop: {size: 8, padding: 2}}"
