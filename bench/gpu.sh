@@ -15,8 +15,12 @@
 #       (8) x 1024 positions on random tokens, gpurun vs PyTorch (bench/torch_gpt_ref.py: nanoGPT's
 #       model, scaled_dot_product_attention, bf16 autocast); gpurun's attention is its own
 #       kernel there (cuDNN's fused attention is not used yet);
-#   (e) a table precision | gpurun img/s | PyTorch img/s | ratio, and the GPT-2 row, also in
-#       $OUT/gpu_bench.md.
+#   (d5) JPEG decoding (data.decode): images/s of an encoded split's training batches
+#       (RandomResizedCrop 224, flip, normalize) delivered to the GPU, decoded by nvJPEG and
+#       gpurun's kernel against the loader's 12 CPU workers (bench/loader_bench.c --decode
+#       gpu|cpu), on 512 JPEGs made here; a failure there is said and does not fail the script;
+#   (e) a table precision | gpurun img/s | PyTorch img/s | ratio, the GPT-2 row and the
+#       decoding rows, also in $OUT/gpu_bench.md.
 # Logs of every phase go to ${OUT:-bench/out}. Each phase runs under its own timeout, cut to
 # what is left of GPU_BENCH_BUDGET_S (default 500 s, build included), so one hang cannot eat
 # the session; a failed phase is reported and the script goes on. Without a GPU it stops
@@ -458,6 +462,43 @@ for l in open(sys.argv[1]):
     if l.startswith("{"): print(round(json.loads(l)["tokens_per_s"]))' "$OUT/torch_gpt2.log" 2>/dev/null | tail -n 1)
 say "   pytorch gpt2-124m bf16: ${RESULT[gpt_t]:-failed} tokens/s"
 
+# ---------------------------------------------------------------- (d5) JPEG decoding
+# 512 JPEGs of 500x375 (quality 90, 4:2:0) as an encoded split, batches of 128 through
+# RandomResizedCrop 224 + flip + normalize onto the GPU: --decode gpu (nvJPEG, hardware engines
+# where the GPU has them, then gpurun's kernel) against --decode cpu (12 loader workers decoding,
+# each batch uploaded). Whatever happens here is said and leaves FAILED as it was.
+DEC_BENCH=$SRC/$BUILD/gpurun_loader_bench
+[ "${BUILD#/}" != "$BUILD" ] && DEC_BENCH=$BUILD/gpurun_loader_bench
+FAILED_BEFORE_DECODE=$FAILED
+if [ $BUILT = 1 ] && [ -x "$DEC_BENCH" ]; then
+    enc=$TMPD/jpeg-512.h5
+    if [ ! -f "$enc" ]; then
+        rm -rf "$TMPD/jpegs"
+        phase jpeg_make 60 "${GR_ENV[@]}" "$DEC_BENCH" --make-jpegs "$TMPD/jpegs" 512 &&
+            phase jpeg_split 60 "${GR_ENV[@]}" "$GPURUN" data imagefolder "$enc" --from "$TMPD/jpegs" --store jpeg \
+                --force
+    fi
+    for dm in gpu cpu; do
+        if [ ! -f "$enc" ]; then
+            RESULT[dec_$dm]="n/a (no encoded split: see jpeg_make.log, jpeg_split.log)"
+            continue
+        fi
+        phase "decode_$dm" 60 "${GR_ENV[@]}" "$DEC_BENCH" "$enc" --batch 128 --batches 24 --workers 12 \
+            --decode "$dm" --device "$DEVICE"
+        r=$(grep -o '"samples_per_s": [0-9.]*' "$OUT/decode_$dm.log" 2>/dev/null | tail -n 1 | awk '{print $2}')
+        if [ -n "$r" ]; then
+            RESULT[dec_$dm]=$r
+            [ "$dm" = gpu ] && RESULT[dec_how]=$(grep -o '"decoder": "[^"]*"' "$OUT/decode_gpu.log" | tail -n 1 | cut -d'"' -f4)
+            h=$(grep -o '"host_decoded": [0-9]*' "$OUT/decode_$dm.log" | tail -n 1 | awk '{print $2}')
+            [ "${h:-0}" != 0 ] && RESULT[dec_$dm]="$r ($h samples decoded on the host)"
+        else
+            RESULT[dec_$dm]="failed: $(grep -v '^\s*$' "$OUT/decode_$dm.log" 2>/dev/null | tail -n 1 | cut -c1-160)"
+        fi
+        say "   decode $dm: ${RESULT[dec_$dm]} img/s"
+    done
+fi
+FAILED=$FAILED_BEFORE_DECODE
+
 # ---------------------------------------------------------------- (e) table
 MD=$OUT/gpu_bench.md
 {
@@ -492,6 +533,14 @@ except Exception: print("-")' "$g" "$t")
     echo "| gpt2-124m bf16 | ${RESULT[gpt_g]:-n/a} | ${RESULT[gpt_t]:-n/a} | $("$PY" -c 'import sys
 try: print(f"{float(sys.argv[1]) / float(sys.argv[2]):.2f}")
 except Exception: print("-")' "${RESULT[gpt_g]:-x}" "${RESULT[gpt_t]:-x}") |"
+    echo
+    echo "JPEG decoding (data.decode): 512 JPEGs 500x375 (q90, 4:2:0) as an encoded split, batch 128," \
+         "RandomResizedCrop 224 + flip + normalize, delivered to the GPU (bench/loader_bench.c)."
+    echo
+    echo "| path | img/s |"
+    echo "|---|---|"
+    echo "| GPU: ${RESULT[dec_how]:-nvJPEG} + gpurun's crop kernel | ${RESULT[dec_gpu]:-n/a} |"
+    echo "| CPU: 12 loader workers (libjpeg-turbo, reduced DCT scale) + upload | ${RESULT[dec_cpu]:-n/a} |"
     echo
     echo "Total $((SECONDS - T0)) s; logs: $OUT."
 } >"$MD"

@@ -87,6 +87,7 @@ const gr_spec_row gr_spec_rows[] = {
     FLOATS("data.normalize.mean", GR_SF_REQ, -INFINITY, INFINITY, NULL, NULL, data.mean, data.n_mean),
     FLOATS("data.normalize.std", GR_SF_REQ | GR_SF_LOX, 0, INFINITY, NULL, NULL, data.std, data.n_std),
     ENUMSTR("data.cache", "auto|memory|none", "auto", data.cache),
+    ENUMSTR("data.decode", "auto|cpu|gpu", "auto", data.decode),
     INT("data.seq_len", 0, 1, 1 << 24, NULL, data.seq_len),
     ENUM("data.on_error", "fail|skip", "fail", data.on_error),
 

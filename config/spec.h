@@ -110,6 +110,7 @@ typedef struct gr_job_spec {
         int n_mean, n_std;        /* 0 = not given (dataset attrs or /255 apply) */
         double mean[GR_MAX_CHANNELS], std[GR_MAX_CHANNELS]; /* std > 0 */
         char cache[16];           /* auto | memory | none; default auto */
+        char decode[8];           /* auto | cpu | gpu: who decodes an encoded split's JPEGs (runner/decode.c) */
         int64_t seq_len;          /* T of token windows (a split of 1-D `tokens`), 1..2^24; 0 = not given */
         int on_error;             /* an encoded sample that does not decode: 0 fail (exit 3), 1 skip (counted) */
     } data;

@@ -18,6 +18,7 @@
 #define GR_DATAIO_H
 
 #include "../common/gr_common.h"
+#include "../common/gr_encbatch.h"
 #include "augment.h"
 #include "source.h"
 
@@ -173,6 +174,10 @@ typedef struct gr_batch {
      * order that does; the first one's error, naming it and its stand-in */
     int64_t skipped;
     gr_error skip_first;
+    /* An encoded split read with encoded_payload: the samples' JPEG bytes
+     * and transforms for a device to decode into the input (x holds only
+     * the samples decoded on the host: enc->s[i].host); else NULL. */
+    gr_enc_batch *enc;
 } gr_batch;
 
 typedef struct gr_loader_config {
@@ -209,6 +214,12 @@ typedef struct gr_loader_config {
      * failure is returned by the gr_loader_next that reaches this batch. */
     gr_status (*ready)(gr_batch *b, void *ctx, gr_error *err);
     void *ready_ctx;
+    /* An encoded split (no fields listed): each batch carries its samples'
+     * JPEG bytes, stored shapes and transforms in b->enc instead of decoded
+     * pixels, the transforms drawn exactly as the host decode draws them
+     * (loader_payload.c); a PNG sample is decoded into x as before (host
+     * set). Ignored for other sources. data.decode gpu. */
+    bool encoded_payload;
 } gr_loader_config;
 
 typedef struct gr_loader gr_loader;
@@ -277,6 +288,12 @@ gr_status gr_loader_seek(gr_loader *ld, int64_t epoch, int64_t sample_in_epoch, 
  * stays valid until gr_loader_release; at most `prefetch` may be held. */
 gr_status gr_loader_next(gr_loader *ld, gr_batch **out, gr_error *err);
 void gr_loader_release(gr_loader *ld, gr_batch *b);
+/* Sample i of a batch with an encoded payload (b->enc) decoded on the
+ * host into its row of b->x, exactly as a loader without the payload
+ * decodes it: for the samples a device decoder gives back. Errors as that
+ * decode's (exit 3 naming the file, the dataset and the sample). From one
+ * thread at a time (the consumer's). */
+gr_status gr_loader_decode_host(gr_loader *ld, gr_batch *b, int64_t i, gr_error *err);
 /* Seconds gr_loader_next spent waiting for data so far (with workers = 0,
  * all the time spent making batches). */
 /* The short side an encoded split's evaluation crop of size x size is taken

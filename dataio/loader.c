@@ -42,7 +42,6 @@
 #include <string.h>
 
 #define GR_LOADER_SHUFFLE_KEY 0x53485546464c4531ull /* "SHUFFLE1" */
-#define GR_LOADER_SKIP_MAX 64 /* data.on_error skip: stand-ins tried for one damaged sample */
 
 typedef enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_FULL, SLOT_HELD } slot_state;
 
@@ -108,6 +107,7 @@ struct gr_loader {
     loader_worker *workers;    /* cfg.workers of them, or one for the consumer */
     int nworkers;
     double wait_s;
+    gr_payload *pay;           /* cfg.encoded_payload over an encoded split: batches as bytes (loader_payload.c) */
 };
 
 /* Fisher–Yates over [0, n) with counter-based draws: a pure function of
@@ -176,43 +176,29 @@ static gr_status loader_fill_fields(gr_loader *ld, loader_worker *w, gr_batch *b
     return GR_OK;
 }
 
-/* Unlocked: sample s of an encoded split into slot i of b, image and label.
- * One that does not decode fails the batch (exit 3 naming it) or, under
- * skip_damaged, gives its place to the next sample in file order that
- * decodes (s+1, s+2, ... mod N; GR_LOADER_SKIP_MAX tries), with that one's
- * own draws and label, so a batch stays a pure function of (seed, epoch,
- * index) whatever the workers. Counted once per place in b->skipped. */
+/* Unlocked: sample s of an encoded split into slot i of b, image and label;
+ * one that does not decode fails the batch, or under skip_damaged gives its
+ * place to a stand-in (gr_loader_stand_in). */
 static gr_status loader_encoded_sample(gr_loader *ld, loader_worker *w, gr_batch *b, int64_t i, int64_t s,
                                        gr_error *err) {
-    gr_source_reader *rd = &w->rd;
-    gr_error first;
-    first.msg[0] = '\0';
-    for (int64_t k = 0;; k++) {
-        const int64_t at = (s + k) % ld->n;
-        gr_status st;
-        if (k > 0 && (st = gr_source_fetch(rd = &w->sub, &at, 1, err)) != GR_OK) return st;
-        size_t bytes, sb;
-        const void *p = gr_source_view(rd, at, ld->f.image, &bytes);
-        const uint16_t *hwc = gr_source_view(rd, at, ld->f.shape, &sb);
-        gr_error e;
-        st = gr_loader_decode_encoded(&ld->dec, &ld->cfg.aug, ld->src, ld->f.image, p, bytes, hwc, ld->cfg.seed,
-                                      b->epoch, at, b->x + i * ld->out_elems, &w->enc, &e);
-        if (st == GR_OK) {
-            memcpy(&b->y[i], gr_source_view(rd, at, ld->f.label, &bytes), sizeof b->y[i]);
-            if (k > 0 && b->skipped++ == 0)
-                gr_error_set(&b->skip_first, GR_ERR_DATA, "%s; sample %lld took its place", first.msg, (long long)at);
-            return GR_OK;
-        }
-        if (k == 0) first = e;
-        if (st != GR_ERR_DATA || !ld->cfg.skip_damaged) {
-            *err = e;
-            return st;
-        }
-        if (k + 1 == GR_LOADER_SKIP_MAX || k + 1 == ld->n)
-            return gr_error_set(err, GR_ERR_DATA, "%s (data.on_error skip: the %lld samples from %lld on in file "
-                                "order do not decode either; the split looks damaged as a whole)", first.msg,
-                                (long long)(k + 1), (long long)s);
+    size_t bytes, sb;
+    const void *p = gr_source_view(&w->rd, s, ld->f.image, &bytes);
+    const uint16_t *hwc = gr_source_view(&w->rd, s, ld->f.shape, &sb);
+    float *dst = b->x + i * ld->out_elems;
+    gr_error e;
+    gr_status st = gr_loader_decode_encoded(&ld->dec, &ld->cfg.aug, ld->src, ld->f.image, p, bytes, hwc,
+                                            ld->cfg.seed, b->epoch, s, dst, &w->enc, &e);
+    if (st == GR_OK) {
+        memcpy(&b->y[i], gr_source_view(&w->rd, s, ld->f.label, &bytes), sizeof b->y[i]);
+        return GR_OK;
     }
+    if (st != GR_ERR_DATA || !ld->cfg.skip_damaged) {
+        *err = e;
+        return st;
+    }
+    const gr_enc_fields f = {ld->f.image, ld->f.shape, ld->f.label};
+    return gr_loader_stand_in(&ld->dec, &ld->cfg.aug, ld->src, &f, &w->sub, ld->cfg.seed, b, s, &e, dst, &b->y[i],
+                              &w->enc, err);
 }
 
 /* Unlocked: makes the batch whose indices are in w->idx. */
@@ -220,6 +206,8 @@ static gr_status loader_fill(gr_loader *ld, loader_worker *w, gr_batch *b, gr_er
     b->skipped = 0;
     gr_status st = gr_source_fetch(&w->rd, w->idx, b->n, err);
     if (st != GR_OK) return st;
+    if (b->enc && (st = gr_payload_fill(ld->pay, &w->rd, w->idx, b, &w->enc, err)) != GR_OK) return st;
+    if (b->enc) return ld->cfg.ready ? ld->cfg.ready(b, ld->cfg.ready_ctx, err) : GR_OK;
     for (int64_t i = 0; i < b->n && b->nfields; i++)
         if ((st = loader_fill_fields(ld, w, b, i, w->idx[i], err)) != GR_OK) return st;
     for (int64_t i = 0; i < b->n && !b->nfields; i++) {
@@ -538,6 +526,13 @@ gr_status gr_loader_open_source(gr_source *src, const gr_loader_config *cfg, gr_
         memset(ld->slots[s].b.x, 0, xbytes);
         memset(ld->slots[s].b.y, 0, ybytes);
     }
+    if (cfg->encoded_payload && f.shape >= 0) { /* the samples' bytes instead of their pixels */
+        if ((st = gr_payload_open(src, f.image, f.shape, f.label, cfg, &ld->dec, ld->mean, ld->std, &ld->pay, err))) {
+            gr_loader_close(ld);
+            return st;
+        }
+        for (int s = 0; s < ld->nslots; s++) ld->slots[s].b.enc = gr_payload_batch_new(ld->pay);
+    }
     ld->nworkers = GR_MAX(cfg->workers, 1);
     ld->workers = gr_xcalloc((size_t)ld->nworkers, sizeof *ld->workers);
     for (int i = 0; i < ld->nworkers; i++) {
@@ -585,8 +580,10 @@ void gr_loader_close(gr_loader *ld) {
         for (int k = 0; ld->slots[s].b.fields && k < ld->cfg.nfields; k++)
             batch_free(&ld->cfg, ld->slots[s].b.fields[k].data);
         free(ld->slots[s].b.fields);
+        gr_payload_batch_free(ld->pay, ld->slots[s].b.enc);
     }
     free(ld->slots);
+    gr_payload_close(ld->pay);
     gr_loader_outs_free(ld->outs, ld->cfg.nfields);
     free(ld->perms[0].perm);
     free(ld->perms[1].perm);
@@ -712,4 +709,9 @@ double gr_loader_wait_s(const gr_loader *ld) {
     double w = ld->wait_s;
     pthread_mutex_unlock((pthread_mutex_t *)&ld->mu);
     return w;
+}
+
+gr_status gr_loader_decode_host(gr_loader *ld, gr_batch *b, int64_t i, gr_error *err) {
+    GR_ASSERT(ld->pay && b->enc);
+    return gr_payload_decode_host(ld->pay, b, i, err);
 }

@@ -53,6 +53,35 @@ static void box_in_region(gr_xform *t, const gr_image_roi *r, double fbox[4]) {
     t->h = GR_MAX(1, y1 - y0), t->w = GR_MAX(1, x1 - x0);
 }
 
+gr_status gr_loader_stand_in(const gr_decoder *dec, const gr_augment *aug, gr_source *src, const gr_enc_fields *f,
+                             gr_source_reader *rd, uint64_t seed, gr_batch *b, int64_t s, const gr_error *first,
+                             float *dst, int32_t *label, gr_enc_scratch *sc, gr_error *err) {
+    const int64_t tries = GR_MIN(GR_LOADER_SKIP_MAX, src->n);
+    for (int64_t k = 1; k < tries; k++) {
+        const int64_t at = (s + k) % src->n;
+        gr_status st = gr_source_fetch(rd, &at, 1, err);
+        if (st != GR_OK) return st;
+        size_t bytes, sb;
+        const void *p = gr_source_view(rd, at, f->enc, &bytes);
+        const uint16_t *hwc = gr_source_view(rd, at, f->shape, &sb);
+        gr_error e;
+        st = gr_loader_decode_encoded(dec, aug, src, f->enc, p, bytes, hwc, seed, b->epoch, at, dst, sc, &e);
+        if (st == GR_OK) {
+            memcpy(label, gr_source_view(rd, at, f->label, &bytes), sizeof *label);
+            if (b->skipped++ == 0)
+                gr_error_set(&b->skip_first, GR_ERR_DATA, "%s; sample %lld took its place", first->msg, (long long)at);
+            return GR_OK;
+        }
+        if (st != GR_ERR_DATA) {
+            *err = e;
+            return st;
+        }
+    }
+    return gr_error_set(err, GR_ERR_DATA, "%s (data.on_error skip: the %lld samples from %lld on in file order do not "
+                        "decode either; the split looks damaged as a whole)", first->msg, (long long)tries,
+                        (long long)s);
+}
+
 gr_status gr_loader_decode_encoded(const gr_decoder *dec, const gr_augment *aug, const gr_source *src, int field,
                                    const void *bytes, size_t n, const uint16_t hwc[3], uint64_t seed, int64_t epoch,
                                    int64_t sample, float *dst, gr_enc_scratch *sc, gr_error *err) {

@@ -11,7 +11,9 @@
  *   gr_loader_out_convert  one sample's FLOAT32 or INT32 field into the batch;
  *   gr_enc_scratch, gr_loader_decode_encoded
  *                     one sample of an encoded image split decoded and
- *                     cropped (loader_encoded.c). */
+ *                     cropped (loader_encoded.c);
+ *   gr_payload_*      an encoded split's batches as bytes and transforms
+ *                     for a device to decode (loader_payload.c). */
 #ifndef GR_LOADER_FIELDS_H
 #define GR_LOADER_FIELDS_H
 
@@ -73,5 +75,45 @@ size_t gr_enc_scratch_estimate(int64_t size);
 gr_status gr_loader_decode_encoded(const gr_decoder *dec, const gr_augment *aug, const gr_source *src, int field,
                                    const void *bytes, size_t n, const uint16_t hwc[3], uint64_t seed, int64_t epoch,
                                    int64_t sample, float *dst, gr_enc_scratch *sc, gr_error *err);
+
+/* ---- loader_payload.c: gr_loader_config.encoded_payload ---- */
+
+typedef struct gr_payload gr_payload;
+/* The payload of an encoded split src (fields f_enc `encoded`, f_shape
+ * `shape`, f_label `label`; its `format` found here) read through cfg's
+ * crop (resized or center; size S), normalized by mean/std (3 each); dec
+ * (the loader's, borrowed) decodes the samples kept on the host. */
+gr_status gr_payload_open(gr_source *src, int f_enc, int f_shape, int f_label, const gr_loader_config *cfg,
+                          const gr_decoder *dec, const double *mean, const double *std, gr_payload **out,
+                          gr_error *err);
+void gr_payload_close(gr_payload *p);
+/* A slot's payload (cfg's batch samples, no bytes yet), and its release. */
+gr_enc_batch *gr_payload_batch_new(const gr_payload *p);
+void gr_payload_batch_free(const gr_payload *p, gr_enc_batch *e);
+/* Batch b (b->n samples idx[], fetched by rd; b->epoch set) into b->enc and
+ * b->y: each JPEG's bytes appended (the buffer grown through cfg's
+ * host_alloc: GR_ERR_OOM naming the bytes), its stored shape and its
+ * transform (gr_augment_draw of (seed, epoch, sample), as
+ * gr_loader_decode_encoded draws it); any other format decoded into its row
+ * of b->x with sc (its errors). */
+gr_status gr_payload_fill(gr_payload *p, gr_source_reader *rd, const int64_t *idx, gr_batch *b, gr_enc_scratch *sc,
+                          gr_error *err);
+/* gr_loader_decode_host's work. */
+gr_status gr_payload_decode_host(gr_payload *p, gr_batch *b, int64_t i, gr_error *err);
+
+/* An encoded split's fields: the bytes, the stored shape, the label. */
+typedef struct gr_enc_fields {
+    int enc, shape, label;
+} gr_enc_fields;
+/* data.on_error skip: sample s of b's epoch did not decode (first says
+ * why); the next sample in file order that decodes (s+1, s+2, ... mod N, at
+ * most GR_LOADER_SKIP_MAX tried, read through rd) takes its place: its
+ * pixels into dst, its label into *label, its own draws, so the batch stays
+ * a pure function of (seed, epoch, index). Counted in b->skipped (the first
+ * one's error in b->skip_first); GR_ERR_DATA when none of them decodes. */
+#define GR_LOADER_SKIP_MAX 64
+gr_status gr_loader_stand_in(const gr_decoder *dec, const gr_augment *aug, gr_source *src, const gr_enc_fields *f,
+                             gr_source_reader *rd, uint64_t seed, gr_batch *b, int64_t s, const gr_error *first,
+                             float *dst, int32_t *label, gr_enc_scratch *sc, gr_error *err);
 
 #endif

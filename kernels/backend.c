@@ -76,6 +76,20 @@ void gr_backend_adamw(gr_backend *be, float *w, const float *g, float *m, float 
 
 double gr_backend_sumsq(gr_backend *be, const float *g, int64_t n) { return be->vt->sumsq(be, g, n); }
 
+gr_status gr_backend_decoder_open(gr_backend *be, char *desc, size_t n, gr_error *err) {
+    if (n) desc[0] = 0;
+    if (!be->vt->decoder_open)
+        return gr_error_set(err, GR_ERR_DEVICE, "the %s backend has no image decoder (JPEGs decode on the host)",
+                            be->vt->name);
+    return be->vt->decoder_open(be, desc, n, err);
+}
+
+gr_status gr_backend_decode_images(gr_backend *be, const gr_enc_batch *e, float *dst, uint8_t *need_host, char *why,
+                                   size_t why_n, gr_error *err) {
+    GR_ASSERT(be->vt->decode_images);
+    return be->vt->decode_images(be, e, dst, need_host, why, why_n, err);
+}
+
 void gr_backend_upload_batch(gr_backend *be, void *dst, const void *src, size_t bytes) {
     if (be->vt->upload_batch) be->vt->upload_batch(be, dst, src, bytes);
     else be->vt->upload(be, dst, src, bytes);

@@ -18,6 +18,7 @@
 #ifndef GR_BACKEND_H
 #define GR_BACKEND_H
 
+#include "../common/gr_encbatch.h"
 #include "../graph/graph.h"
 #include "optim.h"
 
@@ -149,6 +150,26 @@ bool gr_backend_mem_info(gr_backend *be, size_t *free_bytes, size_t *total_bytes
  * its libraries' workspaces) held at once so far; 0 where it does not count. */
 size_t gr_backend_mem_peak(gr_backend *be);
 
+/* The device's decoder of encoded images (data.decode gpu, DESIGN 1.4): an
+ * encoded split's batch as the loader ships it (gr_enc_batch: JPEG bytes,
+ * stored shapes, transforms) decoded and transformed on the device.
+ * gr_backend_decoder_open starts it (once; later calls answer the same):
+ * GR_OK with one line saying what decodes in desc ("cuda:0 with nvJPEG
+ * 13.0.1 (hardware backend, 1 engine x 5 cores)"), or GR_ERR_DEVICE with the reason
+ * there is none (the CPU; a CUDA build without nvJPEG; its start failed).
+ * gr_backend_decode_images then decodes e's JPEGs into dst ([e->n, 3, S, S]
+ * fp32 device memory: the input tensor), ordered with the kernels and
+ * asynchronous (e's bytes stay unchanged until the next download or sync):
+ * training, the box resized to S x S, flipped, normalized; evaluation, the
+ * short side to R and the centre crop (kernels/body_image.h: the host
+ * path's arithmetic). It leaves the rows of samples marked host, and of
+ * JPEGs it refuses or fails on, which it marks in need_host[i] (the caller
+ * decodes those on the host and uploads their rows), the first one's reason
+ * in why. GR_ERR_OOM when its device scratch does not fit. */
+gr_status gr_backend_decoder_open(gr_backend *be, char *desc, size_t n, gr_error *err);
+gr_status gr_backend_decode_images(gr_backend *be, const gr_enc_batch *e, float *dst, uint8_t *need_host, char *why,
+                                   size_t why_n, gr_error *err);
+
 /* Run options from the job spec. */
 typedef struct gr_backend_opts {
     gr_precision precision;  /* fp32: strict IEEE fp32; tf32: tensor cores for GEMM and conv */
@@ -250,6 +271,10 @@ typedef struct gr_backend_vtable {
     void (*layout_caps)(gr_backend *be, gr_layout_cap *caps);
     /* gr_backend_native_half; NULL: no kernel takes half storage */
     bool (*native_half)(gr_backend *be, const gr_kargs *a);
+    /* gr_backend_decoder_open / gr_backend_decode_images; NULL: no image decoder (the CPU) */
+    gr_status (*decoder_open)(gr_backend *be, char *desc, size_t n, gr_error *err);
+    gr_status (*decode_images)(gr_backend *be, const gr_enc_batch *e, float *dst, uint8_t *need_host, char *why,
+                               size_t why_n, gr_error *err);
     void (*destroy)(gr_backend *be);
 } gr_backend_vtable;
 

@@ -57,6 +57,7 @@ gr_status gr_train_eval(const gr_job_spec *spec, const char *checkpoint, const c
     if ((st = gr_job_setup_eval(&j, spec, checkpoint, val, opt, &step, err))) goto done;
     /* the split through the evaluation loader: file order, last batch kept, centre crop */
     gr_loader_config lc;
+    if ((st = gr_job_decode_setup(&j, opt->quiet, err))) goto done;
     gr_job_loader_config(&j, &lc);
     lc.aug = j.val_aug;
     if (j.byname) st = gr_jobio_open_eval(&j, val, &lc, err);

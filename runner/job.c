@@ -46,6 +46,7 @@ void gr_job_free(gr_job *j) {
     gr_backend_free(j->be);
     if (j->have_graph) gr_graph_free(&j->g);
     gr_jobio_free(j->byname); /* after the loaders, which read its sources */
+    free(j->decode_need);
     gr_dataset_close(j->train_ds);
     gr_dataset_close(j->val_ds);
     memset(j, 0, sizeof *j);
@@ -302,6 +303,7 @@ gr_status gr_job_compile(gr_job *j, const gr_job_spec *spec, bool need_val, gr_e
         if ((st = gr_dataset_check_labels(j->train_ds, j->g.n_classes, err))) return st;
         if (j->val_ds && (st = gr_dataset_check_labels(j->val_ds, j->g.n_classes, err))) return st;
     }
+    if ((st = gr_job_decode_check(j, err))) return st;
     const int64_t n_train = j->byname ? gr_jobio_train_len(j) : gr_dataset_len(j->train_ds);
     if (n_train < spec->train.batch_size)
         return gr_error_set(err, GR_ERR_DATA, "%s: %s: the split has %lld samples, fewer than train.batch_size "
@@ -470,6 +472,7 @@ void gr_job_loader_config(const gr_job *j, gr_loader_config *lc) {
     lc->prefetch = (int)s->data.prefetch;
     lc->workers = (int)s->data.workers;
     lc->skip_damaged = s->data.on_error == 1;
+    lc->encoded_payload = j->decode_gpu; /* gr_job_decode_setup */
 }
 
 /* Batch buffers from the backend: page-locked memory on a GPU. */
@@ -496,6 +499,8 @@ void gr_job_loader_configs(const gr_job *j, gr_loader_config *tl, gr_loader_conf
 
 gr_status gr_job_open_loaders(gr_job *j, gr_error *err) {
     gr_loader_config tl, vl;
+    gr_status st0 = gr_job_decode_setup(j, j->mx.quiet, err);
+    if (st0) return st0;
     gr_job_loader_configs(j, &tl, &vl);
     if (j->byname) return gr_jobio_open_loaders(j, &tl, &vl, err);
     gr_status st = gr_loader_open(j->train_ds, &tl, &j->train_ld, err);

@@ -73,6 +73,9 @@ typedef struct gr_job {
     int64_t ck_step;   /* step of the last save started (-1: none); ck_failed: it was reported failed */
     bool ck_failed;
     int64_t ck_noted;  /* the last committed step summary.json was told of (-1: none) */
+    bool decode_gpu;   /* data.decode resolved to the GPU: the loaders ship bytes (decode.c) */
+    bool decode_said_png, decode_said_refused; /* the host fall-backs, said once */
+    uint8_t *decode_need; /* micro_batch flags: the samples the device decoder gave back */
 } gr_job;
 
 /* Whether this process writes the run directory, its metrics and
@@ -150,6 +153,26 @@ gr_status gr_job_open_run_dir(gr_job *j, const gr_run_options *opt, gr_error *er
 const char *gr_job_spec_text(gr_job *j);
 /* <run dir>/weights.h5: the final weights, loadable by model.init_from. */
 gr_status gr_job_save_weights(gr_job *j, gr_error *err);
+
+/* ---- decode.c: data.decode ---- */
+
+/* At compile: data.decode gpu with a split that is not encoded, or with
+ * device cpu, is exit 2 naming the key and why. */
+gr_status gr_job_decode_check(const gr_job *j, gr_error *err);
+/* Once the backend exists, before the loaders open: where the JPEGs of an
+ * encoded split are decoded. auto: on the GPU when the job runs on CUDA and
+ * the backend's decoder opens, else on the host; gpu on another backend is
+ * exit 2; a decoder that does not open sends auto and gpu to the host,
+ * said on stderr even with quiet. Sets j->decode_gpu (the loaders'
+ * encoded_payload) and says the path (unless quiet): "gpurun: data:
+ * decoding JPEGs on cuda:0 with nvJPEG ... (hardware backend, ...)". */
+gr_status gr_job_decode_setup(gr_job *j, bool quiet, gr_error *err);
+/* A batch with an encoded payload (b->enc; else nothing) decoded by the
+ * device into p's input, its PNGs' rows and the JPEGs the decoder gave back
+ * (decoded on the host by ld) uploaded, each kind said once; afterwards
+ * gr_train_load_batch uploads only its labels. Errors: the decoder's
+ * (exit 4), the host decode's (exit 3). */
+gr_status gr_job_decode_batch(gr_job *j, gr_plan *p, gr_loader *ld, gr_batch *b, gr_error *err);
 
 /* ---- step.c ---- */
 

@@ -20,8 +20,10 @@ void gr_train_load_batch(gr_plan *p, const gr_batch *b) {
         return;
     }
     size_t per = (size_t)gr_tensor_sample_numel(&g->tensors[g->input]);
-    /* asynchronous on a GPU: the stats read-back at the end of the pass is the fence */
-    gr_backend_upload_batch(p->m->be, gr_plan_ptr(p, g->input), b->x, (size_t)b->n * per * sizeof(float));
+    /* asynchronous on a GPU: the stats read-back at the end of the pass is the fence; an encoded
+     * payload was decoded into the input on the device (gr_job_decode_batch) */
+    if (b->enc) GR_ASSERT(b->enc->decoded);
+    else gr_backend_upload_batch(p->m->be, gr_plan_ptr(p, g->input), b->x, (size_t)b->n * per * sizeof(float));
     gr_backend_upload_batch(p->m->be, gr_plan_ptr(p, g->label), b->y, (size_t)b->n * sizeof(int32_t));
 }
 
@@ -135,8 +137,9 @@ gr_status gr_job_evaluate(gr_job *j, gr_eval *e, gr_error *err) {
         }
         if ((st = gr_loader_next(j->val_ld, &b, err))) return st;
         GR_ASSERT(b->index == i);
-        gr_metrics_data_skipped(&j->mx, b);
         if (i % j->dp.comm.world == j->dp.comm.rank) { /* data parallelism: every world-th batch */
+            if ((st = gr_job_decode_batch(j, &j->eval_plan, j->val_ld, b, err))) return st;
+            gr_metrics_data_skipped(&j->mx, b); /* after the decode, as in training */
             gr_train_micro_step_hooked(&j->eval_plan, b, &ctx, &s, true, NULL);
             seen += b->n;
         }

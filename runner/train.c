@@ -111,6 +111,13 @@ static void gr_loop_data_warning(gr_job *j, bool quiet) {
                                                                   : " up to the cores the step leaves free");
 }
 
+/* The train line of step `done`, then the data path's warning when due. */
+static gr_status gr_loop_line(gr_job *j, const gr_loop *L, int64_t done, bool quiet, gr_error *err) {
+    gr_status st = gr_metrics_step(&j->mx, done, L->lr, j->sc.scale, gr_loader_wait_s(j->train_ld), err);
+    if (st == GR_OK) gr_loop_data_warning(j, quiet);
+    return st;
+}
+
 /* Forward + backward of the step's micro-batches into the zeroed grads
  * arena, summed over the processes; *loss: the batch's mean loss. A signal
  * between micro-batches (on any process) abandons the step (L->stop_signal;
@@ -131,7 +138,8 @@ static gr_status gr_loop_accumulate(gr_job *j, gr_loop *L, double *loss, gr_erro
         const double t0 = gr_now();
         if ((st = gr_loader_next(j->train_ld, &b, err))) return st;
         gr_hooks_host(j->hooks, GR_SPAN_DATA, "the next batch", t0, gr_now());
-        gr_metrics_data_skipped(&j->mx, b);
+        if ((st = gr_job_decode_batch(j, &j->train_plan, j->train_ld, b, err))) return st;
+        gr_metrics_data_skipped(&j->mx, b); /* after the decode: a device's refusals get their stand-ins there */
         GR_ASSERT(b->n == s->train.micro_batch && b->epoch == epoch);
         /* one key per micro-batch of the whole step (the same as before for one process) */
         const uint64_t mb = (uint64_t)((step * L->accum + k) * j->dp.comm.world + j->dp.comm.rank);
@@ -349,9 +357,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
                 L.status = "diverged";
                 break;
             }
-            st = gr_metrics_step(&j.mx, done_steps, L.lr, j.sc.scale, gr_loader_wait_s(j.train_ld), err);
-            if (st) goto done;
-            gr_loop_data_warning(&j, opt->quiet);
+            if ((st = gr_loop_line(&j, &L, done_steps, opt->quiet, err))) goto done;
         }
         if (gr_loop_eval_due(&j, &L, done_steps)) {
             if ((st = gr_loop_evaluate(&j, done_steps, &eval_s, &interrupted, err))) goto done;

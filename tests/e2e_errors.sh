@@ -366,6 +366,8 @@ expect_fail 2 "crop.ratio" -- "$G" validate "$T/crop_rrc.yaml" --set data.augmen
 expect_fail 2 "crop.padding" "type random only" -- "$G" validate "$T/crop_rrc.yaml" \
     --set data.augment.crop.padding=2
 expect_fail 2 "data.cache" "auto, memory, none" -- "$G" validate "$T/ok.yaml" --set data.cache=disk
+expect_fail 2 "data.decode" "auto, cpu, gpu" -- "$G" validate "$T/ok.yaml" --set data.decode=nvjpeg
+expect_fail 2 "data.decode" "is not one (it stores pixels)" -- "$G" validate "$T/ok.yaml" --set data.decode=gpu
 for c in memory none; do
     expect_ok -- "$G" "$T/crop_ok.yaml" "${THREADS[@]}" --run-dir "$T/rd_cache_$c" --quiet --set data.cache=$c
     check "data.cache $c: the same losses as auto" cmp <(grep -o '"loss":[^,]*' "$T/rd_crop_ok/metrics.jsonl") \

@@ -91,6 +91,13 @@ expect 0 -- "$G" "$T/slow1.yaml" --run-dir "$T/rslow1"
 check "not said from the first line alone" bash -c "! grep -q 'waited for its batches' '$ERR'"
 check "the first line's wait was high all the same" \
     grep -qE '"data_wait_pct":([1-9][0-9]|100)' "$T/rslow1/metrics.jsonl"
+# data.decode: gpu needs a CUDA device (device cpu: exit 2 at the key); cpu decodes on the host, said
+expect_fail 2 "data.decode" "gpu needs a CUDA device, and device is cpu" -- \
+    "$G" plan "$T/w2.yaml" --set data.decode=gpu --set device=cpu
+expect_fail 2 "data.decode" "gpu needs a CUDA device, and device is cpu" -- \
+    "$G" "$T/w2.yaml" --run-dir "$T/rg" --set data.decode=gpu --set device=cpu
+expect 0 "decoding JPEGs on the host (2 loader workers) (data.decode cpu)" -- \
+    "$G" "$T/w2.yaml" --run-dir "$T/rc" --set data.decode=cpu --set device=cpu --set train.steps=2
 
 job "$T/nocrop.yaml" 2 "{flip: true}"
 expect_fail 2 "data.augment.crop.size" "required" "is an encoded image split" -- "$G" plan "$T/nocrop.yaml"

@@ -190,6 +190,7 @@ static void test_minimal_and_defaults(void) {
     CHECK(s.data.crop_size == 0 && s.data.crop_padding == 0 && !s.data.flip);
     CHECK(s.data.n_mean == 0 && s.data.n_std == 0);
     CHECK(!strcmp(s.data.cache, "auto"));
+    CHECK(!strcmp(s.data.decode, "auto"));
     CHECK(s.model.n_input == 0 && s.model.blocks == NULL && s.model.init_from[0] == 0);
     CHECK(s.train.micro_batch == 128);
     CHECK(s.train.optimizer.weight_decay == 0 && !s.train.optimizer.nesterov);

@@ -434,6 +434,7 @@ static void gr_cuda_destroy(gr_backend *be) {
     gr_cuda_impl *im = be->impl;
     gr_cuda *cu = &im->cu;
     GR_CU(cudaStreamSynchronize(cu->stream));
+    gr_cuda_jpeg_free(be);
     gr_cuda_conv_free_all(cu);
     gr_cuda_sdpa_free_all(cu);
     GR_CUDNN(cudnnDestroy(cu->dnn));
@@ -494,6 +495,8 @@ static const gr_backend_vtable gr_cuda_vtable = {
     .native_half = gr_cuda_native_half,
     .stream = gr_cuda_stream,
     .mem_peak = gr_cuda_mem_peak,
+    .decoder_open = gr_cuda_decoder_open,
+    .decode_images = gr_cuda_decode_images,
     .destroy = gr_cuda_destroy,
 };
 

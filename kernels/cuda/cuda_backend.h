@@ -45,6 +45,7 @@ typedef struct gr_cuda {
     int64_t captured, replayed; /* plan runs captured into CUDA Graphs / replayed from them */
     struct gr_cuda_convs *convs; /* conv descriptors and algorithms per shape (op_conv.c) */
     struct gr_cuda_sdpas *sdpa;  /* cuDNN's attention plans per shape, and what was said (cudnn_sdpa.c) */
+    struct gr_cuda_jpeg *jpeg;   /* the image decoder, from its first decoder_open (nvjpeg_decode.c) */
 } gr_cuda;
 
 static inline gr_cuda *gr_cuda_of(const gr_kargs *a) { return (gr_cuda *)a->be->impl; }
@@ -59,6 +60,14 @@ static inline gr_cuda *gr_cuda_of(const gr_kargs *a) { return (gr_cuda *)a->be->
  * and the cuDNN workspace they need (op_conv.c); freed with the backend. */
 gr_status gr_cuda_conv_prepare(gr_cuda *cu, const gr_steps *st, size_t *ws_need, gr_error *err);
 void gr_cuda_conv_free_all(gr_cuda *cu);
+
+/* The image decoder (nvjpeg_decode.c; a stub saying so without nvJPEG):
+ * the table's decoder_open and decode_images, and its release with the
+ * backend. */
+gr_status gr_cuda_decoder_open(gr_backend *be, char *desc, size_t n, gr_error *err);
+gr_status gr_cuda_decode_images(gr_backend *be, const gr_enc_batch *e, float *dst, uint8_t *need_host, char *why,
+                                size_t why_n, gr_error *err);
+void gr_cuda_jpeg_free(gr_backend *be);
 
 /* ---- native half (gr_cuda_native_half) ----
  * A step that stores its activations in bf16 or fp16 runs its conv or GEMM
