@@ -17,16 +17,54 @@
  * gpurun starts, as under nohup or `&` in a script, stays ignored): the
  * handler removes the temporaries held (tmpfile.h), says in one line what
  * became of OUT and exits 75. OUT is as it was unless the conversion had
- * renamed its temporary over it already: told by OUT's inode. */
+ * renamed its temporary over it already: told by OUT's inode. A resumable
+ * conversion's committed work stays in OUT.partial (gr_data_stop), and the
+ * line says so; one with nothing committed yet has it removed. */
 static const int gr_data_sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1};
 static char gr_data_out[GR_TMPFILE_NAME_MAX]; /* OUT, for the handler's line */
 static struct stat gr_data_out_was;          /* OUT before the conversion */
 static bool gr_data_out_existed;
 static atomic_int gr_data_stopping;
+static gr_conv_stop gr_data_stop;            /* where a resumable conversion stands */
 
 /* Appends s to buf[0..cap) at *n (async-signal-safe: no stdio). */
 static void gr_data_put(char *buf, size_t cap, size_t *n, const char *s) {
     while (*s && *n + 1 < cap) buf[(*n)++] = *s++;
+}
+
+/* Appends v with thousands separators (async-signal-safe). */
+static void gr_data_put_count(char *buf, size_t cap, size_t *n, long long v) {
+    char digits[24], out[32];
+    int k = 0, m = 0;
+    do digits[k++] = (char)('0' + v % 10), v /= 10; while (v > 0 && k < 20);
+    while (k > 0) {
+        out[m++] = digits[--k];
+        if (k > 0 && k % 3 == 0) out[m++] = ',';
+    }
+    out[m] = '\0';
+    gr_data_put(buf, cap, n, out);
+}
+
+/* The handler's part for OUT.partial: what is kept there, said; nothing
+ * committed: removed (the only files then are these two). */
+static void gr_data_stop_partial(char *line, size_t cap, size_t *n, bool written) {
+    if (!atomic_load(&gr_data_stop.held)) return;
+    const long long files = atomic_load(&gr_data_stop.files);
+    if (written) {
+        gr_data_put(line, cap, n, "; remove ");
+        gr_data_put(line, cap, n, gr_data_stop.dir);
+        gr_data_put(line, cap, n, ", which it no longer needs");
+    } else if (files > 0) {
+        gr_data_put(line, cap, n, "; ");
+        gr_data_put_count(line, cap, n, files);
+        gr_data_put(line, cap, n, " files converted so far are kept in ");
+        gr_data_put(line, cap, n, gr_data_stop.dir);
+        gr_data_put(line, cap, n, ": run the same command again to continue");
+    } else {
+        unlink(gr_data_stop.first);
+        unlink(gr_data_stop.index);
+        rmdir(gr_data_stop.dir);
+    }
 }
 
 static void gr_data_on_signal(int sig) {
@@ -36,14 +74,15 @@ static void gr_data_on_signal(int sig) {
     const bool exists = lstat(gr_data_out, &now) == 0;
     const bool replaced = exists && (!gr_data_out_existed || now.st_dev != gr_data_out_was.st_dev ||
                                      now.st_ino != gr_data_out_was.st_ino);
-    char line[GR_TMPFILE_NAME_MAX + 200];
+    char line[2 * GR_TMPFILE_NAME_MAX + 300];
     size_t n = 0;
     /* on a line of its own: the progress bar stops mid-line */
     gr_data_put(line, sizeof line, &n, sig == SIGTERM  ? "\ngpurun: data: stopped by SIGTERM"
                                        : sig == SIGINT ? "\ngpurun: data: stopped by SIGINT"
                                        : sig == SIGHUP ? "\ngpurun: data: stopped by SIGHUP"
                                                        : "\ngpurun: data: stopped by SIGUSR1");
-    if (removed == 0 && replaced) {
+    const bool written = removed == 0 && replaced;
+    if (written) {
         gr_data_put(line, sizeof line, &n, " after ");
         gr_data_put(line, sizeof line, &n, gr_data_out);
         gr_data_put(line, sizeof line, &n, " was written");
@@ -53,6 +92,7 @@ static void gr_data_on_signal(int sig) {
         gr_data_put(line, sizeof line, &n, removed ? " not written, its temporary removed" : " not written");
         if (gr_data_out_existed) gr_data_put(line, sizeof line, &n, " (the existing file left as it was)");
     }
+    gr_data_stop_partial(line, sizeof line - 1, &n, written);
     line[n++] = '\n';
     ssize_t w = write(2, line, n);
     (void)w;
@@ -164,7 +204,8 @@ static gr_status gr_data_imagefolder(const char *from, const char *out, const ch
     if (!jpeg && (val[GR_DOPT_MAX_SIDE] || val[GR_DOPT_QUALITY]))
         gr_usage_error("data imagefolder: %s applies only with --store jpeg",
                        val[GR_DOPT_MAX_SIDE] ? "--max-side" : "--quality");
-    gr_imagefolder_config cfg = {.dir = from, .group = val[GR_DOPT_GROUP], .store = jpeg ? GR_STORE_JPEG : GR_STORE_RAW};
+    gr_imagefolder_config cfg = {.dir = from, .group = val[GR_DOPT_GROUP], .store = jpeg ? GR_STORE_JPEG : GR_STORE_RAW,
+                                 .stop = &gr_data_stop};
     if (!jpeg) cfg.size = gr_data_int("--size", val[GR_DOPT_SIZE], NULL);
     if (val[GR_DOPT_SHORT]) cfg.short_side = gr_data_count("--short-side", val[GR_DOPT_SHORT]);
     if (val[GR_DOPT_MAX_SIDE]) {
