@@ -267,6 +267,12 @@ gr_status gr_conv_encoded_write(gr_conv_out *o, gr_conv_part *parts, int nparts,
     }
     free(es);
     if (st == GR_OK) st = gr_conv_out_commit(o, err);
+    if (st != GR_OK && st != GR_ERR_SIGNAL && p.done > 0 && err) {
+        char c[32];
+        const size_t len = strlen(err->msg);
+        snprintf(err->msg + len, sizeof err->msg - len, "; the %s files converted before are kept in %s (the same "
+                 "command goes on from there)", gr_fmt_count(p.done, c, sizeof c), p.dir);
+    }
     if (st == GR_OK) gr_conv_partial_done(&p, report);
     else gr_conv_partial_close(&p);
     return st;
