@@ -92,17 +92,17 @@ static void enc_progress(enc_split *s) {
     fflush(stderr);
 }
 
-/* GPURUN_DATA_BLOCK_DELAY_MS: a pause after each committed block (tests: a
- * conversion slow enough to stop in the middle). */
+/* GPURUN_DATA_BLOCK_DELAY_MS: a pause after each block, committed first
+ * (tests: a conversion slow enough to stop in the middle). */
 static void enc_test_delay(void) {
     const int64_t ms = gr_env_int(GR_ENV_DATA_BLOCK_DELAY_MS, 0);
     struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
     while (ms > 0 && nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
 
-/* Checks the next `count` files of the split on all cores, then commits
- * them to the partial work: a failed file is the error (the first) under
- * fail, nothing of the block committed; under skip it is listed. */
+/* Checks the next `count` files of the split on all cores, then adds them
+ * to the partial work: a failed file is the error (the first) under fail,
+ * nothing of the block added; under skip it is listed. */
 static gr_status enc_block(enc_split *s, int64_t count, const gr_imagefolder_config *cfg,
                            gr_imagefolder_report *report, gr_conv_stored *es, gr_error *err) {
     gr_conv_part *t = &s->p->parts[s->k];
@@ -116,13 +116,14 @@ static gr_status enc_block(enc_split *s, int64_t count, const gr_imagefolder_con
         if (es[i].why && cfg->on_error != GR_ON_ERROR_SKIP)
             st = gr_error_set(err, GR_ERR_DATA, "%s: cannot decode: %s (--on-error skip leaves such files out)",
                               files[i].path, es[i].why);
-    if (st == GR_OK) st = gr_conv_partial_commit(s->p, s->k, es, count, report, err);
+    if (st == GR_OK) st = gr_conv_partial_add(s->p, s->k, es, count, report, err);
     for (int64_t i = 0; i < count; i++) {
         free(es[i].bytes);
         free(es[i].why);
     }
-    if (st == GR_OK) {
-        enc_progress(s);
+    if (st == GR_OK) enc_progress(s);
+    if (st == GR_OK && gr_env_int(GR_ENV_DATA_BLOCK_DELAY_MS, 0) > 0) {
+        st = gr_conv_partial_commit(s->p, err); /* what a stop during the pause keeps */
         enc_test_delay();
     }
     return st;
@@ -235,10 +236,12 @@ static gr_status enc_split_write(enc_split *s, const char *const *names, int64_t
     char c[32];
     while (t->done < t->n && st == GR_OK) {
         st = enc_block(s, GR_MIN(t->n - t->done, ENC_BLOCK_FILES), cfg, report, es, err);
-        if (st == GR_OK && cfg->stop && atomic_load(&cfg->stop->requested))
+        if (st == GR_OK && cfg->stop && atomic_load(&cfg->stop->requested) &&
+            (st = gr_conv_partial_commit(s->p, err)) == GR_OK)
             st = gr_error_set(err, GR_ERR_SIGNAL, "%s: stopped as asked; %s files converted so far are kept in %s",
-                              s->out->path, gr_fmt_count(s->p->done, c, sizeof c), s->p->dir);
+                              s->out->path, gr_fmt_count(s->p->committed, c, sizeof c), s->p->dir);
     }
+    if (st == GR_OK) st = gr_conv_partial_commit(s->p, err); /* a split's end */
     if (st == GR_OK && t->kept == 0) {
         const gr_imagefolder_bad *bad = report->bad + t->first_bad;
         st = gr_error_set(err, GR_ERR_DATA, "%s: none of the %lld images of %s could be decoded (the first: %s: %s)",
@@ -267,11 +270,13 @@ gr_status gr_conv_encoded_write(gr_conv_out *o, gr_conv_part *parts, int nparts,
     }
     free(es);
     if (st == GR_OK) st = gr_conv_out_commit(o, err);
-    if (st != GR_OK && st != GR_ERR_SIGNAL && p.done > 0 && err) {
+    if (st != GR_OK && st != GR_ERR_SIGNAL && err) {
+        gr_conv_partial_commit(&p, NULL); /* the blocks done before the failure, as far as that goes */
         char c[32];
         const size_t len = strlen(err->msg);
-        snprintf(err->msg + len, sizeof err->msg - len, "; the %s files converted before are kept in %s (the same "
-                 "command goes on from there)", gr_fmt_count(p.done, c, sizeof c), p.dir);
+        if (p.committed > 0)
+            snprintf(err->msg + len, sizeof err->msg - len, "; the %s files converted before are kept in %s (the "
+                     "same command goes on from there)", gr_fmt_count(p.committed, c, sizeof c), p.dir);
     }
     if (st == GR_OK) gr_conv_partial_done(&p, report);
     else gr_conv_partial_close(&p);

@@ -285,6 +285,7 @@ static void part_release(gr_conv_partial *p) {
         t->offsets = NULL, t->shapes = NULL, t->formats = NULL, t->labels = NULL;
     }
     if (p->index_fd >= 0) close(p->index_fd);
+    free(p->pending);
     free(p->dir);
     free(p->index_path);
     memset(p, 0, sizeof *p);
@@ -452,36 +453,49 @@ gr_status gr_conv_partial_open(gr_conv_partial *p, const char *out, gr_conv_part
         part_release(p);
         return st;
     }
-    p->resumed = p->done;
+    p->resumed = p->committed = p->done;
+    p->committed_at = gr_now();
     part_note_stop(p);
     return GR_OK;
 }
 
 int gr_conv_partial_bytes_fd(const gr_conv_partial *p, int k) { return p->parts[k].bytes_fd; }
 
-gr_status gr_conv_partial_commit(gr_conv_partial *p, int k, gr_conv_stored *es, int64_t count,
-                                 gr_imagefolder_report *report, gr_error *err) {
+gr_status gr_conv_partial_add(gr_conv_partial *p, int k, gr_conv_stored *es, int64_t count,
+                              gr_imagefolder_report *report, gr_error *err) {
     gr_conv_part *t = &p->parts[k];
     GR_ASSERT(count >= 1 && count <= PART_REC_MAX_FILES && t->done + count <= t->n);
     gr_status st = part_begin(p, k, err);
-    /* the bytes first, synced: a record never names bytes that are not on disk */
     for (int64_t i = 0; i < count && st == GR_OK; i++)
         if (!es[i].why) st = part_write_all(t->bytes_fd, es[i].bytes, es[i].n, t->bytes_path, err);
-    if (st == GR_OK && fdatasync(t->bytes_fd) != 0)
-        st = gr_error_set(err, GR_ERR_DATA, "%s: cannot sync: %s", t->bytes_path, strerror(errno));
+    if (st != GR_OK) return st;
     size_t len;
-    uint8_t *rec = st == GR_OK ? part_rec_make(k, t->done, es, count, &len) : NULL;
-    if (st == GR_OK) st = part_write_all(p->index_fd, rec, len, p->index_path, err);
+    uint8_t *rec = part_rec_make(k, t->done, es, count, &len);
+    part_rec r;
+    GR_ASSERT(part_rec_read(rec, len, &r) && part_apply(p, &r, report));
+    for (int64_t i = 0; i < count; i++) free(es[i].why), es[i].why = NULL; /* applied: copied to the report */
+    GR_GROW(p->pending, p->pending_cap, p->npending + len);
+    memcpy(p->pending + p->npending, rec, len);
+    p->npending += len;
+    free(rec);
+    return gr_now() - p->committed_at >= GR_CONV_COMMIT_S ? gr_conv_partial_commit(p, err) : GR_OK;
+}
+
+gr_status gr_conv_partial_commit(gr_conv_partial *p, gr_error *err) {
+    if (p->npending == 0) return GR_OK;
+    /* the bytes first, synced: a record never names bytes that are not on disk */
+    for (int k = 0; k < p->nparts; k++)
+        if (p->parts[k].bytes_fd >= 0 && fdatasync(p->parts[k].bytes_fd) != 0)
+            return gr_error_set(err, GR_ERR_DATA, "%s: cannot sync: %s", p->parts[k].bytes_path, strerror(errno));
+    gr_status st = part_write_all(p->index_fd, p->pending, p->npending, p->index_path, err);
     if (st == GR_OK && fdatasync(p->index_fd) != 0)
         st = gr_error_set(err, GR_ERR_DATA, "%s: cannot sync: %s", p->index_path, strerror(errno));
-    if (st == GR_OK) {
-        part_rec r;
-        GR_ASSERT(part_rec_read(rec, len, &r) && part_apply(p, &r, report));
-        for (int64_t i = 0; i < count; i++) free(es[i].why), es[i].why = NULL; /* applied: copied to the report */
-        if (p->stop) atomic_store(&p->stop->files, p->done);
-    }
-    free(rec);
-    return st;
+    if (st != GR_OK) return st;
+    p->npending = 0;
+    p->committed = p->done;
+    p->committed_at = gr_now();
+    if (p->stop) atomic_store(&p->stop->files, p->committed);
+    return GR_OK;
 }
 
 void gr_conv_partial_done(gr_conv_partial *p, gr_imagefolder_report *report) {
@@ -498,7 +512,8 @@ void gr_conv_partial_done(gr_conv_partial *p, gr_imagefolder_report *report) {
 
 void gr_conv_partial_close(gr_conv_partial *p) {
     if (!p->dir) return;
-    if (p->done == 0) {
+    gr_conv_partial_commit(p, NULL); /* keeps what it can; a failure keeps the last commit */
+    if (p->committed == 0) {
         if (p->stop) atomic_store(&p->stop->held, 0);
         part_remove(p, NULL, 0, true); /* nothing committed: nothing to keep */
     }

@@ -15,10 +15,14 @@
  *   NAME.bytes  per split (/train: train.bytes), the stored bytes of its
  *               committed blocks in order, perhaps followed by part of an
  *               uncommitted block (cut off at the next start).
- * A block is committed when its bytes are synced and then its record
- * appended and synced: what the index says is always on disk. The writer
- * holds an open-file-description write lock on `index` for its life, so a
- * second conversion to the same OUT is refused while one runs.
+ * A block's bytes are written as it is done, its record kept in memory; the
+ * records are committed every GR_CONV_COMMIT_S seconds (and when asked:
+ * at a split's end, a pause, a stop, a failure): the bytes files synced,
+ * then the records appended and synced, so what the index says is always
+ * on disk, and a flush per block does not hold up the decoding. A stop
+ * loses at most the blocks since the last commit. The writer holds an
+ * open-file-description write lock on `index` for its life, so a second
+ * conversion to the same OUT is refused while one runs.
  *
  * Opening it with a header equal to this conversion's resumes: the records
  * are read back into the splits' tables (offsets, shapes, formats, labels;
@@ -31,7 +35,8 @@
  *   gr_conv_stored        one file as stored (or why not);
  *   gr_conv_part          one split: its group and files, what is done;
  *   gr_conv_partial       the directory and its splits;
- *   gr_conv_partial_open, gr_conv_partial_commit, gr_conv_partial_bytes_fd,
+ *   gr_conv_partial_open, gr_conv_partial_add, gr_conv_partial_commit,
+ *   gr_conv_partial_bytes_fd,
  *   gr_conv_partial_done (OUT written: removes it), gr_conv_partial_close
  *   (keeps it when it holds committed work, else removes it);
  *   gr_imagefolder_report_bad  a file left out, into the report
@@ -44,6 +49,8 @@
 
 /* The suffix of OUT's resumable work directory. */
 #define GR_CONV_PARTIAL_SUFFIX ".partial"
+/* Seconds between commits of the blocks done. */
+#define GR_CONV_COMMIT_S 5.0
 
 /* One file as the encoded writer stores it. */
 typedef struct gr_conv_stored {
@@ -59,7 +66,7 @@ typedef struct gr_conv_part {
     const char *name;           /* the group, "/train" */
     const gr_conv_file *files;  /* in order, each with its label */
     int64_t n;
-    int64_t done;               /* files looked at and committed */
+    int64_t done;               /* files looked at (and added: committed or pending) */
     int64_t kept;               /* of them stored (the others left out) */
     uint64_t *offsets;          /* kept + 1, in the bytes file */
     uint16_t *shapes;           /* kept * 3 */
@@ -76,8 +83,12 @@ typedef struct gr_conv_partial {
     int index_fd;
     gr_conv_part *parts;
     int nparts;
-    int64_t total, done;        /* files in all splits; committed */
+    int64_t total, done;        /* files in all splits; added */
+    int64_t committed;          /* of them committed */
     int64_t resumed;            /* files done when it was opened */
+    uint8_t *pending;           /* the records added since the last commit */
+    size_t npending, pending_cap;
+    double committed_at;        /* gr_now() of the last commit */
     gr_conv_stop *stop;         /* may be NULL */
 } gr_conv_partial;
 
@@ -94,14 +105,19 @@ gr_status gr_conv_partial_open(gr_conv_partial *p, const char *out, gr_conv_part
                                const char *options, bool restart, gr_conv_stop *stop, bool progress,
                                gr_imagefolder_report *report, gr_error *err);
 
-/* Commits the next `count` files of split k (files [done, done + count)):
- * the stored bytes of those without `why` appended to its bytes file and
- * synced, then the block's record appended to the index and synced; the
- * tables, p->done and stop->files then grow. Those with `why` are listed in
- * report->bad (why taken; the caller checked --on-error). es' bytes are
- * left to the caller. GR_ERR_DATA naming the file on a failed write. */
-gr_status gr_conv_partial_commit(gr_conv_partial *p, int k, gr_conv_stored *es, int64_t count,
-                                 gr_imagefolder_report *report, gr_error *err);
+/* Adds the next `count` files of split k (files [done, done + count)):
+ * the stored bytes of those without `why` appended to its bytes file, the
+ * block's record kept for the next commit; the tables and p->done grow.
+ * Those with `why` are listed in report->bad (why taken; the caller checked
+ * --on-error). es' bytes are left to the caller. Commits when the last
+ * commit is GR_CONV_COMMIT_S old. GR_ERR_DATA naming the file on a failed
+ * write or sync. */
+gr_status gr_conv_partial_add(gr_conv_partial *p, int k, gr_conv_stored *es, int64_t count,
+                              gr_imagefolder_report *report, gr_error *err);
+
+/* Commits what was added: the bytes files synced, then the records appended
+ * to the index and synced; p->committed and stop->files become p->done. */
+gr_status gr_conv_partial_commit(gr_conv_partial *p, gr_error *err);
 
 /* Split k's bytes file, for reading back its offsets[kept] bytes. */
 int gr_conv_partial_bytes_fd(const gr_conv_partial *p, int k);
@@ -110,8 +126,9 @@ int gr_conv_partial_bytes_fd(const gr_conv_partial *p, int k);
  * be removed adds a line to report->warnings. */
 void gr_conv_partial_done(gr_conv_partial *p, gr_imagefolder_report *report);
 
-/* Releases *p after a failure or a stop: OUT.partial stays when it holds
- * committed files, else it is removed. A no-op on a zeroed or released *p. */
+/* Releases *p after a failure or a stop: what was added is committed (as
+ * far as that goes), then OUT.partial stays when it holds committed files,
+ * else it is removed. A no-op on a zeroed or released *p. */
 void gr_conv_partial_close(gr_conv_partial *p);
 
 /* Adds path (copied) and why (taken) to r->bad. */
