@@ -172,7 +172,8 @@ static gr_status if_check_store(const gr_imagefolder_config *cfg, const char *wh
                                 cfg->restart ? " (a raw conversion is not resumable)" : "");
         return GR_OK;
     }
-    if (cfg->store != GR_STORE_JPEG) return gr_error_set(err, GR_ERR_USAGE, "data %s: --store must be raw or jpeg", what);
+    if (cfg->store != GR_STORE_JPEG)
+        return gr_error_set(err, GR_ERR_USAGE, "data %s: --store must be raw or jpeg", what);
     if (cfg->size || cfg->short_side)
         return gr_error_set(err, GR_ERR_USAGE, "data %s: --%s does not apply with --store jpeg (the images "
                             "are stored encoded, at their own size up to --max-side)", what,

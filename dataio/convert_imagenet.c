@@ -130,7 +130,8 @@ static gr_status inet_scan_val(const gr_imagenet_config *cfg, inet_run *r, gr_er
 static gr_status inet_names(const gr_imagenet_config *cfg, inet_run *r, gr_error *err) {
     const int64_t K = r->train.nclasses;
     r->names = gr_xcalloc((size_t)K, sizeof *r->names);
-    char *up = gr_conv_join(cfg->dir, ".."), *cand[2] = {gr_conv_join(cfg->dir, INET_NAMES), gr_conv_join(up, INET_NAMES)};
+    char *up = gr_conv_join(cfg->dir, "..");
+    char *cand[2] = {gr_conv_join(cfg->dir, INET_NAMES), gr_conv_join(up, INET_NAMES)};
     free(up);
     FILE *f = NULL;
     for (int k = 0; k < 2 && !f; k++)

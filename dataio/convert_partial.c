@@ -87,23 +87,19 @@ static size_t part_header_len(const uint8_t *buf, size_t n) {
     return 0;
 }
 
-/* The header's split lines: the groups (allocated) and their file counts. */
-static int part_header_splits(const char *h, size_t len, char ***names, int64_t **counts) {
+/* The groups of the header's split lines ("split NAME COUNT HASH"), allocated. */
+static int part_header_groups(const char *h, size_t len, char ***names) {
     int n = 0;
-    *names = NULL, *counts = NULL;
+    *names = NULL;
     for (const char *line = h; line < h + len;) {
-        const char *eol = memchr(line, '\n', (size_t)(h + len - line));
+        const char *eol = memchr(line, '\n', (size_t)(h + len - line)), *cnt;
         if (!eol) break;
         if (strncmp(line, "split ", 6) == 0) {
-            const char *hash = eol - 1, *cnt;
-            while (hash > line && hash[-1] != ' ') hash--;
-            cnt = hash - 1;
-            while (cnt > line && cnt[-1] != ' ') cnt--;
-            if (cnt > line + 7) {
+            int spaces = 0;
+            for (cnt = eol; cnt > line + 6 && spaces < 2;) spaces += *--cnt == ' ';
+            if (spaces == 2 && cnt > line + 6) {
                 *names = gr_xrealloc(*names, (size_t)(n + 1) * sizeof **names);
-                *counts = gr_xrealloc(*counts, (size_t)(n + 1) * sizeof **counts);
-                (*names)[n] = strndup(line + 6, (size_t)(cnt - 1 - (line + 6)));
-                (*counts)[n++] = strtoll(cnt, NULL, 10);
+                (*names)[n++] = strndup(line + 6, (size_t)(cnt - (line + 6)));
             }
         }
         line = eol + 1;
@@ -397,11 +393,10 @@ static gr_status part_settle(gr_conv_partial *p, const uint8_t *buf, size_t n, c
         fprintf(stderr, "gpurun data: %s: --restart: discarding the %s files converted in %s\n", out,
                 gr_fmt_count(was, c1, sizeof c1), p->dir);
     char **old = NULL;
-    int64_t *counts = NULL;
-    const int nold = hlen ? part_header_splits((const char *)buf, hlen, &old, &counts) : 0;
+    const int nold = hlen ? part_header_groups((const char *)buf, hlen, &old) : 0;
     const bool removed = part_remove(p, old, nold, false);
     for (int k = 0; k < nold; k++) free(old[k]);
-    free(old), free(counts);
+    free(old);
     if (!removed) return gr_error_set(err, GR_ERR_DATA, "%s: cannot remove its old work: %s", p->dir, strerror(errno));
     return part_fresh(p, header, err);
 }

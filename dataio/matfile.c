@@ -32,7 +32,9 @@ typedef struct mat_ctx {
     int depth;
 } mat_ctx;
 
-static uint32_t mat_u32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint32_t mat_u32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
 
 static bool mat_fail(mat_ctx *c, const char *what) {
     gr_error_set(c->err, GR_ERR_DATA, "%s: not a MAT-file MATLAB can read, or damaged: %s", c->path, what);

@@ -217,8 +217,9 @@ static void gr_data_images(const char *what, const char *usage, const char *cons
     wrong = jpeg ? NULL : val[GR_DOPT_MAX_SIDE] ? "--max-side" : val[GR_DOPT_QUALITY] ? "--quality"
                         : restart ? "--restart" : NULL;
     if (wrong) {
+        const bool r = restart && !val[GR_DOPT_MAX_SIDE] && !val[GR_DOPT_QUALITY];
         snprintf(msg, sizeof msg, "data %s: %%s applies only with --store jpeg%s", what,
-                 restart && !val[GR_DOPT_MAX_SIDE] && !val[GR_DOPT_QUALITY] ? " (a raw conversion is not resumable)" : "");
+                 r ? " (a raw conversion is not resumable)" : "");
         gr_usage_error(msg, wrong);
     }
     if (!jpeg && !val[GR_DOPT_SIZE]) {

@@ -87,7 +87,8 @@ a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
 for g in ("/train", "/val"):
     for d in ("encoded", "offsets", "shapes", "formats", "labels"):
         assert np.array_equal(a[g][d][()], b[g][d][()]), (g, d)
-    assert list(a[g].attrs["classes"]) == list(b[g].attrs["classes"]) == ["tench, Tinca tinca", "goldfish, Carassius auratus"]
+    names = ["tench, Tinca tinca", "goldfish, Carassius auratus"]
+    assert list(a[g].attrs["classes"]) == list(b[g].attrs["classes"]) == names
 assert list(a["/val/labels"][()]) == [0, 1, 0, 1] and a["/train/labels"].shape == (1100,)
 EOF
 else e2e_skip "the resumed file against the uninterrupted one: $why"; fi
@@ -97,6 +98,7 @@ O2=$T/re.h5
 stopped "$O2"
 check "second stop: exit 75" test "$RC" -eq 75
 expect_ok "wrote $O2" -- "$G" data imagenet "$O2" --from "$D" --max-side 8 --restart
-check "--restart says what it discards" grep -qF -- "--restart: discarding the 512 files converted in $O2.partial" "$ERR"
+check "--restart says what it discards" \
+    grep -qF -- "--restart: discarding the 512 files converted in $O2.partial" "$ERR"
 check "--restart: OUT.partial removed" test ! -e "$O2.partial"
 e2e_done

@@ -338,7 +338,8 @@ static void test_kaggle(const char *root) {
     CHECK_FAILED(convert(&cfg, out, NULL, &err), GR_ERR_DATA, "ILSVRC2012_val_00000006.JPEG: no ground truth for this "
                  "image in", out);
     /* a wnid not in train; the mapping without one of train's */
-    write_text(join(d, "LOC_val_solution.csv"), "ImageId,PredictionString\nILSVRC2012_val_00000001,n09999999 1 2 3 4\n");
+    write_text(join(d, "LOC_val_solution.csv"),
+               "ImageId,PredictionString\nILSVRC2012_val_00000001,n09999999 1 2 3 4\n");
     CHECK_FAILED(convert(&cfg, out, NULL, &err), GR_ERR_DATA, "LOC_val_solution.csv:2: ILSVRC2012_val_00000001's wnid "
                  "n09999999 is not a class of train", out);
     write_csv(join(d, "LOC_val_solution.csv"), false, false);
@@ -417,7 +418,8 @@ static void test_errors(const char *root) {
         {.dir = d, .images = {.store = GR_STORE_RAW, .size = 8, .restart = true}},
         {.dir = d, .images = {.store = GR_STORE_JPEG, .group = "/x"}},
     };
-    const char *needle[] = {"--splits leaves nothing to write", "data imagenet: --size does not apply with --store jpeg",
+    const char *needle[] = {"--splits leaves nothing to write",
+                            "data imagenet: --size does not apply with --store jpeg",
                             "data imagenet: --restart applies only with --store jpeg", "are ILSVRC2012's own"};
     for (size_t k = 0; k < GR_ARRAY_LEN(usage); k++) {
         gr_imagenet_config c = usage[k];
