@@ -233,14 +233,14 @@ static void gr_data_images(const char *what, const char *usage, const char *cons
     if (val[GR_DOPT_SHORT]) cfg->short_side = gr_data_count("--short-side", val[GR_DOPT_SHORT]);
     if (val[GR_DOPT_MAX_SIDE]) {
         cfg->max_side = gr_data_count("--max-side", val[GR_DOPT_MAX_SIDE]);
-        if (cfg->max_side > 32768)
-            gr_usage_error("data: --max-side: expected 1..32768 (the largest image side decoded), got '%s'",
-                           val[GR_DOPT_MAX_SIDE]);
+        snprintf(msg, sizeof msg, "data %s: --max-side: expected 1..32768 (the largest image side decoded), got "
+                 "'%%s'", what);
+        if (cfg->max_side > 32768) gr_usage_error(msg, val[GR_DOPT_MAX_SIDE]);
     }
     if (val[GR_DOPT_QUALITY]) {
         const int64_t q = gr_data_int("--quality", val[GR_DOPT_QUALITY], NULL);
-        if (q < 1 || q > 100) gr_usage_error("data: --quality: expected a JPEG quality 1..100, got '%s'",
-                                             val[GR_DOPT_QUALITY]);
+        snprintf(msg, sizeof msg, "data %s: --quality: expected a JPEG quality 1..100, got '%%s'", what);
+        if (q < 1 || q > 100) gr_usage_error(msg, val[GR_DOPT_QUALITY]);
         cfg->quality = (int)q;
     }
     const char *on_error = val[GR_DOPT_ON_ERROR];
