@@ -34,6 +34,7 @@ typedef enum gr_env_id {
     GR_ENV_MEMORY_LIMIT,        /* kernels/cpu/cpu_backend.c, runner/memfit.c */
     GR_ENV_SAVE_DELAY_MS,       /* runner/saver.c */
     GR_ENV_START_DELAY_MS,      /* runner/main.c */
+    GR_ENV_DATA_BLOCK_DELAY_MS, /* dataio/convert_encoded.c */
     GR_ENV_CMAKE_ARGS,          /* scripts/dev.sh (not read by gpurun) */
     GR_ENV_COUNT
 } gr_env_id;

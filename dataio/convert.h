@@ -11,6 +11,8 @@
 
 #include "../common/gr_common.h"
 
+#include <stdatomic.h>
+
 /* Writes /train and /test from the four IDX files in dir (gzipped "*.gz" or
  * not): train-images-idx3-ubyte, train-labels-idx1-ubyte,
  * t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte. images uint8 [N,1,28,28]
@@ -70,6 +72,22 @@ typedef enum gr_on_error {
     GR_ON_ERROR_SKIP,  /* the file is left out and listed in the report */
 } gr_on_error;
 
+/* Where a resumable conversion (--store jpeg: its work kept in OUT.partial,
+ * DESIGN 1.1) stands, for its caller. The converter writes it; a stop
+ * signal's handler (runner/data_cmd.c) reads it with lock-free atomic loads,
+ * and the names only after `held` reads 1 (they are set before it). The
+ * caller owns it, zeroed. */
+#define GR_CONV_STOP_PATH 1100
+typedef struct gr_conv_stop {
+    atomic_llong files;            /* files OUT.partial holds converted: committed blocks, resumed ones too */
+    atomic_int held;               /* 1 while this conversion holds OUT.partial and the names are set */
+    atomic_int requested;          /* set by the caller (a test, another thread): the conversion stops once the
+                                      block in progress is committed, returning GR_ERR_SIGNAL, its work kept */
+    char dir[GR_CONV_STOP_PATH];   /* OUT.partial */
+    char index[GR_CONV_STOP_PATH]; /* OUT.partial/index */
+    char first[GR_CONV_STOP_PATH]; /* the first split's bytes file: with no file converted, the only other file */
+} gr_conv_stop;
+
 /* How the imagefolder converter stores samples. */
 typedef enum gr_image_store {
     GR_STORE_RAW,   /* decoded, resized, cropped: images uint8 [N,3,S,S] (the default) */
@@ -89,6 +107,8 @@ typedef struct gr_imagefolder_config {
     int64_t max_side;      /* GR_STORE_JPEG: images with a side over it are resized (long side to it) and
                               re-encoded; 0: every file's bytes kept. In [1, 32768] */
     int quality;           /* GR_STORE_JPEG: the re-encoding's JPEG quality, 1..100; 0: 90 */
+    bool restart;          /* GR_STORE_JPEG: OUT.partial's work is discarded, not resumed */
+    gr_conv_stop *stop;    /* GR_STORE_JPEG: filled in as the work is committed; may be NULL */
 } gr_imagefolder_config;
 
 /* An image left out under GR_ON_ERROR_SKIP. */
@@ -103,6 +123,7 @@ typedef struct gr_imagefolder_report {
     int64_t samples;          /* samples written, in all groups */
     int64_t val_samples;      /* of them, in /val (val_fraction; else 0) */
     int64_t skipped;          /* entries not taken by their name: not *.jpg|*.jpeg|*.png, hidden, not a folder */
+    int64_t resumed;          /* files converted by an earlier, stopped run (OUT.partial), not read again */
     gr_imagefolder_bad *bad;  /* images left out (GR_ON_ERROR_SKIP), in the order converted (/train's, then
                                  /val's; each in file order) */
     int64_t nbad;
@@ -169,9 +190,49 @@ int64_t gr_split_stratified(const int32_t *labels, int64_t n, int64_t nclasses, 
  * so its long side is max_side and encoded as a JPEG at `quality` (RGB, or
  * gray for a grayscale image). Every file is decoded once (a kept JPEG at
  * 1/8 scale) so a corrupt or truncated one meets --on-error as above. No
- * `mean`/`std` are written. */
+ * `mean`/`std` are written. Such a conversion is resumable
+ * (convert_partial.h): the files are converted a block at a time into
+ * OUT.partial, which a stopped or failed conversion keeps; the same
+ * conversion started again goes on after its last committed block (their
+ * files not read again: report->resumed); another one is GR_ERR_USAGE
+ * unless cfg->restart. OUT.partial is removed once OUT is written.
+ * cfg->stop, when given, is kept up to date for a signal handler and can
+ * ask for a stop (GR_ERR_SIGNAL). */
 gr_status gr_data_convert_imagefolder(const gr_imagefolder_config *cfg, const char *out, bool force, bool progress,
                                       gr_imagefolder_report *report, gr_error *err);
+
+/* `gpurun data imagenet`: the ILSVRC2012 classification images. */
+typedef struct gr_imagenet_config {
+    const char *dir;        /* the root: train/ and val/, or Kaggle's ILSVRC/Data/CLS-LOC/{train,val} */
+    const char *val_labels; /* a flat val/'s ground truth, LOC_val_solution.csv or
+                               ILSVRC2012_validation_ground_truth.txt; NULL: looked for */
+    const char *devkit;     /* the devkit folder (data/meta.mat, data/ILSVRC2012_validation_ground_truth.txt);
+                               NULL: looked for */
+    bool no_train, no_val;  /* --splits: a split not written (not both) */
+    gr_imagefolder_config images; /* how images are stored, as imagefolder's: store, size, short_side,
+                                     max_side, quality, on_error, restart, stop; dir, group, val_fraction
+                                     and seed must be zero */
+} gr_imagenet_config;
+
+/* Writes /train and /val (those not left out) of an encoded (or, with
+ * GR_STORE_RAW, decoded) image split each, as imagefolder does, from the
+ * ILSVRC2012 layouts (DESIGN 1.1): DIR/train/<wnid>/<image>.JPEG (or
+ * DIR/ILSVRC/Data/CLS-LOC/train, Kaggle's); val in class folders
+ * DIR/val/<wnid>/, or flat DIR/val/<image>.JPEG with Kaggle's LOC_val_solution.csv
+ * (ImageId, then the wnid first in PredictionString) or the devkit's
+ * ILSVRC2012_validation_ground_truth.txt (the ILSVRC2012_ID of
+ * ILSVRC2012_val_<8 digits> on line <that number>) and data/meta.mat
+ * (`synsets`: ILSVRC2012_ID to WNID; matfile.h). Labels are the train
+ * folders' wnids sorted bytewise (torchvision's ImageFolder), in both splits,
+ * also when only val is written. `classes`: LOC_synset_mapping.txt's names
+ * when it is in DIR or DIR/.., else the wnids. Errors (GR_ERR_DATA, exit 3)
+ * name the file and what is wrong: no train folder, an empty class folder, a
+ * flat val without ground truth (the files looked for named), a ground truth
+ * naming a file that is not there or a wnid not in train, a val file without
+ * ground truth, an unreadable meta.mat. GR_ERR_USAGE: bad options. report
+ * may be NULL. */
+gr_status gr_data_convert_imagenet(const gr_imagenet_config *cfg, const char *out, bool force, bool progress,
+                                   gr_imagefolder_report *report, gr_error *err);
 
 /* A numeric CSV table to a table split (`gpurun data csv`). */
 typedef struct gr_csv_config {

@@ -8,35 +8,28 @@
  *
  * `encoded` is contiguous, so a sample is one pread at the dataset's file
  * offset plus offsets[i]; HDF5 needs a contiguous dataset's size at creation,
- * so the bytes go to a private temporary first (locked and swept as OUT's own,
- * common/tmpfile.h) and are copied in at the end: one extra sequential write
- * and read of the stored bytes. */
+ * so the bytes go to OUT.partial first, a block at a time, committed there
+ * so that a stopped conversion goes on where it stopped (convert_partial.h),
+ * and are copied in at the end: one extra sequential write and read of the
+ * stored bytes. */
 #include "convert_encoded.h"
+#include "../common/env.h"
 #include "h5util.h"
 #include "image.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define ENC_BLOCK_FILES 512                   /* files checked per parallel block */
 #define ENC_COPY_BYTES ((size_t)64 << 20)      /* the temporary copied in pieces of this */
 #define ENC_DEFAULT_QUALITY 90
 
-/* One file as stored. */
-typedef struct enc_sample {
-    uint8_t *bytes;
-    size_t n;
-    uint16_t shape[3]; /* H, W, C of the stored image */
-    uint8_t format;    /* gr_image_format */
-    char *why;         /* not NULL: the file failed, this says why */
-} enc_sample;
-
 /* Reads, checks and (past max_side) re-encodes one file. Thread-safe. */
-static void enc_one(const char *path, int64_t max_side, int quality, enc_sample *e) {
+static void enc_one(const char *path, int64_t max_side, int quality, gr_conv_stored *e) {
     char why[GR_IMAGE_WHY_MAX];
     memset(e, 0, sizeof *e);
     FILE *fp = fopen(path, "rb");
@@ -78,72 +71,61 @@ static void enc_one(const char *path, int64_t max_side, int quality, enc_sample 
     e->format = (uint8_t)(keep ? info.format : GR_IMAGE_JPEG);
 }
 
-/* The split being written: what is kept in memory until the end. */
+/* The split being written: split k of the partial work p. */
 typedef struct enc_split {
     const gr_conv_out *out;
+    gr_conv_partial *p;
+    int k;
     const char *name;
-    gr_tmpfile spill;   /* the stored bytes, in order */
-    uint64_t *offsets;  /* next + 1 */
-    uint16_t *shapes;   /* next * 3 */
-    uint8_t *formats;
-    int32_t *labels;
-    int64_t next, n;    /* samples kept so far; files in all */
-    int64_t done;       /* files looked at, for the progress bar */
     int last_pct;
 } enc_split;
 
 static void enc_progress(enc_split *s) {
+    const gr_conv_part *t = &s->p->parts[s->k];
     if (!s->out->progress) return;
-    const int pct = (int)(100 * s->done / s->n);
+    const int pct = (int)(100 * t->done / t->n);
     if (pct == s->last_pct) return;
     s->last_pct = pct;
     fprintf(stderr, "\rgpurun data: %s %s (encoded) %3d%% %lld/%lld", s->out->path, s->name, pct,
-            (long long)s->done, (long long)s->n);
-    if (s->done == s->n) fputc('\n', stderr);
+            (long long)t->done, (long long)t->n);
+    if (t->done == t->n) fputc('\n', stderr);
     fflush(stderr);
 }
 
-static gr_status enc_spill_write(enc_split *s, const uint8_t *p, size_t n, gr_error *err) {
-    while (n > 0) {
-        const ssize_t w = write(s->spill.fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return gr_error_set(err, GR_ERR_DATA, "%s: write failed: %s", s->spill.tmp, strerror(errno));
-        p += w, n -= (size_t)w;
-    }
-    return GR_OK;
+/* GPURUN_DATA_BLOCK_DELAY_MS: a pause after each block, committed first
+ * (tests: a conversion slow enough to stop in the middle). */
+static void enc_test_delay(void) {
+    const int64_t ms = gr_env_int(GR_ENV_DATA_BLOCK_DELAY_MS, 0);
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
+    while (ms > 0 && nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
 
-/* Checks files[0, count) on all cores, then appends the good ones in order.
- * A failed file: the error (the first) under fail, listed under skip. */
-static gr_status enc_block(enc_split *s, const char *const *paths, const int32_t *labels, int64_t count,
-                           const gr_imagefolder_config *cfg, gr_imagefolder_report *report, enc_sample *es,
-                           gr_error *err) {
+/* Checks the next `count` files of the split on all cores, then adds them
+ * to the partial work: a failed file is the error (the first) under fail,
+ * nothing of the block added; under skip it is listed. */
+static gr_status enc_block(enc_split *s, int64_t count, const gr_imagefolder_config *cfg,
+                           gr_imagefolder_report *report, gr_conv_stored *es, gr_error *err) {
+    gr_conv_part *t = &s->p->parts[s->k];
+    const gr_conv_file *files = t->files + t->done;
     const int quality = cfg->quality ? cfg->quality : ENC_DEFAULT_QUALITY;
     const int64_t max_side = cfg->max_side;
     #pragma omp parallel for schedule(dynamic, 1)
-    for (int64_t i = 0; i < count; i++) enc_one(paths[i], max_side, quality, &es[i]);
+    for (int64_t i = 0; i < count; i++) enc_one(files[i].path, max_side, quality, &es[i]);
     gr_status st = GR_OK;
+    for (int64_t i = 0; i < count && st == GR_OK; i++)
+        if (es[i].why && cfg->on_error != GR_ON_ERROR_SKIP)
+            st = gr_error_set(err, GR_ERR_DATA, "%s: cannot decode: %s (--on-error skip leaves such files out)",
+                              files[i].path, es[i].why);
+    if (st == GR_OK) st = gr_conv_partial_add(s->p, s->k, es, count, report, err);
     for (int64_t i = 0; i < count; i++) {
-        if (es[i].why) {
-            if (cfg->on_error == GR_ON_ERROR_SKIP) {
-                gr_imagefolder_report_bad(report, paths[i], es[i].why);
-                es[i].why = NULL;
-            } else if (st == GR_OK) {
-                st = gr_error_set(err, GR_ERR_DATA, "%s: cannot decode: %s (--on-error skip leaves such files out)",
-                                  paths[i], es[i].why);
-            }
-        } else if (st == GR_OK && (st = enc_spill_write(s, es[i].bytes, es[i].n, err)) == GR_OK) {
-            const int64_t k = s->next++;
-            s->offsets[k + 1] = s->offsets[k] + es[i].n;
-            memcpy(s->shapes + 3 * k, es[i].shape, sizeof es[i].shape);
-            s->formats[k] = es[i].format;
-            s->labels[k] = labels[i];
-        }
         free(es[i].bytes);
         free(es[i].why);
     }
-    s->done += count;
     if (st == GR_OK) enc_progress(s);
+    if (st == GR_OK && gr_env_int(GR_ENV_DATA_BLOCK_DELAY_MS, 0) > 0) {
+        st = gr_conv_partial_commit(s->p, err); /* what a stop during the pause keeps */
+        enc_test_delay();
+    }
     return st;
 }
 
@@ -168,14 +150,10 @@ static gr_status enc_copy(const enc_split *s, hid_t grp, gr_error *err) {
     gr_status st = GR_OK;
     hid_t sp = -1, msp = -1, d = -1, dcpl = -1;
     const char *f = s->out->tmp, *g = s->name;
-    const hsize_t total = s->offsets[s->next];
-    char reopen[64];
+    const gr_conv_part *t = &s->p->parts[s->k];
+    const hsize_t total = t->offsets[t->kept];
     uint8_t *buf = gr_xmalloc((size_t)GR_MIN((hsize_t)ENC_COPY_BYTES, GR_MAX(total, 1)));
-    const int fd = open(gr_tmpfile_reopen_path(&s->spill, reopen, sizeof reopen), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        st = gr_error_set(err, GR_ERR_DATA, "%s: cannot read back: %s", s->spill.tmp, strerror(errno));
-        goto fail;
-    }
+    const int fd = gr_conv_partial_bytes_fd(s->p, s->k);
     GR_H5_CHECK(sp = H5Screate_simple(1, &total, NULL), err, "%s: %s/encoded: cannot create", f, g);
     GR_H5_CHECK(dcpl = H5Pcreate(H5P_DATASET_CREATE), err, "%s: %s/encoded: cannot create", f, g);
     GR_H5_CHECK(H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER), err, "%s: %s/encoded: cannot create", f, g);
@@ -187,7 +165,7 @@ static gr_status enc_copy(const enc_split *s, hid_t grp, gr_error *err) {
             const ssize_t r = pread(fd, buf + got, (size_t)len - got, (off_t)(at + got));
             if (r < 0 && errno == EINTR) continue;
             if (r <= 0) {
-                st = gr_error_set(err, GR_ERR_DATA, "%s: read back failed: %s", s->spill.tmp,
+                st = gr_error_set(err, GR_ERR_DATA, "%s: read back failed: %s", t->bytes_path,
                                   r < 0 ? strerror(errno) : "shorter than written");
                 goto fail;
             }
@@ -202,7 +180,6 @@ static gr_status enc_copy(const enc_split *s, hid_t grp, gr_error *err) {
         at += len;
     }
 fail:
-    if (fd >= 0) close(fd);
     if (d >= 0) H5Dclose(d);
     if (dcpl >= 0) H5Pclose(dcpl);
     if (msp >= 0) H5Sclose(msp);
@@ -230,51 +207,78 @@ fail:
     return st;
 }
 
-/* The group and its datasets from what enc_block gathered. */
+/* The group and its datasets from what the blocks committed. */
 static gr_status enc_finish(const enc_split *s, const char *const *names, int64_t nclasses, gr_error *err) {
     hid_t grp = -1;
     gr_status st = gr_conv_group_create(s->out, s->name, &grp, err);
     if (st != GR_OK) return st;
-    const hsize_t n = (hsize_t)s->next, n1 = n + 1, n3[2] = {n, 3};
+    const gr_conv_part *t = &s->p->parts[s->k];
+    const hsize_t n = (hsize_t)t->kept, n1 = n + 1, n3[2] = {n, 3};
     const hid_t ltype = nclasses <= 256 ? H5T_STD_U8LE : nclasses <= 65536 ? H5T_STD_U16LE : H5T_STD_I32LE;
     if (st == GR_OK) st = enc_copy(s, grp, err);
     if (st == GR_OK)
-        st = enc_write(s, grp, "offsets", H5T_STD_U64LE, H5T_NATIVE_UINT64, 1, &n1, s->offsets, err);
-    if (st == GR_OK) st = enc_write(s, grp, "shapes", H5T_STD_U16LE, H5T_NATIVE_UINT16, 2, n3, s->shapes, err);
-    if (st == GR_OK) st = enc_write(s, grp, "formats", H5T_STD_U8LE, H5T_NATIVE_UINT8, 1, &n, s->formats, err);
-    if (st == GR_OK) st = enc_write(s, grp, "labels", ltype, H5T_NATIVE_INT32, 1, &n, s->labels, err);
+        st = enc_write(s, grp, "offsets", H5T_STD_U64LE, H5T_NATIVE_UINT64, 1, &n1, t->offsets, err);
+    if (st == GR_OK) st = enc_write(s, grp, "shapes", H5T_STD_U16LE, H5T_NATIVE_UINT16, 2, n3, t->shapes, err);
+    if (st == GR_OK) st = enc_write(s, grp, "formats", H5T_STD_U8LE, H5T_NATIVE_UINT8, 1, &n, t->formats, err);
+    if (st == GR_OK) st = enc_write(s, grp, "labels", ltype, H5T_NATIVE_INT32, 1, &n, t->labels, err);
     if (st == GR_OK) st = enc_string_attr(s, grp, "storage", "encoded", err);
     if (st == GR_OK) st = gr_conv_write_classes(s->out, grp, s->name, names, nclasses, err);
     H5Gclose(grp);
     return st;
 }
 
-gr_status gr_conv_encoded_split(const gr_conv_out *o, const char *name, const char *const *paths,
-                                const int32_t *labels, int64_t n, const char *const *names, int64_t nclasses,
-                                const gr_imagefolder_config *cfg, gr_imagefolder_report *report, gr_error *err) {
-    enc_split s = {.out = o, .name = name, .n = n, .last_pct = -1};
-    gr_status st = gr_tmpfile_create_locked(&s.spill, o->path, GR_ERR_DATA, err);
-    if (st != GR_OK) return st;
-    s.offsets = gr_xcalloc((size_t)n + 1, sizeof *s.offsets);
-    s.shapes = gr_xmalloc((size_t)n * 3 * sizeof *s.shapes);
-    s.formats = gr_xmalloc((size_t)n);
-    s.labels = gr_xmalloc((size_t)n * sizeof *s.labels);
-    enc_sample *es = gr_xcalloc(ENC_BLOCK_FILES, sizeof *es);
-    const int64_t nbad0 = report->nbad;
-    for (int64_t first = 0; first < n && st == GR_OK; first += ENC_BLOCK_FILES)
-        st = enc_block(&s, paths + first, labels + first, GR_MIN(n - first, ENC_BLOCK_FILES), cfg, report, es, err);
-    if (st == GR_OK && s.next == 0) {
-        const gr_imagefolder_bad *bad = report->bad + nbad0;
-        st = gr_error_set(err, GR_ERR_DATA, "%s: none of the %lld images of %s could be decoded (the first: %s: %s)",
-                          cfg->dir, (long long)n, name, bad->path, bad->why);
+/* Split k: the files not yet done, a block at a time; then its group. */
+static gr_status enc_split_write(enc_split *s, const char *const *names, int64_t nclasses,
+                                 const gr_imagefolder_config *cfg, gr_imagefolder_report *report,
+                                 gr_conv_stored *es, gr_error *err) {
+    gr_conv_part *t = &s->p->parts[s->k];
+    gr_status st = GR_OK;
+    char c[32];
+    while (t->done < t->n && st == GR_OK) {
+        st = enc_block(s, GR_MIN(t->n - t->done, ENC_BLOCK_FILES), cfg, report, es, err);
+        if (st == GR_OK && cfg->stop && atomic_load(&cfg->stop->requested) &&
+            (st = gr_conv_partial_commit(s->p, err)) == GR_OK)
+            st = gr_error_set(err, GR_ERR_SIGNAL, "%s: stopped as asked; %s files converted so far are kept in %s",
+                              s->out->path, gr_fmt_count(s->p->committed, c, sizeof c), s->p->dir);
     }
-    if (st == GR_OK) st = enc_finish(&s, names, nclasses, err);
-    report->samples += s.next;
-    gr_tmpfile_abort(&s.spill);
+    if (st == GR_OK) st = gr_conv_partial_commit(s->p, err); /* a split's end */
+    if (st == GR_OK && t->kept == 0) {
+        const gr_imagefolder_bad *bad = report->bad + t->first_bad;
+        st = gr_error_set(err, GR_ERR_DATA, "%s: none of the %lld images of %s could be decoded (the first: %s: %s)",
+                          cfg->dir, (long long)t->n, s->name, bad->path, bad->why);
+    }
+    if (st == GR_OK) st = enc_finish(s, names, nclasses, err);
+    return st;
+}
+
+gr_status gr_conv_encoded_write(gr_conv_out *o, gr_conv_part *parts, int nparts, const char *const *names,
+                                int64_t nclasses, const gr_imagefolder_config *cfg, gr_imagefolder_report *report,
+                                gr_error *err) {
+    char options[128];
+    snprintf(options, sizeof options, "store=jpeg max_side=%lld quality=%d on_error=%s", (long long)cfg->max_side,
+             cfg->quality ? cfg->quality : ENC_DEFAULT_QUALITY, cfg->on_error == GR_ON_ERROR_SKIP ? "skip" : "fail");
+    gr_conv_partial p;
+    gr_status st = gr_conv_partial_open(&p, o->path, parts, nparts, options, cfg->restart, cfg->stop, o->progress,
+                                        report, err);
+    if (st != GR_OK) return st;
+    report->resumed += p.resumed;
+    gr_conv_stored *es = gr_xcalloc(ENC_BLOCK_FILES, sizeof *es);
+    for (int k = 0; k < nparts && st == GR_OK; k++) {
+        enc_split s = {.out = o, .p = &p, .k = k, .name = parts[k].name, .last_pct = -1};
+        st = enc_split_write(&s, names, nclasses, cfg, report, es, err);
+        if (st == GR_OK) report->samples += parts[k].kept;
+    }
     free(es);
-    free(s.offsets);
-    free(s.shapes);
-    free(s.formats);
-    free(s.labels);
+    if (st == GR_OK) st = gr_conv_out_commit(o, err);
+    if (st != GR_OK && st != GR_ERR_SIGNAL && err) {
+        gr_conv_partial_commit(&p, NULL); /* the blocks done before the failure, as far as that goes */
+        char c[32];
+        const size_t len = strlen(err->msg);
+        if (p.committed > 0)
+            snprintf(err->msg + len, sizeof err->msg - len, "; the %s files converted before are kept in %s (the "
+                     "same command goes on from there)", gr_fmt_count(p.committed, c, sizeof c), p.dir);
+    }
+    if (st == GR_OK) gr_conv_partial_done(&p, report);
+    else gr_conv_partial_close(&p);
     return st;
 }

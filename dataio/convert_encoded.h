@@ -1,30 +1,30 @@
-/* convert_encoded.h — private to the imagefolder converter: the writer of an
- * encoded image split (`gpurun data imagefolder --store jpeg`, DESIGN 1.5),
- * convert_encoded.c. Not part of the dataio API.
+/* convert_encoded.h — private to the image converters (convert_imagefolder.c,
+ * convert_imagenet.c): the writer of encoded image splits (`--store jpeg`,
+ * DESIGN 1.5), convert_encoded.c, resumable through OUT.partial
+ * (convert_partial.h). Not part of the dataio API.
  *
  * Exports:
- *   gr_conv_encoded_split      one split from a list of image files;
- *   gr_imagefolder_report_bad  adds a file left out to the report
- *                              (convert_imagefolder.c). */
+ *   gr_conv_encoded_write      the splits of one conversion, OUT committed. */
 #ifndef GR_CONVERT_ENCODED_H
 #define GR_CONVERT_ENCODED_H
 
 #include "convert.h"
 #include "convert_out.h"
+#include "convert_partial.h"
 
-/* Writes group `name` of o from the n files paths[i] of class labels[i]:
- * `encoded`, `offsets`, `shapes`, `formats`, `labels` and the attributes
- * `storage` and `classes` (names[0..nclasses)). Each file is read and
- * checked on all cores a block at a time, its stored bytes appended to a
- * second private temporary next to OUT (a contiguous dataset needs its size
- * up front), which is copied into `encoded` at the end and removed. A file
- * that cannot be decoded follows cfg->on_error as the raw writer's do; the
- * split's samples are then the others. */
-gr_status gr_conv_encoded_split(const gr_conv_out *o, const char *name, const char *const *paths,
-                                const int32_t *labels, int64_t n, const char *const *names, int64_t nclasses,
-                                const gr_imagefolder_config *cfg, gr_imagefolder_report *report, gr_error *err);
-
-/* Adds path (copied) and why (taken) to r->bad. */
-void gr_imagefolder_report_bad(gr_imagefolder_report *r, const char *path, char *why);
+/* Writes the nparts splits parts[k] (name, files, n >= 1 filled in) as
+ * groups of o: `encoded`, `offsets`, `shapes`, `formats`, `labels` and the
+ * attributes `storage` and `classes` (names[0..nclasses)); then commits o
+ * (gr_conv_out_commit) and removes OUT.partial. Each file is read and checked
+ * on all cores a block at a time and committed to OUT.partial (resumed from
+ * there, or started over with cfg->restart, as convert_partial.h says); at
+ * the end each split's bytes are copied into its contiguous `encoded`. A
+ * file that cannot be decoded follows cfg->on_error as the raw writer's do;
+ * the split's samples are then the others. report->samples, ->resumed grow.
+ * On failure (or a stop cfg->stop asked for: GR_ERR_SIGNAL) OUT.partial
+ * keeps what was committed, and o is left to the caller's abort. */
+gr_status gr_conv_encoded_write(gr_conv_out *o, gr_conv_part *parts, int nparts, const char *const *names,
+                                int64_t nclasses, const gr_imagefolder_config *cfg, gr_imagefolder_report *report,
+                                gr_error *err);
 
 #endif

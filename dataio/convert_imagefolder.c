@@ -8,149 +8,14 @@
  * PNG named .JPEG); the name only selects the files looked at (*.jpg,
  * *.jpeg, *.png). A corrupt file is an error naming it, never an exit or a
  * crash; what then happens to the conversion is the --on-error policy. */
-#include "convert.h"
+#include "convert_imagefolder.h"
 #include "convert_encoded.h"
-#include "convert_out.h"
 #include "h5util.h"
 #include "image.h"
 
-#include <dirent.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
-
-/* ---- the folder scan ---- */
-typedef struct if_file {
-    char *path;
-    int32_t label;
-} if_file;
-
-typedef struct if_scan {
-    char **classes;   /* folder names, sorted */
-    int64_t nclasses;
-    if_file *files;   /* in class order, then name order */
-    int64_t n, cap;
-    int64_t skipped;
-} if_scan;
-
-static void if_scan_free(if_scan *s) {
-    for (int64_t k = 0; k < s->nclasses; k++) free(s->classes[k]);
-    for (int64_t i = 0; i < s->n; i++) free(s->files[i].path);
-    free(s->classes);
-    free(s->files);
-    memset(s, 0, sizeof *s);
-}
-
-static int if_cmp_names(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static char *if_join(const char *dir, const char *name) {
-    size_t len = strlen(dir) + strlen(name) + 2;
-    char *p = gr_xmalloc(len);
-    snprintf(p, len, "%s/%s", dir, name);
-    return p;
-}
-
-/* The entries of dir other than hidden ones (counted in *hidden), sorted. */
-static gr_status if_list(const char *dir, char ***names, int64_t *count, int64_t *hidden, gr_error *err) {
-    *names = NULL;
-    *count = 0;
-    DIR *d = opendir(dir);
-    if (!d) return gr_error_set(err, GR_ERR_DATA, "%s: %s", dir, strerror(errno));
-    int64_t cap = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        if (e->d_name[0] == '.') {
-            (*hidden)++;
-            continue;
-        }
-        GR_GROW(*names, cap, *count + 1);
-        (*names)[(*count)++] = gr_xstrdup(e->d_name);
-    }
-    closedir(d);
-    if (*count) qsort(*names, (size_t)*count, sizeof **names, if_cmp_names);
-    return GR_OK;
-}
-
-static void if_free_names(char **names, int64_t count) {
-    for (int64_t i = 0; i < count; i++) free(names[i]);
-    free(names);
-}
-
-static bool if_is_image_name(const char *name) {
-    const char *dot = strrchr(name, '.');
-    return dot && (strcasecmp(dot, ".jpg") == 0 || strcasecmp(dot, ".jpeg") == 0 || strcasecmp(dot, ".png") == 0);
-}
-
-/* Adds the images of class folder dir/name as label `label`. */
-static gr_status if_scan_class(if_scan *s, const char *dir, const char *name, int32_t label, gr_error *err) {
-    char *cdir = if_join(dir, name), **names;
-    int64_t count, images = 0;
-    gr_status st = if_list(cdir, &names, &count, &s->skipped, err);
-    for (int64_t i = 0; i < count && st == GR_OK; i++) {
-        char *path = if_join(cdir, names[i]);
-        struct stat sb;
-        if (!if_is_image_name(names[i]) || stat(path, &sb) != 0) {
-            s->skipped++;
-            free(path);
-            continue;
-        }
-        /* an image's name on a FIFO, device or folder: refused, as every input that is not a file
-         * (the decoder's fopen would block on a FIFO) */
-        if ((st = gr_check_regular(path, "an image", GR_ERR_DATA, err))) {
-            free(path);
-            break;
-        }
-        GR_GROW(s->files, s->cap, s->n + 1);
-        s->files[s->n++] = (if_file){path, label};
-        images++;
-    }
-    if (st == GR_OK && images == 0)
-        st = gr_error_set(err, GR_ERR_DATA, "%s: no JPEG or PNG images (*.jpg, *.jpeg, *.png) in this class folder",
-                          cdir);
-    if_free_names(names, count);
-    free(cdir);
-    return st;
-}
-
-static gr_status if_scan_dir(const char *dir, if_scan *s, gr_error *err) {
-    memset(s, 0, sizeof *s);
-    struct stat sb;
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return gr_error_set(err, GR_ERR_DATA, "%s: no such directory (expected one sub-folder of images per class)",
-                            dir);
-    char **names;
-    int64_t count;
-    gr_status st = if_list(dir, &names, &count, &s->skipped, err);
-    s->classes = gr_xmalloc((size_t)GR_MAX(count, 1) * sizeof *s->classes);
-    for (int64_t i = 0; i < count && st == GR_OK; i++) {
-        char *path = if_join(dir, names[i]);
-        bool is_dir = stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
-        free(path);
-        if (!is_dir) {
-            s->skipped++;
-            continue;
-        }
-        if (s->nclasses == INT32_MAX) {
-            st = gr_error_set(err, GR_ERR_DATA, "%s: more than %d class folders", dir, INT32_MAX);
-            break;
-        }
-        s->classes[s->nclasses] = gr_xstrdup(names[i]);
-        st = if_scan_class(s, dir, names[i], (int32_t)s->nclasses, err);
-        s->nclasses++;
-    }
-    if (st == GR_OK && s->nclasses == 0)
-        st = gr_error_set(err, GR_ERR_DATA, "%s: no class sub-folders (expected %s/<class>/<image>.jpg or .png)", dir,
-                          dir);
-    if_free_names(names, count);
-    if (st != GR_OK) if_scan_free(s);
-    return st;
-}
 
 /* ---- the converter ---- */
 
@@ -186,7 +51,7 @@ typedef struct if_job {
 /* Decodes, resizes and crops one block of files on all cores, then appends
  * it. A file that fails is the error (the first, in order) under fail; under
  * skip it is listed and the others close up. */
-static gr_status if_block(if_job *jb, const if_file *files, int64_t count, gr_error *err) {
+static gr_status if_block(if_job *jb, const gr_conv_file *files, int64_t count, gr_error *err) {
     const int64_t S = jb->S, R = jb->R, sample = 3 * S * S;
     uint8_t *const images = jb->images;
     int32_t *const labels = jb->labels;
@@ -254,60 +119,35 @@ fail:
     return st;
 }
 
-/* What the groups of one conversion share. */
-typedef struct if_run {
-    const gr_imagefolder_config *cfg;
-    const gr_conv_out *out;
-    const if_scan *scan;
-    int64_t R, S;
-    gr_imagefolder_report *report;
-    bool two;  /* /train and /val (--val-fraction) */
-} if_run;
-
-/* Writes files[0..n) as split `name`, block by block. stats: fills mean/std
- * from what was written; else writes the given ones. */
-static gr_status if_write_split(const if_run *r, const char *name, const if_file *files, int64_t n, bool stats,
-                                double *mean, double *std, gr_error *err) {
-    const int64_t S = r->S, nbad0 = r->report->nbad;
+gr_status gr_conv_raw_split(const gr_conv_out *o, const char *name, const gr_conv_file *files, int64_t n,
+                            const char *const *classes, int64_t nclasses, const gr_imagefolder_config *cfg,
+                            bool stats, double *mean, double *std, gr_imagefolder_report *report, gr_error *err) {
+    const int64_t S = cfg->size, R = cfg->short_side ? cfg->short_side : S, nbad0 = report->nbad;
     gr_conv_split s;
-    gr_status st = gr_conv_split_create(r->out, name, n, 3, S, S, r->scan->nclasses, stats, &s, err);
+    gr_status st = gr_conv_split_create(o, name, n, 3, S, S, nclasses, stats, &s, err);
     if (st != GR_OK) return st;
     const int64_t block = gr_conv_block_samples(n, 3 * S * S);
-    if_job jb = {.split = &s, .R = r->R, .S = S, .on_error = r->cfg->on_error, .report = r->report,
+    if_job jb = {.split = &s, .R = R, .S = S, .on_error = cfg->on_error, .report = report,
                  .images = gr_xmalloc((size_t)(block * 3 * S * S)),
                  .labels = gr_xmalloc((size_t)block * sizeof *jb.labels),
                  .errs = gr_xcalloc((size_t)block, sizeof *jb.errs),
-                 .kept = r->cfg->on_error == GR_ON_ERROR_SKIP ? gr_xmalloc((size_t)n * sizeof *jb.kept) : NULL};
+                 .kept = cfg->on_error == GR_ON_ERROR_SKIP ? gr_xmalloc((size_t)n * sizeof *jb.kept) : NULL};
     for (int64_t first = 0; first < n && st == GR_OK; first += block)
         st = if_block(&jb, files + first, GR_MIN(block, n - first), err);
-    const gr_imagefolder_bad *bad = r->report->bad + nbad0;
-    if (st == GR_OK && r->report->nbad - nbad0 == n)
-        st = gr_error_set(err, GR_ERR_DATA, "%s: none of the %lld images could be decoded (the first: %s: %s)%s%s%s",
-                          r->cfg->dir, (long long)n, bad->path, bad->why, r->two ? "; " : "", r->two ? name : "",
-                          r->two ? " would be empty" : "");
-    if (st == GR_OK && r->report->nbad > nbad0) {
-        if (r->out->progress) fputc('\n', stderr); /* the bar stopped short of 100% */
+    const gr_imagefolder_bad *bad = report->bad + nbad0;
+    if (st == GR_OK && report->nbad - nbad0 == n)
+        st = gr_error_set(err, GR_ERR_DATA, "%s: none of the %lld images could be decoded (the first: %s: %s); %s "
+                          "would be empty", cfg->dir, (long long)n, bad->path, bad->why, name);
+    if (st == GR_OK && report->nbad > nbad0) {
+        if (o->progress) fputc('\n', stderr); /* the bar stopped short of 100% */
         st = if_split_shrink(&s, jb.kept, err);
     }
     free(jb.images);
     free(jb.labels);
     free(jb.errs);
     free(jb.kept);
-    r->report->samples += s.next;
-    return gr_conv_split_end(&s, st, (const char *const *)r->scan->classes, r->scan->nclasses, mean, std, err);
-}
-
-/* Writes files[0..n) as the encoded split `name` (convert_encoded.c). */
-static gr_status if_write_encoded(const if_run *r, const char *name, const if_file *files, int64_t n,
-                                  gr_error *err) {
-    const char **paths = gr_xmalloc((size_t)GR_MAX(n, 1) * sizeof *paths);
-    int32_t *labels = gr_xmalloc((size_t)GR_MAX(n, 1) * sizeof *labels);
-    for (int64_t i = 0; i < n; i++) paths[i] = files[i].path, labels[i] = files[i].label;
-    const gr_status st = gr_conv_encoded_split(r->out, name, paths, labels, n, (const char *const *)r->scan->classes,
-                                               r->scan->nclasses, r->cfg, r->report, err);
-    free(paths);
-    free(labels);
-    return st;
+    report->samples += s.next;
+    return gr_conv_split_end(&s, st, classes, nclasses, mean, std, err);
 }
 
 /* Whether group is "/" or "/name[/name...]" without empty, "." or ".." names. */
@@ -323,58 +163,57 @@ static bool if_group_ok(const char *group) {
     return true;
 }
 
-static gr_status if_check_groups(const gr_imagefolder_config *cfg, gr_error *err);
-
 /* --store jpeg's options; --size and --short-side are the raw store's. */
-static gr_status if_check_store(const gr_imagefolder_config *cfg, gr_error *err) {
+static gr_status if_check_store(const gr_imagefolder_config *cfg, const char *what, gr_error *err) {
     if (cfg->store == GR_STORE_RAW) {
-        if (cfg->max_side || cfg->quality)
-            return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --%s applies only with --store jpeg",
-                                cfg->max_side ? "max-side" : "quality");
+        if (cfg->max_side || cfg->quality || cfg->restart)
+            return gr_error_set(err, GR_ERR_USAGE, "data %s: --%s applies only with --store jpeg%s", what,
+                                cfg->max_side ? "max-side" : cfg->quality ? "quality" : "restart",
+                                cfg->restart ? " (a raw conversion is not resumable)" : "");
         return GR_OK;
     }
     if (cfg->store != GR_STORE_JPEG)
-        return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --store must be raw or jpeg");
+        return gr_error_set(err, GR_ERR_USAGE, "data %s: --store must be raw or jpeg", what);
     if (cfg->size || cfg->short_side)
-        return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --%s does not apply with --store jpeg (the images "
-                            "are stored encoded, at their own size up to --max-side)",
+        return gr_error_set(err, GR_ERR_USAGE, "data %s: --%s does not apply with --store jpeg (the images "
+                            "are stored encoded, at their own size up to --max-side)", what,
                             cfg->size ? "size" : "short-side");
     if (cfg->max_side < 0 || cfg->max_side > GR_IMAGE_MAX_SRC_SIDE)
-        return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --max-side must be in [1, %d], got %lld",
+        return gr_error_set(err, GR_ERR_USAGE, "data %s: --max-side must be in [1, %d], got %lld", what,
                             GR_IMAGE_MAX_SRC_SIDE, (long long)cfg->max_side);
     if (cfg->quality < 0 || cfg->quality > 100)
-        return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --quality must be in [1, 100], got %d", cfg->quality);
+        return gr_error_set(err, GR_ERR_USAGE, "data %s: --quality must be in [1, 100], got %d", what, cfg->quality);
     return GR_OK;
 }
 
-static gr_status if_check_config(const gr_imagefolder_config *cfg, gr_error *err) {
+gr_status gr_conv_check_images(const gr_imagefolder_config *cfg, const char *what, gr_error *err) {
     const int64_t S = cfg->size, R = cfg->short_side ? cfg->short_side : cfg->size;
-    gr_status st = if_check_store(cfg, err);
+    gr_status st = if_check_store(cfg, what, err);
     if (st != GR_OK) return st;
-    if (cfg->store == GR_STORE_JPEG) return if_check_groups(cfg, err);
+    if (cfg->on_error != GR_ON_ERROR_FAIL && cfg->on_error != GR_ON_ERROR_SKIP)
+        return gr_error_set(err, GR_ERR_USAGE, "data %s: --on-error must be skip or fail", what);
+    if (cfg->store == GR_STORE_JPEG) return GR_OK;
     if (S < 1 || S > GR_IMAGE_MAX_SIDE)
-        return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --size must be in [1, %d], got %lld",
+        return gr_error_set(err, GR_ERR_USAGE, "data %s: --size must be in [1, %d], got %lld", what,
                             GR_IMAGE_MAX_SIDE, (long long)S);
     /* checked here, before anything is read or written: samples are
      * 3 x S x S bytes, one per chunk at this size */
     const int64_t smax = gr_conv_max_side(3);
     if (S > smax)
-        return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --size %lld is too large: a 3-channel sample of "
-                            "%lldx%lld is over HDF5's 4 GiB chunk limit; the largest --size is %lld", (long long)S,
-                            (long long)S, (long long)S, (long long)smax);
+        return gr_error_set(err, GR_ERR_USAGE, "data %s: --size %lld is too large: a 3-channel sample of "
+                            "%lldx%lld is over HDF5's 4 GiB chunk limit; the largest --size is %lld", what,
+                            (long long)S, (long long)S, (long long)S, (long long)smax);
     if (R < S || R > GR_IMAGE_MAX_SIDE)
-        return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --short-side must be in [--size %lld, %d], got %lld",
+        return gr_error_set(err, GR_ERR_USAGE, "data %s: --short-side must be in [--size %lld, %d], got %lld", what,
                             (long long)S, GR_IMAGE_MAX_SIDE, (long long)R);
-    return if_check_groups(cfg, err);
+    return GR_OK;
 }
 
-/* --group, --on-error, --val-fraction: the same for either store. */
+/* --group, --val-fraction. */
 static gr_status if_check_groups(const gr_imagefolder_config *cfg, gr_error *err) {
     if (cfg->group && !if_group_ok(cfg->group))
         return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --group must be an absolute HDF5 path "
                                                "(\"/train\"), got \"%s\"", cfg->group);
-    if (cfg->on_error != GR_ON_ERROR_FAIL && cfg->on_error != GR_ON_ERROR_SKIP)
-        return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --on-error must be skip or fail");
     if (cfg->val_fraction != 0 && !(cfg->val_fraction > 0 && cfg->val_fraction < 1))
         return gr_error_set(err, GR_ERR_USAGE, "data imagefolder: --val-fraction must be in (0, 1), got %g",
                             cfg->val_fraction);
@@ -386,7 +225,7 @@ static gr_status if_check_groups(const gr_imagefolder_config *cfg, gr_error *err
 
 /* The files as /train's then /val's (gr_split_stratified), into lists
  * (scan->n, sharing the paths); the count of /val's. */
-static gr_status if_split_files(const gr_imagefolder_config *cfg, const if_scan *scan, if_file *lists,
+static gr_status if_split_files(const gr_imagefolder_config *cfg, const gr_conv_scan *scan, gr_conv_file *lists,
                                 int64_t *nval, gr_error *err) {
     int32_t *labels = gr_xmalloc((size_t)GR_MAX(scan->n, 1) * sizeof *labels);
     uint8_t *val = gr_xmalloc((size_t)GR_MAX(scan->n, 1));
@@ -402,55 +241,72 @@ static gr_status if_split_files(const gr_imagefolder_config *cfg, const if_scan 
     return GR_OK;
 }
 
+/* The splits written (lists, /train's then /val's): decoded, or encoded
+ * and then OUT committed too. */
+static gr_status if_write(const gr_imagefolder_config *cfg, gr_conv_out *o, const gr_conv_scan *scan,
+                          const char *const *groups, int ngroups, const gr_conv_file *lists, int64_t nval,
+                          double *mean, double *std, gr_imagefolder_report *report, gr_error *err) {
+    const char *const *classes = (const char *const *)scan->classes;
+    const int64_t ntrain = scan->n - nval;
+    if (cfg->store == GR_STORE_JPEG) {
+        gr_conv_part parts[2] = {{.name = groups[0], .files = lists, .n = ntrain},
+                                 {.name = groups[1], .files = lists + ntrain, .n = nval}};
+        gr_status st = gr_conv_encoded_write(o, parts, ngroups, classes, scan->nclasses, cfg, report, err);
+        report->val_samples = ngroups == 2 && st == GR_OK ? parts[1].kept : 0;
+        return st;
+    }
+    gr_status st = gr_conv_raw_split(o, groups[0], lists, ntrain, classes, scan->nclasses, cfg, true, mean, std,
+                                     report, err);
+    const int64_t n0 = report->samples;
+    if (st == GR_OK && ngroups == 2)
+        st = gr_conv_raw_split(o, "/val", lists + ntrain, nval, classes, scan->nclasses, cfg, false, mean, std,
+                               report, err);
+    report->val_samples = report->samples - n0;
+    return st == GR_OK ? gr_conv_out_commit(o, err) : st;
+}
+
 gr_status gr_data_convert_imagefolder(const gr_imagefolder_config *cfg, const char *out, bool force, bool progress,
                                       gr_imagefolder_report *report, gr_error *err) {
-    const int64_t S = cfg->size, R = cfg->short_side ? cfg->short_side : cfg->size;
     gr_imagefolder_report own = {0};
     if (!report) report = &own;
     memset(report, 0, sizeof *report);
-    gr_status st = if_check_config(cfg, err);
+    gr_status st = gr_conv_check_images(cfg, "imagefolder", err);
+    if (st == GR_OK) st = if_check_groups(cfg, err);
     if (st != GR_OK) return st;
     const bool two = cfg->val_fraction > 0;
     const char *groups[2] = {two || !cfg->group ? "/train" : cfg->group, "/val"};
     gr_conv_out o;
     if ((st = gr_conv_out_begin_groups(&o, out, groups, two ? 2 : 1, force, progress, err)) != GR_OK) return st;
-    if_scan scan;
-    if ((st = if_scan_dir(cfg->dir, &scan, err)) != GR_OK) {
+    gr_conv_scan scan;
+    if ((st = gr_conv_scan_dir(cfg->dir, &scan, err)) != GR_OK) {
         gr_conv_out_abort(&o);
         return st;
     }
     report->skipped = scan.skipped;
-    const if_run run = {cfg, &o, &scan, R, S, report, two};
-    if_file *lists = two ? gr_xmalloc((size_t)scan.n * sizeof *lists) : scan.files;
+    gr_conv_file *lists = two ? gr_xmalloc((size_t)scan.n * sizeof *lists) : scan.files;
     int64_t nval = 0;
     if (two) st = if_split_files(cfg, &scan, lists, &nval, err);
+    /* before the commit, which closes the kept groups of OUT */
+    gr_conv_out_classes_check(&o, two ? "/train and /val" : groups[0], (const char *const *)scan.classes,
+                              scan.nclasses, &report->warnings, &report->nwarnings, &report->warnings_cap);
     double mean[3] = {0}, std[3] = {0};
-    const bool enc = cfg->store == GR_STORE_JPEG;
-    if (st == GR_OK) st = enc ? if_write_encoded(&run, groups[0], lists, scan.n - nval, err)
-                              : if_write_split(&run, groups[0], lists, scan.n - nval, true, mean, std, err);
-    const int64_t ntrain = report->samples;
-    if (st == GR_OK && two) st = enc ? if_write_encoded(&run, "/val", lists + scan.n - nval, nval, err)
-                                     : if_write_split(&run, "/val", lists + scan.n - nval, nval, false, mean, std,
-                                                      err);
-    report->val_samples = report->samples - ntrain;
-    if (st == GR_OK)
-        gr_conv_out_classes_check(&o, two ? "/train and /val" : groups[0], (const char *const *)scan.classes,
-                                  scan.nclasses, &report->warnings, &report->nwarnings, &report->warnings_cap);
-    if (st == GR_OK) st = gr_conv_out_commit(&o, err);
+    if (st == GR_OK) st = if_write(cfg, &o, &scan, groups, two ? 2 : 1, lists, nval, mean, std, report, err);
     if (st == GR_OK && progress) {
+        const int64_t ntrain = report->samples - report->val_samples;
         char counts[1100];
         if (two) snprintf(counts, sizeof counts, "/train %lld, /val %lld", (long long)ntrain,
                           (long long)report->val_samples);
         else snprintf(counts, sizeof counts, "%.1000s %lld", groups[0], (long long)ntrain);
-        if (enc) fprintf(stderr, "gpurun data: %s: %s samples stored encoded (JPEG/PNG bytes) in %lld classes\n", out,
-                         counts, (long long)scan.nclasses);
+        if (cfg->store == GR_STORE_JPEG)
+            fprintf(stderr, "gpurun data: %s: %s samples stored encoded (JPEG/PNG bytes) in %lld classes\n", out,
+                    counts, (long long)scan.nclasses);
         else fprintf(stderr, "gpurun data: %s: %s samples of 3x%lldx%lld in %lld classes; mean %.2f %.2f %.2f, std %.2f "
-                        "%.2f %.2f%s\n", out, counts, (long long)S, (long long)S, (long long)scan.nclasses, mean[0],
-                mean[1], mean[2], std[0], std[1], std[2], two ? " (of /train)" : "");
+                        "%.2f %.2f%s\n", out, counts, (long long)cfg->size, (long long)cfg->size,
+                (long long)scan.nclasses, mean[0], mean[1], mean[2], std[0], std[1], std[2], two ? " (of /train)" : "");
     }
     gr_conv_out_abort(&o);
     if (two) free(lists);
-    if_scan_free(&scan);
+    gr_conv_scan_free(&scan);
     gr_imagefolder_report_free(&own);
     return st;
 }

@@ -17,16 +17,54 @@
  * gpurun starts, as under nohup or `&` in a script, stays ignored): the
  * handler removes the temporaries held (tmpfile.h), says in one line what
  * became of OUT and exits 75. OUT is as it was unless the conversion had
- * renamed its temporary over it already: told by OUT's inode. */
+ * renamed its temporary over it already: told by OUT's inode. A resumable
+ * conversion's committed work stays in OUT.partial (gr_data_stop), and the
+ * line says so; one with nothing committed yet has it removed. */
 static const int gr_data_sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1};
 static char gr_data_out[GR_TMPFILE_NAME_MAX]; /* OUT, for the handler's line */
 static struct stat gr_data_out_was;          /* OUT before the conversion */
 static bool gr_data_out_existed;
 static atomic_int gr_data_stopping;
+static gr_conv_stop gr_data_stop;            /* where a resumable conversion stands */
 
 /* Appends s to buf[0..cap) at *n (async-signal-safe: no stdio). */
 static void gr_data_put(char *buf, size_t cap, size_t *n, const char *s) {
     while (*s && *n + 1 < cap) buf[(*n)++] = *s++;
+}
+
+/* Appends v with thousands separators (async-signal-safe). */
+static void gr_data_put_count(char *buf, size_t cap, size_t *n, long long v) {
+    char digits[24], out[32];
+    int k = 0, m = 0;
+    do digits[k++] = (char)('0' + v % 10), v /= 10; while (v > 0 && k < 20);
+    while (k > 0) {
+        out[m++] = digits[--k];
+        if (k > 0 && k % 3 == 0) out[m++] = ',';
+    }
+    out[m] = '\0';
+    gr_data_put(buf, cap, n, out);
+}
+
+/* The handler's part for OUT.partial: what is kept there, said; nothing
+ * committed: removed (the only files then are these two). */
+static void gr_data_stop_partial(char *line, size_t cap, size_t *n, bool written) {
+    if (!atomic_load(&gr_data_stop.held)) return;
+    const long long files = atomic_load(&gr_data_stop.files);
+    if (written) {
+        gr_data_put(line, cap, n, "; remove ");
+        gr_data_put(line, cap, n, gr_data_stop.dir);
+        gr_data_put(line, cap, n, ", which it no longer needs");
+    } else if (files > 0) {
+        gr_data_put(line, cap, n, "; ");
+        gr_data_put_count(line, cap, n, files);
+        gr_data_put(line, cap, n, " files converted so far are kept in ");
+        gr_data_put(line, cap, n, gr_data_stop.dir);
+        gr_data_put(line, cap, n, ": run the same command again to continue");
+    } else {
+        unlink(gr_data_stop.first);
+        unlink(gr_data_stop.index);
+        rmdir(gr_data_stop.dir);
+    }
 }
 
 static void gr_data_on_signal(int sig) {
@@ -36,14 +74,15 @@ static void gr_data_on_signal(int sig) {
     const bool exists = lstat(gr_data_out, &now) == 0;
     const bool replaced = exists && (!gr_data_out_existed || now.st_dev != gr_data_out_was.st_dev ||
                                      now.st_ino != gr_data_out_was.st_ino);
-    char line[GR_TMPFILE_NAME_MAX + 200];
+    char line[2 * GR_TMPFILE_NAME_MAX + 300];
     size_t n = 0;
     /* on a line of its own: the progress bar stops mid-line */
     gr_data_put(line, sizeof line, &n, sig == SIGTERM  ? "\ngpurun: data: stopped by SIGTERM"
                                        : sig == SIGINT ? "\ngpurun: data: stopped by SIGINT"
                                        : sig == SIGHUP ? "\ngpurun: data: stopped by SIGHUP"
                                                        : "\ngpurun: data: stopped by SIGUSR1");
-    if (removed == 0 && replaced) {
+    const bool written = removed == 0 && replaced;
+    if (written) {
         gr_data_put(line, sizeof line, &n, " after ");
         gr_data_put(line, sizeof line, &n, gr_data_out);
         gr_data_put(line, sizeof line, &n, " was written");
@@ -53,6 +92,7 @@ static void gr_data_on_signal(int sig) {
         gr_data_put(line, sizeof line, &n, removed ? " not written, its temporary removed" : " not written");
         if (gr_data_out_existed) gr_data_put(line, sizeof line, &n, " (the existing file left as it was)");
     }
+    gr_data_stop_partial(line, sizeof line - 1, &n, written);
     line[n++] = '\n';
     ssize_t w = write(2, line, n);
     (void)w;
@@ -75,27 +115,34 @@ static void gr_data_signals(const char *out) {
 
 /* `gpurun data` converters and the options each takes (letters of
  * gr_data_names' keys). */
-static const char *const gr_data_names[] = {"fashion-mnist", "mnist", "cifar10", "synthetic", "imagefolder", "csv",
-                                            "text", "tokens"};
-static const char gr_data_keys[] = "fmcsitxk";
+static const char *const gr_data_names[] = {"fashion-mnist", "mnist", "cifar10", "synthetic", "imagefolder",
+                                            "imagenet", "csv", "text", "tokens"};
+static const char gr_data_keys[] = "fmcsintxk";
 enum { GR_DOPT_FROM, GR_DOPT_N, GR_DOPT_SHAPE, GR_DOPT_CLASSES, GR_DOPT_TEST, GR_DOPT_SEED, GR_DOPT_SIZE,
        GR_DOPT_SHORT, GR_DOPT_GROUP, GR_DOPT_VAL, GR_DOPT_TARGET, GR_DOPT_TOKENIZER, GR_DOPT_VOCAB,
-       GR_DOPT_VALFILE, GR_DOPT_VOCAB_SIZE, GR_DOPT_STORE, GR_DOPT_MAX_SIDE, GR_DOPT_QUALITY, GR_DOPT_COUNT };
+       GR_DOPT_VALFILE, GR_DOPT_VOCAB_SIZE, GR_DOPT_STORE, GR_DOPT_MAX_SIDE, GR_DOPT_QUALITY, GR_DOPT_ON_ERROR,
+       GR_DOPT_SPLITS, GR_DOPT_VAL_LABELS, GR_DOPT_DEVKIT, GR_DOPT_COUNT };
 static const struct { const char *name, *takes; } gr_data_opts[GR_DOPT_COUNT] = {
-    [GR_DOPT_FROM] = {"--from", "fmcitxk"},  [GR_DOPT_N] = {"--n", "s"},       [GR_DOPT_SHAPE] = {"--shape", "s"},
+    [GR_DOPT_FROM] = {"--from", "fmcintxk"}, [GR_DOPT_N] = {"--n", "s"},       [GR_DOPT_SHAPE] = {"--shape", "s"},
     [GR_DOPT_CLASSES] = {"--classes", "s"}, [GR_DOPT_TEST] = {"--test", "s"},   [GR_DOPT_SEED] = {"--seed", "sit"},
-    [GR_DOPT_SIZE] = {"--size", "i"},       [GR_DOPT_SHORT] = {"--short-side", "i"}, [GR_DOPT_GROUP] = {"--group", "i"},
-    [GR_DOPT_VAL] = {"--val-fraction", "itx"}, [GR_DOPT_TARGET] = {"--target", "t"},
-    [GR_DOPT_TOKENIZER] = {"--tokenizer", "x"}, [GR_DOPT_VOCAB] = {"--vocab", "x"},
-    [GR_DOPT_VALFILE] = {"--val", "k"},      [GR_DOPT_VOCAB_SIZE] = {"--vocab-size", "k"},
-    [GR_DOPT_STORE] = {"--store", "i"},      [GR_DOPT_MAX_SIDE] = {"--max-side", "i"},
-    [GR_DOPT_QUALITY] = {"--quality", "i"},
+    [GR_DOPT_SIZE] = {"--size", "in"},      [GR_DOPT_SHORT] = {"--short-side", "in"},
+    [GR_DOPT_GROUP] = {"--group", "i"},     [GR_DOPT_VAL] = {"--val-fraction", "itx"},
+    [GR_DOPT_TARGET] = {"--target", "t"},   [GR_DOPT_TOKENIZER] = {"--tokenizer", "x"},
+    [GR_DOPT_VOCAB] = {"--vocab", "x"},     [GR_DOPT_VALFILE] = {"--val", "k"},
+    [GR_DOPT_VOCAB_SIZE] = {"--vocab-size", "k"}, [GR_DOPT_STORE] = {"--store", "in"},
+    [GR_DOPT_MAX_SIDE] = {"--max-side", "in"}, [GR_DOPT_QUALITY] = {"--quality", "in"},
+    [GR_DOPT_ON_ERROR] = {"--on-error", "in"}, [GR_DOPT_SPLITS] = {"--splits", "n"},
+    [GR_DOPT_VAL_LABELS] = {"--val-labels", "n"}, [GR_DOPT_DEVKIT] = {"--devkit", "n"},
 };
 
-/* The imagefolder usage, for its messages (the --help table says the same). */
+/* The imagefolder and imagenet usages, for their messages (the --help table says the same). */
 #define GR_DATA_IMAGEFOLDER_USAGE                                                                             \
     "gpurun data imagefolder OUT.h5 --from DIR (--size S [--short-side R] | --store jpeg [--max-side M] "    \
-    "[--quality Q]) [--group G | --val-fraction F [--seed S]] [--on-error fail|skip] [--force]"
+    "[--quality Q] [--restart]) [--group G | --val-fraction F [--seed S]] [--on-error fail|skip] [--force]"
+#define GR_DATA_IMAGENET_USAGE                                                                                \
+    "gpurun data imagenet OUT.h5 --from DIR [--store jpeg [--max-side M] [--quality Q] [--restart] | --store raw " \
+    "--size S [--short-side R]] [--splits train,val] [--val-labels FILE] [--devkit DIR] [--on-error fail|skip] "  \
+    "[--force]"
 
 /* The csv usage, for its messages (the `data` entry of main.c's --help table is to say the same). */
 #define GR_DATA_CSV_USAGE "gpurun data csv OUT.h5 --from FILE.csv --target COL[,COL...] [--val-fraction F [--seed S]] [--force]"
@@ -149,40 +196,67 @@ static double gr_data_fraction(const char *what, const char *vf, const char *sha
     return f;
 }
 
-/* `data imagefolder`: its options to a gr_imagefolder_config, then the conversion. */
-static gr_status gr_data_imagefolder(const char *from, const char *out, const char *const *val, const char *on_error,
-                                     bool force, gr_imagefolder_report *rep, gr_error *err) {
+/* The store options of imagefolder and imagenet (`what`) into *cfg: --store
+ * (jpeg when jpeg_default), --size, --short-side, --max-side, --quality,
+ * --on-error, --restart. */
+static void gr_data_images(const char *what, const char *usage, const char *const *val, bool restart,
+                           bool jpeg_default, gr_imagefolder_config *cfg) {
+    char msg[512];
     const char *store = val[GR_DOPT_STORE];
-    if (store && strcmp(store, "raw") != 0 && strcmp(store, "jpeg") != 0)
-        gr_usage_error("data imagefolder: --store: expected raw or jpeg, got '%s'", store);
-    const bool jpeg = store && strcmp(store, "jpeg") == 0;
-    if (!from || (!jpeg && !val[GR_DOPT_SIZE]))
-        gr_usage_error("data imagefolder: --from DIR and --size S are required (%s)", GR_DATA_IMAGEFOLDER_USAGE);
-    if (jpeg && (val[GR_DOPT_SIZE] || val[GR_DOPT_SHORT]))
-        gr_usage_error("data imagefolder: %s does not apply with --store jpeg, which stores each image encoded at "
-                       "its own size (up to --max-side)", val[GR_DOPT_SIZE] ? "--size" : "--short-side");
-    if (!jpeg && (val[GR_DOPT_MAX_SIDE] || val[GR_DOPT_QUALITY]))
-        gr_usage_error("data imagefolder: %s applies only with --store jpeg",
-                       val[GR_DOPT_MAX_SIDE] ? "--max-side" : "--quality");
-    gr_imagefolder_config cfg = {.dir = from, .group = val[GR_DOPT_GROUP], .store = jpeg ? GR_STORE_JPEG : GR_STORE_RAW};
-    if (!jpeg) cfg.size = gr_data_int("--size", val[GR_DOPT_SIZE], NULL);
-    if (val[GR_DOPT_SHORT]) cfg.short_side = gr_data_count("--short-side", val[GR_DOPT_SHORT]);
+    if (store && strcmp(store, "raw") != 0 && strcmp(store, "jpeg") != 0) {
+        snprintf(msg, sizeof msg, "data %s: --store: expected raw or jpeg, got '%%s'", what);
+        gr_usage_error(msg, store);
+    }
+    const bool jpeg = store ? strcmp(store, "jpeg") == 0 : jpeg_default;
+    const char *wrong = jpeg && val[GR_DOPT_SIZE] ? "--size" : jpeg && val[GR_DOPT_SHORT] ? "--short-side" : NULL;
+    if (wrong) {
+        snprintf(msg, sizeof msg, "data %s: %%s does not apply with --store jpeg, which stores each image encoded at "
+                 "its own size (up to --max-side)", what);
+        gr_usage_error(msg, wrong);
+    }
+    wrong = jpeg ? NULL : val[GR_DOPT_MAX_SIDE] ? "--max-side" : val[GR_DOPT_QUALITY] ? "--quality"
+                        : restart ? "--restart" : NULL;
+    if (wrong) {
+        const bool r = restart && !val[GR_DOPT_MAX_SIDE] && !val[GR_DOPT_QUALITY];
+        snprintf(msg, sizeof msg, "data %s: %%s applies only with --store jpeg%s", what,
+                 r ? " (a raw conversion is not resumable)" : "");
+        gr_usage_error(msg, wrong);
+    }
+    if (!jpeg && !val[GR_DOPT_SIZE]) {
+        snprintf(msg, sizeof msg, "data %s: --from DIR and --size S are required for --store raw (%%s)", what);
+        gr_usage_error(msg, usage);
+    }
+    cfg->store = jpeg ? GR_STORE_JPEG : GR_STORE_RAW;
+    cfg->restart = restart;
+    cfg->stop = &gr_data_stop;
+    if (!jpeg) cfg->size = gr_data_int("--size", val[GR_DOPT_SIZE], NULL);
+    if (val[GR_DOPT_SHORT]) cfg->short_side = gr_data_count("--short-side", val[GR_DOPT_SHORT]);
     if (val[GR_DOPT_MAX_SIDE]) {
-        cfg.max_side = gr_data_count("--max-side", val[GR_DOPT_MAX_SIDE]);
-        if (cfg.max_side > 32768)
-            gr_usage_error("data imagefolder: --max-side: expected 1..32768 (the largest image side decoded), got "
-                           "'%s'", val[GR_DOPT_MAX_SIDE]);
+        cfg->max_side = gr_data_count("--max-side", val[GR_DOPT_MAX_SIDE]);
+        snprintf(msg, sizeof msg, "data %s: --max-side: expected 1..32768 (the largest image side decoded), got "
+                 "'%%s'", what);
+        if (cfg->max_side > 32768) gr_usage_error(msg, val[GR_DOPT_MAX_SIDE]);
     }
     if (val[GR_DOPT_QUALITY]) {
         const int64_t q = gr_data_int("--quality", val[GR_DOPT_QUALITY], NULL);
-        if (q < 1 || q > 100)
-            gr_usage_error("data imagefolder: --quality: expected a JPEG quality 1..100, got '%s'",
-                           val[GR_DOPT_QUALITY]);
-        cfg.quality = (int)q;
+        snprintf(msg, sizeof msg, "data %s: --quality: expected a JPEG quality 1..100, got '%%s'", what);
+        if (q < 1 || q > 100) gr_usage_error(msg, val[GR_DOPT_QUALITY]);
+        cfg->quality = (int)q;
     }
-    if (on_error && strcmp(on_error, "skip") == 0) cfg.on_error = GR_ON_ERROR_SKIP;
-    else if (on_error && strcmp(on_error, "fail") != 0)
-        gr_usage_error("data imagefolder: --on-error: expected skip or fail, got '%s'", on_error);
+    const char *on_error = val[GR_DOPT_ON_ERROR];
+    if (on_error && strcmp(on_error, "skip") == 0) cfg->on_error = GR_ON_ERROR_SKIP;
+    else if (on_error && strcmp(on_error, "fail") != 0) {
+        snprintf(msg, sizeof msg, "data %s: --on-error: expected skip or fail, got '%%s'", what);
+        gr_usage_error(msg, on_error);
+    }
+}
+
+/* `data imagefolder`: its options to a gr_imagefolder_config, then the conversion. */
+static gr_status gr_data_imagefolder(const char *from, const char *out, const char *const *val, bool restart,
+                                     bool force, gr_imagefolder_report *rep, gr_error *err) {
+    if (!from) gr_usage_error("data imagefolder: --from DIR is required (%s)", GR_DATA_IMAGEFOLDER_USAGE);
+    gr_imagefolder_config cfg = {.dir = from, .group = val[GR_DOPT_GROUP]};
+    gr_data_images("imagefolder", GR_DATA_IMAGEFOLDER_USAGE, val, restart, false, &cfg);
     const char *vf = val[GR_DOPT_VAL];
     if (vf) {
         cfg.val_fraction = gr_data_fraction("imagefolder", vf, "each class");
@@ -196,6 +270,22 @@ static gr_status gr_data_imagefolder(const char *from, const char *out, const ch
         cfg.seed = gr_data_seed(val[GR_DOPT_SEED]);
     }
     return gr_data_convert_imagefolder(&cfg, out, force, true, rep, err);
+}
+
+/* `data imagenet`: --splits (train, val or both, comma-separated), then the conversion. */
+static gr_status gr_data_imagenet(const char *from, const char *out, const char *const *val, bool restart,
+                                  bool force, gr_imagefolder_report *rep, gr_error *err) {
+    if (!from) gr_usage_error("data imagenet: --from DIR is required (%s)", GR_DATA_IMAGENET_USAGE);
+    gr_imagenet_config cfg = {.dir = from, .val_labels = val[GR_DOPT_VAL_LABELS], .devkit = val[GR_DOPT_DEVKIT]};
+    gr_data_images("imagenet", GR_DATA_IMAGENET_USAGE, val, restart, true, &cfg.images);
+    const char *sp = val[GR_DOPT_SPLITS];
+    if (sp) {
+        const bool t = strcmp(sp, "train") == 0 || strcmp(sp, "train,val") == 0 || strcmp(sp, "val,train") == 0;
+        const bool v = strcmp(sp, "val") == 0 || strcmp(sp, "train,val") == 0 || strcmp(sp, "val,train") == 0;
+        if (!t && !v) gr_usage_error("data imagenet: --splits: expected train, val or train,val, got '%s'", sp);
+        cfg.no_train = !t, cfg.no_val = !v;
+    }
+    return gr_data_convert_imagenet(&cfg, out, force, true, rep, err);
 }
 
 /* `data csv`: --target split at commas, then the conversion. */
@@ -267,22 +357,20 @@ int gr_cmd_data(int argc, char **argv) {
     for (size_t k = 0; k < GR_ARRAY_LEN(gr_data_names); k++)
         if (strcmp(what, gr_data_names[k]) == 0) key = gr_data_keys[k];
     if (!key)
-        gr_usage_error("data: unknown dataset '%s' (fashion-mnist, mnist, cifar10, synthetic, imagefolder, csv, text, "
-                       "tokens)", what);
-    bool force = false;
+        gr_usage_error("data: unknown dataset '%s' (fashion-mnist, mnist, cifar10, synthetic, imagefolder, imagenet, "
+                       "csv, text, tokens)", what);
+    bool force = false, restart = false;
     const char **files = gr_xcalloc((size_t)argc, sizeof *files); /* text: every FILE of --from */
     int nfiles = 0;
-    const char *on_error = NULL; /* imagefolder only */
     for (int i = 1; i < argc; i++) {
         int opt = -1;
         for (int k = 0; k < GR_DOPT_COUNT; k++)
             if (strcmp(argv[i], gr_data_opts[k].name) == 0) opt = k;
         if (strcmp(argv[i], "--force") == 0) {
             force = true;
-        } else if (strcmp(argv[i], "--on-error") == 0) {
-            if (key != 'i') gr_usage_error("data %s: option --on-error does not apply", what);
-            if (i + 1 >= argc) gr_usage_error("data: %s: expected a value", argv[i]);
-            on_error = argv[++i];
+        } else if (strcmp(argv[i], "--restart") == 0) {
+            if (key != 'i' && key != 'n') gr_usage_error("data %s: option --restart does not apply", what);
+            restart = true;
         } else if (opt >= 0) {
             char msg[256];
             if (!strchr(gr_data_opts[opt].takes, key)) {
@@ -340,8 +428,10 @@ int gr_cmd_data(int argc, char **argv) {
         st = gr_data_text(files, nfiles, out, val, force, &err);
     } else if (key == 'k') {
         st = gr_data_tokens(from, out, val, force, &err);
+    } else if (key == 'n') {
+        st = gr_data_imagenet(from, out, val, restart, force, &rep, &err);
     } else {
-        st = gr_data_imagefolder(from, out, val, on_error, force, &rep, &err);
+        st = gr_data_imagefolder(from, out, val, restart, force, &rep, &err);
     }
     free(files);
     if (st) gr_die(st, err.msg);

@@ -77,7 +77,7 @@ want 2 "$T/i.h5" "--short-side must be in [--size 8, 65536], got 4" -- \
 want 2 "$T/i.h5" "--short-side: expected a count >= 1, got '0'" -- \
     "$G" data imagefolder "$T/i.h5" --from . --size 8 --short-side 0
 want 2 "$T/i.h5" "--group must be an absolute HDF5 path" -- "$G" data imagefolder "$T/i.h5" --from . --size 8 --group val
-want 2 "$T/i.h5" "unknown dataset 'imagenet'" -- "$G" data imagenet "$T/i.h5"
+want 2 "$T/i.h5" "unknown dataset 'coco'" -- "$G" data coco "$T/i.h5"
 
 # ---------------------------------------------------------------- data errors: exit 3 naming the file
 want 3 "$T/c.h5" "$T/none: no such directory" -- "$G" data cifar10 "$T/c.h5" --from "$T/none"
