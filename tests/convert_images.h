@@ -44,9 +44,12 @@ static inline void write_png(const char *path, int w, int h, int color, int dept
     fclose(f);
 }
 
-/* An RGB (components 3) or gray (1) JPEG at quality q, baseline or progressive (successive scans). */
-static inline void write_jpeg_as(const char *path, int w, int h, int components, int q, bool progressive,
-                                 pixel_fn px) {
+/* An RGB (components 3) or gray (1) JPEG at quality q, baseline or
+ * progressive (successive scans); colour with its luma sampled h_samp x
+ * v_samp times the chroma (2 2: 4:2:0, libjpeg's default; 2 1: 4:2:2; 1 1:
+ * 4:4:4). */
+static inline void write_jpeg_sampled(const char *path, int w, int h, int components, int q, bool progressive,
+                                      int h_samp, int v_samp, pixel_fn px) {
     FILE *f = fopen(path, "wb");
     GR_ASSERT(f);
     struct jpeg_compress_struct ci;
@@ -60,6 +63,7 @@ static inline void write_jpeg_as(const char *path, int w, int h, int components,
     ci.in_color_space = components == 3 ? JCS_RGB : JCS_GRAYSCALE;
     jpeg_set_defaults(&ci);
     jpeg_set_quality(&ci, q, TRUE);
+    if (components == 3) ci.comp_info[0].h_samp_factor = h_samp, ci.comp_info[0].v_samp_factor = v_samp;
     if (progressive) jpeg_simple_progression(&ci);
     jpeg_start_compress(&ci, TRUE);
     uint8_t *row = malloc((size_t)(w * components));
@@ -74,6 +78,11 @@ static inline void write_jpeg_as(const char *path, int w, int h, int components,
     jpeg_destroy_compress(&ci);
     free(row);
     fclose(f);
+}
+
+static inline void write_jpeg_as(const char *path, int w, int h, int components, int q, bool progressive,
+                                 pixel_fn px) {
+    write_jpeg_sampled(path, w, h, components, q, progressive, 2, 2, px);
 }
 
 static inline void write_jpeg(const char *path, int w, int h, int components, pixel_fn px) {

@@ -34,30 +34,7 @@ static uint8_t px_smooth(int x, int y, int c) {
  * or, for 4:4:4 and progressive, libjpeg directly. */
 static void write_test_jpeg(const char *path, int w, int h, int kind) {
     if (kind == 2) { /* 4:4:4 */
-        FILE *f = fopen(path, "wb");
-        GR_ASSERT(f);
-        struct jpeg_compress_struct ci;
-        struct jpeg_error_mgr jerr;
-        ci.err = jpeg_std_error(&jerr);
-        jpeg_create_compress(&ci);
-        jpeg_stdio_dest(&ci, f);
-        ci.image_width = (JDIMENSION)w, ci.image_height = (JDIMENSION)h;
-        ci.input_components = 3, ci.in_color_space = JCS_RGB;
-        jpeg_set_defaults(&ci);
-        jpeg_set_quality(&ci, 92, TRUE);
-        ci.comp_info[0].h_samp_factor = ci.comp_info[0].v_samp_factor = 1;
-        jpeg_start_compress(&ci, TRUE);
-        uint8_t *row = malloc((size_t)w * 3);
-        while (ci.next_scanline < ci.image_height) {
-            for (int x = 0; x < w; x++)
-                for (int c = 0; c < 3; c++) row[x * 3 + c] = px_smooth(x, (int)ci.next_scanline, c);
-            JSAMPROW r = row;
-            jpeg_write_scanlines(&ci, &r, 1);
-        }
-        jpeg_finish_compress(&ci);
-        jpeg_destroy_compress(&ci);
-        free(row);
-        fclose(f);
+        write_jpeg_sampled(path, w, h, 3, 92, false, 1, 1, px_smooth);
         return;
     }
     if (kind == 3) { /* progressive 4:2:0 */

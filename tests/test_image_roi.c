@@ -149,32 +149,13 @@ static void test_gray_png_corrupt(const gr_image *src) {
     free(pb);
 }
 
-/* A photo-like JPEG at q90 with the given chroma sampling (h_samp x v_samp of
- * the luma: 2 2 is 4:2:0, 1 1 is 4:4:4), baseline or progressive. */
-static void write_jpeg_sampled(const char *path, int h_samp, int v_samp, bool progressive) {
-    FILE *f = fopen(path, "wb");
+/* The bytes of the file at path into *data; their count. */
+static size_t slurp(const char *path, uint8_t **data) {
+    FILE *f = fopen(path, "rb");
     GR_ASSERT(f);
-    struct jpeg_compress_struct ci;
-    struct jpeg_error_mgr jerr;
-    ci.err = jpeg_std_error(&jerr);
-    jpeg_create_compress(&ci);
-    jpeg_stdio_dest(&ci, f);
-    ci.image_width = W, ci.image_height = H, ci.input_components = 3, ci.in_color_space = JCS_RGB;
-    jpeg_set_defaults(&ci);
-    jpeg_set_quality(&ci, 90, TRUE);
-    ci.comp_info[0].h_samp_factor = h_samp, ci.comp_info[0].v_samp_factor = v_samp;
-    if (progressive) jpeg_simple_progression(&ci);
-    jpeg_start_compress(&ci, TRUE);
-    uint8_t row[W * 3];
-    while (ci.next_scanline < ci.image_height) {
-        for (int x = 0; x < W; x++)
-            for (int c = 0; c < 3; c++) row[x * 3 + c] = px_photo(x, (int)ci.next_scanline, c);
-        JSAMPROW r = row;
-        jpeg_write_scanlines(&ci, &r, 1);
-    }
-    jpeg_finish_compress(&ci);
-    jpeg_destroy_compress(&ci);
+    const size_t n = gr_image_read_all(f, data);
     fclose(f);
+    return n;
 }
 
 /* The kinds of JPEG a corpus has, each through an off-grid box at 8/8 (bit
@@ -191,12 +172,9 @@ static void test_kinds(void) {
         char name[32];
         snprintf(name, sizeof name, "roi_%s.jpg", kinds[k].name);
         const char *path = tmp_path(name);
-        write_jpeg_sampled(path, kinds[k].h, kinds[k].v, kinds[k].prog);
-        FILE *f = fopen(path, "rb");
-        GR_ASSERT(f);
+        write_jpeg_sampled(path, W, H, 3, 90, kinds[k].prog, kinds[k].h, kinds[k].v, px_photo);
         uint8_t *jpg;
-        const size_t n = gr_image_read_all(f, &jpg);
-        fclose(f);
+        const size_t n = slurp(path, &jpg);
         gr_image full;
         CHECK_MSG(gr_image_decode_mem(jpg, n, GR_IMAGE_MAX_SIDE, &full, why), "%s: %s", kinds[k].name, why);
         gr_image_roi r;
@@ -220,11 +198,8 @@ static void test_kinds(void) {
     const uint8_t cmyk[4] = {20, 140, 60, 30};
     const char *path = tmp_path("roi_cmyk.jpg");
     write_jpeg_cmyk(path, 200, 120, cmyk, 0);
-    FILE *f = fopen(path, "rb");
-    GR_ASSERT(f);
     uint8_t *jpg;
-    const size_t n = gr_image_read_all(f, &jpg);
-    fclose(f);
+    const size_t n = slurp(path, &jpg);
     gr_image full;
     gr_image_roi r;
     CHECK_MSG(gr_image_decode_mem(jpg, n, GR_IMAGE_MAX_SIDE, &full, why), "cmyk: %s", why);
