@@ -146,11 +146,12 @@ static gr_status gr_predict_split(gr_predict *p, const char *input, const char *
     gr_dataset *ds = NULL;
     gr_status st = gr_dataset_open_cache(path, group, GR_CACHE_NONE, &ds, err);
     if (st) return st;
-    if (gr_dataset_encoded(ds) != gr_dataset_encoded(p->j->train_ds)) {
+    const bool enc = gr_dataset_encoded(ds);
+    if (enc != gr_dataset_encoded(p->j->train_ds)) {
         gr_dataset_close(ds);
         return gr_error_set(err, GR_ERR_DATA, "%s: %s split, but the job trained from %s one: predict takes splits "
-                            "stored as the job's train split is", input, gr_dataset_encoded(ds) ? "an encoded image"
-                            : "a decoded", gr_dataset_encoded(ds) ? "a decoded" : "an encoded image");
+                            "stored as the job's train split is", input, enc ? "an encoded image" : "a decoded",
+                            enc ? "a decoded" : "an encoded image");
     }
     if (gr_dataset_encoded(ds)) { /* decoded to the crop size by the loader, as `gpurun eval` does */
         st = gr_predict_dataset(p, ds, NULL, input, err);
