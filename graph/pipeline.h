@@ -20,7 +20,7 @@
  * isend/irecv: MPI_Sendrecv, or two started operations and one wait, one NCCL
  * group). Each action involves one peer, so a stuck state would need two
  * neighbours waiting on each other on one link, where equal sequences make
- * them wait on the same exchange, which then completes. DESIGN 2 says more.
+ * them wait on the same exchange, which then completes. DESIGN 2.4 says more.
  *
  * Exports: gr_pipe_schedule_init/_free (validated: errors, exit 2, name the
  * bad value), gr_pipe_stage (a stage's actions), gr_pipe_bubble_fraction,
