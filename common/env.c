@@ -46,6 +46,9 @@ const gr_env_knob gr_env_knobs[GR_ENV_COUNT] = {
     [GR_ENV_DATA_BLOCK_DELAY_MS] = {"GPURUN_DATA_BLOCK_DELAY_MS", GR_ENV_INT, NULL, 0, 600000, "milliseconds",
                                     "a pause after each block of files a resumable `gpurun data` conversion "
                                     "commits to OUT.partial, for tests: a conversion slow enough to stop midway"},
+    [GR_ENV_LOADER_DELAY_MS] = {"GPURUN_LOADER_DELAY_MS", GR_ENV_INT, NULL, 0, 600000, "milliseconds",
+                                "a pause before each batch a loader makes, for tests: a data path slower than the "
+                                "step"},
     [GR_ENV_CMAKE_ARGS] = {"GPURUN_CMAKE_ARGS", GR_ENV_FREE, NULL, 0, 0, NULL,
                            "extra CMake arguments of scripts/dev.sh's build; gpurun does not read it"},
 };

@@ -35,6 +35,7 @@ typedef enum gr_env_id {
     GR_ENV_SAVE_DELAY_MS,       /* runner/saver.c */
     GR_ENV_START_DELAY_MS,      /* runner/main.c */
     GR_ENV_DATA_BLOCK_DELAY_MS, /* dataio/convert_encoded.c */
+    GR_ENV_LOADER_DELAY_MS,     /* dataio/loader.c */
     GR_ENV_CMAKE_ARGS,          /* scripts/dev.sh (not read by gpurun) */
     GR_ENV_COUNT
 } gr_env_id;

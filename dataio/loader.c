@@ -32,14 +32,17 @@
  * Seek. Moving anywhere but the current position bumps a generation number:
  * full slots of the old generation are freed at once, and batches being
  * made for it are dropped by their worker when it finishes them. */
+#include "../common/env.h"
 #include "dataio.h"
 #include "loader_fields.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define GR_LOADER_SHUFFLE_KEY 0x53485546464c4531ull /* "SHUFFLE1" */
 
@@ -104,6 +107,7 @@ struct gr_loader {
     int64_t issue, deliver;    /* next seq to give a worker / to the consumer */
     uint64_t gen;
     bool stop;
+    int64_t delay_ms;          /* GPURUN_LOADER_DELAY_MS (tests): a pause before each batch */
     loader_worker *workers;    /* cfg.workers of them, or one for the consumer */
     int nworkers;
     double wait_s;
@@ -204,6 +208,10 @@ static gr_status loader_encoded_sample(gr_loader *ld, loader_worker *w, gr_batch
 /* Unlocked: makes the batch whose indices are in w->idx. */
 static gr_status loader_fill(gr_loader *ld, loader_worker *w, gr_batch *b, gr_error *err) {
     b->skipped = 0;
+    if (ld->delay_ms > 0) {
+        struct timespec ts = {(time_t)(ld->delay_ms / 1000), (long)(ld->delay_ms % 1000) * 1000000};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+    }
     gr_status st = gr_source_fetch(&w->rd, w->idx, b->n, err);
     if (st != GR_OK) return st;
     if (b->enc && (st = gr_payload_fill(ld->pay, &w->rd, w->idx, b, &w->enc, err)) != GR_OK) return st;
@@ -478,6 +486,7 @@ gr_status gr_loader_open_source(gr_source *src, const gr_loader_config *cfg, gr_
     ld->outs = outs;
     ld->cfg = *cfg;
     ld->cfg.fields = NULL; /* read at open only: outs holds what was taken of them */
+    ld->delay_ms = gr_env_int(GR_ENV_LOADER_DELAY_MS, 0);
     ld->n = n;
     memcpy(ld->in_chw, chw, sizeof chw);
     ld->out_elems = out_elems;
