@@ -140,6 +140,12 @@ const gr_spec_row gr_spec_rows[] = {
     FLOAT("parallel.bucket_mb", 0, 0, 1048576, "25", NULL, parallel.bucket_mb),
     FLOAT("parallel.timeout_s", GR_SF_LOX, 0, INFINITY, "600", NULL, parallel.timeout_s),
     BOOL("parallel.sync_batchnorm", "false", NULL, parallel.sync_batchnorm),
+    INT("parallel.pipeline", 0, 1, 4096, "1", parallel.pipeline),
+    INT("parallel.tensor", 0, 1, 1 << 20, "1", parallel.tensor),
+    INT("parallel.microbatches", 0, 1, 1 << 20, NULL, parallel.microbatches),
+    ENUM("parallel.schedule", "gpipe|1f1b", "1f1b", parallel.schedule),
+    /* `auto` or a non-empty list of names (gr_spec_cross); auto is stored as NULL */
+    TREE("parallel.stages", 0, parallel.stages),
 
     SECTION("checkpoint", 0),
     DIR("checkpoint.dir", checkpoint.dir),

@@ -146,6 +146,11 @@ typedef struct gr_job_spec {
         double bucket_mb;         /* 25, >= 0: gradient all-reduce buckets; 0 = one all-reduce after backward */
         double timeout_s;         /* 600, > 0: a collective slower than this ends the run (exit 7) */
         bool sync_batchnorm;      /* false: per-process batchnorm statistics; true: over the global batch */
+        int64_t pipeline;         /* 1: pipeline stages (graph/stages.h cuts the layers; planning only) */
+        int64_t tensor;           /* 1: tensor-parallel ranks; > 1 refused at plan and run (not implemented) */
+        int64_t microbatches;     /* pipeline micro-batches of a step; 0 = not given: batch / (data x micro-batch) */
+        int schedule;             /* 0 gpipe, 1 1f1b (gr_pipe_kind's order; default 1f1b) */
+        const gr_cfg *stages;     /* a list of the layer or block-use names where stages 2.. begin; NULL auto */
     } parallel;
 
     struct {

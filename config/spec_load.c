@@ -202,6 +202,30 @@ static gr_status gr_spec_defaults(gr_job_spec *spec, gr_error *err) {
 }
 
 /* Rules that relate keys to each other; runs after the walk. */
+/* parallel.stages: `auto` (stored as NULL) or a non-empty list of names; the
+ * names are resolved against the built model by graph/stages.c. */
+static gr_status gr_spec_stages(gr_job_spec *spec, gr_error *err) {
+    const gr_cfg *n = spec->parallel.stages;
+    char got[64];
+    if (!n) return GR_OK;
+    if (n->kind == GR_CFG_SCALAR && strcmp(n->scalar, "auto") == 0) {
+        spec->parallel.stages = NULL;
+        return GR_OK;
+    }
+    if (n->kind != GR_CFG_SEQ || n->n == 0)
+        return gr_cfg_error(err, n, "parallel.stages", "expected auto or a non-empty list of the layer or block-use "
+                            "names where stages 2.. begin, got %s",
+                            n->kind == GR_CFG_SEQ ? "an empty list" : gr_cfg_got(n, got, sizeof got));
+    for (int i = 0; i < n->n; i++)
+        if (n->items[i]->kind != GR_CFG_SCALAR) {
+            char key[GR_CFG_KEY_MAX];
+            snprintf(key, sizeof key, "parallel.stages[%d]", i);
+            return gr_cfg_error(err, n->items[i], key, "expected a layer or block-use name, got %s",
+                                gr_cfg_got(n->items[i], got, sizeof got));
+        }
+    return GR_OK;
+}
+
 static gr_status gr_spec_cross(gr_job_spec *spec, gr_error *err) {
     const gr_cfg *root = spec->root;
     char buf[64];
@@ -234,6 +258,8 @@ static gr_status gr_spec_cross(gr_job_spec *spec, gr_error *err) {
     }
     if (!spec->train.epochs && !spec->train.steps)
         return gr_cfg_error(err, gr_spec_node(root, "train"), "train", "give epochs or steps (or both)");
+    const gr_status pst = gr_spec_stages(spec, err);
+    if (pst) return pst;
 
     /* weight_decay's default is the optimizer's in PyTorch: SGD 0, AdamW 0.01 */
     if (spec->train.optimizer.type == GR_OPTIM_ADAMW && !gr_spec_node(root, "train.optimizer.weight_decay"))

@@ -32,16 +32,46 @@ static void gr_parallel_watchdog_exit(const char *msg) {
     _exit(GR_ERR_DEVICE);
 }
 
-gr_status gr_parallel_resolve(const gr_job_spec *s, gr_job_spec *rs, gr_comm *c, gr_error *err) {
-    *rs = *s;
-    gr_comm_detect(c);
+gr_status gr_parallel_check_world(const gr_job_spec *s, const gr_comm *c, gr_error *err) {
     const int world = c->world;
-    if (s->parallel.data > 0 && s->parallel.data != world)
+    const long long pt = (long long)(s->parallel.pipeline * s->parallel.tensor);
+    if (s->parallel.data > 0 && pt == 1 && s->parallel.data != world)
         return gr_spec_error(err, s, "parallel.data", "%lld processes asked for, but this one was started as one of "
                              "%d%s%s (launch it with `mpirun -np %lld gpurun ...` or `srun -n %lld gpurun ...`, or "
                              "set parallel.data: auto)", (long long)s->parallel.data, world,
                              c->launcher[0] ? " by " : ", without a launcher", c->launcher, (long long)s->parallel.data,
                              (long long)s->parallel.data);
+    if (s->parallel.data > 0 && s->parallel.data * pt != world)
+        return gr_spec_error(err, s, "parallel.data", "parallel.data %lld x parallel.pipeline %lld x parallel.tensor "
+                             "%lld = %lld processes, but this one was started as one of %d%s%s",
+                             (long long)s->parallel.data, (long long)s->parallel.pipeline,
+                             (long long)s->parallel.tensor, (long long)s->parallel.data * pt, world,
+                             c->launcher[0] ? " by " : ", without a launcher", c->launcher);
+    if (world % pt != 0)
+        return gr_spec_error(err, s, "parallel.pipeline", "%lld x parallel.tensor %lld = %lld processes a model "
+                             "replica, but %s started %d, not a multiple (parallel.data: auto takes the world over "
+                             "the replica)", (long long)s->parallel.pipeline, (long long)s->parallel.tensor, pt,
+                             c->launcher[0] ? c->launcher : "this process was", world);
+    return GR_OK;
+}
+
+gr_status gr_parallel_check_unbuilt(const gr_job_spec *s, gr_error *err) {
+    if (s->parallel.tensor > 1)
+        return gr_spec_error(err, s, "parallel.tensor", "tensor parallelism is not implemented yet (%lld asked for; "
+                             "leave it 1)", (long long)s->parallel.tensor);
+    return GR_OK;
+}
+
+gr_status gr_parallel_resolve(const gr_job_spec *s, gr_job_spec *rs, gr_comm *c, gr_error *err) {
+    *rs = *s;
+    gr_comm_detect(c);
+    const int world = c->world;
+    gr_status cst = gr_parallel_check_unbuilt(s, err);
+    if (cst) return cst;
+    if (s->parallel.pipeline > 1)
+        return gr_spec_error(err, s, "parallel.pipeline", "the pipeline runtime is not implemented yet; `gpurun "
+                             "plan` shows the stages (%lld asked for)", (long long)s->parallel.pipeline);
+    if ((cst = gr_parallel_check_world(s, c, err))) return cst;
     gr_comm_kind kind = world > 1 ? GR_COMM_MPI : GR_COMM_NONE;
     if (world > 1 && strcmp(s->parallel.backend, "none") == 0)
         return gr_spec_error(err, s, "parallel.backend", "none, but %s started %d processes of this job (auto or mpi "

@@ -12,7 +12,8 @@
 
 #include "job.h"
 
-/* The spec as this rank runs it (rs: a shallow copy of s): parallel.data
+/* The spec as this rank runs it (rs: a shallow copy of s): parallel.tensor
+ * and parallel.pipeline above 1 refused (no runtime yet), parallel.data
  * checked against the launched world (auto: the world), the backend
  * (auto: mpi for several processes, none for one), train.batch_size in
  * equal shares of whole micro-batches per process; then the comm joined
@@ -21,6 +22,14 @@
  * later, once the model is compiled and the device open (memfit.h:
  * gr_memfit_micro_batch). */
 gr_status gr_parallel_resolve(const gr_job_spec *s, gr_job_spec *rs, gr_comm *c, gr_error *err);
+/* The launched world (c, detected) against the spec: it must be parallel.data
+ * x parallel.pipeline x parallel.tensor (data auto: a multiple of the other
+ * two). Ranks are laid out as Megatron's: tensor innermost, then pipeline,
+ * then data (DESIGN 2.4). Exit 2 naming the keys and values. */
+gr_status gr_parallel_check_world(const gr_job_spec *s, const gr_comm *c, gr_error *err);
+/* What schema v1 accepts but no runtime or plan honours yet: parallel.tensor
+ * > 1 ("tensor parallelism is not implemented yet"), exit 2. */
+gr_status gr_parallel_check_unbuilt(const gr_job_spec *s, gr_error *err);
 /* Once the model and its plans are made: NCCL on a GPU (refusing what the
  * spec asks that a GPU cannot do), and j->dp attached to the train plan
  * (parallel.bucket_mb, parallel.sync_batchnorm; dist/dp.h). */

@@ -8,9 +8,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../config/schema.h"
 #include "../graph/graph.h"
+#include "../graph/pipeline.h"
+#include "../graph/stages.h"
 #include "hostmem.h"
 #include "memfit.h"
+#include "parallel.h"
 
 /* "nchw" / "nhwc" for an image tensor, "-" otherwise */
 static const char *gr_plan_cmd_layout(const gr_tensor *t) {
@@ -260,10 +264,85 @@ static gr_status gr_plan_cmd_memfit(const gr_job *j, const gr_mem_need *now, con
     return GR_OK;
 }
 
+/* The data-parallel degree the plan assumes: parallel.data, else the
+ * launched world over a replica's processes, else 1. */
+static int64_t gr_plan_cmd_data(const gr_job_spec *s, const gr_comm *c) {
+    if (s->parallel.data > 0) return s->parallel.data;
+    return c->launcher[0] ? c->world / (s->parallel.pipeline * s->parallel.tensor) : 1;
+}
+
+/* The pipeline's micro-batches of one step: parallel.microbatches (which
+ * must split each replica's batch, and match train.micro_batch when that is
+ * given), else the replica's batch over the planned micro-batch. */
+static gr_status gr_plan_cmd_micro(const gr_job_spec *s, const gr_graph *g, int64_t data, int64_t *m,
+                                   gr_error *err) {
+    const int64_t per = s->train.batch_size / data;
+    if (!s->parallel.microbatches) {
+        *m = per / g->micro_batch;
+        return GR_OK;
+    }
+    *m = s->parallel.microbatches;
+    if (s->train.batch_size % data || per % *m)
+        return gr_spec_error(err, s, "parallel.microbatches", "%lld does not split train.batch_size %lld over "
+                             "parallel.data %lld into equal micro-batches", (long long)*m,
+                             (long long)s->train.batch_size, (long long)data);
+    const gr_cfg *mb = gr_spec_node(s->root, "train.micro_batch");
+    if (mb && s->train.micro_batch > 0 && s->train.micro_batch * *m != per)
+        return gr_spec_error(err, s, "parallel.microbatches", "%lld micro-batches of train.micro_batch %lld make "
+                             "%lld samples, but a replica's share of train.batch_size %lld is %lld", (long long)*m,
+                             (long long)s->train.micro_batch, (long long)(*m * s->train.micro_batch),
+                             (long long)s->train.batch_size, (long long)per);
+    return GR_OK;
+}
+
+/* parallel.pipeline > 1: the stages cut (graph/stages.h) and the step's
+ * micro-batches, checked before anything is printed. */
+static gr_status gr_plan_cmd_cut(const gr_job_spec *s, const gr_graph *g, gr_stage_plan *sp, int64_t *m,
+                                 gr_error *err) {
+    gr_comm c;
+    gr_comm_detect(&c);
+    gr_status st = c.launcher[0] ? gr_parallel_check_world(s, &c, err) : GR_OK;
+    if (!st) st = gr_plan_cmd_micro(s, g, gr_plan_cmd_data(s, &c), m, err);
+    if (!st) st = gr_stages_cut(g, s, sp, err);
+    return st;
+}
+
+/* The stage table, the schedule's bubble and each stage's peak of
+ * micro-batches in flight (graph/pipeline.h). */
+static void gr_plan_cmd_stages(const gr_job_spec *s, const gr_graph *g, const gr_stage_plan *sp, int64_t m,
+                               FILE *f) {
+    const gr_pipe_kind kind = (gr_pipe_kind)s->parallel.schedule;
+    const int p = sp->p, mi = (int)GR_MIN(m, GR_PIPE_MAX_MICRO);
+    int wl = 12;
+    for (int i = 0; i < p; i++)
+        wl = GR_MAX(wl, (int)(strlen(g->layers[sp->stages[i].first].name) +
+                              strlen(g->layers[sp->stages[i].last].name)) + 2);
+    fprintf(f, "\npipeline: %d stages (%s), %lld micro-batches a step, schedule %s\n", p,
+            sp->named ? "cut at parallel.stages" : "balanced by FLOPs", (long long)m, gr_pipe_kind_name(kind));
+    fprintf(f, "%-5s %-*s %7s %14s %12s %9s\n", "stage", wl, "layers", "count", "FLOPs/sample", "params", "in-flight");
+    int64_t top = 0, all = 0;
+    for (int i = 0; i < p; i++) {
+        const gr_stage *sg = &sp->stages[i];
+        char lay[2 * GR_NAME_MAX + 4], a[64], b[64];
+        snprintf(lay, sizeof lay, "%s..%s", g->layers[sg->first].name, g->layers[sg->last].name);
+        gr_fmt_count(sg->flops, a, sizeof a);
+        gr_fmt_count(sg->params, b, sizeof b);
+        fprintf(f, "%-5d %-*s %7d %14s %12s %9d\n", i + 1, wl, lay, sg->last - sg->first + 1, a, b,
+                gr_pipe_peak_activations(kind, p, mi, i));
+        top = GR_MAX(top, sg->flops), all += sg->flops;
+    }
+    fprintf(f, "bubble: %.1f%% of each step idle, (p-1)/(m+p-1) = %d/%lld; largest stage %.1f%% of the FLOPs "
+            "(1/%d = %.1f%%)\n", 100 * gr_pipe_bubble_fraction(p, mi), p - 1, (long long)(m + p - 1),
+            all ? 100.0 * (double)top / (double)all : 0.0, p, 100.0 / p);
+}
+
 gr_status gr_train_plan_report(const gr_job_spec *spec, const char *memory, FILE *f, gr_error *err) {
     size_t bytes;
     gr_status st = memory && strcmp(memory, "auto") != 0 ? gr_plan_cmd_bytes(memory, &bytes, err) : GR_OK;
+    if (!st) st = gr_parallel_check_unbuilt(spec, err);
     if (st) return st;
+    gr_stage_plan sp = {0};
+    int64_t m = 0;
     gr_job j;
     gr_job_init(&j, spec, true);
     /* a model with model.input can be planned before its data exists
@@ -278,6 +357,7 @@ gr_status gr_train_plan_report(const gr_job_spec *spec, const char *memory, FILE
     } else if ((st = gr_job_compile(&j, spec, true, err))) { /* with val: its loader is in the host plan */
         goto done;
     }
+    if (spec->parallel.pipeline > 1 && (st = gr_plan_cmd_cut(spec, &j.g, &sp, &m, err))) goto done;
     const char *dev;
     j.be = gr_plan_cmd_device(spec, &dev); /* gr_job_free frees it */
     if (j.be) gr_job_layout(&j);
@@ -290,6 +370,7 @@ gr_status gr_train_plan_report(const gr_job_spec *spec, const char *memory, FILE
         fprintf(f, "(%s is not there: shapes from model.input)\n", spec->data.train.path);
     fprintf(f, "\n");
     gr_plan_cmd_layers(spec, &j.g, f);
+    if (sp.p) gr_plan_cmd_stages(spec, &j.g, &sp, m, f);
     gr_opt_groups_print(&j.og, &j.g, spec, f);
     gr_mem_need need;
     gr_memfit_of(&j.g, gr_optim_slots(&spec->train.optimizer), &tp, &ep, &need);
@@ -300,6 +381,7 @@ gr_status gr_train_plan_report(const gr_job_spec *spec, const char *memory, FILE
     gr_plan_free(&ep);
     if (memory) st = gr_plan_cmd_memfit(&j, &need, memory, dev, f, err);
 done:
+    gr_stages_free(&sp);
     gr_job_free(&j);
     return st;
 }

@@ -1,0 +1,47 @@
+/* stages.h — pipeline stages, pure planning: the built graph's layers (in
+ * build order, which is the forward order) cut into p contiguous stages,
+ * either balanced by FLOPs (parallel.stages: auto) or at the named layers
+ * or block uses (parallel.stages: [name, ...], where stages 2.. begin).
+ * Nothing here runs a stage: `gpurun plan` prints the cut (DESIGN 2.4).
+ *
+ * What a cut must respect: stage s+1 receives from stage s only (the
+ * activation message: every tensor of s that s+1 reads), so an edge from a
+ * layer of stage i to a layer of stage j > i + 1 (a skip connection over a
+ * whole stage) is refused, and so is a parameter (a tied weight) read in
+ * another stage than its owner's. Graph inputs and targets are read by
+ * whichever stage needs them (each stage's process loads its own fields).
+ *
+ * Exports: gr_stages_balance (the cutter on a plain cost list),
+ * gr_stages_cut / gr_stages_free (on a graph, named in its messages). */
+#ifndef GR_STAGES_H
+#define GR_STAGES_H
+
+#include "graph.h"
+
+typedef struct gr_stage {
+    int first, last;  /* the stage's layers, indices into g->layers, inclusive */
+    int64_t flops;    /* per sample, forward + backward (+ recomputation); the last stage has the loss */
+    int64_t params;   /* the parameters its layers own */
+} gr_stage;
+
+typedef struct gr_stage_plan {
+    int p;
+    gr_stage *stages; /* [p] */
+    bool named;       /* cut at parallel.stages' names (false: balanced) */
+} gr_stage_plan;
+
+/* Cuts cost[0..n) into p non-empty contiguous parts whose largest sum is the
+ * least possible; first[s] is part s's first index (first[0] = 0). Costs are
+ * >= 0 and their sum fits an int64_t. Needs 1 <= p <= n (GR_ASSERT). */
+void gr_stages_balance(const int64_t *cost, int n, int p, int *first);
+
+/* The stages of g for p = spec->parallel.pipeline: named when
+ * spec->parallel.stages is given, balanced otherwise. Usage errors (exit 2)
+ * at the key's file:line:col: p above the layers; a name that is no layer or
+ * block use, out of order, or naming the first layer; as many names as p - 1
+ * wanted; an edge over a stage or a weight tied across stages (both layers
+ * named). out is empty on error (gr_stages_free is safe). */
+gr_status gr_stages_cut(const gr_graph *g, const gr_job_spec *spec, gr_stage_plan *out, gr_error *err);
+void gr_stages_free(gr_stage_plan *sp);
+
+#endif
