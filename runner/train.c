@@ -102,13 +102,16 @@ static void gr_loop_data_warning(gr_job *j, bool quiet) {
         return;
     j->data_warned = true;
     const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    const bool jpeg = gr_loader_encoded(j->train_ld);
+    const long long workers = j->spec->data.workers;
+    const bool gpu = strncmp(mx->run.device, "cuda", 4) == 0, jpeg = gr_loader_encoded(j->train_ld);
+    const char *advice = workers < cores ? "raise data.workers"
+                         : gpu ? "more cores would feed it"
+                               : "the loader's workers and the step already share every core: the data costs "
+                                 "about as much as the step";
     fprintf(stderr, "gpurun: warning: the training step waited for its batches %.0f%% of the time since the last "
-            "line: the data path (data.workers %lld, %ld cores here) does not keep up with %s; raise data.workers%s"
-            " (summary.json's data_wait_pct says it for the whole run)\n", mx->window_wait_pct,
-            (long long)j->spec->data.workers, cores, mx->run.device,
-            !jpeg ? "" : strncmp(mx->run.device, "cuda", 4) == 0 ? ", or decode the JPEGs on the GPU (data.decode: gpu)"
-                                                                  : " up to the cores the step leaves free");
+            "line: the data path (data.workers %lld, %ld cores here) does not keep up with %s; %s%s (summary.json's "
+            "data_wait_pct says it for the whole run)\n", mx->window_wait_pct, workers, cores, mx->run.device,
+            advice, gpu && jpeg ? ", or decode the JPEGs on the GPU (data.decode: gpu)" : "");
 }
 
 /* The train line of step `done`, then the data path's warning when due. */

@@ -84,7 +84,7 @@ check "the same losses after a resume from step 4" cmp "$T/l3" <(sed -n '5,8p' "
     echo "train: {batch_size: 6, steps: 9, optimizer: {type: sgd, lr: 0.01}}"
     echo "log: {every_steps: 3}"
 } >"$T/slow.yaml"
-expect 0 "gpurun: warning: the training step waited for its batches" "data.workers 1" "raise data.workers" -- \
+expect 0 "gpurun: warning: the training step waited for its batches" "data.workers 1" "does not keep up" -- \
     env GPURUN_LOADER_DELAY_MS=100 "$G" "$T/slow.yaml" --run-dir "$T/rslow"
 check "said once" test "$(grep -c 'waited for its batches' "$ERR")" -eq 1
 # the first line's window holds the loader's start: not judged (one line only here, its wait as high)
