@@ -286,6 +286,28 @@ static inline double sub_index(double off, double scale, int64_t i, int64_t n) {
     return v < 0.0 ? 0.0 : v > (double)(n - 1) ? (double)(n - 1) : v;
 }
 
+/* The source position, within the box, of output row (axis 0) or column
+ * (axis 1) i of `out`: torch's index for t's integer box, or fbox's. */
+static inline double box_index(const gr_xform *t, const double *fbox, int axis, int64_t out, int64_t i) {
+    const int64_t n = axis ? t->w : t->h, start = axis ? t->x0 : t->y0;
+    if (fbox) return sub_index(fbox[axis] - (double)start, fbox[2 + axis] / (double)out, i, n);
+    return source_index((float)n / (float)out, i);
+}
+
+/* The x taps of the resize to ow columns (mirrored when t flips): column x
+ * reads box pixels i and min(i + 1, w - 1) at element offsets xa[x], xb[x]
+ * (pixel x stride; xb NULL: not wanted), weight lx[x] on the second. */
+static void x_taps(const gr_xform *t, const double *fbox, int64_t ow, int64_t stride, int32_t *xa, int32_t *xb,
+                   float *lx) {
+    for (int64_t x = 0; x < ow; x++) {
+        const double v = box_index(t, fbox, 1, ow, t->flip ? ow - 1 - x : x);
+        const int64_t i = GR_MIN((int64_t)v, t->w - 1);
+        xa[x] = (int32_t)(i * stride);
+        if (xb) xb[x] = (int32_t)(GR_MIN(i + 1, t->w - 1) * stride);
+        lx[x] = (float)(v - (double)i);
+    }
+}
+
 /* Bilinear resize of the box (inside the image) to oh x ow, separable: each
  * source row an output row needs is converted to floats and interpolated
  * along x once (two kept, since the rows needed only move down), then the
@@ -297,20 +319,13 @@ static void decode_resized(const gr_decoder *d, const void *src, const gr_xform 
     const int64_t oh = d->oh, ow = d->ow, bw = t->w;
     int32_t *xi = scratch;
     float *lx = (float *)(xi + ow), *ra = lx + ow, *rb = ra + ow, *f = rb + ow;
-    const float sx = (float)t->w / (float)ow, sy = (float)t->h / (float)oh;
-    for (int64_t x = 0; x < ow; x++) {
-        const int64_t xx = t->flip ? ow - 1 - x : x;
-        double v = fbox ? sub_index(fbox[1] - (double)t->x0, fbox[3] / (double)ow, xx, bw) : source_index(sx, xx);
-        int64_t i = GR_MIN((int64_t)v, bw - 1);
-        xi[x] = (int32_t)i;
-        lx[x] = (float)(v - (double)i);
-    }
+    x_taps(t, fbox, ow, 1, xi, NULL, lx);
     for (int64_t c = 0; c < d->c; c++) {
         const float k = d->scale[c], b = d->bias[c];
         float *r0 = ra, *r1 = rb;
         int64_t have0 = -1, have1 = -1; /* source rows now in r0, r1 */
         for (int64_t y = 0; y < oh; y++) {
-            double v = fbox ? sub_index(fbox[0] - (double)t->y0, fbox[2] / (double)oh, y, t->h) : source_index(sy, y);
+            const double v = box_index(t, fbox, 0, oh, y);
             int64_t i = (int64_t)v;
             int64_t y0 = t->y0 + i, y1 = y0 + (i < t->h - 1 ? 1 : 0);
             float ly = (float)(v - (double)i);
@@ -353,17 +368,9 @@ static void decode_resized_rgb8(const gr_decoder *d, const uint8_t *src, const g
     const int64_t oh = d->oh, ow = d->ow, bw = t->w, row = d->w * 3;
     int32_t *xa = scratch, *xb = xa + ow;
     float *lx = (float *)(xb + ow), *f = lx + ow;
-    const float sx = (float)t->w / (float)ow, sy = (float)t->h / (float)oh;
-    for (int64_t x = 0; x < ow; x++) {
-        const int64_t xx = t->flip ? ow - 1 - x : x;
-        double v = fbox ? sub_index(fbox[1] - (double)t->x0, fbox[3] / (double)ow, xx, bw) : source_index(sx, xx);
-        int64_t i = GR_MIN((int64_t)v, bw - 1);
-        xa[x] = (int32_t)(i * 3);
-        xb[x] = (int32_t)(GR_MIN(i + 1, bw - 1) * 3);
-        lx[x] = (float)(v - (double)i);
-    }
+    x_taps(t, fbox, ow, 3, xa, xb, lx);
     for (int64_t y = 0; y < oh; y++) {
-        double v = fbox ? sub_index(fbox[0] - (double)t->y0, fbox[2] / (double)oh, y, t->h) : source_index(sy, y);
+        const double v = box_index(t, fbox, 0, oh, y);
         int64_t i = (int64_t)v;
         const int64_t y0 = t->y0 + i, y1 = y0 + (i < t->h - 1 ? 1 : 0);
         const uint8_t *r0 = src + y0 * row + t->x0 * 3, *r1 = src + y1 * row + t->x0 * 3;
