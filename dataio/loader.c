@@ -220,16 +220,15 @@ static gr_status loader_fill(gr_loader *ld, loader_worker *w, gr_batch *b, gr_er
         if ((st = loader_fill_fields(ld, w, b, i, w->idx[i], err)) != GR_OK) return st;
     for (int64_t i = 0; i < b->n && !b->nfields; i++) {
         const int64_t s = w->idx[i];
-        gr_xform t;
-        size_t bytes;
-        const void *p = gr_source_view(&w->rd, s, ld->f.image, &bytes);
-        if (ld->f.shape >= 0) {
+        if (ld->f.shape >= 0) { /* an encoded split: image and label */
             if ((st = loader_encoded_sample(ld, w, b, i, s, err)) != GR_OK) return st;
             continue;
-        } else {
-            gr_augment_draw(&ld->cfg.aug, ld->in_chw[1], ld->in_chw[2], ld->cfg.seed, b->epoch, s, &t);
-            gr_decode_sample(&ld->dec, p, &t, b->x + i * ld->out_elems, w->scratch);
         }
+        gr_xform t;
+        size_t bytes;
+        gr_augment_draw(&ld->cfg.aug, ld->in_chw[1], ld->in_chw[2], ld->cfg.seed, b->epoch, s, &t);
+        gr_decode_sample(&ld->dec, gr_source_view(&w->rd, s, ld->f.image, &bytes), &t, b->x + i * ld->out_elems,
+                         w->scratch);
         memcpy(&b->y[i], gr_source_view(&w->rd, s, ld->f.label, &bytes), sizeof b->y[i]);
     }
     if (ld->cfg.ready) return ld->cfg.ready(b, ld->cfg.ready_ctx, err);
