@@ -214,7 +214,7 @@ static gr_status loader_fill(gr_loader *ld, loader_worker *w, gr_batch *b, gr_er
     }
     gr_status st = gr_source_fetch(&w->rd, w->idx, b->n, err);
     if (st != GR_OK) return st;
-    if (b->enc && (st = gr_payload_fill(ld->pay, &w->rd, w->idx, b, &w->enc, err)) != GR_OK) return st;
+    if (b->enc && (st = gr_payload_fill(ld->pay, &w->rd, &w->sub, w->idx, b, &w->enc, err)) != GR_OK) return st;
     if (b->enc) return ld->cfg.ready ? ld->cfg.ready(b, ld->cfg.ready_ctx, err) : GR_OK;
     for (int64_t i = 0; i < b->n && b->nfields; i++)
         if ((st = loader_fill_fields(ld, w, b, i, w->idx[i], err)) != GR_OK) return st;

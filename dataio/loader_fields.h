@@ -95,9 +95,10 @@ void gr_payload_batch_free(const gr_payload *p, gr_enc_batch *e);
  * host_alloc: GR_ERR_OOM naming the bytes), its stored shape and its
  * transform (gr_augment_draw of (seed, epoch, sample), as
  * gr_loader_decode_encoded draws it); any other format decoded into its row
- * of b->x with sc (its errors). */
-gr_status gr_payload_fill(gr_payload *p, gr_source_reader *rd, const int64_t *idx, gr_batch *b, gr_enc_scratch *sc,
-                          gr_error *err);
+ * of b->x with sc (its errors; under skip a stand-in read through sub,
+ * which must not be rd). */
+gr_status gr_payload_fill(gr_payload *p, gr_source_reader *rd, gr_source_reader *sub, const int64_t *idx,
+                          gr_batch *b, gr_enc_scratch *sc, gr_error *err);
 /* gr_loader_decode_host's work. */
 gr_status gr_payload_decode_host(gr_payload *p, gr_batch *b, int64_t i, gr_error *err);
 

@@ -135,8 +135,8 @@ static gr_status payload_reserve(const gr_payload *p, gr_enc_batch *e, size_t ne
     return GR_OK;
 }
 
-gr_status gr_payload_fill(gr_payload *p, gr_source_reader *rd, const int64_t *idx, gr_batch *b, gr_enc_scratch *sc,
-                          gr_error *err) {
+gr_status gr_payload_fill(gr_payload *p, gr_source_reader *rd, gr_source_reader *sub, const int64_t *idx,
+                          gr_batch *b, gr_enc_scratch *sc, gr_error *err) {
     gr_enc_batch *e = b->enc;
     size_t need = 0, bytes;
     for (int64_t i = 0; i < b->n; i++) {
@@ -171,11 +171,7 @@ gr_status gr_payload_fill(gr_payload *p, gr_source_reader *rd, const int64_t *id
         } else {
             o->host = 1;
             memcpy(&b->y[i], gr_source_view(rd, s, p->f_label, &sb), sizeof b->y[i]);
-            gr_source_reader sub; /* a stand-in's read must not replace rd's batch (rare: a damaged PNG) */
-            gr_source_reader_init(&sub, p->src);
-            st = payload_host_row(p, b, i, s, data, bytes, hwc, &sub, sc, err);
-            gr_source_reader_free(&sub);
-            if (st != GR_OK) return st;
+            if ((st = payload_host_row(p, b, i, s, data, bytes, hwc, sub, sc, err)) != GR_OK) return st;
             continue;
         }
         memcpy(&b->y[i], gr_source_view(rd, s, p->f_label, &sb), sizeof b->y[i]);
