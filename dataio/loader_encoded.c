@@ -5,11 +5,14 @@
  * Training (crop `resized`): the box is drawn on the stored shape (the
  * `shapes` dataset: nothing decoded), so the draw is augment.c's, a pure
  * function of (seed, epoch, sample) whatever thread decodes it. Only the
- * box's part of the JPEG is then decoded, at the smallest DCT scale N/8 that
- * keeps the box at least size x size (gr_image_decode_roi: its rows, and its
- * columns widened to whole iMCU columns), the box scaled into that region,
- * and resized to size x size through augment.c's bilinear decoder, flip and
- * normalization included. A PNG decodes whole and the box is cut from it.
+ * box's part of the JPEG is then decoded, at the smallest DCT scale N/8
+ * (N = 1, 2, 4, 8) that keeps the box at least size x size
+ * (gr_image_decode_roi: its rows, and its columns widened to whole iMCU
+ * columns), the box mapped into that region with its fractional edges, and
+ * resized from there to size x size through augment.c's bilinear decoder
+ * (gr_decode_sample_sub), flip and normalization included. Under
+ * data.on_error skip a sample that does not decode gets a stand-in
+ * (gr_loader_stand_in). A PNG decodes whole and the box is cut from it.
  * Evaluation (crop `center`): the converter's and `gpurun predict`'s rule,
  * short side to round(size * 256 / 224) (area averaging when shrinking),
  * then the centre size x size (gr_image_resize_crop), then normalized. */
@@ -104,7 +107,7 @@ gr_status gr_loader_decode_encoded(const gr_decoder *dec, const gr_augment *aug,
         return GR_OK;
     }
     gr_augment_draw(aug, H, W, seed, epoch, sample, &t);
-    /* only the box's part of the file, at the smallest N/8 that keeps it >= S x S (image.h) */
+    /* only the box's part of the file, at the smallest N/8 (N = 1, 2, 4, 8) that keeps it >= S x S (image.h) */
     gr_image_roi r;
     const int64_t box[6] = {t.x0, t.y0, t.w, t.h, S, S};
     if (!gr_image_decode_roi(bytes, n, box, &r, why)) goto bad;
