@@ -23,4 +23,36 @@ typedef struct gr_dev_ctx {
     int64_t pos;        /* gr_exec_ctx.pos */
 } gr_dev_ctx;
 
+/* Products and sums rounded on their own: nvcc would fuse a * b + c into
+ * one FMA, while the CPU kernels (ISO C, no FP contraction) round each
+ * step; these keep a body's results the same bits on both. */
+GR_HD float gr_mul_rn(float a, float b) {
+#ifdef __CUDA_ARCH__
+    return __fmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+GR_HD float gr_add_rn(float a, float b) {
+#ifdef __CUDA_ARCH__
+    return __fadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+GR_HD double gr_dmul_rn(double a, double b) {
+#ifdef __CUDA_ARCH__
+    return __dmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+GR_HD double gr_dadd_rn(double a, double b) {
+#ifdef __CUDA_ARCH__
+    return __dadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+
 #endif

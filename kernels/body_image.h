@@ -16,7 +16,7 @@
  *              bilinear with clamped edges when growing; each output a sum
  *              over x taps of the sum over y taps, in float, rounded half up
  *              to 8 bits), then the decoder table's normalization.
- * Products and sums go through gr_img_* so nvcc fuses none of them into an
+ * Products and sums go through body.h's gr_*_rn so nvcc fuses none of them into an
  * FMA (the host compiles ISO C, which contracts nothing): on the same
  * decoded pixels both sides give the same bits (tests/test_image_body.c
  * sweeps these bodies on the CPU against augment.c and image.c). What
@@ -48,36 +48,7 @@ typedef struct gr_img_norm {
     int64_t S;
 } gr_img_norm;
 
-/* Rounded on their own: nvcc would fuse a * b + c. */
-GR_HD float gr_img_fmul(float a, float b) {
-#ifdef __CUDA_ARCH__
-    return __fmul_rn(a, b);
-#else
-    return a * b;
-#endif
-}
-GR_HD float gr_img_fadd(float a, float b) {
-#ifdef __CUDA_ARCH__
-    return __fadd_rn(a, b);
-#else
-    return a + b;
-#endif
-}
-GR_HD double gr_img_dmul(double a, double b) {
-#ifdef __CUDA_ARCH__
-    return __dmul_rn(a, b);
-#else
-    return a * b;
-#endif
-}
-GR_HD double gr_img_dadd(double a, double b) {
-#ifdef __CUDA_ARCH__
-    return __dadd_rn(a, b);
-#else
-    return a + b;
-#endif
-}
-
+/* Pixel (y, x) of channel c (a gray image's one plane for every c). */
 GR_HD float gr_img_px(const gr_img_desc *d, int64_t y, int64_t x, int c) {
     return (float)d->px[y * d->pitch + x * d->chans + (d->chans == 3 ? c : 0)];
 }
@@ -89,7 +60,7 @@ GR_HD float gr_img_norm_u8(const gr_img_norm *nm, float v, int c) {
 
 /* augment.c's source_index: output i of a resize by scale, clamped at 0. */
 GR_HD double gr_img_src_index(float scale, int64_t i) {
-    double v = gr_img_dadd(gr_img_dmul((double)scale, (double)i + 0.5), -0.5);
+    double v = gr_dadd_rn(gr_dmul_rn((double)scale, (double)i + 0.5), -0.5);
     return v < 0.0 ? 0.0 : v;
 }
 
@@ -118,10 +89,10 @@ GR_HD void gr_body_img_train(const gr_img_desc *d, const gr_img_norm *nm, int64_
         const float a0 = gr_img_px(d, y0, xa, c), b0 = gr_img_px(d, y0, xb, c);
         const float a1 = gr_img_px(d, y1, xa, c), b1 = gr_img_px(d, y1, xb, c);
         /* y first, as decode_resized_rgb8 (the host's path for decoded RGB bytes) */
-        const float fa = gr_img_fadd(a0, gr_img_fmul(gr_img_fadd(a1, -a0), ly));
-        const float fb = gr_img_fadd(b0, gr_img_fmul(gr_img_fadd(b1, -b0), ly));
-        const float v = gr_img_fadd(fa, gr_img_fmul(gr_img_fadd(fb, -fa), lx));
-        out[c * plane + o] = gr_img_fadd(gr_img_fmul(v, nm->k[c]), nm->b[c]);
+        const float fa = gr_add_rn(a0, gr_mul_rn(gr_add_rn(a1, -a0), ly));
+        const float fb = gr_add_rn(b0, gr_mul_rn(gr_add_rn(b1, -b0), ly));
+        const float v = gr_add_rn(fa, gr_mul_rn(gr_add_rn(fb, -fa), lx));
+        out[c * plane + o] = gr_add_rn(gr_mul_rn(v, nm->k[c]), nm->b[c]);
     }
 }
 
@@ -146,8 +117,8 @@ GR_HD void gr_img_axis_init(gr_img_axis *a, int64_t in, int64_t full, int64_t x)
     a->w0 = a->w1 = 0;
     if (a->shrink) {
         a->stride = (int)ceil(scale) + 2;
-        a->lo = gr_img_dmul(xd, scale);
-        const double hi = gr_img_dmul(xd + 1, scale);
+        a->lo = gr_dmul_rn(xd, scale);
+        const double hi = gr_dmul_rn(xd + 1, scale);
         a->hi = hi < (double)in ? hi : (double)in;
         a->first = (int64_t)floor(a->lo);
         a->last = (int64_t)ceil(a->hi);
@@ -158,11 +129,11 @@ GR_HD void gr_img_axis_init(gr_img_axis *a, int64_t in, int64_t full, int64_t x)
             const double bot = a->lo > (double)i ? a->lo : (double)i;
             const double wt = top - bot;
             if (wt <= 0) continue;
-            a->total = gr_img_dadd(a->total, wt);
+            a->total = gr_dadd_rn(a->total, wt);
             n++;
         }
     } else {
-        const double src = gr_img_dadd(gr_img_dmul(xd + 0.5, scale), -0.5), i0 = floor(src), f = src - i0;
+        const double src = gr_dadd_rn(gr_dmul_rn(xd + 0.5, scale), -0.5), i0 = floor(src), f = src - i0;
         const int64_t k0 = (int64_t)i0, k1 = (int64_t)i0 + 1;
         a->g0 = k0 < 0 ? 0 : k0 > in - 1 ? in - 1 : k0;
         a->g1 = k1 < 0 ? 0 : k1 > in - 1 ? in - 1 : k1;
@@ -213,12 +184,12 @@ GR_HD void gr_body_img_eval(const gr_img_desc *d, const gr_img_norm *nm, int64_t
         int64_t ity = 0;
         int ny = 0;
         while (gr_img_axis_next(&ay, &ity, &ny, &sy, &wy))
-            for (int c = 0; c < 3; c++) col[c] = gr_img_fadd(col[c], gr_img_fmul(wy, gr_img_px(d, sy, sx, c)));
-        for (int c = 0; c < 3; c++) acc[c] = gr_img_fadd(acc[c], gr_img_fmul(wx, col[c]));
+            for (int c = 0; c < 3; c++) col[c] = gr_add_rn(col[c], gr_mul_rn(wy, gr_img_px(d, sy, sx, c)));
+        for (int c = 0; c < 3; c++) acc[c] = gr_add_rn(acc[c], gr_mul_rn(wx, col[c]));
     }
     for (int c = 0; c < 3; c++) {
         const float v = acc[c] < 0.0f ? 0.0f : acc[c] > 255.0f ? 255.0f : acc[c];
-        const float u = (float)(int)gr_img_fadd(v, 0.5f); /* (uint8_t)(v + 0.5f) */
+        const float u = (float)(int)gr_add_rn(v, 0.5f); /* (uint8_t)(v + 0.5f) */
         out[c * plane + o] = gr_img_norm_u8(nm, u, c);
     }
 }

@@ -19,7 +19,7 @@
 #include <math.h>
 
 #include "body.h"
-#include "body_spatial.h" /* gr_mul_rn; gr_chan_geo and gr_chan_span of the column reduction */
+#include "body_spatial.h" /* gr_chan_geo and gr_chan_span of the column reduction */
 
 #define GR_LN_LANES 32 /* lanes per row: a warp */
 

@@ -23,16 +23,6 @@
 #include "body.h"
 #include "body_half.h"
 
-/* a * b rounded on its own: nvcc would fuse a * b + c into one FMA, while
- * the CPU kernels (ISO C, no FP contraction) round the product first; this
- * keeps the elementwise results the same bits on both. */
-GR_HD float gr_mul_rn(float a, float b) {
-#ifdef __CUDA_ARCH__
-    return __fmul_rn(a, b);
-#else
-    return a * b;
-#endif
-}
 
 /* ---- pooling ---- */
 
