@@ -62,6 +62,9 @@ typedef struct gr_plan {
     /* whether the backend could say its library scratch for these steps
      * (steps.workspace; false without a backend) */
     bool ws_known;
+    /* steps [0, n_fwd_steps) are the forward pass's (with the loss), the
+     * rest the backward's (a pipeline stage runs them apart) */
+    int n_fwd_steps;
 } gr_plan;
 
 /* Allocates the model's arenas on m->be (optim_slots: 0 plain SGD, 1
@@ -75,15 +78,28 @@ void gr_model_free(gr_model *m);
  * GR_ERR_OOM when the arena does not fit. */
 gr_status gr_plan_compile(gr_plan *p, gr_model *m, const gr_graph *g, gr_plan_mode mode,
                           bool alloc, gr_error *err);
+/* The same for the part of the pass one process runs (a pipeline stage,
+ * graph/stages.h): steps for the nodes run[i] != 0 only, and the memory plan
+ * of gr_memplan_init_part(run, pin). */
+gr_status gr_plan_compile_part(gr_plan *p, gr_model *m, const gr_graph *g, gr_plan_mode mode, bool alloc,
+                               const uint8_t *run, const uint8_t *pin, gr_error *err);
 void gr_plan_free(gr_plan *p);
 /* Adds a hook (copied) to every later run of p. */
 void gr_plan_add_hook(gr_plan *p, const gr_exec_hook *h);
 /* Runs the pass for n <= micro_batch samples. */
 void gr_plan_run(gr_plan *p, int64_t n, const gr_exec_ctx *ctx);
+/* Runs its steps [from, to) only (a pipeline stage's forward, [0,
+ * n_fwd_steps), or backward, [n_fwd_steps, steps.n)), through the same
+ * dispatch and launched eagerly: the backend must not record CUDA Graphs
+ * (its options say cuda_graph false; GR_ASSERT). */
+void gr_plan_run_steps(gr_plan *p, int64_t n, const gr_exec_ctx *ctx, int from, int to);
 /* The ops of p's staged steps, "batchnorm, relu, ..." (each once, in run
  * order) into buf; "" when none. */
 const char *gr_plan_staged_ops(const gr_plan *p, char *buf, size_t n);
 /* Device pointer of tensor t (activation arena or model arenas). */
 void *gr_plan_ptr(const gr_plan *p, int t);
+/* Whether t has a place in p (the model's arenas, or p's activation arena:
+ * a part's plan leaves out what its nodes do not touch). */
+bool gr_plan_holds(const gr_plan *p, int t);
 
 #endif

@@ -47,6 +47,11 @@ void gr_model_free(gr_model *m) {
     memset(m, 0, sizeof *m);
 }
 
+bool gr_plan_holds(const gr_plan *p, int t) {
+    const gr_tensor_kind k = p->g->tensors[t].kind;
+    return k == GR_TK_PARAM || k == GR_TK_STATE || k == GR_TK_GRAD || gr_memplan_offset(&p->mem, t) >= 0;
+}
+
 void *gr_plan_ptr(const gr_plan *p, int t) {
     const gr_tensor *x = &p->g->tensors[t];
     switch (x->kind) {
@@ -91,7 +96,7 @@ static gr_status gr_plan_alloc_act(gr_plan *p, gr_error *err) {
 
 /* One step per non-view node of the pass, pointers resolved when the
  * arena exists (NULL otherwise), each tensor's storage type as planned. */
-static void gr_plan_bind(gr_plan *p) {
+static void gr_plan_bind(gr_plan *p, const uint8_t *run) {
     const gr_graph *g = p->g;
     gr_backend *be = p->m ? p->m->be : NULL;
     const int n_nodes = p->mem.n_nodes;
@@ -102,7 +107,8 @@ static void gr_plan_bind(gr_plan *p) {
     const bool bound = p->act != NULL;
     for (int i = 0; i < n_nodes; i++) {
         const gr_node *nd = &g->nodes[i];
-        if (gr_op_flags(nd->op) & GR_OPF_VIEW) continue;
+        if ((gr_op_flags(nd->op) & GR_OPF_VIEW) || (run && !run[i])) continue;
+        if (i < g->n_forward) p->n_fwd_steps = s->n + 1;
         gr_kargs *a = &s->step[s->n++];
         a->g = g;
         a->node = nd;
@@ -189,6 +195,11 @@ const char *gr_plan_staged_ops(const gr_plan *p, char *buf, size_t n) {
 
 gr_status gr_plan_compile(gr_plan *p, gr_model *m, const gr_graph *g, gr_plan_mode mode,
                           bool alloc, gr_error *err) {
+    return gr_plan_compile_part(p, m, g, mode, alloc, NULL, NULL, err);
+}
+
+gr_status gr_plan_compile_part(gr_plan *p, gr_model *m, const gr_graph *g, gr_plan_mode mode, bool alloc,
+                               const uint8_t *run, const uint8_t *pin, gr_error *err) {
     memset(p, 0, sizeof *p);
     p->g = g;
     p->m = m;
@@ -197,13 +208,13 @@ gr_status gr_plan_compile(gr_plan *p, gr_model *m, const gr_graph *g, gr_plan_mo
         gr_status st = gr_plan_check_support(g, n_nodes, m->be, err);
         if (st) return st;
     }
-    gr_memplan_init(&p->mem, g, mode);
+    gr_memplan_init_part(&p->mem, g, mode, run, pin);
     gr_status st = GR_OK;
     if (alloc) {
         GR_ASSERT(m && m->be);
         if ((st = gr_plan_alloc_act(p, err))) goto fail;
     }
-    gr_plan_bind(p);
+    gr_plan_bind(p, run);
     if ((st = gr_plan_stage(p, alloc, err))) goto fail;
     if (m && m->be) p->ws_known = gr_backend_workspace(m->be, &p->steps, &p->steps.workspace);
     if (alloc && (st = gr_backend_prepare(m->be, &p->steps, err))) goto fail;

@@ -36,3 +36,12 @@ void gr_plan_run(gr_plan *p, int64_t n, const gr_exec_ctx *ctx) {
     for (int i = 0; i < p->steps.n; i++) gr_exec_step(p, i, n, ctx);
     gr_backend_run_end(be, &p->steps, mode);
 }
+
+void gr_plan_run_steps(gr_plan *p, int64_t n, const gr_exec_ctx *ctx, int from, int to) {
+    GR_ASSERT(p->act && n >= 1 && n <= p->g->micro_batch && from >= 0 && from <= to && to <= p->steps.n);
+    gr_backend *be = p->m->be;
+    gr_run_mode mode = gr_backend_run_begin(be, &p->steps, n, ctx); /* the run's context reaches the device */
+    GR_ASSERT(mode == GR_RUN_EAGER); /* a pipeline's jobs turn CUDA Graphs off (runner/parallel.c) */
+    for (int i = from; i < to; i++) gr_exec_step(p, i, n, ctx);
+    gr_backend_run_end(be, &p->steps, mode);
+}

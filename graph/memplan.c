@@ -44,13 +44,17 @@ static int gr_live_cmp(const void *a, const void *b) {
     return x->root - y->root;
 }
 
-/* The lifetimes of the pass's storage roots, largest first; returns how many. */
-static int gr_memplan_lifetimes(const gr_graph *g, int n_nodes, gr_live *lv) {
+/* The lifetimes of the pass's storage roots, largest first; returns how many.
+ * run (NULL: every node) the nodes this process runs; pin (NULL: none) the
+ * roots that live for the whole pass. */
+static int gr_memplan_lifetimes(const gr_graph *g, int n_nodes, const uint8_t *run, const uint8_t *pin,
+                                gr_live *lv) {
     int nt = g->n_tensors;
     int *first = gr_xmalloc((size_t)nt * sizeof *first), *last = gr_xmalloc((size_t)nt * sizeof *last);
     for (int t = 0; t < nt; t++) { first[t] = -1; last[t] = -1; }
     for (int i = 0; i < n_nodes; i++) {
         const gr_node *nd = &g->nodes[i];
+        if (run && !run[i]) continue;
         for (int k = 0; k < nd->nin + nd->nout; k++) {
             int t = k < nd->nin ? nd->in[k] : nd->out[k - nd->nin];
             if (!gr_in_arena(&g->tensors[t])) continue;
@@ -66,7 +70,7 @@ static int gr_memplan_lifetimes(const gr_graph *g, int n_nodes, gr_live *lv) {
         /* the batch, the stats read back after the pass, a decoding cache
          * and the input's gradient (when asked for) live for the whole pass */
         bool pinned = k == GR_TK_INPUT || k == GR_TK_LABEL || k == GR_TK_STAT || k == GR_TK_CACHE ||
-                      t == g->tensors[g->input].grad;
+                      t == g->tensors[g->input].grad || (pin && pin[t]);
         lv[nl++] = (gr_live){t, pinned ? 0 : first[t], pinned ? n_nodes : last[t],
                              gr_align64(gr_tensor_bytes(&g->tensors[t]))};
     }
@@ -77,13 +81,18 @@ static int gr_memplan_lifetimes(const gr_graph *g, int n_nodes, gr_live *lv) {
 }
 
 void gr_memplan_init(gr_memplan *mp, const gr_graph *g, gr_plan_mode mode) {
+    gr_memplan_init_part(mp, g, mode, NULL, NULL);
+}
+
+void gr_memplan_init_part(gr_memplan *mp, const gr_graph *g, gr_plan_mode mode, const uint8_t *run,
+                          const uint8_t *pin) {
     memset(mp, 0, sizeof *mp);
     mp->g = g;
     mp->mode = mode;
     mp->n_nodes = mode == GR_PLAN_TRAIN ? g->n_nodes : g->n_forward;
     int nt = g->n_tensors;
     gr_live *lv = gr_xmalloc((size_t)(nt ? nt : 1) * sizeof *lv);
-    int nl = gr_memplan_lifetimes(g, mp->n_nodes, lv);
+    int nl = gr_memplan_lifetimes(g, mp->n_nodes, run, pin, lv);
     mp->offset = gr_xmalloc((size_t)(nt ? nt : 1) * sizeof *mp->offset);
     for (int t = 0; t < nt; t++) mp->offset[t] = -1;
     size_t *placed_off = gr_xmalloc((size_t)(nl ? nl : 1) * sizeof *placed_off);

@@ -30,6 +30,13 @@ typedef struct gr_memplan {
 
 /* Plans the activation arena of g's pass in mode. */
 void gr_memplan_init(gr_memplan *mp, const gr_graph *g, gr_plan_mode mode);
+/* The same for the part of the pass one process runs (a pipeline stage,
+ * graph/stages.h): only the nodes run[i] != 0 (NULL: all) place tensors, a
+ * tensor no such node reads or writes gets no offset (-1), and the storage
+ * roots pin[t] != 0 (NULL: none; the messages a stage receives and sends)
+ * live for the whole pass. */
+void gr_memplan_init_part(gr_memplan *mp, const gr_graph *g, gr_plan_mode mode, const uint8_t *run,
+                          const uint8_t *pin);
 void gr_memplan_free(gr_memplan *mp);
 /* Byte offset of tensor t (a view: its storage root's) in the activation
  * arena; -1 when t lives in the model's arenas or in none of this pass. */

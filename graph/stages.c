@@ -119,6 +119,13 @@ static gr_status gr_stages_edges(const gr_graph *g, const gr_job_spec *spec, con
         }
         for (int k = 0; k < nd->nout; k++) producer[nd->out[k]] = i;
     }
+    for (int l = 1; l < g->n_layers && !st; l++) /* a recomputed block's copies run within one stage */
+        if (g->layers[l].recompute >= 0 && g->layers[l].recompute == g->layers[l - 1].recompute &&
+            stage_of[l] != stage_of[l - 1])
+            st = gr_spec_error(err, spec, key, "the recomputed block use of layers '%s' (stage %d) and '%s' (stage %d) "
+                               "is cut in two: its recomputation runs in the backward pass, where messages go only "
+                               "backwards; cut at a block boundary, or leave that block unrecomputed",
+                               g->layers[l - 1].name, stage_of[l - 1] + 1, g->layers[l].name, stage_of[l] + 1);
     free(producer);
     return st;
 }
@@ -156,4 +163,110 @@ gr_status gr_stages_cut(const gr_graph *g, const gr_job_spec *spec, gr_stage_pla
     free(first);
     free(stage_of);
     return st;
+}
+
+/* ---- a stage's nodes and messages (stage io) ---- */
+
+static int gr_stages_root(const gr_graph *g, int t) {
+    while (g->tensors[t].alias_of >= 0) t = g->tensors[t].alias_of;
+    return t;
+}
+
+static bool gr_stages_in_arena(const gr_tensor *t) {
+    return t->kind == GR_TK_ACT || t->kind == GR_TK_STAT || t->kind == GR_TK_CACHE;
+}
+
+/* Appends root r to list (n entries) unless it is there (lists are short). */
+static void gr_stages_add(int **list, int *n, int r) {
+    for (int i = 0; i < *n; i++)
+        if ((*list)[i] == r) return;
+    *list = gr_xrealloc(*list, (size_t)(*n + 1) * sizeof **list);
+    (*list)[(*n)++] = r;
+}
+
+static int gr_stages_int_cmp(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
+void gr_stage_io_init(const gr_graph *g, const gr_stage_plan *sp, int s, gr_stage_io *io) {
+    memset(io, 0, sizeof *io);
+    io->s = s;
+    io->p = sp->p;
+    GR_ASSERT(s >= 0 && s < sp->p);
+    int *stage_of = gr_xcalloc((size_t)g->n_layers + 1, sizeof *stage_of);
+    for (int k = 0; k < sp->p; k++)
+        for (int l = sp->stages[k].first; l <= sp->stages[k].last; l++) stage_of[l] = k;
+    int *node_stage = gr_xmalloc((size_t)(g->n_nodes ? g->n_nodes : 1) * sizeof *node_stage);
+    int *writer = gr_xmalloc((size_t)(g->n_tensors ? g->n_tensors : 1) * sizeof *writer);
+    for (int t = 0; t < g->n_tensors; t++) writer[t] = -1;
+    io->run = gr_xcalloc((size_t)(g->n_nodes ? g->n_nodes : 1), 1);
+    io->pin = gr_xcalloc((size_t)(g->n_tensors ? g->n_tensors : 1), 1);
+    for (int i = 0; i < g->n_nodes; i++) {
+        const gr_node *nd = &g->nodes[i];
+        node_stage[i] = nd->layer >= 0 ? stage_of[nd->layer] : sp->p - 1;
+        io->run[i] = node_stage[i] == s;
+        for (int k = 0; k < nd->nout; k++) {
+            const int r = gr_stages_root(g, nd->out[k]);
+            if (writer[r] < 0) writer[r] = i;
+        }
+    }
+    /* every read of a root another stage writes: a message from a neighbour */
+    for (int i = 0; i < g->n_nodes; i++) {
+        const gr_node *nd = &g->nodes[i];
+        const int rs = node_stage[i];
+        for (int k = 0; k < nd->nin; k++) {
+            const int r = gr_stages_root(g, nd->in[k]);
+            const int w = writer[r];
+            if (w < 0 || !gr_stages_in_arena(&g->tensors[r]) || node_stage[w] == rs) continue;
+            const int ws = node_stage[w];
+            const bool fwd = w < g->n_forward;
+            GR_ASSERT((ws == rs - 1 && fwd) || (ws == rs + 1 && !fwd)); /* gr_stages_cut refused the rest */
+            if (rs == s) gr_stages_add(fwd ? &io->recv_act : &io->recv_grad, fwd ? &io->n_recv_act : &io->n_recv_grad, r);
+            if (ws == s) gr_stages_add(fwd ? &io->send_act : &io->send_grad, fwd ? &io->n_send_act : &io->n_send_grad, r);
+        }
+    }
+    int *lists[4] = {io->recv_act, io->send_act, io->recv_grad, io->send_grad};
+    const int ns[4] = {io->n_recv_act, io->n_send_act, io->n_recv_grad, io->n_send_grad};
+    for (int k = 0; k < 4; k++) {
+        if (ns[k]) qsort(lists[k], (size_t)ns[k], sizeof *lists[k], gr_stages_int_cmp);
+        for (int i = 0; i < ns[k]; i++) io->pin[lists[k][i]] = 1;
+    }
+    free(stage_of);
+    free(node_stage);
+    free(writer);
+}
+
+void gr_stage_io_free(gr_stage_io *io) {
+    free(io->run);
+    free(io->pin);
+    free(io->recv_act);
+    free(io->send_act);
+    free(io->recv_grad);
+    free(io->send_grad);
+    memset(io, 0, sizeof *io);
+}
+
+/* The range [*off, *off + *n) spanning kind's tensors of layers [first, last]. */
+static void gr_stages_span(const gr_graph *g, gr_tensor_kind kind, int first, int last, int64_t *off, int64_t *n) {
+    int64_t lo = INT64_MAX, hi = -1;
+    for (int t = 0; t < g->n_tensors; t++) {
+        const gr_tensor *x = &g->tensors[t];
+        if (x->kind != kind || x->layer < first || x->layer > last || x->alias_of >= 0) continue;
+        lo = GR_MIN(lo, x->param_offset);
+        hi = GR_MAX(hi, x->param_offset + gr_tensor_numel(x));
+    }
+    *off = hi < 0 ? 0 : lo;
+    *n = hi < 0 ? 0 : hi - lo;
+    for (int t = 0; t < g->n_tensors && hi >= 0; t++) { /* no other stage's tensor inside */
+        const gr_tensor *x = &g->tensors[t];
+        if (x->kind == kind && x->alias_of < 0 && (x->layer < first || x->layer > last))
+            GR_ASSERT(x->param_offset + gr_tensor_numel(x) <= lo || x->param_offset >= hi);
+    }
+}
+
+void gr_stages_ranges(const gr_graph *g, const gr_stage_plan *sp, gr_stage_range *r) {
+    for (int t = 0; t < g->n_tensors; t++) /* every weight and state belongs to a layer, so to a stage */
+        GR_ASSERT((g->tensors[t].kind != GR_TK_PARAM && g->tensors[t].kind != GR_TK_STATE) || g->tensors[t].layer >= 0);
+    for (int s = 0; s < sp->p; s++) {
+        gr_stages_span(g, GR_TK_PARAM, sp->stages[s].first, sp->stages[s].last, &r[s].param_off, &r[s].param_n);
+        gr_stages_span(g, GR_TK_STATE, sp->stages[s].first, sp->stages[s].last, &r[s].state_off, &r[s].state_n);
+    }
 }

@@ -44,4 +44,42 @@ void gr_stages_balance(const int64_t *cost, int n, int p, int *first);
 gr_status gr_stages_cut(const gr_graph *g, const gr_job_spec *spec, gr_stage_plan *out, gr_error *err);
 void gr_stages_free(gr_stage_plan *sp);
 
+/* What stage s of sp runs of g's training pass (forward, loss, backward)
+ * and the messages it exchanges, as storage roots of the activation arena
+ * in tensor order:
+ *   run[i]      node i is the stage's: its layer is, or (no layer: the loss,
+ *               the metrics) the stage is the last; backward nodes and
+ *               autodiff's sums carry their forward layer;
+ *   recv_act    what the stage reads of s - 1's forward (the activation
+ *               message: received before the stage's forward of a micro-batch),
+ *   send_act    what s + 1 reads of this stage's forward (sent after it),
+ *   recv_grad   what the stage reads of s + 1's backward (received before
+ *               its backward),
+ *   send_grad   what s - 1 reads of this stage's backward (sent after it);
+ *   pin[t]      the four lists' roots, which the stage's memory plan keeps
+ *               for the whole pass (memplan.h: gr_memplan_init_part).
+ * The graph inputs and targets are not messages: each stage reads its own.
+ * gr_stages_cut has refused every other crossing (an edge over a stage, a
+ * tied weight, a recomputed block cut in two), which here is GR_ASSERT. */
+typedef struct gr_stage_io {
+    int s, p;
+    uint8_t *run;  /* [g->n_nodes] */
+    uint8_t *pin;  /* [g->n_tensors] */
+    int *recv_act, n_recv_act, *send_act, n_send_act;
+    int *recv_grad, n_recv_grad, *send_grad, n_send_grad;
+} gr_stage_io;
+
+void gr_stage_io_init(const gr_graph *g, const gr_stage_plan *sp, int s, gr_stage_io *io);
+
+/* Where a stage's parameters live: its layers' PARAM tensors are
+ * [param_off, param_off + param_n) of the params arena (and of the grads
+ * arena, and of each optimizer slot), their STATE tensors [state_off,
+ * state_off + state_n); both contiguous, since tensors are laid out in
+ * build order (GR_ASSERT). An empty range has n 0. */
+typedef struct gr_stage_range {
+    int64_t param_off, param_n, state_off, state_n;
+} gr_stage_range;
+void gr_stages_ranges(const gr_graph *g, const gr_stage_plan *sp, gr_stage_range *r /* [sp->p] */);
+void gr_stage_io_free(gr_stage_io *io);
+
 #endif

@@ -2,6 +2,7 @@
  * data and its shape and normalization, the graph, the backend, the model
  * and its plans, the loaders, and the run directory's paths and files. */
 #include "job.h"
+#include "pipe.h"
 #include "jobio.h"
 
 #include <math.h>
@@ -26,11 +27,13 @@ void gr_job_init(gr_job *j, const gr_job_spec *spec, bool quiet) {
     j->lock.fd = -1;
     j->ckpt_lock.fd = -1;
     j->dp.comm.world = 1;
+    j->world.world = 1;
     gr_metrics_init(&j->mx, quiet);
 }
 
 void gr_job_free(gr_job *j) {
     gr_prof_free(j->prof);
+    gr_pipe_free(j); /* its plans before the model, its communicators before the world's end */
     gr_saver_free(j->saver);
     gr_dp_free(&j->dp);
     free(j->pre_params);
@@ -442,7 +445,14 @@ gr_status gr_job_model(gr_job *j, gr_error *err) {
     }
     gr_backend_upload(j->be, j->m.params, host, (size_t)j->g.n_params * sizeof(float));
     free(host);
-    if ((st = gr_plan_compile(&j->train_plan, &j->m, &j->g, GR_PLAN_TRAIN, true, err))) return st;
+    if (j->pp) { /* the stage's plans (pipe.c); train_plan: their steps and figures, with no arena */
+        if ((st = gr_pipe_model(j, err)) ||
+            (st = gr_plan_compile_part(&j->train_plan, &j->m, &j->g, GR_PLAN_TRAIN, false, j->pp->pp.io.run,
+                                       j->pp->pp.io.pin, err)))
+            return st;
+    } else if ((st = gr_plan_compile(&j->train_plan, &j->m, &j->g, GR_PLAN_TRAIN, true, err))) {
+        return st;
+    }
     const bool val = j->val_ds || (j->byname && gr_jobio_has_val(j));
     if (val && (st = gr_plan_compile(&j->eval_plan, &j->m, &j->g, GR_PLAN_EVAL, true, err))) return st;
     return GR_OK;

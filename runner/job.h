@@ -66,7 +66,10 @@ typedef struct gr_job {
     char pre_path[GR_PATH_MAX + 100];
     gr_scaler sc;      /* loss scaling: the scale and its history (checkpointed) */
     gr_dp dp;          /* data parallelism: the processes (dp.comm; world 1: this one alone), the
-                        * gradient all-reduce, and dp.step, the 0-based optimizer step being run */
+                        * gradient all-reduce, and dp.step, the 0-based optimizer step being run;
+                        * under pipeline parallelism dp.comm is the ranks of this one's stage */
+    gr_comm world;     /* every process of the run (dp.comm's parent under pipeline parallelism) */
+    struct gr_pipe_job *pp; /* pipeline parallelism (pipe.h); NULL: parallel.pipeline 1 */
     struct gr_prof *prof; /* --profile (profile.h); NULL: not profiling */
     const gr_loop_hooks *hooks; /* who watches the loop (loophooks.h: the profiler); NULL: nobody */
     int prof_steps;       /* --profile's steps (0: off), known before the backend is configured */
@@ -80,7 +83,7 @@ typedef struct gr_job {
 
 /* Whether this process writes the run directory, its metrics and
  * checkpoints: rank 0 (every process of a one-process run). */
-static inline bool gr_job_writer(const gr_job *j) { return j->dp.comm.rank == 0; }
+static inline bool gr_job_writer(const gr_job *j) { return j->world.rank == 0; }
 
 /* An empty job of spec (quiet: no console lines but errors). */
 void gr_job_init(gr_job *j, const gr_job_spec *spec, bool quiet);

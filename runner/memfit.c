@@ -126,7 +126,9 @@ static gr_status gr_memfit_auto(gr_job *j, const gr_job_spec *rs, int64_t per, i
 gr_status gr_memfit_micro_batch(gr_job *j, gr_job_spec *rs, gr_error *err) {
     const int64_t batch = rs->train.batch_size, world = j->dp.comm.world;
     int64_t mb = rs->train.micro_batch;
-    if (!gr_spec_node(rs->root, "train.micro_batch")) mb = batch / world;
+    /* unset: the process's share of the batch, in parallel.microbatches pipeline micro-batches when given */
+    if (!gr_spec_node(rs->root, "train.micro_batch"))
+        mb = batch / world / (rs->parallel.pipeline > 1 && rs->parallel.microbatches ? rs->parallel.microbatches : 1);
     GR_ASSERT(batch % ((mb ? mb : 1) * world) == 0); /* checked against the launch: gr_parallel_resolve */
     gr_status st = mb == 0 ? gr_memfit_auto(j, rs, batch / world, &mb, err) : GR_OK;
     if (st) return st;

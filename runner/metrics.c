@@ -291,6 +291,15 @@ static gr_status gr_metrics_summary_write(gr_metrics *mx, const char *status, in
     gr_json_int(&js, "world_size", r->world > 1 ? r->world : 1);
     gr_json_num(&js, "comm_s", mx->comm_s);
     gr_json_int(&js, "grad_buckets", mx->grad_buckets);
+    if (mx->pipe.stages > 1) {
+        gr_json_int(&js, "pipeline_stages", mx->pipe.stages);
+        gr_json_int(&js, "pipeline_microbatches", mx->pipe.microbatches);
+        gr_json_str(&js, "pipeline_schedule", mx->pipe.schedule);
+        gr_json_num(&js, "pipeline_idle_pct", mx->pipe.idle >= 0 ? 100.0 * mx->pipe.idle : NAN);
+        gr_json_num(&js, "pipeline_predicted_idle_pct", 100.0 * mx->pipe.predicted);
+        gr_json_int(&js, "pipeline_in_flight", mx->pipe.in_flight);
+        gr_json_int(&js, "pipeline_activation_bytes", (int64_t)mx->pipe.act_bytes);
+    }
     /* the planner's bytes next to what the process held at most (on the CPU they are in it, with the data
      * cache, the loader's batches, the libraries and their workspaces) */
     struct rusage ru;

@@ -69,6 +69,12 @@ typedef struct gr_metrics {
     double eval_s;                 /* time spent evaluating */
     double comm_s;                 /* time spent in collectives (data parallelism), this process */
     int grad_buckets;              /* buckets of the gradient all-reduce (0: one after backward, or none) */
+    struct {                       /* pipeline parallelism (stages 0: none): rank 0's stage, the first */
+        int stages, microbatches, in_flight;
+        const char *schedule;
+        double idle, predicted;    /* the stages' mean idle fraction, measured; (p-1)/(m+p-1) */
+        size_t act_bytes;          /* the first stage's activation arenas (in_flight of them) */
+    } pipe;
     size_t planned_bytes;          /* the plan's device memory: the model's arenas, activations, staging, scratch */
     size_t planned_host_bytes;     /* the plan's host memory (hostmem.h), next to peak_rss_bytes */
     int exit_code;                 /* summary.json's: the process's exit code as the summary is written */

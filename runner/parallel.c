@@ -10,6 +10,7 @@
 
 #include "../config/schema.h"
 #include "../dist/watchdog.h"
+#include "pipe.h"
 #include "signals.h"
 
 /* The watchdog's end (dist/watchdog.h; its line is on stderr): the exit callback, exit 7.
@@ -62,15 +63,44 @@ gr_status gr_parallel_check_unbuilt(const gr_job_spec *s, gr_error *err) {
     return GR_OK;
 }
 
+/* The batch's share per data replica (world over pipeline x tensor), in
+ * whole micro-batches: train.micro_batch when given, parallel.microbatches
+ * when given (pipeline), both (their product must be the share). */
+static gr_status gr_parallel_shares(const gr_job_spec *s, const gr_comm *c, gr_error *err) {
+    const int64_t replicas = c->world / (s->parallel.pipeline * s->parallel.tensor);
+    const int64_t mb = gr_spec_node(s->root, "train.micro_batch") ? s->train.micro_batch : 0; /* 0: unset, auto */
+    const int64_t m = s->parallel.pipeline > 1 ? s->parallel.microbatches : 0;
+    const char *what = s->parallel.pipeline > 1 ? " data-parallel replicas" : " processes";
+    if (s->train.batch_size % replicas != 0)
+        return gr_spec_error(err, s, "train.batch_size", "%lld (the global batch) does not split evenly over the "
+                             "%lld%s (each takes an equal share; give a multiple of %lld)",
+                             (long long)s->train.batch_size, (long long)replicas, replicas > 1 ? what : " process",
+                             (long long)replicas);
+    if (mb && s->train.batch_size % (mb * replicas) != 0)
+        return gr_spec_error(err, s, "train.batch_size", "%lld (the global batch) is not a multiple of "
+                             "train.micro_batch %lld x %lld%s", (long long)s->train.batch_size, (long long)mb,
+                             (long long)replicas, what);
+    if (m && s->train.batch_size % (m * replicas) != 0)
+        return gr_spec_error(err, s, "parallel.microbatches", "%lld does not split train.batch_size %lld over %lld%s "
+                             "into equal micro-batches", (long long)m, (long long)s->train.batch_size,
+                             (long long)replicas, what);
+    if (mb && m && mb * m * replicas != s->train.batch_size)
+        return gr_spec_error(err, s, "parallel.microbatches", "%lld micro-batches of train.micro_batch %lld make %lld "
+                             "samples, but a replica's share of train.batch_size %lld is %lld (give one of the two)",
+                             (long long)m, (long long)mb, (long long)(m * mb), (long long)s->train.batch_size,
+                             (long long)(s->train.batch_size / replicas));
+    if (m && gr_spec_node(s->root, "train.micro_batch") && s->train.micro_batch == 0)
+        return gr_spec_error(err, s, "train.micro_batch", "auto with parallel.microbatches %lld: the micro-batch "
+                             "is the replica's share over them; leave one of the two out", (long long)m);
+    return GR_OK;
+}
+
 gr_status gr_parallel_resolve(const gr_job_spec *s, gr_job_spec *rs, gr_comm *c, gr_error *err) {
     *rs = *s;
     gr_comm_detect(c);
     const int world = c->world;
     gr_status cst = gr_parallel_check_unbuilt(s, err);
     if (cst) return cst;
-    if (s->parallel.pipeline > 1)
-        return gr_spec_error(err, s, "parallel.pipeline", "the pipeline runtime is not implemented yet; `gpurun "
-                             "plan` shows the stages (%lld asked for)", (long long)s->parallel.pipeline);
     if ((cst = gr_parallel_check_world(s, c, err))) return cst;
     gr_comm_kind kind = world > 1 ? GR_COMM_MPI : GR_COMM_NONE;
     if (world > 1 && strcmp(s->parallel.backend, "none") == 0)
@@ -79,17 +109,9 @@ gr_status gr_parallel_resolve(const gr_job_spec *s, gr_job_spec *rs, gr_comm *c,
     if (world > 1 && !gr_comm_built(kind))
         return gr_spec_error(err, s, "parallel.backend", "%s started %d processes, but this build of gpurun has no "
                              "MPI (install libopenmpi-dev and rebuild: scripts/dev.sh build)", c->launcher, world);
-    /* each process takes an equal share of the batch, in whole micro-batches (decided in memfit.c) */
-    const int64_t mb = gr_spec_node(s->root, "train.micro_batch") ? s->train.micro_batch : 0; /* 0: unset, auto */
-    if (s->train.batch_size % world != 0)
-        return gr_spec_error(err, s, "train.batch_size", "%lld (the global batch) does not split evenly over the %d "
-                             "processes (each takes an equal share; give a multiple of %d)",
-                             (long long)s->train.batch_size, world, world);
-    if (mb && s->train.batch_size % (mb * world) != 0)
-        return gr_spec_error(err, s, "train.batch_size", "%lld (the global batch) is not a multiple of "
-                             "train.micro_batch %lld x %d processes", (long long)s->train.batch_size,
-                             (long long)mb, world);
-    /* a replayed CUDA Graph calls no hooks, and the buckets start from them */
+    /* each replica takes an equal share of the batch, in whole micro-batches (decided in memfit.c) */
+    if ((cst = gr_parallel_shares(s, c, err))) return cst;
+    /* a replayed CUDA Graph calls no hooks, and the buckets start from them; a stage runs its pass in parts */
     if (world > 1 || strcmp(s->parallel.backend, "nccl") == 0) rs->cuda_graph = false;
     if (world == 1) return gr_comm_open(c, kind, err);
     /* a rank that never starts (or stops answering) holds the others in MPI_Init's exchange */
@@ -130,8 +152,9 @@ static gr_status gr_parallel_attach_gpu(gr_job *j, gr_error *err) {
 gr_status gr_parallel_attach(gr_job *j, gr_error *err) {
     gr_status st = gr_parallel_attach_gpu(j, err);
     if (st) return st;
-    gr_dp_attach(&j->dp, &j->train_plan, j->spec->parallel.bucket_mb, j->spec->parallel.sync_batchnorm, &j->hooks,
-                 &j->mx.comm_s);
+    /* pipeline: the stage's gradients in one all-reduce after its step (its plans run in parts) */
+    gr_dp_attach(&j->dp, &j->train_plan, j->pp ? 0.0 : j->spec->parallel.bucket_mb, j->spec->parallel.sync_batchnorm,
+                 &j->hooks, &j->mx.comm_s);
     j->mx.grad_buckets = gr_buckets_count(j->dp.buckets);
     return GR_OK;
 }
@@ -157,5 +180,10 @@ gr_status gr_parallel_reduce_eval(gr_job *j, gr_pass_stats *s, int64_t *seen, gr
 
 gr_status gr_parallel_stop(gr_job *j, int *sig, gr_error *err) {
     *sig = gr_signals_pending();
-    return gr_dp_agree_stop(&j->dp, sig, err);
+    if (!j->pp) return gr_dp_agree_stop(&j->dp, sig, err);
+    const gr_comm data = j->dp.comm;
+    j->dp.comm = j->world; /* every rank, also of the other pipeline stages */
+    gr_status st = gr_dp_agree_stop(&j->dp, sig, err);
+    j->dp.comm = data;
+    return st;
 }

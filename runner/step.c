@@ -15,6 +15,7 @@ void gr_train_load_batch(gr_plan *p, const gr_batch *b) {
         GR_ASSERT(b->nfields == g->n_inputs + 1);
         for (int i = 0; i <= g->n_inputs; i++) {
             const int t = i < g->n_inputs ? g->inputs[i] : g->label;
+            if (!gr_plan_holds(p, t)) continue; /* a pipeline stage that does not read it */
             gr_backend_upload_batch(p->m->be, gr_plan_ptr(p, t), b->fields[i].data, (size_t)b->n * b->fields[i].bytes);
         }
         return;
@@ -23,8 +24,10 @@ void gr_train_load_batch(gr_plan *p, const gr_batch *b) {
     /* asynchronous on a GPU: the stats read-back at the end of the pass is the fence; an encoded
      * payload was decoded into the input on the device (gr_job_decode_batch) */
     if (b->enc) GR_ASSERT(b->enc->decoded);
-    else gr_backend_upload_batch(p->m->be, gr_plan_ptr(p, g->input), b->x, (size_t)b->n * per * sizeof(float));
-    gr_backend_upload_batch(p->m->be, gr_plan_ptr(p, g->label), b->y, (size_t)b->n * sizeof(int32_t));
+    else if (gr_plan_holds(p, g->input))
+        gr_backend_upload_batch(p->m->be, gr_plan_ptr(p, g->input), b->x, (size_t)b->n * per * sizeof(float));
+    if (gr_plan_holds(p, g->label))
+        gr_backend_upload_batch(p->m->be, gr_plan_ptr(p, g->label), b->y, (size_t)b->n * sizeof(int32_t));
 }
 
 void gr_train_read_pass(gr_plan *p, gr_pass_stats *s, bool metrics) {
@@ -87,11 +90,18 @@ static double gr_train_sumsq(gr_model *m, const gr_opt_groups *og) {
 
 bool gr_train_apply_scaled(gr_model *m, const gr_job_spec *s, const gr_opt_groups *og, double lr, int64_t step,
                            double loss_scale, bool check) {
+    return gr_train_apply_sumsq(m, s, og, lr, step, loss_scale, check, NULL);
+}
+
+double gr_train_grad_sumsq(gr_model *m, const gr_opt_groups *og) { return gr_train_sumsq(m, og); }
+
+bool gr_train_apply_sumsq(gr_model *m, const gr_job_spec *s, const gr_opt_groups *og, double lr, int64_t step,
+                          double loss_scale, bool check, const double *given) {
     const gr_optim_spec *o = &s->train.optimizer;
     const int64_t nt = m->g->n_trainable;
     float mult = 1.0f;
     if (s->train.grad_clip > 0.0 || check) {
-        double sumsq = gr_train_sumsq(m, og);
+        double sumsq = given ? *given : gr_train_sumsq(m, og);
         if (check && !isfinite(sumsq)) return false;
         if (s->train.grad_clip > 0.0) mult = gr_clip_factor(sqrt(sumsq) / loss_scale, s->train.grad_clip);
     }

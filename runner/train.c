@@ -28,6 +28,7 @@
 #include "job.h"
 #include "memfit.h"
 #include "parallel.h"
+#include "pipe.h"
 #include "profile.h"
 #include "resume.h"
 #include "schedule.h"
@@ -73,7 +74,7 @@ static gr_status gr_loop_begin(gr_job *j, gr_loop *L, gr_error *err) {
                         .staged_ops = gr_plan_staged_ops(&j->train_plan, staged, sizeof staged),
                         .precision = gr_precision_name(s->precision), .run_dir = j->run_dir,
                         .params = j->g.n_weights, .batch = s->train.batch_size, .micro_batch = s->train.micro_batch,
-                        .world = j->dp.comm.world,
+                        .world = j->world.world,
                         .threads = strcmp(gr_backend_name(j->be), "cpu") == 0 ? j->be->threads : 0,
                         .spe = L->spe, .total = L->total, .start = L->start, .log_every = s->log.every_steps};
     gr_metrics_begin(&j->mx, &r);
@@ -129,6 +130,7 @@ static gr_status gr_loop_accumulate(gr_job *j, gr_loop *L, double *loss, gr_erro
     const gr_job_spec *s = j->spec;
     const int64_t nt = j->g.n_trainable, step = L->step, epoch = step / L->spe;
     gr_status st;
+    if (j->pp) return gr_pipe_accumulate(j, step, L->spe, L->accum, loss, err); /* a whole step, then a stop */
     j->dp.step = step;
     gr_hooks_step_begin(j->hooks, step);
     if (L->state0) gr_backend_download(j->be, L->state0, j->m.params + nt, L->state_bytes);
@@ -179,8 +181,12 @@ static gr_status gr_loop_update(gr_job *j, gr_loop *L, double loss, gr_error *er
     gr_saver_wait_copied(j->saver); /* a checkpoint's snapshot may still be reading the weights */
     const double scale = j->sc.scale;
     gr_hooks_begin(j->hooks, GR_SPAN_OPTIM, 0.0);
-    bool finite = gr_train_apply_scaled(&j->m, s, &j->og, L->lr, step - j->sc.skipped, scale, true);
+    bool finite = true;
+    gr_status st = GR_OK;
+    if (j->pp) st = gr_pipe_apply(j, L->lr, step - j->sc.skipped, scale, &finite, err);
+    else finite = gr_train_apply_scaled(&j->m, s, &j->og, L->lr, step - j->sc.skipped, scale, true);
     gr_hooks_end(j->hooks, GR_SPAN_OPTIM);
+    if (st) return st;
     if (!gr_scaler_update(&j->sc, finite)) {
         L->status = "diverged";
         return gr_train_grads_diverged(&j->m, step + 1, epoch + 1, loss, scale, j->sc.check, j->sc.dynamic, err);
@@ -204,7 +210,12 @@ static bool gr_loop_eval_due(const gr_job *j, const gr_loop *L, int64_t step) {
 static gr_status gr_loop_evaluate(gr_job *j, int64_t step, double *seconds, bool *interrupted, gr_error *err) {
     gr_eval e;
     double t = gr_now();
-    gr_status st = gr_job_evaluate(j, &e, err);
+    gr_status st = gr_pipe_share(j, err); /* pipeline: every stage evaluates the whole model */
+    if (st) return st;
+    const gr_comm data = j->dp.comm;
+    if (j->pp) j->dp.comm = j->world; /* the evaluation's batches shared by the whole world */
+    st = gr_job_evaluate(j, &e, err);
+    j->dp.comm = data;
     if (st) return st;
     *seconds = gr_now() - t;
     *interrupted = e.interrupted;
@@ -223,6 +234,13 @@ static gr_status gr_loop_checkpoint(gr_job *j, gr_loop *L, int64_t step, gr_erro
     const double now = gr_now();
     bool due = (s->checkpoint.every_steps > 0 && step % s->checkpoint.every_steps == 0) ||
                (s->checkpoint.every_minutes > 0 && now - L->last_ckpt >= 60.0 * s->checkpoint.every_minutes);
+    if (j->pp) { /* every rank shares the model then: 2 = a signal somewhere (its last checkpoint follows) */
+        int v = gr_signals_pending() ? 2 : due ? 1 : 0;
+        gr_status ast = gr_pipe_agree(j, &v, "agreeing on a checkpoint", err);
+        if (ast) return ast;
+        due = v == 1;
+        if (due && step < L->total && (ast = gr_pipe_share(j, err))) return ast;
+    }
     if (!due || step >= L->total || gr_signals_pending()) return GR_OK;
     gr_status st = gr_train_check_params(&j->m, step, L->spe, "before a checkpoint", err);
     if (st) {
@@ -241,6 +259,7 @@ static const char *gr_signal_name(int sig) {
 /* The last checkpoint: at the end, or where a signal stopped the run; never
  * of inf/NaN weights. st: the loop's outcome; returns the run's. */
 static gr_status gr_loop_last_checkpoint(gr_job *j, gr_loop *L, gr_status st, gr_error *err) {
+    if (!st && (st = gr_pipe_share(j, err))) return st; /* every rank is here when the loop ended well */
     if (strcmp(L->status, "diverged") != 0 &&
         (st = gr_train_check_params(&j->m, L->step, L->spe, "before the last checkpoint and weights.h5", err)))
         L->status = "diverged";
@@ -311,7 +330,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
     gr_job j;
     gr_job_init(&j, s, opt->quiet);
     j.prof_steps = opt->profile_steps;
-    j.dp.comm = comm;
+    j.dp.comm = j.world = comm;
     j.mx.off = !gr_job_writer(&j);
     gr_loop L;
     memset(&L, 0, sizeof L);
@@ -320,7 +339,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
     if (gr_resume_finished_before(&j, opt)) goto done;
     if ((st = gr_ckptdir_lock(&j, err))) goto done; /* one writer per run (and checkpoint) directory */
     if ((st = gr_job_compile(&j, s, true, err))) goto done;
-    if ((st = gr_parallel_same_job(&j, &j.dp.comm.agreed, err))) goto done;
+    if ((st = gr_parallel_same_job(&j, &j.dp.comm.agreed, err)) || (st = gr_pipe_split(&j, err))) goto done;
     j.sc = gr_scaler_init(s->loss_scale_dynamic, s->loss_scale);
     gr_job_peek_threads(&j, opt); /* the backend takes the thread count it was trained with */
     if ((st = gr_job_backend(&j, s, opt->device ? opt->device : s->device, opt->threads, opt->quiet, err))) goto done;
@@ -390,6 +409,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
         memcpy(j.mx.device_detail, detail, sizeof detail);
     }
     j.mx.device_peak_bytes = gr_backend_mem_peak(j.be);
+    gr_pipe_report(&j, st == GR_OK || st == GR_ERR_SIGNAL);
     j.mx.exit_code = (int)st;
     j.mx.error = st ? err->msg : NULL;
     gr_status st2 = gr_metrics_summary(&j.mx, L.status, L.step, j.sc.scale, j.sc.skipped,
@@ -411,7 +431,7 @@ done:
     free(L.state0);
     gr_rundir_lock lock = j.lock;
     const bool undo = !j.wrote_run_dir;
-    comm = j.dp.comm; /* as the run left it (NCCL joined) */
+    comm = j.pp ? j.world : j.dp.comm; /* the world as the run left it (NCCL joined) */
     gr_ckptdir_release(&j, undo);
     gr_job_free(&j);
     gr_rundir_lock_release(&lock, undo); /* after every file of the run is closed */

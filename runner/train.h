@@ -88,5 +88,12 @@ void gr_train_apply(gr_model *m, const gr_job_spec *s, double lr, int64_t step);
  * arena with the optimizer's (gr_train_apply). */
 bool gr_train_apply_scaled(gr_model *m, const gr_job_spec *s, const gr_opt_groups *og, double lr, int64_t step,
                            double loss_scale, bool check);
+/* The same with the gradients' squared norm given (NULL: measured here, over
+ * the ranges og does not freeze): a pipeline stage's is the sum of every
+ * stage's (runner/pipe.c). */
+bool gr_train_apply_sumsq(gr_model *m, const gr_job_spec *s, const gr_opt_groups *og, double lr, int64_t step,
+                          double loss_scale, bool check, const double *sumsq);
+/* The squared norm of the gradients over the ranges og does not freeze. */
+double gr_train_grad_sumsq(gr_model *m, const gr_opt_groups *og);
 
 #endif

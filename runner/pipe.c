@@ -1,0 +1,198 @@
+/* pipe.c — pipeline parallelism, the job's side (see pipe.h). */
+#include "pipe.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../config/schema.h"
+#include "../dist/watchdog.h"
+
+gr_status gr_pipe_split(gr_job *j, gr_error *err) {
+    const gr_job_spec *s = j->spec;
+    if (s->parallel.pipeline <= 1) return GR_OK;
+    const int P = (int)s->parallel.pipeline, T = (int)s->parallel.tensor, r = j->world.rank;
+    gr_pipe_job *pj = gr_xcalloc(1, sizeof *pj);
+    j->pp = pj;
+    pj->p = P;
+    pj->stage = (r / T) % P;
+    const int d = r / (P * T);
+    gr_comm data;
+    gr_wd_enter("splitting the ranks into pipeline stages", -1);
+    gr_status st = gr_comm_split(&j->world, pj->stage, d, &data, err);
+    if (!st) st = gr_comm_split(&j->world, d, pj->stage, &pj->pipe, err);
+    gr_wd_leave();
+    if (!st) j->dp.comm = data;
+    else gr_comm_free(&data);
+    return st;
+}
+
+/* j->og with every range outside [off, off + n) frozen (cut where a range crosses it). */
+static void gr_pipe_stage_groups(const gr_opt_groups *og, const gr_opt_range *whole, int64_t off, int64_t n,
+                                 gr_opt_groups *out) {
+    const int nr = og->n ? og->n : 1;
+    out->r = gr_xcalloc((size_t)nr * 3, sizeof *out->r);
+    out->n = 0;
+    out->any_frozen = true;
+    for (int k = 0; k < nr; k++) {
+        const gr_opt_range *r = og->n ? &og->r[k] : whole;
+        const int64_t cut[4] = {r->off, GR_MAX(r->off, GR_MIN(off, r->off + r->n)),
+                                GR_MAX(r->off, GR_MIN(off + n, r->off + r->n)), r->off + r->n};
+        for (int part = 0; part < 3; part++) {
+            if (cut[part + 1] <= cut[part]) continue;
+            gr_opt_range x = *r;
+            x.off = cut[part];
+            x.n = cut[part + 1] - cut[part];
+            x.frozen = r->frozen || part != 1;
+            out->r[out->n++] = x;
+        }
+    }
+}
+
+gr_status gr_pipe_model(gr_job *j, gr_error *err) {
+    gr_pipe_job *pj = j->pp;
+    const gr_job_spec *s = j->spec;
+    const int64_t per = s->train.batch_size / j->dp.comm.world, mb = j->g.micro_batch;
+    GR_ASSERT(per % mb == 0);
+    const int64_t m = per / mb;
+    if (s->parallel.microbatches && s->parallel.microbatches != m)
+        return gr_spec_error(err, s, "parallel.microbatches", "%lld, but train.micro_batch %lld makes a replica's "
+                             "share of train.batch_size (%lld) %lld micro-batches; give one of the two",
+                             (long long)s->parallel.microbatches, (long long)mb, (long long)per, (long long)m);
+    if (m > GR_PIPE_MAX_MICRO)
+        return gr_spec_error(err, s, "train.micro_batch", "%lld makes %lld pipeline micro-batches a step; at most %d",
+                             (long long)mb, (long long)m, GR_PIPE_MAX_MICRO);
+    pj->m = (int)m;
+    gr_status st = gr_stages_cut(&j->g, s, &pj->sp, err);
+    if (st) return st;
+    if ((st = gr_pp_init(&pj->pp, &pj->pipe, &pj->sp, &j->m, &j->g, (gr_pipe_kind)s->parallel.schedule, pj->m, err)))
+        return st;
+    pj->pp_ready = true;
+    pj->pp.step = 0;
+    pj->pp.hooks = &j->hooks;
+    pj->pp.comm_s = &j->mx.comm_s;
+    const gr_stage_range *r = &pj->pp.ranges[pj->stage];
+    const gr_opt_range whole = {0, j->g.n_trainable, 1.0, s->train.optimizer.weight_decay, false};
+    gr_pipe_stage_groups(&j->og, &whole, r->param_off, r->param_n, &pj->og);
+    return GR_OK;
+}
+
+/* The step's state the schedule's calls read. */
+typedef struct gr_pipe_call {
+    gr_job *j;
+    int64_t step, epoch, accum;
+    gr_pass_stats ps;
+} gr_pipe_call;
+
+/* Micro-batch mb of the step: the next batch of the replica's loader into
+ * the stage's plan, and its context (the same keys as one process running
+ * the step's micro-batches in order). */
+static gr_status gr_pipe_load(void *user, int mb, gr_plan *plan, gr_exec_ctx *ctx, gr_error *err) {
+    gr_pipe_call *c = user;
+    gr_job *j = c->j;
+    const gr_job_spec *s = j->spec;
+    gr_batch *b;
+    const double t0 = gr_now();
+    gr_status st = gr_loader_next(j->train_ld, &b, err);
+    if (st) return st;
+    gr_hooks_host(j->hooks, GR_SPAN_DATA, "the next batch", t0, gr_now());
+    if ((st = gr_job_decode_batch(j, plan, j->train_ld, b, err))) return st;
+    gr_metrics_data_skipped(&j->mx, b);
+    GR_ASSERT(b->n == s->train.micro_batch && b->epoch == c->epoch);
+    const uint64_t key = (uint64_t)((c->step * c->accum + mb) * j->dp.comm.world + j->dp.comm.rank);
+    *ctx = (gr_exec_ctx){.training = true, .rng_key = gr_hash64(s->seed, key),
+                         .grad_scale = gr_scaler_grad_scale(&j->sc, s->train.batch_size), .xsum = gr_dp_xsum(&j->dp)};
+    gr_train_load_batch(plan, b);
+    gr_loader_release(j->train_ld, b);
+    return GR_OK;
+}
+
+static void gr_pipe_forwarded(void *user, int mb, gr_plan *plan) {
+    (void)mb;
+    gr_pipe_call *c = user;
+    gr_train_read_pass(plan, &c->ps, false);
+}
+
+gr_status gr_pipe_accumulate(gr_job *j, int64_t step, int64_t spe, int64_t accum, double *loss, gr_error *err) {
+    gr_pipe_job *pj = j->pp;
+    const gr_stage_range *r = &pj->pp.ranges[pj->stage];
+    gr_pipe_call c = {.j = j, .step = step, .epoch = step / spe, .accum = accum};
+    GR_ASSERT(accum == pj->m);
+    gr_status st;
+    j->dp.step = pj->pp.step = step;
+    gr_hooks_step_begin(j->hooks, step);
+    if (step > 0 && step % spe == 0 && (st = gr_loader_seek(j->train_ld, c.epoch, 0, err))) return st;
+    gr_backend_zero(j->be, j->m.grads + r->param_off, (size_t)r->param_n * sizeof(float));
+    const gr_pp_calls calls = {gr_pipe_load, gr_pipe_forwarded, &c};
+    if ((st = gr_pp_step(&pj->pp, j->spec->train.micro_batch, &calls, err))) return st;
+    pj->busy_s += pj->pp.busy_s;
+    pj->step_s += pj->pp.step_s;
+    /* the stage's gradients over the replicas, then the loss's sums over the stages */
+    if ((st = gr_dp_reduce_step(&j->dp, j->m.grads + r->param_off, r->param_n, &c.ps.loss_sum, &c.ps.loss_count,
+                                err)))
+        return st;
+    double v[2] = {c.ps.loss_sum, c.ps.loss_count};
+    if ((st = gr_pp_sum(&pj->pp, v, 2, "the step's loss over the pipeline stages", err))) return st;
+    *loss = v[0] / v[1];
+    return GR_OK;
+}
+
+gr_status gr_pipe_apply(gr_job *j, double lr, int64_t step, double scale, bool *finite, gr_error *err) {
+    gr_pipe_job *pj = j->pp;
+    double sumsq = gr_train_grad_sumsq(&j->m, &pj->og);
+    gr_status st = gr_pp_sum(&pj->pp, &sumsq, 1, "the gradients' norm over the pipeline stages", err);
+    if (st) return st;
+    *finite = gr_train_apply_sumsq(&j->m, j->spec, &pj->og, lr, step, scale, true, &sumsq);
+    return GR_OK;
+}
+
+gr_status gr_pipe_share(gr_job *j, gr_error *err) {
+    if (!j->pp || !j->pp->pp_ready) return GR_OK;
+    return gr_pp_share_model(&j->pp->pp, err);
+}
+
+gr_status gr_pipe_agree(gr_job *j, int *v, const char *what, gr_error *err) {
+    if (j->world.world == 1) return GR_OK;
+    const double t0 = gr_wd_enter(what, j->dp.step);
+    gr_status st = gr_comm_max_int(&j->world, v, what, err);
+    gr_wd_leave();
+    j->mx.comm_s += gr_now() - t0;
+    return st;
+}
+
+gr_status gr_pipe_idle(gr_job *j, double *idle, gr_error *err) {
+    gr_pipe_job *pj = j->pp;
+    double v[2] = {pj->step_s > 0 ? 1.0 - pj->busy_s / pj->step_s : 0.0, pj->step_s > 0 ? 1.0 : 0.0};
+    gr_status st = gr_pp_sum(&pj->pp, v, 2, "the pipeline stages' idle time", err);
+    *idle = v[1] > 0 ? v[0] / v[1] : -1.0;
+    return st;
+}
+
+void gr_pipe_report(gr_job *j, bool ended_well) {
+    gr_pipe_job *pj = j->pp;
+    if (!pj || !pj->pp_ready) return;
+    const gr_job_spec *s = j->spec;
+    double idle = -1.0;
+    gr_error e;
+    if (ended_well && gr_pipe_idle(j, &idle, &e)) idle = -1.0;
+    j->mx.pipe.stages = pj->p;
+    j->mx.pipe.microbatches = pj->m;
+    j->mx.pipe.schedule = gr_pipe_kind_name((gr_pipe_kind)s->parallel.schedule);
+    j->mx.pipe.idle = idle;
+    j->mx.pipe.predicted = gr_pipe_bubble_fraction(pj->p, pj->m);
+    j->mx.pipe.in_flight = pj->pp.k;
+    j->mx.pipe.act_bytes = (size_t)pj->pp.k * gr_pp_slot_bytes(&pj->pp);
+}
+
+void gr_pipe_free(gr_job *j) {
+    gr_pipe_job *pj = j->pp;
+    if (!pj) return;
+    gr_pp_free(&pj->pp);
+    gr_stages_free(&pj->sp);
+    gr_opt_groups_free(&pj->og);
+    gr_comm_free(&pj->pipe);
+    gr_comm_free(&j->dp.comm); /* the stage's ranks (a sub-communicator) */
+    j->dp.comm = j->world;
+    free(pj);
+    j->pp = NULL;
+}
