@@ -30,8 +30,9 @@ gr_status gr_pp_init(gr_pp *pp, const gr_comm *comm, const gr_stage_plan *sp, gr
             continue;
         char msg[GR_ERROR_MSG_MAX];
         memcpy(msg, err->msg, sizeof msg);
-        snprintf(err->msg, sizeof err->msg, "pipeline stage %d of %d (%d micro-batches in flight, schedule %s): %s",
-                 s + 1, p, pp->k, gr_pipe_kind_name(kind), msg);
+        snprintf(err->msg, sizeof err->msg, "pipeline stage %d of %d (schedule %s, %d micro-batch%s in flight, "
+                 "each its own activation arena): %s", s + 1, p, gr_pipe_kind_name(kind), pp->k, pp->k > 1 ? "es" : "",
+                 msg);
         return st;
     }
     return GR_OK;
@@ -121,10 +122,11 @@ static gr_status gr_pp_compute(gr_pp *pp, const gr_pipe_action *a, int64_t n, co
         gr_status st = c->load(c->user, a->mb, pl, ctx, err);
         if (st) return st;
     }
+    gr_hooks_micro(pp->hooks ? *pp->hooks : NULL, a->mb);
     const double t0 = gr_now();
     gr_plan_run_steps(pl, n, ctx, fwd ? 0 : pl->n_fwd_steps, fwd ? pl->n_fwd_steps : pl->steps.n);
     pp->busy_s += gr_now() - t0;
-    if (fwd && c->forwarded && pp->comm.rank == pp->comm.world - 1) c->forwarded(c->user, a->mb, pl);
+    if (fwd && c->forwarded) c->forwarded(c->user, a->mb, pl);
     return GR_OK;
 }
 

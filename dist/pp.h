@@ -42,8 +42,9 @@ typedef struct gr_pp {
 
 /* What the runner does at the schedule's points: load feeds micro-batch mb
  * (0..m-1, in order) into plan (the inputs and targets the stage reads) and
- * sets its context; forwarded reads what the last stage's forward of mb
- * wrote (the loss's sums). Either may be NULL. */
+ * sets its context; forwarded follows the stage's forward of mb (the last
+ * stage's reads the loss's sums). Either may be NULL. The loop's hooks hear
+ * of each micro-batch before its forward and its backward (gr_hooks_micro). */
 typedef struct gr_pp_calls {
     gr_status (*load)(void *user, int mb, gr_plan *plan, gr_exec_ctx *ctx, gr_error *err);
     void (*forwarded)(void *user, int mb, gr_plan *plan);

@@ -30,6 +30,9 @@ typedef struct gr_loop_hooks {
     void (*begin)(void *ctx, gr_span k, double bytes);
     void (*end)(void *ctx, gr_span k);
     void (*host)(void *ctx, gr_span k, const char *what, double t0, double t1);
+    /* the step's micro-batch mb (0-based) runs next: a pipeline stage runs their forwards and
+     * backwards interleaved (dist/pp.c), one process in order, each after its copy */
+    void (*micro)(void *ctx, int mb);
 } gr_loop_hooks;
 
 static inline void gr_hooks_step_begin(const gr_loop_hooks *h, int64_t step) {
@@ -46,6 +49,10 @@ static inline void gr_hooks_end(const gr_loop_hooks *h, gr_span k) {
 }
 static inline void gr_hooks_host(const gr_loop_hooks *h, gr_span k, const char *what, double t0, double t1) {
     if (h && h->host) h->host(h->ctx, k, what, t0, t1);
+}
+
+static inline void gr_hooks_micro(const gr_loop_hooks *h, int mb) {
+    if (h && h->micro) h->micro(h->ctx, mb);
 }
 
 #endif

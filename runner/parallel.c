@@ -48,6 +48,12 @@ gr_status gr_parallel_check_world(const gr_job_spec *s, const gr_comm *c, gr_err
                              (long long)s->parallel.data, (long long)s->parallel.pipeline,
                              (long long)s->parallel.tensor, (long long)s->parallel.data * pt, world,
                              c->launcher[0] ? " by " : ", without a launcher", c->launcher);
+    if (world % pt != 0 && !c->launcher[0])
+        return gr_spec_error(err, s, s->parallel.pipeline > 1 ? "parallel.pipeline" : "parallel.tensor",
+                             "a model replica is parallel.pipeline %lld x parallel.tensor %lld = %lld processes, one "
+                             "a stage or shard, but this one was started without a launcher: launch it with `mpirun "
+                             "-np %lld gpurun ...` or `srun -n %lld gpurun ...`", (long long)s->parallel.pipeline,
+                             (long long)s->parallel.tensor, pt, pt, pt);
     if (world % pt != 0)
         return gr_spec_error(err, s, "parallel.pipeline", "%lld x parallel.tensor %lld = %lld processes a model "
                              "replica, but %s started %d, not a multiple (parallel.data: auto takes the world over "

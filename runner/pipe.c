@@ -102,15 +102,23 @@ static gr_status gr_pipe_load(void *user, int mb, gr_plan *plan, gr_exec_ctx *ct
     const uint64_t key = (uint64_t)((c->step * c->accum + mb) * j->dp.comm.world + j->dp.comm.rank);
     *ctx = (gr_exec_ctx){.training = true, .rng_key = gr_hash64(s->seed, key),
                          .grad_scale = gr_scaler_grad_scale(&j->sc, s->train.batch_size), .xsum = gr_dp_xsum(&j->dp)};
+    gr_hooks_micro(j->hooks, mb);
+    gr_hooks_begin(j->hooks, GR_SPAN_H2D, 0.0);
     gr_train_load_batch(plan, b);
+    gr_hooks_end(j->hooks, GR_SPAN_H2D);
     gr_loader_release(j->train_ld, b);
     return GR_OK;
 }
 
+/* After the stage's forward of mb: the last stage reads the loss's sums (a copy to the host, as one
+ * process's pass ends; the others have none). */
 static void gr_pipe_forwarded(void *user, int mb, gr_plan *plan) {
     (void)mb;
     gr_pipe_call *c = user;
-    gr_train_read_pass(plan, &c->ps, false);
+    gr_job *j = c->j;
+    gr_hooks_begin(j->hooks, GR_SPAN_D2H, 0.0);
+    if (j->pp->stage == j->pp->p - 1) gr_train_read_pass(plan, &c->ps, false);
+    gr_hooks_end(j->hooks, GR_SPAN_D2H);
 }
 
 gr_status gr_pipe_accumulate(gr_job *j, int64_t step, int64_t spe, int64_t accum, double *loss, gr_error *err) {

@@ -7,6 +7,7 @@
 
 #include "../graph/graph.h"
 #include "json.h"
+#include "pipe.h"
 #include "rundir.h"
 #include "train.h"
 
@@ -61,6 +62,7 @@ static void gr_prof_step_end(void *ctx);
 static void gr_prof_begin(void *ctx, gr_span k, double bytes);
 static void gr_prof_end(void *ctx, gr_span k);
 static void gr_prof_host(void *ctx, gr_span k, const char *what, double t0, double t1);
+static void gr_prof_micro(void *ctx, int mb);
 
 gr_prof *gr_prof_open(gr_job *j, int steps, int64_t start, int64_t total, bool quiet) {
     const int64_t first = start + GR_PROF_WARMUP;
@@ -83,8 +85,11 @@ gr_prof *gr_prof_open(gr_job *j, int steps, int64_t start, int64_t total, bool q
     p->rows = gr_xcalloc((size_t)p->nops + GR_SPAN_KINDS, sizeof *p->rows);
     gr_exec_hook h = {.before = gr_prof_hook_before, .after = gr_prof_hook_after, .user = p, .inner = true};
     gr_plan_add_hook(p->plan, &h);
+    /* a pipeline stage runs its steps in the plans of its micro-batches in flight (the same steps) */
+    for (int i = 0; j->pp && i < j->pp->pp.k; i++) gr_plan_add_hook(&j->pp->pp.slot[i], &h);
     p->hooks = (gr_loop_hooks){.ctx = p, .step_begin = gr_prof_step_begin, .step_end = gr_prof_step_end,
-                               .begin = gr_prof_begin, .end = gr_prof_end, .host = gr_prof_host};
+                               .begin = gr_prof_begin, .end = gr_prof_end, .host = gr_prof_host,
+                               .micro = gr_prof_micro};
     j->hooks = &p->hooks;
     if (!quiet && p->end - p->first < steps)
         fprintf(stderr, "gpurun: --profile: %lld steps profiled (the run has no more after the %d warm-up steps)\n",
@@ -161,6 +166,11 @@ static void gr_prof_end(void *ctx, gr_span k) {
         p->micro_done = ++p->micro;
         if (p->micro == p->accum) p->micro = 0; /* the optimizer's marks are the step's */
     }
+}
+
+static void gr_prof_micro(void *ctx, int mb) {
+    gr_prof *p = ctx;
+    if (p->active) p->micro = mb;
 }
 
 static void gr_prof_event_add(gr_prof *p, int row, const char *what, double t0, double dur, int micro) {
@@ -341,10 +351,23 @@ static void gr_prof_trace(FILE *f, const void *ctx) {
 gr_status gr_prof_finish(gr_prof *p, const char *run_dir, bool quiet, gr_error *err) {
     if (!p || p->steps_done == 0) return GR_OK;
     p->nev = p->ev_step; /* the events of the steps that ended */
-    gr_status st = gr_rundir_write_file(run_dir, "profile.txt", gr_prof_table, p, err);
-    if (!st) st = gr_rundir_write_file(run_dir, "trace.json", gr_prof_trace, p, err);
+    /* a pipeline's other ranks profile their stages too: profile.rank<r>.txt and trace.rank<r>.json,
+     * next to rank 0's when the run directory is theirs to see (else said, not an error) */
+    const int rank = p->j->world.rank;
+    char table[64] = "profile.txt", trace[64] = "trace.json";
+    if (rank > 0) {
+        snprintf(table, sizeof table, "profile.rank%d.txt", rank);
+        snprintf(trace, sizeof trace, "trace.rank%d.json", rank);
+    }
+    gr_status st = gr_rundir_write_file(run_dir, table, gr_prof_table, p, err);
+    if (!st) st = gr_rundir_write_file(run_dir, trace, gr_prof_trace, p, err);
+    if (st && rank > 0) {
+        fprintf(stderr, "gpurun: rank %d: --profile: its profile was not written: %s\n", rank, err->msg);
+        return GR_OK;
+    }
     if (!st && !quiet)
-        fprintf(stderr, "gpurun: profile of %lld steps: %s/profile.txt, %s/trace.json (Perfetto opens it)\n",
-                (long long)p->steps_done, run_dir, run_dir);
+        fprintf(stderr, "gpurun: profile of %lld steps: %s/%s, %s/%s (Perfetto opens it)%s\n", (long long)p->steps_done,
+                run_dir, table, run_dir, trace, p->j->pp ? "; each stage's rank r > 0 wrote profile.rank<r>.txt and "
+                "trace.rank<r>.json" : "");
     return st;
 }

@@ -74,7 +74,7 @@ static gr_status gr_loop_begin(gr_job *j, gr_loop *L, gr_error *err) {
                         .staged_ops = gr_plan_staged_ops(&j->train_plan, staged, sizeof staged),
                         .precision = gr_precision_name(s->precision), .run_dir = j->run_dir,
                         .params = j->g.n_weights, .batch = s->train.batch_size, .micro_batch = s->train.micro_batch,
-                        .world = j->world.world,
+                        .world = j->world.world, .stages = (int)s->parallel.pipeline,
                         .threads = strcmp(gr_backend_name(j->be), "cpu") == 0 ? j->be->threads : 0,
                         .spe = L->spe, .total = L->total, .start = L->start, .log_every = s->log.every_steps};
     gr_metrics_begin(&j->mx, &r);
@@ -275,8 +275,9 @@ static gr_status gr_loop_last_checkpoint(gr_job *j, gr_loop *L, gr_status st, gr
     if (!L->stop_signal) {
         if (L->step < L->total) { /* --profile: its steps done, the rest not trained */
             L->status = "profiled";
-            fprintf(stderr, "gpurun: --profile: stopped after step %lld (%d warm-up and %lld profiled steps) of %lld, "
-                    "with a checkpoint; rerun with --resume auto (without --profile) to train on\n",
+            if (!j->mx.quiet)
+                fprintf(stderr, "gpurun: --profile: stopped after step %lld (%d warm-up and %lld profiled steps) of "
+                        "%lld, with a checkpoint; rerun with --resume auto (without --profile) to train on\n",
                     (long long)L->step, GR_PROF_WARMUP, (long long)(L->step - L->start - GR_PROF_WARMUP),
                     (long long)L->total);
         }
@@ -355,7 +356,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
     if ((st = gr_job_resume(&j, opt, L.spe, &L.start, err))) goto done;
     j.dp.step = L.start; /* the watchdog's messages and summary before the first step */
     if ((st = gr_loop_begin(&j, &L, err))) goto done;
-    if (opt->profile_steps && gr_job_writer(&j))
+    if (opt->profile_steps && (gr_job_writer(&j) || j.pp)) /* each stage's own */
         j.prof = gr_prof_open(&j, opt->profile_steps, L.start, L.total, opt->quiet);
 
     double eval_s;

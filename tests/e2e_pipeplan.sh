@@ -2,9 +2,10 @@
 # e2e_pipeplan.sh — `gpurun plan` of a pipeline (parallel.pipeline > 1, DESIGN
 # 2.4): the stage table, the bubble and the in-flight micro-batches per stage;
 # the refusals (exit 2, the key at its place): too many stages, unknown or
-# out-of-order names, a skip connection over a stage, tensor parallelism, a
-# launched world that is not data x pipeline x tensor, and `gpurun run` of a
-# pipeline job (no runtime yet, no single-process fallback).
+# out-of-order names, a skip connection over a stage, a recomputed block cut
+# in two, tensor parallelism, a launched world that is not data x pipeline x
+# tensor, and `gpurun run` of a pipeline job without a launcher (the command
+# that launches it; tests/e2e_pipeline.sh runs them).
 #
 #   bash tests/e2e_pipeplan.sh GPURUN_BINARY SOURCE_DIR TMPDIR
 . "$(dirname "$0")/e2e_lib.bash" "$@"
@@ -58,6 +59,22 @@ expect 2 "parallel.pipeline: 2 x parallel.tensor 1 = 2 processes a model replica
     env OMPI_COMM_WORLD_SIZE=3 OMPI_COMM_WORLD_RANK=0 "$G" plan cnn.yaml --set parallel.pipeline=2
 expect_ok "pipeline: 2 stages" "2 micro-batches a step" -- env OMPI_COMM_WORLD_SIZE=8 OMPI_COMM_WORLD_RANK=0 \
     "$G" plan cnn.yaml --set parallel.pipeline=2
-expect 2 "parallel.pipeline: the pipeline runtime is not implemented yet; \`gpurun plan\` shows the stages" -- \
-    "$G" run cnn.yaml --set parallel.pipeline=2
+# a recomputed block's copies run in the backward pass: a cut inside one is refused, at a block boundary taken
+cat >rec.yaml <<'YAML'
+data: {train: {path: absent.h5}}
+model:
+  input: [16]
+  blocks:
+    b: {layers: [{dense: {units: 16}, name: d1}, {relu: {}, name: r1}, {dense: {units: 16}, name: d2}]}
+  layers:
+    - {b: {}, repeat: 2}
+    - {dense: {units: 4}, name: out}
+train: {batch_size: 8, micro_batch: 1, steps: 1, recompute: blocks, optimizer: {lr: 0.1}}
+YAML
+expect 2 "parallel.stages: the recomputed block use of layers 'b1.d1' (stage 1) and 'b1.r1' (stage 2) is cut in two" -- \
+    "$G" plan rec.yaml --set parallel.pipeline=2 --set 'parallel.stages=[b1.r1]'
+expect_ok "1     b0.d1..b0.d2" -- "$G" plan rec.yaml --set parallel.pipeline=2 --set 'parallel.stages=[b1]'
+# a pipeline runs one process a stage: without a launcher, the command that launches it
+expect 2 "parallel.pipeline: a model replica is parallel.pipeline 2 x parallel.tensor 1 = 2 processes" \
+    "launch it with \`mpirun -np 2 gpurun ...\`" -- "$G" run cnn.yaml --set parallel.pipeline=2
 e2e_done

@@ -15,7 +15,7 @@ def losses(run, kind="train"):
     for line in open(run + "/metrics.jsonl"):
         d = json.loads(line)
         if d["kind"] == kind:
-            out[d["step"]] = d["loss"] if kind == "train" else (d["loss"], d["accuracy"])
+            out[d["step"]] = d["loss"] if kind == "train" else (d["loss"], d.get("accuracy", 0.0))
     return out
 
 def cmd_losses(a, b, rtol, start=0, to=None):

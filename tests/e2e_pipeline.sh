@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# e2e_pipeline.sh — pipeline parallelism, launched as users launch it: `mpirun -np P gpurun
+# job.yaml --set parallel.pipeline=P` (Open MPI, --oversubscribe; a stage a process, DESIGN 2.4).
+#
+#  1. exactness: 1f1b with 2 stages and 8 micro-batches a step ends bit for bit where one
+#     process accumulating the same 8 micro-batches ends (every weight of weights.h5, every
+#     logged loss), on an MLP, a CNN with batchnorm (its running statistics too) and a small
+#     GPT (2 blocks, untied head, AdamW, dropout); so do gpipe and 3 stages; 2 data replicas x
+#     2 stages (4 ranks) give the losses of one process within 1e-5 and equal 2 data replicas
+#     alone, bit for bit; gradient clipping (the norm summed over the stages) within 1e-6;
+#  2. checkpoints carry no layout: a 2-stage run's step-6 checkpoint resumed by 1 process, and
+#     a 1-process one resumed by 2 stages, end as the straight run (bit for bit; the GPT), and
+#     by 2 replicas x 2 stages within 1e-5 (the MLP);
+#  3. summary.json's pipeline figures: stages, micro-batches, schedule, the predicted and
+#     measured idle time, the first stage's micro-batches in flight (2 under 1f1b, 8 under
+#     gpipe) and its activation bytes;
+#  4. errors: parallel.microbatches that disagrees with train.micro_batch (exit 2 naming the
+#     key, before MPI starts); stages that do not fit the memory (exit 4 naming the stage);
+#  5. faults: SIGTERM to one stage stops both at the same step with one committed checkpoint
+#     (exit 75); a stage that stops answering (SIGSTOP) makes the other exit 7 within
+#     parallel.timeout_s, naming the message, the peer stage and the step.
+#
+#   bash tests/e2e_pipeline.sh GPURUN_BINARY SOURCE_DIR TMPDIR
+. "$(dirname "$0")/e2e_lib.bash" "$@"
+e2e_need_py h5py numpy
+if ! command -v mpirun >/dev/null; then
+    echo "SKIP: mpirun is not installed (openmpi-bin; scripts/dev.sh installs it)"
+    exit 77
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+# LeakSanitizer reads Open MPI's allocations held at MPI_Finalize as leaks (e2e_parallel.sh)
+MPI=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" mpirun --oversubscribe -np)
+PC=$SRC/tests/parallel_check.py
+RC_PY=$SRC/tests/resume_check.py
+ONE=(--threads 1 --quiet)
+
+# ---------------------------------------------------------------- fixtures
+expect 0 -- "$G" data synthetic "$T/syn.h5" --n 2000 --shape 1,12,12 --classes 10 --test 256 --seed 5
+"$PY" - "$T/text.txt" <<'EOF'
+import random, sys
+r = random.Random(3)
+words = "the a pipeline stage sends its activations to the next one and gets gradients back".split()
+with open(sys.argv[1], "w") as f:
+    for _ in range(3000):
+        f.write(" ".join(r.choice(words) for _ in range(r.randint(3, 12))) + ".\n")
+EOF
+expect 0 -- "$G" data text "$T/text.h5" --from "$T/text.txt"
+
+# job NAME MODEL-YAML [TRAIN-YAML]: $T/NAME.yaml, batch 32 in micro-batches of 4 (8 a step), 12
+# steps, SGD unless TRAIN-YAML says otherwise
+SGD="  optimizer: {type: sgd, lr: 0.05, momentum: 0.9}"
+job() {
+    local train=${3:-$SGD}
+    cat >"$T/$1.yaml" <<EOF
+name: $1
+seed: 7
+device: cpu
+$2
+train:
+  batch_size: 32
+  micro_batch: 4
+  steps: 12
+$train
+eval: {every_steps: 12}
+log: {every_steps: 1, tensorboard: false}
+EOF
+}
+IMG="data:
+  train: {path: $T/syn.h5, group: /train}
+  val: {path: $T/syn.h5, group: /test}"
+job mlp "$IMG
+model:
+  layers: [flatten, {dense: {units: 64}}, relu, {dense: {units: 32}}, relu, {dense: {units: 10}}]"
+job cnn "$IMG
+model:
+  layers: [{conv: {filters: 8, kernel: 3, padding: 1}}, batchnorm, relu, {maxpool: {kernel: 2}},
+           {conv: {filters: 8, kernel: 3, padding: 1}}, batchnorm, relu, flatten, {dense: {units: 10}}]"
+job gpt "data:
+  train: {path: $T/text.h5, group: /train}
+  val: {path: $T/text.h5, group: /val}
+  seq_len: 16
+model:
+  inputs: [tokens]
+  targets: [targets]
+  blocks:
+    h:
+      layers:
+        - {layernorm: {}, name: ln_1}
+        - {dense: {units: 96}, name: c_attn}
+        - {attention: {heads: 2}, name: attn}
+        - {dense: {units: 32}, name: c_proj}
+        - {dropout: {rate: 0.1}, name: drop}
+        - {add: {}, input: [input, drop], name: res}
+        - {layernorm: {}, name: ln_2}
+        - {dense: {units: 64}, name: c_fc}
+        - gelu_tanh
+        - {dense: {units: 32}, name: mlp_proj}
+        - {add: {}, input: [res, mlp_proj]}
+  layers:
+    - {embedding: {vocab: 256, dim: 32, init_std: 0.02}, name: wte}
+    - {pos_embedding: {max_len: 16, init_std: 0.02}, name: wpe}
+    - {h: {}, repeat: 2}
+    - {layernorm: {}, name: ln_f}
+    - {dense: {units: 256, bias: false}, name: lm_head}" \
+"  optimizer: {type: adamw, lr: 3.0e-3, weight_decay: 0.1}
+  metrics: []"
+
+# same A B WHAT [FROM]: B's weights and losses (of the steps after FROM) are A's, bit for bit
+same() {
+    check "$3: weights.h5 bit for bit" "$PY" "$PC" weights "$T/$1" "$T/$2" 0
+    check "$3: every loss bit for bit" "$PY" "$PC" losses "$T/$1" "$T/$2" 0 "${4:-0}"
+}
+
+# ---------------------------------------------------------------- 1. exactness
+for m in mlp cnn gpt; do
+    expect 0 -- "$G" "$T/$m.yaml" --run-dir "$T/$m-1" "${ONE[@]}"
+    expect 0 -- "${MPI[@]}" 2 "$G" "$T/$m.yaml" --run-dir "$T/$m-pp2" "${ONE[@]}" --set parallel.pipeline=2
+    same "$m-1" "$m-pp2" "$m, 2 stages x 8 micro-batches (1f1b) against 1 process accumulating 8"
+done
+expect 0 -- "${MPI[@]}" 2 "$G" "$T/cnn.yaml" --run-dir "$T/cnn-gpipe" "${ONE[@]}" --set parallel.pipeline=2 \
+    --set parallel.schedule=gpipe
+same cnn-1 cnn-gpipe "cnn, gpipe"
+expect 0 -- "${MPI[@]}" 3 "$G" "$T/mlp.yaml" --run-dir "$T/mlp-pp3" "${ONE[@]}" --set parallel.pipeline=3
+same mlp-1 mlp-pp3 "mlp, 3 stages"
+expect 0 -- "${MPI[@]}" 4 "$G" "$T/mlp.yaml" --run-dir "$T/mlp-d2pp2" "${ONE[@]}" --set parallel.pipeline=2
+check "mlp, 2 replicas x 2 stages (4 ranks): the losses of 1 process within 1e-5" \
+    "$PY" "$PC" losses "$T/mlp-1" "$T/mlp-d2pp2" 1e-5
+expect 0 -- "${MPI[@]}" 2 "$G" "$T/mlp.yaml" --run-dir "$T/mlp-d2" "${ONE[@]}"
+same mlp-d2 mlp-d2pp2 "mlp, 2 replicas x 2 stages against 2 replicas"
+expect 0 -- "$G" "$T/gpt.yaml" --run-dir "$T/gpt-clip1" "${ONE[@]}" --set train.grad_clip=0.05
+expect 0 -- "${MPI[@]}" 2 "$G" "$T/gpt.yaml" --run-dir "$T/gpt-clip2" "${ONE[@]}" --set train.grad_clip=0.05 \
+    --set parallel.pipeline=2
+check "gpt with gradient clipping (the norm over both stages): losses within 1e-6" \
+    "$PY" "$PC" losses "$T/gpt-clip1" "$T/gpt-clip2" 1e-6
+
+# ---------------------------------------------------------------- 2. checkpoints carry no layout
+CK=(--set checkpoint.every_steps=6)
+expect 0 -- "${MPI[@]}" 2 "$G" "$T/gpt.yaml" --run-dir "$T/ck-pp2" "${ONE[@]}" "${CK[@]}" --set parallel.pipeline=2
+expect 0 -- "$G" "$T/gpt.yaml" --run-dir "$T/ck-pp2to1" "${ONE[@]}" "${CK[@]}" \
+    --resume "$T/ck-pp2/checkpoints/step-000000006.h5"
+same gpt-1 ck-pp2to1 "a 2-stage checkpoint (step 6) resumed by 1 process" 6
+expect 0 -- "$G" "$T/gpt.yaml" --run-dir "$T/ck-1" "${ONE[@]}" "${CK[@]}"
+expect 0 -- "${MPI[@]}" 2 "$G" "$T/gpt.yaml" --run-dir "$T/ck-1to2" "${ONE[@]}" "${CK[@]}" --set parallel.pipeline=2 \
+    --resume "$T/ck-1/checkpoints/step-000000006.h5"
+same gpt-1 ck-1to2 "a 1-process checkpoint (step 6) resumed by 2 stages" 6
+# (the MLP: dropout draws its masks per replica, so the GPT's differ with 2 replicas by design)
+expect 0 -- "${MPI[@]}" 2 "$G" "$T/mlp.yaml" --run-dir "$T/ckm-pp2" "${ONE[@]}" "${CK[@]}" --set parallel.pipeline=2
+expect 0 -- "${MPI[@]}" 4 "$G" "$T/mlp.yaml" --run-dir "$T/ckm-pp2to4" "${ONE[@]}" "${CK[@]}" \
+    --set parallel.pipeline=2 --resume "$T/ckm-pp2/checkpoints/step-000000006.h5"
+check "a 2-stage checkpoint resumed by 2 replicas x 2 stages: steps 7-12 within 1e-5" \
+    "$PY" "$PC" losses "$T/mlp-1" "$T/ckm-pp2to4" 1e-5 6
+
+# ---------------------------------------------------------------- 3. summary.json
+check "summary.json: the pipeline's figures (1f1b: 2 in flight on the first stage)" "$PY" - "$T/gpt-pp2" <<'EOF'
+import json, sys
+s = json.load(open(sys.argv[1] + "/summary.json"))
+assert s["status"] == "finished" and s["world_size"] == 2, s
+assert s["pipeline_stages"] == 2 and s["pipeline_microbatches"] == 8 and s["pipeline_schedule"] == "1f1b", s
+assert abs(s["pipeline_predicted_idle_pct"] - 100 / 9) < 1e-6, s
+assert 0 <= s["pipeline_idle_pct"] < 100, s
+assert s["pipeline_in_flight"] == 2 and s["pipeline_activation_bytes"] > 0, s
+EOF
+check "summary.json: gpipe holds all 8 micro-batches on the first stage, 4x 1f1b's activation bytes" "$PY" - \
+    "$T/cnn-gpipe" "$T/cnn-pp2" <<'EOF'
+import json, sys
+g, f = (json.load(open(d + "/summary.json")) for d in sys.argv[1:])
+assert g["pipeline_in_flight"] == 8 and f["pipeline_in_flight"] == 2, (g, f)
+assert g["pipeline_activation_bytes"] == 4 * f["pipeline_activation_bytes"], (g, f)
+EOF
+
+# ---------------------------------------------------------------- 4. errors
+expect 2 "parallel.microbatches: 4 micro-batches of train.micro_batch 4 make 16 samples, but a replica's share" -- \
+    "${MPI[@]}" 2 "$G" "$T/mlp.yaml" --run-dir "$T/bad" "${ONE[@]}" --set parallel.pipeline=2 \
+    --set parallel.microbatches=4
+check "a refused job leaves no run directory" test ! -e "$T/bad"
+expect 0 -- "${MPI[@]}" 2 "$G" "$T/mlp.yaml" --run-dir "$T/mlp-m4" "${ONE[@]}" --set parallel.pipeline=2 \
+    --set parallel.microbatches=4 --set train.micro_batch=8
+check "parallel.microbatches 4 x train.micro_batch 8: 4 micro-batches a step" \
+    grep -q '"pipeline_microbatches":4' "$T/mlp-m4/summary.json"
+# (each stage says it; the first to exit may end the other before it does)
+expect 4 "pipeline stage " " of 2 (schedule 1f1b, " "in flight, each its own activation arena): out of memory on cpu" -- \
+    env GPURUN_MEMORY_LIMIT=700000 "${MPI[@]}" 2 "$G" "$T/gpt.yaml" --run-dir "$T/oom" "${ONE[@]}" \
+    --set parallel.pipeline=2 --set train.micro_batch=4
+
+# ---------------------------------------------------------------- 5. faults
+# long_run NAME [ARG...]: the 2-stage GPT of many steps in the background (MP: mpirun's pid);
+# waits for its first metrics line
+long_run() {
+    local name=$1
+    shift
+    "${MPI[@]}" 2 "$G" "$T/gpt.yaml" --run-dir "$T/$name" --threads 1 --quiet --set parallel.pipeline=2 \
+        --set train.steps=200000 --set eval.every_steps=0 --set checkpoint.every_steps=50 "$@" \
+        >"$T/$name.out" 2>"$T/$name.err" &
+    MP=$!
+    for _ in $(seq 600); do
+        [ -s "$T/$name/metrics.jsonl" ] && [ -n "$(pgrep -P $MP gpurun)" ] && break
+        sleep 0.1
+    done
+    sleep 1
+}
+# hit_rank SIG: SIG to the last stage's process, then waits for mpirun (killed after 60 s: a
+# hang); RC: its exit status, WAITED: the seconds it took
+hit_rank() {
+    kill "-$1" "$(pgrep -P $MP gpurun | tail -n 1)"
+    local t0=$SECONDS
+    ( sleep 60; kill -KILL $MP ) >/dev/null 2>&1 &
+    local guard=$!
+    wait $MP
+    RC=$?
+    WAITED=$((SECONDS - t0))
+    kill $guard 2>/dev/null
+}
+long_run term
+hit_rank TERM
+check "SIGTERM to the last stage: mpirun exits 75 (got $RC)" test "$RC" -eq 75
+check "both stages stopped at the same step with a committed checkpoint" bash -c "
+    a=\$(sed -n 's/.*rank 0 of 2: stopped by SIGTERM at step \([0-9]*\); checkpoint.*committed.*/\1/p' '$T/term.err')
+    b=\$(sed -n 's/.*rank 1 of 2: stopped by SIGTERM at step \([0-9]*\); checkpoint.*committed.*/\1/p' '$T/term.err')
+    [ -n \"\$a\" ] && [ \"\$a\" = \"\$b\" ] && [ \"\$('$PY' '$RC_PY' committed '$T/term/checkpoints')\" = \"\$a\" ]"
+long_run stall --set parallel.timeout_s=3
+hit_rank STOP
+pkill -KILL -f "$T/stall" 2>/dev/null
+check "a stalled stage: mpirun exits 7 within 3 + 10 s (rc $RC after $WAITED s)" \
+    bash -c "[ $RC -eq 7 ] && [ $WAITED -le 13 ]"
+check "a stalled stage: the other names the message, the peer stage and the step" \
+    grep -qE "rank 0 of 2: pipeline stage 1: (sending|receiving) the [a-z]+ of micro-batch [0-9]+ .*stage 2.* \(step [0-9]+\) did not finish within parallel.timeout_s = 3 s" "$T/stall.err"
+check "a stalled stage: rank 0's summary.json says failed, exit 7" grep -q '"exit_code":7' "$T/stall/summary.json"
+e2e_done
