@@ -13,7 +13,7 @@
 #     by 2 replicas x 2 stages within 1e-5 (the MLP);
 #  3. summary.json's pipeline figures: stages, micro-batches, schedule, the predicted and
 #     measured idle time, the first stage's micro-batches in flight (2 under 1f1b, 8 under
-#     gpipe) and its activation bytes;
+#     gpipe) and its activation bytes; --profile writes each stage's profile and trace;
 #  4. errors: parallel.microbatches that disagrees with train.micro_batch (exit 2 naming the
 #     key, before MPI starts); stages that do not fit the memory (exit 4 naming the stage);
 #  5. faults: SIGTERM to one stage stops both at the same step with one committed checkpoint
@@ -167,6 +167,13 @@ g, f = (json.load(open(d + "/summary.json")) for d in sys.argv[1:])
 assert g["pipeline_in_flight"] == 8 and f["pipeline_in_flight"] == 2, (g, f)
 assert g["pipeline_activation_bytes"] == 4 * f["pipeline_activation_bytes"], (g, f)
 EOF
+
+expect 0 -- "${MPI[@]}" 2 "$G" "$T/gpt.yaml" --run-dir "$T/prof" --threads 1 --set parallel.pipeline=2 \
+    --set 'parallel.stages=[h1]' --profile 3
+check "--profile (stages cut at block h1): each stage's profile, its own layers' ops timed" bash -c "
+    grep -qE '^h0\.attn +attention_bwd +backward' '$T/prof/profile.txt' &&
+    grep -qE '^h1\.attn +attention_bwd +backward' '$T/prof/profile.rank1.txt' &&
+    ! grep -qE '^h1\.' '$T/prof/profile.txt' && [ -s '$T/prof/trace.rank1.json' ]"
 
 # ---------------------------------------------------------------- 4. errors
 expect 2 "parallel.microbatches: 4 micro-batches of train.micro_batch 4 make 16 samples, but a replica's share" -- \
