@@ -10,13 +10,12 @@
 
 #define GR_PP_GRAD_TAG 16384 /* tags: activation tensor i is i, gradient tensor i is this + i */
 
-gr_status gr_pp_init(gr_pp *pp, const gr_comm *comm, const gr_stage_plan *sp, gr_model *mo, const gr_graph *g,
-                     gr_pipe_kind kind, int m, gr_error *err) {
+gr_status gr_pp_init(gr_pp *pp, int s, const gr_stage_plan *sp, gr_model *mo, const gr_graph *g, gr_pipe_kind kind,
+                     int m, gr_error *err) {
     memset(pp, 0, sizeof *pp);
-    GR_ASSERT(comm->world == sp->p && comm->rank < sp->p);
-    pp->comm = *comm;
+    GR_ASSERT(s >= 0 && s < sp->p);
     pp->m = mo;
-    const int s = comm->rank, p = sp->p;
+    const int p = sp->p;
     gr_stage_io_init(g, sp, s, &pp->io);
     pp->ranges = gr_xcalloc((size_t)p, sizeof *pp->ranges);
     gr_stages_ranges(g, sp, pp->ranges);
@@ -83,6 +82,7 @@ static gr_status gr_pp_exchange(gr_pp *pp, const gr_pp_msg *out, const gr_pp_msg
     gr_status st = GR_OK;
     char what[160];
     const int s = pp->comm.rank + 1;
+    GR_ASSERT(pp->comm.world == pp->sched.p);
     if (out && in)
         snprintf(what, sizeof what, "pipeline stage %d: sending the %s of micro-batch %d to stage %d and receiving "
                  "the %s of micro-batch %d from it", s, out->kind, out->mb, peer + 1, in->kind, in->mb);

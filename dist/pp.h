@@ -26,7 +26,8 @@
 #include "comm.h"
 
 typedef struct gr_pp {
-    gr_comm comm;              /* the replica's stages: its rank is the stage (a sub-communicator) */
+    gr_comm comm;              /* the replica's stages: its rank is the stage (a sub-communicator; the
+                                * caller sets it before the first step) */
     gr_stage_io io;            /* this stage's nodes and messages */
     gr_model *m;
     gr_stage_range *ranges;    /* [p] each stage's parameters, state and gradients (stages.h) */
@@ -51,12 +52,13 @@ typedef struct gr_pp_calls {
     void *user;
 } gr_pp_calls;
 
-/* Stage comm->rank of the replica whose stages comm connects (comm.world
- * == sp->p): its nodes and messages, the schedule of kind for m
- * micro-batches, and its k plans of g's training pass on model mo.
- * GR_ERR_OOM names the bytes of the k activation arenas. */
-gr_status gr_pp_init(gr_pp *pp, const gr_comm *comm, const gr_stage_plan *sp, gr_model *mo, const gr_graph *g,
-                     gr_pipe_kind kind, int m, gr_error *err);
+/* Stage s of sp: its nodes and messages, the schedule of kind for m
+ * micro-batches, and its k plans of g's training pass on model mo; the
+ * caller then sets pp->comm, the replica's stages (comm.rank == s,
+ * comm.world == sp->p). GR_ERR_OOM names the stage and the bytes of its
+ * activation arena. */
+gr_status gr_pp_init(gr_pp *pp, int s, const gr_stage_plan *sp, gr_model *mo, const gr_graph *g, gr_pipe_kind kind,
+                     int m, gr_error *err);
 /* One optimizer step's m micro-batches of n samples through the stage. */
 gr_status gr_pp_step(gr_pp *pp, int64_t n, const gr_pp_calls *c, gr_error *err);
 /* The stage's activation arenas: bytes of one slot (k of them). */

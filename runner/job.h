@@ -85,6 +85,12 @@ typedef struct gr_job {
  * checkpoints: rank 0 (every process of a one-process run). */
 static inline bool gr_job_writer(const gr_job *j) { return j->world.rank == 0; }
 
+/* The data-parallel replicas, each reading its share of every batch: the
+ * processes, over pipeline x tensor (parallel.h, pipe.h). */
+static inline int gr_job_replicas(const gr_job *j) {
+    return j->world.world / (int)(j->spec->parallel.pipeline * j->spec->parallel.tensor);
+}
+
 /* An empty job of spec (quiet: no console lines but errors). */
 void gr_job_init(gr_job *j, const gr_job_spec *spec, bool quiet);
 /* Frees everything the job holds (the run directory's lock is the caller's). */

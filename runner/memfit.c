@@ -124,7 +124,7 @@ static gr_status gr_memfit_auto(gr_job *j, const gr_job_spec *rs, int64_t per, i
 }
 
 gr_status gr_memfit_micro_batch(gr_job *j, gr_job_spec *rs, gr_error *err) {
-    const int64_t batch = rs->train.batch_size, world = j->dp.comm.world;
+    const int64_t batch = rs->train.batch_size, world = gr_job_replicas(j);
     int64_t mb = rs->train.micro_batch;
     /* unset: the process's share of the batch, in parallel.microbatches pipeline micro-batches when given */
     if (!gr_spec_node(rs->root, "train.micro_batch"))
@@ -150,7 +150,7 @@ gr_status gr_memfit_job_model(gr_job *j, gr_error *err) {
     gr_status st = gr_job_model(j, err);
     if (st != GR_ERR_OOM || !budget) return st;
     const gr_job_spec *s = j->spec;
-    const int64_t per = s->train.batch_size / j->dp.comm.world;
+    const int64_t per = s->train.batch_size / gr_job_replicas(j);
     char tail[600] = "", a[64], b[64];
     size_t len = 0;
     gr_fmt_count((int64_t)budget, b, sizeof b);

@@ -156,8 +156,8 @@ static gr_status gr_parallel_attach_gpu(gr_job *j, gr_error *err) {
 }
 
 gr_status gr_parallel_attach(gr_job *j, gr_error *err) {
-    gr_status st = gr_parallel_attach_gpu(j, err);
-    if (st) return st;
+    gr_status st = gr_parallel_attach_gpu(j, err); /* on the world, split after (NCCL's too) */
+    if (st || (st = gr_pipe_split(j, err))) return st;
     /* pipeline: the stage's gradients in one all-reduce after its step (its plans run in parts) */
     gr_dp_attach(&j->dp, &j->train_plan, j->pp ? 0.0 : j->spec->parallel.bucket_mb, j->spec->parallel.sync_batchnorm,
                  &j->hooks, &j->mx.comm_s);

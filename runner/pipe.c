@@ -8,23 +8,37 @@
 #include "../config/schema.h"
 #include "../dist/watchdog.h"
 
-gr_status gr_pipe_split(gr_job *j, gr_error *err) {
+void gr_pipe_prepare(gr_job *j) {
     const gr_job_spec *s = j->spec;
-    if (s->parallel.pipeline <= 1) return GR_OK;
-    const int P = (int)s->parallel.pipeline, T = (int)s->parallel.tensor, r = j->world.rank;
+    if (s->parallel.pipeline <= 1) return;
+    const int P = (int)s->parallel.pipeline, T = (int)s->parallel.tensor;
     gr_pipe_job *pj = gr_xcalloc(1, sizeof *pj);
     j->pp = pj;
     pj->p = P;
-    pj->stage = (r / T) % P;
-    const int d = r / (P * T);
+    pj->stage = (j->world.rank / T) % P;
+    pj->replicas = j->world.world / (P * T);
+}
+
+gr_status gr_pipe_split(gr_job *j, gr_error *err) {
+    gr_pipe_job *pj = j->pp;
+    if (!pj) return GR_OK;
+    const int P = pj->p, T = (int)j->spec->parallel.tensor;
+    const int d = j->world.rank / (P * T);
+    j->world = j->dp.comm; /* as it is now (NCCL joined on a GPU): the split's parent, the run's end */
     gr_comm data;
     gr_wd_enter("splitting the ranks into pipeline stages", -1);
     gr_status st = gr_comm_split(&j->world, pj->stage, d, &data, err);
     if (!st) st = gr_comm_split(&j->world, d, pj->stage, &pj->pipe, err);
     gr_wd_leave();
-    if (!st) j->dp.comm = data;
-    else gr_comm_free(&data);
-    return st;
+    if (st) {
+        gr_comm_free(&data);
+        return st;
+    }
+    GR_ASSERT(data.world == pj->replicas && pj->pipe.world == P && pj->pipe.rank == pj->stage);
+    j->dp.comm = data;
+    pj->pp.comm = pj->pipe;
+    pj->split = true;
+    return GR_OK;
 }
 
 /* j->og with every range outside [off, off + n) frozen (cut where a range crosses it). */
@@ -52,7 +66,7 @@ static void gr_pipe_stage_groups(const gr_opt_groups *og, const gr_opt_range *wh
 gr_status gr_pipe_model(gr_job *j, gr_error *err) {
     gr_pipe_job *pj = j->pp;
     const gr_job_spec *s = j->spec;
-    const int64_t per = s->train.batch_size / j->dp.comm.world, mb = j->g.micro_batch;
+    const int64_t per = s->train.batch_size / pj->replicas, mb = j->g.micro_batch;
     GR_ASSERT(per % mb == 0);
     const int64_t m = per / mb;
     if (s->parallel.microbatches && s->parallel.microbatches != m)
@@ -65,7 +79,7 @@ gr_status gr_pipe_model(gr_job *j, gr_error *err) {
     pj->m = (int)m;
     gr_status st = gr_stages_cut(&j->g, s, &pj->sp, err);
     if (st) return st;
-    if ((st = gr_pp_init(&pj->pp, &pj->pipe, &pj->sp, &j->m, &j->g, (gr_pipe_kind)s->parallel.schedule, pj->m, err)))
+    if ((st = gr_pp_init(&pj->pp, pj->stage, &pj->sp, &j->m, &j->g, (gr_pipe_kind)s->parallel.schedule, pj->m, err)))
         return st;
     pj->pp_ready = true;
     pj->pp.step = 0;
@@ -198,9 +212,11 @@ void gr_pipe_free(gr_job *j) {
     gr_pp_free(&pj->pp);
     gr_stages_free(&pj->sp);
     gr_opt_groups_free(&pj->og);
-    gr_comm_free(&pj->pipe);
-    gr_comm_free(&j->dp.comm); /* the stage's ranks (a sub-communicator) */
-    j->dp.comm = j->world;
+    if (pj->split) {
+        gr_comm_free(&pj->pipe);
+        gr_comm_free(&j->dp.comm); /* the stage's ranks (a sub-communicator) */
+        j->dp.comm = j->world;
+    }
     free(pj);
     j->pp = NULL;
 }

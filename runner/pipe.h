@@ -29,13 +29,18 @@ typedef struct gr_pipe_job {
     gr_pp pp;            /* the stage's runtime */
     bool pp_ready;
     gr_opt_groups og;    /* j->og with every other stage's range frozen */
-    int stage, p, m;
+    int stage, p, m, replicas;
+    bool split;          /* pipe and j->dp.comm are made (gr_pipe_split) */
     double busy_s, step_s; /* summed over the steps run: in the stage's kernels, and in all */
 } gr_pipe_job;
 
-/* parallel.pipeline > 1, after the ranks agreed on the job (world = the
- * launched one): j->world keeps it, j->dp.comm becomes the ranks of this
- * rank's stage and j->pp->pipe the stages of its replica. */
+/* parallel.pipeline > 1, after the ranks agreed on the job: j->pp with this
+ * rank's stage and the data replicas (gr_job_replicas). */
+void gr_pipe_prepare(gr_job *j);
+/* Once the world is joined on the device (NCCL on GPUs: runner/parallel.c):
+ * j->world keeps it, j->dp.comm becomes the ranks of this rank's stage and
+ * j->pp->pipe (the stage runtime's) the stages of its replica. No-op
+ * without j->pp. */
 gr_status gr_pipe_split(gr_job *j, gr_error *err);
 /* Once the micro-batch is decided and the model's arenas exist: the stage
  * cut (exit 2 as `gpurun plan` says it), the step's micro-batches (exit 2

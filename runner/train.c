@@ -340,7 +340,8 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
     if (gr_resume_finished_before(&j, opt)) goto done;
     if ((st = gr_ckptdir_lock(&j, err))) goto done; /* one writer per run (and checkpoint) directory */
     if ((st = gr_job_compile(&j, s, true, err))) goto done;
-    if ((st = gr_parallel_same_job(&j, &j.dp.comm.agreed, err)) || (st = gr_pipe_split(&j, err))) goto done;
+    if ((st = gr_parallel_same_job(&j, &j.dp.comm.agreed, err))) goto done;
+    gr_pipe_prepare(&j);
     j.sc = gr_scaler_init(s->loss_scale_dynamic, s->loss_scale);
     gr_job_peek_threads(&j, opt); /* the backend takes the thread count it was trained with */
     if ((st = gr_job_backend(&j, s, opt->device ? opt->device : s->device, opt->threads, opt->quiet, err))) goto done;
