@@ -9,7 +9,8 @@
 #       for fp32, tf32, bf16 and fp16, on synthetic data: gpurun with --set precision=P,
 #       PyTorch channels-last for every precision and AMP (torch.autocast; a GradScaler for
 #       fp16) for bf16 and fp16;
-#   (d2) with two GPUs or more: the bf16 run as one process per GPU (mpirun, NCCL);
+#   (d2) with two GPUs or more: the bf16 run as one process per GPU (mpirun, NCCL), and cut into
+#       2 pipeline stages on 2 GPUs (1f1b, 8 micro-batches; NCCL send/recv between them);
 #   (d3) the first precision's run with --profile 5: profile.txt's head, the NVML health fields;
 #   (d4) GPT-2 124M (configs/gpt2-124m.yaml) training tokens/s in bf16 at batch GPU_BENCH_GPT_BATCH
 #       (8) x 1024 positions on random tokens, gpurun vs PyTorch (bench/torch_gpt_ref.py: nanoGPT's
@@ -420,6 +421,17 @@ if [ $BUILT = 1 ] && [ -f "$SYN" ] && [ "${NGPU:-0}" -ge 2 ] && have mpirun; the
     r=$(gpurun_rate "$run/metrics.jsonl")
     RESULT[dp]=${r%% *}
     say "   gpurun bf16 on $NGPU GPUs (NCCL): ${RESULT[dp]:-failed} img/s"
+    # pipeline parallelism: the bf16 run cut into 2 stages on 2 GPUs, batch $BATCH in 8
+    # micro-batches (1f1b; the stages' messages over NCCL send/recv)
+    run=$TMPD/run-pp
+    rm -rf "$run"
+    phase gpurun_pp 90 "${GR_ENV[@]}" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        mpirun -np 2 "$GPURUN" configs/resnet50.yaml --device cuda --run-dir "$run" --set precision=bf16 \
+        "${SETS[@]}" --set train.batch_size=$BATCH --set train.micro_batch=$((BATCH / 8)) \
+        --set parallel.pipeline=2 || FAILED=1
+    r=$(gpurun_rate "$run/metrics.jsonl")
+    RESULT[pp]=${r%% *}
+    say "   gpurun bf16, 2 pipeline stages on 2 GPUs: ${RESULT[pp]:-failed} img/s"
 fi
 
 # ---------------------------------------------------------------- (d3) profile and health
@@ -524,6 +536,7 @@ except Exception: print("-")' "$g" "$t")
         echo "| $P | $g${note:+ ($note)} | $t | $ratio |"
     done
     [ -n "${RESULT[dp]+x}" ] && echo "| bf16, $NGPU GPUs (mpirun, NCCL, batch $BATCH each) | ${RESULT[dp]:-failed} | - | - |"
+    [ -n "${RESULT[pp]+x}" ] && echo "| bf16, 2 pipeline stages on 2 GPUs (1f1b, 8 micro-batches of batch $BATCH) | ${RESULT[pp]:-failed} | - | - |"
     echo
     echo "GPT-2 124M, bf16, batch $GPT_BATCH x 1024 positions, random tokens: gpurun configs/gpt2-124m.yaml (its own" \
          "attention kernel), PyTorch bench/torch_gpt_ref.py (scaled_dot_product_attention, bf16 autocast)."
