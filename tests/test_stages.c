@@ -3,7 +3,8 @@
  * FLOPs is the least any cut gives), named cuts of layers and block uses,
  * and the refusals at the key's file:line:col: p above the layers, unknown
  * and out-of-order names, a wrong count, a skip connection over a stage
- * (both layers named) and a weight tied across stages. */
+ * (both layers named) and a weight tied across stages; what each stage
+ * runs and exchanges (gr_stage_io_init) and its parameter ranges. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,8 +200,66 @@ static void test_named_and_refused(void) {
                    "'a' (stage 1)", NULL});
 }
 
+/* The index of the tensor named name (-1: none). */
+static int tensor_named(const gr_graph *g, const char *name) {
+    for (int t = 0; t < g->n_tensors; t++)
+        if (strcmp(g->tensors[t].name, name) == 0) return t;
+    return -1;
+}
+
+static bool has(const int *list, int n, int t) {
+    for (int i = 0; i < n; i++)
+        if (list[i] == t) return true;
+    return false;
+}
+
+/* What each stage runs and exchanges: RES cut before c, so stage 2 (c, d, e and the loss) reads
+ * b's output and a's (the skip into d), and stage 1 gets the gradients of both back; every node
+ * runs on exactly one stage; both ends list the same tensors; the message tensors are pinned;
+ * the parameter ranges are contiguous, disjoint and cover every weight. */
+static void test_stage_io(void) {
+    gr_graph g;
+    gr_stage_plan sp;
+    gr_error err = {0};
+    const char *sets[] = {"parallel.pipeline=2", "parallel.stages=[c]"};
+    CHECK(cut("io", RES, sets, 2, &g, &sp, &err) == GR_OK);
+    gr_stage_io io[2];
+    for (int s = 0; s < 2; s++) gr_stage_io_init(&g, &sp, s, &io[s]);
+    for (int i = 0; i < g.n_nodes; i++) CHECK_MSG(io[0].run[i] + io[1].run[i] == 1, "node %d", i);
+    const int a = tensor_named(&g, "a"), b = tensor_named(&g, "b");
+    CHECK(a >= 0 && b >= 0);
+    CHECK(io[0].n_recv_act == 0 && io[0].n_recv_grad == 2 && io[0].n_send_act == 2 && io[0].n_send_grad == 0);
+    CHECK(io[1].n_recv_act == 2 && io[1].n_send_grad == 2 && io[1].n_send_act == 0 && io[1].n_recv_grad == 0);
+    CHECK(has(io[0].send_act, 2, a) && has(io[0].send_act, 2, b));
+    for (int i = 0; i < 2; i++) {
+        CHECK(io[0].send_act[i] == io[1].recv_act[i] && io[1].send_grad[i] == io[0].recv_grad[i]);
+        CHECK(io[1].pin[io[1].recv_act[i]] && io[0].pin[io[0].send_act[i]] && io[0].pin[io[0].recv_grad[i]]);
+    }
+    /* the gradients back are those of b and of a's partial from d (summed on stage 1) */
+    CHECK(has(io[0].recv_grad, 2, g.tensors[b].grad));
+    CHECK(!has(io[0].recv_grad, 2, g.tensors[a].grad));
+    gr_stage_range r[2];
+    gr_stages_ranges(&g, &sp, r);
+    CHECK(r[0].param_off == 0 && r[0].param_off + r[0].param_n <= r[1].param_off);
+    CHECK(r[1].param_off + r[1].param_n <= g.n_trainable && g.n_trainable - (r[1].param_off + r[1].param_n) < GR_PARAM_ALIGN);
+    int64_t in0 = 0, in1 = 0;
+    for (int t = 0; t < g.n_tensors; t++) {
+        const gr_tensor *x = &g.tensors[t];
+        if (x->kind != GR_TK_PARAM) continue;
+        const int st = x->layer >= sp.stages[1].first;
+        const gr_stage_range *q = &r[st];
+        CHECK(x->param_offset >= q->param_off && x->param_offset + gr_tensor_numel(x) <= q->param_off + q->param_n);
+        *(st ? &in1 : &in0) += gr_tensor_numel(x);
+    }
+    CHECK(in0 + in1 == g.n_weights && in0 == sp.stages[0].params && in1 == sp.stages[1].params);
+    for (int s = 0; s < 2; s++) gr_stage_io_free(&io[s]);
+    gr_stages_free(&sp);
+    gr_graph_free(&g);
+}
+
 int main(void) {
     test_synthetic();
+    test_stage_io();
     test_graph_balanced("mlp", MLP);
     test_graph_balanced("cnn", CNN);
     test_named_and_refused();
