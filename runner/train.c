@@ -318,6 +318,16 @@ static void gr_train_on_watchdog(void *ctx, const char *msg) {
                                 j->train_ld ? gr_loader_wait_s(j->train_ld) : 0.0);
 }
 
+/* The job of this process: its spec, the launched world (and its pipeline stage: pipe.h), whether
+ * it writes. */
+static void gr_train_job(gr_job *j, const gr_job_spec *s, const gr_run_options *opt, const gr_comm *comm) {
+    gr_job_init(j, s, opt->quiet);
+    j->prof_steps = opt->profile_steps;
+    j->dp.comm = j->world = *comm;
+    j->mx.off = !gr_job_writer(j);
+    gr_pipe_prepare(j);
+}
+
 gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_error *err) {
     gr_signals_install(); /* main's first act too (a stop before gr_signals_arm: exit 75 at once) */
     gr_signals_set_deadline(spec->checkpoint.signal_deadline_s);
@@ -329,10 +339,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
     gr_run_options o = *opt0, *opt = &o;
     o.quiet = opt0->quiet || comm.rank != 0; /* rank 0 speaks for the run */
     gr_job j;
-    gr_job_init(&j, s, opt->quiet);
-    j.prof_steps = opt->profile_steps;
-    j.dp.comm = j.world = comm;
-    j.mx.off = !gr_job_writer(&j);
+    gr_train_job(&j, s, opt, &comm);
     gr_loop L;
     memset(&L, 0, sizeof L);
     gr_parallel_on_exit(gr_train_on_watchdog, &j);
@@ -341,7 +348,6 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
     if ((st = gr_ckptdir_lock(&j, err))) goto done; /* one writer per run (and checkpoint) directory */
     if ((st = gr_job_compile(&j, s, true, err))) goto done;
     if ((st = gr_parallel_same_job(&j, &j.dp.comm.agreed, err))) goto done;
-    gr_pipe_prepare(&j);
     j.sc = gr_scaler_init(s->loss_scale_dynamic, s->loss_scale);
     gr_job_peek_threads(&j, opt); /* the backend takes the thread count it was trained with */
     if ((st = gr_job_backend(&j, s, opt->device ? opt->device : s->device, opt->threads, opt->quiet, err))) goto done;
