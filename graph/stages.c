@@ -91,8 +91,8 @@ static const char *gr_stages_node_name(const gr_graph *g, int i) {
     return g->nodes[i].layer >= 0 ? g->layers[g->nodes[i].layer].name : "the loss";
 }
 
-/* Every forward edge goes to the same stage or the next; every weight is
- * read in its owner's stage. */
+/* Every forward edge goes to the same stage or the next; every layer state
+ * is read in its owner's stage. */
 static gr_status gr_stages_edges(const gr_graph *g, const gr_job_spec *spec, const int *stage_of, int p,
                                  gr_error *err) {
     const char *key = spec->parallel.stages ? "parallel.stages" : "parallel.pipeline";
@@ -104,11 +104,11 @@ static gr_status gr_stages_edges(const gr_graph *g, const gr_job_spec *spec, con
         const int s = gr_stages_of_node(g, stage_of, p, i);
         for (int k = 0; k < nd->nin && !st; k++) {
             const gr_tensor *t = &g->tensors[nd->in[k]];
-            if ((t->kind == GR_TK_PARAM || t->kind == GR_TK_STATE) && t->layer >= 0 && stage_of[t->layer] != s)
-                st = gr_spec_error(err, spec, key, "layer '%s' (stage %d) uses the weight %s of layer '%s' (stage "
-                                   "%d): a weight tied across stages is not carried yet; cut so that both are in "
-                                   "one stage", gr_stages_node_name(g, i), s + 1, t->name,
-                                   g->layers[t->layer].name, stage_of[t->layer] + 1);
+            /* a trainable weight may be tied across stages (gr_stages_tied); layer state is its layer's */
+            if (t->kind == GR_TK_STATE && t->layer >= 0 && stage_of[t->layer] != s)
+                st = gr_spec_error(err, spec, key, "layer '%s' (stage %d) uses the state %s of layer '%s' (stage "
+                                   "%d): cut so that both are in one stage", gr_stages_node_name(g, i), s + 1,
+                                   t->name, g->layers[t->layer].name, stage_of[t->layer] + 1);
             const int from = producer[nd->in[k]];
             if (!st && from >= 0 && gr_stages_of_node(g, stage_of, p, from) < s - 1)
                 st = gr_spec_error(err, spec, key, "layer '%s' (stage %d) reads '%s' (stage %d): a stage receives "
@@ -269,4 +269,28 @@ void gr_stages_ranges(const gr_graph *g, const gr_stage_plan *sp, gr_stage_range
         gr_stages_span(g, GR_TK_PARAM, sp->stages[s].first, sp->stages[s].last, &r[s].param_off, &r[s].param_n);
         gr_stages_span(g, GR_TK_STATE, sp->stages[s].first, sp->stages[s].last, &r[s].state_off, &r[s].state_n);
     }
+}
+
+int gr_stages_tied(const gr_graph *g, const gr_stage_plan *sp, int *out) {
+    int *stage_of = gr_xcalloc((size_t)g->n_layers + 1, sizeof *stage_of);
+    for (int k = 0; k < sp->p; k++)
+        for (int l = sp->stages[k].first; l <= sp->stages[k].last; l++) stage_of[l] = k;
+    uint8_t *other = gr_xcalloc((size_t)(g->n_tensors ? g->n_tensors : 1), 1);
+    for (int i = 0; i < g->n_forward; i++) {
+        const gr_node *nd = &g->nodes[i];
+        const int s = nd->layer >= 0 ? stage_of[nd->layer] : sp->p - 1;
+        for (int k = 0; k < nd->nin; k++) {
+            const gr_tensor *t = &g->tensors[nd->in[k]];
+            if (t->kind == GR_TK_PARAM && t->layer >= 0 && stage_of[t->layer] != s) other[nd->in[k]] = 1;
+        }
+    }
+    int n = 0;
+    for (int t = 0; t < g->n_tensors; t++)
+        if (other[t]) {
+            if (out) out[n] = t;
+            n++;
+        }
+    free(stage_of);
+    free(other);
+    return n;
 }

@@ -7,8 +7,9 @@
  * What a cut must respect: stage s+1 receives from stage s only (the
  * activation message: every tensor of s that s+1 reads), so an edge from a
  * layer of stage i to a layer of stage j > i + 1 (a skip connection over a
- * whole stage) is refused, and so is a parameter (a tied weight) read in
- * another stage than its owner's. Graph inputs and targets are read by
+ * whole stage) is refused, and so is a layer's state read in another
+ * stage; a trainable weight read in several stages (tied) is carried
+ * (gr_stages_tied). Graph inputs and targets are read by
  * whichever stage needs them (each stage's process loads its own fields).
  *
  * Exports: gr_stages_balance (the cutter on a plain cost list),
@@ -39,7 +40,7 @@ void gr_stages_balance(const int64_t *cost, int n, int p, int *first);
  * spec->parallel.stages is given, balanced otherwise. Usage errors (exit 2)
  * at the key's file:line:col: p above the layers; a name that is no layer or
  * block use, out of order, or naming the first layer; as many names as p - 1
- * wanted; an edge over a stage or a weight tied across stages (both layers
+ * wanted; an edge over a stage or a layer's state read in another stage (both layers
  * named). out is empty on error (gr_stages_free is safe). */
 gr_status gr_stages_cut(const gr_graph *g, const gr_job_spec *spec, gr_stage_plan *out, gr_error *err);
 void gr_stages_free(gr_stage_plan *sp);
@@ -60,7 +61,8 @@ void gr_stages_free(gr_stage_plan *sp);
  *               for the whole pass (memplan.h: gr_memplan_init_part).
  * The graph inputs and targets are not messages: each stage reads its own.
  * gr_stages_cut has refused every other crossing (an edge over a stage, a
- * tied weight, a recomputed block cut in two), which here is GR_ASSERT. */
+ * layer's state, a recomputed block cut in two), which here is GR_ASSERT;
+ * a tied weight is no message (gr_stages_tied). */
 typedef struct gr_stage_io {
     int s, p;
     uint8_t *run;  /* [g->n_nodes] */
@@ -80,6 +82,13 @@ typedef struct gr_stage_range {
     int64_t param_off, param_n, state_off, state_n;
 } gr_stage_range;
 void gr_stages_ranges(const gr_graph *g, const gr_stage_plan *sp, gr_stage_range *r /* [sp->p] */);
+/* The weights tied across stages (PARAM tensors that a layer of another
+ * stage than their owner's reads: GPT-2's embedding read by its head), in
+ * tensor order, into out (NULL: only counted); returns how many. Each
+ * reading stage adds its part of the gradient into its own copy's slot;
+ * the runtime sums the slots over the stages, and each updates its copy
+ * alike (runner/pipe.c). */
+int gr_stages_tied(const gr_graph *g, const gr_stage_plan *sp, int *out);
 void gr_stage_io_free(gr_stage_io *io);
 
 #endif

@@ -41,26 +41,57 @@ gr_status gr_pipe_split(gr_job *j, gr_error *err) {
     return GR_OK;
 }
 
-/* j->og with every range outside [off, off + n) frozen (cut where a range crosses it). */
-static void gr_pipe_stage_groups(const gr_opt_groups *og, const gr_opt_range *whole, int64_t off, int64_t n,
-                                 gr_opt_groups *out) {
+/* j->og with every float outside the intervals keep[0..nk) ([off, off + n), sorted, disjoint)
+ * frozen: each range cut where an interval's edge falls in it. */
+static void gr_pipe_stage_groups(const gr_opt_groups *og, const gr_opt_range *whole, const int64_t (*keep)[2],
+                                 int nk, gr_opt_groups *out) {
     const int nr = og->n ? og->n : 1;
-    out->r = gr_xcalloc((size_t)nr * 3, sizeof *out->r);
+    out->r = gr_xcalloc((size_t)nr * (size_t)(2 * nk + 1), sizeof *out->r);
     out->n = 0;
     out->any_frozen = true;
     for (int k = 0; k < nr; k++) {
         const gr_opt_range *r = og->n ? &og->r[k] : whole;
-        const int64_t cut[4] = {r->off, GR_MAX(r->off, GR_MIN(off, r->off + r->n)),
-                                GR_MAX(r->off, GR_MIN(off + n, r->off + r->n)), r->off + r->n};
-        for (int part = 0; part < 3; part++) {
-            if (cut[part + 1] <= cut[part]) continue;
-            gr_opt_range x = *r;
-            x.off = cut[part];
-            x.n = cut[part + 1] - cut[part];
-            x.frozen = r->frozen || part != 1;
-            out->r[out->n++] = x;
+        int64_t at = r->off;
+        const int64_t end = r->off + r->n;
+        for (int i = 0; i <= nk && at < end; i++) { /* the gap before interval i, then interval i */
+            const int64_t lo = i < nk ? GR_MIN(GR_MAX(keep[i][0], at), end) : end;
+            const int64_t hi = i < nk ? GR_MIN(GR_MAX(keep[i][0] + keep[i][1], at), end) : end;
+            for (int part = 0; part < 2; part++) {
+                const int64_t a = part ? lo : at, b = part ? hi : lo;
+                if (b <= a) continue;
+                gr_opt_range x = *r;
+                x.off = a;
+                x.n = b - a;
+                x.frozen = r->frozen || part == 0;
+                out->r[out->n++] = x;
+            }
+            at = hi;
         }
     }
+}
+
+/* The stage's optimizer groups: its own range (og_norm), and with the tied weights it reads but
+ * does not own (og). */
+static void gr_pipe_groups(gr_job *j, gr_pipe_job *pj) {
+    const gr_stage_range *r = &pj->pp.ranges[pj->stage];
+    const gr_opt_range whole = {0, j->g.n_trainable, 1.0, j->spec->train.optimizer.weight_decay, false};
+    int64_t (*keep)[2] = gr_xcalloc((size_t)pj->n_tied + 1, sizeof *keep);
+    int nk = 0;
+    keep[nk][0] = r->param_off, keep[nk++][1] = r->param_n;
+    gr_pipe_stage_groups(&j->og, &whole, (const int64_t(*)[2])keep, nk, &pj->og_norm);
+    for (int i = 0; i < pj->n_tied; i++) {
+        const gr_tensor *t = &j->g.tensors[pj->tied[i]];
+        if (t->param_offset >= r->param_off && t->param_offset < r->param_off + r->param_n) continue; /* its own */
+        keep[nk][0] = t->param_offset, keep[nk++][1] = gr_tensor_numel(t);
+    }
+    for (int a = 1; a < nk; a++) /* sorted by offset (few) */
+        for (int b = a; b > 0 && keep[b][0] < keep[b - 1][0]; b--) {
+            const int64_t x0 = keep[b][0], x1 = keep[b][1];
+            keep[b][0] = keep[b - 1][0], keep[b][1] = keep[b - 1][1];
+            keep[b - 1][0] = x0, keep[b - 1][1] = x1;
+        }
+    gr_pipe_stage_groups(&j->og, &whole, (const int64_t(*)[2])keep, nk, &pj->og);
+    free(keep);
 }
 
 gr_status gr_pipe_model(gr_job *j, gr_error *err) {
@@ -85,9 +116,10 @@ gr_status gr_pipe_model(gr_job *j, gr_error *err) {
     pj->pp.step = 0;
     pj->pp.hooks = &j->hooks;
     pj->pp.comm_s = &j->mx.comm_s;
-    const gr_stage_range *r = &pj->pp.ranges[pj->stage];
-    const gr_opt_range whole = {0, j->g.n_trainable, 1.0, s->train.optimizer.weight_decay, false};
-    gr_pipe_stage_groups(&j->og, &whole, r->param_off, r->param_n, &pj->og);
+    pj->n_tied = gr_stages_tied(&j->g, &pj->sp, NULL);
+    pj->tied = gr_xcalloc((size_t)pj->n_tied + 1, sizeof *pj->tied);
+    gr_stages_tied(&j->g, &pj->sp, pj->tied);
+    gr_pipe_groups(j, pj);
     return GR_OK;
 }
 
@@ -135,6 +167,27 @@ static void gr_pipe_forwarded(void *user, int mb, gr_plan *plan) {
     gr_hooks_end(j->hooks, GR_SPAN_D2H);
 }
 
+/* The tied weights' gradient slots summed over the replicas of the stage (the owner's were, with
+ * its range), then over the stages: every copy then holds the whole gradient. */
+static gr_status gr_pipe_sum_tied(gr_job *j, gr_error *err) {
+    gr_pipe_job *pj = j->pp;
+    gr_status st = GR_OK;
+    if (!pj->n_tied) return GR_OK;
+    const double t0 = gr_wd_enter("the sums of the weights tied across pipeline stages", j->dp.step);
+    const gr_stage_range *r = &pj->pp.ranges[pj->stage];
+    for (int i = 0; i < pj->n_tied && !st; i++) {
+        const gr_tensor *t = &j->g.tensors[pj->tied[i]];
+        float *slot = j->m.grads + t->param_offset;
+        const bool own = t->param_offset >= r->param_off && t->param_offset < r->param_off + r->param_n;
+        if (j->dp.comm.world > 1 && !own) /* the owner's range is summed over the replicas already */
+            st = gr_comm_sum_f32(&j->dp.comm, slot, gr_tensor_numel(t), t->name, err);
+        if (!st) st = gr_comm_sum_f32(&pj->pipe, slot, gr_tensor_numel(t), t->name, err);
+    }
+    gr_wd_leave();
+    j->mx.comm_s += gr_now() - t0;
+    return st;
+}
+
 gr_status gr_pipe_accumulate(gr_job *j, int64_t step, int64_t spe, int64_t accum, double *loss, gr_error *err) {
     gr_pipe_job *pj = j->pp;
     const gr_stage_range *r = &pj->pp.ranges[pj->stage];
@@ -145,6 +198,10 @@ gr_status gr_pipe_accumulate(gr_job *j, int64_t step, int64_t spe, int64_t accum
     gr_hooks_step_begin(j->hooks, step);
     if (step > 0 && step % spe == 0 && (st = gr_loader_seek(j->train_ld, c.epoch, 0, err))) return st;
     gr_backend_zero(j->be, j->m.grads + r->param_off, (size_t)r->param_n * sizeof(float));
+    for (int i = 0; i < pj->n_tied; i++) { /* every stage's copy, read there or not (a sum's zero) */
+        const gr_tensor *t = &j->g.tensors[pj->tied[i]];
+        gr_backend_zero(j->be, j->m.grads + t->param_offset, (size_t)gr_tensor_numel(t) * sizeof(float));
+    }
     const gr_pp_calls calls = {gr_pipe_load, gr_pipe_forwarded, &c};
     if ((st = gr_pp_step(&pj->pp, j->spec->train.micro_batch, &calls, err))) return st;
     pj->busy_s += pj->pp.busy_s;
@@ -153,6 +210,7 @@ gr_status gr_pipe_accumulate(gr_job *j, int64_t step, int64_t spe, int64_t accum
     if ((st = gr_dp_reduce_step(&j->dp, j->m.grads + r->param_off, r->param_n, &c.ps.loss_sum, &c.ps.loss_count,
                                 err)))
         return st;
+    if ((st = gr_pipe_sum_tied(j, err))) return st;
     double v[2] = {c.ps.loss_sum, c.ps.loss_count};
     if ((st = gr_pp_sum(&pj->pp, v, 2, "the step's loss over the pipeline stages", err))) return st;
     *loss = v[0] / v[1];
@@ -161,7 +219,7 @@ gr_status gr_pipe_accumulate(gr_job *j, int64_t step, int64_t spe, int64_t accum
 
 gr_status gr_pipe_apply(gr_job *j, double lr, int64_t step, double scale, bool *finite, gr_error *err) {
     gr_pipe_job *pj = j->pp;
-    double sumsq = gr_train_grad_sumsq(&j->m, &pj->og);
+    double sumsq = gr_train_grad_sumsq(&j->m, &pj->og_norm); /* a tied weight's counted by its owner */
     gr_status st = gr_pp_sum(&pj->pp, &sumsq, 1, "the gradients' norm over the pipeline stages", err);
     if (st) return st;
     *finite = gr_train_apply_sumsq(&j->m, j->spec, &pj->og, lr, step, scale, true, &sumsq);
@@ -212,6 +270,8 @@ void gr_pipe_free(gr_job *j) {
     gr_pp_free(&pj->pp);
     gr_stages_free(&pj->sp);
     gr_opt_groups_free(&pj->og);
+    gr_opt_groups_free(&pj->og_norm);
+    free(pj->tied);
     if (pj->split) {
         gr_comm_free(&pj->pipe);
         gr_comm_free(&j->dp.comm); /* the stage's ranks (a sub-communicator) */

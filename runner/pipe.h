@@ -14,8 +14,11 @@
  * checkpoint, which rank 0 writes as one process would, so checkpoints
  * carry no layout; an evaluation, which the whole world shares; the final
  * weights). The loss's sums are the last stage's; the gradients' norm
- * (clipping, the inf/NaN check) is summed over the stages. A signal is
- * agreed by every rank after a whole step. */
+ * (clipping, the inf/NaN check) is summed over the stages. A weight tied
+ * across stages (gr_stages_tied) has a copy on each stage that reads it:
+ * their gradient slots are summed over the stages (and replicas), and each
+ * such stage updates its copy alike (its norm counted once, by its owner).
+ * A signal is agreed by every rank after a whole step. */
 #ifndef GR_PIPE_H
 #define GR_PIPE_H
 
@@ -28,7 +31,9 @@ typedef struct gr_pipe_job {
     gr_stage_plan sp;    /* the cut */
     gr_pp pp;            /* the stage's runtime */
     bool pp_ready;
-    gr_opt_groups og;    /* j->og with every other stage's range frozen */
+    gr_opt_groups og;    /* j->og with every other stage's range frozen but its tied weights' */
+    gr_opt_groups og_norm; /* the stage's own range alone: its part of the gradients' norm */
+    int *tied, n_tied;   /* the weights tied across stages (graph/stages.h: gr_stages_tied) */
     int stage, p, m, replicas;
     bool split;          /* pipe and j->dp.comm are made (gr_pipe_split) */
     double busy_s, step_s; /* summed over the steps run: in the stage's kernels, and in all */
