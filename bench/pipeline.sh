@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/pipeline.sh — pipeline parallelism on the CPU, in one run: the small GPT of
-# configs/fortunes-gpt.yaml (4 blocks, 128 wide, 64 positions; its head untied, as a weight may
-# not be tied across stages yet) at batch 32 in micro-batches of 4 (m = 8), on random tokens:
+# configs/fortunes-gpt.yaml (4 blocks, 128 wide, 64 positions; its head untied, so that the two
+# stages exchange nothing but activations and gradients) at batch 32 in micro-batches of 4 (m = 8),
+# on random tokens:
 #   1 process  x 1 thread                      gpurun, and PyTorch (bench/torch_gpt_ref.py, the same
 #                                              blocks with a tied head, eager fp32, 1 thread)
 #   2 stages   x 1 thread each, 1f1b and gpipe `mpirun -np 2 gpurun ... --set parallel.pipeline=2`
