@@ -274,7 +274,7 @@ static int64_t gr_plan_cmd_data(const gr_job_spec *s, const gr_comm *c) {
 /* The pipeline's micro-batches of one step: parallel.microbatches (which
  * must split each replica's batch, and match train.micro_batch when that is
  * given), else the replica's batch over the planned micro-batch. */
-static gr_status gr_plan_cmd_micro(const gr_job_spec *s, const gr_graph *g, int64_t data, int64_t *m,
+static gr_status gr_plan_cmd_micro(const gr_job_spec *s, gr_graph *g, int64_t data, int64_t *m,
                                    gr_error *err) {
     const int64_t per = s->train.batch_size / data;
     if (!s->parallel.microbatches) {
@@ -287,6 +287,8 @@ static gr_status gr_plan_cmd_micro(const gr_job_spec *s, const gr_graph *g, int6
                              "parallel.data %lld into equal micro-batches", (long long)*m,
                              (long long)s->train.batch_size, (long long)data);
     const gr_cfg *mb = gr_spec_node(s->root, "train.micro_batch");
+    if (!mb) /* the micro-batch is the replica's share over them: planned there */
+        return gr_graph_set_batch(g, per / *m, err);
     if (mb && s->train.micro_batch > 0 && s->train.micro_batch * *m != per)
         return gr_spec_error(err, s, "parallel.microbatches", "%lld micro-batches of train.micro_batch %lld make "
                              "%lld samples, but a replica's share of train.batch_size %lld is %lld", (long long)*m,
@@ -297,7 +299,7 @@ static gr_status gr_plan_cmd_micro(const gr_job_spec *s, const gr_graph *g, int6
 
 /* parallel.pipeline > 1: the stages cut (graph/stages.h) and the step's
  * micro-batches, checked before anything is printed. */
-static gr_status gr_plan_cmd_cut(const gr_job_spec *s, const gr_graph *g, gr_stage_plan *sp, int64_t *m,
+static gr_status gr_plan_cmd_cut(const gr_job_spec *s, gr_graph *g, gr_stage_plan *sp, int64_t *m,
                                  gr_error *err) {
     gr_comm c;
     gr_comm_detect(&c);
@@ -319,21 +321,35 @@ static void gr_plan_cmd_stages(const gr_job_spec *s, const gr_graph *g, const gr
                               strlen(g->layers[sp->stages[i].last].name)) + 2);
     fprintf(f, "\npipeline: %d stages (%s), %lld micro-batches a step, schedule %s\n", p,
             sp->named ? "cut at parallel.stages" : "balanced by FLOPs", (long long)m, gr_pipe_kind_name(kind));
-    fprintf(f, "%-5s %-*s %7s %14s %12s %9s\n", "stage", wl, "layers", "count", "FLOPs/sample", "params", "in-flight");
+    fprintf(f, "%-5s %-*s %7s %14s %12s %9s %16s\n", "stage", wl, "layers", "count", "FLOPs/sample", "params",
+            "in-flight", "activations (B)");
     int64_t top = 0, all = 0;
     for (int i = 0; i < p; i++) {
         const gr_stage *sg = &sp->stages[i];
-        char lay[2 * GR_NAME_MAX + 4], a[64], b[64];
+        char lay[2 * GR_NAME_MAX + 4], a[64], b[64], c[64];
         snprintf(lay, sizeof lay, "%s..%s", g->layers[sg->first].name, g->layers[sg->last].name);
         gr_fmt_count(sg->flops, a, sizeof a);
         gr_fmt_count(sg->params, b, sizeof b);
-        fprintf(f, "%-5d %-*s %7d %14s %12s %9d\n", i + 1, wl, lay, sg->last - sg->first + 1, a, b,
-                gr_pipe_peak_activations(kind, p, mi, i));
+        /* the stage's part of the training pass, one arena per micro-batch in flight (dist/pp.h) */
+        const int k = gr_pipe_peak_activations(kind, p, mi, i);
+        gr_stage_io io;
+        gr_stage_io_init(g, sp, i, &io);
+        gr_memplan mp;
+        gr_memplan_init_part(&mp, g, GR_PLAN_TRAIN, io.run, io.pin);
+        gr_fmt_count((int64_t)k * (int64_t)mp.act_bytes, c, sizeof c);
+        gr_memplan_free(&mp);
+        gr_stage_io_free(&io);
+        fprintf(f, "%-5d %-*s %7d %14s %12s %9d %16s\n", i + 1, wl, lay, sg->last - sg->first + 1, a, b, k, c);
         top = GR_MAX(top, sg->flops), all += sg->flops;
     }
     fprintf(f, "bubble: %.1f%% of each step idle, (p-1)/(m+p-1) = %d/%lld; largest stage %.1f%% of the FLOPs "
             "(1/%d = %.1f%%)\n", 100 * gr_pipe_bubble_fraction(p, mi), p - 1, (long long)(m + p - 1),
             all ? 100.0 * (double)top / (double)all : 0.0, p, 100.0 / p);
+    size_t pb, gb, ob;
+    char w[64];
+    gr_fmt_count((int64_t)gr_model_bytes(g, gr_optim_slots(&s->train.optimizer), &pb, &gb, &ob), w, sizeof w);
+    fprintf(f, "each stage's process also holds the whole model's params, grads and optimizer state (%s bytes; "
+            "below: one process)\n", w);
 }
 
 gr_status gr_train_plan_report(const gr_job_spec *spec, const char *memory, FILE *f, gr_error *err) {

@@ -180,6 +180,10 @@ assert abs(s["pipeline_predicted_idle_pct"] - 100 / 9) < 1e-6, s
 assert 0 <= s["pipeline_idle_pct"] < 100, s
 assert s["pipeline_in_flight"] == 2 and s["pipeline_activation_bytes"] > 0, s
 EOF
+expect_ok -- "$G" plan "$T/gpt.yaml" --set parallel.pipeline=2
+check "gpurun plan's first-stage activations are the run's (summary.json)" bash -c "
+    [ \"\$(sed -n 's/^1 .* \([0-9,]*\)\$/\1/p' '$OUT' | tr -d ,)\" = \
+      \"\$(grep -o '\"pipeline_activation_bytes\":[0-9]*' '$T/gpt-pp2/summary.json' | cut -d: -f2)\" ]"
 check "summary.json: gpipe holds all 8 micro-batches on the first stage, 4x 1f1b's activation bytes" "$PY" - \
     "$T/cnn-gpipe" "$T/cnn-pp2" <<'EOF'
 import json, sys

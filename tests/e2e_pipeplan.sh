@@ -28,12 +28,18 @@ YAML
 
 expect_ok "pipeline: 2 stages (balanced by FLOPs), 8 micro-batches a step, schedule 1f1b" \
     "stage layers" "bubble: 11.1% of each step idle, (p-1)/(m+p-1) = 1/9" -- "$G" plan cnn.yaml --set parallel.pipeline=2
-grep -Eq '^1 +c1\.\.[a-z0-9]+ +[0-9]+ +[0-9,]+ +[0-9,]+ +2$'  "$OUT" && ok || { bad "stage 1's row (2 in flight)"; echo "$OUT"; }
-grep -Eq '^2 +[a-z0-9]+\.\.out +[0-9]+ +[0-9,]+ +[0-9,]+ +1$'  "$OUT" && ok || { bad "stage 2's row (1 in flight)"; echo "$OUT"; }
+grep -Eq '^1 +c1\.\.[a-z0-9]+ +[0-9]+ +[0-9,]+ +[0-9,]+ +2 +[0-9,]+$'  "$OUT" && ok || { bad "stage 1's row (2 in flight)"; echo "$OUT"; }
+grep -Eq '^2 +[a-z0-9]+\.\.out +[0-9]+ +[0-9,]+ +[0-9,]+ +1 +[0-9,]+$'  "$OUT" && ok || { bad "stage 2's row (1 in flight)"; echo "$OUT"; }
 expect_ok "3 stages (cut at parallel.stages), 4 micro-batches a step, schedule gpipe" "1     c1..relu0" \
     "3     skip..out" "bubble: 33.3% of each step idle, (p-1)/(m+p-1) = 2/6" -- \
     "$G" plan cnn.yaml --set parallel.pipeline=3 --set 'parallel.stages=[c2, skip]' --set parallel.schedule=gpipe \
     --set parallel.microbatches=4 --set train.micro_batch=8
+# parallel.microbatches alone: the micro-batch is the batch over them, and the plan is made there;
+# each stage's activations are its micro-batches in flight times its part's arena
+sed 's/micro_batch: 4, //' cnn.yaml >cnn_m.yaml
+expect_ok "micro-batch 8" "pipeline: 2 stages (balanced by FLOPs), 4 micro-batches a step" "activations (B)" \
+    "each stage's process also holds the whole model's params, grads and optimizer state" -- \
+    "$G" plan cnn_m.yaml --set parallel.pipeline=2 --set parallel.microbatches=4
 expect_ok -- "$G" plan cnn.yaml --set parallel.pipeline=1   # no table, no error
 grep -q "stage layers" "$OUT" && bad "a table for one stage" || ok
 
