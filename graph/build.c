@@ -550,6 +550,9 @@ static gr_status gr_build_layer(gr_builder *b, gr_scope *sc, const gr_layer_item
         return gr_cfg_error(err, item, key, "duplicate layer name '%s'", name);
     int l = gr_build_add_layer(g, name, (gr_op)op);
     g->layers[l].recompute = b->recompute;
+    g->layers[l].at_set = strcmp(item->file, "--set") == 0; /* item may be a block's expanded copy */
+    g->layers[l].at_line = item->line;
+    g->layers[l].at_col = item->col;
     gr_names_put(&b->layer_names, name, l);
     int outs[1] = {-1};
     int nd = gr_graph_add_node(g, (gr_op)op, l, in, nin, outs, 0);

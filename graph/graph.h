@@ -155,6 +155,10 @@ typedef struct gr_layer {
     int node;                /* forward node */
     int64_t n_params;
     int recompute;           /* the recomputed block use it is in (gr_graph_recompute); -1: none */
+    /* where its YAML item is, for messages (file:line:col; a block's layer: its template's item):
+     * at_set, an --set value's, else the spec's file; at_line 0 when built otherwise */
+    bool at_set;
+    int at_line, at_col;
 } gr_layer;
 
 typedef struct gr_graph {

@@ -64,8 +64,8 @@ gr_status gr_parallel_check_world(const gr_job_spec *s, const gr_comm *c, gr_err
 
 gr_status gr_parallel_check_unbuilt(const gr_job_spec *s, gr_error *err) {
     if (s->parallel.tensor > 1)
-        return gr_spec_error(err, s, "parallel.tensor", "tensor parallelism is not implemented yet (%lld asked for; "
-                             "leave it 1)", (long long)s->parallel.tensor);
+        return gr_spec_error(err, s, "parallel.tensor", "tensor parallelism does not run yet (%lld asked for; leave "
+                             "it 1): `gpurun plan` shows how it would split the model", (long long)s->parallel.tensor);
     return GR_OK;
 }
 

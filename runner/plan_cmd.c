@@ -12,6 +12,7 @@
 #include "../graph/graph.h"
 #include "../graph/pipeline.h"
 #include "../graph/stages.h"
+#include "../graph/tensor.h"
 #include "hostmem.h"
 #include "memfit.h"
 #include "parallel.h"
@@ -352,12 +353,38 @@ static void gr_plan_cmd_stages(const gr_job_spec *s, const gr_graph *g, const gr
             "below: one process)\n", w);
 }
 
+/* parallel.tensor > 1: the layers split and how (graph/tensor.h), and what each process holds and
+ * all-reduces. */
+static void gr_plan_cmd_tensor(const gr_graph *g, const gr_tp_plan *tp, FILE *f) {
+    int wl = 12, qkv = 0;
+    for (int l = 0; l < g->n_layers; l++)
+        if (tp->role[l] != GR_TP_REPLICATED) wl = GR_MAX(wl, (int)strlen(g->layers[l].name));
+    for (int l = 0; l < g->n_layers; l++) qkv += tp->role[l] == GR_TP_COLUMN_QKV;
+    fprintf(f, "\ntensor parallelism: %d processes a group; %d column/row pair%s split (%d by attention heads), "
+            "every other layer replicated\n", tp->t, tp->pairs, tp->pairs == 1 ? "" : "s", qkv);
+    fprintf(f, "%-*s %-10s %s\n", wl, "layer", "op", "split");
+    for (int l = 0; l < g->n_layers; l++) {
+        const gr_tp_role r = tp->role[l];
+        if (r == GR_TP_REPLICATED) continue;
+        fprintf(f, "%-*s %-10s %s%s\n", wl, g->layers[l].name, gr_op_name(g->layers[l].op), gr_tp_role_name(r),
+                r == GR_TP_ROW ? " (its output summed over the group: an all-reduce)"
+                : (r == GR_TP_COLUMN || r == GR_TP_COLUMN_QKV) ? " (its input's gradient summed: an all-reduce)" : "");
+    }
+    char a[64], b[64], c[64], d[64];
+    gr_fmt_count(tp->split_params / tp->t, a, sizeof a);
+    gr_fmt_count(tp->repl_params, b, sizeof b);
+    gr_fmt_count(tp->allreduce_fwd, c, sizeof c);
+    gr_fmt_count(tp->allreduce_bwd, d, sizeof d);
+    fprintf(f, "each process holds %s parameters of the split layers (1/%d) and the %s replicated; all-reduced "
+            "per sample: %s floats forward, %s backward\n", a, tp->t, b, c, d);
+}
+
 gr_status gr_train_plan_report(const gr_job_spec *spec, const char *memory, FILE *f, gr_error *err) {
     size_t bytes;
     gr_status st = memory && strcmp(memory, "auto") != 0 ? gr_plan_cmd_bytes(memory, &bytes, err) : GR_OK;
-    if (!st) st = gr_parallel_check_unbuilt(spec, err);
     if (st) return st;
     gr_stage_plan sp = {0};
+    gr_tp_plan tsp = {0};
     int64_t m = 0;
     gr_job j;
     gr_job_init(&j, spec, true);
@@ -374,6 +401,8 @@ gr_status gr_train_plan_report(const gr_job_spec *spec, const char *memory, FILE
         goto done;
     }
     if (spec->parallel.pipeline > 1 && (st = gr_plan_cmd_cut(spec, &j.g, &sp, &m, err))) goto done;
+    if (spec->parallel.tensor > 1 && (st = gr_tp_plan_make(&j.g, spec, (int)spec->parallel.tensor, &tsp, err)))
+        goto done;
     const char *dev;
     j.be = gr_plan_cmd_device(spec, &dev); /* gr_job_free frees it */
     if (j.be) gr_job_layout(&j);
@@ -387,6 +416,7 @@ gr_status gr_train_plan_report(const gr_job_spec *spec, const char *memory, FILE
     fprintf(f, "\n");
     gr_plan_cmd_layers(spec, &j.g, f);
     if (sp.p) gr_plan_cmd_stages(spec, &j.g, &sp, m, f);
+    if (tsp.t > 1) gr_plan_cmd_tensor(&j.g, &tsp, f);
     gr_opt_groups_print(&j.og, &j.g, spec, f);
     gr_mem_need need;
     gr_memfit_of(&j.g, gr_optim_slots(&spec->train.optimizer), &tp, &ep, &need);
@@ -397,6 +427,7 @@ gr_status gr_train_plan_report(const gr_job_spec *spec, const char *memory, FILE
     gr_plan_free(&ep);
     if (memory) st = gr_plan_cmd_memfit(&j, &need, memory, dev, f, err);
 done:
+    gr_tp_plan_free(&tsp);
     gr_stages_free(&sp);
     gr_job_free(&j);
     return st;

@@ -3,8 +3,8 @@
 # 2.4): the stage table, the bubble and the in-flight micro-batches per stage;
 # the refusals (exit 2, the key at its place): too many stages, unknown or
 # out-of-order names, a skip connection over a stage, a recomputed block cut
-# in two, tensor parallelism, a launched world that is not data x pipeline x
-# tensor, and `gpurun run` of a pipeline job without a launcher (the command
+# in two; tensor parallelism's split (and its refusals); a launched world that
+# is not data x pipeline x tensor, and `gpurun run` of a pipeline job without a launcher (the command
 # that launches it; tests/e2e_pipeline.sh runs them).
 #
 #   bash tests/e2e_pipeplan.sh GPURUN_BINARY SOURCE_DIR TMPDIR
@@ -54,7 +54,26 @@ expect 2 "parallel.stages: layer 'skip' (stage 3) reads 'r2' (stage 1)" "may not
     "$G" plan cnn.yaml --set parallel.pipeline=3 --set 'parallel.stages=[c3, skip]'
 expect 2 "parallel.stages: expected auto or a non-empty list" -- "$G" plan cnn.yaml --set parallel.stages=c2
 expect 2 "parallel.schedule" -- "$G" plan cnn.yaml --set parallel.schedule=zigzag
-expect 2 "parallel.tensor: tensor parallelism is not implemented yet" -- "$G" plan cnn.yaml --set parallel.tensor=2
+# tensor parallelism: `plan` shows the split (graph/tensor.h; tests/test_tensor_plan.c has the rules); a
+# convolution is refused at its item; `run` refuses it (no runtime yet)
+expect 2 "cnn.yaml:5:7: model: layer 'c1': tensor parallelism splits dense layers and attention heads; a conv layer" \
+    -- "$G" plan cnn.yaml --set parallel.tensor=2
+cat >mlp.yaml <<'YAML'
+data: {train: {path: absent.h5}}
+model:
+  input: [16]
+  layers: [{dense: {units: 32}, name: up}, gelu, {dense: {units: 16}, name: down}, {dense: {units: 4}, name: out}]
+train: {batch_size: 8, steps: 1, optimizer: {lr: 0.1}}
+YAML
+expect_ok "tensor parallelism: 2 processes a group; 1 column/row pair split (0 by attention heads)" \
+    "each process holds 536 parameters of the split layers (1/2) and the 68 replicated" -- \
+    "$G" plan mlp.yaml --set parallel.tensor=2
+grep -Eq '^up +dense +column ' "$OUT" && grep -Eq '^gelu0 +gelu +sharded$' "$OUT" && grep -Eq '^down +dense +row ' "$OUT" &&
+    ! grep -Eq '^out +dense +(column|row)' "$OUT" && ok || { bad "the split's rows"; cat "$OUT"; }
+expect 2 "mlp.yaml:4:12: model: layer 'up': its 32 units do not split over parallel.tensor 3 processes" -- \
+    "$G" plan mlp.yaml --set parallel.tensor=3
+expect 2 "parallel.tensor: tensor parallelism does not run yet (2 asked for; leave it 1)" -- \
+    "$G" run mlp.yaml --set parallel.tensor=2
 expect 2 "parallel.microbatches: 3 does not split train.batch_size 32" -- \
     "$G" plan cnn.yaml --set parallel.pipeline=2 --set parallel.microbatches=3
 # under a launcher (its environment; plan joins no one): world = data x pipeline x tensor
