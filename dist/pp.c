@@ -27,11 +27,16 @@ gr_status gr_pp_init(gr_pp *pp, int s, const gr_stage_plan *sp, gr_model *mo, co
     for (int i = 0; i < pp->k; i++) {
         if (!(st = gr_plan_compile_part(&pp->slot[i], mo, g, GR_PLAN_TRAIN, true, pp->io.run, pp->io.pin, err)))
             continue;
-        char msg[GR_ERROR_MSG_MAX];
+        char msg[GR_ERROR_MSG_MAX], head[160];
         memcpy(msg, err->msg, sizeof msg);
-        snprintf(err->msg, sizeof err->msg, "pipeline stage %d of %d (schedule %s, %d micro-batch%s in flight, "
-                 "each its own activation arena): %s", s + 1, p, gr_pipe_kind_name(kind), pp->k, pp->k > 1 ? "es" : "",
-                 msg);
+        int w = snprintf(head, sizeof head, "pipeline stage %d of %d (schedule %s, %d micro-batch%s in flight, each "
+                         "its own activation arena): ", s + 1, p, gr_pipe_kind_name(kind), pp->k, pp->k > 1 ? "es" : "");
+        const size_t hn = w > 0 ? GR_MIN((size_t)w, sizeof head - 1) : 0;
+        size_t mn = strnlen(msg, sizeof msg - 1); /* the stage first, then as much of the message as fits */
+        if (mn > sizeof err->msg - 1 - hn) mn = sizeof err->msg - 1 - hn;
+        memcpy(err->msg, head, hn);
+        memcpy(err->msg + hn, msg, mn);
+        err->msg[hn + mn] = '\0';
         return st;
     }
     return GR_OK;
