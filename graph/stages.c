@@ -130,6 +130,33 @@ static gr_status gr_stages_edges(const gr_graph *g, const gr_job_spec *spec, con
     return st;
 }
 
+/* The balanced cut (parallel.stages: auto) of the layers' costs, a recomputed block use kept whole
+ * (its copies run in the backward pass, which sends nothing forward): its layers are one unit. */
+static gr_status gr_stages_auto(const gr_graph *g, const gr_job_spec *spec, const int64_t *cost, int p, int *first,
+                                gr_error *err) {
+    const int n = g->n_layers;
+    int64_t *ucost = gr_xcalloc((size_t)n, sizeof *ucost);
+    int *ufirst = gr_xcalloc((size_t)n, sizeof *ufirst), nu = 0; /* unit u begins at layer ufirst[u] */
+    for (int l = 0; l < n; l++) {
+        const int rc = g->layers[l].recompute;
+        if (l == 0 || rc < 0 || rc != g->layers[l - 1].recompute) ufirst[nu++] = l;
+        ucost[nu - 1] += cost[l];
+    }
+    gr_status st = GR_OK;
+    if (p > nu)
+        st = gr_spec_error(err, spec, "parallel.pipeline", "%d stages, but the model has %d layers or recomputed "
+                           "block uses to cut between (train.recompute keeps a block use in one stage)", p, nu);
+    else {
+        int *cut = gr_xcalloc((size_t)p, sizeof *cut);
+        gr_stages_balance(ucost, nu, p, cut);
+        for (int s = 0; s < p; s++) first[s] = ufirst[cut[s]];
+        free(cut);
+    }
+    free(ucost);
+    free(ufirst);
+    return st;
+}
+
 gr_status gr_stages_cut(const gr_graph *g, const gr_job_spec *spec, gr_stage_plan *out, gr_error *err) {
     memset(out, 0, sizeof *out);
     const int64_t p64 = spec->parallel.pipeline;
@@ -144,7 +171,7 @@ gr_status gr_stages_cut(const gr_graph *g, const gr_job_spec *spec, gr_stage_pla
     int *stage_of = gr_xcalloc((size_t)n, sizeof *stage_of);
     gr_status st = GR_OK;
     if (spec->parallel.stages) st = gr_stages_named(g, spec, p, first, err);
-    else gr_stages_balance(cost, n, p, first);
+    else st = gr_stages_auto(g, spec, cost, p, first, err);
     first[p] = n;
     for (int s = 0; s < p && !st; s++)
         for (int l = first[s]; l < first[s + 1]; l++) stage_of[l] = s;

@@ -100,16 +100,21 @@ gr_status gr_pipe_model(gr_job *j, gr_error *err) {
     const int64_t per = s->train.batch_size / pj->replicas, mb = j->g.micro_batch;
     GR_ASSERT(per % mb == 0);
     const int64_t m = per / mb;
-    if (s->parallel.microbatches && s->parallel.microbatches != m)
+    if (s->parallel.microbatches && s->parallel.microbatches != m) {
+        j->world.agreed = j->dp.comm.agreed = true;
         return gr_spec_error(err, s, "parallel.microbatches", "%lld, but train.micro_batch %lld makes a replica's "
                              "share of train.batch_size (%lld) %lld micro-batches; give one of the two",
                              (long long)s->parallel.microbatches, (long long)mb, (long long)per, (long long)m);
+    }
     if (m > GR_PIPE_MAX_MICRO)
         return gr_spec_error(err, s, "train.micro_batch", "%lld makes %lld pipeline micro-batches a step; at most %d",
                              (long long)mb, (long long)m, GR_PIPE_MAX_MICRO);
     pj->m = (int)m;
     gr_status st = gr_stages_cut(&j->g, s, &pj->sp, err);
-    if (st) return st;
+    if (st) { /* the same spec and graph on every rank: each meets it, none aborts the others */
+        j->world.agreed = j->dp.comm.agreed = true;
+        return st;
+    }
     if ((st = gr_pp_init(&pj->pp, pj->stage, &pj->sp, &j->m, &j->g, (gr_pipe_kind)s->parallel.schedule, pj->m, err)))
         return st;
     pj->pp_ready = true;

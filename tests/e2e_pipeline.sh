@@ -131,6 +131,9 @@ check "mlp, 2 replicas x 2 stages (4 ranks): the losses of 1 process within 1e-5
     "$PY" "$PC" losses "$T/mlp-1" "$T/mlp-d2pp2" 1e-5
 expect 0 -- "${MPI[@]}" 2 "$G" "$T/mlp.yaml" --run-dir "$T/mlp-d2" "${ONE[@]}"
 same mlp-d2 mlp-d2pp2 "mlp, 2 replicas x 2 stages against 2 replicas"
+expect 0 -- "${MPI[@]}" 2 "$G" "$T/gpt.yaml" --run-dir "$T/gpt-rc" "${ONE[@]}" --set parallel.pipeline=2 \
+    --set train.recompute=blocks
+same gpt-1 gpt-rc "gpt with train.recompute: blocks (the balanced cut keeps each block use whole)"
 expect 0 -- "$G" "$T/gpt.yaml" --run-dir "$T/gpt-clip1" "${ONE[@]}" --set train.grad_clip=0.05
 expect 0 -- "${MPI[@]}" 2 "$G" "$T/gpt.yaml" --run-dir "$T/gpt-clip2" "${ONE[@]}" --set train.grad_clip=0.05 \
     --set parallel.pipeline=2

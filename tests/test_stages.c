@@ -261,8 +261,33 @@ static void test_stage_io(void) {
     gr_graph_free(&g);
 }
 
+/* With train.recompute: blocks the balanced cut falls between block uses only. */
+static void test_recompute_whole(void) {
+    const char *blk = "  input: [8]\n  blocks:\n    b: {layers: [{dense: {units: 8}, name: d1}, relu, "
+                      "{dense: {units: 8}, name: d2}]}\n  layers: [{b: {}, repeat: 4}, {dense: {units: 3}}]";
+    for (int p = 2; p <= 5; p++) {
+        char set[64];
+        snprintf(set, sizeof set, "parallel.pipeline=%d", p);
+        const char *sets[] = {set, "train.recompute=blocks"};
+        gr_graph g;
+        gr_stage_plan sp;
+        gr_error err = {0};
+        CHECK_MSG(cut("rc", blk, sets, 2, &g, &sp, &err) == GR_OK, "p %d: %s", p, err.msg);
+        for (int s = 1; s < p; s++) {
+            const char *name = g.layers[sp.stages[s].first].name;
+            CHECK_MSG(strstr(name, ".d1") || !strchr(name, '.'), "p %d: stage %d begins at %s", p, s + 1, name);
+        }
+        gr_stages_free(&sp);
+        gr_graph_free(&g);
+    }
+    const char *six[] = {"parallel.pipeline=6", "train.recompute=blocks"};
+    expect_refused("rc6", blk, six, 2, (const char *[]){"6 stages, but the model has 5 layers or recomputed block "
+                   "uses to cut between", NULL});
+}
+
 int main(void) {
     test_synthetic();
+    test_recompute_whole();
     test_stage_io();
     test_graph_balanced("mlp", MLP);
     test_graph_balanced("cnn", CNN);
