@@ -18,6 +18,7 @@
  * here to an earlier dense or embedding layer: the scope's NAME first, then
  * the full name. */
 #include "graph.h"
+#include "tensor.h"
 #include "split.h"
 #include "names.h"
 
@@ -131,6 +132,7 @@ typedef struct gr_builder {
     int recompute;            /* the recomputed block use being built (its layers' gr_layer.recompute); -1 */
     int n_recompute;          /* recomputed block uses so far */
     gr_names layer_names;     /* full layer name -> layer index, for duplicates */
+    const struct gr_tp_plan *tp; /* a tensor group's part (gr_graph_io.tp); NULL: the whole model */
 } gr_builder;
 
 static void gr_scope_init(gr_scope *sc, const gr_builder *b, const char *prefix, int input) {
@@ -557,6 +559,7 @@ static gr_status gr_build_layer(gr_builder *b, gr_scope *sc, const gr_layer_item
     int outs[1] = {-1};
     int nd = gr_graph_add_node(g, (gr_op)op, l, in, nin, outs, 0);
     g->nodes[nd].attrs = *attrs;
+    if (b->tp) gr_tp_part_attrs(b->tp, l, &g->nodes[nd].attrs); /* a tensor group's part: units, heads */
     g->layers[l].node = nd;
     if (b->infer) {
         gr_status st = gr_op_impl_of((gr_op)op)->infer(g, nd, &li->op_at, akey, err);
@@ -675,7 +678,7 @@ static gr_status gr_graph_build_ex(const gr_job_spec *spec, const gr_graph_io *i
     g->seed = spec->seed;
     g->decode_len = io->decode_len;
     gr_status st = GR_OK;
-    gr_builder b = {.spec = spec, .g = g, .infer = infer, .recompute = -1};
+    gr_builder b = {.spec = spec, .g = g, .infer = infer, .recompute = -1, .tp = io->tp};
     if (spec->model.blocks && spec->model.blocks->kind == GR_CFG_MAP && spec->model.blocks->n > 0) {
         b.blocks = spec->model.blocks;
         if ((st = gr_blocks_check(b.blocks, err))) goto fail;

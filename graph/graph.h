@@ -322,6 +322,10 @@ typedef struct gr_graph_io {
     gr_io_tensor in[GR_MAX_IO];
     gr_io_tensor target;
     int64_t decode_len;      /* > 0: build a decoding graph of that many positions (gr_graph.decode_len) */
+    /* tensor parallelism (graph/tensor.h): build process tp_rank's part of the split tp made of this
+     * model's whole graph (its units and heads over the group); NULL: the whole model */
+    const struct gr_tp_plan *tp;
+    int tp_rank;
 } gr_graph_io;
 /* gr_graph_build with the inputs and target of io (model.inputs and
  * model.targets bound to the data's fields). The first input is also

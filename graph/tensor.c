@@ -156,3 +156,52 @@ gr_status gr_tp_plan_make(const gr_graph *g, const gr_job_spec *spec, int t, gr_
     *out = tp;
     return GR_OK;
 }
+
+void gr_tp_part_attrs(const gr_tp_plan *tp, int layer, gr_attrs *a) {
+    if (layer < 0 || tp->t <= 1) return;
+    const gr_tp_role r = tp->role[layer];
+    if (r == GR_TP_COLUMN || r == GR_TP_COLUMN_QKV) a->units /= tp->t;
+    if (r == GR_TP_HEADS) a->heads /= tp->t;
+}
+
+/* n floats between full + f and part + p, one way or the other */
+static void gr_tp_move(float *full, int64_t f, float *part, int64_t p, int64_t n, bool to_part) {
+    if (to_part) memcpy(part + p, full + f, (size_t)n * sizeof(float));
+    else memcpy(full + f, part + p, (size_t)n * sizeof(float));
+}
+
+/* One tensor: whole tensor w, its part q (same index in both graphs). */
+static void gr_tp_copy_tensor(const gr_tensor *w, const gr_tensor *q, gr_tp_role role, int rank, int t, float *full,
+                              float *part, int64_t fb, int64_t pb, bool to_part) {
+    const int64_t fo = fb + w->param_offset, po = pb + q->param_offset, n = gr_tensor_numel(q);
+    const bool weight = strcmp(w->pname, "weight") == 0;
+    if (role == GR_TP_COLUMN || role == GR_TP_COLUMN_QKV) {
+        /* rows (weight [units, in]) or entries (bias [units]) of the rank's part; q, k, v: each third's */
+        const int thirds = role == GR_TP_COLUMN_QKV ? 3 : 1;
+        const int64_t rows = w->shape[0] / thirds / t, width = weight ? w->shape[1] : 1;
+        for (int k = 0; k < thirds; k++)
+            gr_tp_move(full, fo + (k * (w->shape[0] / thirds) + rank * rows) * width, part, po + k * rows * width,
+                       rows * width, to_part);
+    } else if (role == GR_TP_ROW && weight) { /* [units, in]: each row's columns of the rank */
+        const int64_t units = w->shape[0], in = w->shape[1], cols = in / t;
+        for (int64_t i = 0; i < units; i++)
+            gr_tp_move(full, fo + i * in + rank * cols, part, po + i * cols, cols, to_part);
+    } else if (rank == 0) { /* replicated, or a row layer's bias: rank 0's */
+        gr_tp_move(full, fo, part, po, n, to_part);
+    } else if (to_part) {
+        if (role == GR_TP_ROW) memset(part + po, 0, (size_t)n * sizeof(float)); /* added once, by rank 0 */
+        else memcpy(part + po, full + fo, (size_t)n * sizeof(float));
+    }
+}
+
+void gr_tp_copy(const gr_graph *whole, const gr_graph *pg, const gr_tp_plan *tp, int rank, float *full,
+                float *part, int64_t full_base, int64_t part_base, bool to_part, bool trainable_only) {
+    GR_ASSERT(whole->n_tensors == pg->n_tensors);
+    for (int i = 0; i < whole->n_tensors; i++) {
+        const gr_tensor *w = &whole->tensors[i], *q = &pg->tensors[i];
+        if (w->kind != GR_TK_PARAM && (trainable_only || w->kind != GR_TK_STATE)) continue;
+        GR_ASSERT(q->kind == w->kind && strcmp(q->name, w->name) == 0);
+        const gr_tp_role role = w->layer >= 0 ? tp->role[w->layer] : GR_TP_REPLICATED;
+        gr_tp_copy_tensor(w, q, role, rank, tp->t, full, part, full_base, part_base, to_part);
+    }
+}

@@ -51,6 +51,21 @@ typedef struct gr_tp_plan {
  * at parallel.tensor: see above. out is empty on error (free is safe). */
 gr_status gr_tp_plan_make(const gr_graph *g, const gr_job_spec *spec, int t, gr_tp_plan *out, gr_error *err);
 void gr_tp_plan_free(gr_tp_plan *tp);
+/* A layer's attributes in a process's part (the builder's, gr_graph_io.tp):
+ * a column layer's units and an attention's heads over t; others as they
+ * are (a row layer's input is the column part's output). */
+void gr_tp_part_attrs(const gr_tp_plan *tp, int layer, gr_attrs *a);
+/* Between the whole model's arenas (full, of graph `whole`) and process
+ * rank's part (part, of graph `pg`, built with gr_tp_part_attrs): every
+ * PARAM tensor (STATE too when trainable_only is false) of the part, the
+ * rank's slice of the whole one (column: its rows, for q, k, v those of its
+ * heads; row: its columns; a row layer's bias: rank 0's, zeros elsewhere;
+ * replicated: all of it). to_part: full -> part; else part -> full, writing
+ * only what the rank owns (a row bias and replicated tensors: rank 0), so a
+ * sum of the group's zero-filled full buffers is the whole model. Offsets
+ * add full_base and part_base (an optimizer slot's). */
+void gr_tp_copy(const gr_graph *whole, const gr_graph *pg, const gr_tp_plan *tp, int rank, float *full,
+                float *part, int64_t full_base, int64_t part_base, bool to_part, bool trainable_only);
 /* "replicated", "column", "column (q, k, v)", "sharded", "heads", "row" */
 const char *gr_tp_role_name(gr_tp_role r);
 

@@ -3,6 +3,7 @@
  * and its plans, the loaders, and the run directory's paths and files. */
 #include "job.h"
 #include "pipe.h"
+#include "tp.h"
 #include "jobio.h"
 
 #include <math.h>
@@ -34,6 +35,7 @@ void gr_job_init(gr_job *j, const gr_job_spec *spec, bool quiet) {
 void gr_job_free(gr_job *j) {
     gr_prof_free(j->prof);
     gr_pipe_free(j); /* its plans before the model, its communicators before the world's end */
+    gr_tp_free(j);
     gr_saver_free(j->saver);
     gr_dp_free(&j->dp);
     free(j->pre_params);
@@ -449,6 +451,10 @@ gr_status gr_job_model(gr_job *j, gr_error *err) {
         if ((st = gr_pipe_model(j, err)) ||
             (st = gr_plan_compile_part(&j->train_plan, &j->m, &j->g, GR_PLAN_TRAIN, false, j->pp->pp.io.run,
                                        j->pp->pp.io.pin, err)))
+            return st;
+    } else if (j->tp) { /* the part's plan trains (tp.c); train_plan: the steps' figures, no arena */
+        if ((st = gr_plan_compile(&j->train_plan, &j->m, &j->g, GR_PLAN_TRAIN, false, err)) ||
+            (st = gr_tp_model(j, err)))
             return st;
     } else if ((st = gr_plan_compile(&j->train_plan, &j->m, &j->g, GR_PLAN_TRAIN, true, err))) {
         return st;

@@ -70,6 +70,7 @@ typedef struct gr_job {
                         * under pipeline parallelism dp.comm is the ranks of this one's stage */
     gr_comm world;     /* every process of the run (dp.comm's parent under pipeline parallelism) */
     struct gr_pipe_job *pp; /* pipeline parallelism (pipe.h); NULL: parallel.pipeline 1 */
+    struct gr_tp_job *tp;   /* tensor parallelism (tp.h); NULL: parallel.tensor 1 */
     struct gr_prof *prof; /* --profile (profile.h); NULL: not profiling */
     const gr_loop_hooks *hooks; /* who watches the loop (loophooks.h: the profiler); NULL: nobody */
     int prof_steps;       /* --profile's steps (0: off), known before the backend is configured */

@@ -125,3 +125,33 @@ gr_status gr_opt_groups_check(const gr_job_spec *s, gr_error *err) {
     gr_graph_free(&g);
     return st;
 }
+
+/* og with every float outside the intervals keep[0..nk) ([off, off + n), sorted, disjoint)
+ * frozen: each range cut where an interval's edge falls in it. */
+void gr_opt_groups_keep(const gr_opt_groups *og, const gr_opt_range *whole, const int64_t (*keep)[2],
+                                 int nk, gr_opt_groups *out) {
+    const int nr = og->n ? og->n : 1;
+    out->r = gr_xcalloc((size_t)nr * (size_t)(2 * nk + 1), sizeof *out->r);
+    out->n = 0;
+    out->any_frozen = true;
+    for (int k = 0; k < nr; k++) {
+        const gr_opt_range *r = og->n ? &og->r[k] : whole;
+        int64_t at = r->off;
+        const int64_t end = r->off + r->n;
+        for (int i = 0; i <= nk && at < end; i++) { /* the gap before interval i, then interval i */
+            const int64_t lo = i < nk ? GR_MIN(GR_MAX(keep[i][0], at), end) : end;
+            const int64_t hi = i < nk ? GR_MIN(GR_MAX(keep[i][0] + keep[i][1], at), end) : end;
+            for (int part = 0; part < 2; part++) {
+                const int64_t a = part ? lo : at, b = part ? hi : lo;
+                if (b <= a) continue;
+                gr_opt_range x = *r;
+                x.off = a;
+                x.n = b - a;
+                x.frozen = r->frozen || part == 0;
+                out->r[out->n++] = x;
+            }
+            at = hi;
+        }
+    }
+}
+

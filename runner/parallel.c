@@ -11,6 +11,7 @@
 #include "../config/schema.h"
 #include "../dist/watchdog.h"
 #include "pipe.h"
+#include "tp.h"
 #include "signals.h"
 
 /* The watchdog's end (dist/watchdog.h; its line is on stderr): the exit callback, exit 7.
@@ -62,13 +63,6 @@ gr_status gr_parallel_check_world(const gr_job_spec *s, const gr_comm *c, gr_err
     return GR_OK;
 }
 
-gr_status gr_parallel_check_unbuilt(const gr_job_spec *s, gr_error *err) {
-    if (s->parallel.tensor > 1)
-        return gr_spec_error(err, s, "parallel.tensor", "tensor parallelism does not run yet (%lld asked for; leave "
-                             "it 1): `gpurun plan` shows how it would split the model", (long long)s->parallel.tensor);
-    return GR_OK;
-}
-
 /* The batch's share per data replica (world over pipeline x tensor), in
  * whole micro-batches: train.micro_batch when given, parallel.microbatches
  * when given (pipeline), both (their product must be the share). */
@@ -105,9 +99,8 @@ gr_status gr_parallel_resolve(const gr_job_spec *s, gr_job_spec *rs, gr_comm *c,
     *rs = *s;
     gr_comm_detect(c);
     const int world = c->world;
-    gr_status cst = gr_parallel_check_unbuilt(s, err);
+    gr_status cst = gr_parallel_check_world(s, c, err);
     if (cst) return cst;
-    if ((cst = gr_parallel_check_world(s, c, err))) return cst;
     gr_comm_kind kind = world > 1 ? GR_COMM_MPI : GR_COMM_NONE;
     if (world > 1 && strcmp(s->parallel.backend, "none") == 0)
         return gr_spec_error(err, s, "parallel.backend", "none, but %s started %d processes of this job (auto or mpi "
@@ -157,7 +150,7 @@ static gr_status gr_parallel_attach_gpu(gr_job *j, gr_error *err) {
 
 gr_status gr_parallel_attach(gr_job *j, gr_error *err) {
     gr_status st = gr_parallel_attach_gpu(j, err); /* on the world, split after (NCCL's too) */
-    if (st || (st = gr_pipe_split(j, err))) return st;
+    if (st || (st = gr_pipe_split(j, err)) || (st = gr_tp_split(j, err))) return st;
     /* pipeline: the stage's gradients in one all-reduce after its step (its plans run in parts) */
     gr_dp_attach(&j->dp, &j->train_plan, j->pp ? 0.0 : j->spec->parallel.bucket_mb, j->spec->parallel.sync_batchnorm,
                  &j->hooks, &j->mx.comm_s);
@@ -186,7 +179,7 @@ gr_status gr_parallel_reduce_eval(gr_job *j, gr_pass_stats *s, int64_t *seen, gr
 
 gr_status gr_parallel_stop(gr_job *j, int *sig, gr_error *err) {
     *sig = gr_signals_pending();
-    if (!j->pp) return gr_dp_agree_stop(&j->dp, sig, err);
+    if (!j->pp && !j->tp) return gr_dp_agree_stop(&j->dp, sig, err);
     const gr_comm data = j->dp.comm;
     j->dp.comm = j->world; /* every rank, also of the other pipeline stages */
     gr_status st = gr_dp_agree_stop(&j->dp, sig, err);

@@ -12,8 +12,7 @@
 
 #include "job.h"
 
-/* The spec as this rank runs it (rs: a shallow copy of s): parallel.tensor
- * and parallel.pipeline above 1 refused (no runtime yet), parallel.data
+/* The spec as this rank runs it (rs: a shallow copy of s): parallel.data
  * checked against the launched world (auto: the world), the backend
  * (auto: mpi for several processes, none for one), train.batch_size in
  * equal shares of whole micro-batches per process; then the comm joined
@@ -27,9 +26,6 @@ gr_status gr_parallel_resolve(const gr_job_spec *s, gr_job_spec *rs, gr_comm *c,
  * two). Ranks are laid out as Megatron's: tensor innermost, then pipeline,
  * then data (DESIGN 2.4). Exit 2 naming the keys and values. */
 gr_status gr_parallel_check_world(const gr_job_spec *s, const gr_comm *c, gr_error *err);
-/* What schema v1 accepts but no runtime honours yet: parallel.tensor > 1
- * (`gpurun plan` shows its split), exit 2. */
-gr_status gr_parallel_check_unbuilt(const gr_job_spec *s, gr_error *err);
 /* Once the model and its plans are made: NCCL on a GPU (refusing what the
  * spec asks that a GPU cannot do), and j->dp attached to the train plan
  * (parallel.bucket_mb, parallel.sync_batchnorm; dist/dp.h). */

@@ -41,35 +41,6 @@ gr_status gr_pipe_split(gr_job *j, gr_error *err) {
     return GR_OK;
 }
 
-/* j->og with every float outside the intervals keep[0..nk) ([off, off + n), sorted, disjoint)
- * frozen: each range cut where an interval's edge falls in it. */
-static void gr_pipe_stage_groups(const gr_opt_groups *og, const gr_opt_range *whole, const int64_t (*keep)[2],
-                                 int nk, gr_opt_groups *out) {
-    const int nr = og->n ? og->n : 1;
-    out->r = gr_xcalloc((size_t)nr * (size_t)(2 * nk + 1), sizeof *out->r);
-    out->n = 0;
-    out->any_frozen = true;
-    for (int k = 0; k < nr; k++) {
-        const gr_opt_range *r = og->n ? &og->r[k] : whole;
-        int64_t at = r->off;
-        const int64_t end = r->off + r->n;
-        for (int i = 0; i <= nk && at < end; i++) { /* the gap before interval i, then interval i */
-            const int64_t lo = i < nk ? GR_MIN(GR_MAX(keep[i][0], at), end) : end;
-            const int64_t hi = i < nk ? GR_MIN(GR_MAX(keep[i][0] + keep[i][1], at), end) : end;
-            for (int part = 0; part < 2; part++) {
-                const int64_t a = part ? lo : at, b = part ? hi : lo;
-                if (b <= a) continue;
-                gr_opt_range x = *r;
-                x.off = a;
-                x.n = b - a;
-                x.frozen = r->frozen || part == 0;
-                out->r[out->n++] = x;
-            }
-            at = hi;
-        }
-    }
-}
-
 /* The stage's optimizer groups: its own range (og_norm), and with the tied weights it reads but
  * does not own (og). */
 static void gr_pipe_groups(gr_job *j, gr_pipe_job *pj) {
@@ -78,7 +49,7 @@ static void gr_pipe_groups(gr_job *j, gr_pipe_job *pj) {
     int64_t (*keep)[2] = gr_xcalloc((size_t)pj->n_tied + 1, sizeof *keep);
     int nk = 0;
     keep[nk][0] = r->param_off, keep[nk++][1] = r->param_n;
-    gr_pipe_stage_groups(&j->og, &whole, (const int64_t(*)[2])keep, nk, &pj->og_norm);
+    gr_opt_groups_keep(&j->og, &whole, (const int64_t(*)[2])keep, nk, &pj->og_norm);
     for (int i = 0; i < pj->n_tied; i++) {
         const gr_tensor *t = &j->g.tensors[pj->tied[i]];
         if (t->param_offset >= r->param_off && t->param_offset < r->param_off + r->param_n) continue; /* its own */
@@ -90,7 +61,7 @@ static void gr_pipe_groups(gr_job *j, gr_pipe_job *pj) {
             keep[b][0] = keep[b - 1][0], keep[b][1] = keep[b - 1][1];
             keep[b - 1][0] = x0, keep[b - 1][1] = x1;
         }
-    gr_pipe_stage_groups(&j->og, &whole, (const int64_t(*)[2])keep, nk, &pj->og);
+    gr_opt_groups_keep(&j->og, &whole, (const int64_t(*)[2])keep, nk, &pj->og);
     free(keep);
 }
 

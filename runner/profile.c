@@ -8,6 +8,7 @@
 #include "../graph/graph.h"
 #include "json.h"
 #include "pipe.h"
+#include "tp.h"
 #include "rundir.h"
 #include "train.h"
 
@@ -87,6 +88,7 @@ gr_prof *gr_prof_open(gr_job *j, int steps, int64_t start, int64_t total, bool q
     gr_plan_add_hook(p->plan, &h);
     /* a pipeline stage runs its steps in the plans of its micro-batches in flight (the same steps) */
     for (int i = 0; j->pp && i < j->pp->pp.k; i++) gr_plan_add_hook(&j->pp->pp.slot[i], &h);
+    if (j->tp) gr_plan_add_hook(&j->tp->train, &h); /* a tensor group's part: the same steps */
     p->hooks = (gr_loop_hooks){.ctx = p, .step_begin = gr_prof_step_begin, .step_end = gr_prof_step_end,
                                .begin = gr_prof_begin, .end = gr_prof_end, .host = gr_prof_host,
                                .micro = gr_prof_micro};

@@ -29,6 +29,7 @@
 #include "memfit.h"
 #include "parallel.h"
 #include "pipe.h"
+#include "tp.h"
 #include "profile.h"
 #include "resume.h"
 #include "schedule.h"
@@ -131,11 +132,15 @@ static gr_status gr_loop_accumulate(gr_job *j, gr_loop *L, double *loss, gr_erro
     const int64_t nt = j->g.n_trainable, step = L->step, epoch = step / L->spe;
     gr_status st;
     if (j->pp) return gr_pipe_accumulate(j, step, L->spe, L->accum, loss, err); /* a whole step, then a stop */
+    gr_plan *plan = gr_tp_train_plan(j); /* a tensor group's part (tp.h), else the model's */
+    gr_model *m = gr_tp_model_of(j);
+    const int64_t ntp = m->g->n_trainable;
     j->dp.step = step;
+    if (j->tp) j->tp->step = step;
     gr_hooks_step_begin(j->hooks, step);
     if (L->state0) gr_backend_download(j->be, L->state0, j->m.params + nt, L->state_bytes);
     if (step > 0 && step % L->spe == 0 && (st = gr_loader_seek(j->train_ld, epoch, 0, err))) return st;
-    gr_backend_zero(j->be, j->m.grads, (size_t)nt * sizeof(float));
+    gr_backend_zero(j->be, m->grads, (size_t)ntp * sizeof(float));
     gr_pass_stats ps;
     memset(&ps, 0, sizeof ps);
     for (int64_t k = 0; k < L->accum; k++) {
@@ -143,7 +148,7 @@ static gr_status gr_loop_accumulate(gr_job *j, gr_loop *L, double *loss, gr_erro
         const double t0 = gr_now();
         if ((st = gr_loader_next(j->train_ld, &b, err))) return st;
         gr_hooks_host(j->hooks, GR_SPAN_DATA, "the next batch", t0, gr_now());
-        if ((st = gr_job_decode_batch(j, &j->train_plan, j->train_ld, b, err))) return st;
+        if ((st = gr_job_decode_batch(j, plan, j->train_ld, b, err))) return st;
         gr_metrics_data_skipped(&j->mx, b); /* after the decode: a device's refusals get their stand-ins there */
         GR_ASSERT(b->n == s->train.micro_batch && b->epoch == epoch);
         /* one key per micro-batch of the whole step (the same as before for one process) */
@@ -152,16 +157,24 @@ static gr_status gr_loop_accumulate(gr_job *j, gr_loop *L, double *loss, gr_erro
                            .grad_scale = gr_scaler_grad_scale(&j->sc, s->train.batch_size),
                            .xsum = gr_dp_xsum(&j->dp)};
         gr_dp_arm(&j->dp, k == L->accum - 1);
-        gr_train_micro_step_hooked(&j->train_plan, b, &ctx, &ps, false, j->hooks);
+        gr_train_micro_step_hooked(plan, b, &ctx, &ps, false, j->hooks);
         gr_loader_release(j->train_ld, b);
+        if ((st = gr_tp_pass_status(j, err))) return st;
         if ((st = gr_parallel_stop(j, &L->stop_signal, err))) return st;
         if (L->stop_signal) break; /* the step is redone after the resume */
     }
     if (L->stop_signal && L->state0) gr_backend_upload(j->be, j->m.params + nt, L->state0, L->state_bytes);
     /* on every rank, also when stopped */
-    if ((st = gr_dp_reduce_step(&j->dp, j->m.grads, nt, &ps.loss_sum, &ps.loss_count, err))) return st;
+    if ((st = gr_dp_reduce_step(&j->dp, m->grads, ntp, &ps.loss_sum, &ps.loss_count, err))) return st;
     *loss = ps.loss_sum / ps.loss_count; /* [n, C]: the count is train.batch_size */
     return GR_OK;
+}
+
+/* The whole model on every process before anything reads it: a pipeline's
+ * stages' parts (pipe.h), a tensor group's (tp.h); nothing otherwise. */
+static gr_status gr_loop_share(gr_job *j, gr_error *err) {
+    gr_status st = gr_pipe_share(j, err);
+    return st ? st : gr_tp_gather(j, err);
 }
 
 /* The optimizer update at the schedule's lr. Every step looks at the
@@ -184,6 +197,7 @@ static gr_status gr_loop_update(gr_job *j, gr_loop *L, double loss, gr_error *er
     bool finite = true;
     gr_status st = GR_OK;
     if (j->pp) st = gr_pipe_apply(j, L->lr, step - j->sc.skipped, scale, &finite, err);
+    else if (j->tp) st = gr_tp_apply(j, L->lr, step - j->sc.skipped, scale, &finite, err);
     else finite = gr_train_apply_scaled(&j->m, s, &j->og, L->lr, step - j->sc.skipped, scale, true);
     gr_hooks_end(j->hooks, GR_SPAN_OPTIM);
     if (st) return st;
@@ -210,10 +224,10 @@ static bool gr_loop_eval_due(const gr_job *j, const gr_loop *L, int64_t step) {
 static gr_status gr_loop_evaluate(gr_job *j, int64_t step, double *seconds, bool *interrupted, gr_error *err) {
     gr_eval e;
     double t = gr_now();
-    gr_status st = gr_pipe_share(j, err); /* pipeline: every stage evaluates the whole model */
+    gr_status st = gr_loop_share(j, err); /* every stage or part evaluates the whole model */
     if (st) return st;
     const gr_comm data = j->dp.comm;
-    if (j->pp) j->dp.comm = j->world; /* the evaluation's batches shared by the whole world */
+    if (j->pp || j->tp) j->dp.comm = j->world; /* the evaluation's batches shared by the whole world */
     st = gr_job_evaluate(j, &e, err);
     j->dp.comm = data;
     if (st) return st;
@@ -234,12 +248,12 @@ static gr_status gr_loop_checkpoint(gr_job *j, gr_loop *L, int64_t step, gr_erro
     const double now = gr_now();
     bool due = (s->checkpoint.every_steps > 0 && step % s->checkpoint.every_steps == 0) ||
                (s->checkpoint.every_minutes > 0 && now - L->last_ckpt >= 60.0 * s->checkpoint.every_minutes);
-    if (j->pp) { /* every rank shares the model then: 2 = a signal somewhere (its last checkpoint follows) */
+    if (j->pp || j->tp) { /* every rank shares the model then: 2 = a signal somewhere (its last follows) */
         int v = gr_signals_pending() ? 2 : due ? 1 : 0;
         gr_status ast = gr_pipe_agree(j, &v, "agreeing on a checkpoint", err);
         if (ast) return ast;
         due = v == 1;
-        if (due && step < L->total && (ast = gr_pipe_share(j, err))) return ast;
+        if (due && step < L->total && (ast = gr_loop_share(j, err))) return ast;
     }
     if (!due || step >= L->total || gr_signals_pending()) return GR_OK;
     gr_status st = gr_train_check_params(&j->m, step, L->spe, "before a checkpoint", err);
@@ -259,7 +273,7 @@ static const char *gr_signal_name(int sig) {
 /* The last checkpoint: at the end, or where a signal stopped the run; never
  * of inf/NaN weights. st: the loop's outcome; returns the run's. */
 static gr_status gr_loop_last_checkpoint(gr_job *j, gr_loop *L, gr_status st, gr_error *err) {
-    if (!st && (st = gr_pipe_share(j, err))) return st; /* every rank is here when the loop ended well */
+    if (!st && (st = gr_loop_share(j, err))) return st; /* every rank is here when the loop ended well */
     if (strcmp(L->status, "diverged") != 0 &&
         (st = gr_train_check_params(&j->m, L->step, L->spe, "before the last checkpoint and weights.h5", err)))
         L->status = "diverged";
@@ -347,7 +361,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
     if (gr_resume_finished_before(&j, opt)) goto done;
     if ((st = gr_ckptdir_lock(&j, err))) goto done; /* one writer per run (and checkpoint) directory */
     if ((st = gr_job_compile(&j, s, true, err))) goto done;
-    if ((st = gr_parallel_same_job(&j, &j.dp.comm.agreed, err))) goto done;
+    if ((st = gr_parallel_same_job(&j, &j.dp.comm.agreed, err)) || (st = gr_tp_prepare(&j, err))) goto done;
     j.sc = gr_scaler_init(s->loss_scale_dynamic, s->loss_scale);
     gr_job_peek_threads(&j, opt); /* the backend takes the thread count it was trained with */
     if ((st = gr_job_backend(&j, s, opt->device ? opt->device : s->device, opt->threads, opt->quiet, err))) goto done;
@@ -361,6 +375,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
     gr_signals_arm(); /* the run directory is written from here: a signal now ends in a checkpoint */
     if ((st = gr_job_open_run_dir(&j, opt, err))) goto done;
     if ((st = gr_job_resume(&j, opt, L.spe, &L.start, err))) goto done;
+    gr_tp_scatter(&j); /* a tensor group's parts of the model it resumed */
     j.dp.step = L.start; /* the watchdog's messages and summary before the first step */
     if ((st = gr_loop_begin(&j, &L, err))) goto done;
     if (opt->profile_steps && (gr_job_writer(&j) || j.pp)) /* each stage's own */
@@ -439,7 +454,7 @@ done:
     free(L.state0);
     gr_rundir_lock lock = j.lock;
     const bool undo = !j.wrote_run_dir;
-    comm = j.pp ? j.world : j.dp.comm; /* the world as the run left it (NCCL joined) */
+    comm = j.pp || j.tp ? j.world : j.dp.comm; /* the world as the run left it (NCCL joined) */
     gr_ckptdir_release(&j, undo);
     gr_job_free(&j);
     gr_rundir_lock_release(&lock, undo); /* after every file of the run is closed */

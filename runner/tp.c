@@ -1,0 +1,202 @@
+/* tp.c — tensor parallelism, the job's side (see tp.h). */
+#include "tp.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../config/schema.h"
+#include "../dist/watchdog.h"
+
+gr_status gr_tp_prepare(gr_job *j, gr_error *err) {
+    const gr_job_spec *s = j->spec;
+    if (s->parallel.tensor <= 1) return GR_OK;
+    j->world.agreed = j->dp.comm.agreed = true; /* every rank meets a refusal here alike */
+    if (s->parallel.pipeline > 1)
+        return gr_spec_error(err, s, "parallel.tensor", "%lld with parallel.pipeline %lld: tensor parallelism does "
+                             "not run inside pipeline stages yet (use one of the two, with parallel.data)",
+                             (long long)s->parallel.tensor, (long long)s->parallel.pipeline);
+    if (s->precision != GR_PREC_FP32 && s->precision != GR_PREC_TF32)
+        return gr_spec_error(err, s, "precision", "%s with parallel.tensor %lld: tensor parallelism sums fp32 "
+                             "activations only yet (fp32 or tf32)", gr_precision_name(s->precision),
+                             (long long)s->parallel.tensor);
+    gr_tp_job *tp = gr_xcalloc(1, sizeof *tp);
+    tp->t = (int)s->parallel.tensor;
+    tp->rank = j->world.rank % tp->t;
+    j->tp = tp;
+    gr_status st = gr_tp_graph(j, err);
+    if (!st) j->world.agreed = j->dp.comm.agreed = false;
+    return st;
+}
+
+gr_status gr_tp_graph(gr_job *j, gr_error *err) {
+    gr_tp_job *tp = j->tp;
+    if (!tp) return GR_OK;
+    gr_status st = gr_tp_plan_make(&j->g, j->spec, tp->t, &tp->plan, err);
+    if (st) return st;
+    gr_graph_io io = j->io;
+    io.tp = &tp->plan;
+    io.tp_rank = tp->rank;
+    if ((st = gr_graph_build_io(j->spec, &io, &tp->g, err))) return st;
+    tp->have_graph = true;
+    gr_autodiff(&tp->g, false);
+    gr_graph_recompute(&tp->g);
+    gr_graph_set_precision(&tp->g, j->spec->precision);
+    return GR_OK;
+}
+
+/* After each step of the part's train plan: a row layer's output, or a
+ * column layer's input gradient, summed over the group in place. */
+static void gr_tp_hook(void *user, int step, const gr_kargs *a) {
+    (void)step;
+    gr_job *j = user;
+    gr_tp_job *tp = j->tp;
+    const gr_node *nd = a->node;
+    if (nd->layer < 0 || tp->hook_st) return;
+    const gr_tp_role role = tp->plan.role[nd->layer];
+    const bool row_fwd = nd->op == GR_OP_DENSE && role == GR_TP_ROW;
+    const bool col_bwd = nd->op == GR_OP_DENSE_BWD_DATA && (role == GR_TP_COLUMN || role == GR_TP_COLUMN_QKV);
+    if (!row_fwd && !col_bwd) return;
+    GR_ASSERT(a->eout[0] == GR_F32);
+    const int64_t n = a->tout[0]->batched ? a->n * gr_tensor_sample_numel(a->tout[0]) : gr_tensor_numel(a->tout[0]);
+    char what[GR_NAME_MAX + 64];
+    snprintf(what, sizeof what, "the tensor group's sum of layer %s's %s", j->g.layers[nd->layer].name,
+             row_fwd ? "output" : "input gradient");
+    const double t0 = gr_wd_enter(what, tp->step);
+    tp->hook_st = gr_comm_sum_f32(&tp->group, a->out[0], n, what, &tp->hook_err);
+    gr_wd_leave();
+    j->mx.comm_s += gr_now() - t0;
+}
+
+gr_status gr_tp_pass_status(gr_job *j, gr_error *err) {
+    if (!j->tp || !j->tp->hook_st) return GR_OK;
+    *err = j->tp->hook_err;
+    return j->tp->hook_st;
+}
+
+static int gr_tp_pair_cmp(const void *a, const void *b) {
+    const int64_t *x = a, *y = b;
+    return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* The part's groups: og (a row bias frozen on rank > 0) and og_norm (what
+ * this process counts in the norm: its split tensors, and on rank 0 the rest). */
+static void gr_tp_groups(gr_job *j, gr_opt_groups *base) {
+    gr_tp_job *tp = j->tp;
+    const gr_graph *g = &tp->g;
+    int64_t (*keep)[2] = gr_xcalloc((size_t)g->n_tensors + 1, sizeof *keep);
+    int64_t (*split)[2] = gr_xcalloc((size_t)g->n_tensors + 1, sizeof *split);
+    int nk = 0, ns = 0;
+    for (int i = 0; i < g->n_tensors; i++) {
+        const gr_tensor *t = &g->tensors[i];
+        if (t->kind != GR_TK_PARAM || t->alias_of >= 0) continue;
+        const gr_tp_role r = t->layer >= 0 ? tp->plan.role[t->layer] : GR_TP_REPLICATED;
+        const bool row_bias = r == GR_TP_ROW && strcmp(t->pname, "bias") == 0;
+        const bool is_split = (r == GR_TP_COLUMN || r == GR_TP_COLUMN_QKV || r == GR_TP_ROW) && !row_bias;
+        if (tp->rank == 0 || !row_bias) keep[nk][0] = t->param_offset, keep[nk++][1] = gr_tensor_numel(t);
+        if (tp->rank == 0 || is_split) split[ns][0] = t->param_offset, split[ns++][1] = gr_tensor_numel(t);
+    }
+    const gr_opt_range whole = {0, g->n_trainable, 1.0, j->spec->train.optimizer.weight_decay, false};
+    qsort(keep, (size_t)nk, sizeof *keep, gr_tp_pair_cmp);
+    qsort(split, (size_t)ns, sizeof *split, gr_tp_pair_cmp);
+    gr_opt_groups_keep(base, &whole, (const int64_t(*)[2])keep, nk, &tp->og);
+    gr_opt_groups_keep(base, &whole, (const int64_t(*)[2])split, ns, &tp->og_norm);
+    free(keep);
+    free(split);
+}
+
+gr_status gr_tp_model(gr_job *j, gr_error *err) {
+    gr_tp_job *tp = j->tp;
+    if (!tp) return GR_OK;
+    if (!gr_backend_host_addressable(j->be))
+        return gr_spec_error(err, j->spec, "parallel.tensor", "%d: tensor parallelism runs on CPUs only yet (the "
+                             "job runs on %s)", tp->t, gr_backend_name(j->be));
+    gr_status st = gr_graph_set_batch(&tp->g, j->g.micro_batch, err); /* the micro-batch the run decided */
+    if (st || (st = gr_model_init(&tp->m, &tp->g, j->be, j->m.optim_slots, err))) return st;
+    gr_tp_scatter(j);
+    if ((st = gr_plan_compile(&tp->train, &tp->m, &tp->g, GR_PLAN_TRAIN, true, err))) return st;
+    gr_exec_hook h = {.after = gr_tp_hook, .user = j};
+    gr_plan_add_hook(&tp->train, &h);
+    gr_opt_groups base;
+    if ((st = gr_opt_groups_make(&tp->g, j->spec, &base, err))) return st;
+    gr_tp_groups(j, &base);
+    gr_opt_groups_free(&base);
+    return GR_OK;
+}
+
+gr_status gr_tp_split(gr_job *j, gr_error *err) {
+    gr_tp_job *tp = j->tp;
+    if (!tp) return GR_OK;
+    j->world = j->dp.comm; /* as it is now: the split's parent, the run's end */
+    const int d = j->world.rank / tp->t;
+    gr_comm data;
+    gr_wd_enter("splitting the ranks into tensor groups", -1);
+    gr_status st = gr_comm_split(&j->world, tp->rank, d, &data, err);
+    if (!st) st = gr_comm_split(&j->world, d, tp->rank, &tp->group, err);
+    gr_wd_leave();
+    if (st) {
+        gr_comm_free(&data);
+        return st;
+    }
+    GR_ASSERT(tp->group.world == tp->t && tp->group.rank == tp->rank);
+    j->dp.comm = data;
+    tp->split = true;
+    return GR_OK;
+}
+
+void gr_tp_scatter(gr_job *j) {
+    gr_tp_job *tp = j->tp;
+    if (!tp) return;
+    gr_tp_copy(&j->g, &tp->g, &tp->plan, tp->rank, j->m.params, tp->m.params, 0, 0, true, false);
+    for (int k = 0; k < j->m.optim_slots; k++)
+        gr_tp_copy(&j->g, &tp->g, &tp->plan, tp->rank, j->m.optim, tp->m.optim, k * j->g.n_trainable,
+                   k * tp->g.n_trainable, true, true);
+}
+
+gr_status gr_tp_gather(gr_job *j, gr_error *err) {
+    gr_tp_job *tp = j->tp;
+    if (!tp) return GR_OK;
+    const int64_t np = j->g.n_params, no = (int64_t)j->m.optim_slots * j->g.n_trainable;
+    memset(j->m.params, 0, (size_t)np * sizeof(float));
+    if (no) memset(j->m.optim, 0, (size_t)no * sizeof(float));
+    gr_tp_copy(&j->g, &tp->g, &tp->plan, tp->rank, j->m.params, tp->m.params, 0, 0, false, false);
+    for (int k = 0; k < j->m.optim_slots; k++)
+        gr_tp_copy(&j->g, &tp->g, &tp->plan, tp->rank, j->m.optim, tp->m.optim, k * j->g.n_trainable,
+                   k * tp->g.n_trainable, false, true);
+    const double t0 = gr_wd_enter("gathering the tensor group's parts of the model", j->dp.step);
+    gr_status st = gr_comm_sum_f32(&tp->group, j->m.params, np, "the model's parameters", err);
+    if (!st && no) st = gr_comm_sum_f32(&tp->group, j->m.optim, no, "the optimizer state", err);
+    gr_wd_leave();
+    j->mx.comm_s += gr_now() - t0;
+    return st;
+}
+
+gr_status gr_tp_apply(gr_job *j, double lr, int64_t step, double scale, bool *finite, gr_error *err) {
+    gr_tp_job *tp = j->tp;
+    double sumsq = gr_train_grad_sumsq(&tp->m, &tp->og_norm);
+    const double t0 = gr_wd_enter("the gradients' norm over the tensor group", j->dp.step);
+    gr_status st = gr_comm_sum_f64(&tp->group, &sumsq, 1, "the gradients' norm", err);
+    gr_wd_leave();
+    j->mx.comm_s += gr_now() - t0;
+    if (st) return st;
+    *finite = gr_train_apply_sumsq(&tp->m, j->spec, &tp->og, lr, step, scale, true, &sumsq);
+    return GR_OK;
+}
+
+void gr_tp_free(gr_job *j) {
+    gr_tp_job *tp = j->tp;
+    if (!tp) return;
+    gr_plan_free(&tp->train);
+    gr_model_free(&tp->m);
+    gr_opt_groups_free(&tp->og);
+    gr_opt_groups_free(&tp->og_norm);
+    gr_tp_plan_free(&tp->plan);
+    if (tp->have_graph) gr_graph_free(&tp->g);
+    if (tp->split) {
+        gr_comm_free(&tp->group);
+        gr_comm_free(&j->dp.comm);
+        j->dp.comm = j->world;
+    }
+    free(tp);
+    j->tp = NULL;
+}

@@ -1,0 +1,70 @@
+/* tp.h — tensor parallelism, the job's side: a tensor group of t processes
+ * trains its parts of the model's split layers (graph/tensor.h), each
+ * process its part's graph, arenas and train plan; the whole model's graph
+ * and arenas stay the job's (j->g, j->m), for the evaluation, checkpoints
+ * and the final weights, which therefore carry no layout.
+ *
+ * Layout (DESIGN 2.4): rank = (d x pipeline + s) x tensor + t; the group's
+ * processes read the same batches (the loader's rank and world are the
+ * replica's: j->dp.comm, the ranks of the same t). In the part's train plan
+ * a hook on the one dispatch sums over the group a row layer's output
+ * (forward) and a column layer's input gradient (backward): Megatron's g
+ * and f. The update: the gradients' norm is the group's sum of its split
+ * tensors' and rank 0's replicated ones; a row layer's bias is rank 0's
+ * (zero and frozen on the others); replicated layers see alike inputs and
+ * gradients on every process, so their copies stay alike. Before anything
+ * reads the whole model (gr_tp_gather) each process's slices are summed
+ * into it over the group; after a resume the whole model's slices are
+ * copied into the parts (gr_tp_scatter).
+ *
+ * For now: fp32/tf32 only, no pipeline with it, CPUs over MPI. */
+#ifndef GR_TP_H
+#define GR_TP_H
+
+#include "../graph/tensor.h"
+#include "job.h"
+#include "optgroups.h"
+
+typedef struct gr_tp_job {
+    gr_comm group;        /* the tensor group (rank = t) */
+    bool split;           /* group and j->dp.comm made (gr_tp_split) */
+    int rank, t;
+    gr_tp_plan plan;      /* on the whole graph j->g */
+    gr_graph g;           /* this process's part */
+    bool have_graph;
+    gr_model m;           /* its arenas */
+    gr_plan train;        /* its train plan, with the group's sums as hooks */
+    gr_opt_groups og;     /* the part's groups, a row bias frozen on rank > 0 */
+    gr_opt_groups og_norm; /* what this process counts in the gradients' norm */
+    gr_status hook_st;    /* a hook's first failure, reported after the pass */
+    gr_error hook_err;
+    int64_t step;
+} gr_tp_job;
+
+/* parallel.tensor > 1, once the whole graph is built (gr_job_compile): j->tp
+ * with this rank's place and part (gr_tp_graph); refuses (exit 2, agreed
+ * by every rank) what does not run with it yet: pipeline stages, half
+ * precision, what the split refuses. */
+gr_status gr_tp_prepare(gr_job *j, gr_error *err);
+/* After the whole graph is built (gr_job_compile): the split (exit 2 at
+ * the refused layer), and the part's graph. */
+gr_status gr_tp_graph(gr_job *j, gr_error *err);
+/* After the whole model's arenas hold their initial values: the part's
+ * arenas (those values' slices), its train plan and hooks, its groups. */
+gr_status gr_tp_model(gr_job *j, gr_error *err);
+/* Once the world is joined: j->dp.comm the ranks of this t, the group. */
+gr_status gr_tp_split(gr_job *j, gr_error *err);
+/* The train plan and model the loop runs: the part's (NULL without j->tp). */
+static inline gr_plan *gr_tp_train_plan(gr_job *j) { return j->tp ? &j->tp->train : &j->train_plan; }
+static inline gr_model *gr_tp_model_of(gr_job *j) { return j->tp ? &j->tp->m : &j->m; }
+/* The whole model from the group's parts (params, state, optimizer state). */
+gr_status gr_tp_gather(gr_job *j, gr_error *err);
+/* The parts from the whole model (after a resume). */
+void gr_tp_scatter(gr_job *j);
+/* A pass's hook failure (the group's sums), once. */
+gr_status gr_tp_pass_status(gr_job *j, gr_error *err);
+/* The update of the part with the group's gradient norm; *finite as it returns. */
+gr_status gr_tp_apply(gr_job *j, double lr, int64_t step, double scale, bool *finite, gr_error *err);
+void gr_tp_free(gr_job *j);
+
+#endif
