@@ -152,8 +152,9 @@ gr_status gr_parallel_attach(gr_job *j, gr_error *err) {
     gr_status st = gr_parallel_attach_gpu(j, err); /* on the world, split after (NCCL's too) */
     if (st || (st = gr_pipe_split(j, err)) || (st = gr_tp_split(j, err))) return st;
     /* pipeline: the stage's gradients in one all-reduce after its step (its plans run in parts) */
-    gr_dp_attach(&j->dp, &j->train_plan, j->pp ? 0.0 : j->spec->parallel.bucket_mb, j->spec->parallel.sync_batchnorm,
-                 &j->hooks, &j->mx.comm_s);
+    /* a tensor group's part: its own plan's hooks start the buckets */
+    gr_dp_attach(&j->dp, gr_tp_train_plan(j), j->pp ? 0.0 : j->spec->parallel.bucket_mb,
+                 j->spec->parallel.sync_batchnorm, &j->hooks, &j->mx.comm_s);
     j->mx.grad_buckets = gr_buckets_count(j->dp.buckets);
     return GR_OK;
 }

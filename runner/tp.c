@@ -65,7 +65,9 @@ static void gr_tp_hook(void *user, int step, const gr_kargs *a) {
     const double t0 = gr_wd_enter(what, tp->step);
     tp->hook_st = gr_comm_sum_f32(&tp->group, a->out[0], n, what, &tp->hook_err);
     gr_wd_leave();
-    j->mx.comm_s += gr_now() - t0;
+    const double t1 = gr_now();
+    j->mx.comm_s += t1 - t0;
+    gr_hooks_host(j->hooks, GR_SPAN_COMM, what, t0, t1);
 }
 
 gr_status gr_tp_pass_status(gr_job *j, gr_error *err) {

@@ -55,7 +55,7 @@ expect 2 "parallel.stages: layer 'skip' (stage 3) reads 'r2' (stage 1)" "may not
 expect 2 "parallel.stages: expected auto or a non-empty list" -- "$G" plan cnn.yaml --set parallel.stages=c2
 expect 2 "parallel.schedule" -- "$G" plan cnn.yaml --set parallel.schedule=zigzag
 # tensor parallelism: `plan` shows the split (graph/tensor.h; tests/test_tensor_plan.c has the rules); a
-# convolution is refused at its item; `run` refuses it (no runtime yet)
+# convolution is refused at its item; `run` without a launcher names the command (e2e_tensor.sh runs it)
 expect 2 "cnn.yaml:5:7: model: layer 'c1': tensor parallelism splits dense layers and attention heads; a conv layer" \
     -- "$G" plan cnn.yaml --set parallel.tensor=2
 cat >mlp.yaml <<'YAML'
@@ -72,7 +72,7 @@ grep -Eq '^up +dense +column ' "$OUT" && grep -Eq '^gelu0 +gelu +sharded$' "$OUT
     ! grep -Eq '^out +dense +(column|row)' "$OUT" && ok || { bad "the split's rows"; cat "$OUT"; }
 expect 2 "mlp.yaml:4:12: model: layer 'up': its 32 units do not split over parallel.tensor 3 processes" -- \
     "$G" plan mlp.yaml --set parallel.tensor=3
-expect 2 "parallel.tensor: tensor parallelism does not run yet (2 asked for; leave it 1)" -- \
+expect 2 "parallel.tensor: a model replica is parallel.pipeline 1 x parallel.tensor 2 = 2 processes" -- \
     "$G" run mlp.yaml --set parallel.tensor=2
 expect 2 "parallel.microbatches: 3 does not split train.batch_size 32" -- \
     "$G" plan cnn.yaml --set parallel.pipeline=2 --set parallel.microbatches=3
