@@ -104,6 +104,7 @@ static gr_status gr_pp_exchange(gr_pp *pp, const gr_pp_msg *out, const gr_pp_msg
     const double t0 = gr_pp_enter(pp, what);
     gr_error e2; /* what was started is finished, also after a failed start */
     gr_status wst = gr_comm_wait_all(&pp->comm, st ? &e2 : err);
+    pp->wait_s += gr_now() - t0;
     gr_pp_leave(pp, t0);
     return st ? st : wst;
 }
@@ -128,9 +129,7 @@ static gr_status gr_pp_compute(gr_pp *pp, const gr_pipe_action *a, int64_t n, co
         if (st) return st;
     }
     gr_hooks_micro(pp->hooks ? *pp->hooks : NULL, a->mb);
-    const double t0 = gr_now();
     gr_plan_run_steps(pl, n, ctx, fwd ? 0 : pl->n_fwd_steps, fwd ? pl->n_fwd_steps : pl->steps.n);
-    pp->busy_s += gr_now() - t0;
     if (fwd && c->forwarded) c->forwarded(c->user, a->mb, pl);
     return GR_OK;
 }
@@ -140,7 +139,7 @@ gr_status gr_pp_step(gr_pp *pp, int64_t n, const gr_pp_calls *c, gr_error *err) 
     int na;
     const gr_pipe_action *act = gr_pipe_stage(&pp->sched, s, &na);
     const double t0 = gr_now();
-    pp->busy_s = 0.0;
+    pp->wait_s = 0.0;
     gr_status st = GR_OK;
     for (int i = 0; i < na && !st; i++) {
         const gr_pipe_action *a = &act[i];

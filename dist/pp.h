@@ -38,7 +38,7 @@ typedef struct gr_pp {
     int64_t step;              /* the 0-based optimizer step (the watchdog's line) */
     const gr_loop_hooks *const *hooks; /* the loop's hooks (NULL: none) */
     double *comm_s;            /* where the seconds waiting for messages are summed (NULL: nowhere) */
-    double busy_s, step_s;     /* the last step's seconds in the stage's kernels, and in all */
+    double wait_s, step_s;     /* the last step's seconds waiting for its messages, and in all */
 } gr_pp;
 
 /* What the runner does at the schedule's points: load feeds micro-batch mb

@@ -87,16 +87,18 @@ gr_status gr_metrics_trim(gr_metrics *mx, const char *run_dir, int64_t step, gr_
 
 /* ---- the lines ---- */
 
-/* " x N processes" for data parallelism, " on S pipeline stages (x N replicas)" for a
- * pipeline, else "" */
-static const char *gr_metrics_world_str(int world, int stages) {
+/* " x N processes" for data parallelism, " on S pipeline stages" or " on a tensor group of T"
+ * (" x N replicas") for a model split over processes, else "" */
+static const char *gr_metrics_world_str(int world, int stages, int tensor) {
     static char buf[96];
     if (world <= 1) return "";
-    if (stages > 1)
-        snprintf(buf, sizeof buf, " on %d pipeline stages%s%.0d%s", stages, world > stages ? " x " : "",
-                 world > stages ? world / stages : 0, world > stages ? " replicas" : "");
-    else
-        snprintf(buf, sizeof buf, " x %d processes", world);
+    const int part = GR_MAX(stages, 1) * GR_MAX(tensor, 1), replicas = world / part;
+    int n = 0;
+    if (part == 1) n = snprintf(buf, sizeof buf, " x %d processes", world);
+    else if (stages > 1) n = snprintf(buf, sizeof buf, " on %d pipeline stages", stages);
+    else n = snprintf(buf, sizeof buf, " on a tensor group of %d", tensor);
+    if (part > 1 && replicas > 1 && n > 0 && (size_t)n < sizeof buf)
+        snprintf(buf + n, sizeof buf - (size_t)n, " x %d replicas", replicas);
     return buf;
 }
 
@@ -112,8 +114,9 @@ void gr_metrics_begin(gr_metrics *mx, const gr_metrics_run *run) {
         printf("gpurun: %s on %s%s: %lld parameters, %lld steps (%lld per epoch), batch %lld = %lld x %lld "
                "micro-batches%s, run dir %s\n", run->name, run->device, threads, (long long)run->params,
                (long long)run->total, (long long)run->spe, (long long)run->batch,
-               (long long)(run->batch / run->micro_batch / (run->world > 1 ? run->world : 1) * GR_MAX(run->stages, 1)),
-               (long long)run->micro_batch, gr_metrics_world_str(run->world, run->stages), run->run_dir);
+               (long long)(run->batch / run->micro_batch / (run->world > 1 ? run->world : 1) * GR_MAX(run->stages, 1) *
+                           GR_MAX(run->tensor, 1)),
+               (long long)run->micro_batch, gr_metrics_world_str(run->world, run->stages, run->tensor), run->run_dir);
     mx->t0 = mx->t_window = gr_now();
     mx->wait_window = 0.0;
     mx->steps_window = 0;

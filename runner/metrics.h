@@ -39,6 +39,7 @@ typedef struct gr_metrics_run {
     int64_t batch, micro_batch;     /* samples per optimizer step (all processes) and per micro-batch (one) */
     int world;                      /* processes (data parallelism; x pipeline stages) */
     int stages;                     /* pipeline stages (0, 1: none) */
+    int tensor;                     /* a tensor group's processes (0, 1: none) */
     int threads;                    /* the CPU backend's threads (0: a GPU) */
     int64_t spe, total, start;      /* steps per epoch, the job's steps, the first step of this process */
     int64_t log_every;              /* log.every_steps */

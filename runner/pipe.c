@@ -180,7 +180,7 @@ gr_status gr_pipe_accumulate(gr_job *j, int64_t step, int64_t spe, int64_t accum
     }
     const gr_pp_calls calls = {gr_pipe_load, gr_pipe_forwarded, &c};
     if ((st = gr_pp_step(&pj->pp, j->spec->train.micro_batch, &calls, err))) return st;
-    pj->busy_s += pj->pp.busy_s;
+    pj->wait_s += pj->pp.wait_s;
     pj->step_s += pj->pp.step_s;
     /* the stage's gradients over the replicas, then the loss's sums over the stages */
     if ((st = gr_dp_reduce_step(&j->dp, j->m.grads + r->param_off, r->param_n, &c.ps.loss_sum, &c.ps.loss_count,
@@ -218,7 +218,7 @@ gr_status gr_pipe_agree(gr_job *j, int *v, const char *what, gr_error *err) {
 
 gr_status gr_pipe_idle(gr_job *j, double *idle, gr_error *err) {
     gr_pipe_job *pj = j->pp;
-    double v[2] = {pj->step_s > 0 ? 1.0 - pj->busy_s / pj->step_s : 0.0, pj->step_s > 0 ? 1.0 : 0.0};
+    double v[2] = {pj->step_s > 0 ? pj->wait_s / pj->step_s : 0.0, pj->step_s > 0 ? 1.0 : 0.0};
     gr_status st = gr_pp_sum(&pj->pp, v, 2, "the pipeline stages' idle time", err);
     *idle = v[1] > 0 ? v[0] / v[1] : -1.0;
     return st;

@@ -36,7 +36,7 @@ typedef struct gr_pipe_job {
     int *tied, n_tied;   /* the weights tied across stages (graph/stages.h: gr_stages_tied) */
     int stage, p, m, replicas;
     bool split;          /* pipe and j->dp.comm are made (gr_pipe_split) */
-    double busy_s, step_s; /* summed over the steps run: in the stage's kernels, and in all */
+    double wait_s, step_s; /* summed over the steps run: waiting for messages, and in all */
 } gr_pipe_job;
 
 /* parallel.pipeline > 1, after the ranks agreed on the job: j->pp with this
@@ -66,8 +66,9 @@ gr_status gr_pipe_share(gr_job *j, gr_error *err);
 /* *v = its largest over the world (a decision every rank must share). */
 gr_status gr_pipe_agree(gr_job *j, int *v, const char *what, gr_error *err);
 /* The measured bubble: the fraction of their steps' time the stages spent
- * outside their kernels (waiting for messages), their mean; every rank
- * calls it (a sum over the stages); -1 before any step. */
+ * waiting for their messages (a neighbour not yet there, and the transfer),
+ * their mean; every rank calls it (a sum over the stages); -1 before any
+ * step. */
 gr_status gr_pipe_idle(gr_job *j, double *idle, gr_error *err);
 /* summary.json's pipeline figures (metrics.h: mx.pipe), the measured
  * bubble only when ended_well (every rank is there: gr_pipe_idle). */

@@ -76,6 +76,7 @@ static gr_status gr_loop_begin(gr_job *j, gr_loop *L, gr_error *err) {
                         .precision = gr_precision_name(s->precision), .run_dir = j->run_dir,
                         .params = j->g.n_weights, .batch = s->train.batch_size, .micro_batch = s->train.micro_batch,
                         .world = j->world.world, .stages = (int)s->parallel.pipeline,
+                        .tensor = (int)s->parallel.tensor,
                         .threads = strcmp(gr_backend_name(j->be), "cpu") == 0 ? j->be->threads : 0,
                         .spe = L->spe, .total = L->total, .start = L->start, .log_every = s->log.every_steps};
     gr_metrics_begin(&j->mx, &r);

@@ -143,7 +143,8 @@ expect 0 -- "${MPI[@]}" 2 "$G" "$T/gpt.yaml" --run-dir "$T/prof" --threads 1 --s
 check "--profile: the part's split steps timed, the group's sums as collectives" bash -c "
     grep -qE '^h0\\.attn +attention_bwd +backward' '$T/prof/profile.txt' &&
     grep -qE '^- +collective +host +[0-9]+' '$T/prof/profile.txt'"
-check "the start line says the processes" grep -q "x 2 processes" "$T/last.out"
+check "the start line says the group" grep -q "batch 16 = 2 x 8 micro-batches on a tensor group of 2, run dir" \
+    "$T/last.out"
 check "summary.json: world_size 2" grep -q '"world_size":2' "$T/gpt-tp2/summary.json"
 
 # ---------------------------------------------------------------- 4. errors
