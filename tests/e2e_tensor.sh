@@ -8,7 +8,7 @@
 #     20 steps within 1e-6 and its weights within 1e-5 of the largest magnitude (SGD with
 #     momentum: AdamW's first steps move each weight by lr x the sign of its gradient, which the
 #     split's other order of sums can turn where a gradient is near 0); clipping too (the norm
-#     summed over the group, the replicated layers counted once); 2 data replicas x 2 (4 ranks)
+#     summed over the group, the replicated layers counted once), and recomputed blocks; 2 data replicas x 2 (4 ranks)
 #     within 1e-5, and AdamW's losses within 1e-3;
 #  2. checkpoints carry no layout: a 2-process group's step-10 checkpoint resumed by 1 process,
 #     and a 1-process one by a group of 2, continue as the straight run (within 1e-6);
@@ -114,6 +114,10 @@ expect 0 -- "${MPI[@]}" 2 "$G" "$T/gpt.yaml" --run-dir "$T/clip-tp2" "${ONE[@]}"
     --set parallel.tensor=2
 check "gpt with gradient clipping (the group's norm): losses within 1e-6" \
     "$PY" "$PC" losses "$T/clip-1" "$T/clip-tp2" 1e-6
+expect 0 -- "${MPI[@]}" 2 "$G" "$T/gpt.yaml" --run-dir "$T/rc-tp2" "${ONE[@]}" --set train.recompute=blocks \
+    --set parallel.tensor=2
+check "gpt with train.recompute: blocks in the group's parts: losses within 1e-6" \
+    "$PY" "$PC" losses "$T/gpt-1" "$T/rc-tp2" 1e-6
 expect 0 -- "${MPI[@]}" 2 "$G" "$T/gpt.yaml" --run-dir "$T/gpt-d2" "${ONE[@]}"
 expect 0 -- "${MPI[@]}" 4 "$G" "$T/gpt.yaml" --run-dir "$T/gpt-d2tp2" "${ONE[@]}" --set parallel.tensor=2
 check "gpt, 2 replicas x a group of 2 (4 ranks) against 2 replicas: within 1e-5" \
