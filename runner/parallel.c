@@ -148,6 +148,23 @@ static gr_status gr_parallel_attach_gpu(gr_job *j, gr_error *err) {
     return st;
 }
 
+gr_status gr_parallel_split(gr_job *j, int part, int replica, gr_comm *group, const char *what, gr_error *err) {
+    j->world = j->dp.comm; /* as it is now (NCCL joined on a GPU): the split's parent, the run's end */
+    char line[96];
+    snprintf(line, sizeof line, "splitting the ranks into %s", what);
+    gr_comm data;
+    gr_wd_enter(line, -1);
+    gr_status st = gr_comm_split(&j->world, part, replica, &data, err);
+    if (!st) st = gr_comm_split(&j->world, replica, part, group, err);
+    gr_wd_leave();
+    if (st) {
+        gr_comm_free(&data);
+        return st;
+    }
+    j->dp.comm = data;
+    return GR_OK;
+}
+
 gr_status gr_parallel_attach(gr_job *j, gr_error *err) {
     gr_status st = gr_parallel_attach_gpu(j, err); /* on the world, split after (NCCL's too) */
     if (st || (st = gr_pipe_split(j, err)) || (st = gr_tp_split(j, err))) return st;

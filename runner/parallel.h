@@ -30,6 +30,12 @@ gr_status gr_parallel_check_world(const gr_job_spec *s, const gr_comm *c, gr_err
  * spec asks that a GPU cannot do), and j->dp attached to the train plan
  * (parallel.bucket_mb, parallel.sync_batchnorm; dist/dp.h). */
 gr_status gr_parallel_attach(gr_job *j, gr_error *err);
+/* A model split over processes (pipeline stages, pipe.h; tensor groups,
+ * tp.h), once the world is joined on the device: j->world keeps it, and
+ * collectively j->dp.comm becomes the ranks of this one's part (`part`: its
+ * stage or shard, ordered by replica) and *group the parts of its replica
+ * (`replica`, ordered by part). what names the split for the watchdog. */
+gr_status gr_parallel_split(gr_job *j, int part, int replica, gr_comm *group, const char *what, gr_error *err);
 /* Before an evaluation: rank 0's non-trainable state (batchnorm's running
  * statistics, which per-rank statistics make differ) on every rank, so
  * every shard is evaluated with the model rank 0 saves (as PyTorch DDP's

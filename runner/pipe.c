@@ -1,6 +1,8 @@
 /* pipe.c — pipeline parallelism, the job's side (see pipe.h). */
 #include "pipe.h"
 
+#include "parallel.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,19 +25,9 @@ gr_status gr_pipe_split(gr_job *j, gr_error *err) {
     gr_pipe_job *pj = j->pp;
     if (!pj) return GR_OK;
     const int P = pj->p, T = (int)j->spec->parallel.tensor;
-    const int d = j->world.rank / (P * T);
-    j->world = j->dp.comm; /* as it is now (NCCL joined on a GPU): the split's parent, the run's end */
-    gr_comm data;
-    gr_wd_enter("splitting the ranks into pipeline stages", -1);
-    gr_status st = gr_comm_split(&j->world, pj->stage, d, &data, err);
-    if (!st) st = gr_comm_split(&j->world, d, pj->stage, &pj->pipe, err);
-    gr_wd_leave();
-    if (st) {
-        gr_comm_free(&data);
-        return st;
-    }
-    GR_ASSERT(data.world == pj->replicas && pj->pipe.world == P && pj->pipe.rank == pj->stage);
-    j->dp.comm = data;
+    gr_status st = gr_parallel_split(j, pj->stage, j->world.rank / (P * T), &pj->pipe, "pipeline stages", err);
+    if (st) return st;
+    GR_ASSERT(j->dp.comm.world == pj->replicas && pj->pipe.world == P && pj->pipe.rank == pj->stage);
     pj->pp.comm = pj->pipe;
     pj->split = true;
     return GR_OK;

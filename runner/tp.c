@@ -1,6 +1,8 @@
 /* tp.c — tensor parallelism, the job's side (see tp.h). */
 #include "tp.h"
 
+#include "parallel.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,19 +131,9 @@ gr_status gr_tp_model(gr_job *j, gr_error *err) {
 gr_status gr_tp_split(gr_job *j, gr_error *err) {
     gr_tp_job *tp = j->tp;
     if (!tp) return GR_OK;
-    j->world = j->dp.comm; /* as it is now: the split's parent, the run's end */
-    const int d = j->world.rank / tp->t;
-    gr_comm data;
-    gr_wd_enter("splitting the ranks into tensor groups", -1);
-    gr_status st = gr_comm_split(&j->world, tp->rank, d, &data, err);
-    if (!st) st = gr_comm_split(&j->world, d, tp->rank, &tp->group, err);
-    gr_wd_leave();
-    if (st) {
-        gr_comm_free(&data);
-        return st;
-    }
+    gr_status st = gr_parallel_split(j, tp->rank, j->world.rank / tp->t, &tp->group, "tensor groups", err);
+    if (st) return st;
     GR_ASSERT(tp->group.world == tp->t && tp->group.rank == tp->rank);
-    j->dp.comm = data;
     tp->split = true;
     return GR_OK;
 }

@@ -130,6 +130,44 @@ expect_ok() {
     if [ -z "$why" ]; then ok; else bad "$why"; show; fi
 }
 
+# A launched run in the background, and a signal to one of its ranks (e2e_parallel.sh,
+# e2e_pipeline.sh, e2e_tensor.sh):
+#   e2e_bg NAME CMD...    CMD in the background (MP: its pid; stdout and stderr in $T/NAME.out and
+#                         $T/NAME.err), once $T/NAME/metrics.jsonl has a line and MP a gpurun child,
+#                         and a second more
+#   e2e_guard S PID       kills PID after S seconds (a hang); GUARD: that timer, which
+#                         e2e_unguard calls off (its sleep with it)
+#   e2e_hit_rank SIG      SIG to MP's last gpurun child (the launch's last rank), then waits for MP
+#                         (killed after 60 s: a hang); RC: its exit status, WAITED: the seconds it took
+e2e_bg() {
+    local name=$1
+    shift
+    "$@" >"$T/$name.out" 2>"$T/$name.err" &
+    MP=$!
+    for _ in $(seq 600); do
+        [ -s "$T/$name/metrics.jsonl" ] && [ -n "$(pgrep -P $MP gpurun)" ] && break
+        sleep 0.1
+    done
+    sleep 1
+}
+e2e_guard() {
+    ( trap 'kill $s 2>/dev/null; exit 0' TERM; sleep "$1" & s=$!; wait $s; kill -KILL "$2" ) >/dev/null 2>&1 &
+    GUARD=$!
+}
+e2e_unguard() {
+    kill $GUARD 2>/dev/null
+    wait $GUARD 2>/dev/null
+}
+e2e_hit_rank() {
+    kill "-$1" "$(pgrep -P $MP gpurun | tail -n 1)"
+    local t0=$SECONDS
+    e2e_guard 60 $MP
+    wait $MP
+    RC=$?
+    WAITED=$((SECONDS - t0))
+    e2e_unguard
+}
+
 e2e_done() {
     echo "$PASS passed, $FAIL failed"
     [ "$FAIL" -eq 0 ] || exit 1

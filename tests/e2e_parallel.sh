@@ -184,42 +184,16 @@ expect 0 -- "${MPI2[@]}" "$G" "$J" --run-dir "$T/r1to2" --quiet --threads 1 --se
 check "1-process checkpoint resumed by 2 processes: steps 11-20 within 1e-5" "$PY" "$PC" losses "$T/r1" "$T/r1to2" 1e-5 10
 
 # ---------------------------------------------------------------- 4, 5. a signal to one rank
-# long_run NAME [ARG...]: a 2-process run of many steps in the background (MP: mpirun's
-# pid); waits for its first metrics line
+# long_run NAME [ARG...]: a 2-process run of many steps in the background (e2e_bg: MP is
+# mpirun's pid); hit_rank SIG: e2e_hit_rank
 long_run() {
     local name=$1
     shift
-    "${MPI2[@]}" "$G" "$J" --run-dir "$T/$name" --threads 1 --quiet --set train.micro_batch=64 \
+    e2e_bg "$name" "${MPI2[@]}" "$G" "$J" --run-dir "$T/$name" --threads 1 --quiet --set train.micro_batch=64 \
         --set train.steps=200000 --set train.epochs=10000 --set eval.every_steps=0 --set eval.every_epochs=10000 \
-        --set checkpoint.every_steps=50 "$@" >"$T/$name.out" 2>"$T/$name.err" &
-    MP=$!
-    for _ in $(seq 600); do
-        [ -s "$T/$name/metrics.jsonl" ] && [ -n "$(pgrep -P $MP gpurun)" ] && break
-        sleep 0.1
-    done
-    sleep 1
+        --set checkpoint.every_steps=50 "$@"
 }
-# guard S PID: kills PID after S seconds (a hang); GUARD: that timer, which unguard calls off
-# (its sleep with it)
-guard() {
-    ( trap 'kill $s 2>/dev/null; exit 0' TERM; sleep "$1" & s=$!; wait $s; kill -KILL "$2" ) >/dev/null 2>&1 &
-    GUARD=$!
-}
-unguard() {
-    kill $GUARD 2>/dev/null
-    wait $GUARD 2>/dev/null
-}
-# hit_rank SIG: SIG to the run's last rank, then waits for mpirun (killed after 60 s: a hang);
-# RC: its exit status, WAITED: the seconds it took
-hit_rank() {
-    kill "-$1" "$(pgrep -P $MP gpurun | tail -n 1)"
-    local t0=$SECONDS
-    guard 60 $MP
-    wait $MP
-    RC=$?
-    WAITED=$((SECONDS - t0))
-    unguard
-}
+hit_rank() { e2e_hit_rank "$@"; }
 
 long_run term
 hit_rank TERM
@@ -278,7 +252,7 @@ late_run() {
     LATE=$late "${MPI2[@]}" "$T/late.sh" "$G" "$J" --run-dir "$T/$name" --threads 1 --quiet "$@" \
         >"$T/$name.out" 2>"$T/$name.err" &
     MP=$!
-    guard 60 $MP
+    e2e_guard 60 $MP
     T_LATE=$SECONDS
 }
 # late_end NAME: waits for mpirun; RC, WAITED (seconds since late_run); then every process of
@@ -287,7 +261,7 @@ late_end() {
     wait $MP
     RC=$?
     WAITED=$((SECONDS - T_LATE))
-    unguard
+    e2e_unguard
     local p
     for p in $(pgrep -f "$T/$1( |\$)"); do kill -KILL "$p"; kill -CONT "$p"; done 2>/dev/null
 }

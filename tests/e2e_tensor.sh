@@ -174,29 +174,15 @@ expect 2 "parallel.tensor: a model replica is parallel.pipeline 1 x parallel.ten
     "launch it with \`mpirun -np 2 gpurun ...\`" -- "$G" "$T/gpt.yaml" --run-dir "$T/bad" --set parallel.tensor=2
 
 # ---------------------------------------------------------------- 5. faults
+# long_run NAME [ARG...]: the 2-process GPT of many steps in the background (e2e_bg: MP is
+# mpirun's pid); hit_rank SIG: e2e_hit_rank
 long_run() {
     local name=$1
     shift
-    "${MPI[@]}" 2 "$G" "$T/gpt.yaml" --run-dir "$T/$name" --threads 1 --quiet --set parallel.tensor=2 \
-        --set train.steps=200000 --set eval.every_steps=0 --set checkpoint.every_steps=50 "$@" \
-        >"$T/$name.out" 2>"$T/$name.err" &
-    MP=$!
-    for _ in $(seq 600); do
-        [ -s "$T/$name/metrics.jsonl" ] && [ -n "$(pgrep -P $MP gpurun)" ] && break
-        sleep 0.1
-    done
-    sleep 1
+    e2e_bg "$name" "${MPI[@]}" 2 "$G" "$T/gpt.yaml" --run-dir "$T/$name" --threads 1 --quiet --set parallel.tensor=2 \
+        --set train.steps=200000 --set eval.every_steps=0 --set checkpoint.every_steps=50 "$@"
 }
-hit_rank() {
-    kill "-$1" "$(pgrep -P $MP gpurun | tail -n 1)"
-    local t0=$SECONDS
-    ( sleep 60; kill -KILL $MP ) >/dev/null 2>&1 &
-    local guard=$!
-    wait $MP
-    RC=$?
-    WAITED=$((SECONDS - t0))
-    kill $guard 2>/dev/null
-}
+hit_rank() { e2e_hit_rank "$@"; }
 long_run term
 hit_rank TERM
 check "SIGTERM to one process of the group: mpirun exits 75 (got $RC)" test "$RC" -eq 75
