@@ -168,6 +168,50 @@ e2e_hit_rank() {
     e2e_unguard
 }
 
+# A small GPT's data and model sections (e2e_pipeline.sh, e2e_tensor.sh): 2 pre-norm blocks of
+# width 32 on byte tokens of 16 positions, dropout after the attention's projection;
+#   e2e_tiny_gpt TEXT_H5 HEADS HEAD   prints them; HEAD: the lm_head dense's extra attributes
+#                                     ("" or ", tied: wte")
+e2e_tiny_gpt() {
+    cat <<EOF
+data:
+  train: {path: $1, group: /train}
+  val: {path: $1, group: /val}
+  seq_len: 16
+model:
+  inputs: [tokens]
+  targets: [targets]
+  blocks:
+    h:
+      layers:
+        - {layernorm: {}, name: ln_1}
+        - {dense: {units: 96}, name: c_attn}
+        - {attention: {heads: $2}, name: attn}
+        - {dense: {units: 32}, name: c_proj}
+        - {dropout: {rate: 0.1}, name: drop}
+        - {add: {}, input: [input, drop], name: res}
+        - {layernorm: {}, name: ln_2}
+        - {dense: {units: 64}, name: c_fc}
+        - gelu_tanh
+        - {dense: {units: 32}, name: mlp_proj}
+        - {add: {}, input: [res, mlp_proj]}
+  layers:
+    - {embedding: {vocab: 256, dim: 32, init_std: 0.02}, name: wte}
+    - {pos_embedding: {max_len: 16, init_std: 0.02}, name: wpe}
+    - {h: {}, repeat: 2}
+    - {layernorm: {}, name: ln_f}
+    - {dense: {units: 256, bias: false$3}, name: lm_head}
+EOF
+}
+# e2e_same_stop NAME: after e2e_hit_rank TERM on run $T/NAME of 2 ranks: both said they stopped at
+# the same step, whose checkpoint is the last committed one (tests/resume_check.py)
+e2e_same_stop() {
+    check "both ranks stopped at the same step with a committed checkpoint" bash -c "
+    a=\$(sed -n 's/.*rank 0 of 2: stopped by SIGTERM at step \([0-9]*\); checkpoint.*committed.*/\1/p' '$T/$1.err')
+    b=\$(sed -n 's/.*rank 1 of 2: stopped by SIGTERM at step \([0-9]*\); checkpoint.*committed.*/\1/p' '$T/$1.err')
+    [ -n \"\$a\" ] && [ \"\$a\" = \"\$b\" ] && [ \"\$('$PY' '$SRC/tests/resume_check.py' committed '$T/$1/checkpoints')\" = \"\$a\" ]"
+}
+
 e2e_done() {
     echo "$PASS passed, $FAIL failed"
     [ "$FAIL" -eq 0 ] || exit 1
