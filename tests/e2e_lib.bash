@@ -168,6 +168,31 @@ e2e_hit_rank() {
     e2e_unguard
 }
 
+# e2e_need_mpirun: the whole script is skipped (exit 77) without mpirun; else Open MPI may run as
+# root and oversubscribe, and "${MPI[@]}" N CMD... launches N ranks. Under ASan (scripts/dev.sh's
+# second pass) Open MPI's own allocations, still held at MPI_Finalize (some by components it has
+# unloaded), read as leaks: the launched runs keep ASan's error checks but not LeakSanitizer's;
+# the one-process runs keep both.
+e2e_need_mpirun() {
+    if ! command -v mpirun >/dev/null; then
+        echo "SKIP: mpirun is not installed (openmpi-bin; scripts/dev.sh installs it)"
+        exit 77
+    fi
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+    MPI=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" mpirun --oversubscribe -np)
+}
+# e2e_text_h5 OUT WORDS: `gpurun data text` of 3000 lines of WORDS drawn at random (seeded)
+e2e_text_h5() {
+    "$PY" - "$T/text.txt" "$2" <<'EOF'
+import random, sys
+r = random.Random(3)
+words = sys.argv[2].split()
+with open(sys.argv[1], "w") as f:
+    for _ in range(3000):
+        f.write(" ".join(r.choice(words) for _ in range(r.randint(3, 12))) + ".\n")
+EOF
+    expect 0 -- "$G" data text "$1" --from "$T/text.txt"
+}
 # A small GPT's data and model sections (e2e_pipeline.sh, e2e_tensor.sh): 2 pre-norm blocks of
 # width 32 on byte tokens of 16 positions, dropout after the attention's projection;
 #   e2e_tiny_gpt TEXT_H5 HEADS HEAD   prints them; HEAD: the lm_head dense's extra attributes

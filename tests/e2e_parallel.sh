@@ -29,15 +29,8 @@
 #   bash tests/e2e_parallel.sh GPURUN_BINARY SOURCE_DIR TMPDIR
 . "$(dirname "$0")/e2e_lib.bash" "$@"
 e2e_need_py h5py numpy
-if ! command -v mpirun >/dev/null; then
-    echo "SKIP: mpirun is not installed (openmpi-bin; scripts/dev.sh installs it)"
-    exit 77
-fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-# under ASan (scripts/dev.sh's second pass) Open MPI's own allocations, still held at
-# MPI_Finalize (some by components it has unloaded), read as leaks: the launched runs keep
-# ASan's error checks but not LeakSanitizer's; the one-process runs keep both
-MPI2=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" mpirun -np 2 --oversubscribe)
+e2e_need_mpirun
+MPI2=("${MPI[@]}" 2)
 PC=$SRC/tests/parallel_check.py
 RC_PY=$SRC/tests/resume_check.py
 

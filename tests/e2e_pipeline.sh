@@ -24,27 +24,13 @@
 #   bash tests/e2e_pipeline.sh GPURUN_BINARY SOURCE_DIR TMPDIR
 . "$(dirname "$0")/e2e_lib.bash" "$@"
 e2e_need_py h5py numpy
-if ! command -v mpirun >/dev/null; then
-    echo "SKIP: mpirun is not installed (openmpi-bin; scripts/dev.sh installs it)"
-    exit 77
-fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-# LeakSanitizer reads Open MPI's allocations held at MPI_Finalize as leaks (e2e_parallel.sh)
-MPI=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" mpirun --oversubscribe -np)
+e2e_need_mpirun
 PC=$SRC/tests/parallel_check.py
 ONE=(--threads 1 --quiet)
 
 # ---------------------------------------------------------------- fixtures
 expect 0 -- "$G" data synthetic "$T/syn.h5" --n 2000 --shape 1,12,12 --classes 10 --test 256 --seed 5
-"$PY" - "$T/text.txt" <<'EOF'
-import random, sys
-r = random.Random(3)
-words = "the a pipeline stage sends its activations to the next one and gets gradients back".split()
-with open(sys.argv[1], "w") as f:
-    for _ in range(3000):
-        f.write(" ".join(r.choice(words) for _ in range(r.randint(3, 12))) + ".\n")
-EOF
-expect 0 -- "$G" data text "$T/text.h5" --from "$T/text.txt"
+e2e_text_h5 "$T/text.h5" "the a pipeline stage sends its activations to the next one and gets gradients back"
 
 # job NAME MODEL-YAML [TRAIN-YAML]: $T/NAME.yaml, batch 32 in micro-batches of 4 (8 a step), 12
 # steps, SGD unless TRAIN-YAML says otherwise

@@ -22,25 +22,12 @@
 #   bash tests/e2e_tensor.sh GPURUN_BINARY SOURCE_DIR TMPDIR
 . "$(dirname "$0")/e2e_lib.bash" "$@"
 e2e_need_py h5py numpy
-if ! command -v mpirun >/dev/null; then
-    echo "SKIP: mpirun is not installed (openmpi-bin; scripts/dev.sh installs it)"
-    exit 77
-fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-MPI=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" mpirun --oversubscribe -np)
+e2e_need_mpirun
 PC=$SRC/tests/parallel_check.py
 ONE=(--threads 1 --quiet)
 
 expect 0 -- "$G" data synthetic "$T/syn.h5" --n 2000 --shape 1,12,12 --classes 10 --test 256 --seed 5
-"$PY" - "$T/text.txt" <<'EOF'
-import random, sys
-r = random.Random(3)
-words = "a tensor group splits each dense pair by columns and then by rows".split()
-with open(sys.argv[1], "w") as f:
-    for _ in range(3000):
-        f.write(" ".join(r.choice(words) for _ in range(r.randint(3, 12))) + ".\n")
-EOF
-expect 0 -- "$G" data text "$T/text.h5" --from "$T/text.txt"
+e2e_text_h5 "$T/text.h5" "a tensor group splits each dense pair by columns and then by rows"
 
 cat >"$T/mlp.yaml" <<EOF
 name: mlp
