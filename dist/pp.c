@@ -30,7 +30,8 @@ gr_status gr_pp_init(gr_pp *pp, int s, const gr_stage_plan *sp, gr_model *mo, co
         char msg[GR_ERROR_MSG_MAX], head[160];
         memcpy(msg, err->msg, sizeof msg);
         int w = snprintf(head, sizeof head, "pipeline stage %d of %d (schedule %s, %d micro-batch%s in flight, each "
-                         "its own activation arena): ", s + 1, p, gr_pipe_kind_name(kind), pp->k, pp->k > 1 ? "es" : "");
+                         "its own activation arena): ", s + 1, p, gr_pipe_kind_name(kind), pp->k,
+                         pp->k > 1 ? "es" : "");
         const size_t hn = w > 0 ? GR_MIN((size_t)w, sizeof head - 1) : 0;
         size_t mn = strnlen(msg, sizeof msg - 1); /* the stage first, then as much of the message as fits */
         if (mn > sizeof err->msg - 1 - hn) mn = sizeof err->msg - 1 - hn;
@@ -147,10 +148,22 @@ gr_status gr_pp_step(gr_pp *pp, int64_t n, const gr_pp_calls *c, gr_error *err) 
         switch (a->op) {
         case GR_PIPE_FORWARD:
         case GR_PIPE_BACKWARD: st = gr_pp_compute(pp, a, n, c, err); break;
-        case GR_PIPE_SEND_ACT: x = gr_pp_act(pp, true, a->mb); st = gr_pp_exchange(pp, &x, NULL, a->peer, n, err); break;
-        case GR_PIPE_RECV_ACT: x = gr_pp_act(pp, false, a->mb); st = gr_pp_exchange(pp, NULL, &x, a->peer, n, err); break;
-        case GR_PIPE_SEND_GRAD: x = gr_pp_grad(pp, true, a->mb); st = gr_pp_exchange(pp, &x, NULL, a->peer, n, err); break;
-        case GR_PIPE_RECV_GRAD: x = gr_pp_grad(pp, false, a->mb); st = gr_pp_exchange(pp, NULL, &x, a->peer, n, err); break;
+        case GR_PIPE_SEND_ACT:
+            x = gr_pp_act(pp, true, a->mb);
+            st = gr_pp_exchange(pp, &x, NULL, a->peer, n, err);
+            break;
+        case GR_PIPE_RECV_ACT:
+            x = gr_pp_act(pp, false, a->mb);
+            st = gr_pp_exchange(pp, NULL, &x, a->peer, n, err);
+            break;
+        case GR_PIPE_SEND_GRAD:
+            x = gr_pp_grad(pp, true, a->mb);
+            st = gr_pp_exchange(pp, &x, NULL, a->peer, n, err);
+            break;
+        case GR_PIPE_RECV_GRAD:
+            x = gr_pp_grad(pp, false, a->mb);
+            st = gr_pp_exchange(pp, NULL, &x, a->peer, n, err);
+            break;
         case GR_PIPE_SEND_ACT_RECV_GRAD:
             x = gr_pp_act(pp, true, a->mb), y = gr_pp_grad(pp, false, a->recv_mb);
             st = gr_pp_exchange(pp, &x, &y, a->peer, n, err);

@@ -246,8 +246,10 @@ void gr_stage_io_init(const gr_graph *g, const gr_stage_plan *sp, int s, gr_stag
             const int ws = node_stage[w];
             const bool fwd = w < g->n_forward;
             GR_ASSERT((ws == rs - 1 && fwd) || (ws == rs + 1 && !fwd)); /* gr_stages_cut refused the rest */
-            if (rs == s) gr_stages_add(fwd ? &io->recv_act : &io->recv_grad, fwd ? &io->n_recv_act : &io->n_recv_grad, r);
-            if (ws == s) gr_stages_add(fwd ? &io->send_act : &io->send_grad, fwd ? &io->n_send_act : &io->n_send_grad, r);
+            if (rs == s)
+                gr_stages_add(fwd ? &io->recv_act : &io->recv_grad, fwd ? &io->n_recv_act : &io->n_recv_grad, r);
+            if (ws == s)
+                gr_stages_add(fwd ? &io->send_act : &io->send_grad, fwd ? &io->n_send_act : &io->n_send_grad, r);
         }
     }
     int *lists[4] = {io->recv_act, io->send_act, io->recv_grad, io->send_grad};

@@ -111,8 +111,10 @@ static void gr_tp_figures(const gr_graph *g, gr_tp_plan *tp) {
     for (int l = 0; l < g->n_layers; l++) {
         const gr_tp_role role = tp->role[l];
         const gr_node *nd = &g->nodes[g->layers[l].node];
-        if (role == GR_TP_COLUMN || role == GR_TP_COLUMN_QKV || role == GR_TP_ROW) tp->split_params += g->layers[l].n_params;
-        else tp->repl_params += g->layers[l].n_params;
+        if (role == GR_TP_COLUMN || role == GR_TP_COLUMN_QKV || role == GR_TP_ROW)
+            tp->split_params += g->layers[l].n_params;
+        else
+            tp->repl_params += g->layers[l].n_params;
         if (role == GR_TP_ROW) tp->allreduce_fwd += gr_tensor_sample_numel(&g->tensors[nd->out[0]]);
         if ((role == GR_TP_COLUMN || role == GR_TP_COLUMN_QKV) && g->tensors[nd->in[0]].requires_grad)
             tp->allreduce_bwd += gr_tensor_sample_numel(&g->tensors[nd->in[0]]);

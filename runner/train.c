@@ -204,7 +204,8 @@ static gr_status gr_loop_update(gr_job *j, gr_loop *L, double loss, gr_error *er
     if (st) return st;
     if (!gr_scaler_update(&j->sc, finite)) {
         L->status = "diverged";
-        return gr_train_grads_diverged(&j->m, step + 1, epoch + 1, loss, scale, j->sc.check, j->sc.dynamic, err);
+        return gr_train_grads_diverged(gr_tp_model_of(j), step + 1, epoch + 1, loss, scale, j->sc.check,
+                                       j->sc.dynamic, err); /* a tensor group's part: its gradients */
     }
     gr_metrics_loss(&j->mx, loss);
     return GR_OK;
@@ -399,7 +400,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
         gr_hooks_step_end(j.hooks);
         const int64_t done_steps = L.step + 1;
         if (gr_metrics_due(&j.mx, done_steps)) {
-            if ((st = gr_train_check_params(&j.m, done_steps, L.spe, "at the metrics line", err))) {
+            if ((st = gr_train_check_params(gr_tp_model_of(&j), done_steps, L.spe, "at the metrics line", err))) {
                 L.status = "diverged";
                 break;
             }
