@@ -102,6 +102,14 @@ static const char *gr_metrics_world_str(int world, int stages, int tensor) {
     return buf;
 }
 
+/* A step's micro-batches on each process: the batch over the data replicas (the processes over
+ * pipeline stages and tensor groups), over the micro-batch. */
+static int64_t gr_metrics_accum(const gr_metrics_run *run) {
+    const int64_t part = (int64_t)GR_MAX(run->stages, 1) * GR_MAX(run->tensor, 1);
+    const int64_t replicas = GR_MAX(run->world, 1) / part;
+    return run->batch / (run->micro_batch * GR_MAX(replicas, 1));
+}
+
 void gr_metrics_begin(gr_metrics *mx, const gr_metrics_run *run) {
     mx->run = *run;
     snprintf(mx->device_detail, sizeof mx->device_detail, "%s", run->device_detail ? run->device_detail : "");
@@ -114,8 +122,7 @@ void gr_metrics_begin(gr_metrics *mx, const gr_metrics_run *run) {
         printf("gpurun: %s on %s%s: %lld parameters, %lld steps (%lld per epoch), batch %lld = %lld x %lld "
                "micro-batches%s, run dir %s\n", run->name, run->device, threads, (long long)run->params,
                (long long)run->total, (long long)run->spe, (long long)run->batch,
-               (long long)(run->batch / run->micro_batch / (run->world > 1 ? run->world : 1) * GR_MAX(run->stages, 1) *
-                           GR_MAX(run->tensor, 1)),
+               (long long)gr_metrics_accum(run),
                (long long)run->micro_batch, gr_metrics_world_str(run->world, run->stages, run->tensor), run->run_dir);
     mx->t0 = mx->t_window = gr_now();
     mx->wait_window = 0.0;

@@ -320,8 +320,9 @@ static void gr_plan_cmd_stages(const gr_job_spec *s, const gr_graph *g, const gr
     for (int i = 0; i < p; i++)
         wl = GR_MAX(wl, (int)(strlen(g->layers[sp->stages[i].first].name) +
                               strlen(g->layers[sp->stages[i].last].name)) + 2);
-    fprintf(f, "\npipeline: %d stages (%s), %lld micro-batches a step, schedule %s\n", p,
-            sp->named ? "cut at parallel.stages" : "balanced by FLOPs", (long long)m, gr_pipe_kind_name(kind));
+    fprintf(f, "\npipeline: %d stages (%s), %lld micro-batch%s a step, schedule %s\n", p,
+            sp->named ? "cut at parallel.stages" : "balanced by FLOPs", (long long)m, m == 1 ? "" : "es",
+            gr_pipe_kind_name(kind));
     fprintf(f, "%-5s %-*s %7s %14s %12s %9s %16s\n", "stage", wl, "layers", "count", "FLOPs/sample", "params",
             "in-flight", "activations (B)");
     int64_t top = 0, all = 0;
