@@ -72,8 +72,7 @@ static void gr_pp_leave(gr_pp *pp, double t0) {
     gr_hooks_host(pp->hooks ? *pp->hooks : NULL, GR_SPAN_COMM, gr_wd_what(), t0, t1);
 }
 
-/* One exchange with peer: the tensors out[0..nout) of slot `from` sent,
- * in[0..nin) of slot `to` received (tags: base + index), one wait. */
+/* A message: its tensors t[0..n) in the slot of micro-batch mb, tagged tag + index. */
 typedef struct gr_pp_msg {
     const int *t;
     int n, tag;
@@ -82,6 +81,7 @@ typedef struct gr_pp_msg {
     const char *kind; /* "activation", "gradient" */
 } gr_pp_msg;
 
+/* One exchange with peer: out's tensors sent, in's received (either NULL), one wait. */
 static gr_status gr_pp_exchange(gr_pp *pp, const gr_pp_msg *out, const gr_pp_msg *in, int peer, int64_t n,
                                 gr_error *err) {
     const gr_graph *g = pp->m->g;
@@ -110,14 +110,31 @@ static gr_status gr_pp_exchange(gr_pp *pp, const gr_pp_msg *out, const gr_pp_msg
     return st ? st : wst;
 }
 
-static gr_pp_msg gr_pp_act(gr_pp *pp, bool send, int mb) {
-    return (gr_pp_msg){send ? pp->io.send_act : pp->io.recv_act, send ? pp->io.n_send_act : pp->io.n_recv_act, 0,
-                       &pp->slot[mb % pp->k], mb, "activation"};
+/* The activation ('a') or gradient ('g') message of micro-batch mb, sent or received. */
+static gr_pp_msg gr_pp_msg_of(gr_pp *pp, char kind, bool send, int mb) {
+    const gr_stage_io *io = &pp->io;
+    if (kind == 'a')
+        return (gr_pp_msg){send ? io->send_act : io->recv_act, send ? io->n_send_act : io->n_recv_act, 0,
+                           &pp->slot[mb % pp->k], mb, "activation"};
+    return (gr_pp_msg){send ? io->send_grad : io->recv_grad, send ? io->n_send_grad : io->n_recv_grad, GR_PP_GRAD_TAG,
+                       &pp->slot[mb % pp->k], mb, "gradient"};
 }
 
-static gr_pp_msg gr_pp_grad(gr_pp *pp, bool send, int mb) {
-    return (gr_pp_msg){send ? pp->io.send_grad : pp->io.recv_grad, send ? pp->io.n_send_grad : pp->io.n_recv_grad,
-                       GR_PP_GRAD_TAG, &pp->slot[mb % pp->k], mb, "gradient"};
+/* What each message action sends and receives: 'a' activation, 'g' gradient, 0 nothing. */
+static const struct { char send, recv; } gr_pp_msgs[GR_PIPE_OP_COUNT] = {
+    [GR_PIPE_SEND_ACT] = {'a', 0},           [GR_PIPE_RECV_ACT] = {0, 'a'},
+    [GR_PIPE_SEND_GRAD] = {'g', 0},          [GR_PIPE_RECV_GRAD] = {0, 'g'},
+    [GR_PIPE_SEND_ACT_RECV_GRAD] = {'a', 'g'}, [GR_PIPE_SEND_GRAD_RECV_ACT] = {'g', 'a'},
+};
+
+/* A message action: its sends (micro-batch mb) and receives (mb, or recv_mb beside a send). */
+static gr_status gr_pp_message(gr_pp *pp, const gr_pipe_action *a, int64_t n, gr_error *err) {
+    const char so = gr_pp_msgs[a->op].send, ri = gr_pp_msgs[a->op].recv;
+    GR_ASSERT(so || ri);
+    gr_pp_msg x = {0}, y = {0};
+    if (so) x = gr_pp_msg_of(pp, so, true, a->mb);
+    if (ri) y = gr_pp_msg_of(pp, ri, false, so ? a->recv_mb : a->mb);
+    return gr_pp_exchange(pp, so ? &x : NULL, ri ? &y : NULL, a->peer, n, err);
 }
 
 /* The stage's forward or backward of micro-batch mb. */
@@ -144,36 +161,8 @@ gr_status gr_pp_step(gr_pp *pp, int64_t n, const gr_pp_calls *c, gr_error *err) 
     gr_status st = GR_OK;
     for (int i = 0; i < na && !st; i++) {
         const gr_pipe_action *a = &act[i];
-        gr_pp_msg x, y;
-        switch (a->op) {
-        case GR_PIPE_FORWARD:
-        case GR_PIPE_BACKWARD: st = gr_pp_compute(pp, a, n, c, err); break;
-        case GR_PIPE_SEND_ACT:
-            x = gr_pp_act(pp, true, a->mb);
-            st = gr_pp_exchange(pp, &x, NULL, a->peer, n, err);
-            break;
-        case GR_PIPE_RECV_ACT:
-            x = gr_pp_act(pp, false, a->mb);
-            st = gr_pp_exchange(pp, NULL, &x, a->peer, n, err);
-            break;
-        case GR_PIPE_SEND_GRAD:
-            x = gr_pp_grad(pp, true, a->mb);
-            st = gr_pp_exchange(pp, &x, NULL, a->peer, n, err);
-            break;
-        case GR_PIPE_RECV_GRAD:
-            x = gr_pp_grad(pp, false, a->mb);
-            st = gr_pp_exchange(pp, NULL, &x, a->peer, n, err);
-            break;
-        case GR_PIPE_SEND_ACT_RECV_GRAD:
-            x = gr_pp_act(pp, true, a->mb), y = gr_pp_grad(pp, false, a->recv_mb);
-            st = gr_pp_exchange(pp, &x, &y, a->peer, n, err);
-            break;
-        case GR_PIPE_SEND_GRAD_RECV_ACT:
-            x = gr_pp_grad(pp, true, a->mb), y = gr_pp_act(pp, false, a->recv_mb);
-            st = gr_pp_exchange(pp, &x, &y, a->peer, n, err);
-            break;
-        default: GR_ASSERT(!"a pipeline action");
-        }
+        const bool compute = a->op == GR_PIPE_FORWARD || a->op == GR_PIPE_BACKWARD;
+        st = compute ? gr_pp_compute(pp, a, n, c, err) : gr_pp_message(pp, a, n, err);
     }
     pp->step_s = gr_now() - t0;
     return st;

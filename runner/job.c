@@ -201,13 +201,19 @@ void gr_job_io_default(gr_job *j) {
     j->io.target = (gr_io_tensor){.name = "label", .elem = GR_I32, .ndim = 0};
 }
 
+gr_status gr_job_build(const gr_job_spec *spec, const gr_graph_io *io, gr_graph *g, gr_error *err) {
+    gr_status st = gr_graph_build_io(spec, io, g, err);
+    if (st) return st;
+    gr_autodiff(g, false);
+    gr_graph_recompute(g);
+    gr_graph_set_precision(g, spec->precision);
+    return GR_OK;
+}
+
 gr_status gr_job_graph(gr_job *j, const gr_graph_io *io, gr_error *err) {
-    gr_status st = gr_graph_build_io(j->spec, io, &j->g, err);
+    gr_status st = gr_job_build(j->spec, io, &j->g, err);
     if (st) return st;
     j->have_graph = true;
-    gr_autodiff(&j->g, false);
-    gr_graph_recompute(&j->g);
-    gr_graph_set_precision(&j->g, j->spec->precision);
     gr_opt_groups_free(&j->og);
     return gr_opt_groups_make(&j->g, j->spec, &j->og, err);
 }

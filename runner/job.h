@@ -119,6 +119,9 @@ gr_status gr_job_model(gr_job *j, gr_error *err);
  * appended, stored at the spec's precision (gr_job_compile; `gpurun plan`
  * without data), its optimizer groups made. */
 gr_status gr_job_graph(gr_job *j, const gr_graph_io *io, gr_error *err);
+/* Its graph part: g built for io, its backward appended, recomputation and
+ * the spec's precision applied (a tensor group's part too: tp.c). */
+gr_status gr_job_build(const gr_job_spec *spec, const gr_graph_io *io, gr_graph *g, gr_error *err);
 /* j->io for today's layout: one float input `input` of j->in_shape, int32
  * labels. */
 void gr_job_io_default(gr_job *j);
@@ -185,6 +188,15 @@ gr_status gr_job_decode_setup(gr_job *j, bool quiet, gr_error *err);
 gr_status gr_job_decode_batch(gr_job *j, gr_plan *p, gr_loader *ld, gr_batch *b, gr_error *err);
 
 /* ---- step.c ---- */
+
+/* Micro-batch k (of accum) of optimizer step `step`: the train loader's next
+ * batch (told to the hooks as a data span; decoded into p's input when its
+ * payload is encoded; its skipped samples counted) and the context it runs
+ * with (its own dropout key over the whole step and the data replicas, the
+ * loss scale's gradient scale, batchnorm's sums). The caller uploads it and
+ * releases it. */
+gr_status gr_train_next_batch(gr_job *j, gr_plan *p, int64_t step, int64_t accum, int64_t k, gr_batch **b,
+                              gr_exec_ctx *ctx, gr_error *err);
 
 /* An evaluation: the mean loss (over what the loss counts: samples, or
  * tokens not ignored) and each metric of the graph (graph.h: train.metrics)

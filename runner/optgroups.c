@@ -128,8 +128,16 @@ gr_status gr_opt_groups_check(const gr_job_spec *s, gr_error *err) {
 
 /* og with every float outside the intervals keep[0..nk) ([off, off + n), sorted, disjoint)
  * frozen: each range cut where an interval's edge falls in it. */
-void gr_opt_groups_keep(const gr_opt_groups *og, const gr_opt_range *whole, const int64_t (*keep)[2],
-                                 int nk, gr_opt_groups *out) {
+static int gr_opt_interval_cmp(const void *a, const void *b) {
+    const int64_t *x = a, *y = b;
+    return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+void gr_opt_groups_keep(const gr_opt_groups *og, const gr_opt_range *whole, const int64_t (*keep_in)[2],
+                        int nk, gr_opt_groups *out) {
+    int64_t (*keep)[2] = gr_xmalloc((size_t)(nk ? nk : 1) * sizeof *keep); /* sorted by offset */
+    if (nk) memcpy(keep, keep_in, (size_t)nk * sizeof *keep);
+    qsort(keep, (size_t)nk, sizeof *keep, gr_opt_interval_cmp);
     const int nr = og->n ? og->n : 1;
     out->r = gr_xcalloc((size_t)nr * (size_t)(2 * nk + 1), sizeof *out->r);
     out->n = 0;
@@ -153,5 +161,6 @@ void gr_opt_groups_keep(const gr_opt_groups *og, const gr_opt_range *whole, cons
             at = hi;
         }
     }
+    free(keep);
 }
 

@@ -36,7 +36,7 @@ typedef struct gr_opt_groups {
 gr_status gr_opt_groups_make(const gr_graph *g, const gr_job_spec *s, gr_opt_groups *og, gr_error *err);
 void gr_opt_groups_free(gr_opt_groups *og);
 /* og's ranges (whole: the one range standing for og without any) with every
- * float outside keep[0..nk) ([off, n] pairs, sorted, disjoint) frozen, cut
+ * float outside keep[0..nk) ([off, n] pairs, disjoint, in any order) frozen, cut
  * where an interval's edge falls: a pipeline stage's or a tensor group
  * process's part of the update (pipe.c, tp.c); into out (any_frozen). */
 void gr_opt_groups_keep(const gr_opt_groups *og, const gr_opt_range *whole, const int64_t (*keep)[2], int nk,

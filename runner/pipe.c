@@ -47,12 +47,6 @@ static void gr_pipe_groups(gr_job *j, gr_pipe_job *pj) {
         if (t->param_offset >= r->param_off && t->param_offset < r->param_off + r->param_n) continue; /* its own */
         keep[nk][0] = t->param_offset, keep[nk++][1] = gr_tensor_numel(t);
     }
-    for (int a = 1; a < nk; a++) /* sorted by offset (few) */
-        for (int b = a; b > 0 && keep[b][0] < keep[b - 1][0]; b--) {
-            const int64_t x0 = keep[b][0], x1 = keep[b][1];
-            keep[b][0] = keep[b - 1][0], keep[b][1] = keep[b - 1][1];
-            keep[b - 1][0] = x0, keep[b - 1][1] = x1;
-        }
     gr_opt_groups_keep(&j->og, &whole, (const int64_t(*)[2])keep, nk, &pj->og);
     free(keep);
 }
@@ -104,18 +98,10 @@ typedef struct gr_pipe_call {
 static gr_status gr_pipe_load(void *user, int mb, gr_plan *plan, gr_exec_ctx *ctx, gr_error *err) {
     gr_pipe_call *c = user;
     gr_job *j = c->j;
-    const gr_job_spec *s = j->spec;
     gr_batch *b;
-    const double t0 = gr_now();
-    gr_status st = gr_loader_next(j->train_ld, &b, err);
+    gr_status st = gr_train_next_batch(j, plan, c->step, c->accum, mb, &b, ctx, err);
     if (st) return st;
-    gr_hooks_host(j->hooks, GR_SPAN_DATA, "the next batch", t0, gr_now());
-    if ((st = gr_job_decode_batch(j, plan, j->train_ld, b, err))) return st;
-    gr_metrics_data_skipped(&j->mx, b);
-    GR_ASSERT(b->n == s->train.micro_batch && b->epoch == c->epoch);
-    const uint64_t key = (uint64_t)((c->step * c->accum + mb) * j->dp.comm.world + j->dp.comm.rank);
-    *ctx = (gr_exec_ctx){.training = true, .rng_key = gr_hash64(s->seed, key),
-                         .grad_scale = gr_scaler_grad_scale(&j->sc, s->train.batch_size), .xsum = gr_dp_xsum(&j->dp)};
+    GR_ASSERT(b->epoch == c->epoch);
     gr_hooks_micro(j->hooks, mb);
     gr_hooks_begin(j->hooks, GR_SPAN_H2D, 0.0);
     gr_train_load_batch(plan, b);

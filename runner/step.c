@@ -30,6 +30,23 @@ void gr_train_load_batch(gr_plan *p, const gr_batch *b) {
         gr_backend_upload_batch(p->m->be, gr_plan_ptr(p, g->label), b->y, (size_t)b->n * sizeof(int32_t));
 }
 
+gr_status gr_train_next_batch(gr_job *j, gr_plan *p, int64_t step, int64_t accum, int64_t k, gr_batch **b,
+                              gr_exec_ctx *ctx, gr_error *err) {
+    const gr_job_spec *s = j->spec;
+    const double t0 = gr_now();
+    gr_status st = gr_loader_next(j->train_ld, b, err);
+    if (st) return st;
+    gr_hooks_host(j->hooks, GR_SPAN_DATA, "the next batch", t0, gr_now());
+    if ((st = gr_job_decode_batch(j, p, j->train_ld, *b, err))) return st;
+    gr_metrics_data_skipped(&j->mx, *b); /* after the decode: a device's refusals get their stand-ins there */
+    GR_ASSERT((*b)->n == s->train.micro_batch);
+    /* one key per micro-batch of the whole step (the same as before for one process) */
+    const uint64_t mb = (uint64_t)((step * accum + k) * j->dp.comm.world + j->dp.comm.rank);
+    *ctx = (gr_exec_ctx){.training = true, .rng_key = gr_hash64(s->seed, mb),
+                         .grad_scale = gr_scaler_grad_scale(&j->sc, s->train.batch_size), .xsum = gr_dp_xsum(&j->dp)};
+    return GR_OK;
+}
+
 void gr_train_read_pass(gr_plan *p, gr_pass_stats *s, bool metrics) {
     const gr_graph *g = p->g;
     float stats[2];

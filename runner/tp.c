@@ -39,11 +39,8 @@ gr_status gr_tp_graph(gr_job *j, gr_error *err) {
     gr_graph_io io = j->io;
     io.tp = &tp->plan;
     io.tp_rank = tp->rank;
-    if ((st = gr_graph_build_io(j->spec, &io, &tp->g, err))) return st;
+    if ((st = gr_job_build(j->spec, &io, &tp->g, err))) return st;
     tp->have_graph = true;
-    gr_autodiff(&tp->g, false);
-    gr_graph_recompute(&tp->g);
-    gr_graph_set_precision(&tp->g, j->spec->precision);
     return GR_OK;
 }
 
@@ -78,11 +75,6 @@ gr_status gr_tp_pass_status(gr_job *j, gr_error *err) {
     return j->tp->hook_st;
 }
 
-static int gr_tp_pair_cmp(const void *a, const void *b) {
-    const int64_t *x = a, *y = b;
-    return x[0] < y[0] ? -1 : x[0] > y[0];
-}
-
 /* The part's groups: og (a row bias frozen on rank > 0) and og_norm (what
  * this process counts in the norm: its split tensors, and on rank 0 the rest). */
 static void gr_tp_groups(gr_job *j, gr_opt_groups *base) {
@@ -101,8 +93,6 @@ static void gr_tp_groups(gr_job *j, gr_opt_groups *base) {
         if (tp->rank == 0 || is_split) split[ns][0] = t->param_offset, split[ns++][1] = gr_tensor_numel(t);
     }
     const gr_opt_range whole = {0, g->n_trainable, 1.0, j->spec->train.optimizer.weight_decay, false};
-    qsort(keep, (size_t)nk, sizeof *keep, gr_tp_pair_cmp);
-    qsort(split, (size_t)ns, sizeof *split, gr_tp_pair_cmp);
     gr_opt_groups_keep(base, &whole, (const int64_t(*)[2])keep, nk, &tp->og);
     gr_opt_groups_keep(base, &whole, (const int64_t(*)[2])split, ns, &tp->og_norm);
     free(keep);

@@ -129,7 +129,6 @@ static gr_status gr_loop_line(gr_job *j, const gr_loop *L, int64_t done, bool qu
  * between micro-batches (on any process) abandons the step (L->stop_signal;
  * the non-trainable state is put back). */
 static gr_status gr_loop_accumulate(gr_job *j, gr_loop *L, double *loss, gr_error *err) {
-    const gr_job_spec *s = j->spec;
     const int64_t nt = j->g.n_trainable, step = L->step, epoch = step / L->spe;
     gr_status st;
     if (j->pp) return gr_pipe_accumulate(j, step, L->spe, L->accum, loss, err); /* a whole step, then a stop */
@@ -146,17 +145,9 @@ static gr_status gr_loop_accumulate(gr_job *j, gr_loop *L, double *loss, gr_erro
     memset(&ps, 0, sizeof ps);
     for (int64_t k = 0; k < L->accum; k++) {
         gr_batch *b;
-        const double t0 = gr_now();
-        if ((st = gr_loader_next(j->train_ld, &b, err))) return st;
-        gr_hooks_host(j->hooks, GR_SPAN_DATA, "the next batch", t0, gr_now());
-        if ((st = gr_job_decode_batch(j, plan, j->train_ld, b, err))) return st;
-        gr_metrics_data_skipped(&j->mx, b); /* after the decode: a device's refusals get their stand-ins there */
-        GR_ASSERT(b->n == s->train.micro_batch && b->epoch == epoch);
-        /* one key per micro-batch of the whole step (the same as before for one process) */
-        const uint64_t mb = (uint64_t)((step * L->accum + k) * j->dp.comm.world + j->dp.comm.rank);
-        gr_exec_ctx ctx = {.training = true, .rng_key = gr_hash64(s->seed, mb),
-                           .grad_scale = gr_scaler_grad_scale(&j->sc, s->train.batch_size),
-                           .xsum = gr_dp_xsum(&j->dp)};
+        gr_exec_ctx ctx;
+        if ((st = gr_train_next_batch(j, plan, step, L->accum, k, &b, &ctx, err))) return st;
+        GR_ASSERT(b->epoch == epoch);
         gr_dp_arm(&j->dp, k == L->accum - 1);
         gr_train_micro_step_hooked(plan, b, &ctx, &ps, false, j->hooks);
         gr_loader_release(j->train_ld, b);
