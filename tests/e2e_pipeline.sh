@@ -176,27 +176,9 @@ expect 4 "pipeline stage " " of 2 (schedule 1f1b, " "in flight, each its own act
     --set parallel.pipeline=2 --set train.micro_batch=4
 
 # ---------------------------------------------------------------- 5. faults
-# long_run NAME [ARG...]: the 2-process GPT of many steps in the background (e2e_bg: MP is
-# mpirun's pid); hit_rank SIG: e2e_hit_rank
-long_run() {
-    local name=$1
-    shift
-    e2e_bg "$name" "${MPI[@]}" 2 "$G" "$T/gpt.yaml" --run-dir "$T/$name" --threads 1 --quiet --set parallel.pipeline=2 \
-        --set train.steps=200000 --set eval.every_steps=0 --set checkpoint.every_steps=50 "$@"
-}
-hit_rank() { e2e_hit_rank "$@"; }
-long_run term
-hit_rank TERM
-check "SIGTERM to the last stage: mpirun exits 75 (got $RC)" test "$RC" -eq 75
-e2e_same_stop term
-long_run stall --set parallel.timeout_s=3
-hit_rank STOP
-pkill -KILL -f "$T/stall" 2>/dev/null
-check "a stalled stage: mpirun exits 7 within 3 + 10 s (rc $RC after $WAITED s)" \
-    bash -c "[ $RC -eq 7 ] && [ $WAITED -le 13 ]"
-# (rank 0 waits in a message to stage 2 most of the time; else in a sum over the stages or the
-# agreement on a stop, which its line names as well)
-check "a stalled stage: the other names the message (the peer stage) or the collective, and the step" \
-    grep -qE "rank 0 of 2: (pipeline stage 1: (sending|receiving) the [a-z]+ of micro-batch [0-9]+ .*stage 2[^(]*|the step's loss over the pipeline stages|the gradients' norm over the pipeline stages|agreeing on a (stop signal|checkpoint)) \(step [0-9]+\) did not finish within parallel.timeout_s = 3 s" "$T/stall.err"
-check "a stalled stage: rank 0's summary.json says failed, exit 7" grep -q '"exit_code":7' "$T/stall/summary.json"
+# rank 0 waits in a message to stage 2 most of the time; else in a sum over the stages or the
+# agreement on a stop, which its line names as well
+e2e_faults "stage" "pipeline stage 1: (sending|receiving) the [a-z]+ of micro-batch [0-9]+ .*stage 2[^(]*|the step's loss over the pipeline stages|the gradients' norm over the pipeline stages|agreeing on a (stop signal|checkpoint)" \
+    "${MPI[@]}" 2 "$G" "$T/gpt.yaml" --threads 1 --quiet --set parallel.pipeline=2 --set train.steps=200000 \
+    --set eval.every_steps=0 --set checkpoint.every_steps=50
 e2e_done
