@@ -121,11 +121,10 @@ static gr_status enc_block(enc_split *s, int64_t count, const gr_imagefolder_con
         free(es[i].bytes);
         free(es[i].why);
     }
-    if (st == GR_OK) enc_progress(s);
-    if (st == GR_OK && gr_env_int(GR_ENV_DATA_BLOCK_DELAY_MS, 0) > 0) {
-        st = gr_conv_partial_commit(s->p, err); /* what a stop during the pause keeps */
-        enc_test_delay();
-    }
+    const bool delay = gr_env_int(GR_ENV_DATA_BLOCK_DELAY_MS, 0) > 0;
+    if (st == GR_OK && delay) st = gr_conv_partial_commit(s->p, err); /* what a stop during the pause keeps */
+    if (st == GR_OK) enc_progress(s); /* after the commit: a test that sees the count may stop the run */
+    if (st == GR_OK && delay) enc_test_delay();
     return st;
 }
 
