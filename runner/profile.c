@@ -22,7 +22,8 @@ typedef struct gr_prof_row {
 /* One trace event, written at the end. */
 typedef struct gr_prof_event {
     int row;          /* index into rows */
-    const char *what; /* a host span's name (NULL: the row's) */
+    char what[128];   /* a host span's name, copied (a collective's is built on its caller's stack);
+                         "": the row's */
     double ts, dur;   /* seconds: from the origin, long */
     int64_t step;
     int micro;        /* the micro-batch of the step (-1: the step's) */
@@ -177,7 +178,9 @@ static void gr_prof_micro(void *ctx, int mb) {
 
 static void gr_prof_event_add(gr_prof *p, int row, const char *what, double t0, double dur, int micro) {
     GR_GROW(p->ev, p->cap_ev, p->nev + 1);
-    p->ev[p->nev++] = (gr_prof_event){row, what, t0 - p->t_origin, dur, p->step, micro, false};
+    gr_prof_event *e = &p->ev[p->nev++];
+    *e = (gr_prof_event){.row = row, .ts = t0 - p->t_origin, .dur = dur, .step = p->step, .micro = micro};
+    if (what) snprintf(e->what, sizeof e->what, "%s", what);
 }
 
 static void gr_prof_host(void *ctx, gr_span k, const char *what, double t0, double t1) {
@@ -340,7 +343,7 @@ static void gr_prof_trace(FILE *f, const void *ctx) {
         gr_json_int(&ja, "step", v->step + 1);
         if (v->micro >= 0) gr_json_int(&ja, "micro_batch", v->micro);
         gr_json_str(&ja, "layer", layer);
-        gr_json_str(&ja, "op", v->what ? v->what : op);
+        gr_json_str(&ja, "op", v->what[0] ? v->what : op);
         if (v->row < p->nops) gr_json_str(&ja, "direction", dir);
         snprintf(args, sizeof args, "%s", gr_json_end(&ja));
         const char *ev = gr_json_end(&js);
