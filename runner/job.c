@@ -2,6 +2,7 @@
  * data and its shape and normalization, the graph, the backend, the model
  * and its plans, the loaders, and the run directory's paths and files. */
 #include "job.h"
+#include "parallel.h"
 #include "pipe.h"
 #include "tp.h"
 #include "jobio.h"
@@ -36,6 +37,7 @@ void gr_job_free(gr_job *j) {
     gr_prof_free(j->prof);
     gr_pipe_free(j); /* its plans before the model, its communicators before the world's end */
     gr_tp_free(j);
+    gr_parallel_unsplit(j);
     gr_saver_free(j->saver);
     gr_dp_free(&j->dp);
     free(j->pre_params);
@@ -453,15 +455,11 @@ gr_status gr_job_model(gr_job *j, gr_error *err) {
     }
     gr_backend_upload(j->be, j->m.params, host, (size_t)j->g.n_params * sizeof(float));
     free(host);
+    if (j->tp && (st = gr_tp_model(j, err))) return st; /* a tensor group's part (tp.c) */
     if (j->pp) { /* the stage's plans (pipe.c); train_plan: their steps and figures, with no arena */
-        if ((st = gr_pipe_model(j, err)) ||
-            (st = gr_plan_compile_part(&j->train_plan, &j->m, &j->g, GR_PLAN_TRAIN, false, j->pp->pp.io.run,
-                                       j->pp->pp.io.pin, err)))
-            return st;
-    } else if (j->tp) { /* the part's plan trains (tp.c); train_plan: the steps' figures, no arena */
-        if ((st = gr_plan_compile(&j->train_plan, &j->m, &j->g, GR_PLAN_TRAIN, false, err)) ||
-            (st = gr_tp_model(j, err)))
-            return st;
+        if ((st = gr_pipe_model(j, err)) || (st = gr_pipe_whole_plan(j, &j->train_plan, err))) return st;
+    } else if (j->tp) { /* the part's plan trains; train_plan: the steps' figures, no arena */
+        if ((st = gr_plan_compile(&j->train_plan, &j->m, &j->g, GR_PLAN_TRAIN, false, err))) return st;
     } else if ((st = gr_plan_compile(&j->train_plan, &j->m, &j->g, GR_PLAN_TRAIN, true, err))) {
         return st;
     }

@@ -67,8 +67,10 @@ typedef struct gr_job {
     gr_scaler sc;      /* loss scaling: the scale and its history (checkpointed) */
     gr_dp dp;          /* data parallelism: the processes (dp.comm; world 1: this one alone), the
                         * gradient all-reduce, and dp.step, the 0-based optimizer step being run;
-                        * under pipeline parallelism dp.comm is the ranks of this one's stage */
-    gr_comm world;     /* every process of the run (dp.comm's parent under pipeline parallelism) */
+                        * under pipeline or tensor parallelism dp.comm is the ranks of the same
+                        * stage and shard of every replica */
+    gr_comm world;     /* every process of the run (dp.comm's parent under pipeline or tensor parallelism) */
+    bool split;        /* dp.comm is the replicas' sub-communicator of world (parallel.h: gr_parallel_split) */
     struct gr_pipe_job *pp; /* pipeline parallelism (pipe.h); NULL: parallel.pipeline 1 */
     struct gr_tp_job *tp;   /* tensor parallelism (tp.h); NULL: parallel.tensor 1 */
     struct gr_prof *prof; /* --profile (profile.h); NULL: not profiling */

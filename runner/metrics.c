@@ -87,14 +87,16 @@ gr_status gr_metrics_trim(gr_metrics *mx, const char *run_dir, int64_t step, gr_
 
 /* ---- the lines ---- */
 
-/* " x N processes" for data parallelism, " on S pipeline stages" or " on a tensor group of T"
- * (" x N replicas") for a model split over processes, else "" */
+/* " x N processes" for data parallelism, " on S pipeline stages", " on a tensor group of T" or
+ * both (" x N replicas") for a model split over processes, else "" */
 static const char *gr_metrics_world_str(int world, int stages, int tensor) {
     static char buf[96];
     if (world <= 1) return "";
     const int part = GR_MAX(stages, 1) * GR_MAX(tensor, 1), replicas = world / part;
     int n = 0;
     if (part == 1) n = snprintf(buf, sizeof buf, " x %d processes", world);
+    else if (stages > 1 && tensor > 1)
+        n = snprintf(buf, sizeof buf, " on %d pipeline stages of a tensor group of %d each", stages, tensor);
     else if (stages > 1) n = snprintf(buf, sizeof buf, " on %d pipeline stages", stages);
     else n = snprintf(buf, sizeof buf, " on a tensor group of %d", tensor);
     if (part > 1 && replicas > 1 && n > 0 && (size_t)n < sizeof buf)

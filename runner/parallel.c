@@ -148,29 +148,45 @@ static gr_status gr_parallel_attach_gpu(gr_job *j, gr_error *err) {
     return st;
 }
 
-gr_status gr_parallel_split(gr_job *j, int part, int replica, gr_comm *group, const char *what, gr_error *err) {
-    j->world = j->dp.comm; /* as it is now (NCCL joined on a GPU): the split's parent, the run's end */
+gr_status gr_parallel_split(gr_job *j, gr_error *err) {
+    if (!j->pp && !j->tp) return GR_OK;
+    j->world = j->dp.comm; /* as it is now (NCCL joined on a GPU): the splits' parent, the run's end */
+    const int T = (int)j->spec->parallel.tensor, P = (int)j->spec->parallel.pipeline, r = j->world.rank;
+    const int t = r % T, s = (r / T) % P, d = r / (P * T);
+    gr_comm data;
+    gr_wd_enter("splitting the ranks into data replicas", -1);
+    gr_status st = gr_comm_split(&j->world, s * T + t, d, &data, err);
+    gr_wd_leave();
+    if (st) return st;
+    j->dp.comm = data;
+    j->split = true;
+    return GR_OK;
+}
+
+gr_status gr_parallel_group(gr_job *j, int color, int key, gr_comm *group, const char *what, gr_error *err) {
+    GR_ASSERT(j->split);
     char line[96];
     snprintf(line, sizeof line, "splitting the ranks into %s", what);
-    gr_comm data;
     gr_wd_enter(line, -1);
-    gr_status st = gr_comm_split(&j->world, part, replica, &data, err);
-    if (!st) st = gr_comm_split(&j->world, replica, part, group, err);
+    gr_status st = gr_comm_split(&j->world, color, key, group, err);
     gr_wd_leave();
-    if (st) {
-        gr_comm_free(&data);
-        return st;
-    }
-    j->dp.comm = data;
-    return GR_OK;
+    return st;
+}
+
+void gr_parallel_unsplit(gr_job *j) {
+    if (!j->split) return;
+    gr_comm_free(&j->dp.comm); /* the replicas' (a sub-communicator) */
+    j->dp.comm = j->world;
+    j->split = false;
 }
 
 gr_status gr_parallel_attach(gr_job *j, gr_error *err) {
     gr_status st = gr_parallel_attach_gpu(j, err); /* on the world, split after (NCCL's too) */
-    if (st || (st = gr_pipe_split(j, err)) || (st = gr_tp_split(j, err))) return st;
-    /* pipeline: the stage's gradients in one all-reduce after its step (its plans run in parts) */
-    /* a tensor group's part: its own plan's hooks start the buckets */
-    gr_dp_attach(&j->dp, gr_tp_train_plan(j), j->pp ? 0.0 : j->spec->parallel.bucket_mb,
+    if (st || (st = gr_parallel_split(j, err)) || (st = gr_pipe_split(j, err)) || (st = gr_tp_split(j, err)))
+        return st;
+    /* pipeline: the stage's gradients in one all-reduce after its step (its plans run in parts);
+     * a tensor group's part alone: its own plan's hooks start the buckets */
+    gr_dp_attach(&j->dp, j->pp ? &j->train_plan : gr_tp_train_plan(j), j->pp ? 0.0 : j->spec->parallel.bucket_mb,
                  j->spec->parallel.sync_batchnorm, &j->hooks, &j->mx.comm_s);
     j->mx.grad_buckets = gr_buckets_count(j->dp.buckets);
     return GR_OK;

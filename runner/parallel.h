@@ -32,10 +32,16 @@ gr_status gr_parallel_check_world(const gr_job_spec *s, const gr_comm *c, gr_err
 gr_status gr_parallel_attach(gr_job *j, gr_error *err);
 /* A model split over processes (pipeline stages, pipe.h; tensor groups,
  * tp.h), once the world is joined on the device: j->world keeps it, and
- * collectively j->dp.comm becomes the ranks of this one's part (`part`: its
- * stage or shard, ordered by replica) and *group the parts of its replica
- * (`replica`, ordered by part). what names the split for the watchdog. */
-gr_status gr_parallel_split(gr_job *j, int part, int replica, gr_comm *group, const char *what, gr_error *err);
+ * collectively j->dp.comm becomes the data replicas of this one's place in
+ * its replica (rank = (d x pipeline + s) x tensor + t: the ranks of the
+ * same s and t, ordered by d). No-op without either. */
+gr_status gr_parallel_split(gr_job *j, gr_error *err);
+/* After gr_parallel_split, collectively: *group the ranks of the world that
+ * share color, ordered by key (a replica's stages, a tensor group). what
+ * names the split for the watchdog. */
+gr_status gr_parallel_group(gr_job *j, int color, int key, gr_comm *group, const char *what, gr_error *err);
+/* j->dp.comm the world again (gr_job_free, before the world ends). */
+void gr_parallel_unsplit(gr_job *j);
 /* Before an evaluation: rank 0's non-trainable state (batchnorm's running
  * statistics, which per-rank statistics make differ) on every rank, so
  * every shard is evaluated with the model rank 0 saves (as PyTorch DDP's

@@ -2,6 +2,7 @@
 #include "pipe.h"
 
 #include "parallel.h"
+#include "tp.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,8 +25,8 @@ void gr_pipe_prepare(gr_job *j) {
 gr_status gr_pipe_split(gr_job *j, gr_error *err) {
     gr_pipe_job *pj = j->pp;
     if (!pj) return GR_OK;
-    const int P = pj->p, T = (int)j->spec->parallel.tensor;
-    gr_status st = gr_parallel_split(j, pj->stage, j->world.rank / (P * T), &pj->pipe, "pipeline stages", err);
+    const int P = pj->p, T = (int)j->spec->parallel.tensor, d = j->world.rank / (P * T), t = j->world.rank % T;
+    gr_status st = gr_parallel_group(j, d * T + t, pj->stage, &pj->pipe, "pipeline stages", err);
     if (st) return st;
     GR_ASSERT(j->dp.comm.world == pj->replicas && pj->pipe.world == P && pj->pipe.rank == pj->stage);
     pj->pp.comm = pj->pipe;
@@ -37,17 +38,19 @@ gr_status gr_pipe_split(gr_job *j, gr_error *err) {
  * does not own (og). */
 static void gr_pipe_groups(gr_job *j, gr_pipe_job *pj) {
     const gr_stage_range *r = &pj->pp.ranges[pj->stage];
-    const gr_opt_range whole = {0, j->g.n_trainable, 1.0, j->spec->train.optimizer.weight_decay, false};
+    const gr_opt_range whole = {0, pj->g->n_trainable, 1.0, j->spec->train.optimizer.weight_decay, false};
+    /* a tensor group's part: its own groups (a row bias frozen on t > 0, its part of the norm) */
+    const gr_opt_groups *base = j->tp ? &j->tp->og : &j->og, *base_norm = j->tp ? &j->tp->og_norm : &j->og;
     int64_t (*keep)[2] = gr_xcalloc((size_t)pj->n_tied + 1, sizeof *keep);
     int nk = 0;
     keep[nk][0] = r->param_off, keep[nk++][1] = r->param_n;
-    gr_opt_groups_keep(&j->og, &whole, (const int64_t(*)[2])keep, nk, &pj->og_norm);
+    gr_opt_groups_keep(base_norm, &whole, (const int64_t(*)[2])keep, nk, &pj->og_norm);
     for (int i = 0; i < pj->n_tied; i++) {
-        const gr_tensor *t = &j->g.tensors[pj->tied[i]];
+        const gr_tensor *t = &pj->g->tensors[pj->tied[i]];
         if (t->param_offset >= r->param_off && t->param_offset < r->param_off + r->param_n) continue; /* its own */
         keep[nk][0] = t->param_offset, keep[nk++][1] = gr_tensor_numel(t);
     }
-    gr_opt_groups_keep(&j->og, &whole, (const int64_t(*)[2])keep, nk, &pj->og);
+    gr_opt_groups_keep(base, &whole, (const int64_t(*)[2])keep, nk, &pj->og);
     free(keep);
 }
 
@@ -67,22 +70,37 @@ gr_status gr_pipe_model(gr_job *j, gr_error *err) {
         return gr_spec_error(err, s, "train.micro_batch", "%lld makes %lld pipeline micro-batches a step; at most %d",
                              (long long)mb, (long long)m, GR_PIPE_MAX_MICRO);
     pj->m = (int)m;
+    pj->g = j->tp ? &j->tp->g : &j->g; /* a tensor group's part: the same layers (tp.c), cut as the whole */
+    pj->mo = j->tp ? &j->tp->m : &j->m;
     gr_status st = gr_stages_cut(&j->g, s, &pj->sp, err);
     if (st) { /* the same spec and graph on every rank: each meets it, none aborts the others */
         j->world.agreed = j->dp.comm.agreed = true;
         return st;
     }
-    if ((st = gr_pp_init(&pj->pp, pj->stage, &pj->sp, &j->m, &j->g, (gr_pipe_kind)s->parallel.schedule, pj->m, err)))
+    if ((st = gr_pp_init(&pj->pp, pj->stage, &pj->sp, pj->mo, pj->g, (gr_pipe_kind)s->parallel.schedule, pj->m,
+                         err)))
         return st;
     pj->pp_ready = true;
+    for (int i = 0; j->tp && i < pj->pp.k; i++) gr_tp_hook_plan(j, &pj->pp.slot[i]);
     pj->pp.step = 0;
     pj->pp.hooks = &j->hooks;
     pj->pp.comm_s = &j->mx.comm_s;
-    pj->n_tied = gr_stages_tied(&j->g, &pj->sp, NULL);
+    pj->n_tied = gr_stages_tied(pj->g, &pj->sp, NULL);
     pj->tied = gr_xcalloc((size_t)pj->n_tied + 1, sizeof *pj->tied);
-    gr_stages_tied(&j->g, &pj->sp, pj->tied);
+    gr_stages_tied(pj->g, &pj->sp, pj->tied);
     gr_pipe_groups(j, pj);
     return GR_OK;
+}
+
+gr_status gr_pipe_whole_plan(gr_job *j, gr_plan *p, gr_error *err) {
+    gr_pipe_job *pj = j->pp;
+    if (!j->tp)
+        return gr_plan_compile_part(p, &j->m, &j->g, GR_PLAN_TRAIN, false, pj->pp.io.run, pj->pp.io.pin, err);
+    gr_stage_io io; /* the part's nodes need not be the whole graph's */
+    gr_stage_io_init(&j->g, &pj->sp, pj->stage, &io);
+    gr_status st = gr_plan_compile_part(p, &j->m, &j->g, GR_PLAN_TRAIN, false, io.run, io.pin, err);
+    gr_stage_io_free(&io);
+    return st;
 }
 
 /* The step's state the schedule's calls read. */
@@ -130,8 +148,8 @@ static gr_status gr_pipe_sum_tied(gr_job *j, gr_error *err) {
     const double t0 = gr_wd_enter("the sums of the weights tied across pipeline stages", j->dp.step);
     const gr_stage_range *r = &pj->pp.ranges[pj->stage];
     for (int i = 0; i < pj->n_tied && !st; i++) {
-        const gr_tensor *t = &j->g.tensors[pj->tied[i]];
-        float *slot = j->m.grads + t->param_offset;
+        const gr_tensor *t = &pj->g->tensors[pj->tied[i]];
+        float *slot = pj->mo->grads + t->param_offset;
         const bool own = t->param_offset >= r->param_off && t->param_offset < r->param_off + r->param_n;
         if (j->dp.comm.world > 1 && !own) /* the owner's range is summed over the replicas already */
             st = gr_comm_sum_f32(&j->dp.comm, slot, gr_tensor_numel(t), t->name, err);
@@ -149,20 +167,22 @@ gr_status gr_pipe_accumulate(gr_job *j, int64_t step, int64_t spe, int64_t accum
     GR_ASSERT(accum == pj->m);
     gr_status st;
     j->dp.step = pj->pp.step = step;
+    if (j->tp) j->tp->step = step;
     gr_hooks_step_begin(j->hooks, step);
     if (step > 0 && step % spe == 0 && (st = gr_loader_seek(j->train_ld, c.epoch, 0, err))) return st;
-    gr_backend_zero(j->be, j->m.grads + r->param_off, (size_t)r->param_n * sizeof(float));
+    gr_backend_zero(j->be, pj->mo->grads + r->param_off, (size_t)r->param_n * sizeof(float));
     for (int i = 0; i < pj->n_tied; i++) { /* every stage's copy, read there or not (a sum's zero) */
-        const gr_tensor *t = &j->g.tensors[pj->tied[i]];
-        gr_backend_zero(j->be, j->m.grads + t->param_offset, (size_t)gr_tensor_numel(t) * sizeof(float));
+        const gr_tensor *t = &pj->g->tensors[pj->tied[i]];
+        gr_backend_zero(j->be, pj->mo->grads + t->param_offset, (size_t)gr_tensor_numel(t) * sizeof(float));
     }
     const gr_pp_calls calls = {gr_pipe_load, gr_pipe_forwarded, &c};
-    if ((st = gr_pp_step(&pj->pp, j->spec->train.micro_batch, &calls, err))) return st;
+    if ((st = gr_pp_step(&pj->pp, j->spec->train.micro_batch, &calls, err)) || (st = gr_tp_pass_status(j, err)))
+        return st;
     pj->wait_s += pj->pp.wait_s;
     pj->step_s += pj->pp.step_s;
     /* the stage's gradients over the replicas, then the loss's sums over the stages */
-    if ((st = gr_dp_reduce_step(&j->dp, j->m.grads + r->param_off, r->param_n, &c.ps.loss_sum, &c.ps.loss_count,
-                                err)))
+    if ((st = gr_dp_reduce_step(&j->dp, pj->mo->grads + r->param_off, r->param_n, &c.ps.loss_sum,
+                                &c.ps.loss_count, err)))
         return st;
     if ((st = gr_pipe_sum_tied(j, err))) return st;
     double v[2] = {c.ps.loss_sum, c.ps.loss_count};
@@ -173,10 +193,10 @@ gr_status gr_pipe_accumulate(gr_job *j, int64_t step, int64_t spe, int64_t accum
 
 gr_status gr_pipe_apply(gr_job *j, double lr, int64_t step, double scale, bool *finite, gr_error *err) {
     gr_pipe_job *pj = j->pp;
-    double sumsq = gr_train_grad_sumsq(&j->m, &pj->og_norm); /* a tied weight's counted by its owner */
+    double sumsq = gr_train_grad_sumsq(pj->mo, &pj->og_norm); /* a tied weight's counted by its owner */
     gr_status st = gr_pp_sum(&pj->pp, &sumsq, 1, "the gradients' norm over the pipeline stages", err);
-    if (st) return st;
-    *finite = gr_train_apply_sumsq(&j->m, j->spec, &pj->og, lr, step, scale, true, &sumsq);
+    if (st || (st = gr_tp_sum_norm(j, &sumsq, err))) return st; /* and over a tensor group's parts */
+    *finite = gr_train_apply_sumsq(pj->mo, j->spec, &pj->og, lr, step, scale, true, &sumsq);
     return GR_OK;
 }
 
@@ -226,11 +246,7 @@ void gr_pipe_free(gr_job *j) {
     gr_opt_groups_free(&pj->og);
     gr_opt_groups_free(&pj->og_norm);
     free(pj->tied);
-    if (pj->split) {
-        gr_comm_free(&pj->pipe);
-        gr_comm_free(&j->dp.comm); /* the stage's ranks (a sub-communicator) */
-        j->dp.comm = j->world;
-    }
+    if (pj->split) gr_comm_free(&pj->pipe);
     free(pj);
     j->pp = NULL;
 }

@@ -18,7 +18,9 @@
  * across stages (gr_stages_tied) has a copy on each stage that reads it:
  * their gradient slots are summed over the stages (and replicas), and each
  * such stage updates its copy alike (its norm counted once, by its owner).
- * A signal is agreed by every rank after a whole step. */
+ * A signal is agreed by every rank after a whole step. With a tensor group
+ * (tp.h) the stage trains its cut of the group's part (g, mo): the same
+ * layers, the split ones narrower. */
 #ifndef GR_PIPE_H
 #define GR_PIPE_H
 
@@ -28,7 +30,9 @@
 
 typedef struct gr_pipe_job {
     gr_comm pipe;        /* the replica's stages (rank = stage) */
-    gr_stage_plan sp;    /* the cut */
+    gr_stage_plan sp;    /* the cut (of the whole graph j->g) */
+    const gr_graph *g;   /* what the stage trains: a tensor group's part (tp.h), else the whole model */
+    gr_model *mo;
     gr_pp pp;            /* the stage's runtime */
     bool pp_ready;
     gr_opt_groups og;    /* j->og with every other stage's range frozen but its tied weights' */
@@ -53,6 +57,9 @@ gr_status gr_pipe_split(gr_job *j, gr_error *err);
  * stage's plans (exit 4 naming the stage when they do not fit), its
  * optimizer ranges. */
 gr_status gr_pipe_model(gr_job *j, gr_error *err);
+/* After gr_pipe_model: *p the stage's part of the whole graph's training
+ * pass, with no arena (its steps and figures). */
+gr_status gr_pipe_whole_plan(gr_job *j, gr_plan *p, gr_error *err);
 /* One step's forward and backward of every micro-batch through the stage,
  * its gradients summed over the replicas; *loss: the batch's mean loss,
  * the same on every rank. */

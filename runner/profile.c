@@ -89,7 +89,7 @@ gr_prof *gr_prof_open(gr_job *j, int steps, int64_t start, int64_t total, bool q
     gr_plan_add_hook(p->plan, &h);
     /* a pipeline stage runs its steps in the plans of its micro-batches in flight (the same steps) */
     for (int i = 0; j->pp && i < j->pp->pp.k; i++) gr_plan_add_hook(&j->pp->pp.slot[i], &h);
-    if (j->tp) gr_plan_add_hook(&j->tp->train, &h); /* a tensor group's part: the same steps */
+    if (j->tp && !j->pp) gr_plan_add_hook(&j->tp->train, &h); /* a tensor group's part: the same steps */
     p->hooks = (gr_loop_hooks){.ctx = p, .step_begin = gr_prof_step_begin, .step_end = gr_prof_step_end,
                                .begin = gr_prof_begin, .end = gr_prof_end, .host = gr_prof_host,
                                .micro = gr_prof_micro};
@@ -318,11 +318,11 @@ static void gr_prof_trace(FILE *f, const void *ctx) {
     const gr_prof *p = ctx;
     fprintf(f, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
     fprintf(f, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": 0, \"args\": {\"name\": "
-            "\"gpurun rank %d\"}},\n", p->j->dp.comm.rank, p->j->dp.comm.rank);
+            "\"gpurun rank %d\"}},\n", p->j->world.rank, p->j->world.rank);
     fprintf(f, "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": 0, \"args\": {\"name\": \"host\"}},\n",
-            p->j->dp.comm.rank);
+            p->j->world.rank);
     fprintf(f, "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": 1, \"args\": {\"name\": \"%s\"}}",
-            p->j->dp.comm.rank, gr_backend_name(p->be));
+            p->j->world.rank, gr_backend_name(p->be));
     for (size_t e = 0; e < p->nev; e++) {
         const gr_prof_event *v = &p->ev[e];
         const char *layer, *op, *dir;
@@ -335,7 +335,7 @@ static void gr_prof_trace(FILE *f, const void *ctx) {
         gr_json_str(&js, "ph", "X");
         gr_json_num(&js, "ts", 1e6 * v->ts);
         gr_json_num(&js, "dur", 1e6 * v->dur);
-        gr_json_int(&js, "pid", p->j->dp.comm.rank);
+        gr_json_int(&js, "pid", p->j->world.rank);
         gr_json_int(&js, "tid", host ? 0 : 1);
         char args[512];
         gr_json ja;
@@ -356,8 +356,9 @@ static void gr_prof_trace(FILE *f, const void *ctx) {
 gr_status gr_prof_finish(gr_prof *p, const char *run_dir, bool quiet, gr_error *err) {
     if (!p || p->steps_done == 0) return GR_OK;
     p->nev = p->ev_step; /* the events of the steps that ended */
-    /* a pipeline's other ranks profile their stages too: profile.rank<r>.txt and trace.rank<r>.json,
-     * next to rank 0's when the run directory is theirs to see (else said, not an error) */
+    /* a model split over processes (pipeline stages, tensor groups): its other ranks profile their
+     * parts too, profile.rank<r>.txt and trace.rank<r>.json next to rank 0's when the run directory
+     * is theirs to see (else said, not an error) */
     const int rank = p->j->world.rank;
     char table[64] = "profile.txt", trace[64] = "trace.json";
     if (rank > 0) {
@@ -372,7 +373,7 @@ gr_status gr_prof_finish(gr_prof *p, const char *run_dir, bool quiet, gr_error *
     }
     if (!st && !quiet)
         fprintf(stderr, "gpurun: profile of %lld steps: %s/%s, %s/%s (Perfetto opens it)%s\n", (long long)p->steps_done,
-                run_dir, table, run_dir, trace, p->j->pp ? "; each stage's rank r > 0 wrote profile.rank<r>.txt and "
-                "trace.rank<r>.json" : "");
+                run_dir, table, run_dir, trace, p->j->pp || p->j->tp ? "; each rank r > 0 wrote "
+                "profile.rank<r>.txt and trace.rank<r>.json" : "");
     return st;
 }

@@ -14,14 +14,6 @@ gr_status gr_tp_prepare(gr_job *j, gr_error *err) {
     const gr_job_spec *s = j->spec;
     if (s->parallel.tensor <= 1) return GR_OK;
     j->world.agreed = j->dp.comm.agreed = true; /* every rank meets a refusal here alike */
-    if (s->parallel.pipeline > 1)
-        return gr_spec_error(err, s, "parallel.tensor", "%lld with parallel.pipeline %lld: tensor parallelism does "
-                             "not run inside pipeline stages yet (use one of the two, with parallel.data)",
-                             (long long)s->parallel.tensor, (long long)s->parallel.pipeline);
-    if (s->precision != GR_PREC_FP32 && s->precision != GR_PREC_TF32)
-        return gr_spec_error(err, s, "precision", "%s with parallel.tensor %lld: tensor parallelism sums fp32 "
-                             "activations only yet (fp32 or tf32)", gr_precision_name(s->precision),
-                             (long long)s->parallel.tensor);
     gr_tp_job *tp = gr_xcalloc(1, sizeof *tp);
     tp->t = (int)s->parallel.tensor;
     tp->rank = j->world.rank % tp->t;
@@ -41,6 +33,7 @@ gr_status gr_tp_graph(gr_job *j, gr_error *err) {
     io.tp_rank = tp->rank;
     if ((st = gr_job_build(j->spec, &io, &tp->g, err))) return st;
     tp->have_graph = true;
+    GR_ASSERT(tp->g.n_layers == j->g.n_layers); /* a layer's index is the same in both (pipe.c cuts the whole) */
     return GR_OK;
 }
 
@@ -56,17 +49,33 @@ static void gr_tp_hook(void *user, int step, const gr_kargs *a) {
     const bool row_fwd = nd->op == GR_OP_DENSE && role == GR_TP_ROW;
     const bool col_bwd = nd->op == GR_OP_DENSE_BWD_DATA && (role == GR_TP_COLUMN || role == GR_TP_COLUMN_QKV);
     if (!row_fwd && !col_bwd) return;
-    GR_ASSERT(a->eout[0] == GR_F32);
-    const int64_t n = a->tout[0]->batched ? a->n * gr_tensor_sample_numel(a->tout[0]) : gr_tensor_numel(a->tout[0]);
+    const int64_t n = gr_kargs_numel(a, a->tout[0]);
     char what[GR_NAME_MAX + 64];
     snprintf(what, sizeof what, "the tensor group's sum of layer %s's %s", j->g.layers[nd->layer].name,
              row_fwd ? "output" : "input gradient");
     const double t0 = gr_wd_enter(what, tp->step);
-    tp->hook_st = gr_comm_sum_f32(&tp->group, a->out[0], n, what, &tp->hook_err);
+    const gr_elem e = a->eout[0];
+    float *sum = a->out[0];
+    if (gr_elem_is_half(e)) { /* half storage: the parts summed in fp32, the sum rounded once */
+        if (tp->scratch_n < n) {
+            free(tp->scratch);
+            tp->scratch = gr_xmalloc((size_t)n * sizeof(float));
+            tp->scratch_n = n;
+        }
+        sum = tp->scratch;
+        gr_backend_cast(a->be, sum, GR_F32, a->out[0], e, n);
+    }
+    tp->hook_st = gr_comm_sum_f32(&tp->group, sum, n, what, &tp->hook_err);
+    if (sum != a->out[0]) gr_backend_cast(a->be, a->out[0], e, sum, GR_F32, n);
     gr_wd_leave();
     const double t1 = gr_now();
     j->mx.comm_s += t1 - t0;
     gr_hooks_host(j->hooks, GR_SPAN_COMM, what, t0, t1);
+}
+
+void gr_tp_hook_plan(gr_job *j, gr_plan *p) {
+    gr_exec_hook h = {.after = gr_tp_hook, .user = j};
+    gr_plan_add_hook(p, &h);
 }
 
 gr_status gr_tp_pass_status(gr_job *j, gr_error *err) {
@@ -108,9 +117,10 @@ gr_status gr_tp_model(gr_job *j, gr_error *err) {
     gr_status st = gr_graph_set_batch(&tp->g, j->g.micro_batch, err); /* the micro-batch the run decided */
     if (st || (st = gr_model_init(&tp->m, &tp->g, j->be, j->m.optim_slots, err))) return st;
     gr_tp_scatter(j);
-    if ((st = gr_plan_compile(&tp->train, &tp->m, &tp->g, GR_PLAN_TRAIN, true, err))) return st;
-    gr_exec_hook h = {.after = gr_tp_hook, .user = j};
-    gr_plan_add_hook(&tp->train, &h);
+    if (!j->pp) { /* else the pipeline stage's plans of the part (pipe.c) */
+        if ((st = gr_plan_compile(&tp->train, &tp->m, &tp->g, GR_PLAN_TRAIN, true, err))) return st;
+        gr_tp_hook_plan(j, &tp->train);
+    }
     gr_opt_groups base;
     if ((st = gr_opt_groups_make(&tp->g, j->spec, &base, err))) return st;
     gr_tp_groups(j, &base);
@@ -121,7 +131,7 @@ gr_status gr_tp_model(gr_job *j, gr_error *err) {
 gr_status gr_tp_split(gr_job *j, gr_error *err) {
     gr_tp_job *tp = j->tp;
     if (!tp) return GR_OK;
-    gr_status st = gr_parallel_split(j, tp->rank, j->world.rank / tp->t, &tp->group, "tensor groups", err);
+    gr_status st = gr_parallel_group(j, j->world.rank / tp->t, tp->rank, &tp->group, "tensor groups", err);
     if (st) return st;
     GR_ASSERT(tp->group.world == tp->t && tp->group.rank == tp->rank);
     tp->split = true;
@@ -155,13 +165,19 @@ gr_status gr_tp_gather(gr_job *j, gr_error *err) {
     return st;
 }
 
+gr_status gr_tp_sum_norm(gr_job *j, double *sumsq, gr_error *err) {
+    if (!j->tp) return GR_OK;
+    const double t0 = gr_wd_enter("the gradients' norm over the tensor group", j->dp.step);
+    gr_status st = gr_comm_sum_f64(&j->tp->group, sumsq, 1, "the gradients' norm", err);
+    gr_wd_leave();
+    j->mx.comm_s += gr_now() - t0;
+    return st;
+}
+
 gr_status gr_tp_apply(gr_job *j, double lr, int64_t step, double scale, bool *finite, gr_error *err) {
     gr_tp_job *tp = j->tp;
     double sumsq = gr_train_grad_sumsq(&tp->m, &tp->og_norm);
-    const double t0 = gr_wd_enter("the gradients' norm over the tensor group", j->dp.step);
-    gr_status st = gr_comm_sum_f64(&tp->group, &sumsq, 1, "the gradients' norm", err);
-    gr_wd_leave();
-    j->mx.comm_s += gr_now() - t0;
+    gr_status st = gr_tp_sum_norm(j, &sumsq, err);
     if (st) return st;
     *finite = gr_train_apply_sumsq(&tp->m, j->spec, &tp->og, lr, step, scale, true, &sumsq);
     return GR_OK;
@@ -175,12 +191,9 @@ void gr_tp_free(gr_job *j) {
     gr_opt_groups_free(&tp->og);
     gr_opt_groups_free(&tp->og_norm);
     gr_tp_plan_free(&tp->plan);
+    free(tp->scratch);
     if (tp->have_graph) gr_graph_free(&tp->g);
-    if (tp->split) {
-        gr_comm_free(&tp->group);
-        gr_comm_free(&j->dp.comm);
-        j->dp.comm = j->world;
-    }
+    if (tp->split) gr_comm_free(&tp->group);
     free(tp);
     j->tp = NULL;
 }

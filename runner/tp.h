@@ -17,7 +17,16 @@
  * into it over the group; after a resume the whole model's slices are
  * copied into the parts (gr_tp_scatter).
  *
- * For now: fp32/tf32 only, no pipeline with it, CPUs over MPI. */
+ * Inside pipeline stages (pipe.h) each stage trains its cut of the part's
+ * graph: the hooks are on the stage's plans, the norm is summed over the
+ * stages and then the group, and the stages share their parts before the
+ * group sums them into the whole model.
+ *
+ * Half precision: a row output or column input gradient in half storage is
+ * decoded, summed in fp32 and rounded once (each part was rounded by its
+ * kernel: one rounding more than one process makes).
+ *
+ * For now: CPUs over MPI. */
 #ifndef GR_TP_H
 #define GR_TP_H
 
@@ -36,6 +45,8 @@ typedef struct gr_tp_job {
     gr_plan train;        /* its train plan, with the group's sums as hooks */
     gr_opt_groups og;     /* the part's groups, a row bias frozen on rank > 0 */
     gr_opt_groups og_norm; /* what this process counts in the gradients' norm */
+    float *scratch;       /* a half tensor's sum in fp32 (host: CPUs only) */
+    int64_t scratch_n;
     gr_status hook_st;    /* a hook's first failure, reported after the pass */
     gr_error hook_err;
     int64_t step;
@@ -43,16 +54,16 @@ typedef struct gr_tp_job {
 
 /* parallel.tensor > 1, once the whole graph is built (gr_job_compile): j->tp
  * with this rank's place and part (gr_tp_graph); refuses (exit 2, agreed
- * by every rank) what does not run with it yet: pipeline stages, half
- * precision, what the split refuses. */
+ * by every rank) what the split refuses. */
 gr_status gr_tp_prepare(gr_job *j, gr_error *err);
 /* After the whole graph is built (gr_job_compile): the split (exit 2 at
  * the refused layer), and the part's graph. */
 gr_status gr_tp_graph(gr_job *j, gr_error *err);
 /* After the whole model's arenas hold their initial values: the part's
- * arenas (those values' slices), its train plan and hooks, its groups. */
+ * arenas (those values' slices), its train plan and hooks (without
+ * pipeline stages: theirs are the stage's, pipe.c), its groups. */
 gr_status gr_tp_model(gr_job *j, gr_error *err);
-/* Once the world is joined: j->dp.comm the ranks of this t, the group. */
+/* After gr_parallel_split: the group (the ranks of the same replica and stage). */
 gr_status gr_tp_split(gr_job *j, gr_error *err);
 /* The train plan and model the loop runs: the part's (NULL without j->tp). */
 static inline gr_plan *gr_tp_train_plan(gr_job *j) { return j->tp ? &j->tp->train : &j->train_plan; }
@@ -61,6 +72,12 @@ static inline gr_model *gr_tp_model_of(gr_job *j) { return j->tp ? &j->tp->m : &
 gr_status gr_tp_gather(gr_job *j, gr_error *err);
 /* The parts from the whole model (after a resume). */
 void gr_tp_scatter(gr_job *j);
+/* The group's sums after p's steps (the part's train plan; a pipeline
+ * stage's plans of the part). */
+void gr_tp_hook_plan(gr_job *j, gr_plan *p);
+/* *sumsq (this process's part of the gradients' squared norm) summed over
+ * the group; no-op without j->tp. */
+gr_status gr_tp_sum_norm(gr_job *j, double *sumsq, gr_error *err);
 /* A pass's hook failure (the group's sums), once. */
 gr_status gr_tp_pass_status(gr_job *j, gr_error *err);
 /* The update of the part with the group's gradient norm; *finite as it returns. */

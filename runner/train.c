@@ -371,7 +371,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
     gr_tp_scatter(&j); /* a tensor group's parts of the model it resumed */
     j.dp.step = L.start; /* the watchdog's messages and summary before the first step */
     if ((st = gr_loop_begin(&j, &L, err))) goto done;
-    if (opt->profile_steps && (gr_job_writer(&j) || j.pp)) /* each stage's own */
+    if (opt->profile_steps && (gr_job_writer(&j) || j.pp || j.tp)) /* each stage's or part's own */
         j.prof = gr_prof_open(&j, opt->profile_steps, L.start, L.total, opt->quiet);
 
     double eval_s;

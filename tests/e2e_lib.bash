@@ -228,35 +228,38 @@ model:
     - {dense: {units: 256, bias: false$3}, name: lm_head}
 EOF
 }
-# e2e_faults WHAT WAITS CMD...: the faults of a run split over 2 processes (e2e_pipeline.sh,
+# e2e_faults WHAT WAITS N CMD...: the faults of a run split over N processes (e2e_pipeline.sh,
 # e2e_tensor.sh). CMD (the launch of a long run, given --run-dir DIR last by this) is started
-# twice: SIGTERM to its last rank stops both at one step with one committed checkpoint (exit
-# 75); SIGSTOP to it (parallel.timeout_s 3) makes the other exit 7 within 13 s, its line
+# twice: SIGTERM to its last rank stops all at one step with one committed checkpoint (exit
+# 75); SIGSTOP to it (parallel.timeout_s 3) makes rank 0 exit 7 within 13 s, its line
 # matching WAITS (an extended regex: what it waited in) at a step, and rank 0's summary.json
 # says exit 7. WHAT names the rank in the checks ("stage", "process of the group").
 e2e_faults() {
-    local what=$1 waits=$2
-    shift 2
+    local what=$1 waits=$2 n=$3
+    shift 3
     e2e_bg term "$@" --run-dir "$T/term"
     e2e_hit_rank TERM
     check "SIGTERM to one $what: mpirun exits 75 (got $RC)" test "$RC" -eq 75
-    e2e_same_stop term
+    e2e_same_stop term "$n"
     e2e_bg stall "$@" --set parallel.timeout_s=3 --run-dir "$T/stall"
     e2e_hit_rank STOP
     pkill -KILL -f "$T/stall" 2>/dev/null
     check "a stalled $what: mpirun exits 7 within 3 + 10 s (rc $RC after $WAITED s)" \
         bash -c "[ $RC -eq 7 ] && [ $WAITED -le 13 ]"
     check "a stalled $what: the other names what it waited in, and the step" \
-        grep -qE "rank 0 of 2: ($waits) \(step [0-9]+\) did not finish within parallel.timeout_s = 3 s" "$T/stall.err"
+        grep -qE "rank 0 of $n: ($waits) \(step [0-9]+\) did not finish within parallel.timeout_s = 3 s" "$T/stall.err"
     check "a stalled $what: rank 0's summary.json says failed, exit 7" grep -q '"exit_code":7' "$T/stall/summary.json"
 }
-# e2e_same_stop NAME: after e2e_hit_rank TERM on run $T/NAME of 2 ranks: both said they stopped at
-# the same step, whose checkpoint is the last committed one (tests/resume_check.py)
+# e2e_same_stop NAME [N]: after e2e_hit_rank TERM on run $T/NAME of N ranks (2): all said they
+# stopped at the same step, whose checkpoint is the last committed one (tests/resume_check.py)
 e2e_same_stop() {
-    check "both ranks stopped at the same step with a committed checkpoint" bash -c "
-    a=\$(sed -n 's/.*rank 0 of 2: stopped by SIGTERM at step \([0-9]*\); checkpoint.*committed.*/\1/p' '$T/$1.err')
-    b=\$(sed -n 's/.*rank 1 of 2: stopped by SIGTERM at step \([0-9]*\); checkpoint.*committed.*/\1/p' '$T/$1.err')
-    [ -n \"\$a\" ] && [ \"\$a\" = \"\$b\" ] && [ \"\$('$PY' '$SRC/tests/resume_check.py' committed '$T/$1/checkpoints')\" = \"\$a\" ]"
+    check "all ${2:-2} ranks stopped at the same step with a committed checkpoint" bash -c "
+    n=${2:-2}; a=
+    for r in \$(seq 0 \$((n - 1))); do
+        b=\$(sed -n \"s/.*rank \$r of \$n: stopped by SIGTERM at step \\([0-9]*\\); checkpoint.*committed.*/\\1/p\" '$T/$1.err')
+        [ -n \"\$b\" ] && [ \"\${a:=\$b}\" = \"\$b\" ] || exit 1
+    done
+    [ \"\$('$PY' '$SRC/tests/resume_check.py' committed '$T/$1/checkpoints')\" = \"\$a\" ]"
 }
 
 e2e_done() {

@@ -178,7 +178,7 @@ expect 4 "pipeline stage " " of 2 (schedule 1f1b, " "in flight, each its own act
 # ---------------------------------------------------------------- 5. faults
 # rank 0 waits in a message to stage 2 most of the time; else in a sum over the stages or the
 # agreement on a stop, which its line names as well
-e2e_faults "stage" "pipeline stage 1: (sending|receiving) the [a-z]+ of micro-batch [0-9]+ .*stage 2[^(]*|the step's loss over the pipeline stages|the gradients' norm over the pipeline stages|agreeing on a (stop signal|checkpoint)" \
+e2e_faults "stage" "pipeline stage 1: (sending|receiving) the [a-z]+ of micro-batch [0-9]+ .*stage 2[^(]*|the step's loss over the pipeline stages|the gradients' norm over the pipeline stages|agreeing on a (stop signal|checkpoint)" 2 \
     "${MPI[@]}" 2 "$G" "$T/gpt.yaml" --threads 1 --quiet --set parallel.pipeline=2 --set train.steps=200000 \
     --set eval.every_steps=0 --set checkpoint.every_steps=50
 e2e_done
