@@ -16,6 +16,7 @@
 #       (8) x 1024 positions on random tokens, gpurun vs PyTorch (bench/torch_gpt_ref.py: nanoGPT's
 #       model, scaled_dot_product_attention, bf16 autocast); gpurun's attention is its own
 #       kernel there (cuDNN's fused attention is not used yet);
+#       with two GPUs or more, gpurun's split by a tensor group of 2 (parallel.tensor=2);
 #   (d5) JPEG decoding (data.decode): images/s of an encoded split's training batches
 #       (RandomResizedCrop 224, flip, normalize) delivered to the GPU, decoded by nvJPEG and
 #       gpurun's kernel against the loader's 12 CPU workers (bench/loader_bench.c --decode
@@ -466,6 +467,19 @@ np.random.default_rng(0).integers(0, 50257, size=2000000).astype("<u2").tofile(s
     r=$(gpurun_rate "$run/metrics.jsonl")
     [ -n "$r" ] && RESULT[gpt_g]=$("$PY" -c 'import sys; print(round(float(sys.argv[1]) * 1024))' "${r%% *}")
     say "   gpurun gpt2-124m bf16: ${RESULT[gpt_g]:-failed} tokens/s"
+    if [ "${NGPU:-0}" -ge 2 ] && have mpirun; then # the same, split by a tensor group of 2 GPUs
+        run=$TMPD/run-gpt2-tp
+        rm -rf "$run"
+        phase gpurun_gpt2_tp 90 "${GR_ENV[@]}" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+            mpirun -np 2 "$GPURUN" configs/gpt2-124m.yaml --device cuda --run-dir "$run" --set parallel.tensor=2 \
+            --set precision=bf16 --set data.train.path="$tok" --set data.val.path="$tok" --set data.seq_len=1024 \
+            --set train.batch_size="$GPT_BATCH" --set train.micro_batch="$GPT_BATCH" --set train.steps="$STEPS" \
+            --set train.schedule.type=constant --set eval.every_steps=0 --set eval.every_epochs=0 \
+            --set checkpoint.every_minutes=0 --set log.every_steps=1 --set log.tensorboard=false || FAILED=1
+        r=$(gpurun_rate "$run/metrics.jsonl")
+        [ -n "$r" ] && RESULT[gpt_tp]=$("$PY" -c 'import sys; print(round(float(sys.argv[1]) * 1024))' "${r%% *}")
+        say "   gpurun gpt2-124m bf16, a tensor group of 2 GPUs: ${RESULT[gpt_tp]:-failed} tokens/s"
+    fi
 fi
 phase torch_gpt2 90 "$PY" bench/torch_gpt_ref.py --device "$DEVICE" --autocast bf16 --batch "$GPT_BATCH" --seq 1024 \
     --classes 50257 --steps "$TSTEPS" || FAILED=1
@@ -546,6 +560,7 @@ except Exception: print("-")' "$g" "$t")
     echo "| gpt2-124m bf16 | ${RESULT[gpt_g]:-n/a} | ${RESULT[gpt_t]:-n/a} | $("$PY" -c 'import sys
 try: print(f"{float(sys.argv[1]) / float(sys.argv[2]):.2f}")
 except Exception: print("-")' "${RESULT[gpt_g]:-x}" "${RESULT[gpt_t]:-x}") |"
+    [ -n "${RESULT[gpt_tp]+x}" ] && echo "| gpt2-124m bf16, a tensor group of 2 GPUs (NCCL) | ${RESULT[gpt_tp]:-failed} | - | - |"
     echo
     echo "JPEG decoding (data.decode): 512 JPEGs 500x375 (q90, 4:2:0) as an encoded split, batch 128," \
          "RandomResizedCrop 224 + flip + normalize, delivered to the GPU (bench/loader_bench.c)."

@@ -37,6 +37,25 @@ gr_status gr_tp_graph(gr_job *j, gr_error *err) {
     return GR_OK;
 }
 
+/* a's output (n elements) summed over the group in place; half storage: the parts summed in fp32
+ * (in scratch, the backend's memory: the device's on a GPU), the sum rounded once. */
+static gr_status gr_tp_sum_out(gr_tp_job *tp, const gr_kargs *a, int64_t n, const char *what, gr_error *err) {
+    const gr_elem e = a->eout[0];
+    if (!gr_elem_is_half(e)) return gr_comm_sum_f32(&tp->group, a->out[0], n, what, err);
+    if (tp->scratch_n < n) {
+        if (tp->scratch) gr_backend_dealloc(a->be, tp->scratch);
+        tp->scratch = gr_backend_alloc(a->be, (size_t)n * sizeof(float));
+        tp->scratch_n = tp->scratch ? n : 0;
+    }
+    if (!tp->scratch)
+        return gr_error_set(err, GR_ERR_OOM, "%s: its %lld floats in fp32 do not fit on %s", what, (long long)n,
+                            gr_backend_name(a->be));
+    gr_backend_cast(a->be, tp->scratch, GR_F32, a->out[0], e, n);
+    gr_status st = gr_comm_sum_f32(&tp->group, tp->scratch, n, what, err);
+    gr_backend_cast(a->be, a->out[0], e, tp->scratch, GR_F32, n);
+    return st;
+}
+
 /* After each step of the part's train plan: a row layer's output, or a
  * column layer's input gradient, summed over the group in place. */
 static void gr_tp_hook(void *user, int step, const gr_kargs *a) {
@@ -54,19 +73,7 @@ static void gr_tp_hook(void *user, int step, const gr_kargs *a) {
     snprintf(what, sizeof what, "the tensor group's sum of layer %s's %s", j->g.layers[nd->layer].name,
              row_fwd ? "output" : "input gradient");
     const double t0 = gr_wd_enter(what, tp->step);
-    const gr_elem e = a->eout[0];
-    float *sum = a->out[0];
-    if (gr_elem_is_half(e)) { /* half storage: the parts summed in fp32, the sum rounded once */
-        if (tp->scratch_n < n) {
-            free(tp->scratch);
-            tp->scratch = gr_xmalloc((size_t)n * sizeof(float));
-            tp->scratch_n = n;
-        }
-        sum = tp->scratch;
-        gr_backend_cast(a->be, sum, GR_F32, a->out[0], e, n);
-    }
-    tp->hook_st = gr_comm_sum_f32(&tp->group, sum, n, what, &tp->hook_err);
-    if (sum != a->out[0]) gr_backend_cast(a->be, a->out[0], e, sum, GR_F32, n);
+    tp->hook_st = gr_tp_sum_out(tp, a, n, what, &tp->hook_err);
     gr_wd_leave();
     const double t1 = gr_now();
     j->mx.comm_s += t1 - t0;
@@ -111,9 +118,6 @@ static void gr_tp_groups(gr_job *j, gr_opt_groups *base) {
 gr_status gr_tp_model(gr_job *j, gr_error *err) {
     gr_tp_job *tp = j->tp;
     if (!tp) return GR_OK;
-    if (!gr_backend_host_addressable(j->be))
-        return gr_spec_error(err, j->spec, "parallel.tensor", "%d: tensor parallelism runs on CPUs only yet (the "
-                             "job runs on %s)", tp->t, gr_backend_name(j->be));
     gr_status st = gr_graph_set_batch(&tp->g, j->g.micro_batch, err); /* the micro-batch the run decided */
     if (st || (st = gr_model_init(&tp->m, &tp->g, j->be, j->m.optim_slots, err))) return st;
     gr_tp_scatter(j);
@@ -138,25 +142,45 @@ gr_status gr_tp_split(gr_job *j, gr_error *err) {
     return GR_OK;
 }
 
-void gr_tp_scatter(gr_job *j) {
+/* gr_tp_copy between the whole model's arenas and the part's (params, then each optimizer slot),
+ * to_part or back; on host memory in place, on a GPU through host copies (the source downloaded,
+ * the destination uploaded). Back: the whole model's arenas hold zeros where the part has nothing. */
+static void gr_tp_move(gr_job *j, bool to_part) {
     gr_tp_job *tp = j->tp;
-    if (!tp) return;
-    gr_tp_copy(&j->g, &tp->g, &tp->plan, tp->rank, j->m.params, tp->m.params, 0, 0, true, false);
-    for (int k = 0; k < j->m.optim_slots; k++)
-        gr_tp_copy(&j->g, &tp->g, &tp->plan, tp->rank, j->m.optim, tp->m.optim, k * j->g.n_trainable,
-                   k * tp->g.n_trainable, true, true);
+    const bool host = gr_backend_host_addressable(j->be);
+    const int64_t slots = j->m.optim_slots;
+    float *dev_full[2] = {j->m.params, j->m.optim}, *dev_part[2] = {tp->m.params, tp->m.optim};
+    const int64_t n_full[2] = {j->g.n_params, slots * j->g.n_trainable};
+    const int64_t n_part[2] = {tp->g.n_params, slots * tp->g.n_trainable};
+    float *full[2], *part[2];
+    for (int a = 0; a < 2; a++) {
+        full[a] = host ? dev_full[a] : gr_xcalloc((size_t)n_full[a] + 1, sizeof(float));
+        part[a] = host ? dev_part[a] : gr_xcalloc((size_t)n_part[a] + 1, sizeof(float));
+        if (host && !to_part && n_full[a]) memset(full[a], 0, (size_t)n_full[a] * sizeof(float));
+        if (!host && to_part) gr_backend_download(j->be, full[a], dev_full[a], (size_t)n_full[a] * sizeof(float));
+        if (!host && !to_part) gr_backend_download(j->be, part[a], dev_part[a], (size_t)n_part[a] * sizeof(float));
+    }
+    gr_tp_copy(&j->g, &tp->g, &tp->plan, tp->rank, full[0], part[0], 0, 0, to_part, false);
+    for (int k = 0; k < slots; k++)
+        gr_tp_copy(&j->g, &tp->g, &tp->plan, tp->rank, full[1], part[1], k * j->g.n_trainable,
+                   k * tp->g.n_trainable, to_part, true);
+    for (int a = 0; a < 2 && !host; a++) {
+        if (to_part) gr_backend_upload(j->be, dev_part[a], part[a], (size_t)n_part[a] * sizeof(float));
+        else gr_backend_upload(j->be, dev_full[a], full[a], (size_t)n_full[a] * sizeof(float));
+        free(full[a]);
+        free(part[a]);
+    }
+}
+
+void gr_tp_scatter(gr_job *j) {
+    if (j->tp) gr_tp_move(j, true);
 }
 
 gr_status gr_tp_gather(gr_job *j, gr_error *err) {
     gr_tp_job *tp = j->tp;
     if (!tp) return GR_OK;
     const int64_t np = j->g.n_params, no = (int64_t)j->m.optim_slots * j->g.n_trainable;
-    memset(j->m.params, 0, (size_t)np * sizeof(float));
-    if (no) memset(j->m.optim, 0, (size_t)no * sizeof(float));
-    gr_tp_copy(&j->g, &tp->g, &tp->plan, tp->rank, j->m.params, tp->m.params, 0, 0, false, false);
-    for (int k = 0; k < j->m.optim_slots; k++)
-        gr_tp_copy(&j->g, &tp->g, &tp->plan, tp->rank, j->m.optim, tp->m.optim, k * j->g.n_trainable,
-                   k * tp->g.n_trainable, false, true);
+    gr_tp_move(j, false);
     const double t0 = gr_wd_enter("gathering the tensor group's parts of the model", j->dp.step);
     gr_status st = gr_comm_sum_f32(&tp->group, j->m.params, np, "the model's parameters", err);
     if (!st && no) st = gr_comm_sum_f32(&tp->group, j->m.optim, no, "the optimizer state", err);
@@ -191,7 +215,7 @@ void gr_tp_free(gr_job *j) {
     gr_opt_groups_free(&tp->og);
     gr_opt_groups_free(&tp->og_norm);
     gr_tp_plan_free(&tp->plan);
-    free(tp->scratch);
+    if (tp->scratch) gr_backend_dealloc(j->be, tp->scratch);
     if (tp->have_graph) gr_graph_free(&tp->g);
     if (tp->split) gr_comm_free(&tp->group);
     free(tp);

@@ -26,7 +26,10 @@
  * decoded, summed in fp32 and rounded once (each part was rounded by its
  * kernel: one rounding more than one process makes).
  *
- * For now: CPUs over MPI. */
+ * On GPUs the group's sums go over NCCL (the group a communicator split
+ * from the world's), and the whole model's slices move through host copies
+ * (gr_tp_gather, gr_tp_scatter: before a checkpoint, an evaluation, and
+ * after a resume). */
 #ifndef GR_TP_H
 #define GR_TP_H
 
@@ -45,7 +48,7 @@ typedef struct gr_tp_job {
     gr_plan train;        /* its train plan, with the group's sums as hooks */
     gr_opt_groups og;     /* the part's groups, a row bias frozen on rank > 0 */
     gr_opt_groups og_norm; /* what this process counts in the gradients' norm */
-    float *scratch;       /* a half tensor's sum in fp32 (host: CPUs only) */
+    float *scratch;       /* a half tensor's sum in fp32 (the backend's memory) */
     int64_t scratch_n;
     gr_status hook_st;    /* a hook's first failure, reported after the pass */
     gr_error hook_err;

@@ -4,8 +4,9 @@
 # send/recv on a communicator split from the world's), against one process on one GPU: the same
 # losses within 1e-5 (the kernels of one process and of two are the same, their sums too, so this
 # is expected bit for bit; cuBLAS may pick other algorithms per process), every weight within 1e-5,
-# and the pipeline's figures in summary.json. A tensor group on GPUs is refused (exit 2) until its
-# sums run there. Skipped (77) without 2 GPUs or mpirun.
+# and the pipeline's figures in summary.json. A tensor group of the 2 GPUs (its sums over NCCL, the
+# whole model's slices through the host) within 1e-5 of one GPU, and in bf16 within 5e-3 of one
+# bf16 GPU. Skipped (77) without 2 GPUs or mpirun.
 #
 #   bash tests/gpu_pipeline.sh GPURUN_BINARY SOURCE_DIR TMPDIR
 . "$(dirname "$0")/e2e_lib.bash" "$@"
@@ -37,6 +38,13 @@ check "2 stages on 2 GPUs: the losses of one GPU within 1e-5" "$PY" "$PC" losses
 check "... and its weights within 1e-5" "$PY" "$PC" weights "$T/one" "$T/pp2" 1e-5
 check "summary.json: 2 stages, 8 micro-batches" grep -q '"pipeline_stages":2,"pipeline_microbatches":8' \
     "$T/pp2/summary.json"
-expect 2 "parallel.tensor: 2: tensor parallelism runs on CPUs only yet" -- \
-    "${MPI[@]}" 2 "$G" "$T/gpt.yaml" --run-dir "$T/tp2" --quiet --set parallel.tensor=2
+expect 0 -- "${MPI[@]}" 2 "$G" "$T/gpt.yaml" --run-dir "$T/tp2" --quiet --set parallel.tensor=2
+check "a tensor group of 2 GPUs (its sums over NCCL): the losses of one GPU within 1e-5" \
+    "$PY" "$PC" losses "$T/one" "$T/tp2" 1e-5
+check "... and its weights (gathered through the host) within 1e-5" "$PY" "$PC" weights "$T/one" "$T/tp2" 1e-5
+expect 0 -- "$G" "$T/gpt.yaml" --run-dir "$T/one-bf16" --quiet --set cuda_graph=false --set precision=bf16
+expect 0 -- "${MPI[@]}" 2 "$G" "$T/gpt.yaml" --run-dir "$T/tp2-bf16" --quiet --set parallel.tensor=2 \
+    --set precision=bf16
+check "a tensor group of 2 GPUs in bf16 (half parts summed in fp32 on the device): within 5e-3" \
+    "$PY" "$PC" losses "$T/one-bf16" "$T/tp2-bf16" 5e-3
 e2e_done
