@@ -9,6 +9,7 @@
 #     2 stages (4 ranks) give the losses of one process within 1e-5 and equal 2 data replicas
 #     alone, bit for bit; gradient clipping (the norm summed over the stages) within 1e-6; a head
 #     tied to the embedding on the other stage (the copies' gradients summed) within 1e-6;
+#     the MLP in bf16 and fp16 (loss scaling) and the CNN in bf16, bit for bit too;
 #  2. checkpoints carry no layout: a 2-stage run's step-6 checkpoint resumed by 1 process, and
 #     a 1-process one resumed by 2 stages, end as the straight run (bit for bit; the GPT), and
 #     by 2 replicas x 2 stages within 1e-5 (the MLP);
@@ -93,6 +94,18 @@ same mlp-d2 mlp-d2pp2 "mlp, 2 replicas x 2 stages against 2 replicas"
 expect 0 -- "${MPI[@]}" 2 "$G" "$T/gpt.yaml" --run-dir "$T/gpt-rc" "${ONE[@]}" --set parallel.pipeline=2 \
     --set train.recompute=blocks
 same gpt-1 gpt-rc "gpt with train.recompute: blocks (the balanced cut keeps each block use whole)"
+# half precision: the messages carry half activations and gradients as stored; fp16's dynamic
+# loss scale is the same decision on both stages (the inf/NaN check reads the norm over both)
+for p in bf16 fp16; do
+    expect 0 -- "$G" "$T/mlp.yaml" --run-dir "$T/mlp-$p" "${ONE[@]}" --set precision=$p
+    expect 0 -- "${MPI[@]}" 2 "$G" "$T/mlp.yaml" --run-dir "$T/mlp-pp2$p" "${ONE[@]}" --set precision=$p \
+        --set parallel.pipeline=2
+    same "mlp-$p" "mlp-pp2$p" "mlp in $p, 2 stages"
+done
+expect 0 -- "$G" "$T/cnn.yaml" --run-dir "$T/cnn-bf16" "${ONE[@]}" --set precision=bf16
+expect 0 -- "${MPI[@]}" 2 "$G" "$T/cnn.yaml" --run-dir "$T/cnn-pp2bf16" "${ONE[@]}" --set precision=bf16 \
+    --set parallel.pipeline=2
+same cnn-bf16 cnn-pp2bf16 "cnn in bf16, 2 stages"
 expect 0 -- "$G" "$T/gpt.yaml" --run-dir "$T/gpt-clip1" "${ONE[@]}" --set train.grad_clip=0.05
 expect 0 -- "${MPI[@]}" 2 "$G" "$T/gpt.yaml" --run-dir "$T/gpt-clip2" "${ONE[@]}" --set train.grad_clip=0.05 \
     --set parallel.pipeline=2
