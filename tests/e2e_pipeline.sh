@@ -6,8 +6,9 @@
 #     process accumulating the same 8 micro-batches ends (every weight of weights.h5, every
 #     logged loss), on an MLP, a CNN with batchnorm (its running statistics too) and a small
 #     GPT (2 blocks, untied head, AdamW, dropout); so do gpipe and 3 stages; 2 data replicas x
-#     2 stages (4 ranks) give the losses of one process within 1e-5 and equal 2 data replicas
-#     alone, bit for bit; gradient clipping (the norm summed over the stages) within 1e-6; a head
+#     2 stages (4 ranks) give the losses of one process within 1e-5 (the MLP) and equal 2 data
+#     replicas alone, bit for bit (the MLP, the CNN, whose batchnorm normalizes each replica's
+#     micro-batch, and the GPT, whose dropout draws each replica's masks); gradient clipping (the norm summed over the stages) within 1e-6; a head
 #     tied to the embedding on the other stage (the copies' gradients summed) within 1e-6;
 #     the MLP in bf16 and fp16 (loss scaling) and the CNN in bf16, bit for bit too;
 #  2. checkpoints carry no layout: a 2-stage run's step-6 checkpoint resumed by 1 process, and
@@ -89,8 +90,11 @@ same mlp-1 mlp-pp3 "mlp, 3 stages"
 expect 0 -- "${MPI[@]}" 4 "$G" "$T/mlp.yaml" --run-dir "$T/mlp-d2pp2" "${ONE[@]}" --set parallel.pipeline=2
 check "mlp, 2 replicas x 2 stages (4 ranks): the losses of 1 process within 1e-5" \
     "$PY" "$PC" losses "$T/mlp-1" "$T/mlp-d2pp2" 1e-5
-expect 0 -- "${MPI[@]}" 2 "$G" "$T/mlp.yaml" --run-dir "$T/mlp-d2" "${ONE[@]}"
-same mlp-d2 mlp-d2pp2 "mlp, 2 replicas x 2 stages against 2 replicas"
+for m in mlp cnn gpt; do # the CNN's batchnorm and the GPT's dropout draw per replica: 2 replicas are the reference
+    expect 0 -- "${MPI[@]}" 2 "$G" "$T/$m.yaml" --run-dir "$T/$m-d2" "${ONE[@]}"
+    [ $m = mlp ] || expect 0 -- "${MPI[@]}" 4 "$G" "$T/$m.yaml" --run-dir "$T/$m-d2pp2" "${ONE[@]}" --set parallel.pipeline=2
+    same "$m-d2" "$m-d2pp2" "$m, 2 replicas x 2 stages (4 ranks) against 2 replicas"
+done
 expect 0 -- "${MPI[@]}" 2 "$G" "$T/gpt.yaml" --run-dir "$T/gpt-rc" "${ONE[@]}" --set parallel.pipeline=2 \
     --set train.recompute=blocks
 same gpt-1 gpt-rc "gpt with train.recompute: blocks (the balanced cut keeps each block use whole)"
@@ -193,5 +197,5 @@ expect 4 "pipeline stage " " of 2 (schedule 1f1b, " "in flight, each its own act
 # agreement on a stop, which its line names as well
 e2e_faults "stage" "pipeline stage 1: (sending|receiving) the [a-z]+ of micro-batch [0-9]+ .*stage 2[^(]*|the step's loss over the pipeline stages|the gradients' norm over the pipeline stages|agreeing on a (stop signal|checkpoint)" 2 \
     "${MPI[@]}" 2 "$G" "$T/gpt.yaml" --threads 1 --quiet --set parallel.pipeline=2 --set train.steps=200000 \
-    --set eval.every_steps=0 --set checkpoint.every_steps=50
+    --set eval.every_steps=0 --set eval.every_epochs=0 --set checkpoint.every_steps=50
 e2e_done

@@ -157,7 +157,7 @@ expect 2 "parallel.tensor: a model replica is parallel.pipeline 1 x parallel.ten
 # the agreement on a stop, which its line names as well
 e2e_faults "process of the group" "the tensor group's sum of layer [a-z0-9._]+'s (output|input gradient)|the gradients' norm over the tensor group|agreeing on a (stop signal|checkpoint)" 2 \
     "${MPI[@]}" 2 "$G" "$T/gpt.yaml" --threads 1 --quiet --set parallel.tensor=2 --set train.steps=200000 \
-    --set eval.every_steps=0 --set checkpoint.every_steps=50
+    --set eval.every_steps=0 --set eval.every_epochs=0 --set checkpoint.every_steps=50
 
 # ---------------------------------------------------------------- 6. inside pipeline stages
 PT=(--set parallel.pipeline=2 --set parallel.tensor=2)
@@ -197,7 +197,7 @@ check "--profile: every rank's part (ranks 1-3 beside rank 0's), rank 3's with t
     grep -qE '^- +collective +host +[0-9]+' '$T/prof-pt/profile.rank3.txt' &&
     ! grep -qE '^h1\.mlp_proj ' '$T/prof-pt/profile.rank1.txt'"
 e2e_bg term-pt "${MPI[@]}" 4 "$G" "$T/gpt.yaml" --threads 1 --quiet "${PT[@]}" --set train.steps=200000 \
-    --set eval.every_steps=0 --set checkpoint.every_steps=50 --run-dir "$T/term-pt"
+    --set eval.every_steps=0 --set eval.every_epochs=0 --set checkpoint.every_steps=50 --run-dir "$T/term-pt"
 e2e_hit_rank TERM
 check "SIGTERM to one of 2 stages x a group of 2: mpirun exits 75 (got $RC)" test "$RC" -eq 75
 e2e_same_stop term-pt 4
