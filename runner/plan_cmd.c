@@ -418,6 +418,10 @@ gr_status gr_train_plan_report(const gr_job_spec *spec, const char *memory, FILE
     gr_plan_cmd_layers(spec, &j.g, f);
     if (sp.p) gr_plan_cmd_stages(spec, &j.g, &sp, m, f);
     if (tsp.t > 1) gr_plan_cmd_tensor(&j.g, &tsp, f);
+    if (sp.p && tsp.t > 1)
+        fprintf(f, "both: each of the %d stages is a tensor group of %d, %d processes a model replica (rank = (d x %d "
+                "+ s) x %d + t); the stage table counts a whole stage, each of its processes its part of the "
+                "split layers\n", sp.p, tsp.t, sp.p * tsp.t, sp.p, tsp.t);
     gr_opt_groups_print(&j.og, &j.g, spec, f);
     gr_mem_need need;
     gr_memfit_of(&j.g, gr_optim_slots(&spec->train.optimizer), &tp, &ep, &need);

@@ -163,7 +163,8 @@ e2e_faults "process of the group" "the tensor group's sum of layer [a-z0-9._]+'s
 PT=(--set parallel.pipeline=2 --set parallel.tensor=2)
 check "plan: the MLP's column/row pair crosses the stage cut (the message carries the column's part)" bash -c "
     '$G' plan '$T/mlp.yaml' ${PT[*]} | grep -qE '^1 +flatten0\.\.dense0 ' &&
-    '$G' plan '$T/mlp.yaml' ${PT[*]} | grep -qE '^relu0 +relu +sharded'"
+    '$G' plan '$T/mlp.yaml' ${PT[*]} | grep -qE '^relu0 +relu +sharded' &&
+    '$G' plan '$T/mlp.yaml' ${PT[*]} | grep -q '^both: each of the 2 stages is a tensor group of 2, 4 processes'"
 for m in mlp gpt; do
     expect 0 -- "${MPI[@]}" 4 "$G" "$T/$m.yaml" --run-dir "$T/$m-pt" "${ONE[@]}" "${PT[@]}"
     check "$m, 2 pipeline stages of a tensor group of 2 (4 ranks): the losses of 1 process within 1e-6" \
