@@ -12,6 +12,9 @@
 # PyTorch runs with THREADS intra-op threads and with 1; the ratio is against the faster. (Debian's
 # PyTorch multiplies through OpenBLAS's pthreads build, which runs a thread a core of its own
 # whatever torch.set_num_threads says: its "1 thread" GEMMs use every core.)
+# Each line also gives both sides' GFLOP/s (gpurun's FLOPs count of a training pass for both) and
+# their % of this machine's GEMM peak in that precision, which build/gpurun_peak_bench measures
+# first (bench/peak_bench.c).
 # The header names the CPU and its ISA flags. OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are left as
 # the machine sets them, for both sides alike (printed below).
 #   THREADS=2 STEPS=5 bench/gpt.sh [gpt2|small|memory]
@@ -33,6 +36,11 @@ flags=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' |
 echo "cpu      $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) cores; flags: ${flags:-none of avx2/avx512f/avx512_bf16/amx_*}"
 echo "pytorch  $($PY -c 'import torch; print(torch.__version__)' 2>/dev/null || echo '(torch not importable)')"
 echo "threads $THREADS, steps $STEPS, OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-unset}"
+# the roofline: this machine's GEMM peak (fp32, bf16) on THREADS threads (bench/peak_bench.c)
+[ -x build/gpurun_peak_bench ] || scripts/dev.sh build >/dev/null
+PEAK=$(build/gpurun_peak_bench "$THREADS")
+echo "${PEAK%%$'\n'*}"
+PEAK=${PEAK##*$'\n'}
 
 # tokens FILE VOCAB: a token file of random ids below VOCAB (train; a small val, as the
 # evaluation after the last step reads all of it)
@@ -62,20 +70,29 @@ torch_ms() {
     done
     echo "$best"
 }
-# report NAME TOKENS_PER_STEP G_MS T_MS GOAL NOTE
+# report NAME TOKENS_PER_STEP G_MS T_MS GOAL NOTE RUN_DIR SEQUENCES_PER_STEP PRECISION: the line, with each
+# side's GFLOP/s (gpurun's count of a training pass, summary.json's train_flops_per_sample, for both)
+# and its % of the GEMM peak in PRECISION (bf16's for bf16, else fp32's)
 report() {
     local s
-    s=$($PY - "$@" <<'PYEOF'
-import sys
-name, tok, g, t, goal, note = sys.argv[1:7]
-tok, g, t = float(tok), float(g), float(t)
+    s=$($PY - "$@" "$PEAK" <<'PYEOF'
+import json, sys
+name, tok, g, t, goal, note, run, seqs, prec, peak = sys.argv[1:11]
+tok, g, t, peak = float(tok), float(g), float(t), json.loads(peak)
+flops = json.load(open(run + "/summary.json"))["train_flops_per_sample"] * float(seqs)  # a step's
+bf = prec == "bf16" and peak["bf16_gflops"] > 0
+roof = peak["bf16_gflops"] if bf else peak["fp32_gflops"]
+rate = lambda ms: flops / (ms / 1e3) / 1e9
+gf = f"GFLOP/s gpurun {rate(g):,.1f} = {100 * rate(g) / roof:.0f}%"
 if t <= 0:
-    print(f"{name:<14} gpurun {tok / g * 1000:,.0f} tokens/s   pytorch failed   {note}")
+    print(f"{name:<14} gpurun {tok / g * 1000:,.0f} tokens/s   pytorch failed   {gf} of the {'bf16' if bf else 'fp32'} "
+          f"GEMM peak   {note}")
     sys.exit()
 r = t / g
 s = f"{name:<14} gpurun {tok / g * 1000:,.0f} tokens/s ({g:,.1f} ms/step)   pytorch {tok / t * 1000:,.0f} tokens/s ({t:,.1f} ms/step)   ratio {r:.2f}x"
 if goal:
     s += f" (goal >= {goal}x: {'met' if r >= float(goal) else 'NOT met'})"
+s += f"   {gf}, pytorch {rate(t):,.1f} = {100 * rate(t) / roof:.0f}% of the {'bf16' if bf else 'fp32'} GEMM peak"
 print(f"{s}   {note}")
 PYEOF
 )
@@ -104,7 +121,8 @@ if [ "$WHAT" = all ] || [ "$WHAT" = gpt2 ]; then
     g=$(gpurun_run gpt2 configs/gpt2-124m.yaml --set data.train.path="$tmp/gpt2.h5" --set data.val.path="$tmp/gpt2.h5")
     echo "gpt2 fp32: gpurun $g ms/step"
     t=$(torch_ms --layers 12 --heads 12 --width 768 --vocab 50304 --classes 50257 --block 1024 --batch 4 --seq 64)
-    report "gpt2-124m fp32" 256 "$g" "$t" 2 "[B=4 T=64; pytorch eager fp32, the faster of threads $THREADS and 1]"
+    report "gpt2-124m fp32" 256 "$g" "$t" 2 "[B=4 T=64; pytorch eager fp32, the faster of threads $THREADS and 1]" \
+        "$tmp/gpt2" 4 fp32
 fi
 
 if [ "$WHAT" = all ] || [ "$WHAT" = small ]; then
@@ -117,7 +135,8 @@ if [ "$WHAT" = all ] || [ "$WHAT" = small ]; then
         note="pytorch eager fp32"
         if [ $P = bf16 ]; then targs+=(--autocast bf16); note="pytorch bf16 autocast"; fi
         t=$(torch_ms "${targs[@]}")
-        report "small T=256 $P" $((12 * 256)) "$g" "$t" "" "[B=12 T=256; $note, the faster of threads $THREADS and 1]"
+        report "small T=256 $P" $((12 * 256)) "$g" "$t" "" "[B=12 T=256; $note, the faster of threads $THREADS and 1]" \
+            "$tmp/small_$P" 12 "$P"
     done
 fi
 

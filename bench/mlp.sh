@@ -9,6 +9,9 @@
 # use the cores anyway (torch with 2 threads oversubscribes them here).
 # The ratio is taken against the faster of the two. gpurun's line also shows
 # data_wait_pct: the share of training time the loop waited for a batch.
+# Then each side's achieved GFLOP/s (gpurun's count of a training pass's FLOPs, forward and
+# backward, for both) and its % of this machine's fp32 GEMM peak on THREADS threads, which
+# build/gpurun_peak_bench measures first (bench/peak_bench.c).
 #   THREADS=2 REPEAT=3 bench/mlp.sh
 # OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are left as the machine sets them, for
 # both sides alike (printed below).
@@ -25,7 +28,14 @@ mkdir -p data
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+echo "cpu $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) cores; flags: $(grep -m1 '^flags' /proc/cpuinfo |
+    tr ' ' '\n' | grep -x -E 'avx2|avx512f|avx512_bf16|amx_tile|amx_bf16' | paste -sd' ' - || true)"
 echo "threads $THREADS, repeat $REPEAT, OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-unset}"
+# the roofline: this machine's fp32 GEMM peak on THREADS threads (bench/peak_bench.c)
+[ -x build/gpurun_peak_bench ] || scripts/dev.sh build >/dev/null
+PEAK=$(build/gpurun_peak_bench "$THREADS")
+echo "${PEAK%%$'\n'*}"
+PEAK=${PEAK##*$'\n'}
 g_runs=() t_runs=() t1_runs=()
 for i in $(seq "$REPEAT"); do
     build/gpurun configs/fashion-mnist-mlp.yaml --quiet --threads "$THREADS" --run-dir "$tmp/run$i" \
@@ -39,10 +49,16 @@ for i in $(seq "$REPEAT"); do
     echo "run $i: gpurun $g   pytorch($THREADS threads) $t   pytorch(1 thread) $t1   (samples/s, test accuracy[, gpurun's data wait %])"
     g_runs+=("${g%% *}") t_runs+=("${t%% *}") t1_runs+=("${t1%% *}")
 done
-$PY - "${g_runs[*]}" "${t_runs[*]}" "${t1_runs[*]}" "$THREADS" <<'PYEOF'
-import statistics, sys
+flops=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["train_flops_per_sample"])' "$tmp/run1/summary.json")
+$PY - "${g_runs[*]}" "${t_runs[*]}" "${t1_runs[*]}" "$THREADS" "$flops" "$PEAK" <<'PYEOF'
+import json, statistics, sys
 g, t, t1 = (statistics.median(float(x) for x in a.split()) for a in sys.argv[1:4])
+flops, roof = float(sys.argv[5]), json.loads(sys.argv[6])["fp32_gflops"]
 best = max(t, t1)
 print(f"mlp  gpurun {g:,.0f} samples/s ({sys.argv[4]} threads)   pytorch {t:,.0f} ({sys.argv[4]} threads), "
       f"{t1:,.0f} (1 thread)   ratio vs the faster pytorch {g / best:.2f}x")
+gf, tf = g * flops / 1e9, best * flops / 1e9
+print(f"     GFLOP/s (a training pass's {flops:,.0f} FLOPs a sample): gpurun {gf:.1f} = {100 * gf / roof:.0f}% of the "
+      f"fp32 GEMM peak ({roof:.1f}; goal >= 80%: {'met' if gf >= 0.8 * roof else 'NOT met'}), the faster pytorch "
+      f"{tf:.1f} = {100 * tf / roof:.0f}%")
 PYEOF

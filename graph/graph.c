@@ -229,6 +229,12 @@ int gr_graph_grad(gr_graph *g, int t) {
     return gt;
 }
 
+int64_t gr_graph_flops(const gr_graph *g, bool train) {
+    int64_t f = 0;
+    for (int i = 0; i < (train ? g->n_nodes : g->n_forward); i++) f += g->nodes[i].flops;
+    return f;
+}
+
 void gr_graph_free(gr_graph *g) {
     free(g->ad_readers);
     free(g->ad_partials);

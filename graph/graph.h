@@ -349,6 +349,9 @@ void gr_autodiff(gr_graph *g, bool need_input_grad);
  * needs more than one value per channel), the graph then unchanged. */
 gr_status gr_graph_set_batch(gr_graph *g, int64_t n, gr_error *err);
 void gr_graph_free(gr_graph *g);
+/* FLOPs per sample of the forward pass, or (train) of every node: forward,
+ * loss, backward (and recomputation), as `gpurun plan` counts them. */
+int64_t gr_graph_flops(const gr_graph *g, bool train);
 /* Activation recomputation (graph/recompute.c), after gr_autodiff and
  * before the precision and layout passes: the forward nodes of every block
  * use built with `recompute: true` (or under train.recompute: blocks;

@@ -166,6 +166,12 @@ void *gr_backend_stream(gr_backend *be) { return be->vt->stream ? be->vt->stream
 
 size_t gr_backend_mem_peak(gr_backend *be) { return be->vt->mem_peak ? be->vt->mem_peak(be) : 0; }
 
+bool gr_backend_peak(gr_backend *be, gr_peak *out) {
+    if (be->vt->peak) return be->vt->peak(be, out);
+    memset(out, 0, sizeof *out);
+    return false;
+}
+
 gr_status gr_backend_prepare(gr_backend *be, gr_steps *s, gr_error *err) {
     return be->vt->prepare ? be->vt->prepare(be, s, err) : GR_OK;
 }

@@ -149,6 +149,16 @@ bool gr_backend_mem_info(gr_backend *be, size_t *free_bytes, size_t *total_bytes
 /* The most bytes the backend's allocations (gr_backend_alloc, and on a GPU
  * its libraries' workspaces) held at once so far; 0 where it does not count. */
 size_t gr_backend_mem_peak(gr_backend *be);
+/* The machine's practical peak as this backend reaches it, measured now (a
+ * second or two): GEMM GFLOP/s in fp32 and in bf16 (0: no bf16 GEMM), and
+ * the memory bandwidth of a streaming triad in GB/s, on the backend's
+ * threads; false where the backend does not measure it (out zeroed). The
+ * roofline of the benches (bench/peak_bench.c) and --profile. */
+typedef struct gr_peak {
+    double f32_gflops, bf16_gflops, mem_gbs;
+    int threads;
+} gr_peak;
+bool gr_backend_peak(gr_backend *be, gr_peak *out);
 
 /* The device's decoder of encoded images (data.decode gpu, DESIGN 1.4): an
  * encoded split's batch as the loader ships it (gr_enc_batch: JPEG bytes,
@@ -267,6 +277,8 @@ typedef struct gr_backend_vtable {
     void *(*stream)(gr_backend *be);
     /* gr_backend_cast; required */
     void (*cast)(gr_backend *be, void *dst, gr_elem dt, const void *src, gr_elem st, int64_t n);
+    /* gr_backend_peak; NULL: not measured (false) */
+    bool (*peak)(gr_backend *be, gr_peak *out);
     /* gr_backend_layout_caps; NULL: NCHW only */
     void (*layout_caps)(gr_backend *be, gr_layout_cap *caps);
     /* gr_backend_native_half; NULL: no kernel takes half storage */

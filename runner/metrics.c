@@ -293,7 +293,10 @@ static gr_status gr_metrics_summary_write(gr_metrics *mx, const char *status, in
     gr_json_int(&js, "start_step", r->start);
     gr_json_num(&js, "samples_per_s", samples / (wall > 0 ? wall : 1));
     gr_json_num(&js, "eval_s", eval_s);
-    gr_json_num(&js, "train_samples_per_s", samples / (wall - eval_s > 0 ? wall - eval_s : 1));
+    const double train_sps = samples / (wall - eval_s > 0 ? wall - eval_s : 1);
+    gr_json_num(&js, "train_samples_per_s", train_sps);
+    gr_json_int(&js, "train_flops_per_sample", r->flops); /* forward + backward, as `gpurun plan` counts them */
+    gr_json_num(&js, "train_gflops", train_sps * (double)r->flops / 1e9);
     gr_json_num(&js, "final_train_loss", rec->last_loss);
     gr_json_num(&js, "best_val_accuracy", rec->best_acc);
     gr_json_num(&js, "last_val_accuracy", rec->last_acc);

@@ -36,6 +36,7 @@ typedef struct gr_metrics_run {
     const char *device_detail;      /* gr_backend_describe: ISA and libraries, or the GPU */
     const char *staged_ops;         /* gr_plan_staged_ops of the train plan: half storage computed in fp32 */
     int64_t params;                 /* the model's weights */
+    int64_t flops;                  /* per sample, a training pass's (gr_graph_flops) */
     int64_t batch, micro_batch;     /* samples per optimizer step (all processes) and per micro-batch (one) */
     int world;                      /* processes (data parallelism; x pipeline stages) */
     int stages;                     /* pipeline stages (0, 1: none) */

@@ -17,6 +17,7 @@ typedef struct gr_prof_row {
     double total_s;
     int64_t calls;
     double flops, bytes; /* summed over the calls; 0: not known */
+    bool bf16;           /* an op whose kernel computed on bf16 storage (not staged): the bf16 GEMM peak is its roof */
 } gr_prof_row;
 
 /* One trace event, written at the end. */
@@ -47,6 +48,7 @@ struct gr_prof {
     gr_prof_row *rows;     /* [nops + GR_SPAN_KINDS] */
     double t_origin, t_step0, wall_s;
     int64_t steps_done;
+    gr_peak peak;         /* the machine's roofline, measured after the steps (zeros: the backend does not) */
     gr_prof_event *ev;
     size_t nev, cap_ev;
     size_t ev_step; /* the events of the step being run start here; those of ended steps end here */
@@ -239,6 +241,7 @@ static void gr_prof_step_end(void *ctx) {
             r->total_s += dur;
             r->calls++;
             r->flops += (double)a->node->flops * (double)a->n;
+            r->bf16 = a->eout[0] == GR_BF16 && !a->staged;
             r->bytes += gr_prof_op_bytes(a);
             gr_prof_event_add(p, i, NULL, t0, dur, k);
         }
@@ -288,7 +291,12 @@ static void gr_prof_table(FILE *f, const void *ctx) {
     fprintf(f, "gpurun profile: %s, steps %lld..%lld (%lld after %d warm-up), micro-batch %lld x %d per step\n",
             p->j->spec->name, (long long)p->first + 1, (long long)(p->first + p->steps_done),
             (long long)p->steps_done, GR_PROF_WARMUP, (long long)p->j->spec->train.micro_batch, p->accum);
-    fprintf(f, "device %s: %s\n", gr_backend_name(p->be), gr_backend_describe(p->be, detail, sizeof detail));
+    fprintf(f, "device %s: %s", gr_backend_name(p->be), gr_backend_describe(p->be, detail, sizeof detail));
+    const gr_peak *pk = &p->peak;
+    if (pk->f32_gflops > 0) /* one line still: the rows start at the table's 6th */
+        fprintf(f, "; roofline, measured now on %d thread%s: GEMM fp32 %.1f GFLOP/s, bf16 %.1f GFLOP/s, memory %.1f "
+                "GB/s", pk->threads, pk->threads == 1 ? "" : "s", pk->f32_gflops, pk->bf16_gflops, pk->mem_gbs);
+    fprintf(f, "\n");
     fprintf(f, "measured step time %.3f ms (wall clock, mean); this table's total %.3f ms per step (%.1f%%)\n\n",
             step_ms, 1e3 * sum / steps, 100.0 * sum / p->wall_s);
     int wl = 22, wo = 22; /* the name columns as wide as their longest entry */
@@ -297,19 +305,24 @@ static void gr_prof_table(FILE *f, const void *ctx) {
         gr_prof_row_names(p, i, &layer, &op, &dir);
         wl = GR_MAX(wl, (int)strlen(layer)), wo = GR_MAX(wo, (int)strlen(op));
     }
-    fprintf(f, "%-*s %-*s %-9s %7s %12s %11s %7s %9s %9s\n", wl, "layer", wo, "op", "direction", "calls",
-            "total_ms", "mean_us", "share", "GFLOP/s", "GB/s");
+    fprintf(f, "%-*s %-*s %-9s %7s %12s %11s %7s %9s %9s %6s %6s\n", wl, "layer", wo, "op", "direction", "calls",
+            "total_ms", "mean_us", "share", "GFLOP/s", "GB/s", "%peak", "%bw");
     for (int i = 0; i < nrows; i++) {
         const gr_prof_row *r = &p->rows[order[i]];
         if (!r->calls) continue;
         const char *layer, *op, *dir;
         gr_prof_row_names(p, order[i], &layer, &op, &dir);
-        char gf[32] = "-", gb[32] = "-";
+        char gf[32] = "-", gb[32] = "-", pf[32] = "-", pb[32] = "-";
+        const double roof = r->bf16 && pk->bf16_gflops > 0 ? pk->bf16_gflops : pk->f32_gflops;
         if (r->flops > 0 && r->total_s > 0) snprintf(gf, sizeof gf, "%.1f", r->flops / r->total_s / 1e9);
         if (r->bytes > 0 && r->total_s > 0) snprintf(gb, sizeof gb, "%.2f", r->bytes / r->total_s / 1e9);
-        fprintf(f, "%-*s %-*s %-9s %7lld %12.3f %11.1f %6.1f%% %9s %9s\n", wl, layer, wo, op, dir, (long long)r->calls,
-                1e3 * r->total_s, 1e6 * r->total_s / (double)r->calls, sum > 0 ? 100.0 * r->total_s / sum : 0.0, gf,
-                gb);
+        if (r->flops > 0 && r->total_s > 0 && roof > 0)
+            snprintf(pf, sizeof pf, "%.0f", 100 * r->flops / r->total_s / 1e9 / roof);
+        if (r->bytes > 0 && r->total_s > 0 && pk->mem_gbs > 0)
+            snprintf(pb, sizeof pb, "%.0f", 100 * r->bytes / r->total_s / 1e9 / pk->mem_gbs);
+        fprintf(f, "%-*s %-*s %-9s %7lld %12.3f %11.1f %6.1f%% %9s %9s %6s %6s\n", wl, layer, wo, op, dir,
+                (long long)r->calls, 1e3 * r->total_s, 1e6 * r->total_s / (double)r->calls,
+                sum > 0 ? 100.0 * r->total_s / sum : 0.0, gf, gb, pf, pb);
     }
     free(order);
 }
@@ -356,6 +369,7 @@ static void gr_prof_trace(FILE *f, const void *ctx) {
 gr_status gr_prof_finish(gr_prof *p, const char *run_dir, bool quiet, gr_error *err) {
     if (!p || p->steps_done == 0) return GR_OK;
     p->nev = p->ev_step; /* the events of the steps that ended */
+    gr_backend_peak(p->be, &p->peak); /* a second or two, after the timed steps */
     /* a model split over processes (pipeline stages, tensor groups): its other ranks profile their
      * parts too, profile.rank<r>.txt and trace.rank<r>.json next to rank 0's when the run directory
      * is theirs to see (else said, not an error) */

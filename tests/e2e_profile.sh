@@ -9,6 +9,9 @@
 #     of each profiled step, its args naming the step (4..11) and the layer. (How close the
 #     total comes to the step time is a measurement: bench/profile.sh, 99.4% on a quiet
 #     machine; a test shares the CPU with others.)
+#     The device line has the machine's roofline (GEMM fp32 and bf16 GFLOP/s, memory GB/s;
+#     gr_backend_peak), each conv row its % of it; summary.json's train_flops_per_sample is
+#     `gpurun plan`'s forward + backward count and train_gflops its rate.
 #  2. a model of recomputed blocks has "recompute" rows; a run no longer than the warm-up
 #     profiles nothing and says so; --profile takes no 0, and is for runs only (exit 2);
 #  3. health: every train line has rss_bytes and cpu_pct, summary.json cpu_pct; without a GPU
@@ -81,6 +84,32 @@ expect 0 "gpurun: profile of 8 steps: $T/p/profile.txt, $T/p/trace.json" -- \
     "$G" "$T/cnn.yaml" --run-dir "$T/p" --profile 8 --threads 1
 cp "$ERR" "$T/p.err"
 check "profile: the table within 10% of the step time; a row per op with 8 calls; the trace" profile_check "$T/p" 8
+check "profile: the device line has the machine's roofline, measured after the steps" grep -qE \
+    "^device cpu: .*; roofline, measured now on 1 thread: GEMM fp32 [0-9.]+ GFLOP/s, bf16 [0-9.]+ GFLOP/s, memory [0-9.]+ GB/s$" \
+    "$T/p/profile.txt"
+check "profile: each conv row's GFLOP/s as a % of the fp32 GEMM peak, its GB/s of the bandwidth" "$PY" - \
+    "$T/p/profile.txt" <<'EOF2'
+import re, sys
+text = open(sys.argv[1]).read()
+peak = float(re.search(r"GEMM fp32 ([0-9.]+) GFLOP/s", text).group(1))
+bw = float(re.search(r"memory ([0-9.]+) GB/s", text).group(1))
+head = text.splitlines()[4].split()
+assert head[-4:] == ["GFLOP/s", "GB/s", "%peak", "%bw"], head
+rows = [l.split() for l in text.splitlines()[5:] if re.match(r"\S+ +conv +forward ", l)]
+assert rows, text
+for r in rows:  # the % printed to the unit: within 1 of the GFLOP/s over the peak (and GB/s over the bandwidth)
+    assert abs(float(r[9]) - 100 * float(r[7]) / peak) <= 1, r
+    assert abs(float(r[10]) - 100 * float(r[8]) / bw) <= 1, r
+EOF2
+check "summary.json: train_flops_per_sample is plan's forward + backward count, train_gflops its rate" "$PY" - \
+    "$T/p/summary.json" "$G" "$T/cnn.yaml" <<'EOF2'
+import json, re, subprocess, sys
+s = json.load(open(sys.argv[1]))
+plan = subprocess.run([sys.argv[2], "plan", sys.argv[3]], capture_output=True, text=True).stdout
+want = int(re.search(r"forward \+ backward ([0-9,]+)", plan).group(1).replace(",", ""))
+assert s["train_flops_per_sample"] == want, (s["train_flops_per_sample"], want)
+assert abs(s["train_gflops"] - s["train_samples_per_s"] * want / 1e9) <= 1e-6 * s["train_gflops"], s
+EOF2
 # two micro-batches a step: every op twice per step
 expect 0 "gpurun: profile of 8 steps" -- "$G" "$T/cnn.yaml" --run-dir "$T/pa" --profile 8 --threads 1 \
     --set train.micro_batch=32

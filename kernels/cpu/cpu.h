@@ -45,6 +45,9 @@ size_t gr_cpu_conv_workspace(gr_cpu *cpu, const gr_kargs *a, int64_t n);
  * false when the CPU's memory limit leaves no room for it. */
 bool gr_cpu_conv_reserve(gr_cpu *cpu, size_t bytes);
 
+/* (peak.c) gr_backend_peak on the CPU: the backend's fp32 GEMM, a oneDNN
+ * bf16 matmul (where the ISA has one) and a triad, on its threads. */
+bool gr_cpu_peak(gr_backend *be, gr_peak *out);
 /* The state of a CPU backend (asserts that be is one). */
 gr_cpu *gr_cpu_backend_state(gr_backend *be);
 static inline gr_cpu *gr_cpu_of(const gr_kargs *a) { return gr_cpu_backend_state(a->be); }

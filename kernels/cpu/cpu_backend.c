@@ -265,6 +265,7 @@ static const gr_backend_vtable gr_cpu_vtable = {
     .configure = gr_cpu_configure,
     .native_half = gr_cpu_native_half,
     .layout_caps = gr_cpu_layout_caps,
+    .peak = gr_cpu_peak,
     .destroy = gr_cpu_destroy,
 };
 
