@@ -1,7 +1,7 @@
 /* peak_bench.c — this machine's practical peak, the roofline the benches
  * print their achieved GFLOP/s and GB/s against (gr_backend_peak, kernels/
  * cpu/peak.c): a 1536^3 GEMM through gpurun's fp32 GEMM (oneDNN's sgemm)
- * and a oneDNN bf16 matmul, and a streaming triad over 3 x 96 MiB, each the
+ * and a oneDNN bf16 matmul, and a streaming copy of 128 MiB (read + write), each the
  * fastest of several calls, on THREADS threads; the best of 4 such probes
  * (the line also says the lowest: a shared machine's neighbours move it). Built with gpurun (the CMake
  * target gpurun_peak_bench).
@@ -42,7 +42,7 @@ int main(int argc, char **argv) {
         lo.mem_gbs = i ? GR_MIN(lo.mem_gbs, q.mem_gbs) : q.mem_gbs;
     }
     printf("peak on %d thread%s, the best of %d probes (their lowest): fp32 GEMM %.1f GFLOP/s (%.1f), bf16 GEMM "
-           "%.1f GFLOP/s (%.1f)%s, memory %.1f GB/s (%.1f; triad)\n", p.threads, p.threads == 1 ? "" : "s",
+           "%.1f GFLOP/s (%.1f)%s, memory %.1f GB/s (%.1f; copy)\n", p.threads, p.threads == 1 ? "" : "s",
            GR_PEAK_PROBES, p.f32_gflops, lo.f32_gflops, p.bf16_gflops, lo.bf16_gflops,
            p.bf16_gflops > 0 ? "" : " (none on this CPU)", p.mem_gbs, lo.mem_gbs);
     printf("{\"threads\": %d, \"fp32_gflops\": %.2f, \"bf16_gflops\": %.2f, \"mem_gbs\": %.2f}\n", p.threads,

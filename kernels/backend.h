@@ -151,7 +151,7 @@ bool gr_backend_mem_info(gr_backend *be, size_t *free_bytes, size_t *total_bytes
 size_t gr_backend_mem_peak(gr_backend *be);
 /* The machine's practical peak as this backend reaches it, measured now (a
  * second or two): GEMM GFLOP/s in fp32 and in bf16 (0: no bf16 GEMM), and
- * the memory bandwidth of a streaming triad in GB/s, on the backend's
+ * the memory bandwidth of a streaming copy in GB/s, on the backend's
  * threads; false where the backend does not measure it (out zeroed). The
  * roofline of the benches (bench/peak_bench.c) and --profile. */
 typedef struct gr_peak {

@@ -97,9 +97,10 @@ head = text.splitlines()[4].split()
 assert head[-4:] == ["GFLOP/s", "GB/s", "%peak", "%bw"], head
 rows = [l.split() for l in text.splitlines()[5:] if re.match(r"\S+ +conv +forward ", l)]
 assert rows, text
-for r in rows:  # the % printed to the unit: within 1 of the GFLOP/s over the peak (and GB/s over the bandwidth)
-    assert abs(float(r[9]) - 100 * float(r[7]) / peak) <= 1, r
-    assert abs(float(r[10]) - 100 * float(r[8]) / bw) <= 1, r
+for r in rows:  # the % printed to the unit from figures printed rounded: within 1 point and 2%
+    for pct, rate, roof in ((r[9], r[7], peak), (r[10], r[8], bw)):
+        want = 100 * float(rate) / roof
+        assert abs(float(pct) - want) <= 1 + 0.02 * want, (r, want)
 EOF2
 check "summary.json: train_flops_per_sample is plan's forward + backward count, train_gflops its rate" "$PY" - \
     "$T/p/summary.json" "$G" "$T/cnn.yaml" <<'EOF2'

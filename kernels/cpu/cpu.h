@@ -46,7 +46,7 @@ size_t gr_cpu_conv_workspace(gr_cpu *cpu, const gr_kargs *a, int64_t n);
 bool gr_cpu_conv_reserve(gr_cpu *cpu, size_t bytes);
 
 /* (peak.c) gr_backend_peak on the CPU: the backend's fp32 GEMM, a oneDNN
- * bf16 matmul (where the ISA has one) and a triad, on its threads. */
+ * bf16 matmul (where the ISA has one) and a memcpy, on its threads. */
 bool gr_cpu_peak(gr_backend *be, gr_peak *out);
 /* The state of a CPU backend (asserts that be is one). */
 gr_cpu *gr_cpu_backend_state(gr_backend *be);
