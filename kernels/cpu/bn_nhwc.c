@@ -75,26 +75,66 @@ GR_ISA_CLONES static void gr_bnh_rows_apply(const float *restrict pv, const floa
     }
 }
 
+/* The same two on bf16 rows, each value decoded where it is read and each output encoded where it
+ * is written (exact decoding, one rounding: the results of decoding the rows into fp32 first,
+ * without that pass over memory). */
+GR_ISA_CLONES static void gr_bnh_rows_sums_bf16(const uint16_t *restrict pv, const uint16_t *restrict qv,
+                                                const float *restrict shift, float *restrict s1, float *restrict s2,
+                                                int64_t nr, int64_t c) {
+    for (int64_t r = 0; r < nr; r++) {
+        const uint16_t *restrict pr = pv + r * c;
+        if (qv) {
+            const uint16_t *restrict qr = qv + r * c;
+            for (int64_t j = 0; j < c; j++) {
+                const float pj = gr_bf16_decode_hd(pr[j]);
+                s1[j] += pj;
+                s2[j] += pj * (gr_bf16_decode_hd(qr[j]) - shift[j]);
+            }
+        } else {
+            for (int64_t j = 0; j < c; j++) {
+                float v = gr_bf16_decode_hd(pr[j]) - shift[j];
+                s1[j] += v;
+                s2[j] += v * v;
+            }
+        }
+    }
+}
+
+GR_ISA_CLONES static void gr_bnh_rows_apply_bf16(const uint16_t *restrict pv, const uint16_t *restrict qv,
+                                                 uint16_t *restrict ov, const float *restrict mean,
+                                                 const float *restrict fa, const float *restrict fb,
+                                                 const float *restrict fc, int64_t nr, int64_t c) {
+    for (int64_t r = 0; r < nr; r++) {
+        const uint16_t *restrict pr = pv + r * c;
+        uint16_t *restrict orow = ov + r * c;
+        if (qv) {
+            const uint16_t *restrict qr = qv + r * c;
+            for (int64_t j = 0; j < c; j++)
+                orow[j] = gr_bf16_encode_hd(fa[j] * gr_bf16_decode_hd(pr[j]) +
+                                            fb[j] * (gr_bf16_decode_hd(qr[j]) - mean[j]) + fc[j]);
+        } else {
+            for (int64_t j = 0; j < c; j++)
+                orow[j] = gr_bf16_encode_hd((gr_bf16_decode_hd(pr[j]) - mean[j]) * fa[j] + fc[j]);
+        }
+    }
+}
+
 /* Per block k: s1[k][c] = sum(p - shift) and s2[k][c] = sum((p - shift)^2)
  * (q NULL), or s1 = sum(p) and s2 = sum(p * (q - shift)) (the backward's
  * dy and x). The block sums are added in block order into S1, S2. */
 static void gr_bnh_sums(const gr_bnh *b, const void *p, const void *q, const float *shift, double *S1, double *S2) {
     const int64_t c = b->c;
     float *part = gr_xmalloc((size_t)(2 * b->nblk * c) * sizeof *part);
-    #pragma omp parallel if (b->m * c >= GR_OMP_MIN)
-    {
-        float *tp = b->h ? gr_xmalloc((size_t)(2 * b->rows * c) * sizeof *tp) : NULL;
-        float *tq = tp ? tp + b->rows * c : NULL;
-        #pragma omp for schedule(static)
-        for (int64_t k = 0; k < b->nblk; k++) {
-            int64_t r0 = k * b->rows, nr = GR_MIN(b->rows, b->m - r0);
-            const float *pv = gr_hio_read(gr_hio_cat(p, b->h, r0 * c), b->h, nr * c, tp);
-            const float *qv = q ? gr_hio_read(gr_hio_cat(q, b->h, r0 * c), b->h, nr * c, tq) : NULL;
-            float *restrict s1 = part + 2 * k * c, *restrict s2 = s1 + c;
-            memset(s1, 0, (size_t)(2 * c) * sizeof *s1);
-            gr_bnh_rows_sums(pv, qv, shift, s1, s2, nr, c);
-        }
-        free(tp);
+    #pragma omp parallel for schedule(static) if (b->m * c >= GR_OMP_MIN)
+    for (int64_t k = 0; k < b->nblk; k++) {
+        int64_t r0 = k * b->rows, nr = GR_MIN(b->rows, b->m - r0);
+        float *restrict s1 = part + 2 * k * c, *restrict s2 = s1 + c;
+        memset(s1, 0, (size_t)(2 * c) * sizeof *s1);
+        if (b->h)
+            gr_bnh_rows_sums_bf16((const uint16_t *)p + r0 * c, q ? (const uint16_t *)q + r0 * c : NULL, shift, s1,
+                                  s2, nr, c);
+        else
+            gr_bnh_rows_sums((const float *)p + r0 * c, q ? (const float *)q + r0 * c : NULL, shift, s1, s2, nr, c);
     }
     for (int64_t j = 0; j < c; j++) S1[j] = S2[j] = 0.0;
     for (int64_t k = 0; k < b->nblk; k++)
@@ -111,21 +151,15 @@ static void gr_bnh_sums(const gr_bnh *b, const void *p, const void *q, const flo
 static void gr_bnh_apply(const gr_bnh *b, void *out, const void *p, const void *q, const float *mean, const float *fa,
                          const float *fb, const float *fc) {
     const int64_t c = b->c;
-    #pragma omp parallel if (b->m * c >= GR_OMP_MIN)
-    {
-        float *tp = b->h ? gr_xmalloc((size_t)(3 * b->rows * c) * sizeof *tp) : NULL;
-        float *tq = tp ? tp + b->rows * c : NULL, *to = tp ? tp + 2 * b->rows * c : NULL;
-        #pragma omp for schedule(static)
-        for (int64_t k = 0; k < b->nblk; k++) {
-            int64_t r0 = k * b->rows, nr = GR_MIN(b->rows, b->m - r0);
-            const float *pv = gr_hio_read(gr_hio_cat(p, b->h, r0 * c), b->h, nr * c, tp);
-            const float *qv = q ? gr_hio_read(gr_hio_cat(q, b->h, r0 * c), b->h, nr * c, tq) : NULL;
-            void *ob = gr_hio_at(out, b->h, r0 * c);
-            float *ov = gr_hio_dst(ob, b->h, to);
-            gr_bnh_rows_apply(pv, qv, ov, mean, fa, fb, fc, nr, c);
-            gr_hio_write(ob, b->h, nr * c, ov);
-        }
-        free(tp);
+    #pragma omp parallel for schedule(static) if (b->m * c >= GR_OMP_MIN)
+    for (int64_t k = 0; k < b->nblk; k++) {
+        int64_t r0 = k * b->rows, nr = GR_MIN(b->rows, b->m - r0);
+        if (b->h)
+            gr_bnh_rows_apply_bf16((const uint16_t *)p + r0 * c, q ? (const uint16_t *)q + r0 * c : NULL,
+                                   (uint16_t *)out + r0 * c, mean, fa, fb, fc, nr, c);
+        else
+            gr_bnh_rows_apply((const float *)p + r0 * c, q ? (const float *)q + r0 * c : NULL, (float *)out + r0 * c,
+                              mean, fa, fb, fc, nr, c);
     }
 }
 
