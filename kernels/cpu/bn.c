@@ -66,8 +66,26 @@ static void gr_bn_grad_sums(const void *dy, const void *x, bool h, int64_t len, 
     }
 }
 
+/* The two elementwise passes below on bf16 storage: each value decoded where it is read and each
+ * output encoded where it is written (the results of the fp32 blocks, bit for bit, without their
+ * passes over memory), built for AVX-512 and AVX2 too (GR_ISA_CLONES: one rounding an operation). */
+GR_ISA_CLONES static void gr_bn_affine_bf16(uint16_t *restrict o, const uint16_t *restrict q, int64_t len, float mean,
+                                            float scale, float shift) {
+    for (int64_t i = 0; i < len; i++) o[i] = gr_bf16_encode_hd((gr_bf16_decode_hd(q[i]) - mean) * scale + shift);
+}
+
+GR_ISA_CLONES static void gr_bn_dx_bf16(uint16_t *restrict o, const uint16_t *restrict g, const uint16_t *restrict q,
+                                        int64_t len, float mean, float fa, float fb, float fc) {
+    for (int64_t j = 0; j < len; j++)
+        o[j] = gr_bf16_encode_hd(fa * gr_bf16_decode_hd(g[j]) + fb * (gr_bf16_decode_hd(q[j]) - mean) + fc);
+}
+
 /* out = (in - mean) * scale + shift over len values. */
 static void gr_bn_affine(void *out, const void *in, bool h, int64_t len, float mean, float scale, float shift) {
+    if (h) {
+        gr_bn_affine_bf16(out, in, len, mean, scale, shift);
+        return;
+    }
     float t1[GR_BN_BLOCK], t2[GR_BN_BLOCK];
     for (int64_t b0 = 0; b0 < len; b0 += GR_BN_BLOCK) {
         int64_t nb = b0 + GR_BN_BLOCK < len ? GR_BN_BLOCK : len - b0;
@@ -83,6 +101,10 @@ static void gr_bn_affine(void *out, const void *in, bool h, int64_t len, float m
 /* out = fa * dy + fb * (x - mean) + fc over len values. */
 static void gr_bn_dx(void *out, const void *dy, const void *x, bool h, int64_t len, float mean, float fa, float fb,
                      float fc) {
+    if (h) {
+        gr_bn_dx_bf16(out, dy, x, len, mean, fa, fb, fc);
+        return;
+    }
     float t1[GR_BN_BLOCK], t2[GR_BN_BLOCK], t3[GR_BN_BLOCK];
     for (int64_t b0 = 0; b0 < len; b0 += GR_BN_BLOCK) {
         int64_t nb = b0 + GR_BN_BLOCK < len ? GR_BN_BLOCK : len - b0;
