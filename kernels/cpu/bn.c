@@ -1,7 +1,8 @@
 /* bn.c — CPU kernels of batchnorm and its backward (graph/op_bn.c has the
  * node layout). x is [n, C, hw] (hw = H*W, 1 for [n, C]); channel c's m =
  * n*hw values are n planes of hw values, C*hw apart, in fp32 or bf16
- * (read and written a block at a time through fp32: half_io.h).
+ * (the sums read bf16 a block at a time through fp32, half_io.h; the
+ * output passes decode and encode each value in place).
  *
  * Training forward and the backward work channel by channel (in parallel
  * over channels), two passes over a channel's planes each: statistics, then
@@ -67,8 +68,9 @@ static void gr_bn_grad_sums(const void *dy, const void *x, bool h, int64_t len, 
 }
 
 /* The two elementwise passes below on bf16 storage: each value decoded where it is read and each
- * output encoded where it is written (the results of the fp32 blocks, bit for bit, without their
- * passes over memory), built for AVX-512 and AVX2 too (GR_ISA_CLONES: one rounding an operation). */
+ * output encoded where it is written (the results of decoding into fp32 blocks first, bit for
+ * bit, without those passes over memory), built for AVX-512 and AVX2 too (GR_ISA_CLONES: one
+ * rounding an operation). */
 GR_ISA_CLONES static void gr_bn_affine_bf16(uint16_t *restrict o, const uint16_t *restrict q, int64_t len, float mean,
                                             float scale, float shift) {
     for (int64_t i = 0; i < len; i++) o[i] = gr_bf16_encode_hd((gr_bf16_decode_hd(q[i]) - mean) * scale + shift);
@@ -86,16 +88,10 @@ static void gr_bn_affine(void *out, const void *in, bool h, int64_t len, float m
         gr_bn_affine_bf16(out, in, len, mean, scale, shift);
         return;
     }
-    float t1[GR_BN_BLOCK], t2[GR_BN_BLOCK];
-    for (int64_t b0 = 0; b0 < len; b0 += GR_BN_BLOCK) {
-        int64_t nb = b0 + GR_BN_BLOCK < len ? GR_BN_BLOCK : len - b0;
-        const float *restrict q = gr_hio_read(gr_hio_cat(in, h, b0), h, nb, t1);
-        void *ob = gr_hio_at(out, h, b0);
-        float *restrict o = gr_hio_dst(ob, h, t2);
-        #pragma omp simd
-        for (int64_t i = 0; i < nb; i++) o[i] = (q[i] - mean) * scale + shift;
-        gr_hio_write(ob, h, nb, o);
-    }
+    const float *restrict q = in;
+    float *restrict o = out;
+    #pragma omp simd
+    for (int64_t i = 0; i < len; i++) o[i] = (q[i] - mean) * scale + shift;
 }
 
 /* out = fa * dy + fb * (x - mean) + fc over len values. */
@@ -105,17 +101,10 @@ static void gr_bn_dx(void *out, const void *dy, const void *x, bool h, int64_t l
         gr_bn_dx_bf16(out, dy, x, len, mean, fa, fb, fc);
         return;
     }
-    float t1[GR_BN_BLOCK], t2[GR_BN_BLOCK], t3[GR_BN_BLOCK];
-    for (int64_t b0 = 0; b0 < len; b0 += GR_BN_BLOCK) {
-        int64_t nb = b0 + GR_BN_BLOCK < len ? GR_BN_BLOCK : len - b0;
-        const float *restrict g = gr_hio_read(gr_hio_cat(dy, h, b0), h, nb, t1);
-        const float *restrict q = gr_hio_read(gr_hio_cat(x, h, b0), h, nb, t2);
-        void *ob = gr_hio_at(out, h, b0);
-        float *restrict o = gr_hio_dst(ob, h, t3);
-        #pragma omp simd
-        for (int64_t j = 0; j < nb; j++) o[j] = fa * g[j] + fb * (q[j] - mean) + fc;
-        gr_hio_write(ob, h, nb, o);
-    }
+    const float *restrict g = dy, *restrict q = x;
+    float *restrict o = out;
+    #pragma omp simd
+    for (int64_t j = 0; j < len; j++) o[j] = fa * g[j] + fb * (q[j] - mean) + fc;
 }
 
 /* Channel c's sums of x - k and (x - k)^2 over the batch. */
