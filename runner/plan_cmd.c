@@ -49,12 +49,8 @@ static void gr_plan_cmd_layers(const gr_job_spec *spec, const gr_graph *g, FILE 
         fprintf(f, "%-*s %-*s %-*s %-5s %-6s %12s %14s\n", wl, x->name, wo, "-", ws, gr_shape_str(x, a, sizeof a),
                 gr_elem_name(x->elem), gr_plan_cmd_layout(x), "0", "0");
     }
-    int64_t fwd = 0, train = 0;
-    for (int i = 0; i < g->n_nodes; i++) {
+    for (int i = 0; i < g->n_forward; i++) {
         const gr_node *nd = &g->nodes[i];
-        train += nd->flops;
-        if (i >= g->n_forward) continue;
-        fwd += nd->flops;
         const char *name = gr_plan_cmd_node_name(g, i);
         int64_t np = nd->layer >= 0 ? g->layers[nd->layer].n_params : 0;
         gr_fmt_count(np, b, sizeof b);
@@ -65,7 +61,8 @@ static void gr_plan_cmd_layers(const gr_job_spec *spec, const gr_graph *g, FILE 
     }
     gr_fmt_count(g->n_weights, a, sizeof a);
     fprintf(f, "\ntotal parameters: %s\n", a);
-    gr_fmt_count(fwd, a, sizeof a);
+    const int64_t train = gr_graph_flops(g, true); /* summary.json's train_flops_per_sample */
+    gr_fmt_count(gr_graph_flops(g, false), a, sizeof a);
     gr_fmt_count(train, b, sizeof b);
     fprintf(f, "FLOPs per sample: forward %s, forward + backward %s\n", a, b);
     gr_fmt_count(train * spec->train.batch_size, a, sizeof a);
