@@ -1,10 +1,11 @@
 /* peak_bench.c — this machine's practical peak, the roofline the benches
  * print their achieved GFLOP/s and GB/s against (gr_backend_peak, kernels/
  * cpu/peak.c): a 1536^3 GEMM through gpurun's fp32 GEMM (oneDNN's sgemm)
- * and a oneDNN bf16 matmul, and a streaming copy of 128 MiB (read + write), each the
- * fastest of several calls, on THREADS threads; the best of 4 such probes
- * (the line also says the lowest: a shared machine's neighbours move it). Built with gpurun (the CMake
- * target gpurun_peak_bench).
+ * and a oneDNN bf16 matmul, and a streaming copy of 128 MiB (read +
+ * write), each the fastest of several calls, on THREADS threads; the best
+ * of 4 such probes (the line also says the lowest: a shared machine's
+ * neighbours move it). Built with gpurun (the CMake target
+ * gpurun_peak_bench).
  * Usage: gpurun_peak_bench [THREADS]   (default: the CPUs this process may use)
  * Prints one line for people, then one JSON line:
  *   {"threads": 2, "fp32_gflops": ..., "bf16_gflops": ..., "mem_gbs": ...} */

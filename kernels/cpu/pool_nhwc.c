@@ -27,7 +27,8 @@ static gr_mpn gr_mpn_of(const gr_kargs *a, const gr_tensor *x, const gr_tensor *
  * (GR_ISA_CLONES: compares and selects, the same results on each), as its channel loops are
  * contiguous: the Fashion-MNIST CNN's first pool in bf16 on 2 threads, the fastest of 5
  * profiled runs each on a noisy 2-core AMD EPYC, 347 us against the baseline build's 515. */
-GR_ISA_CLONES static void gr_mpn_sample(const gr_mpn *d, const float *restrict x, float *restrict y, int32_t *restrict idx) {
+GR_ISA_CLONES static void gr_mpn_sample(const gr_mpn *d, const float *restrict x, float *restrict y,
+                                        int32_t *restrict idx) {
     const int64_t c = d->c;
     for (int64_t oh = 0; oh < d->ho; oh++)
         for (int64_t ow = 0; ow < d->wo; ow++) {
@@ -64,9 +65,9 @@ void gr_cpu_maxpool_nhwc(const gr_kargs *a) {
     gr_cpu_pool_units(a, a->n, d.h * d.w * d.c, d.ho * d.wo * d.c, gr_mpn_fwd, &d);
 }
 
-/* dx = 0, then dx[idx] += dy, channel by channel (one addition per element in a fixed order:
- * each ISA's build sums alike) */
-GR_ISA_CLONES static void gr_mpn_bwd(const gr_kargs *a, const void *ctx, int64_t i, const float *restrict dy,
+/* dx = 0, then dx[idx] += dy, channel by channel (the baseline build: an AVX-512 one measured no
+ * faster, its scattered adds bound by memory) */
+static void gr_mpn_bwd(const gr_kargs *a, const void *ctx, int64_t i, const float *restrict dy,
                        float *restrict dx) {
     const gr_mpn *d = ctx;
     const int64_t c = d->c, out_len = d->ho * d->wo * c;
