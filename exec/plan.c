@@ -33,6 +33,9 @@ gr_status gr_model_init(gr_model *m, const gr_graph *g, gr_backend *be, int opti
                             "(params %zu, grads %zu, optimizer state %zu)%s", gr_backend_name(be),
                             total, pb, gb, ob, gr_free_str(be, fr, sizeof fr));
     }
+    /* the padding between tensors too: every whole-arena reduction (the parameters' check, a
+     * group's sum) reads it, and recycled memory can hold NaN */
+    gr_backend_zero(be, m->params, pb);
     gr_backend_zero(be, m->grads, gb);
     if (ob) gr_backend_zero(be, m->optim, ob);
     return GR_OK;

@@ -233,6 +233,23 @@ static gr_status gr_loop_evaluate(gr_job *j, int64_t step, double *seconds, bool
     return gr_metrics_eval(&j->mx, step, &e, err);
 }
 
+/* The parameters at a metrics line: each process checks what it updates (a
+ * tensor group's part, a stage's copy of the model); stages and parts differ,
+ * so the verdict is agreed over the world and every rank stops together (a
+ * replica holds what the others hold). */
+static gr_status gr_loop_check_params(gr_job *j, int64_t step, int64_t spe, gr_error *err) {
+    gr_status st = gr_train_check_params(gr_tp_model_of(j), step, spe, "at the metrics line", err);
+    if (!j->pp && !j->tp) return st;
+    int v = st ? j->world.world - j->world.rank : 0; /* the lowest rank that found inf/NaN */
+    gr_error e2;
+    gr_status ast = gr_pipe_agree(j, &v, "agreeing on the parameters' check", st ? &e2 : err);
+    if (st || ast) return st ? st : ast;
+    if (!v) return GR_OK;
+    return gr_error_set(err, GR_ERR_DIVERGED, "training diverged at step %lld: rank %d's %s holds inf/NaN at the "
+                        "metrics line (its line names the layer); lower train.optimizer.lr", (long long)step,
+                        j->world.world - v, j->tp ? "part of the model" : "pipeline stage");
+}
+
 /* A periodic checkpoint when one is due (checkpoint.every_steps or
  * every_minutes), never of inf/NaN weights (the run has diverged then). */
 static gr_status gr_loop_checkpoint(gr_job *j, gr_loop *L, int64_t step, gr_error *err) {
@@ -391,7 +408,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
         gr_hooks_step_end(j.hooks);
         const int64_t done_steps = L.step + 1;
         if (gr_metrics_due(&j.mx, done_steps)) {
-            if ((st = gr_train_check_params(gr_tp_model_of(&j), done_steps, L.spe, "at the metrics line", err))) {
+            if ((st = gr_loop_check_params(&j, done_steps, L.spe, err))) {
                 L.status = "diverged";
                 break;
             }

@@ -21,7 +21,8 @@
 #     key, before MPI starts); stages that do not fit the memory (exit 4 naming the stage);
 #  5. faults: SIGTERM to one stage stops both at the same step with one committed checkpoint
 #     (exit 75); a stage that stops answering (SIGSTOP) makes the other exit 7 within
-#     parallel.timeout_s, naming the message, the peer stage and the step.
+#     parallel.timeout_s, naming the message, the peer stage and the step; one stage's weights
+#     turning inf/NaN stops both at that step (exit 5), none left waiting.
 #
 #   bash tests/e2e_pipeline.sh GPURUN_BINARY SOURCE_DIR TMPDIR
 . "$(dirname "$0")/e2e_lib.bash" "$@"
@@ -193,9 +194,21 @@ expect 4 "pipeline stage " " of 2 (schedule 1f1b, " "in flight, each its own act
     --set parallel.pipeline=2 --set train.micro_batch=4
 
 # ---------------------------------------------------------------- 5. faults
+# a stage's weights turn inf where its loss was finite (lr 1e300; the last stage, a dropout of
+# rate 0, holds no weights and its copy of the first's stays finite): the metrics line's check
+# is agreed, so both ranks exit 5 at once (else rank 1 waits for the next step's activations)
+job div "$IMG
+model:
+  layers: [flatten, {dense: {units: 64}}, relu, {dense: {units: 10}}, {dropout: {rate: 0.0}}]" \
+"  optimizer: {type: sgd, lr: 1.0e+300}"
+expect 5 "training diverged at step 1" -- "${MPI[@]}" 2 "$G" "$T/div.yaml" --run-dir "$T/div" --threads 1 \
+    --set parallel.pipeline=2 --set "parallel.stages=[dropout0]" --set parallel.timeout_s=60
+check "one stage's inf/NaN at the metrics line: summary.json says diverged, naming the layer" \
+    grep -q '"status":"diverged","exit_code":5,"error":"training diverged at step 1 (epoch 1): the parameters hold inf/NaN at the metrics line (first: layer dense0' \
+    "$T/div/summary.json"
 # rank 0 waits in a message to stage 2 most of the time; else in a sum over the stages or the
 # agreement on a stop, which its line names as well
-e2e_faults "stage" "pipeline stage 1: (sending|receiving) the [a-z]+ of micro-batch [0-9]+ .*stage 2[^(]*|the step's loss over the pipeline stages|the gradients' norm over the pipeline stages|agreeing on a (stop signal|checkpoint)" 2 \
+e2e_faults "stage" "pipeline stage 1: (sending|receiving) the [a-z]+ of micro-batch [0-9]+ .*stage 2[^(]*|the step's loss over the pipeline stages|the gradients' norm over the pipeline stages|agreeing on (a stop signal|a checkpoint|the parameters' check)" 2 \
     "${MPI[@]}" 2 "$G" "$T/gpt.yaml" --threads 1 --quiet --set parallel.pipeline=2 --set train.steps=200000 \
     --set eval.every_steps=0 --set eval.every_epochs=0 --set checkpoint.every_steps=50
 e2e_done

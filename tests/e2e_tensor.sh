@@ -155,7 +155,7 @@ expect 2 "parallel.tensor: a model replica is parallel.pipeline 1 x parallel.ten
 # ---------------------------------------------------------------- 5. faults
 # rank 0 waits in a layer's sum over the group most of the time; else in the gradients' norm or
 # the agreement on a stop, which its line names as well
-e2e_faults "process of the group" "the tensor group's sum of layer [a-z0-9._]+'s (output|input gradient)|the gradients' norm over the tensor group|agreeing on a (stop signal|checkpoint)" 2 \
+e2e_faults "process of the group" "the tensor group's sum of layer [a-z0-9._]+'s (output|input gradient)|the gradients' norm over the tensor group|agreeing on (a stop signal|a checkpoint|the parameters' check)" 2 \
     "${MPI[@]}" 2 "$G" "$T/gpt.yaml" --threads 1 --quiet --set parallel.tensor=2 --set train.steps=200000 \
     --set eval.every_steps=0 --set eval.every_epochs=0 --set checkpoint.every_steps=50
 

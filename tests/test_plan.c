@@ -1,7 +1,10 @@
 /* test_plan.c — the planner: liveness-based reuse never lets two tensors that
  * are live at the same step share bytes, reuse really saves memory, views
  * share their source's storage, and a backend lacking a kernel is refused at
- * plan time with the op named (never a silent fallback). */
+ * plan time with the op named (never a silent fallback); a model's arenas
+ * start zeroed, padding and all. */
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,6 +118,39 @@ static void test_missing_kernel(void) {
     gr_cfg_free(layers);
 }
 
+/* A model's arenas start zeroed, the padding between tensors too: whole-arena
+ * reductions (the parameters' inf/NaN check, a tensor group's sum) read it, and
+ * the allocator hands back recycled memory (here poisoned with NaN first). */
+static void test_zeroed_arenas(void) {
+    gr_cfg *layers = layers_of("[flatten, {dense: {units: 5}}, relu, {dense: {units: 3}}]");
+    gr_graph g;
+    build(&g, layers, 4);
+    gr_error err = {0};
+    gr_backend *cpu;
+    CHECK(gr_backend_create("cpu", 1, &cpu, &err) == GR_OK);
+    int64_t numel = 0;
+    for (int i = 0; i < g.n_tensors; i++)
+        if (g.tensors[i].kind == GR_TK_PARAM || g.tensors[i].kind == GR_TK_STATE) numel += gr_tensor_numel(&g.tensors[i]);
+    CHECK(g.n_params > numel); /* there is padding to check */
+    const size_t pb = (size_t)g.n_params * sizeof(float);
+    for (int k = 0; k < 4; k++) { /* freed NaN blocks of the arena's size */
+        void *poison = gr_backend_alloc(cpu, pb);
+        CHECK(poison != NULL);
+        memset(poison, 0xff, pb);
+        gr_backend_dealloc(cpu, poison);
+    }
+    gr_model m;
+    CHECK(gr_model_init(&m, &g, cpu, 1, &err) == GR_OK);
+    int64_t nonzero = 0;
+    for (int64_t i = 0; i < g.n_params; i++) nonzero += ((const uint32_t *)m.params)[i] != 0;
+    CHECK(nonzero == 0);
+    CHECK(isfinite(gr_backend_sumsq(cpu, m.params, g.n_params)));
+    gr_model_free(&m);
+    gr_backend_free(cpu);
+    gr_graph_free(&g);
+    gr_cfg_free(layers);
+}
+
 /* Layer naming follows DESIGN 1.4: name:, else <op><k>, and parameters are
  * <layer>.weight / <layer>.bias in PyTorch's layouts. */
 static void test_names(void) {
@@ -180,6 +216,7 @@ int main(void) {
     test_set_batch();
     test_no_overlap();
     test_missing_kernel();
+    test_zeroed_arenas();
     test_names();
     return gr_test_report();
 }
