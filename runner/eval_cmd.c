@@ -12,8 +12,8 @@
 
 gr_status gr_job_load_weights(gr_job *j, const char *checkpoint, int64_t *step, gr_error *err) {
     gr_ckpt_header h;
-    float *p = gr_xmalloc((size_t)(j->g.n_params + 1) * sizeof(float));
-    float *o = gr_xmalloc((size_t)(2 * j->g.n_trainable + 1) * sizeof(float));
+    float *p = gr_xcalloc((size_t)(j->g.n_params + 1), sizeof(float));
+    float *o = gr_xcalloc((size_t)(2 * j->g.n_trainable + 1), sizeof(float));
     gr_ckpt_state cs = {&j->g, p, o};
     gr_status st;
     if (gr_weights_is_export(checkpoint)) {

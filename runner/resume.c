@@ -88,8 +88,9 @@ void gr_job_peek_threads(gr_job *j, const gr_run_options *opt) {
 static gr_status gr_job_pick(gr_job *j, const gr_run_options *opt, int64_t spe, int64_t total, gr_error *err) {
     j->pre_found = false;
     if (!opt->resume) return GR_OK;
-    j->pre_params = gr_xmalloc((size_t)(j->g.n_params + 1) * sizeof(float));
-    j->pre_optim = gr_xmalloc((size_t)(2 * j->g.n_trainable + 1) * sizeof(float));
+    /* zeroed: a checkpoint fills the tensors, not the padding between them (read by whole-arena sums) */
+    j->pre_params = gr_xcalloc((size_t)(j->g.n_params + 1), sizeof(float));
+    j->pre_optim = gr_xcalloc((size_t)(2 * j->g.n_trainable + 1), sizeof(float));
     gr_ckpt_state cs = {&j->g, j->pre_params, j->pre_optim};
     gr_ckpt_header *h = &j->pre_h;
     gr_fit_ctx fc = {.j = j, .spe = spe};
