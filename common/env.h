@@ -28,6 +28,7 @@ typedef enum gr_env_id {
     GR_ENV_CONV_LAYOUT,         /* kernels/cpu/conv_onednn.c */
     GR_ENV_HALF,                /* kernels/cpu/cpu_backend.c, kernels/cuda/cuda_backend.c */
     GR_ENV_CUDA_SYNC,           /* kernels/cuda/cuda_backend.c */
+    GR_ENV_FUSE,                /* runner/job.c */
     GR_ENV_DATA_MEM_LIMIT,      /* dataio/dataset.c */
     GR_ENV_DATA_DIRECT,         /* dataio/dataset.c */
     GR_ENV_LOSS_SCALE_INTERVAL, /* runner/scaler.c */

@@ -72,7 +72,7 @@ void *gr_plan_ptr(const gr_plan *p, int t) {
 /* A node the backend has no kernel for: an error naming op and layer. */
 static gr_status gr_plan_check_support(const gr_graph *g, int n_nodes, gr_backend *be, gr_error *err) {
     for (int i = 0; i < n_nodes; i++)
-        if (!(gr_op_flags(g->nodes[i].op) & GR_OPF_VIEW) && !gr_backend_supports_op(be, g->nodes[i].op))
+        if (gr_node_runs(&g->nodes[i]) && !gr_backend_supports_op(be, g->nodes[i].op))
             return gr_error_set(err, GR_ERR_DEVICE, "the %s backend has no kernel for op '%s' "
                                 "(layer %s); this job cannot run there", gr_backend_name(be),
                                 gr_op_name(g->nodes[i].op),
@@ -110,7 +110,7 @@ static void gr_plan_bind(gr_plan *p, const uint8_t *run) {
     const bool bound = p->act != NULL;
     for (int i = 0; i < n_nodes; i++) {
         const gr_node *nd = &g->nodes[i];
-        if ((gr_op_flags(nd->op) & GR_OPF_VIEW) || (run && !run[i])) continue;
+        if (!gr_node_runs(nd) || (run && !run[i])) continue;
         if (i < g->n_forward) p->n_fwd_steps = s->n + 1;
         gr_kargs *a = &s->step[s->n++];
         a->g = g;

@@ -134,6 +134,8 @@ typedef struct gr_attrs {
     int64_t vocab, dim;      /* embedding: weight [vocab, dim] */
     int64_t max_len;         /* pos_embedding: weight [max_len, C], the most positions T it takes */
     double init_std;         /* embedding, pos_embedding: the weight ~ N(0, init_std^2) (1, as nn.Embedding) */
+    bool relu;               /* batchnorm: a relu fused after it (graph/fuse.c), its output relu(y); batchnorm_bwd:
+                                dy masked by that output, its in[4] (y <= 0: 0, the relu backward's rule) */
 } gr_attrs;
 
 typedef struct gr_node {
@@ -147,7 +149,10 @@ typedef struct gr_node {
     int64_t flops;           /* per sample */
     bool recomputed;         /* a recomputation's copy of a forward node (recompute.c), run in the backward
                                 pass; the backward pass's other non-backward nodes are autodiff's gradient sums */
+    bool folded;             /* fused into a neighbour (graph/fuse.c): no kernel, its output a view of what
+                                that neighbour computes (a relu after a batchnorm, and its backward) */
 } gr_node;
+
 
 typedef struct gr_layer {
     char name[GR_NAME_MAX];  /* its `name:`, else <op><k> */
@@ -284,6 +289,8 @@ typedef struct gr_op_impl {
 /* The row's name, flags (GR_OPF_*) and bwd column (GR_OP_NONE on backward rows). */
 const char *gr_op_name(gr_op op);
 unsigned gr_op_flags(gr_op op);
+/* Whether a node runs a kernel: not a view op's (GR_OPF_VIEW), not folded into another. */
+static inline bool gr_node_runs(const gr_node *nd) { return !(gr_op_flags(nd->op) & GR_OPF_VIEW) && !nd->folded; }
 int gr_op_bwd(gr_op op);
 /* LAYER ops only; -1 when name is none. */
 int gr_op_lookup(const char *name);
@@ -380,6 +387,16 @@ void gr_graph_set_precision(gr_graph *g, gr_precision p);
  * that broadcasts or reads the input batch (which stays NCHW) keeps its
  * tensors NCHW. Shapes and sizes do not change (shape[] stays [n, C, H, W]). */
 void gr_graph_set_layout(gr_graph *g, const gr_layout_cap caps[GR_OP_COUNT]);
+/* Fusions as graph rewrites (graph/fuse.c), after gr_graph_set_precision and
+ * before the layout pass; what: the GR_FUSE_* a backend's kernels take.
+ * GR_FUSE_BN_RELU: a batchnorm whose output only a relu reads writes
+ * relu(y) itself (attrs.relu) and the relu node folds into a view of it;
+ * the relu's backward, when its gradient goes to that batchnorm's backward
+ * alone, folds likewise, and the batchnorm's backward masks dy by the
+ * batchnorm's output. Results are the unfused pair's, bit for bit. Returns
+ * how many pairs it fused (forward). */
+enum { GR_FUSE_BN_RELU = 1u << 0 };
+int gr_graph_fuse(gr_graph *g, unsigned what);
 
 /* Builder helpers for op implementations and tests. Each may move g->tensors,
  * g->nodes (and gr_graph_grad both): a pointer into them taken before the

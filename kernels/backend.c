@@ -128,6 +128,12 @@ void gr_backend_layout_caps(gr_backend *be, gr_layout_cap caps[GR_OP_COUNT]) {
     if (be->vt->layout_caps) be->vt->layout_caps(be, caps);
 }
 
+unsigned gr_backend_fusions(gr_backend *be) {
+    if (!be->vt->op_caps) return 0;
+    const unsigned bn = be->vt->op_caps(be, GR_OP_BATCHNORM) & be->vt->op_caps(be, GR_OP_BATCHNORM_BWD);
+    return bn & GR_CAP_RELU_AFTER ? GR_FUSE_BN_RELU : 0;
+}
+
 void gr_backend_cast(gr_backend *be, void *dst, gr_elem dt, const void *src, gr_elem st, int64_t n) {
     GR_ASSERT((dt == GR_F32 && gr_elem_is_half(st)) || (st == GR_F32 && gr_elem_is_half(dt)));
     if (n > 0) be->vt->cast(be, dst, dt, src, st, n);

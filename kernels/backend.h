@@ -108,6 +108,9 @@ bool gr_backend_native_half(gr_backend *be, const gr_kargs *a);
  * all where it says nothing): the table gr_graph_set_layout plans with,
  * as configured (the CPU takes channels-last only with native bf16). */
 void gr_backend_layout_caps(gr_backend *be, gr_layout_cap caps[GR_OP_COUNT]);
+/* The fusions the backend's kernels take (GR_FUSE_*, graph.h gr_graph_fuse), from its ops.def
+ * column: batchnorm + relu where batchnorm and its backward are GR_CAP_RELU_AFTER. */
+unsigned gr_backend_fusions(gr_backend *be);
 /* dst[0..n) = src[0..n) converted between fp32 and a half type (dt or st
  * is GR_F32, the other GR_BF16 or GR_F16), on the device; fp32 -> half
  * rounds to nearest even (common/gr_half.h). Ordered with the kernels. */
@@ -281,6 +284,8 @@ typedef struct gr_backend_vtable {
     bool (*peak)(gr_backend *be, gr_peak *out);
     /* gr_backend_layout_caps; NULL: NCHW only */
     void (*layout_caps)(gr_backend *be, gr_layout_cap *caps);
+    /* an op's ops.def column for this backend (gr_backend_fusions); NULL: 0 for all */
+    unsigned (*op_caps)(gr_backend *be, gr_op op);
     /* gr_backend_native_half; NULL: no kernel takes half storage */
     bool (*native_half)(gr_backend *be, const gr_kargs *a);
     /* gr_backend_decoder_open / gr_backend_decode_images; NULL: no image decoder (the CPU) */

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "../checkpoints/gpt2_import.h"
+#include "../common/env.h"
 #include "../checkpoints/weights.h"
 #include "../config/cfg.h"
 #include "../config/schema.h"
@@ -400,8 +401,7 @@ gr_status gr_job_backend(gr_job *j, const gr_job_spec *s, const char *device, in
         if (gr_backend_create(first, 0, &cuda, &e2) == GR_OK) {
             bool all = true;
             for (int i = 0; i < j->g.n_nodes; i++)
-                if (!(gr_op_flags(j->g.nodes[i].op) & GR_OPF_VIEW) &&
-                    !gr_backend_supports_op(cuda, j->g.nodes[i].op)) all = false;
+                if (gr_node_runs(&j->g.nodes[i]) && !gr_backend_supports_op(cuda, j->g.nodes[i].op)) all = false;
             if (all) j->be = cuda;
             else {
                 if (j->dp.comm.rank == 0)
@@ -434,7 +434,11 @@ gr_status gr_job_backend(gr_job *j, const gr_job_spec *s, const char *device, in
     return GR_OK;
 }
 
+/* The fusions the backend takes (off under GPURUN_FUSE=0 and on pipeline
+ * stages, whose cut may fall between a fused pair), then the layout. */
 void gr_job_layout(gr_job *j) {
+    const bool pipe = j->spec && j->spec->parallel.pipeline > 1;
+    if (!pipe && gr_env_bool(GR_ENV_FUSE, true)) j->fused = gr_graph_fuse(&j->g, gr_backend_fusions(j->be));
     gr_layout_cap caps[GR_OP_COUNT];
     gr_backend_layout_caps(j->be, caps);
     gr_graph_set_layout(&j->g, caps);

@@ -40,6 +40,7 @@ typedef struct gr_job {
     int n_norm;
     gr_graph g;
     bool have_graph;
+    int fused;           /* batchnorm + relu pairs gr_job_layout fused (graph/fuse.c) */
     bool no_cache;       /* gr_job_compile reads no images into memory (validate) */
     bool eval_only;      /* eval or predict: nothing trains (what the device notes say) */
     gr_backend *be;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/env.h"
 #include "../config/schema.h"
 #include "../graph/graph.h"
 #include "../graph/pipeline.h"
@@ -377,6 +378,33 @@ static void gr_plan_cmd_tensor(const gr_graph *g, const gr_tp_plan *tp, FILE *f)
             "per sample: %s floats forward, %s backward\n", a, tp->t, b, c, d);
 }
 
+/* "fused: batchnorm0 + relu0, ..." (graph/fuse.c: each folded forward relu
+ * and the batchnorm that writes its input), or why none is */
+static void gr_plan_cmd_fused(const gr_job *j, FILE *f) {
+    const gr_graph *g = &j->g;
+    if (!j->be) return;
+    const char *off = j->spec->parallel.pipeline > 1         ? "off on pipeline stages (a cut may split a pair)"
+                      : !gr_env_bool(GR_ENV_FUSE, true)      ? "off (GPURUN_FUSE=0)"
+                      : !gr_backend_fusions(j->be)            ? "none on this device"
+                                                              : NULL;
+    if (off || !j->fused) {
+        if (off) fprintf(f, "fused: %s\n", off);
+        return;
+    }
+    fprintf(f, "fused (one pass over memory each way instead of two; GPURUN_FUSE=0 turns it off):");
+    int k = 0;
+    for (int i = 0; i < g->n_forward; i++) {
+        const gr_node *nd = &g->nodes[i];
+        if (nd->op != GR_OP_RELU || !nd->folded) continue;
+        int src = -1;
+        for (int q = 0; q < i && src < 0; q++)
+            if (g->nodes[q].nout > 0 && g->nodes[q].out[0] == nd->in[0]) src = q;
+        fprintf(f, "%s %s + %s", k++ ? "," : "", src >= 0 ? g->layers[g->nodes[src].layer].name : "?",
+                g->layers[nd->layer].name);
+    }
+    fprintf(f, "\n");
+}
+
 gr_status gr_train_plan_report(const gr_job_spec *spec, const char *memory, FILE *f, gr_error *err) {
     size_t bytes;
     gr_status st = memory && strcmp(memory, "auto") != 0 ? gr_plan_cmd_bytes(memory, &bytes, err) : GR_OK;
@@ -413,6 +441,7 @@ gr_status gr_train_plan_report(const gr_job_spec *spec, const char *memory, FILE
         fprintf(f, "(%s is not there: shapes from model.input)\n", spec->data.train.path);
     fprintf(f, "\n");
     gr_plan_cmd_layers(spec, &j.g, f);
+    gr_plan_cmd_fused(&j, f);
     if (sp.p) gr_plan_cmd_stages(spec, &j.g, &sp, m, f);
     if (tsp.t > 1) gr_plan_cmd_tensor(&j.g, &tsp, f);
     if (sp.p && tsp.t > 1)

@@ -12,7 +12,12 @@
  * variance E[d^2] - E[d]^2 does not cancel when |mean| >> std.
  *
  * Writes to inputs: the training forward updates running_mean (in[3]) and
- * running_var (in[4]), which live in the params arena. */
+ * running_var (in[4]), which live in the params arena.
+ *
+ * A relu fused after it (attrs.relu, graph/fuse.c): the forward writes
+ * relu(y) as the relu kernel would round it (y rounded to bf16 first), and
+ * the backward reads relu(y) (in[4]) and takes dy as 0 where it is <= 0,
+ * the relu backward's mask: the unfused pair's results, bit for bit. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,13 +54,26 @@ static void gr_bn_sums(const void *p, bool h, int64_t len, float k, double *s, d
     }
 }
 
-/* s += sum(dy[i]), sdx += sum(dy[i] * (x[i] - mean)) over len values. */
-static void gr_bn_grad_sums(const void *dy, const void *x, bool h, int64_t len, float mean, double *s, double *sdx) {
-    float t1[GR_BN_BLOCK], t2[GR_BN_BLOCK];
+/* g[i] = y[i] <= 0 ? 0 : g[i] (the relu backward's mask, y its output) */
+static void gr_bn_mask(float *restrict g, const float *restrict y, int64_t n) {
+    #pragma omp simd
+    for (int64_t i = 0; i < n; i++) g[i] = y[i] <= 0.0f ? 0.0f : g[i];
+}
+
+/* s += sum(dy[i]), sdx += sum(dy[i] * (x[i] - mean)) over len values; y: dy
+ * masked by a fused relu's output (NULL: none). */
+static void gr_bn_grad_sums(const void *dy, const void *x, const void *y, bool h, int64_t len, float mean, double *s,
+                            double *sdx) {
+    float t1[GR_BN_BLOCK], t2[GR_BN_BLOCK], t3[GR_BN_BLOCK];
     for (int64_t b0 = 0; b0 < len; b0 += GR_BN_BLOCK) {
         int64_t nb = b0 + GR_BN_BLOCK < len ? GR_BN_BLOCK : len - b0;
         const float *g = gr_hio_read(gr_hio_cat(dy, h, b0), h, nb, t1);
         const float *q = gr_hio_read(gr_hio_cat(x, h, b0), h, nb, t2);
+        if (y) { /* g is dy's fp32 block, or dy itself: masked into t1 */
+            if (g != t1) memcpy(t1, g, (size_t)nb * sizeof *t1);
+            gr_bn_mask(t1, gr_hio_read(gr_hio_cat(y, h, b0), h, nb, t3), nb);
+            g = t1;
+        }
         float s1 = 0.0f, s2 = 0.0f;
         #pragma omp simd reduction(+ : s1, s2)
         for (int64_t i = 0; i < nb; i++) {
@@ -82,27 +100,60 @@ GR_ISA_CLONES static void gr_bn_dx_bf16(uint16_t *restrict o, const uint16_t *re
         o[j] = gr_bf16_encode_hd(fa * gr_bf16_decode_hd(g[j]) + fb * (gr_bf16_decode_hd(q[j]) - mean) + fc);
 }
 
-/* out = (in - mean) * scale + shift over len values. */
-static void gr_bn_affine(void *out, const void *in, bool h, int64_t len, float mean, float scale, float shift) {
+/* with a fused relu: its output as the relu kernel rounds it; dy masked by that output (y) */
+GR_ISA_CLONES static void gr_bn_affine_relu_bf16(uint16_t *restrict o, const uint16_t *restrict q, int64_t len,
+                                                 float mean, float scale, float shift) {
+    for (int64_t i = 0; i < len; i++) {
+        const float r = gr_bf16_decode_hd(gr_bf16_encode_hd((gr_bf16_decode_hd(q[i]) - mean) * scale + shift));
+        o[i] = gr_bf16_encode_hd(r <= 0.0f ? 0.0f : r);
+    }
+}
+
+GR_ISA_CLONES static void gr_bn_dx_relu_bf16(uint16_t *restrict o, const uint16_t *restrict g,
+                                             const uint16_t *restrict q, const uint16_t *restrict y, int64_t len,
+                                             float mean, float fa, float fb, float fc) {
+    for (int64_t j = 0; j < len; j++) {
+        const float gj = gr_bf16_decode_hd(y[j]) <= 0.0f ? 0.0f : gr_bf16_decode_hd(g[j]);
+        o[j] = gr_bf16_encode_hd(fa * gj + fb * (gr_bf16_decode_hd(q[j]) - mean) + fc);
+    }
+}
+
+/* out = (in - mean) * scale + shift over len values; relu: then relu(out). */
+static void gr_bn_affine(void *out, const void *in, bool h, bool relu, int64_t len, float mean, float scale,
+                         float shift) {
     if (h) {
-        gr_bn_affine_bf16(out, in, len, mean, scale, shift);
+        if (relu) gr_bn_affine_relu_bf16(out, in, len, mean, scale, shift);
+        else gr_bn_affine_bf16(out, in, len, mean, scale, shift);
         return;
     }
     const float *restrict q = in;
     float *restrict o = out;
     #pragma omp simd
     for (int64_t i = 0; i < len; i++) o[i] = (q[i] - mean) * scale + shift;
+    if (!relu) return;
+    #pragma omp simd
+    for (int64_t i = 0; i < len; i++) o[i] = o[i] <= 0.0f ? 0.0f : o[i];
 }
 
-/* out = fa * dy + fb * (x - mean) + fc over len values. */
-static void gr_bn_dx(void *out, const void *dy, const void *x, bool h, int64_t len, float mean, float fa, float fb,
-                     float fc) {
+/* out = fa * dy + fb * (x - mean) + fc over len values; y: dy masked by a fused relu's output. */
+static void gr_bn_dx(void *out, const void *dy, const void *x, const void *y, bool h, int64_t len, float mean, float fa,
+                     float fb, float fc) {
     if (h) {
-        gr_bn_dx_bf16(out, dy, x, len, mean, fa, fb, fc);
+        if (y) gr_bn_dx_relu_bf16(out, dy, x, y, len, mean, fa, fb, fc);
+        else gr_bn_dx_bf16(out, dy, x, len, mean, fa, fb, fc);
         return;
     }
     const float *restrict g = dy, *restrict q = x;
     float *restrict o = out;
+    if (y) {
+        const float *restrict r = y;
+        #pragma omp simd
+        for (int64_t j = 0; j < len; j++) {
+            const float gj = g[j];
+            o[j] = fa * (r[j] <= 0.0f ? 0.0f : gj) + fb * (q[j] - mean) + fc;
+        }
+        return;
+    }
     #pragma omp simd
     for (int64_t j = 0; j < len; j++) o[j] = fa * g[j] + fb * (q[j] - mean) + fc;
 }
@@ -145,7 +196,8 @@ static void gr_bn_channel_finish(const gr_kargs *a, const gr_bn_dims *d, int64_t
     }
     float scale = (float)(w[c] * invstd);
     for (int64_t i = 0; i < d->n; i++)
-        gr_bn_affine(gr_hio_at(yc, h, i * stride), gr_hio_cat(xc, h, i * stride), h, d->hw, saved[c], scale, b[c]);
+        gr_bn_affine(gr_hio_at(yc, h, i * stride), gr_hio_cat(xc, h, i * stride), h, a->node->attrs.relu, d->hw,
+                     saved[c], scale, b[c]);
 }
 
 /* One channel in training, this process's batch alone; the shift is the
@@ -206,8 +258,8 @@ void gr_cpu_batchnorm(const gr_kargs *a) {
     #pragma omp parallel for if (par)
     for (int64_t p = 0; p < d.n * d.c; p++) {
         int64_t c = p % d.c;
-        gr_bn_affine(gr_hio_at(a->out[0], h, p * d.hw), gr_hio_cat(a->in[0], h, p * d.hw), h, d.hw, saved[c],
-                     w[c] * saved[d.c + c], b[c]);
+        gr_bn_affine(gr_hio_at(a->out[0], h, p * d.hw), gr_hio_cat(a->in[0], h, p * d.hw), h, a->node->attrs.relu,
+                     d.hw, saved[c], w[c] * saved[d.c + c], b[c]);
     }
 }
 
@@ -216,17 +268,20 @@ static void gr_bn_grad_channel_sums(const gr_kargs *a, const gr_bn_dims *d, int6
                                     double *sdx) {
     const int64_t stride = d->c * d->hw;
     const void *dyc = gr_hio_cat(a->in[0], h, c * d->hw), *xc = gr_hio_cat(a->in[1], h, c * d->hw);
+    const void *yc = a->node->attrs.relu ? gr_hio_cat(a->in[4], h, c * d->hw) : NULL;
     const float mean = ((const float *)a->in[3])[c];
     *s = *sdx = 0.0;
     if (d->hw == 1) {
         for (int64_t i = 0; i < d->n; i++) {
             float g = gr_hio_get(dyc, h, i * stride);
+            if (yc && gr_hio_get(yc, h, i * stride) <= 0.0f) g = 0.0f;
             *s += g;
             *sdx += (double)g * (gr_hio_get(xc, h, i * stride) - mean);
         }
     } else {
         for (int64_t i = 0; i < d->n; i++)
-            gr_bn_grad_sums(gr_hio_cat(dyc, h, i * stride), gr_hio_cat(xc, h, i * stride), h, d->hw, mean, s, sdx);
+            gr_bn_grad_sums(gr_hio_cat(dyc, h, i * stride), gr_hio_cat(xc, h, i * stride),
+                            yc ? gr_hio_cat(yc, h, i * stride) : NULL, h, d->hw, mean, s, sdx);
     }
 }
 
@@ -249,9 +304,11 @@ static void gr_bn_grad_channel_finish(const gr_kargs *a, const gr_bn_dims *d, in
         C0 = -A * s / m;
     }
     const void *dyc = gr_hio_cat(a->in[0], h, c * d->hw), *xc = gr_hio_cat(a->in[1], h, c * d->hw);
+    const void *yc = a->node->attrs.relu ? gr_hio_cat(a->in[4], h, c * d->hw) : NULL;
     for (int64_t i = 0; i < d->n; i++)
         gr_bn_dx(gr_hio_at(dx, h, c * d->hw + i * stride), gr_hio_cat(dyc, h, i * stride),
-                 gr_hio_cat(xc, h, i * stride), h, d->hw, mean, (float)A, (float)B, (float)C0);
+                 gr_hio_cat(xc, h, i * stride), yc ? gr_hio_cat(yc, h, i * stride) : NULL, h, d->hw, mean, (float)A,
+                 (float)B, (float)C0);
 }
 
 /* Training: with xhat = (x - mean) * invstd,

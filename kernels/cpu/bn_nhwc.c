@@ -8,7 +8,10 @@
  * sums its rows per channel in float over the channels as one vector
  * (parallel over blocks), and the blocks' sums are added up in double in
  * block order: the result does not depend on the thread count, so runs
- * repeat bit for bit. */
+ * repeat bit for bit.
+ *
+ * A fused relu (attrs.relu, graph/fuse.c) as in bn.c: the forward writes
+ * relu(y), the backward masks dy by that output (in[4]). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,10 +122,82 @@ GR_ISA_CLONES static void gr_bnh_rows_apply_bf16(const uint16_t *restrict pv, co
     }
 }
 
+/* The fused relu's rows: the backward's sums and dx with dy (p) masked by
+ * the relu's output (y), and the forward's relu(y), each as the unfused
+ * relu kernels round it. */
+GR_ISA_CLONES static void gr_bnh_rows_sums_relu(const float *restrict pv, const float *restrict qv,
+                                                const float *restrict yv, const float *restrict shift,
+                                                float *restrict s1, float *restrict s2, int64_t nr, int64_t c) {
+    for (int64_t r = 0; r < nr; r++)
+        for (int64_t j = 0; j < c; j++) {
+            const float pj = pv[r * c + j], g = yv[r * c + j] <= 0.0f ? 0.0f : pj;
+            s1[j] += g;
+            s2[j] += g * (qv[r * c + j] - shift[j]);
+        }
+}
+
+GR_ISA_CLONES static void gr_bnh_rows_sums_relu_bf16(const uint16_t *restrict pv, const uint16_t *restrict qv,
+                                                     const uint16_t *restrict yv, const float *restrict shift,
+                                                     float *restrict s1, float *restrict s2, int64_t nr, int64_t c) {
+    for (int64_t r = 0; r < nr; r++)
+        for (int64_t j = 0; j < c; j++) {
+            const float pj = gr_bf16_decode_hd(pv[r * c + j]);
+            const float g = gr_bf16_decode_hd(yv[r * c + j]) <= 0.0f ? 0.0f : pj;
+            s1[j] += g;
+            s2[j] += g * (gr_bf16_decode_hd(qv[r * c + j]) - shift[j]);
+        }
+}
+
+GR_ISA_CLONES static void gr_bnh_rows_dx_relu(const float *restrict pv, const float *restrict qv,
+                                              const float *restrict yv, float *restrict ov, const float *restrict mean,
+                                              const float *restrict fa, const float *restrict fb,
+                                              const float *restrict fc, int64_t nr, int64_t c) {
+    for (int64_t r = 0; r < nr; r++)
+        for (int64_t j = 0; j < c; j++) {
+            const float pj = pv[r * c + j], g = yv[r * c + j] <= 0.0f ? 0.0f : pj;
+            ov[r * c + j] = fa[j] * g + fb[j] * (qv[r * c + j] - mean[j]) + fc[j];
+        }
+}
+
+GR_ISA_CLONES static void gr_bnh_rows_dx_relu_bf16(const uint16_t *restrict pv, const uint16_t *restrict qv,
+                                                   const uint16_t *restrict yv, uint16_t *restrict ov,
+                                                   const float *restrict mean, const float *restrict fa,
+                                                   const float *restrict fb, const float *restrict fc, int64_t nr,
+                                                   int64_t c) {
+    for (int64_t r = 0; r < nr; r++)
+        for (int64_t j = 0; j < c; j++) {
+            const float pj = gr_bf16_decode_hd(pv[r * c + j]);
+            const float g = gr_bf16_decode_hd(yv[r * c + j]) <= 0.0f ? 0.0f : pj;
+            ov[r * c + j] = gr_bf16_encode_hd(fa[j] * g + fb[j] * (gr_bf16_decode_hd(qv[r * c + j]) - mean[j]) + fc[j]);
+        }
+}
+
+GR_ISA_CLONES static void gr_bnh_rows_fwd_relu(const float *restrict pv, float *restrict ov, const float *restrict mean,
+                                               const float *restrict fa, const float *restrict fc, int64_t nr,
+                                               int64_t c) {
+    for (int64_t r = 0; r < nr; r++)
+        for (int64_t j = 0; j < c; j++) {
+            const float v = (pv[r * c + j] - mean[j]) * fa[j] + fc[j];
+            ov[r * c + j] = v <= 0.0f ? 0.0f : v;
+        }
+}
+
+GR_ISA_CLONES static void gr_bnh_rows_fwd_relu_bf16(const uint16_t *restrict pv, uint16_t *restrict ov,
+                                                    const float *restrict mean, const float *restrict fa,
+                                                    const float *restrict fc, int64_t nr, int64_t c) {
+    for (int64_t r = 0; r < nr; r++)
+        for (int64_t j = 0; j < c; j++) {
+            const float v = (gr_bf16_decode_hd(pv[r * c + j]) - mean[j]) * fa[j] + fc[j];
+            const float v16 = gr_bf16_decode_hd(gr_bf16_encode_hd(v));
+            ov[r * c + j] = gr_bf16_encode_hd(v16 <= 0.0f ? 0.0f : v16);
+        }
+}
+
 /* Per block k: s1[k][c] = sum(p - shift) and s2[k][c] = sum((p - shift)^2)
  * (q NULL), or s1 = sum(p) and s2 = sum(p * (q - shift)) (the backward's
  * dy and x). The block sums are added in block order into S1, S2. */
-static void gr_bnh_sums(const gr_bnh *b, const void *p, const void *q, const float *shift, double *S1, double *S2) {
+static void gr_bnh_sums(const gr_bnh *b, const void *p, const void *q, const void *y, const float *shift, double *S1,
+                        double *S2) {
     const int64_t c = b->c;
     float *part = gr_xmalloc((size_t)(2 * b->nblk * c) * sizeof *part);
     #pragma omp parallel for schedule(static) if (b->m * c >= GR_OMP_MIN)
@@ -130,7 +205,13 @@ static void gr_bnh_sums(const gr_bnh *b, const void *p, const void *q, const flo
         int64_t r0 = k * b->rows, nr = GR_MIN(b->rows, b->m - r0);
         float *restrict s1 = part + 2 * k * c, *restrict s2 = s1 + c;
         memset(s1, 0, (size_t)(2 * c) * sizeof *s1);
-        if (b->h)
+        if (y && b->h) /* dy masked by a fused relu's output */
+            gr_bnh_rows_sums_relu_bf16((const uint16_t *)p + r0 * c, (const uint16_t *)q + r0 * c,
+                                       (const uint16_t *)y + r0 * c, shift, s1, s2, nr, c);
+        else if (y)
+            gr_bnh_rows_sums_relu((const float *)p + r0 * c, (const float *)q + r0 * c, (const float *)y + r0 * c,
+                                  shift, s1, s2, nr, c);
+        else if (b->h)
             gr_bnh_rows_sums_bf16((const uint16_t *)p + r0 * c, q ? (const uint16_t *)q + r0 * c : NULL, shift, s1,
                                   s2, nr, c);
         else
@@ -146,15 +227,26 @@ static void gr_bnh_sums(const gr_bnh *b, const void *p, const void *q, const flo
 }
 
 /* Over all rows: out = fa * p + fb * (q - mean) + fc (the backward's dx
- * from dy and x), or without q out = (p - mean) * fa + fc (the forward's
- * y, as bn.c rounds it). Per channel j. */
-static void gr_bnh_apply(const gr_bnh *b, void *out, const void *p, const void *q, const float *mean, const float *fa,
-                         const float *fb, const float *fc) {
+ * from dy and x; p masked by y, a fused relu's output, unless NULL), or
+ * without q out = (p - mean) * fa + fc (the forward's y, as bn.c rounds it;
+ * relu: then relu'd). Per channel j. */
+static void gr_bnh_apply(const gr_bnh *b, void *out, const void *p, const void *q, const void *y, bool relu,
+                         const float *mean, const float *fa, const float *fb, const float *fc) {
     const int64_t c = b->c;
     #pragma omp parallel for schedule(static) if (b->m * c >= GR_OMP_MIN)
     for (int64_t k = 0; k < b->nblk; k++) {
         int64_t r0 = k * b->rows, nr = GR_MIN(b->rows, b->m - r0);
-        if (b->h)
+        if (y && b->h)
+            gr_bnh_rows_dx_relu_bf16((const uint16_t *)p + r0 * c, (const uint16_t *)q + r0 * c,
+                                     (const uint16_t *)y + r0 * c, (uint16_t *)out + r0 * c, mean, fa, fb, fc, nr, c);
+        else if (y)
+            gr_bnh_rows_dx_relu((const float *)p + r0 * c, (const float *)q + r0 * c, (const float *)y + r0 * c,
+                                (float *)out + r0 * c, mean, fa, fb, fc, nr, c);
+        else if (relu && b->h)
+            gr_bnh_rows_fwd_relu_bf16((const uint16_t *)p + r0 * c, (uint16_t *)out + r0 * c, mean, fa, fc, nr, c);
+        else if (relu)
+            gr_bnh_rows_fwd_relu((const float *)p + r0 * c, (float *)out + r0 * c, mean, fa, fc, nr, c);
+        else if (b->h)
             gr_bnh_rows_apply_bf16((const uint16_t *)p + r0 * c, q ? (const uint16_t *)q + r0 * c : NULL,
                                    (uint16_t *)out + r0 * c, mean, fa, fb, fc, nr, c);
         else
@@ -175,7 +267,7 @@ void gr_cpu_batchnorm_nhwc(const gr_kargs *a) {
         double *S = gr_xmalloc((size_t)(2 * c + 1) * sizeof *S);
         /* the shift: the first row; over the processes (a->ctx->xsum), the running mean, which they hold alike */
         for (int64_t j = 0; j < c; j++) v[j] = a->ctx->xsum ? rmean[j] : gr_hio_get(a->in[0], h, j);
-        gr_bnh_sums(&b, a->in[0], NULL, v, S, S + c);
+        gr_bnh_sums(&b, a->in[0], NULL, NULL, v, S, S + c);
         S[2 * c] = (double)b.m;
         if (a->ctx->xsum) a->ctx->xsum->sum(a->ctx->xsum->user, S, (int)(2 * c + 1));
         const double m = S[2 * c], mom = a->node->attrs.momentum;
@@ -201,7 +293,7 @@ void gr_cpu_batchnorm_nhwc(const gr_kargs *a) {
         }
     }
     for (int64_t j = 0; j < c; j++) shift[j] = bias[j];
-    gr_bnh_apply(&b, a->out[0], a->in[0], NULL, saved, scale, NULL, shift);
+    gr_bnh_apply(&b, a->out[0], a->in[0], NULL, NULL, a->node->attrs.relu, saved, scale, NULL, shift);
     free(v);
 }
 
@@ -214,7 +306,8 @@ void gr_cpu_batchnorm_bwd_nhwc(const gr_kargs *a) {
     /* S: this process's sums (dweight and dbias: the gradient all-reduce adds the processes' up); G:
      * the sums over the m values the statistics came from (over the processes with a->ctx->xsum) */
     double *S = gr_xmalloc((size_t)(4 * c + 2) * sizeof *S), *G = S + 2 * c + 1;
-    gr_bnh_sums(&b, a->in[0], a->in[1], saved, S, S + c);
+    const void *y = a->node->attrs.relu ? a->in[4] : NULL; /* a fused relu's output */
+    gr_bnh_sums(&b, a->in[0], a->in[1], y, saved, S, S + c);
     S[2 * c] = (double)b.m;
     memcpy(G, S, (size_t)(2 * c + 1) * sizeof *S);
     if (a->ctx->training && a->ctx->xsum) a->ctx->xsum->sum(a->ctx->xsum->user, G, (int)(2 * c + 1));
@@ -231,7 +324,7 @@ void gr_cpu_batchnorm_bwd_nhwc(const gr_kargs *a) {
         }
         f[j] = (float)A, f[c + j] = (float)B, f[2 * c + j] = (float)C0;
     }
-    if (a->node->nout > 2) gr_bnh_apply(&b, a->out[2], a->in[0], a->in[1], saved, f, f + c, f + 2 * c);
+    if (a->node->nout > 2) gr_bnh_apply(&b, a->out[2], a->in[0], a->in[1], y, false, saved, f, f + c, f + 2 * c);
     free(f);
     free(S);
 }

@@ -220,6 +220,11 @@ static bool gr_cpu_native_half(gr_backend *be, const gr_kargs *a) {
  * kernels for some nhwc shapes), as the cpu column says: the convolutions
  * and global_avgpool take each tensor in either layout, relu, add,
  * batchnorm and maxpool a shared one. */
+static unsigned gr_cpu_op_caps(gr_backend *be, gr_op op) {
+    (void)be;
+    return gr_cpu_caps[op];
+}
+
 static void gr_cpu_layout_caps(gr_backend *be, gr_layout_cap *caps) {
     if (!gr_cpu_backend_state(be)->bf16_native) return;
     for (int i = 0; i < GR_OP_COUNT; i++) {
@@ -265,6 +270,7 @@ static const gr_backend_vtable gr_cpu_vtable = {
     .configure = gr_cpu_configure,
     .native_half = gr_cpu_native_half,
     .layout_caps = gr_cpu_layout_caps,
+    .op_caps = gr_cpu_op_caps,
     .peak = gr_cpu_peak,
     .destroy = gr_cpu_destroy,
 };

@@ -1,6 +1,7 @@
 /* test_op_bn.c — batchnorm (graph/op_bn.c):
  *   - finite-difference gradchecks through the real pipeline on the backend
- *     named on the command line (gradcheck.h: `cpu` or `cuda`), 4-D and 2-D;
+ *     named on the command line (gradcheck.h: `cpu` or `cuda`), 4-D and 2-D,
+ *     and with a relu fused after it (graph/fuse.c) where the backend takes it;
  *     the harness runs in training mode, so batchnorm normalizes with the
  *     batch statistics and the check covers the full backward through them;
  *   - shapes, parameter/state tensors and attribute/shape errors;
@@ -35,6 +36,19 @@ static void test_gradchecks(void) {
          NULL},
     };
     for (size_t i = 0; i < GR_ARRAY_LEN(cases); i++) gr_gc_run(&cases[i]);
+    /* a relu fused after it (graph/fuse.c), forward and backward: the relu's kink away from the
+     * sampled points (min_abs keeps the inputs, hence the normalized values, off 0) */
+    static const gr_gc_case fused[] = {
+        {"batchnorm + relu fused, 4-D", "[batchnorm, relu, flatten, {dense: {units: 3}}]", 3, {2, 3, 3}, 0.0, 0.0,
+         NULL},
+        {"batchnorm + relu fused, 2-D", "[{dense: {units: 5}}, batchnorm, relu, {dense: {units: 3}}]", 1, {6}, 0.0,
+         0.0, NULL},
+        {"batchnorm + relu fused, then a residual add", "[batchnorm, {relu: {}, name: r}, {conv: {filters: 2, kernel: 1}}, "
+         "{add: {}, input: [r, conv0]}, flatten, {dense: {units: 3}}]", 3, {2, 3, 3}, 0.0, 0.0, NULL},
+    };
+    gr_gc_fuse = true;
+    for (size_t i = 0; i < GR_ARRAY_LEN(fused); i++) gr_gc_run(&fused[i]);
+    gr_gc_fuse = false;
 }
 
 /* ---- shapes, tensors, errors ---- */

@@ -1,0 +1,89 @@
+/* fuse.c — fusions as graph rewrites (gr_graph_fuse, graph.h). Pure
+ * planning: node attributes, the folded flag and tensor aliases.
+ *
+ * batchnorm + relu. Forward: a batchnorm B whose output y only a relu R
+ * reads writes relu(y) into y (B.attrs.relu); R folds (no kernel) and its
+ * output becomes a view of y, so the pair makes one pass over memory
+ * instead of two and y's bytes serve both. Backward: the relu's backward RB
+ * reads (dy, relu output) and writes dx, which only B's backward BB reads;
+ * RB folds, dx becomes a view of dy, and BB masks dy by B's output (its
+ * in[4]: y <= 0 gives 0, the relu backward's rule). BB reads y where RB did,
+ * and RB's pass over memory is gone. Under recomputation the pairs are the
+ * copies (they run in the backward pass): B's output then is the copy's.
+ *
+ * The rewrite keeps every value the unfused pair computes (the kernels
+ * round relu(y) as the relu kernel does), so the results are bit for bit
+ * the same. A pair is left alone where another node reads what would become
+ * a view, where a tensor is already a view, or where the storage types
+ * differ. */
+#include "graph.h"
+
+/* How many nodes read t; *last: the last of them. */
+static int gr_fuse_readers(const gr_graph *g, int t, int *last) {
+    int n = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int k = 0; k < g->nodes[i].nin; k++)
+            if (g->nodes[i].in[k] == t) {
+                n++;
+                *last = i;
+                break;
+            }
+    return n;
+}
+
+/* The node that writes t (out[0]); -1 none. */
+static int gr_fuse_producer(const gr_graph *g, int t) {
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].nout > 0 && g->nodes[i].out[0] == t) return i;
+    return -1;
+}
+
+/* Whether tensor b may become a view of a (itself a view or not): b is none yet, one storage type. */
+static bool gr_fuse_viewable(const gr_graph *g, int a, int b) {
+    const gr_tensor *x = &g->tensors[a], *y = &g->tensors[b];
+    return y->alias_of < 0 && x->elem == y->elem && x->kind == GR_TK_ACT && y->kind == GR_TK_ACT;
+}
+
+/* batchnorm node b and the relu that alone reads its output: fused */
+static bool gr_fuse_bn_relu_fwd(gr_graph *g, int b) {
+    gr_node *bn = &g->nodes[b];
+    int r = -1;
+    if (bn->op != GR_OP_BATCHNORM || bn->attrs.relu || gr_fuse_readers(g, bn->out[0], &r) != 1) return false;
+    gr_node *relu = &g->nodes[r];
+    if (relu->op != GR_OP_RELU || relu->folded || relu->in[0] != bn->out[0] ||
+        !gr_fuse_viewable(g, bn->out[0], relu->out[0]))
+        return false;
+    bn->attrs.relu = true;
+    relu->folded = true;
+    g->tensors[relu->out[0]].alias_of = bn->out[0];
+    return true;
+}
+
+/* relu_bwd node k, whose relu output is a fused batchnorm's and whose dx
+ * only that batchnorm's backward reads: folded into it */
+static void gr_fuse_bn_relu_bwd(gr_graph *g, int k) {
+    const gr_node *rb = &g->nodes[k];
+    int y = rb->in[1], bb = -1;
+    while (g->tensors[y].alias_of >= 0) y = g->tensors[y].alias_of;
+    const int b = gr_fuse_producer(g, y);
+    if (b < 0 || g->nodes[b].op != GR_OP_BATCHNORM || !g->nodes[b].attrs.relu) return;
+    if (gr_fuse_readers(g, rb->out[0], &bb) != 1) return;
+    gr_node *bwd = &g->nodes[bb];
+    if (bwd->op != GR_OP_BATCHNORM_BWD || bwd->attrs.relu || bwd->in[0] != rb->out[0] || bwd->nin != 4 ||
+        bwd->in[3] != g->nodes[b].out[1] || !gr_fuse_viewable(g, rb->in[0], rb->out[0]))
+        return;
+    g->tensors[rb->out[0]].alias_of = rb->in[0];
+    bwd->in[4] = y;
+    bwd->nin = 5;
+    bwd->attrs.relu = true;
+    g->nodes[k].folded = true;
+}
+
+int gr_graph_fuse(gr_graph *g, unsigned what) {
+    if (!(what & GR_FUSE_BN_RELU)) return 0;
+    int n = 0;
+    for (int i = 0; i < g->n_nodes; i++) n += gr_fuse_bn_relu_fwd(g, i);
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].op == GR_OP_RELU_BWD && !g->nodes[i].folded) gr_fuse_bn_relu_bwd(g, i);
+    return n;
+}
