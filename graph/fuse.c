@@ -11,12 +11,19 @@
  * and RB's pass over memory is gone. Under recomputation the pairs are the
  * copies (they run in the backward pass): B's output then is the copy's.
  *
+ * add + relu. The same forward fusion after an add whose inputs all have
+ * its shape (a residual's): the add writes relu(sum). The relu's backward
+ * stays, reading that output (the add's backward is a view: nothing to
+ * fold it into).
+ *
  * The rewrite keeps every value the unfused pair computes (the kernels
  * round relu(y) as the relu kernel does), so the results are bit for bit
  * the same. A pair is left alone where another node reads what would become
  * a view, where a tensor is already a view, or where the storage types
  * differ. */
 #include "graph.h"
+
+#include <string.h>
 
 /* How many nodes read t; *last: the last of them. */
 static int gr_fuse_readers(const gr_graph *g, int t, int *last) {
@@ -44,11 +51,24 @@ static bool gr_fuse_viewable(const gr_graph *g, int a, int b) {
     return y->alias_of < 0 && x->elem == y->elem && x->kind == GR_TK_ACT && y->kind == GR_TK_ACT;
 }
 
-/* batchnorm node b and the relu that alone reads its output: fused */
-static bool gr_fuse_bn_relu_fwd(gr_graph *g, int b) {
+/* Whether every input of add node a has its output's shape (no broadcast). */
+static bool gr_fuse_same_shapes(const gr_graph *g, const gr_node *a) {
+    const gr_tensor *y = &g->tensors[a->out[0]];
+    for (int k = 0; k < a->nin; k++) {
+        const gr_tensor *x = &g->tensors[a->in[k]];
+        if (x->ndim != y->ndim || x->batched != y->batched || memcmp(x->shape, y->shape, (size_t)y->ndim * sizeof *y->shape))
+            return false;
+    }
+    return true;
+}
+
+/* batchnorm (or add of equal shapes) node b and the relu that alone reads its output: fused */
+static bool gr_fuse_relu_fwd(gr_graph *g, int b, unsigned what) {
     gr_node *bn = &g->nodes[b];
     int r = -1;
-    if (bn->op != GR_OP_BATCHNORM || bn->attrs.relu || gr_fuse_readers(g, bn->out[0], &r) != 1) return false;
+    const bool ok = (bn->op == GR_OP_BATCHNORM && (what & GR_FUSE_BN_RELU)) ||
+                    (bn->op == GR_OP_ADD && (what & GR_FUSE_ADD_RELU) && b < g->n_forward && gr_fuse_same_shapes(g, bn));
+    if (!ok || bn->attrs.relu || gr_fuse_readers(g, bn->out[0], &r) != 1) return false;
     gr_node *relu = &g->nodes[r];
     if (relu->op != GR_OP_RELU || relu->folded || relu->in[0] != bn->out[0] ||
         !gr_fuse_viewable(g, bn->out[0], relu->out[0]))
@@ -80,10 +100,9 @@ static void gr_fuse_bn_relu_bwd(gr_graph *g, int k) {
 }
 
 int gr_graph_fuse(gr_graph *g, unsigned what) {
-    if (!(what & GR_FUSE_BN_RELU)) return 0;
     int n = 0;
-    for (int i = 0; i < g->n_nodes; i++) n += gr_fuse_bn_relu_fwd(g, i);
-    for (int i = 0; i < g->n_nodes; i++)
+    for (int i = 0; i < g->n_nodes; i++) n += gr_fuse_relu_fwd(g, i, what);
+    for (int i = 0; i < g->n_nodes && (what & GR_FUSE_BN_RELU); i++)
         if (g->nodes[i].op == GR_OP_RELU_BWD && !g->nodes[i].folded) gr_fuse_bn_relu_bwd(g, i);
     return n;
 }

@@ -134,8 +134,9 @@ typedef struct gr_attrs {
     int64_t vocab, dim;      /* embedding: weight [vocab, dim] */
     int64_t max_len;         /* pos_embedding: weight [max_len, C], the most positions T it takes */
     double init_std;         /* embedding, pos_embedding: the weight ~ N(0, init_std^2) (1, as nn.Embedding) */
-    bool relu;               /* batchnorm: a relu fused after it (graph/fuse.c), its output relu(y); batchnorm_bwd:
-                                dy masked by that output, its in[4] (y <= 0: 0, the relu backward's rule) */
+    bool relu;               /* batchnorm, add: a relu fused after it (graph/fuse.c), its output relu(y);
+                                batchnorm_bwd: dy masked by that output, its in[4] (y <= 0: 0, the relu
+                                backward's rule) */
 } gr_attrs;
 
 typedef struct gr_node {
@@ -393,9 +394,11 @@ void gr_graph_set_layout(gr_graph *g, const gr_layout_cap caps[GR_OP_COUNT]);
  * relu(y) itself (attrs.relu) and the relu node folds into a view of it;
  * the relu's backward, when its gradient goes to that batchnorm's backward
  * alone, folds likewise, and the batchnorm's backward masks dy by the
- * batchnorm's output. Results are the unfused pair's, bit for bit. Returns
+ * batchnorm's output. GR_FUSE_ADD_RELU: the same forward fusion after an
+ * add of equal shapes (the residual's); the relu's backward stays (the
+ * add's is a view). Results are the unfused pair's, bit for bit. Returns
  * how many pairs it fused (forward). */
-enum { GR_FUSE_BN_RELU = 1u << 0 };
+enum { GR_FUSE_BN_RELU = 1u << 0, GR_FUSE_ADD_RELU = 1u << 1 };
 int gr_graph_fuse(gr_graph *g, unsigned what);
 
 /* Builder helpers for op implementations and tests. Each may move g->tensors,

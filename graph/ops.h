@@ -39,7 +39,8 @@ enum {
      * type and the backend's library takes the step's shape: the backend asks it as the plan is
      * compiled and stages the step where it declines (attention on cuDNN's fused attention) */
     GR_CAP_HALF_LIB = 1u << 5,
-    GR_CAP_RELU_AFTER = 1u << 6, /* a relu fused after it (batchnorm and its backward: attrs.relu, graph/fuse.c) */
+    GR_CAP_RELU_AFTER = 1u << 6, /* a relu fused after it (attrs.relu, graph/fuse.c): batchnorm and its backward,
+                                    add of equal shapes */
 };
 
 /* attention (graph/op_attn.c): the most columns a head may have; its

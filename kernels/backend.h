@@ -109,7 +109,8 @@ bool gr_backend_native_half(gr_backend *be, const gr_kargs *a);
  * as configured (the CPU takes channels-last only with native bf16). */
 void gr_backend_layout_caps(gr_backend *be, gr_layout_cap caps[GR_OP_COUNT]);
 /* The fusions the backend's kernels take (GR_FUSE_*, graph.h gr_graph_fuse), from its ops.def
- * column: batchnorm + relu where batchnorm and its backward are GR_CAP_RELU_AFTER. */
+ * column: batchnorm + relu where batchnorm and its backward are GR_CAP_RELU_AFTER, add + relu
+ * where add is. */
 unsigned gr_backend_fusions(gr_backend *be);
 /* dst[0..n) = src[0..n) converted between fp32 and a half type (dt or st
  * is GR_F32, the other GR_BF16 or GR_F16), on the device; fp32 -> half

@@ -391,7 +391,7 @@ static void gr_plan_cmd_fused(const gr_job *j, FILE *f) {
         if (off) fprintf(f, "fused: %s\n", off);
         return;
     }
-    fprintf(f, "fused (one pass over memory each way instead of two; GPURUN_FUSE=0 turns it off):");
+    fprintf(f, "fused (each relu computed by the pass before it; GPURUN_FUSE=0 turns it off):");
     int k = 0;
     for (int i = 0; i < g->n_forward; i++) {
         const gr_node *nd = &g->nodes[i];

@@ -5,7 +5,7 @@
 #     same weights, losses and evaluation bit for bit fused and with GPURUN_FUSE=0, in fp32
 #     (channels-first) and bf16 (channels-last where the CPU has native bf16, else staged), and
 #     with recomputed blocks (the copies' pairs fuse), and a ResNet-style block (a relu read by a
-#     conv and a residual add);
+#     conv and a residual add; a relu after the add, fused forward only);
 #  2. what it says: `gpurun plan` names the fused pairs, or why none is (GPURUN_FUSE=0, pipeline
 #     stages); --profile has no relu steps of a fused pair (they run inside the batchnorm's);
 #  3. the memory plan: a fused pair's relu output is the batchnorm's bytes (one tensor fewer; the
@@ -88,9 +88,9 @@ pair res "$T/res.yaml"
 
 # ---------------------------------------------------------------- 2. what it says
 check "plan names the fused pairs (4-D and 2-D)" bash -c "'$G' plan '$T/cnn.yaml' |
-    grep -q '^fused (one pass over memory each way instead of two; GPURUN_FUSE=0 turns it off): batchnorm0 + relu0, batchnorm1 + relu1, batchnorm2 + relu2\$'"
-check "plan: the residual block's first pair fuses; the relu after the add does not (no batchnorm before it)" \
-    bash -c "'$G' plan '$T/res.yaml' | grep -q '^fused .*: batchnorm0 + relu0, res0.batchnorm0 + res0.r, res1.batchnorm0 + res1.r\$'"
+    grep -q '^fused (each relu computed by the pass before it; GPURUN_FUSE=0 turns it off): batchnorm0 + relu0, batchnorm1 + relu1, batchnorm2 + relu2\$'"
+check "plan: the residual block's batchnorm + relu, and its add + relu" bash -c "'$G' plan '$T/res.yaml' |
+    grep -q '^fused .*: batchnorm0 + relu0, res0.batchnorm0 + res0.r, res0.add0 + res0.relu1, res1.batchnorm0 + res1.r, res1.add0 + res1.relu1\$'"
 check "plan under GPURUN_FUSE=0 says it is off" bash -c "GPURUN_FUSE=0 '$G' plan '$T/cnn.yaml' | grep -q '^fused: off (GPURUN_FUSE=0)\$'"
 check "plan on pipeline stages says why nothing is fused" bash -c "'$G' plan '$T/cnn.yaml' --set parallel.pipeline=2 |
     grep -q '^fused: off on pipeline stages (a cut may split a pair)\$'"

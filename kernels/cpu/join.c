@@ -1,7 +1,8 @@
 /* join.c — CPU kernels of add (also the sum of partial gradients emitted by
  * autodiff) and mul, both with NumPy broadcasting, and their backward
  * reductions over the broadcast axes (add_bwd_reduce, mul_bwd); concat along
- * any axis and its backward slice; add_bwd is a view. */
+ * any axis and its backward slice; add_bwd is a view. An add of equal
+ * shapes may have a relu fused after it (attrs.relu, graph/fuse.c). */
 #include <string.h>
 
 #include "../shape_args.h"
@@ -30,15 +31,20 @@ static void gr_cpu_bcast(const gr_kargs *a, int mul, int e) {
                 }
 }
 
-/* y = x0 + x1 + ... in bf16 storage, summed in fp32 left to right */
+/* y = x0 + x1 + ... in bf16 storage, summed in fp32 left to right; with a relu fused after it
+ * (attrs.relu, graph/fuse.c), relu of the rounded sum (the unfused pair's bits) */
 static void gr_cpu_add_bf16(const gr_kargs *a, int64_t total) {
     uint16_t *y = a->out[0];
     const int nin = a->node->nin;
+    const bool relu = a->node->attrs.relu;
     const uint16_t *x0 = a->in[0], *x1 = nin > 1 ? a->in[1] : NULL;
     if (nin == 2) { /* the residual add */
         #pragma omp parallel for if (total >= GR_OMP_MIN)
-        for (int64_t i = 0; i < total; i += GR_HIO_CHUNK)
-            gr_hio_add2_bf16(x0 + i, x1 + i, y + i, GR_MIN(GR_HIO_CHUNK, total - i));
+        for (int64_t i = 0; i < total; i += GR_HIO_CHUNK) {
+            const int64_t len = GR_MIN(GR_HIO_CHUNK, total - i);
+            if (relu) gr_hio_add2_relu_bf16(x0 + i, x1 + i, y + i, len);
+            else gr_hio_add2_bf16(x0 + i, x1 + i, y + i, len);
+        }
         return;
     }
     #pragma omp parallel for if (total >= GR_OMP_MIN)
@@ -46,6 +52,10 @@ static void gr_cpu_add_bf16(const gr_kargs *a, int64_t total) {
         float v = gr_bf16_decode_hd(x0[i]);
         if (x1) v += gr_bf16_decode_hd(x1[i]);
         for (int k = 2; k < nin; k++) v += gr_bf16_decode_hd(((const uint16_t *)a->in[k])[i]);
+        if (relu) {
+            v = gr_bf16_decode_hd(gr_bf16_encode_hd(v));
+            v = v <= 0.0f ? 0.0f : v;
+        }
         y[i] = gr_bf16_encode_hd(v);
     }
 }
@@ -63,13 +73,14 @@ void gr_cpu_add(const gr_kargs *a) {
     }
     float *y = a->out[0];
     const int nin = a->node->nin;
+    const bool relu = a->node->attrs.relu; /* fused after it (graph/fuse.c) */
     const float *x0 = a->in[0], *x1 = nin > 1 ? a->in[1] : NULL;
     #pragma omp parallel for if (total >= GR_OMP_MIN)
     for (int64_t i = 0; i < total; i++) {
         float v = x0[i];
         if (x1) v += x1[i];
         for (int k = 2; k < nin; k++) v += ((const float *)a->in[k])[i];
-        y[i] = v;
+        y[i] = relu && v <= 0.0f ? 0.0f : v;
     }
 }
 
