@@ -18,9 +18,9 @@
  *
  * The rewrite keeps every value the unfused pair computes (the kernels
  * round relu(y) as the relu kernel does), so the results are bit for bit
- * the same. A pair is left alone where another node reads what would become
- * a view, where a tensor is already a view, or where the storage types
- * differ. */
+ * the same. A pair is left alone where another node (or the runner: the
+ * logits) reads what would become a view or its source, where a tensor is
+ * already a view, or where the storage types differ. */
 #include "graph.h"
 
 #include <string.h>
@@ -68,7 +68,7 @@ static bool gr_fuse_relu_fwd(gr_graph *g, int b, unsigned what) {
     int r = -1;
     const bool ok = (bn->op == GR_OP_BATCHNORM && (what & GR_FUSE_BN_RELU)) ||
                     (bn->op == GR_OP_ADD && (what & GR_FUSE_ADD_RELU) && b < g->n_forward && gr_fuse_same_shapes(g, bn));
-    if (!ok || bn->attrs.relu || gr_fuse_readers(g, bn->out[0], &r) != 1) return false;
+    if (!ok || bn->attrs.relu || bn->out[0] == g->logits || gr_fuse_readers(g, bn->out[0], &r) != 1) return false;
     gr_node *relu = &g->nodes[r];
     if (relu->op != GR_OP_RELU || relu->folded || relu->in[0] != bn->out[0] ||
         !gr_fuse_viewable(g, bn->out[0], relu->out[0]))
