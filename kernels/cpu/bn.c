@@ -15,7 +15,8 @@
  * running_var (in[4]), which live in the params arena.
  *
  * A relu fused after it (attrs.relu, graph/fuse.c): the forward writes
- * relu(y) as the relu kernel would round it (y rounded to bf16 first), and
+ * relu(y) (in bf16 the relu comes before the rounding, which keeps the sign:
+ * the bits of the relu kernel on the rounded y), and
  * the backward reads relu(y) (in[4]) and takes dy as 0 where it is <= 0,
  * the relu backward's mask: the unfused pair's results, bit for bit. */
 #include <math.h>
@@ -54,26 +55,34 @@ static void gr_bn_sums(const void *p, bool h, int64_t len, float k, double *s, d
     }
 }
 
-/* g[i] = y[i] <= 0 ? 0 : g[i] (the relu backward's mask, y its output) */
-static void gr_bn_mask(float *restrict g, const float *restrict y, int64_t n) {
-    #pragma omp simd
-    for (int64_t i = 0; i < n; i++) g[i] = y[i] <= 0.0f ? 0.0f : g[i];
+/* g[i] = y[i] <= 0 ? 0 : dy[i] (the relu backward's mask, y its output), in fp32 */
+GR_ISA_CLONES static void gr_bn_mask(float *restrict g, const float *restrict dy, const float *restrict y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        const float d = dy[i];
+        g[i] = y[i] <= 0.0f ? 0.0f : d;
+    }
+}
+
+GR_ISA_CLONES static void gr_bn_mask_bf16(float *restrict g, const uint16_t *restrict dy, const uint16_t *restrict y,
+                                          int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        const float d = gr_bf16_decode_hd(dy[i]);
+        g[i] = gr_bf16_decode_hd(y[i]) <= 0.0f ? 0.0f : d;
+    }
 }
 
 /* s += sum(dy[i]), sdx += sum(dy[i] * (x[i] - mean)) over len values; y: dy
  * masked by a fused relu's output (NULL: none). */
 static void gr_bn_grad_sums(const void *dy, const void *x, const void *y, bool h, int64_t len, float mean, double *s,
                             double *sdx) {
-    float t1[GR_BN_BLOCK], t2[GR_BN_BLOCK], t3[GR_BN_BLOCK];
+    float t1[GR_BN_BLOCK], t2[GR_BN_BLOCK];
     for (int64_t b0 = 0; b0 < len; b0 += GR_BN_BLOCK) {
         int64_t nb = b0 + GR_BN_BLOCK < len ? GR_BN_BLOCK : len - b0;
-        const float *g = gr_hio_read(gr_hio_cat(dy, h, b0), h, nb, t1);
+        const float *g = t1;
+        if (y && h) gr_bn_mask_bf16(t1, (const uint16_t *)dy + b0, (const uint16_t *)y + b0, nb);
+        else if (y) gr_bn_mask(t1, (const float *)dy + b0, (const float *)y + b0, nb);
+        else g = gr_hio_read(gr_hio_cat(dy, h, b0), h, nb, t1);
         const float *q = gr_hio_read(gr_hio_cat(x, h, b0), h, nb, t2);
-        if (y) { /* g is dy's fp32 block, or dy itself: masked into t1 */
-            if (g != t1) memcpy(t1, g, (size_t)nb * sizeof *t1);
-            gr_bn_mask(t1, gr_hio_read(gr_hio_cat(y, h, b0), h, nb, t3), nb);
-            g = t1;
-        }
         float s1 = 0.0f, s2 = 0.0f;
         #pragma omp simd reduction(+ : s1, s2)
         for (int64_t i = 0; i < nb; i++) {
@@ -100,12 +109,13 @@ GR_ISA_CLONES static void gr_bn_dx_bf16(uint16_t *restrict o, const uint16_t *re
         o[j] = gr_bf16_encode_hd(fa * gr_bf16_decode_hd(g[j]) + fb * (gr_bf16_decode_hd(q[j]) - mean) + fc);
 }
 
-/* with a fused relu: its output as the relu kernel rounds it; dy masked by that output (y) */
+/* with a fused relu: relu before the rounding, which keeps the sign (a positive value rounds to one
+ * >= +0), so the bits are the relu kernel's of the rounded output; dy masked by that output (y) */
 GR_ISA_CLONES static void gr_bn_affine_relu_bf16(uint16_t *restrict o, const uint16_t *restrict q, int64_t len,
                                                  float mean, float scale, float shift) {
     for (int64_t i = 0; i < len; i++) {
-        const float r = gr_bf16_decode_hd(gr_bf16_encode_hd((gr_bf16_decode_hd(q[i]) - mean) * scale + shift));
-        o[i] = gr_bf16_encode_hd(r <= 0.0f ? 0.0f : r);
+        const float v = (gr_bf16_decode_hd(q[i]) - mean) * scale + shift;
+        o[i] = gr_bf16_encode_hd(v <= 0.0f ? 0.0f : v);
     }
 }
 

@@ -188,8 +188,7 @@ GR_ISA_CLONES static void gr_bnh_rows_fwd_relu_bf16(const uint16_t *restrict pv,
     for (int64_t r = 0; r < nr; r++)
         for (int64_t j = 0; j < c; j++) {
             const float v = (gr_bf16_decode_hd(pv[r * c + j]) - mean[j]) * fa[j] + fc[j];
-            const float v16 = gr_bf16_decode_hd(gr_bf16_encode_hd(v));
-            ov[r * c + j] = gr_bf16_encode_hd(v16 <= 0.0f ? 0.0f : v16);
+            ov[r * c + j] = gr_bf16_encode_hd(v <= 0.0f ? 0.0f : v); /* bn.c: the relu kernel's bits */
         }
 }
 

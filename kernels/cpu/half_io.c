@@ -82,8 +82,8 @@ GR_ISA_CLONES void gr_hio_relu_bwd_bf16(const uint16_t *restrict dy, const uint1
 GR_ISA_CLONES void gr_hio_add2_relu_bf16(const uint16_t *restrict x0, const uint16_t *restrict x1,
                                          uint16_t *restrict y, int64_t n) {
     for (int64_t i = 0; i < n; i++) {
-        const float r = gr_bf16_decode_hd(gr_bf16_encode_hd(gr_bf16_decode_hd(x0[i]) + gr_bf16_decode_hd(x1[i])));
-        y[i] = gr_bf16_encode_hd(r <= 0.0f ? 0.0f : r);
+        const float v = gr_bf16_decode_hd(x0[i]) + gr_bf16_decode_hd(x1[i]);
+        y[i] = gr_bf16_encode_hd(v <= 0.0f ? 0.0f : v); /* the rounding keeps the sign: the unfused bits */
     }
 }
 

@@ -34,7 +34,7 @@ void gr_hio_encode_fp16(const float *restrict f, uint16_t *restrict h, int64_t n
 void gr_hio_relu_bf16(const uint16_t *restrict x, uint16_t *restrict y, int64_t n);
 void gr_hio_relu_bwd_bf16(const uint16_t *restrict dy, const uint16_t *restrict y, uint16_t *restrict dx, int64_t n);
 void gr_hio_add2_bf16(const uint16_t *restrict x0, const uint16_t *restrict x1, uint16_t *restrict y, int64_t n);
-/* y = relu(x0 + x1), the sum rounded to bf16 first (a relu fused after the add: the unfused pair's bits) */
+/* y = relu(x0 + x1) in bf16 (a relu fused after the add: the unfused pair's bits, the rounding keeping the sign) */
 void gr_hio_add2_relu_bf16(const uint16_t *restrict x0, const uint16_t *restrict x1, uint16_t *restrict y, int64_t n);
 
 /* p advanced by off elements of fp32 (bf16 false) or bf16 storage */

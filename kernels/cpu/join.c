@@ -52,11 +52,7 @@ static void gr_cpu_add_bf16(const gr_kargs *a, int64_t total) {
         float v = gr_bf16_decode_hd(x0[i]);
         if (x1) v += gr_bf16_decode_hd(x1[i]);
         for (int k = 2; k < nin; k++) v += gr_bf16_decode_hd(((const uint16_t *)a->in[k])[i]);
-        if (relu) {
-            v = gr_bf16_decode_hd(gr_bf16_encode_hd(v));
-            v = v <= 0.0f ? 0.0f : v;
-        }
-        y[i] = gr_bf16_encode_hd(v);
+        y[i] = gr_bf16_encode_hd(relu && v <= 0.0f ? 0.0f : v); /* the rounding keeps the sign */
     }
 }
 
