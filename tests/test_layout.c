@@ -14,7 +14,8 @@
  *     order differs), and their bf16 storage giving the encoded fp32 result
  *     bit for bit;
  *   - maxpool (3x3 stride 2 padded, with ties and NaN) and its backward on
- *     NHWC against NCHW, bit for bit, in fp32 and bf16;
+ *     NHWC against NCHW, bit for bit, in fp32 and bf16; and 2x2 with the
+ *     input, output and indices in every mix of layouts (GR_CAP_NHWC_ANY);
  *   - the bf16 convolutions (and fp32 ones, whose reference-only nhwc shapes
  *     run blocked, counted and said) on NHWC against NCHW;
  *   - a training pass of the residual model in bf16 on the native backend
@@ -84,7 +85,7 @@ static void test_pass(void) {
         return;
     }
     CHECK(caps[GR_OP_CONV] == GR_LAYOUT_CAP_ANY && caps[GR_OP_BATCHNORM] == GR_LAYOUT_CAP_SAME &&
-          caps[GR_OP_MAXPOOL] == GR_LAYOUT_CAP_SAME && caps[GR_OP_FLATTEN] == GR_LAYOUT_CAP_NONE);
+          caps[GR_OP_MAXPOOL] == GR_LAYOUT_CAP_ANY && caps[GR_OP_FLATTEN] == GR_LAYOUT_CAP_NONE);
     gr_graph_set_layout(g, caps);
     CHECK(g->tensors[g->input].layout == GR_NCHW);
     static const char *nhwc[] = {"conv0", "relu0", "maxpool0", "maxpool0.argmax", "add0", "batchnorm2", "relu2",
@@ -335,6 +336,81 @@ static void test_maxpool(void) {
     gr_backend_free(be);
 }
 
+/* maxpool with its input, output and indices in mixed layouts (the input channels-last, the
+ * output channels-first before a flatten; every other mix too) against all-NCHW, bit for bit,
+ * forward and backward, fp32 and bf16: a 2x2 stride-2 window (the CNN's) with ties and NaN */
+static void test_maxpool_mixed(void) {
+    enum { MH = 6, MW = 4, MHO = 3, MWO = 2, MX = N * C * MH * MW, MY = N * C * MHO * MWO };
+    const int64_t xs[4] = {N, C, MH, MW}, ys[4] = {N, C, MHO, MWO};
+    static const float vals[5] = {-1.0f, 0.0f, 1.0f, 2.0f, NAN};
+    float x[MX], dy[MY], y[MY], dx[MX], y0[MY], dx0[MX];
+    int32_t idx[MY], idx0[MY];
+    gr_backend *be = bf16_backend(true);
+    for (int i = 0; i < MX; i++) x[i] = vals[(i * 7 + i / 5) % 5 == 4 && i % 3 ? 1 : (i * 7 + i / 5) % 5];
+    for (int i = 0; i < MY; i++) dy[i] = urand();
+    int bad = 0, runs = 0;
+    for (int h = 0; h < 2; h++)
+        for (int combo = 0; combo < 8; combo++) { /* bits: x, y, indices channels-last; 0 the reference */
+            const gr_elem e = h ? GR_BF16 : GR_F32;
+            const gr_layout lx = combo & 1 ? GR_NHWC : GR_NCHW, ly = combo & 2 ? GR_NHWC : GR_NCHW;
+            const gr_layout li = combo & 4 ? GR_NHWC : GR_NCHW;
+            float xin[MX], dyin[MY], yo[MY], dxo[MX];
+            int32_t io[MY];
+            uint16_t xb[MX], yb[MY], dyb[MY], dxb[MX];
+            if (lx == GR_NHWC) to_nhwc(x, xin, N, C, MH * MW); else memcpy(xin, x, sizeof xin);
+            if (ly == GR_NHWC) to_nhwc(dy, dyin, N, C, MHO * MWO); else memcpy(dyin, dy, sizeof dyin);
+            for (int i = 0; i < MX; i++) xb[i] = gr_bf16_encode_hd(xin[i]);
+            for (int i = 0; i < MY; i++) dyb[i] = gr_bf16_encode_hd(dyin[i]);
+            kt k;
+            kt_setup(&k, be, GR_OP_MAXPOOL, 1, 2, N, true);
+            k.node.attrs.kernel[0] = k.node.attrs.kernel[1] = k.node.attrs.stride[0] = k.node.attrs.stride[1] = 2;
+            kt_tensor_of(&k.tin[0], e, true, 4, xs), k.tin[0].layout = lx;
+            kt_tensor_of(&k.tout[0], e, true, 4, ys), k.tout[0].layout = ly;
+            kt_tensor_of(&k.tout[1], GR_I32, true, 4, ys), k.tout[1].layout = li;
+            k.a.ein[0] = k.a.eout[0] = e;
+            k.a.in[0] = h ? (void *)xb : (void *)xin, k.a.out[0] = h ? (void *)yb : yo, k.a.out[1] = io;
+            gr_cpu_maxpool(&k.a);
+            gr_attrs at = k.node.attrs;
+            kt_setup(&k, be, GR_OP_MAXPOOL_BWD, 2, 1, N, true);
+            k.node.attrs = at;
+            kt_tensor_of(&k.tin[0], e, true, 4, ys), k.tin[0].layout = ly;
+            kt_tensor_of(&k.tin[1], GR_I32, true, 4, ys), k.tin[1].layout = li;
+            kt_tensor_of(&k.tout[0], e, true, 4, xs), k.tout[0].layout = lx;
+            k.a.ein[0] = k.a.eout[0] = e;
+            k.a.in[0] = h ? (void *)dyb : (void *)dyin, k.a.in[1] = io, k.a.out[0] = h ? (void *)dxb : dxo;
+            gr_cpu_maxpool_bwd(&k.a);
+            if (h) {
+                for (int i = 0; i < MY; i++) yo[i] = gr_bf16_decode_hd(yb[i]);
+                for (int i = 0; i < MX; i++) dxo[i] = gr_bf16_decode_hd(dxb[i]);
+            }
+            /* back to NCHW: y, the indices, dx */
+            for (int64_t i = 0; i < N; i++)
+                for (int64_t j = 0; j < C; j++) {
+                    for (int64_t p = 0; p < MHO * MWO; p++) {
+                        const int64_t nchw = (i * C + j) * MHO * MWO + p, nhwc = (i * MHO * MWO + p) * C + j;
+                        y[nchw] = yo[ly == GR_NHWC ? nhwc : nchw];
+                        idx[nchw] = io[li == GR_NHWC ? nhwc : nchw];
+                    }
+                    for (int64_t p = 0; p < MH * MW; p++) {
+                        const int64_t nchw = (i * C + j) * MH * MW + p, nhwc = (i * MH * MW + p) * C + j;
+                        dx[nchw] = dxo[lx == GR_NHWC ? nhwc : nchw];
+                    }
+                }
+            if (combo == 0) {
+                memcpy(y0, y, sizeof y0), memcpy(idx0, idx, sizeof idx0), memcpy(dx0, dx, sizeof dx0);
+                continue;
+            }
+            runs++;
+            for (int i = 0; i < MY; i++) bad += idx[i] != idx0[i] || memcmp(&y[i], &y0[i], sizeof(float)) != 0;
+            for (int i = 0; i < MX; i++) bad += memcmp(&dx[i], &dx0[i], sizeof(float)) != 0;
+        }
+    int nan = 0;
+    for (int i = 0; i < MY; i++) nan += isnan(y0[i]) != 0;
+    CHECK_MSG(bad == 0 && runs == 14 && nan > 0, "maxpool, mixed layouts vs NCHW: %d values differ over %d runs, "
+              "%d NaN maxima", bad, runs, nan);
+    gr_backend_free(be);
+}
+
 /* ---- the convolution on NHWC ---- */
 
 /* element i of a buffer of fp32 or bf16 */
@@ -465,6 +541,7 @@ int main(void) {
     test_bn();
     test_gap();
     test_maxpool();
+    test_maxpool_mixed();
     if (have_native_bf16()) {
         test_conv_nhwc();
         test_model();

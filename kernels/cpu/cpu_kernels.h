@@ -24,6 +24,8 @@ void gr_cpu_pool_units(const gr_kargs *a, int64_t units, int64_t in_len, int64_t
 /* maxpool and its backward on channels-last activations (pool_nhwc.c) */
 void gr_cpu_maxpool_nhwc(const gr_kargs *a);
 void gr_cpu_maxpool_bwd_nhwc(const gr_kargs *a);
+/* maxpool or maxpool_bwd whose input, output and indices are not all in one layout (pool_nhwc.c) */
+void gr_cpu_maxpool_mixed(const gr_kargs *a);
 
 /* dense and its backward on bf16 activations, and the fp32 forward under
  * the oneDNN GEMM provider, on oneDNN matmul primitives (dense_onednn.c),

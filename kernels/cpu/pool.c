@@ -163,6 +163,10 @@ static void gr_maxpool_fwd_plane(const gr_kargs *a, const void *ctx, int64_t p, 
 /* y = max over each window; idx = its flat index ih*W + iw. x and y in fp32,
  * or both in bf16 (exact: a maximum is one of the inputs). */
 void gr_cpu_maxpool(const gr_kargs *a) {
+    if (a->tin[0]->layout != a->tout[0]->layout || a->tout[0]->layout != a->tout[1]->layout) {
+        gr_cpu_maxpool_mixed(a);
+        return;
+    }
     if (a->tin[0]->layout == GR_NHWC) {
         gr_cpu_maxpool_nhwc(a);
         return;
@@ -183,6 +187,10 @@ static void gr_maxpool_bwd_plane(const gr_kargs *a, const void *ctx, int64_t p, 
 /* dx = 0, then dx[idx] += dy for every output (summed in fp32: a bf16 dx
  * is encoded once per plane). */
 void gr_cpu_maxpool_bwd(const gr_kargs *a) {
+    if (a->tout[0]->layout != a->tin[0]->layout || a->tin[0]->layout != a->tin[1]->layout) {
+        gr_cpu_maxpool_mixed(a);
+        return;
+    }
     if (a->tout[0]->layout == GR_NHWC) {
         gr_cpu_maxpool_bwd_nhwc(a);
         return;

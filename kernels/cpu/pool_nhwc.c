@@ -6,8 +6,15 @@
  * (PyTorch's), stored [Ho][Wo][C]. The results are the NCHW kernel's,
  * transposed, bit for bit. bf16 storage is decoded a sample at a time
  * (exact: a maximum is one of the inputs; the backward sums in fp32 and
- * encodes once). Parallel over samples (gr_cpu_pool_units). */
+ * encodes once). Parallel over samples (gr_cpu_pool_units).
+ *
+ * Mixed layouts (the layout pass lets a maxpool's input and outputs differ,
+ * ops.def's GR_CAP_NHWC_ANY: a pool before a flatten reads its conv's
+ * channels-last output and writes channels-first): each sample goes through
+ * the channels-last kernel, its input, outputs or gradients transposed in
+ * fp32 scratch on the way; the same bits. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu_kernels.h"
@@ -80,4 +87,62 @@ static void gr_mpn_bwd(const gr_kargs *a, const void *ctx, int64_t i, const floa
 void gr_cpu_maxpool_bwd_nhwc(const gr_kargs *a) {
     const gr_mpn d = gr_mpn_of(a, a->tout[0], a->tin[0]);
     gr_cpu_pool_units(a, a->n, d.ho * d.wo * d.c, d.h * d.w * d.c, gr_mpn_bwd, &d);
+}
+
+/* A sample's planes [c][s] as rows [s][c] (to_rows), or back; 4-byte values (fp32, int32). */
+static void gr_mpn_transpose(const void *restrict src, void *restrict dst, int64_t c, int64_t s, bool to_rows) {
+    const uint32_t *restrict x = src;
+    uint32_t *restrict y = dst;
+    for (int64_t ch = 0; ch < c; ch++)
+        for (int64_t p = 0; p < s; p++) {
+            if (to_rows) y[p * c + ch] = x[ch * s + p];
+            else y[ch * s + p] = x[p * c + ch];
+        }
+}
+
+typedef struct gr_mpn_mixed {
+    gr_mpn d;
+    bool x_rows, y_rows, i_rows; /* channels-last: the input (dx), the output (dy), the indices */
+} gr_mpn_mixed;
+
+static void gr_mpm_fwd(const gr_kargs *a, const void *ctx, int64_t i, const float *x, float *y) {
+    const gr_mpn_mixed *m = ctx;
+    const gr_mpn *d = &m->d;
+    const int64_t s_in = d->h * d->w, s_out = d->ho * d->wo, c = d->c;
+    int32_t *idx = (int32_t *)a->out[1] + i * s_out * c;
+    float *buf = gr_xmalloc((size_t)(s_in + 2 * s_out) * (size_t)c * sizeof *buf), *yr = buf + s_in * c;
+    int32_t *ir = (int32_t *)(yr + s_out * c);
+    const float *xr = x;
+    if (!m->x_rows) gr_mpn_transpose(x, buf, c, s_in, true), xr = buf;
+    gr_mpn_sample(d, xr, m->y_rows ? y : yr, m->i_rows ? idx : ir);
+    if (!m->y_rows) gr_mpn_transpose(yr, y, c, s_out, false);
+    if (!m->i_rows) gr_mpn_transpose(ir, idx, c, s_out, false);
+    free(buf);
+}
+
+static void gr_mpm_bwd(const gr_kargs *a, const void *ctx, int64_t i, const float *dy, float *dx) {
+    const gr_mpn_mixed *m = ctx;
+    const gr_mpn *d = &m->d;
+    const int64_t s_in = d->h * d->w, s_out = d->ho * d->wo, c = d->c;
+    const int32_t *idx = (const int32_t *)a->in[1] + i * s_out * c;
+    float *buf = gr_xmalloc((size_t)(s_in + 2 * s_out) * (size_t)c * sizeof *buf), *dyr = buf + s_in * c;
+    int32_t *ir = (int32_t *)(dyr + s_out * c);
+    if (!m->y_rows) gr_mpn_transpose(dy, dyr, c, s_out, true), dy = dyr;
+    if (!m->i_rows) gr_mpn_transpose(idx, ir, c, s_out, true), idx = ir;
+    float *dxr = m->x_rows ? dx : buf;
+    memset(dxr, 0, (size_t)(s_in * c) * sizeof *dxr);
+    for (int64_t p = 0; p < s_out; p++)
+        for (int64_t j = 0; j < c; j++) dxr[(int64_t)idx[p * c + j] * c + j] += dy[p * c + j];
+    if (!m->x_rows) gr_mpn_transpose(buf, dx, c, s_in, false);
+    free(buf);
+}
+
+void gr_cpu_maxpool_mixed(const gr_kargs *a) {
+    const bool fwd = a->node->op == GR_OP_MAXPOOL;
+    const gr_tensor *x = fwd ? a->tin[0] : a->tout[0], *y = fwd ? a->tout[0] : a->tin[0];
+    const gr_tensor *ix = fwd ? a->tout[1] : a->tin[1];
+    const gr_mpn_mixed m = {gr_mpn_of(a, x, y), x->layout == GR_NHWC, y->layout == GR_NHWC, ix->layout == GR_NHWC};
+    const int64_t in = m.d.h * m.d.w * m.d.c, out = m.d.ho * m.d.wo * m.d.c;
+    if (fwd) gr_cpu_pool_units(a, a->n, in, out, gr_mpm_fwd, &m);
+    else gr_cpu_pool_units(a, a->n, out, in, gr_mpm_bwd, &m);
 }
