@@ -18,33 +18,29 @@ PC=$SRC/tests/parallel_check.py
 ONE=(--threads 2 --quiet)
 
 expect 0 -- "$G" data synthetic "$T/syn.h5" --n 512 --shape 3,12,12 --classes 10 --test 64 --seed 5
-cat >"$T/cnn.yaml" <<EOF
-name: cnn
+# job NAME STEPS MODEL-YAML: $T/NAME.yaml on the synthetic images, SGD, evaluated every STEPS / 2
+job() {
+    cat >"$T/$1.yaml" <<EOF
+name: $1
 seed: 7
 device: cpu
 data:
   train: {path: $T/syn.h5, group: /train}
   val: {path: $T/syn.h5, group: /test}
 model:
-  layers: [{conv: {filters: 8, kernel: 3, padding: 1}}, batchnorm, relu, {maxpool: {kernel: 2}},
-           {conv: {filters: 16, kernel: 3, padding: 1}}, batchnorm, relu, flatten,
-           {dense: {units: 32}}, batchnorm, relu, {dense: {units: 10}}]
+$3
 train:
   batch_size: 32
-  steps: 8
+  steps: $2
   optimizer: {type: sgd, lr: 0.05, momentum: 0.9}
-eval: {every_steps: 4}
+eval: {every_steps: $(($2 / 2))}
 log: {every_steps: 1, tensorboard: false}
 EOF
-cat >"$T/res.yaml" <<EOF
-name: res
-seed: 7
-device: cpu
-data:
-  train: {path: $T/syn.h5, group: /train}
-  val: {path: $T/syn.h5, group: /test}
-model:
-  blocks:
+}
+job cnn 8 "  layers: [{conv: {filters: 8, kernel: 3, padding: 1}}, batchnorm, relu, {maxpool: {kernel: 2}},
+           {conv: {filters: 16, kernel: 3, padding: 1}}, batchnorm, relu, flatten,
+           {dense: {units: 32}}, batchnorm, relu, {dense: {units: 10}}]"
+job res 6 "  blocks:
     res:
       args: {f: 8}
       layers:
@@ -62,14 +58,7 @@ model:
     - {res: {f: 8}, repeat: 2}
     - global_avgpool
     - flatten
-    - dense: {units: 10}
-train:
-  batch_size: 32
-  steps: 6
-  optimizer: {type: sgd, lr: 0.05, momentum: 0.9}
-eval: {every_steps: 6}
-log: {every_steps: 1, tensorboard: false}
-EOF
+    - dense: {units: 10}"
 
 # ---------------------------------------------------------------- 1. the same bits
 # pair NAME ARGS...: $T/NAME-f (fused) and $T/NAME-u (GPURUN_FUSE=0), bit for bit
