@@ -14,7 +14,8 @@
  *     order differs), and their bf16 storage giving the encoded fp32 result
  *     bit for bit;
  *   - maxpool (3x3 stride 2 padded, with ties and NaN) and its backward on
- *     NHWC against NCHW, bit for bit, in fp32 and bf16; and 2x2 with the
+ *     NHWC against NCHW, bit for bit, in fp32 and bf16; and 2x2 (tiling: the
+ *     backward writes dx once, a row and a column past the last window) with the
  *     input, output and indices in every mix of layouts (GR_CAP_NHWC_ANY);
  *   - the bf16 convolutions (and fp32 ones, whose reference-only nhwc shapes
  *     run blocked, counted and said) on NHWC against NCHW;
@@ -340,7 +341,8 @@ static void test_maxpool(void) {
  * output channels-first before a flatten; every other mix too) against all-NCHW, bit for bit,
  * forward and backward, fp32 and bf16: a 2x2 stride-2 window (the CNN's) with ties and NaN */
 static void test_maxpool_mixed(void) {
-    enum { MH = 6, MW = 4, MHO = 3, MWO = 2, MX = N * C * MH * MW, MY = N * C * MHO * MWO };
+    /* 7 x 5 pooled 2 x 2: a row and a column past the last window */
+    enum { MH = 7, MW = 5, MHO = 3, MWO = 2, MX = N * C * MH * MW, MY = N * C * MHO * MWO };
     const int64_t xs[4] = {N, C, MH, MW}, ys[4] = {N, C, MHO, MWO};
     static const float vals[5] = {-1.0f, 0.0f, 1.0f, 2.0f, NAN};
     float x[MX], dy[MY], y[MY], dx[MX], y0[MY], dx0[MX];
