@@ -391,7 +391,8 @@ static void gr_plan_cmd_fused(const gr_job *j, FILE *f) {
         if (off) fprintf(f, "fused: %s\n", off);
         return;
     }
-    fprintf(f, "fused (each relu computed by the pass before it; GPURUN_FUSE=0 turns it off):");
+    fprintf(f, "fused: %d pair%s (each relu computed by the pass before it; GPURUN_FUSE=0 turns it off):", j->fused,
+            j->fused == 1 ? "" : "s");
     int k = 0;
     for (int i = 0; i < g->n_forward; i++) {
         const gr_node *nd = &g->nodes[i];

@@ -77,9 +77,9 @@ pair res "$T/res.yaml"
 
 # ---------------------------------------------------------------- 2. what it says
 check "plan names the fused pairs (4-D and 2-D)" bash -c "'$G' plan '$T/cnn.yaml' |
-    grep -q '^fused (each relu computed by the pass before it; GPURUN_FUSE=0 turns it off): batchnorm0 + relu0, batchnorm1 + relu1, batchnorm2 + relu2\$'"
+    grep -q '^fused: 3 pairs (each relu computed by the pass before it; GPURUN_FUSE=0 turns it off): batchnorm0 + relu0, batchnorm1 + relu1, batchnorm2 + relu2\$'"
 check "plan: the residual block's batchnorm + relu, and its add + relu" bash -c "'$G' plan '$T/res.yaml' |
-    grep -q '^fused .*: batchnorm0 + relu0, res0.batchnorm0 + res0.r, res0.add0 + res0.relu1, res1.batchnorm0 + res1.r, res1.add0 + res1.relu1\$'"
+    grep -q '^fused: 5 pairs .*: batchnorm0 + relu0, res0.batchnorm0 + res0.r, res0.add0 + res0.relu1, res1.batchnorm0 + res1.r, res1.add0 + res1.relu1\$'"
 check "plan under GPURUN_FUSE=0 says it is off" bash -c "GPURUN_FUSE=0 '$G' plan '$T/cnn.yaml' | grep -q '^fused: off (GPURUN_FUSE=0)\$'"
 check "plan on pipeline stages says why nothing is fused" bash -c "'$G' plan '$T/cnn.yaml' --set parallel.pipeline=2 |
     grep -q '^fused: off on pipeline stages (a cut may split a pair)\$'"
