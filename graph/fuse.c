@@ -56,7 +56,8 @@ static bool gr_fuse_same_shapes(const gr_graph *g, const gr_node *a) {
     const gr_tensor *y = &g->tensors[a->out[0]];
     for (int k = 0; k < a->nin; k++) {
         const gr_tensor *x = &g->tensors[a->in[k]];
-        if (x->ndim != y->ndim || x->batched != y->batched || memcmp(x->shape, y->shape, (size_t)y->ndim * sizeof *y->shape))
+        if (x->ndim != y->ndim || x->batched != y->batched ||
+            memcmp(x->shape, y->shape, (size_t)y->ndim * sizeof *y->shape) != 0)
             return false;
     }
     return true;
@@ -67,7 +68,8 @@ static bool gr_fuse_relu_fwd(gr_graph *g, int b, unsigned what) {
     gr_node *bn = &g->nodes[b];
     int r = -1;
     const bool ok = (bn->op == GR_OP_BATCHNORM && (what & GR_FUSE_BN_RELU)) ||
-                    (bn->op == GR_OP_ADD && (what & GR_FUSE_ADD_RELU) && b < g->n_forward && gr_fuse_same_shapes(g, bn));
+                    (bn->op == GR_OP_ADD && (what & GR_FUSE_ADD_RELU) && b < g->n_forward &&
+                     gr_fuse_same_shapes(g, bn));
     if (!ok || bn->attrs.relu || bn->out[0] == g->logits || gr_fuse_readers(g, bn->out[0], &r) != 1) return false;
     gr_node *relu = &g->nodes[r];
     if (relu->op != GR_OP_RELU || relu->folded || relu->in[0] != bn->out[0] ||

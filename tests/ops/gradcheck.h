@@ -166,7 +166,8 @@ static void gr_gc_run(const gr_gc_case *c) {
     gr_backend *be;
     CHECK(gr_backend_create(gr_gc_device, 1, &be, &err) == GR_OK);
     if (gr_gc_on_cpu() && gr_gc_conv_path) CHECK(gr_cpu_conv_set_path(gr_cpu_backend_state(be), gr_gc_conv_path));
-    if (gr_gc_fuse && gr_backend_fusions(be)) CHECK_MSG(gr_graph_fuse(&g, gr_backend_fusions(be)) > 0, "%s: nothing fused", c->name);
+    if (gr_gc_fuse && gr_backend_fusions(be))
+        CHECK_MSG(gr_graph_fuse(&g, gr_backend_fusions(be)) > 0, "%s: nothing fused", c->name);
     if (!gr_gc_on_cpu()) {
         gr_backend_opts fp32 = {.precision = GR_PREC_FP32};
         gr_backend_configure(be, &fp32);

@@ -43,8 +43,9 @@ static void test_gradchecks(void) {
          NULL},
         {"batchnorm + relu fused, 2-D", "[{dense: {units: 5}}, batchnorm, relu, {dense: {units: 3}}]", 1, {6}, 0.0,
          0.0, NULL},
-        {"batchnorm + relu fused, then a residual add", "[batchnorm, {relu: {}, name: r}, {conv: {filters: 2, kernel: 1}}, "
-         "{add: {}, input: [r, conv0]}, flatten, {dense: {units: 3}}]", 3, {2, 3, 3}, 0.0, 0.0, NULL},
+        {"batchnorm + relu fused, then a residual add",
+         "[batchnorm, {relu: {}, name: r}, {conv: {filters: 2, kernel: 1}}, {add: {}, input: [r, conv0]}, flatten, "
+         "{dense: {units: 3}}]", 3, {2, 3, 3}, 0.0, 0.0, NULL},
         /* the add's inputs are a relu's output (of the input, kept off 0 by min_abs) twice: its relu's
          * kink only where that is 0, flat around it */
         {"add + relu fused", "[{relu: {}, name: r}, {add: {}, input: [r, r]}, relu, flatten, {dense: {units: 3}}]", 3,
