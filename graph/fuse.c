@@ -23,26 +23,39 @@
  * already a view, or where the storage types differ. */
 #include "graph.h"
 
+#include <stdlib.h>
 #include <string.h>
 
-/* How many nodes read t; *last: the last of them. */
-static int gr_fuse_readers(const gr_graph *g, int t, int *last) {
-    int n = 0;
-    for (int i = 0; i < g->n_nodes; i++)
-        for (int k = 0; k < g->nodes[i].nin; k++)
-            if (g->nodes[i].in[k] == t) {
-                n++;
-                *last = i;
-                break;
-            }
-    return n;
+/* Per tensor, gathered once (the pass stays linear in the graph's size): how many nodes read it,
+ * the last of them, and the node whose out[0] it is (-1 none). The rewrites add a reader (a
+ * batchnorm backward's in[4]) only to tensors whose readers no later decision counts. */
+typedef struct gr_fuse_ix {
+    int *readers, *last, *producer;
+} gr_fuse_ix;
+
+static void gr_fuse_ix_init(const gr_graph *g, gr_fuse_ix *ix) {
+    const size_t n = (size_t)(g->n_tensors ? g->n_tensors : 1);
+    ix->readers = gr_xcalloc(n, sizeof *ix->readers);
+    ix->last = gr_xmalloc(n * sizeof *ix->last);
+    ix->producer = gr_xmalloc(n * sizeof *ix->producer);
+    for (int t = 0; t < g->n_tensors; t++) ix->last[t] = ix->producer[t] = -1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const gr_node *nd = &g->nodes[i];
+        for (int k = 0; k < nd->nin; k++) {
+            bool again = false; /* a node reading t twice counts once */
+            for (int q = 0; q < k; q++) again |= nd->in[q] == nd->in[k];
+            if (again) continue;
+            ix->readers[nd->in[k]]++;
+            ix->last[nd->in[k]] = i;
+        }
+        if (nd->nout > 0 && ix->producer[nd->out[0]] < 0) ix->producer[nd->out[0]] = i;
+    }
 }
 
-/* The node that writes t (out[0]); -1 none. */
-static int gr_fuse_producer(const gr_graph *g, int t) {
-    for (int i = 0; i < g->n_nodes; i++)
-        if (g->nodes[i].nout > 0 && g->nodes[i].out[0] == t) return i;
-    return -1;
+static void gr_fuse_ix_free(gr_fuse_ix *ix) {
+    free(ix->readers);
+    free(ix->last);
+    free(ix->producer);
 }
 
 /* Whether tensor b may become a view of a (itself a view or not): b is none yet, one storage type. */
@@ -64,14 +77,13 @@ static bool gr_fuse_same_shapes(const gr_graph *g, const gr_node *a) {
 }
 
 /* batchnorm (or add of equal shapes) node b and the relu that alone reads its output: fused */
-static bool gr_fuse_relu_fwd(gr_graph *g, int b, unsigned what) {
+static bool gr_fuse_relu_fwd(gr_graph *g, const gr_fuse_ix *ix, int b, unsigned what) {
     gr_node *bn = &g->nodes[b];
-    int r = -1;
     const bool ok = (bn->op == GR_OP_BATCHNORM && (what & GR_FUSE_BN_RELU)) ||
                     (bn->op == GR_OP_ADD && (what & GR_FUSE_ADD_RELU) && b < g->n_forward &&
                      gr_fuse_same_shapes(g, bn));
-    if (!ok || bn->attrs.relu || bn->out[0] == g->logits || gr_fuse_readers(g, bn->out[0], &r) != 1) return false;
-    gr_node *relu = &g->nodes[r];
+    if (!ok || bn->attrs.relu || bn->out[0] == g->logits || ix->readers[bn->out[0]] != 1) return false;
+    gr_node *relu = &g->nodes[ix->last[bn->out[0]]];
     if (relu->op != GR_OP_RELU || relu->folded || relu->in[0] != bn->out[0] ||
         !gr_fuse_viewable(g, bn->out[0], relu->out[0]))
         return false;
@@ -83,14 +95,14 @@ static bool gr_fuse_relu_fwd(gr_graph *g, int b, unsigned what) {
 
 /* relu_bwd node k, whose relu output is a fused batchnorm's and whose dx
  * only that batchnorm's backward reads: folded into it */
-static void gr_fuse_bn_relu_bwd(gr_graph *g, int k) {
+static void gr_fuse_bn_relu_bwd(gr_graph *g, const gr_fuse_ix *ix, int k) {
     const gr_node *rb = &g->nodes[k];
-    int y = rb->in[1], bb = -1;
+    int y = rb->in[1];
     while (g->tensors[y].alias_of >= 0) y = g->tensors[y].alias_of;
-    const int b = gr_fuse_producer(g, y);
+    const int b = ix->producer[y];
     if (b < 0 || g->nodes[b].op != GR_OP_BATCHNORM || !g->nodes[b].attrs.relu) return;
-    if (gr_fuse_readers(g, rb->out[0], &bb) != 1) return;
-    gr_node *bwd = &g->nodes[bb];
+    if (ix->readers[rb->out[0]] != 1) return;
+    gr_node *bwd = &g->nodes[ix->last[rb->out[0]]];
     if (bwd->op != GR_OP_BATCHNORM_BWD || bwd->attrs.relu || bwd->in[0] != rb->out[0] || bwd->nin != 4 ||
         bwd->in[3] != g->nodes[b].out[1] || !gr_fuse_viewable(g, rb->in[0], rb->out[0]))
         return;
@@ -102,9 +114,13 @@ static void gr_fuse_bn_relu_bwd(gr_graph *g, int k) {
 }
 
 int gr_graph_fuse(gr_graph *g, unsigned what) {
+    if (!what) return 0;
+    gr_fuse_ix ix;
+    gr_fuse_ix_init(g, &ix);
     int n = 0;
-    for (int i = 0; i < g->n_nodes; i++) n += gr_fuse_relu_fwd(g, i, what);
+    for (int i = 0; i < g->n_nodes; i++) n += gr_fuse_relu_fwd(g, &ix, i, what);
     for (int i = 0; i < g->n_nodes && (what & GR_FUSE_BN_RELU); i++)
-        if (g->nodes[i].op == GR_OP_RELU_BWD && !g->nodes[i].folded) gr_fuse_bn_relu_bwd(g, i);
+        if (g->nodes[i].op == GR_OP_RELU_BWD && !g->nodes[i].folded) gr_fuse_bn_relu_bwd(g, &ix, i);
+    gr_fuse_ix_free(&ix);
     return n;
 }
