@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 
 #include "../checkpoints/gpt2_import.h"
-#include "../common/env.h"
 #include "../checkpoints/weights.h"
+#include "../common/env.h"
 #include "../config/cfg.h"
 #include "../config/schema.h"
 #include "../graph/graph.h"
@@ -435,10 +435,15 @@ gr_status gr_job_backend(gr_job *j, const gr_job_spec *s, const char *device, in
 }
 
 /* The fusions the backend takes (off under GPURUN_FUSE=0 and on pipeline
- * stages, whose cut may fall between a fused pair), then the layout. */
+ * stages, whose cut may fall between a fused pair: j->fuse_off says which),
+ * then the layout. */
 void gr_job_layout(gr_job *j) {
-    const bool pipe = j->spec && j->spec->parallel.pipeline > 1;
-    if (!pipe && gr_env_bool(GR_ENV_FUSE, true)) j->fused = gr_graph_fuse(&j->g, gr_backend_fusions(j->be));
+    const unsigned what = gr_backend_fusions(j->be);
+    j->fuse_off = j->spec && j->spec->parallel.pipeline > 1 ? "off on pipeline stages (a cut may split a pair)"
+                  : !gr_env_bool(GR_ENV_FUSE, true)         ? "off (GPURUN_FUSE=0)"
+                  : !what                                   ? "none on this device"
+                                                            : NULL;
+    if (!j->fuse_off) j->fused += gr_graph_fuse(&j->g, what);
     gr_layout_cap caps[GR_OP_COUNT];
     gr_backend_layout_caps(j->be, caps);
     gr_graph_set_layout(&j->g, caps);

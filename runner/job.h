@@ -40,7 +40,8 @@ typedef struct gr_job {
     int n_norm;
     gr_graph g;
     bool have_graph;
-    int fused;           /* batchnorm + relu pairs gr_job_layout fused (graph/fuse.c) */
+    int fused;           /* the relus gr_job_layout fused into the pass before them (graph/fuse.c) */
+    const char *fuse_off; /* why it fused nothing: GPURUN_FUSE=0, pipeline stages, the device; NULL: it ran */
     bool no_cache;       /* gr_job_compile reads no images into memory (validate) */
     bool eval_only;      /* eval or predict: nothing trains (what the device notes say) */
     gr_backend *be;

@@ -8,7 +8,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/env.h"
 #include "../config/schema.h"
 #include "../graph/graph.h"
 #include "../graph/pipeline.h"
@@ -382,13 +381,9 @@ static void gr_plan_cmd_tensor(const gr_graph *g, const gr_tp_plan *tp, FILE *f)
  * and the batchnorm that writes its input), or why none is */
 static void gr_plan_cmd_fused(const gr_job *j, FILE *f) {
     const gr_graph *g = &j->g;
-    if (!j->be) return;
-    const char *off = j->spec->parallel.pipeline > 1         ? "off on pipeline stages (a cut may split a pair)"
-                      : !gr_env_bool(GR_ENV_FUSE, true)      ? "off (GPURUN_FUSE=0)"
-                      : !gr_backend_fusions(j->be)            ? "none on this device"
-                                                              : NULL;
-    if (off || !j->fused) {
-        if (off) fprintf(f, "fused: %s\n", off);
+    if (!j->be || (!j->fuse_off && !j->fused)) return;
+    if (j->fuse_off) {
+        fprintf(f, "fused: %s\n", j->fuse_off);
         return;
     }
     fprintf(f, "fused: %d pair%s (each relu computed by the pass before it; GPURUN_FUSE=0 turns it off):", j->fused,
