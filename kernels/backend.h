@@ -235,11 +235,13 @@ typedef void (*gr_backend_fault_fn)(const char *what);
 void gr_backend_set_fault_handler(gr_backend_fault_fn fn);
 _Noreturn void gr_backend_fault(const char *what);
 
-/* Optimizer updates and gradient norm over flat device arrays. */
+/* Optimizer updates and gradient norm over flat device arrays. An update's
+ * sumsq, when not NULL, gets gr_backend_sumsq(be, g, n) (the same bits), taken
+ * in the update's pass where the backend can (the CPU). */
 void gr_backend_sgd(gr_backend *be, float *w, const float *g, float *buf, int64_t n,
-                    const gr_sgd_hparams *h);
+                    const gr_sgd_hparams *h, double *sumsq);
 void gr_backend_adamw(gr_backend *be, float *w, const float *g, float *m, float *v, int64_t n,
-                      const gr_adamw_hparams *h);
+                      const gr_adamw_hparams *h, double *sumsq);
 double gr_backend_sumsq(gr_backend *be, const float *g, int64_t n);
 
 /* ---- for backend implementations (kernels/<device>/) ---- */
@@ -254,9 +256,10 @@ typedef struct gr_backend_vtable {
     void (*sync)(gr_backend *be);
     void *(*host_alloc)(gr_backend *be, size_t bytes); /* NULL: gr_aligned_alloc */
     void (*host_free)(gr_backend *be, void *p);
-    void (*sgd)(gr_backend *be, float *w, const float *g, float *buf, int64_t n, const gr_sgd_hparams *h);
+    void (*sgd)(gr_backend *be, float *w, const float *g, float *buf, int64_t n, const gr_sgd_hparams *h,
+                double *sumsq);
     void (*adamw)(gr_backend *be, float *w, const float *g, float *m, float *v, int64_t n,
-                  const gr_adamw_hparams *h);
+                  const gr_adamw_hparams *h, double *sumsq);
     double (*sumsq)(gr_backend *be, const float *g, int64_t n);
     /* optional (NULL: the defaults described above) */
     void (*upload_batch)(gr_backend *be, void *dst, const void *src, size_t bytes);

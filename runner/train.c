@@ -190,7 +190,8 @@ static gr_status gr_loop_update(gr_job *j, gr_loop *L, double loss, gr_error *er
     gr_status st = GR_OK;
     if (j->pp) st = gr_pipe_apply(j, L->lr, step - j->sc.skipped, scale, &finite, err);
     else if (j->tp) st = gr_tp_apply(j, L->lr, step - j->sc.skipped, scale, &finite, err);
-    else finite = gr_train_apply_scaled(&j->m, s, &j->og, L->lr, step - j->sc.skipped, scale, true);
+    else finite = gr_train_apply_scaled(&j->m, s, &j->og, L->lr, step - j->sc.skipped, scale,
+                                        j->sc.dynamic ? GR_CHECK_SKIP : GR_CHECK_STOP);
     gr_hooks_end(j->hooks, GR_SPAN_OPTIM);
     if (st) return st;
     if (!gr_scaler_update(&j->sc, finite)) {

@@ -81,18 +81,25 @@ void gr_train_load_batch(gr_plan *p, const gr_batch *b);
 void gr_train_read_stats(gr_plan *p, double *loss_sum, double *correct);
 
 void gr_train_apply(gr_model *m, const gr_job_spec *s, double lr, int64_t step);
+/* How an update looks for inf/NaN gradients (one sum of squares, finite.h). */
+typedef enum gr_grad_check {
+    GR_CHECK_NONE,
+    GR_CHECK_SKIP, /* first; found: nothing is updated (dynamic loss scaling skips the step) */
+    GR_CHECK_STOP, /* found ends the run (exit 5): without clipping, the sum is taken in the update's
+                    * own pass (gr_backend_sgd's sumsq), and the parameters are updated all the same */
+} gr_grad_check;
 /* The same with the gradients scaled by loss_scale (mixed precision):
- * divides it out, and with check (the training loop: always) first looks for inf/NaN
- * gradients; false = found, nothing was updated. og: the parameter groups
+ * divides it out, and looks for inf/NaN gradients as check says (the
+ * training loop: always); false = found. og: the parameter groups
  * (optgroups.h), each range updated with its settings; NULL: the whole
  * arena with the optimizer's (gr_train_apply). */
 bool gr_train_apply_scaled(gr_model *m, const gr_job_spec *s, const gr_opt_groups *og, double lr, int64_t step,
-                           double loss_scale, bool check);
+                           double loss_scale, gr_grad_check check);
 /* The same with the gradients' squared norm given (NULL: measured here, over
  * the ranges og does not freeze): a pipeline stage's is the sum of every
  * stage's (runner/pipe.c). */
 bool gr_train_apply_sumsq(gr_model *m, const gr_job_spec *s, const gr_opt_groups *og, double lr, int64_t step,
-                          double loss_scale, bool check, const double *sumsq);
+                          double loss_scale, gr_grad_check check, const double *sumsq);
 /* The squared norm of the gradients over the ranges og does not freeze. */
 double gr_train_grad_sumsq(gr_model *m, const gr_opt_groups *og);
 

@@ -12,10 +12,38 @@
 
 #include "../../common/gr_common.h"
 
+/* The updates run over blocks of GR_SUMSQ_BLOCK elements spread over the
+ * threads; a call that asks for the gradients' sum of squares gets each
+ * block's (gr_sumsq_block) in the same pass, the block read once from
+ * memory, and the same bits as gr_cpu_sumsq. */
+enum { GR_SUMSQ_BLOCK = 1 << 14 };
+
+/* The squares of a block's values summed in double in 32 interleaved lanes
+ * (i mod 32), the lanes then added pairwise: four independent vectors of
+ * sums, where one vector (8 lanes) waited on each add's latency (about 40
+ * us on a 535k-parameter MLP, 2 threads, most of its optimizer step). */
+enum { GR_SUMSQ_LANES = 32 };
+
+GR_ISA_CLONES static double gr_sumsq_block(const float *restrict g, int64_t n) {
+    double l[GR_SUMSQ_LANES] = {0};
+    int64_t i = 0;
+    for (; i + GR_SUMSQ_LANES <= n; i += GR_SUMSQ_LANES)
+        for (int k = 0; k < GR_SUMSQ_LANES; k++) {
+            const double x = (double)g[i + k];
+            l[k] += x * x;
+        }
+    for (; i < n; i++) {
+        const double x = (double)g[i];
+        l[i % GR_SUMSQ_LANES] += x * x;
+    }
+    for (int w = GR_SUMSQ_LANES / 2; w >= 1; w /= 2)
+        for (int k = 0; k < w; k++) l[k] += l[k + w];
+    return l[0];
+}
+
 /* momentum == 0: w -= lr * (gm*g + wd*w) */
-static void sgd_plain(float *restrict w, const float *restrict g, int64_t n,
-                      float lr, float wd, float gm) {
-    #pragma omp parallel for simd if (n >= GR_OMP_MIN)
+static void sgd_plain(float *restrict w, const float *restrict g, int64_t n, float lr, float wd, float gm) {
+    #pragma omp simd
     for (int64_t i = 0; i < n; i++) {
         float d = gm * g[i] + wd * w[i];
         w[i] -= lr * d;
@@ -23,9 +51,9 @@ static void sgd_plain(float *restrict w, const float *restrict g, int64_t n,
 }
 
 /* buf = mu*buf + d;  w -= lr * buf */
-static void sgd_momentum(float *restrict w, const float *restrict g, float *restrict buf,
-                         int64_t n, float lr, float mu, float wd, float gm) {
-    #pragma omp parallel for simd if (n >= GR_OMP_MIN)
+static void sgd_momentum(float *restrict w, const float *restrict g, float *restrict buf, int64_t n, float lr,
+                         float mu, float wd, float gm) {
+    #pragma omp simd
     for (int64_t i = 0; i < n; i++) {
         float d = gm * g[i] + wd * w[i];
         float b = mu * buf[i] + d;
@@ -35,9 +63,9 @@ static void sgd_momentum(float *restrict w, const float *restrict g, float *rest
 }
 
 /* buf = mu*buf + d;  w -= lr * (d + mu*buf) */
-static void sgd_nesterov(float *restrict w, const float *restrict g, float *restrict buf,
-                         int64_t n, float lr, float mu, float wd, float gm) {
-    #pragma omp parallel for simd if (n >= GR_OMP_MIN)
+static void sgd_nesterov(float *restrict w, const float *restrict g, float *restrict buf, int64_t n, float lr,
+                         float mu, float wd, float gm) {
+    #pragma omp simd
     for (int64_t i = 0; i < n; i++) {
         float d = gm * g[i] + wd * w[i];
         float b = mu * buf[i] + d;
@@ -46,18 +74,35 @@ static void sgd_nesterov(float *restrict w, const float *restrict g, float *rest
     }
 }
 
-void gr_cpu_sgd_update(float *w, const float *g, float *buf, int64_t n, const gr_sgd_hparams *h) {
-    GR_ASSERT(w && g && h && n >= 0);
+GR_ISA_CLONES static void gr_sgd_block(float *w, const float *g, float *buf, int64_t n, const gr_sgd_hparams *h) {
     const float lr = h->lr, mu = h->momentum, wd = h->weight_decay, gm = h->grad_mult;
-    if (mu == 0.0f) {
-        sgd_plain(w, g, n, lr, wd, gm);
-        return;
+    if (mu == 0.0f) sgd_plain(w, g, n, lr, wd, gm);
+    else if (h->nesterov) sgd_nesterov(w, g, buf, n, lr, mu, wd, gm);
+    else sgd_momentum(w, g, buf, n, lr, mu, wd, gm);
+}
+
+/* The blocks' sums (part: one per block, or NULL) added in block order. */
+static double gr_sumsq_parts(const double *part, int64_t nb) {
+    double s = 0.0;
+    for (int64_t b = 0; b < nb; b++) s += part[b];
+    return s;
+}
+
+static int64_t gr_nblocks(int64_t n) { return (n + GR_SUMSQ_BLOCK - 1) / GR_SUMSQ_BLOCK; }
+
+void gr_cpu_sgd_update(float *w, const float *g, float *buf, int64_t n, const gr_sgd_hparams *h, double *sumsq) {
+    GR_ASSERT(w && g && h && n >= 0);
+    GR_ASSERT(h->momentum == 0.0f || buf != NULL);
+    const int64_t nb = gr_nblocks(n);
+    double *part = sumsq ? gr_xmalloc((size_t)(nb > 0 ? nb : 1) * sizeof *part) : NULL;
+    #pragma omp parallel for schedule(static) if (n >= GR_OMP_MIN)
+    for (int64_t b = 0; b < nb; b++) {
+        const int64_t i = b * GR_SUMSQ_BLOCK, len = GR_MIN(GR_SUMSQ_BLOCK, n - i);
+        if (part) part[b] = gr_sumsq_block(g + i, len);
+        gr_sgd_block(w + i, g + i, buf ? buf + i : NULL, len, h);
     }
-    GR_ASSERT(buf != NULL);
-    if (h->nesterov)
-        sgd_nesterov(w, g, buf, n, lr, mu, wd, gm);
-    else
-        sgd_momentum(w, g, buf, n, lr, mu, wd, gm);
+    if (sumsq) *sumsq = gr_sumsq_parts(part, nb);
+    free(part);
 }
 
 /* w = w*decay - step_size * m / (sqrt(v)/bc2_sqrt + eps), after the moment updates.
@@ -69,7 +114,7 @@ GR_ISA_CLONES static void adamw_loop(float *restrict w, const float *restrict g,
                        float *restrict v, int64_t n, float b1, float b2, float eps, float gm,
                        float decay, float step_size, float bc2_sqrt) {
     const float c1 = 1.0f - b1, c2 = 1.0f - b2;
-    #pragma omp parallel for simd if (n >= GR_OMP_MIN)
+    #pragma omp simd
     for (int64_t i = 0; i < n; i++) {
         float gi = gm * g[i];
         float mi = b1 * m[i] + c1 * gi;
@@ -81,8 +126,8 @@ GR_ISA_CLONES static void adamw_loop(float *restrict w, const float *restrict g,
     }
 }
 
-void gr_cpu_adamw_update(float *w, const float *g, float *m, float *v, int64_t n,
-                         const gr_adamw_hparams *h) {
+void gr_cpu_adamw_update(float *w, const float *g, float *m, float *v, int64_t n, const gr_adamw_hparams *h,
+                         double *sumsq) {
     GR_ASSERT(w && g && m && v && h && n >= 0 && h->t >= 1);
     /* Per-call scalars in double, as PyTorch computes them in Python:
      * step_size = lr / (1 - b1^t), bc2_sqrt = sqrt(1 - b2^t). */
@@ -93,43 +138,31 @@ void gr_cpu_adamw_update(float *w, const float *g, float *m, float *v, int64_t n
     const float step_size = (float)((double)h->lr / bc1);
     const float bc2_sqrt = (float)sqrt(bc2);
 
-    adamw_loop(w, g, m, v, n, h->beta1, h->beta2, h->eps, h->grad_mult, decay, step_size,
-               bc2_sqrt);
-}
-
-/* The squares of a block's values summed in double in 8 interleaved lanes
- * (i mod 8), the lanes then added pairwise: the compiler vectorizes the
- * lanes, where one running sum per thread waited on each add (about 80 of
- * the optimizer's 150 ms a step on GPT-2 124M, 2 threads). */
-enum { GR_SUMSQ_BLOCK = 1 << 14 };
-
-GR_ISA_CLONES static double gr_sumsq_block(const float *restrict g, int64_t n) {
-    double l[8] = {0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++) {
-            const double x = (double)g[i + k];
-            l[k] += x * x;
-        }
-    for (; i < n; i++) {
-        const double x = (double)g[i];
-        l[0] += x * x;
+    const int64_t nb = gr_nblocks(n);
+    double *part = sumsq ? gr_xmalloc((size_t)(nb > 0 ? nb : 1) * sizeof *part) : NULL;
+    #pragma omp parallel for schedule(static) if (n >= GR_OMP_MIN)
+    for (int64_t b = 0; b < nb; b++) {
+        const int64_t i = b * GR_SUMSQ_BLOCK, len = GR_MIN(GR_SUMSQ_BLOCK, n - i);
+        if (part) part[b] = gr_sumsq_block(g + i, len);
+        adamw_loop(w + i, g + i, m + i, v + i, len, h->beta1, h->beta2, h->eps, h->grad_mult, decay, step_size,
+                   bc2_sqrt);
     }
-    return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+    if (sumsq) *sumsq = gr_sumsq_parts(part, nb);
+    free(part);
 }
 
 /* Blocks of GR_SUMSQ_BLOCK over the threads, their sums added in block
  * order: the same bits whatever the thread count. */
 double gr_cpu_sumsq(const float *g, int64_t n) {
     GR_ASSERT(g || n == 0);
-    const int64_t nb = (n + GR_SUMSQ_BLOCK - 1) / GR_SUMSQ_BLOCK;
-    double *part = gr_xmalloc((size_t)(nb > 0 ? nb : 1) * sizeof *part), s = 0.0;
+    const int64_t nb = gr_nblocks(n);
+    double *part = gr_xmalloc((size_t)(nb > 0 ? nb : 1) * sizeof *part);
     #pragma omp parallel for schedule(static) if (n >= GR_OMP_MIN)
     for (int64_t b = 0; b < nb; b++) {
         const int64_t i = b * GR_SUMSQ_BLOCK;
         part[b] = gr_sumsq_block(g + i, GR_MIN(GR_SUMSQ_BLOCK, n - i));
     }
-    for (int64_t b = 0; b < nb; b++) s += part[b];
+    const double s = gr_sumsq_parts(part, nb);
     free(part);
     return s;
 }

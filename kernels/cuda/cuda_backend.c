@@ -139,22 +139,26 @@ static bool gr_cuda_mem_info(gr_backend *be, size_t *free_bytes, size_t *total_b
 }
 
 /* ---- optimizer ---- */
-static void gr_cuda_sgd(gr_backend *be, float *w, const float *g, float *buf, int64_t n,
-                        const gr_sgd_hparams *h) {
-    gr_cu_sgd(gr_cu(be)->stream, w, g, buf, n, h);
-}
-
-static void gr_cuda_adamw(gr_backend *be, float *w, const float *g, float *m, float *v, int64_t n,
-                          const gr_adamw_hparams *h) {
-    gr_cu_adamw(gr_cu(be)->stream, w, g, m, v, n, h);
-}
-
 static double gr_cuda_sumsq(gr_backend *be, const float *g, int64_t n) {
     gr_cuda *cu = gr_cu(be);
     double s = 0.0;
     gr_cu_sumsq(cu->stream, g, n, cu->scratch);
     gr_cuda_download(be, &s, cu->scratch, sizeof s);
     return s;
+}
+
+/* An update asked for the gradients' sum of squares takes it first, in its
+ * own kernel (the update does not change g). */
+static void gr_cuda_sgd(gr_backend *be, float *w, const float *g, float *buf, int64_t n,
+                        const gr_sgd_hparams *h, double *sumsq) {
+    if (sumsq) *sumsq = gr_cuda_sumsq(be, g, n);
+    gr_cu_sgd(gr_cu(be)->stream, w, g, buf, n, h);
+}
+
+static void gr_cuda_adamw(gr_backend *be, float *w, const float *g, float *m, float *v, int64_t n,
+                          const gr_adamw_hparams *h, double *sumsq) {
+    if (sumsq) *sumsq = gr_cuda_sumsq(be, g, n);
+    gr_cu_adamw(gr_cu(be)->stream, w, g, m, v, n, h);
 }
 
 /* ---- half storage ---- */

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gr_test.h"
 #include "kernels/cpu/optim.h"
@@ -64,7 +65,7 @@ static void test_sgd_plain(void) {
     float w[3] = {1.0f, -2.0f, 0.5f};
     const float g[3] = {0.5f, 0.25f, -1.0f};
     gr_sgd_hparams h = sgd_h(0.1f, 0.0f, 0.0f, false);
-    gr_cpu_sgd_update(w, g, NULL, 3, &h);
+    gr_cpu_sgd_update(w, g, NULL, 3, &h, NULL);
     CHECK_CLOSE(w[0], 0.95, 1e-6, 0);
     CHECK_CLOSE(w[1], -2.025, 1e-6, 0);
     CHECK_CLOSE(w[2], 0.6, 1e-6, 0);
@@ -76,7 +77,7 @@ static void test_sgd_weight_decay(void) {
     float w[2] = {1.0f, -2.0f};
     const float g[2] = {0.5f, 0.25f};
     gr_sgd_hparams h = sgd_h(0.1f, 0.0f, 0.1f, false);
-    gr_cpu_sgd_update(w, g, NULL, 2, &h);
+    gr_cpu_sgd_update(w, g, NULL, 2, &h, NULL);
     CHECK_CLOSE(w[0], 0.94, 1e-6, 0);
     CHECK_CLOSE(w[1], -2.005, 1e-6, 0);
 }
@@ -91,7 +92,7 @@ static void test_sgd_momentum(void) {
     const double ew[3] = {0.9, 0.75, 0.575}, eb[3] = {1.0, 1.5, 1.75};
     gr_sgd_hparams h = sgd_h(0.1f, 0.5f, 0.0f, false);
     for (int t = 0; t < 3; t++) {
-        gr_cpu_sgd_update(w, g, buf, 1, &h);
+        gr_cpu_sgd_update(w, g, buf, 1, &h, NULL);
         CHECK_CLOSE(buf[0], eb[t], 1e-6, 0);
         CHECK_CLOSE(w[0], ew[t], 1e-6, 0);
     }
@@ -104,10 +105,10 @@ static void test_sgd_nesterov(void) {
     float w[1] = {1.0f}, buf[1] = {0.0f};
     const float g[1] = {1.0f};
     gr_sgd_hparams h = sgd_h(0.1f, 0.5f, 0.0f, true);
-    gr_cpu_sgd_update(w, g, buf, 1, &h);
+    gr_cpu_sgd_update(w, g, buf, 1, &h, NULL);
     CHECK_CLOSE(buf[0], 1.0, 1e-6, 0);
     CHECK_CLOSE(w[0], 0.85, 1e-6, 0);
-    gr_cpu_sgd_update(w, g, buf, 1, &h);
+    gr_cpu_sgd_update(w, g, buf, 1, &h, NULL);
     CHECK_CLOSE(buf[0], 1.5, 1e-6, 0);
     CHECK_CLOSE(w[0], 0.675, 1e-6, 0);
 }
@@ -120,13 +121,13 @@ static void test_sgd_grad_mult(void) {
     const float g[1] = {4.0f};
     gr_sgd_hparams h = sgd_h(0.1f, 0.0f, 0.1f, false);
     h.grad_mult = 0.25f;
-    gr_cpu_sgd_update(w, g, NULL, 1, &h);
+    gr_cpu_sgd_update(w, g, NULL, 1, &h, NULL);
     CHECK_CLOSE(w[0], 0.89, 1e-6, 0);
 
     float w2[1] = {1.0f}, buf[1] = {0.0f};
     h = sgd_h(0.1f, 0.9f, 0.0f, false);
     h.grad_mult = 0.25f;
-    gr_cpu_sgd_update(w2, g, buf, 1, &h);
+    gr_cpu_sgd_update(w2, g, buf, 1, &h, NULL);
     CHECK_CLOSE(buf[0], 1.0, 1e-6, 0);
     CHECK_CLOSE(w2[0], 0.9, 1e-6, 0);
 }
@@ -147,13 +148,49 @@ static void test_sgd_long_array(void) {
     }
     gr_sgd_hparams h = sgd_h(0.05f, 0.9f, 1e-3f, true);
     h.grad_mult = 0.5f;
-    gr_cpu_sgd_update(w, g, buf, N, &h);
+    gr_cpu_sgd_update(w, g, buf, N, &h, NULL);
     int bad = 0;
     for (int i = 0; i < N; i++)
         if (fabs(w[i] - ew[i]) > 1e-6 || fabs(buf[i] - eb[i]) > 1e-6)
             bad++;
     CHECK_MSG(bad == 0, "%d of %d elements differ", bad, N);
     free(w), free(g), free(buf), free(ew), free(eb);
+}
+
+/* An update asked for the gradients' sum of squares takes it in its own pass:
+ * the same bits as gr_cpu_sumsq, and the same update as without it, over
+ * several blocks (threads) and a tail; a non-finite gradient shows in it. */
+static void test_update_sumsq(void) {
+    enum { N = 3 * (1 << 14) + 1037 };
+    float *g = malloc(N * sizeof *g), *w[2], *b[2], *m[2], *v[2];
+    for (int k = 0; k < 2; k++) {
+        w[k] = malloc(N * sizeof *w[k]), b[k] = malloc(N * sizeof *b[k]);
+        m[k] = malloc(N * sizeof *m[k]), v[k] = malloc(N * sizeof *v[k]);
+    }
+    for (int i = 0; i < N; i++) {
+        g[i] = (float)(0.003 * (i % 31) - 0.05) * (1.0f + 1e-3f * (float)(i % 101));
+        for (int k = 0; k < 2; k++) {
+            w[k][i] = (float)(0.01 * (i % 97) - 0.4), b[k][i] = (float)(0.002 * (i % 13));
+            m[k][i] = (float)(0.001 * (i % 7)), v[k][i] = (float)(0.0001 * (i % 11));
+        }
+    }
+    const double ref = gr_cpu_sumsq(g, N);
+    double ss = -1.0, sa = -1.0;
+    gr_sgd_hparams h = sgd_h(0.05f, 0.9f, 1e-3f, false);
+    gr_cpu_sgd_update(w[0], g, b[0], N, &h, NULL);
+    gr_cpu_sgd_update(w[1], g, b[1], N, &h, &ss);
+    CHECK_MSG(ss == ref, "sgd's sum of squares %.17g, gr_cpu_sumsq %.17g", ss, ref);
+    CHECK(memcmp(w[0], w[1], N * sizeof *g) == 0 && memcmp(b[0], b[1], N * sizeof *g) == 0);
+    gr_adamw_hparams ah = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 1.0f, 3};
+    gr_cpu_adamw_update(w[0], g, m[0], v[0], N, &ah, NULL);
+    gr_cpu_adamw_update(w[1], g, m[1], v[1], N, &ah, &sa);
+    CHECK_MSG(sa == ref, "adamw's sum of squares %.17g, gr_cpu_sumsq %.17g", sa, ref);
+    CHECK(memcmp(w[0], w[1], N * sizeof *g) == 0 && memcmp(v[0], v[1], N * sizeof *g) == 0);
+    g[N - 5] = INFINITY;
+    gr_cpu_sgd_update(w[1], g, b[1], N, &h, &ss);
+    CHECK(!isfinite(ss));
+    free(g);
+    for (int k = 0; k < 2; k++) free(w[k]), free(b[k]), free(m[k]), free(v[k]);
 }
 
 /* ---------------- AdamW, hand-computed ---------------- */
@@ -176,13 +213,13 @@ static void test_adamw_hand(void) {
     float g[1] = {0.5f};
     gr_adamw_hparams h = {.lr = 0.01f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
                           .weight_decay = 0.1f, .grad_mult = 1.0f, .t = 1};
-    gr_cpu_adamw_update(w, g, m, v, 1, &h);
+    gr_cpu_adamw_update(w, g, m, v, 1, &h, NULL);
     CHECK_CLOSE(m[0], 0.05, 1e-6, 0);
     CHECK_CLOSE(v[0], 0.00025, 2e-5, 0); /* 1 - 0.999f is 0.00099998713 */
     CHECK_CLOSE(w[0], 0.9890000002, 1e-6, 0);
     g[0] = -0.25f;
     h.t = 2;
-    gr_cpu_adamw_update(w, g, m, v, 1, &h);
+    gr_cpu_adamw_update(w, g, m, v, 1, &h, NULL);
     CHECK_CLOSE(m[0], 0.02, 1e-6, 0);
     CHECK_CLOSE(v[0], 0.00031225, 2e-5, 0);
     CHECK_CLOSE(w[0], 0.985347629870585, 1e-6, 0);
@@ -194,7 +231,7 @@ static void test_adamw_grad_mult(void) {
     const float g[1] = {1.0f};
     gr_adamw_hparams h = {.lr = 0.01f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
                           .weight_decay = 0.1f, .grad_mult = 0.5f, .t = 1};
-    gr_cpu_adamw_update(w, g, m, v, 1, &h);
+    gr_cpu_adamw_update(w, g, m, v, 1, &h, NULL);
     CHECK_CLOSE(m[0], 0.05, 1e-6, 0);
     CHECK_CLOSE(w[0], 0.9890000002, 1e-6, 0);
 }
@@ -214,7 +251,7 @@ static void test_sgd_torch(void) {
     memcpy(w, ref_w0, sizeof w);
     gr_sgd_hparams h = sgd_h(0.1f, 0.9f, 1e-4f, true);
     for (int t = 0; t < 3; t++) {
-        gr_cpu_sgd_update(w, ref_grads[t], buf, 5, &h);
+        gr_cpu_sgd_update(w, ref_grads[t], buf, 5, &h, NULL);
         check_vec("sgd w", t + 1, w, rw[t], 1e-6);
         check_vec("sgd buf", t + 1, buf, rb[t], 1e-6);
     }
@@ -230,7 +267,7 @@ static void test_adamw_torch(void) {
                           .weight_decay = 0.01f, .grad_mult = 1.0f};
     for (int t = 0; t < 3; t++) {
         h.t = t + 1;
-        gr_cpu_adamw_update(w, ref_grads[t], m, v, 5, &h);
+        gr_cpu_adamw_update(w, ref_grads[t], m, v, 5, &h, NULL);
         check_vec("adamw w", t + 1, w, rw[t], 1e-6);
         check_vec("adamw m", t + 1, m, rm[t], 1e-6);
         /* beta2 is a float here: 1 - 0.999f = 0.00099998713 where torch uses
@@ -413,6 +450,7 @@ int main(void) {
     test_sgd_nesterov();
     test_sgd_grad_mult();
     test_sgd_long_array();
+    test_update_sumsq();
     test_adamw_hand();
     test_adamw_grad_mult();
     test_sgd_torch();

@@ -67,7 +67,7 @@ static void test_sgd(int64_t n, float momentum, bool nesterov, float wd) {
         float *g = rand_floats(n, -2.0f, 2.0f);
         gr_sgd_hparams h = {.lr = 0.05f * (float)step, .momentum = momentum, .weight_decay = wd,
                             .grad_mult = 0.5f, .nesterov = nesterov};
-        gr_cpu_sgd_update(w_ref, g, momentum != 0.0f ? buf_ref : NULL, n, &h);
+        gr_cpu_sgd_update(w_ref, g, momentum != 0.0f ? buf_ref : NULL, n, &h, NULL);
         gr_optim_k k = gr_optim_sgd_k(&h);
         float *b = h.momentum != 0.0f ? buf : NULL; /* as gr_cu_sgd chooses */
         for (int64_t i = 0; i < n; i++) gr_body_sgd(&k, w, g, b, i);
@@ -91,7 +91,7 @@ static void test_adamw(int64_t n, float wd, float grad_mult) {
         float *g = rand_floats(n, -3.0f, 3.0f);
         gr_adamw_hparams h = {.lr = 1e-3f * (float)step, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
                               .weight_decay = wd, .grad_mult = grad_mult, .t = step};
-        gr_cpu_adamw_update(w_ref, g, m_ref, v_ref, n, &h);
+        gr_cpu_adamw_update(w_ref, g, m_ref, v_ref, n, &h, NULL);
         gr_optim_k k = gr_optim_adamw_k(&h);
         for (int64_t i = 0; i < n; i++) gr_body_adamw(&k, w, g, m, v, i);
         check_array(what, step, w, w_ref, n);
