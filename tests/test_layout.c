@@ -413,6 +413,76 @@ static void test_maxpool_mixed(void) {
     gr_backend_free(be);
 }
 
+/* One maxpool forward and backward of n samples, c channels, h x w pooled k x k, stride st, padding pd,
+ * on storage e, the input (and dx), the output (and dy) and the indices in layouts lx, ly, li. */
+typedef struct pool_case {
+    int64_t n, c, h, w, ho, wo, k, st, pd;
+} pool_case;
+
+static void pool_run(gr_backend *be, const pool_case *pc, gr_elem e, gr_layout lx, gr_layout ly, gr_layout li,
+                     const void *x, const void *dy, void *y, int32_t *idx, void *dx) {
+    const int64_t xs[4] = {pc->n, pc->c, pc->h, pc->w}, ys[4] = {pc->n, pc->c, pc->ho, pc->wo};
+    kt k;
+    kt_setup(&k, be, GR_OP_MAXPOOL, 1, 2, pc->n, true);
+    k.node.attrs.kernel[0] = k.node.attrs.kernel[1] = pc->k;
+    k.node.attrs.stride[0] = k.node.attrs.stride[1] = pc->st;
+    k.node.attrs.padding[0] = k.node.attrs.padding[1] = pc->pd;
+    gr_attrs at = k.node.attrs;
+    kt_tensor_of(&k.tin[0], e, true, 4, xs), k.tin[0].layout = lx;
+    kt_tensor_of(&k.tout[0], e, true, 4, ys), k.tout[0].layout = ly;
+    kt_tensor_of(&k.tout[1], GR_I32, true, 4, ys), k.tout[1].layout = li;
+    k.a.ein[0] = k.a.eout[0] = e;
+    k.a.in[0] = (void *)x, k.a.out[0] = y, k.a.out[1] = idx;
+    gr_cpu_maxpool(&k.a);
+    kt_setup(&k, be, GR_OP_MAXPOOL_BWD, 2, 1, pc->n, true);
+    k.node.attrs = at;
+    kt_tensor_of(&k.tin[0], e, true, 4, ys), k.tin[0].layout = ly;
+    kt_tensor_of(&k.tin[1], GR_I32, true, 4, ys), k.tin[1].layout = li;
+    kt_tensor_of(&k.tout[0], e, true, 4, xs), k.tout[0].layout = lx;
+    k.a.ein[0] = k.a.eout[0] = e;
+    k.a.in[0] = (void *)dy, k.a.in[1] = idx, k.a.out[0] = dx;
+    gr_cpu_maxpool_bwd(&k.a);
+}
+
+/* maxpool on bf16 storage read where it lies, with channels enough for the vector blocks (16 at a time)
+ * and a tail (37): the fp32 kernel's results on the decoded values, encoded, bit for bit; channels-last
+ * throughout and with the output and indices channels-first (a pool before a flatten); a tiling 2x2
+ * window and an overlapping padded 3x3 one (whose backward decodes), with ties and NaN */
+static void test_maxpool_wide(void) {
+    static const pool_case cases[2] = {{2, 37, 7, 5, 3, 2, 2, 2, 0}, {2, 37, 7, 6, 4, 3, 3, 2, 1}};
+    static const float vals[6] = {-1.0f, 0.0f, 1.0f, 2.0f, NAN, -0.0f};
+    gr_backend *be = bf16_backend(true);
+    int bad = 0, runs = 0, nan = 0;
+    for (int ci = 0; ci < 2; ci++) {
+        const pool_case *pc = &cases[ci];
+        const int64_t nx = pc->n * pc->c * pc->h * pc->w, ny = pc->n * pc->c * pc->ho * pc->wo;
+        float *x = malloc((size_t)nx * 4), *dy = malloc((size_t)ny * 4), *y = malloc((size_t)ny * 4);
+        float *dx = malloc((size_t)nx * 4);
+        uint16_t *xb = malloc((size_t)nx * 2), *dyb = malloc((size_t)ny * 2), *yb = malloc((size_t)ny * 2);
+        uint16_t *dxb = malloc((size_t)nx * 2);
+        int32_t *idx = malloc((size_t)ny * 4), *idxb = malloc((size_t)ny * 4);
+        for (int64_t i = 0; i < nx; i++) xb[i] = gr_bf16_encode_hd(vals[(i * 7 + i / 5) % 6] * (1.0f + (float)(i % 3)));
+        for (int64_t i = 0; i < ny; i++) dyb[i] = i % 11 ? gr_bf16_encode_hd(urand()) : 0x8000; /* some -0 */
+        for (int64_t i = 0; i < nx; i++) x[i] = gr_bf16_decode_hd(xb[i]);
+        for (int64_t i = 0; i < ny; i++) dy[i] = gr_bf16_decode_hd(dyb[i]);
+        for (int mix = 0; mix < 2; mix++) {
+            const gr_layout lo = mix ? GR_NCHW : GR_NHWC;
+            pool_run(be, pc, GR_F32, GR_NHWC, lo, lo, x, dy, y, idx, dx);
+            pool_run(be, pc, GR_BF16, GR_NHWC, lo, lo, xb, dyb, yb, idxb, dxb);
+            for (int64_t i = 0; i < ny; i++) {
+                bad += yb[i] != gr_bf16_encode_hd(y[i]) || idxb[i] != idx[i];
+                nan += isnan(y[i]) != 0;
+            }
+            for (int64_t i = 0; i < nx; i++) bad += dxb[i] != gr_bf16_encode_hd(dx[i]);
+            runs++;
+        }
+        free(x), free(dy), free(y), free(dx), free(xb), free(dyb), free(yb), free(dxb), free(idx), free(idxb);
+    }
+    CHECK_MSG(bad == 0 && runs == 4 && nan > 0, "maxpool on bf16, 37 channels: %d values differ from the encoded "
+              "fp32 ones over %d runs, %d NaN maxima", bad, runs, nan);
+    gr_backend_free(be);
+}
+
 /* ---- the convolution on NHWC ---- */
 
 /* element i of a buffer of fp32 or bf16 */
@@ -544,6 +614,7 @@ int main(void) {
     test_gap();
     test_maxpool();
     test_maxpool_mixed();
+    test_maxpool_wide();
     if (have_native_bf16()) {
         test_conv_nhwc();
         test_model();
