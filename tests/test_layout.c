@@ -248,6 +248,69 @@ static void test_bn(void) {
     gr_backend_free(be);
 }
 
+/* batchnorm on bf16 storage with channels enough for the vector blocks (32, 48: the sums of 16 channels
+ * at a time in registers), with and without a fused relu: the fp32 kernel's results on the decoded
+ * values, encoded, bit for bit (statistics, y, dx, dweight and dbias too) */
+static void test_bn_wide(void) {
+    enum { BN = 2, BH = 5, BW = 7 };
+    gr_backend *be = bf16_backend(true);
+    int bad = 0, runs = 0;
+    for (int64_t c = 32; c <= 48; c += 16)
+        for (int relu = 0; relu < 2; relu++) {
+            const int64_t nx = BN * c * BH * BW, xs[4] = {BN, c, BH, BW}, cs[1] = {c}, ss[1] = {2 * c};
+            uint16_t *xh = malloc((size_t)nx * 2), *dyh = malloc((size_t)nx * 2), *yh = malloc((size_t)nx * 2);
+            uint16_t *dxh = malloc((size_t)nx * 2);
+            float *xr = malloc((size_t)nx * 4), *dyr = malloc((size_t)nx * 4), *y32 = malloc((size_t)nx * 4);
+            float *dx32 = malloc((size_t)nx * 4), *w = malloc((size_t)c * 4), *b = malloc((size_t)c * 4);
+            float *st = calloc((size_t)(14 * c), 4); /* per side: rm, rv, saved (2c), dw, db */
+            for (int64_t i = 0; i < nx; i++) {
+                xh[i] = gr_bf16_encode_hd(3.0f * urand() + 2.0f), xr[i] = gr_bf16_decode_hd(xh[i]);
+                dyh[i] = gr_bf16_encode_hd(urand()), dyr[i] = gr_bf16_decode_hd(dyh[i]);
+            }
+            for (int64_t j = 0; j < c; j++) w[j] = 1.0f + 0.3f * urand(), b[j] = urand();
+            for (int h = 0; h < 2; h++) {
+                const gr_elem e = h ? GR_BF16 : GR_F32;
+                float *rm = st + h * 7 * c, *rv = rm + c, *sv = rv + c, *dw = sv + 2 * c, *db = dw + c;
+                for (int64_t j = 0; j < c; j++) rv[j] = 1.0f;
+                kt k;
+                kt_setup(&k, be, GR_OP_BATCHNORM, 5, 2, BN, true);
+                k.node.attrs.momentum = 0.1, k.node.attrs.eps = 1e-5, k.node.attrs.relu = relu;
+                kt_tensor_of(&k.tin[0], e, true, 4, xs), k.tin[0].layout = GR_NHWC;
+                for (int i = 1; i < 5; i++) kt_tensor_of(&k.tin[i], GR_F32, false, 1, cs);
+                kt_tensor_of(&k.tout[0], e, true, 4, xs), k.tout[0].layout = GR_NHWC;
+                kt_tensor_of(&k.tout[1], GR_F32, false, 1, ss);
+                k.a.ein[0] = k.a.eout[0] = e;
+                void *in[5] = {h ? (void *)xh : xr, w, b, rm, rv};
+                memcpy(k.a.in, in, sizeof in);
+                k.a.out[0] = h ? (void *)yh : y32, k.a.out[1] = sv;
+                gr_cpu_batchnorm(&k.a);
+                gr_attrs at = k.node.attrs;
+                kt_setup(&k, be, GR_OP_BATCHNORM_BWD, relu ? 5 : 4, 3, BN, true);
+                k.node.attrs = at;
+                kt_tensor_of(&k.tin[0], e, true, 4, xs), k.tin[0].layout = GR_NHWC;
+                kt_tensor_of(&k.tin[1], e, true, 4, xs), k.tin[1].layout = GR_NHWC;
+                kt_tensor_of(&k.tin[2], GR_F32, false, 1, cs), kt_tensor_of(&k.tin[3], GR_F32, false, 1, ss);
+                kt_tensor_of(&k.tin[4], e, true, 4, xs), k.tin[4].layout = GR_NHWC;
+                kt_tensor_of(&k.tout[0], GR_F32, false, 1, cs), kt_tensor_of(&k.tout[1], GR_F32, false, 1, cs);
+                kt_tensor_of(&k.tout[2], e, true, 4, xs), k.tout[2].layout = GR_NHWC;
+                k.a.ein[0] = k.a.ein[1] = k.a.ein[4] = k.a.eout[2] = e;
+                void *bin[5] = {h ? (void *)dyh : dyr, h ? (void *)xh : xr, w, sv, h ? (void *)yh : y32};
+                memcpy(k.a.in, bin, sizeof bin);
+                k.a.out[0] = dw, k.a.out[1] = db, k.a.out[2] = h ? (void *)dxh : dx32;
+                gr_cpu_batchnorm_bwd(&k.a);
+            }
+            for (int64_t i = 0; i < nx; i++)
+                bad += yh[i] != gr_bf16_encode_hd(y32[i]) || dxh[i] != gr_bf16_encode_hd(dx32[i]);
+            bad += memcmp(st, st + 7 * c, (size_t)(7 * c) * 4) != 0;
+            runs++;
+            free(xh), free(dyh), free(yh), free(dxh), free(xr), free(dyr), free(y32), free(dx32), free(w), free(b);
+            free(st);
+        }
+    CHECK_MSG(bad == 0 && runs == 4, "batchnorm on bf16, 32 and 48 channels: %d values differ from the encoded "
+              "fp32 ones over %d runs", bad, runs);
+    gr_backend_free(be);
+}
+
 static void test_gap(void) {
     gr_backend *be = bf16_backend(true);
     const int64_t xs[4] = {N, C, H, W}, ys[4] = {N, C, 1, 1};
@@ -611,6 +674,7 @@ int main(void) {
     test_pass();
     test_pass_ops_decide();
     test_bn();
+    test_bn_wide();
     test_gap();
     test_maxpool();
     test_maxpool_mixed();
