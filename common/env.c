@@ -26,7 +26,8 @@ const gr_env_knob gr_env_knobs[GR_ENV_COUNT] = {
                           "1: synchronize and check after every CUDA op (no CUDA Graphs), to find a failing "
                           "kernel"},
     [GR_ENV_FUSE] = {"GPURUN_FUSE", GR_ENV_BOOL, NULL, 0, 0, NULL,
-                     "0: no fusion (batchnorm + relu, graph/fuse.c), to compare against; the results are the same "
+                     "0: no fusion (batchnorm, add or dense + relu, graph/fuse.c), to compare against; the results are "
+                     "the same "
                      "bit for bit"},
     [GR_ENV_DATA_MEM_LIMIT] = {"GPURUN_DATA_MEM_LIMIT", GR_ENV_INT, NULL, 0, INT64_MAX, "bytes",
                                "the largest split read into memory at open (default 2 GiB, or a quarter of "

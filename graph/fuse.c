@@ -16,6 +16,11 @@
  * stays, reading that output (the add's backward is a view: nothing to
  * fold it into).
  *
+ * dense + relu. The same forward fusion after a dense: it relus its output
+ * in place while the GEMM's rows are in cache, where the relu node read
+ * them and wrote a tensor of its own. The relu's backward stays (the
+ * dense's backward reads its dy through GEMMs, which cannot mask it).
+ *
  * The rewrite keeps every value the unfused pair computes (the kernels
  * round relu(y) as the relu kernel does), so the results are bit for bit
  * the same. A pair is left alone where another node (or the runner: the
@@ -81,7 +86,8 @@ static bool gr_fuse_relu_fwd(gr_graph *g, const gr_fuse_ix *ix, int b, unsigned 
     gr_node *bn = &g->nodes[b];
     const bool ok = (bn->op == GR_OP_BATCHNORM && (what & GR_FUSE_BN_RELU)) ||
                     (bn->op == GR_OP_ADD && (what & GR_FUSE_ADD_RELU) && b < g->n_forward &&
-                     gr_fuse_same_shapes(g, bn));
+                     gr_fuse_same_shapes(g, bn)) ||
+                    (bn->op == GR_OP_DENSE && (what & GR_FUSE_DENSE_RELU) && b < g->n_forward);
     if (!ok || bn->attrs.relu || bn->out[0] == g->logits || ix->readers[bn->out[0]] != 1) return false;
     gr_node *relu = &g->nodes[ix->last[bn->out[0]]];
     if (relu->op != GR_OP_RELU || relu->folded || relu->in[0] != bn->out[0] ||

@@ -396,9 +396,11 @@ void gr_graph_set_layout(gr_graph *g, const gr_layout_cap caps[GR_OP_COUNT]);
  * alone, folds likewise, and the batchnorm's backward masks dy by the
  * batchnorm's output. GR_FUSE_ADD_RELU: the same forward fusion after an
  * add of equal shapes (the residual's); the relu's backward stays (the
- * add's is a view). Results are the unfused pair's, bit for bit. Returns
- * how many pairs it fused (forward). */
-enum { GR_FUSE_BN_RELU = 1u << 0, GR_FUSE_ADD_RELU = 1u << 1 };
+ * add's is a view). GR_FUSE_DENSE_RELU: the same forward fusion after a
+ * dense (its bias added in its GEMM, the relu in the pass that writes or
+ * ends it); the relu's backward stays. Results are the unfused pair's, bit
+ * for bit. Returns how many pairs it fused (forward). */
+enum { GR_FUSE_BN_RELU = 1u << 0, GR_FUSE_ADD_RELU = 1u << 1, GR_FUSE_DENSE_RELU = 1u << 2 };
 int gr_graph_fuse(gr_graph *g, unsigned what);
 
 /* Builder helpers for op implementations and tests. Each may move g->tensors,

@@ -435,10 +435,15 @@ gr_status gr_job_backend(gr_job *j, const gr_job_spec *s, const char *device, in
 }
 
 /* The fusions the backend takes (off under GPURUN_FUSE=0 and on pipeline
- * stages, whose cut may fall between a fused pair: j->fuse_off says which),
- * then the layout. */
+ * stages, whose cut may fall between a fused pair: j->fuse_off says which;
+ * dense + relu off in tensor groups: j->fuse_left), then the layout. */
 void gr_job_layout(gr_job *j) {
-    const unsigned what = gr_backend_fusions(j->be);
+    unsigned what = gr_backend_fusions(j->be);
+    j->fuse_left = NULL;
+    if (j->spec && j->spec->parallel.tensor > 1 && (what & GR_FUSE_DENSE_RELU)) {
+        what &= ~(unsigned)GR_FUSE_DENSE_RELU;
+        j->fuse_left = "dense + relu left apart in tensor groups (a row layer's output is summed after its kernel)";
+    }
     j->fuse_off = j->spec && j->spec->parallel.pipeline > 1 ? "off on pipeline stages (a cut may split a pair)"
                   : !gr_env_bool(GR_ENV_FUSE, true)         ? "off (GPURUN_FUSE=0)"
                   : !what                                   ? "none on this device"

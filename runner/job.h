@@ -42,6 +42,7 @@ typedef struct gr_job {
     bool have_graph;
     int fused;           /* the relus gr_job_layout fused into the pass before them (graph/fuse.c) */
     const char *fuse_off; /* why it fused nothing: GPURUN_FUSE=0, pipeline stages, the device; NULL: it ran */
+    const char *fuse_left; /* a fusion the device takes that this job leaves out, and why; NULL: none */
     bool no_cache;       /* gr_job_compile reads no images into memory (validate) */
     bool eval_only;      /* eval or predict: nothing trains (what the device notes say) */
     gr_backend *be;

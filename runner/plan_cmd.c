@@ -381,9 +381,9 @@ static void gr_plan_cmd_tensor(const gr_graph *g, const gr_tp_plan *tp, FILE *f)
  * and the batchnorm that writes its input), or why none is */
 static void gr_plan_cmd_fused(const gr_job *j, FILE *f) {
     const gr_graph *g = &j->g;
-    if (!j->be || (!j->fuse_off && !j->fused)) return;
-    if (j->fuse_off) {
-        fprintf(f, "fused: %s\n", j->fuse_off);
+    if (!j->be || (!j->fuse_off && !j->fused && !j->fuse_left)) return;
+    if (j->fuse_off || !j->fused) {
+        fprintf(f, "fused: %s\n", j->fuse_off ? j->fuse_off : j->fuse_left);
         return;
     }
     fprintf(f, "fused: %d pair%s (each relu computed by the pass before it; GPURUN_FUSE=0 turns it off):", j->fused,
@@ -398,6 +398,7 @@ static void gr_plan_cmd_fused(const gr_job *j, FILE *f) {
         fprintf(f, "%s %s + %s", k++ ? "," : "", src >= 0 ? g->layers[g->nodes[src].layer].name : "?",
                 g->layers[nd->layer].name);
     }
+    if (j->fuse_left) fprintf(f, "; %s", j->fuse_left);
     fprintf(f, "\n");
 }
 

@@ -5,9 +5,10 @@
 #     same weights, losses and evaluation bit for bit fused and with GPURUN_FUSE=0, in fp32
 #     (channels-first) and bf16 (channels-last where the CPU has native bf16, else staged), and
 #     with recomputed blocks (the copies' pairs fuse), and a ResNet-style block (a relu read by a
-#     conv and a residual add; a relu after the add, fused forward only);
+#     conv and a residual add; a relu after the add, fused forward only); dense + relu: an MLP
+#     (the dense relus its output in place; fused forward only), fp32 and bf16;
 #  2. what it says: `gpurun plan` names the fused pairs, or why none is (GPURUN_FUSE=0, pipeline
-#     stages); --profile has no relu steps of a fused pair (they run inside the batchnorm's);
+#     stages; dense + relu in a tensor group); --profile has no relu steps of a fused pair (they run inside the batchnorm's);
 #  3. the memory plan: a fused pair's relu output is the batchnorm's bytes (one tensor fewer; the
 #     peak, which holds the relu's output for the backward anyway, is no higher).
 #
@@ -59,6 +60,7 @@ job res 6 "  blocks:
     - global_avgpool
     - flatten
     - dense: {units: 10}"
+job mlp 8 "  layers: [flatten, {dense: {units: 48}}, relu, {dense: {units: 32}}, relu, {dense: {units: 10}}]"
 
 # ---------------------------------------------------------------- 1. the same bits
 # pair NAME ARGS...: $T/NAME-f (fused) and $T/NAME-u (GPURUN_FUSE=0), bit for bit
@@ -74,12 +76,18 @@ pair cnn32 "$T/cnn.yaml"
 pair cnn16 "$T/cnn.yaml" --set precision=bf16
 pair rc "$T/res.yaml" --set train.recompute=blocks --set precision=bf16
 pair res "$T/res.yaml"
+pair mlp32 "$T/mlp.yaml"
+pair mlp16 "$T/mlp.yaml" --set precision=bf16
 
 # ---------------------------------------------------------------- 2. what it says
 check "plan names the fused pairs (4-D and 2-D)" bash -c "'$G' plan '$T/cnn.yaml' |
     grep -q '^fused: 3 pairs (each relu computed by the pass before it; GPURUN_FUSE=0 turns it off): batchnorm0 + relu0, batchnorm1 + relu1, batchnorm2 + relu2\$'"
 check "plan: the residual block's batchnorm + relu, and its add + relu" bash -c "'$G' plan '$T/res.yaml' |
     grep -q '^fused: 5 pairs .*: batchnorm0 + relu0, res0.batchnorm0 + res0.r, res0.add0 + res0.relu1, res1.batchnorm0 + res1.r, res1.add0 + res1.relu1\$'"
+check "plan: the MLP's dense + relu pairs" bash -c "'$G' plan '$T/mlp.yaml' |
+    grep -q '^fused: 2 pairs .*: dense0 + relu0, dense1 + relu1\$'"
+check "plan in a tensor group: dense + relu left apart, and why" bash -c "'$G' plan '$T/mlp.yaml' --set parallel.tensor=2 |
+    grep -q '^fused: dense + relu left apart in tensor groups (a row layer.s output is summed after its kernel)\$'"
 check "plan under GPURUN_FUSE=0 says it is off" bash -c "GPURUN_FUSE=0 '$G' plan '$T/cnn.yaml' | grep -q '^fused: off (GPURUN_FUSE=0)\$'"
 check "plan on pipeline stages says why nothing is fused" bash -c "'$G' plan '$T/cnn.yaml' --set parallel.pipeline=2 |
     grep -q '^fused: off on pipeline stages (a cut may split a pair)\$'"

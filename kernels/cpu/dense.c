@@ -6,9 +6,41 @@
  * multiplies by it as it is where the others take W^T (graph/op_dense.c). */
 #include "cpu.h"
 #include "cpu_kernels.h"
+#include "half_io.h"
 
-/* y = x W^T + b */
+/* A fused relu (attrs.relu, graph/fuse.c) on y in place, by rows over the threads while the GEMM's
+ * output is in cache: the relu kernel's rule (act.c, half_io.c) on each stored value, so the same bits. */
+GR_ISA_CLONES static void gr_dense_relu_rows_f32(float *restrict y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = y[i] <= 0.0f ? 0.0f : y[i];
+}
+
+GR_ISA_CLONES static void gr_dense_relu_rows_bf16(uint16_t *restrict y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        const float v = gr_bf16_decode_hd(y[i]);
+        y[i] = gr_bf16_encode_hd(v <= 0.0f ? 0.0f : v);
+    }
+}
+
+static void gr_dense_relu_after(const gr_kargs *a) {
+    if (!a->node->attrs.relu) return;
+    const int64_t n = gr_kargs_numel(a, a->tout[0]);
+    const bool h = a->eout[0] == GR_BF16;
+    #pragma omp parallel for schedule(static) if (n >= GR_OMP_MIN)
+    for (int64_t i = 0; i < n; i += GR_HIO_CHUNK) {
+        if (h) gr_dense_relu_rows_bf16((uint16_t *)a->out[0] + i, GR_MIN(GR_HIO_CHUNK, n - i));
+        else gr_dense_relu_rows_f32((float *)a->out[0] + i, GR_MIN(GR_HIO_CHUNK, n - i));
+    }
+}
+
+static void gr_dense_gemm(const gr_kargs *a);
+
+/* y = x W^T + b, relu'd when a relu is fused after it */
 void gr_cpu_dense(const gr_kargs *a) {
+    gr_dense_gemm(a);
+    gr_dense_relu_after(a);
+}
+
+static void gr_dense_gemm(const gr_kargs *a) {
     if (a->ein[0] == GR_BF16 || a->eout[0] == GR_BF16) {
         gr_cpu_dense_bf16(a);
         return;

@@ -38,6 +38,16 @@ static void test_gradchecks(void) {
         const gr_gc_case c = {gr_op_name(op), layers, 1, {6}, 0.0, 0.05, NULL};
         gr_gc_run(&c);
     }
+    /* a relu fused after a dense (graph/fuse.c: the dense relus its output in place), forward and backward,
+     * on [n, F] and on the last axis of [n, 2, 5]; these cases' pre-activations lie away from the kink */
+    static const gr_gc_case fused[] = {
+        {"dense + relu fused", "[{dense: {units: 5}}, relu, {dense: {units: 3}}]", 1, {6}, 0.0, 0.0, NULL},
+        {"dense + relu fused on [n, 2, 5]", "[{dense: {units: 4}}, relu, flatten, {dense: {units: 3}}]", 2, {2, 5},
+         0.0, 0.0, NULL},
+    };
+    gr_gc_fuse = true;
+    for (size_t i = 0; i < GR_ARRAY_LEN(fused); i++) gr_gc_run(&fused[i]);
+    gr_gc_fuse = false;
 }
 
 /* ---- autodiff structure ---- */
