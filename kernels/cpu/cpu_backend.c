@@ -86,10 +86,27 @@ static gr_status gr_cpu_prepare(gr_backend *be, gr_steps *s, gr_error *err) {
                         need, (long long)s->micro_batch, cpu->cap - GR_MIN(cpu->held, cpu->cap), cpu->cap);
 }
 
-static void gr_cpu_zero(gr_backend *be, void *p, size_t bytes) { (void)be; memset(p, 0, bytes); }
+/* Zeroing and copies of a MiB or more in chunks over the threads: the training step's gradients
+ * arena is zeroed every step (2 MiB on the Fashion-MNIST MLP, 16 us on one thread of an AMD EPYC)
+ * and a batch copied in; one core's stores do not fill the memory bandwidth. */
+#define GR_CPU_MEM_CHUNK ((size_t)1 << 18)
+
+static void gr_cpu_zero(gr_backend *be, void *p, size_t bytes) {
+    (void)be;
+    const int64_t n = (int64_t)((bytes + GR_CPU_MEM_CHUNK - 1) / GR_CPU_MEM_CHUNK);
+    #pragma omp parallel for schedule(static) if (bytes >= 4 * GR_CPU_MEM_CHUNK)
+    for (int64_t i = 0; i < n; i++)
+        memset((char *)p + (size_t)i * GR_CPU_MEM_CHUNK, 0, GR_MIN(GR_CPU_MEM_CHUNK, bytes - (size_t)i * GR_CPU_MEM_CHUNK));
+}
+
 static void gr_cpu_copy(gr_backend *be, void *dst, const void *src, size_t bytes) {
     (void)be;
-    memcpy(dst, src, bytes);
+    const int64_t n = (int64_t)((bytes + GR_CPU_MEM_CHUNK - 1) / GR_CPU_MEM_CHUNK);
+    #pragma omp parallel for schedule(static) if (bytes >= 4 * GR_CPU_MEM_CHUNK)
+    for (int64_t i = 0; i < n; i++) {
+        const size_t o = (size_t)i * GR_CPU_MEM_CHUNK;
+        memcpy((char *)dst + o, (const char *)src + o, GR_MIN(GR_CPU_MEM_CHUNK, bytes - o));
+    }
 }
 static void gr_cpu_sync(gr_backend *be) { (void)be; }
 
