@@ -98,11 +98,102 @@ static void gr_maxpool_plane_2x2(int64_t ho, int64_t wo, int64_t w, const float 
     }
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* The 2x2 window with AVX-512 (picked at run time): 16 outputs of a row a vector, each input row's
+ * 32 values loaded (masked past the row's end) and split into its even and odd columns; the four
+ * candidates compared in scan order by the scalar loop's rule: the same maxima and indices. Where
+ * GCC's build of the loop above for AVX-512 gathered the strided values one by one. */
+#define GR_POOL_AVX512 __attribute__((target("avx512f")))
+
+GR_POOL_AVX512 static void gr_maxpool_plane_2x2_512(int64_t ho, int64_t wo, int64_t w, const float *restrict xp,
+                                                    float *restrict yp, int32_t *restrict ip) {
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    const __m512i lane2 = _mm512_slli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 1);
+    for (int64_t oh = 0; oh < ho; oh++) {
+        const float *r0 = xp + 2 * oh * w, *r1 = r0 + w;
+        for (int64_t ow0 = 0; ow0 < wo; ow0 += 16) {
+            const int64_t cnt = GR_MIN(16, wo - ow0);
+            const __mmask16 out = (__mmask16)((1u << cnt) - 1u);
+            const __mmask16 lo = (__mmask16)(cnt >= 8 ? 0xFFFFu : (1u << (2 * cnt)) - 1u);
+            const __mmask16 hi = (__mmask16)(cnt > 8 ? (1u << (2 * cnt - 16)) - 1u : 0u);
+            const float *p0 = r0 + 2 * ow0, *p1 = r1 + 2 * ow0;
+            const __m512 a0 = _mm512_maskz_loadu_ps(lo, p0), a1 = _mm512_maskz_loadu_ps(hi, p0 + 16);
+            const __m512 b0 = _mm512_maskz_loadu_ps(lo, p1), b1 = _mm512_maskz_loadu_ps(hi, p1 + 16);
+            const __m512 c[3] = {_mm512_permutex2var_ps(a0, odd, a1), _mm512_permutex2var_ps(b0, even, b1),
+                                 _mm512_permutex2var_ps(b0, odd, b1)};
+            const int32_t off[3] = {1, (int32_t)w, (int32_t)w + 1};
+            __m512 m = _mm512_permutex2var_ps(a0, even, a1);
+            __m512i at = _mm512_setzero_si512();
+            for (int k = 0; k < 3; k++) {
+                const __mmask16 t = _mm512_cmp_ps_mask(c[k], m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(c[k], c[k], _CMP_UNORD_Q);
+                m = _mm512_mask_mov_ps(m, t, c[k]);
+                at = _mm512_mask_mov_epi32(at, t, _mm512_set1_epi32(off[k]));
+            }
+            const __m512i idx = _mm512_add_epi32(_mm512_add_epi32(at, lane2),
+                                                 _mm512_set1_epi32((int32_t)(2 * oh * w + 2 * ow0)));
+            _mm512_mask_storeu_ps(yp + oh * wo + ow0, out, m);
+            _mm512_mask_storeu_epi32(ip + oh * wo + ow0, out, idx);
+        }
+    }
+}
+
+/* Its backward, a plane: each output's 0 + dy (as the scatter's sum into a cleared dx gives it, -0
+ * becoming +0) at the one of its four positions its index names, 0 at the other three, written as
+ * the two input rows (even and odd columns interleaved back); 0 past the last whole window. Every
+ * value written once, where the scatter cleared the plane and added into it. */
+GR_POOL_AVX512 static void gr_maxpool_bwd_plane_2x2_512(int64_t h, int64_t w, int64_t ho, int64_t wo,
+                                                        const float *restrict dy, const int32_t *restrict ip,
+                                                        float *restrict dx) {
+    const __m512i lo_ix = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    const __m512i hi_ix = _mm512_add_epi32(lo_ix, _mm512_set1_epi32(8));
+    const __m512i lane2 = _mm512_slli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 1);
+    const __m512i wv = _mm512_set1_epi32((int32_t)w), one = _mm512_set1_epi32(1);
+    for (int64_t oh = 0; oh < ho; oh++) {
+        float *r0 = dx + 2 * oh * w, *r1 = r0 + w;
+        for (int64_t ow0 = 0; ow0 < wo; ow0 += 16) {
+            const int64_t cnt = GR_MIN(16, wo - ow0);
+            const __mmask16 out = (__mmask16)((1u << cnt) - 1u);
+            const __mmask16 lo = (__mmask16)(cnt >= 8 ? 0xFFFFu : (1u << (2 * cnt)) - 1u);
+            const __mmask16 hi = (__mmask16)(cnt > 8 ? (1u << (2 * cnt - 16)) - 1u : 0u);
+            const __m512 g = _mm512_add_ps(_mm512_setzero_ps(), _mm512_maskz_loadu_ps(out, dy + oh * wo + ow0));
+            const __m512i at = _mm512_sub_epi32(_mm512_maskz_loadu_epi32(out, ip + oh * wo + ow0),
+                _mm512_add_epi32(lane2, _mm512_set1_epi32((int32_t)(2 * oh * w + 2 * ow0))));
+            const __m512 v00 = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(at, _mm512_setzero_si512()), g);
+            const __m512 v01 = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(at, one), g);
+            const __m512 v10 = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(at, wv), g);
+            const __m512 v11 = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(at, _mm512_add_epi32(wv, one)), g);
+            _mm512_mask_storeu_ps(r0 + 2 * ow0, lo, _mm512_permutex2var_ps(v00, lo_ix, v01));
+            _mm512_mask_storeu_ps(r0 + 2 * ow0 + 16, hi, _mm512_permutex2var_ps(v00, hi_ix, v01));
+            _mm512_mask_storeu_ps(r1 + 2 * ow0, lo, _mm512_permutex2var_ps(v10, lo_ix, v11));
+            _mm512_mask_storeu_ps(r1 + 2 * ow0 + 16, hi, _mm512_permutex2var_ps(v10, hi_ix, v11));
+        }
+        for (int64_t c = 2 * wo; c < w; c++) r0[c] = r1[c] = 0.0f; /* a ragged right edge */
+    }
+    memset(dx + 2 * ho * w, 0, (size_t)((h - 2 * ho) * w) * sizeof *dx); /* a ragged bottom edge */
+}
+
+/* libgcc reads the CPU's features once at start; this only tests them */
+static bool gr_pool_avx512(void) { return __builtin_cpu_supports("avx512f"); }
+#else
+static bool gr_pool_avx512(void) { return false; }
+static void gr_maxpool_plane_2x2_512(int64_t ho, int64_t wo, int64_t w, const float *xp, float *yp, int32_t *ip) {
+    gr_maxpool_plane_2x2(ho, wo, w, xp, yp, ip);
+}
+static void gr_maxpool_bwd_plane_2x2_512(int64_t h, int64_t w, int64_t ho, int64_t wo, const float *dy,
+                                         const int32_t *ip, float *dx) {
+    (void)h, (void)w, (void)ho, (void)wo, (void)dy, (void)ip, (void)dx;
+}
+#endif
+
 /* One (sample, channel) plane: yp = the window maxima of xp (padding =
  * -inf); ip = their flat indices ih*W + iw. */
 static void gr_maxpool_plane(const gr_pool_dims *d, const float *xp, float *yp, int32_t *ip) {
     if (d->kh == 2 && d->kw == 2 && d->sh == 2 && d->sw == 2 && d->ph == 0 && d->pw == 0) {
-        gr_maxpool_plane_2x2(d->ho, d->wo, d->w, xp, yp, ip);
+        if (gr_pool_avx512()) gr_maxpool_plane_2x2_512(d->ho, d->wo, d->w, xp, yp, ip);
+        else gr_maxpool_plane_2x2(d->ho, d->wo, d->w, xp, yp, ip);
         return;
     }
     for (int64_t oh = 0; oh < d->ho; oh++) {
@@ -180,6 +271,10 @@ static void gr_maxpool_bwd_plane(const gr_kargs *a, const void *ctx, int64_t p, 
     const gr_pool_dims *d = ctx;
     const int64_t out_plane = d->ho * d->wo;
     const int32_t *restrict ip = (const int32_t *)a->in[1] + p * out_plane;
+    if (d->kh == 2 && d->kw == 2 && d->sh == 2 && d->sw == 2 && d->ph == 0 && d->pw == 0 && gr_pool_avx512()) {
+        gr_maxpool_bwd_plane_2x2_512(d->h, d->w, d->ho, d->wo, dy, ip, dx);
+        return;
+    }
     memset(dx, 0, (size_t)(d->h * d->w) * sizeof *dx);
     for (int64_t j = 0; j < out_plane; j++) dx[ip[j]] += dy[j];
 }

@@ -365,6 +365,8 @@ int main(int argc, char **argv) {
         {1, 2, 8, 8, 3, 3, 1, 1, 1, 1},     /* every input under up to 9 windows */
         {1, 1, 4, 5, 4, 5, 1, 1, 0, 0},     /* one window per plane */
         {1, 2, 5, 600, 3, 3, 1, 2, 1, 1},   /* rows of more than 256 outputs */
+        {2, 3, 28, 28, 2, 2, 2, 2, 0, 0},   /* the CNN's 2x2: 14 outputs a row (one vector, masked) */
+        {1, 2, 5, 37, 2, 2, 2, 2, 0, 0},    /* 18 outputs a row (a whole vector, then 2) and a ragged edge */
     };
     for (size_t i = 0; i < sizeof pools / sizeof pools[0]; i++) {
         for (int mode = 0; mode < 3; mode++) test_maxpool(&pools[i], mode);
