@@ -61,6 +61,11 @@ job res 6 "  blocks:
     - flatten
     - dense: {units: 10}"
 job mlp 8 "  layers: [flatten, {dense: {units: 48}}, relu, {dense: {units: 32}}, relu, {dense: {units: 10}}]"
+job mlpb 8 "  blocks:
+    fc:
+      args: {u: 32}
+      layers: [{dense: {units: \$u}}, relu]
+  layers: [flatten, {fc: {u: 48}}, {fc: {u: 32}}, {dense: {units: 10}}]"
 
 # ---------------------------------------------------------------- 1. the same bits
 # pair NAME ARGS...: $T/NAME-f (fused) and $T/NAME-u (GPURUN_FUSE=0), bit for bit
@@ -78,6 +83,7 @@ pair rc "$T/res.yaml" --set train.recompute=blocks --set precision=bf16
 pair res "$T/res.yaml"
 pair mlp32 "$T/mlp.yaml"
 pair mlp16 "$T/mlp.yaml" --set precision=bf16
+pair mlprc "$T/mlpb.yaml" --set train.recompute=blocks
 
 # ---------------------------------------------------------------- 2. what it says
 check "plan names the fused pairs (4-D and 2-D)" bash -c "'$G' plan '$T/cnn.yaml' |
