@@ -10,6 +10,18 @@
 
 #include "../checkpoints/ckpt.h"
 
+/* path's absolute form in out (cap bytes): false when it cannot be resolved or does not fit. realpath
+ * with a buffer would need PATH_MAX bytes (a fortified libc aborts on a smaller one), so it allocates. */
+static bool gr_abs_path(const char *path, char *out, size_t cap) {
+    char *abs = realpath(path, NULL);
+    const bool ok = abs && strlen(abs) < cap;
+    if (ok) memcpy(out, abs, strlen(abs) + 1);
+    else if (abs) errno = ENAMETOOLONG;
+    free(abs);
+    if (!ok && cap) out[0] = '\0';
+    return ok;
+}
+
 /* Whether a and b are one directory (both exist). */
 static bool gr_same_dir(const char *a, const char *b) {
     struct stat x, y;
@@ -64,7 +76,7 @@ gr_status gr_ckptdir_check(gr_job *j, const gr_run_options *opt, gr_error *err) 
     /* a run directory holding a run is refused without --resume as such (exit 2, gr_job_open_run_dir) */
     if (!gr_job_writer(j) || (!opt->resume && gr_job_dir_holds_run(j))) return GR_OK;
     char self[GR_PATH_MAX], rec[2 * GR_PATH_MAX], who[GR_PATH_MAX + 8];
-    if (!realpath(j->run_dir, self)) self[0] = '\0'; /* made by the lock: there */
+    gr_abs_path(j->run_dir, self, sizeof self); /* made by the lock: there */
     gr_ckptdir_owner(j->ckpt_dir, rec, sizeof rec, who, sizeof who);
     const bool mine = gr_ckptdir_mine(rec, self);
     int64_t steps[3];
@@ -114,7 +126,7 @@ static void gr_ckptdir_fill(FILE *f, const void *ctx) {
 gr_status gr_ckptdir_claim(gr_job *j, gr_error *err) {
     if (!gr_job_writer(j) || !j->ckpt_claim) return GR_OK;
     char self[GR_PATH_MAX];
-    if (!realpath(j->run_dir, self))
+    if (!gr_abs_path(j->run_dir, self, sizeof self))
         return gr_error_set(err, GR_ERR_CKPT, "%s: cannot resolve the run directory's path: %s", j->run_dir,
                             strerror(errno));
     gr_owner_ctx c = {self};
