@@ -97,6 +97,8 @@ ENV_TXT=$OUT/env.txt
 env_line() { printf '%-22s %s\n' "$1" "$2" | tee -a "$ENV_TXT"; }
 say "== environment ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
 env_line host "$(uname -srm), $(nproc) cores, $(free -g 2>/dev/null | awk '/^Mem:/ {print $2 " GiB RAM"}'), $(df -h "$SRC" | awk 'NR==2 {print $4 " free on " $6}')"
+# the CPU: the reference side of the GPU tests runs its native half paths where these flags are
+env_line cpu "$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo 2>/dev/null); $(for f in avx512f avx512_bf16 avx512_fp16 amx_bf16 amx_tile; do grep -qw "$f" /proc/cpuinfo 2>/dev/null && printf '%s ' "$f"; done)"
 env_line glibc "$(getconf GNU_LIBC_VERSION 2>/dev/null || echo unknown)"
 env_line compiler "$( (cc --version || gcc --version) 2>/dev/null | head -n 1 || echo 'none found')"
 env_line cmake "$(cmake --version 2>/dev/null | head -n 1 || echo 'none found')"
@@ -333,13 +335,20 @@ SYN=$TMPD/synthetic-$((BATCH * 12))-3x224x224-1000.h5
 SETS=(--set data.train.path="$SYN" --set data.train.group=/train --set data.val.path="$SYN" --set data.val.group=/test
       --set data.augment.crop.type=random --set data.augment.flip=false --set data.workers=12
       --set train.batch_size="$BATCH" --set train.micro_batch="$BATCH" --set train.steps="$STEPS"
-      --set train.schedule.type=constant --set eval.every_epochs=0 --set eval.every_steps=0
+      --set "train.schedule={type: constant}" --set eval.every_epochs=0 --set eval.every_steps=0
       --set checkpoint.every_steps=0 --set checkpoint.every_minutes=0
       --set log.every_steps=1 --set log.tensorboard=false)
 if [ $BUILT = 1 ]; then
-    phase preflight 30 "${GR_ENV[@]}" "$GPURUN" validate configs/resnet50.yaml "${SETS[@]}" || FAILED=1
+    # validate reads the data: a small file of the benchmark's shape stands in for it (the real one
+    # is made below, only where the benchmark runs)
+    PRE=$TMPD/preflight-$BATCH-3x224x224-1000.h5
+    mkdir -p "$TMPD"
+    [ -f "$PRE" ] || "${GR_ENV[@]}" "$GPURUN" data synthetic "$PRE" --n "$BATCH" --test 4 --shape 3,224,224 \
+        --classes 1000 --force >"$OUT/preflight_data.log" 2>&1
+    PRE_SETS=("${SETS[@]//"$SYN"/"$PRE"}")
+    phase preflight 30 "${GR_ENV[@]}" "$GPURUN" validate configs/resnet50.yaml "${PRE_SETS[@]}" || FAILED=1
     # cuDNN autotuning as on the PyTorch side, where this gpurun has the key
-    if "${GR_ENV[@]}" "$GPURUN" validate configs/resnet50.yaml "${SETS[@]}" --set cudnn_benchmark=true >/dev/null 2>&1; then
+    if "${GR_ENV[@]}" "$GPURUN" validate configs/resnet50.yaml "${PRE_SETS[@]}" --set cudnn_benchmark=true >/dev/null 2>&1; then
         SETS+=(--set cudnn_benchmark=true)
         say "   gpurun: cudnn_benchmark=true"
     fi
@@ -463,7 +472,7 @@ np.random.default_rng(0).integers(0, 50257, size=2000000).astype("<u2").tofile(s
         phase gpt_tokens 60 "${GR_ENV[@]}" "$GPURUN" data tokens "$tok" --from "$TMPD/gpt2-tokens.bin"             --val "$TMPD/gpt2-tokens.bin" --force || FAILED=1
     run=$TMPD/run-gpt2
     rm -rf "$run"
-    phase gpurun_gpt2 90 "${GR_ENV[@]}" "$GPURUN" configs/gpt2-124m.yaml --device "$DEVICE" --run-dir "$run"         --set precision=bf16 --set data.train.path="$tok" --set data.val.path="$tok" --set data.seq_len=1024         --set train.batch_size="$GPT_BATCH" --set train.micro_batch="$GPT_BATCH" --set train.steps="$STEPS"         --set train.schedule.type=constant --set eval.every_steps=0 --set eval.every_epochs=0         --set checkpoint.every_minutes=0 --set log.every_steps=1 --set log.tensorboard=false || FAILED=1
+    phase gpurun_gpt2 90 "${GR_ENV[@]}" "$GPURUN" configs/gpt2-124m.yaml --device "$DEVICE" --run-dir "$run"         --set precision=bf16 --set data.train.path="$tok" --set data.val.path="$tok" --set data.seq_len=1024         --set train.batch_size="$GPT_BATCH" --set train.micro_batch="$GPT_BATCH" --set train.steps="$STEPS"         --set "train.schedule={type: constant}" --set eval.every_steps=0 --set eval.every_epochs=0         --set checkpoint.every_minutes=0 --set log.every_steps=1 --set log.tensorboard=false || FAILED=1
     r=$(gpurun_rate "$run/metrics.jsonl")
     [ -n "$r" ] && RESULT[gpt_g]=$("$PY" -c 'import sys; print(round(float(sys.argv[1]) * 1024))' "${r%% *}")
     say "   gpurun gpt2-124m bf16: ${RESULT[gpt_g]:-failed} tokens/s"
@@ -474,7 +483,7 @@ np.random.default_rng(0).integers(0, 50257, size=2000000).astype("<u2").tofile(s
             mpirun -np 2 "$GPURUN" configs/gpt2-124m.yaml --device cuda --run-dir "$run" --set parallel.tensor=2 \
             --set precision=bf16 --set data.train.path="$tok" --set data.val.path="$tok" --set data.seq_len=1024 \
             --set train.batch_size="$GPT_BATCH" --set train.micro_batch="$GPT_BATCH" --set train.steps="$STEPS" \
-            --set train.schedule.type=constant --set eval.every_steps=0 --set eval.every_epochs=0 \
+            --set "train.schedule={type: constant}" --set eval.every_steps=0 --set eval.every_epochs=0 \
             --set checkpoint.every_minutes=0 --set log.every_steps=1 --set log.tensorboard=false || FAILED=1
         r=$(gpurun_rate "$run/metrics.jsonl")
         [ -n "$r" ] && RESULT[gpt_tp]=$("$PY" -c 'import sys; print(round(float(sys.argv[1]) * 1024))' "${r%% *}")
