@@ -6,8 +6,11 @@
  *   - gr_comm_open_gpu on the CUDA backend's stream; a started sum, a
  *     blocking sum and a broadcast of device buffers leave a communicator
  *     of one's values as they were, bit for bit, and report no error;
- *   - the gradient buckets on a CUDA train plan (a small CNN, several
- *     buckets of 0.001 MiB): two micro-steps, the second armed, give the
+ *   - the gradient buckets on a CUDA train plan (a small CNN, buckets of
+ *     0.001 MiB = 262 floats; a bucket closes at the parameter that takes it
+ *     past that, from the last layer down: the dense layers' 85, 272 and
+ *     4112 floats, then the conv and batchnorm's, make 3 buckets, as
+ *     gr_buckets_new gives on the CPU backend too): two micro-steps, the second armed, give the
  *     gradients of the same steps without buckets bit for bit (each bucket
  *     is summed after the kernels that write it: the collective stream
  *     waits for the compute stream's event, and the compute stream for the
@@ -58,7 +61,7 @@ static float *grads_of(gr_backend *be, gr_comm *c, bool buckets, int *nb, int64_
     gr_error err = {0};
     const int64_t shape[3] = {3, 8, 8};
     if (gr_cmp_model_build(&cm, "[{conv: {filters: 4, kernel: 3, padding: 1}}, batchnorm, relu, flatten, "
-                                "{dense: {units: 16}}, relu, {dense: {units: 5}}]",
+                                "{dense: {units: 16}}, relu, {dense: {units: 16}}, relu, {dense: {units: 5}}]",
                            NULL, shape, 3, MB, 0.0, false, GR_PREC_FP32, &err)) {
         CHECK_MSG(false, "%s", err.msg);
         gr_cmp_model_free(&cm);
