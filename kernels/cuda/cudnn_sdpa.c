@@ -469,6 +469,9 @@ const char *gr_cuda_sdpa_decline(gr_cuda *cu, const gr_kargs *a, bool build) {
     if (!cu->half_native) return "GPURUN_HALF=staged runs every half step on fp32 copies";
     const gr_sdpa_key k = gr_sdpa_key_of(a);
     if ((k.c / k.heads) % 8 != 0) return "cuDNN's fused attention needs heads of a multiple of 8 columns";
+    /* seen on an H200 with cuDNN 9.14: the backward graph's dq and dk came back non-finite at T 1 (they are 0:
+     * a softmax over one position has no gradient), dv and the forward right */
+    if (k.t == 1) return "T 1: cuDNN's fused backward gave non-finite dq and dk for a single position";
     gr_sdpa_entry *e = gr_sdpa_lookup(cu, &k);
     if (!e) {
         /* never at run time: a plan build is no work for a step (nor for a CUDA Graph capture) */

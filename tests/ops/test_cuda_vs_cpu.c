@@ -43,6 +43,15 @@
  *   bf16/fp16: the GPU's TF32 products (~2^-11 relative) tip the rounding of
  *     a share of the stored values by one half-precision ulp (2^-8 for bf16,
  *     2^-11 for fp16): forward <= 1e-4 / 1e-5, gradients <= 1e-2 / 1e-3.
+ *     Some models amplify that rounding in their gradients (batchnorm over a
+ *     few values after relu kinks: the CPU's own bf16 gradients are up to
+ *     0.07 from its fp32 ones in the ResNet blocks, 0.01 for a batchnorm
+ *     after a conv; an H200's were 0.09 and 0.03 from the CPU's bf16 ones,
+ *     out of the bounds above), so each half pass
+ *     also trains the fp32 graph on the CPU, and a gradient out of bounds
+ *     still passes when the device's is within HALF_SLACK times the CPU's
+ *     half gradient's distance from the fp32 one: as accurate as the
+ *     reference, only rounded elsewhere. A wrong kernel is far from both.
  * Such a flip is rare in fp32 (about once per hundred tables) but possible;
  * a failing case is therefore run once more on fresh parameters and inputs,
  * and fails the test only when that fails too — a real bug fails both. */
@@ -215,10 +224,13 @@ typedef struct ops_ctx {
     ops_worst *worst;
     int bad, attempt;
     double fwd, bwd;        /* this attempt's largest */
+    int excused;            /* gradients out of bounds but as near the fp32 run's as the CPU's */
 } ops_ctx;
 
-static void ops_check(ops_ctx *x, const char *what, double nmse, bool fwd) {
-    double tol = fwd ? x->ps->fwd_tol : x->ps->bwd_tol;
+#define HALF_SLACK 4.0
+
+/* Keeps the attempt's and the pass's largest errors. */
+static void ops_record(ops_ctx *x, const char *what, double nmse, bool fwd) {
     double *w = fwd ? &x->worst->fwd : &x->worst->bwd;
     char *at = fwd ? x->worst->fwd_at : x->worst->bwd_at;
     double *mine = fwd ? &x->fwd : &x->bwd;
@@ -227,11 +239,35 @@ static void ops_check(ops_ctx *x, const char *what, double nmse, bool fwd) {
         *w = nmse;
         snprintf(at, sizeof x->worst->fwd_at, "%s: %s", x->c->name, what);
     }
+}
+
+static void ops_check(ops_ctx *x, const char *what, double nmse, bool fwd) {
+    const double tol = fwd ? x->ps->fwd_tol : x->ps->bwd_tol;
+    ops_record(x, what, nmse, fwd);
     if (!(nmse <= tol)) {
         x->bad++;
         fprintf(stderr, "  %s [%s, attempt %d]: %s: NMSE %.3g > %.1g\n", x->c->name, x->ps->name, x->attempt, what,
                 nmse, tol);
     }
+}
+
+/* A gradient of n values: the device's against the CPU's, and, out of
+ * bounds in a half pass, both against the CPU's fp32 run's (f32). */
+static void ops_check_grad(ops_ctx *x, const char *what, const float *dev, const float *cpu, const float *f32,
+                           int64_t n) {
+    const double e = gr_cmp_nmse(dev, cpu, n);
+    if (f32 && !(e <= x->ps->bwd_tol) && isfinite(e)) {
+        const double ed = gr_cmp_nmse(dev, f32, n), ec = gr_cmp_nmse(cpu, f32, n);
+        const bool near = ed <= HALF_SLACK * ec;
+        fprintf(stderr, "  %s [%s, attempt %d]: %s: NMSE %.3g > %.1g; from the fp32 run: device %.3g, cpu %.3g%s\n",
+                x->c->name, x->ps->name, x->attempt, what, e, x->ps->bwd_tol, ed, ec,
+                near ? " (as near: passes)" : "");
+        ops_record(x, what, e, false);
+        if (near) x->excused++;
+        else x->bad++;
+        return;
+    }
+    ops_check(x, what, e, false);
 }
 
 /* Loss sums agree to the square root of the forward NMSE bound, relative. */
@@ -282,9 +318,51 @@ static void ops_check_native(ops_ctx *x, const gr_plan *p) {
     }
 }
 
-static int ops_attempt(const ops_case *c, const ops_pass *ps, gr_backend *const be[2], uint64_t seed, int attempt,
-                       bool covered[GR_OP_COUNT], ops_worst *worst) {
-    ops_ctx x = {c, ps, worst, 0, attempt, 0.0, 0.0};
+/* A half pass's case as an fp32 graph, trained on the CPU beside the two
+ * runs from the same parameters and batches (ops_check_grad's f32). */
+typedef struct ops_ref32 {
+    gr_backend *be;  /* NULL: none */
+    gr_cmp_model cm;
+    gr_model m;
+    gr_plan tp;
+    int gx_t;
+} ops_ref32;
+
+static void ref32_open(ops_ref32 *r, gr_backend *be, const ops_case *c, const gr_graph *g, const float *host) {
+    gr_error err = {0};
+    memset(r, 0, sizeof *r);
+    if (!be) return;
+    bool ok = gr_cmp_model_build(&r->cm, c->layers, c->blocks, c->shape, c->ndim, N, c->label_smoothing, true,
+                                 GR_PREC_FP32, &err) == GR_OK;
+    ok = ok && r->cm.g.n_params == g->n_params && r->cm.g.n_trainable == g->n_trainable &&
+         gr_model_init(&r->m, &r->cm.g, be, 0, &err) == GR_OK &&
+         gr_plan_compile(&r->tp, &r->m, &r->cm.g, GR_PLAN_TRAIN, true, &err) == GR_OK;
+    r->gx_t = ok ? r->cm.g.tensors[r->cm.g.input].grad : -1;
+    if (r->gx_t < 0) {
+        fprintf(stderr, "  %s: no fp32 run to judge the half gradients by: %s\n", c->name, err.msg);
+        return;
+    }
+    gr_backend_upload(be, r->m.params, host, (size_t)g->n_params * sizeof(float));
+    r->be = be;
+}
+
+/* One training micro-step of the fp32 graph: its input gradient (n values), or NULL */
+static float *ref32_step(ops_ref32 *r, const gr_batch *bt, gr_exec_ctx *ctx, int64_t n) {
+    if (!r->be) return NULL;
+    double loss = 0.0, correct = 0.0;
+    gr_train_micro_step(&r->tp, bt, ctx, &loss, &correct);
+    return gr_cmp_fetch(r->be, gr_plan_ptr(&r->tp, r->gx_t), n);
+}
+
+static void ref32_close(ops_ref32 *r) {
+    gr_plan_free(&r->tp);
+    gr_model_free(&r->m);
+    gr_cmp_model_free(&r->cm);
+}
+
+static int ops_attempt(const ops_case *c, const ops_pass *ps, gr_backend *const be[2], gr_backend *ref_be,
+                       uint64_t seed, int attempt, bool covered[GR_OP_COUNT], ops_worst *worst) {
+    ops_ctx x = {c, ps, worst, 0, attempt, 0.0, 0.0, 0};
     gr_error err = {0};
     gr_cmp_model cm;
     if (gr_cmp_model_build(&cm, c->layers, c->blocks, c->shape, c->ndim, N, c->label_smoothing, true,
@@ -319,6 +397,8 @@ static int ops_attempt(const ops_case *c, const ops_pass *ps, gr_backend *const 
     else
         for (int i = 0; i < g->n_nodes; i++) covered[g->nodes[i].op] = true;
     if (ready) ops_check_native(&x, &tp[1]);
+    ops_ref32 r32;
+    ref32_open(&r32, ready ? ref_be : NULL, c, g, host);
 
     /* training: two micro-steps adding into the same grads */
     for (int s = 0; s < 2 && ready; s++) {
@@ -337,10 +417,12 @@ static int ops_attempt(const ops_case *c, const ops_pass *ps, gr_backend *const 
         snprintf(what, sizeof what, "train micro-step %d", s);
         ops_check_loss(&x, what, loss[1], loss[0]);
         ops_check_correct(&x, what, correct[1], correct[0], ps->train_correct_slack);
+        float *gx32 = ref32_step(&r32, &bt, &ctx, N * per);
         snprintf(what, sizeof what, "input gradient, micro-step %d", s);
-        ops_check(&x, what, gr_cmp_nmse(gx[1], gx[0], N * per), false);
+        ops_check_grad(&x, what, gx[1], gx[0], gx32, N * per);
         free(gx[0]);
         free(gx[1]);
+        free(gx32);
     }
     if (ready) {
         float *gw[2], *pw[2];
@@ -348,11 +430,12 @@ static int ops_attempt(const ops_case *c, const ops_pass *ps, gr_backend *const 
             gw[b] = gr_cmp_fetch(be[b], m[b].grads, g->n_trainable);
             pw[b] = gr_cmp_fetch(be[b], m[b].params, g->n_params);
         }
+        float *gw32 = r32.be ? gr_cmp_fetch(r32.be, r32.m.grads, g->n_trainable) : NULL;
         for (int t = 0; t < g->n_tensors; t++) {
             const gr_tensor *tt = &g->tensors[t];
+            const int64_t o = tt->param_offset;
             if (tt->kind == GR_TK_PARAM)
-                ops_check(&x, tt->name, gr_cmp_nmse(gw[1] + tt->param_offset, gw[0] + tt->param_offset,
-                                                    gr_tensor_numel(tt)), false);
+                ops_check_grad(&x, tt->name, gw[1] + o, gw[0] + o, gw32 ? gw32 + o : NULL, gr_tensor_numel(tt));
             else if (tt->kind == GR_TK_STATE)
                 ops_check(&x, tt->name, gr_cmp_nmse(pw[1] + tt->param_offset, pw[0] + tt->param_offset,
                                                     gr_tensor_numel(tt)), true);
@@ -366,7 +449,9 @@ static int ops_attempt(const ops_case *c, const ops_pass *ps, gr_backend *const 
             free(gw[b]);
             free(pw[b]);
         }
+        free(gw32);
     }
+    ref32_close(&r32);
 
     /* eval: running stats, dropout off; a full batch, then a partial one */
     for (int e = 0; e < 2 && ready; e++) {
@@ -404,8 +489,8 @@ static int ops_attempt(const ops_case *c, const ops_pass *ps, gr_backend *const 
     gr_cmp_model_free(&cm);
     /* one line per attempt, flushed: when a kernel aborts, the case after
      * the last line is the one that ran it */
-    printf("%-15s %-56s forward %-9.3g gradients %-9.3g%s\n", ps->name, c->name, x.fwd, x.bwd,
-           x.bad ? "  out of bounds" : "");
+    printf("%-15s %-56s forward %-9.3g gradients %-9.3g%s%s\n", ps->name, c->name, x.fwd, x.bwd,
+           x.bad ? "  out of bounds" : "", x.excused ? "  (some as near the fp32 run as the cpu's)" : "");
     fflush(stdout);
     return x.bad;
 }
@@ -441,7 +526,7 @@ static void loss_check_stats(ops_ctx *x, const char *what, const float dev[4], c
 static int loss_attempt(const gr_lg_case *c, const ops_pass *ps, gr_backend *const be[2], uint64_t seed, int attempt,
                         bool covered[GR_OP_COUNT], ops_worst *worst) {
     const ops_case oc = {c->name, NULL, 0, {0}, 0.0, NULL};
-    ops_ctx x = {&oc, ps, worst, 0, attempt, 0.0, 0.0};
+    ops_ctx x = {&oc, ps, worst, 0, attempt, 0.0, 0.0, 0};
     gr_error err = {0};
     gr_graph g;
     if (gr_lg_build(c, N, &g, &err)) {
@@ -519,7 +604,7 @@ static const gr_tk_case token_cases[] = {
 static int token_attempt(const gr_tk_case *c, const ops_pass *ps, gr_backend *const be[2], uint64_t seed, int attempt,
                          bool covered[GR_OP_COUNT], ops_worst *worst) {
     const ops_case oc = {c->name, NULL, 0, {0}, 0.0, NULL};
-    ops_ctx x = {&oc, ps, worst, 0, attempt, 0.0, 0.0};
+    ops_ctx x = {&oc, ps, worst, 0, attempt, 0.0, 0.0, 0};
     gr_error err = {0};
     gr_tk_model tm;
     if (gr_tk_build(&tm, c, N, ps->opts.precision, &err)) {
@@ -599,6 +684,11 @@ int main(void) {
     }
     CHECK(gr_backend_create("cpu", 0, &be[0], &err) == GR_OK);
     if (!be[0]) return gr_test_report();
+    gr_backend *be32 = NULL; /* the half passes' fp32 runs */
+    CHECK(gr_backend_create("cpu", 0, &be32, &err) == GR_OK);
+    if (!be32) return gr_test_report();
+    const gr_backend_opts fp32_opts = {.precision = GR_PREC_FP32};
+    gr_backend_configure(be32, &fp32_opts);
     printf("%zu cases, %zu loss cases and %zu token cases, micro-batch %d, cpu vs %s\n", GR_ARRAY_LEN(cases),
            GR_ARRAY_LEN(loss_cases), GR_ARRAY_LEN(token_cases), N, gr_cmp_device_name());
 
@@ -619,16 +709,18 @@ int main(void) {
         /* the reference stores at the pass's precision too (fp16/bf16 rounding) */
         gr_backend_opts cpu_opts = {.precision = ps->opts.precision};
         gr_backend_configure(be[0], &cpu_opts);
+        const bool half = ps->opts.precision == GR_PREC_BF16 || ps->opts.precision == GR_PREC_FP16;
+        gr_backend *ref_be = half ? be32 : NULL;
         ops_worst worst = {0.0, 0.0, "", ""};
         double t0 = gr_now();
         for (size_t i = 0; i < GR_ARRAY_LEN(cases); i++) {
             if (only && !strstr(cases[i].name, only)) continue;
             const uint64_t seed = 1000u * (uint64_t)i + 7u;
-            int bad = ops_attempt(&cases[i], ps, be, seed, 1, covered, &worst);
+            int bad = ops_attempt(&cases[i], ps, be, ref_be, seed, 1, covered, &worst);
             if (bad) {
                 fprintf(stderr, "  %s [%s]: %d comparison(s) out of bounds; once more on other inputs\n",
                         cases[i].name, ps->name, bad);
-                bad = ops_attempt(&cases[i], ps, be, seed + 500u, 2, covered, &worst);
+                bad = ops_attempt(&cases[i], ps, be, ref_be, seed + 500u, 2, covered, &worst);
             }
             CHECK_MSG(bad == 0, "%s [%s]: out of bounds on two sets of inputs (see above)", cases[i].name,
                       ps->name);
@@ -657,6 +749,7 @@ int main(void) {
     for (int op = 0; op < GR_OP_COUNT && !only; op++)
         CHECK_MSG(covered[op], "op '%s' is in no case's graph: add a case that uses it", gr_op_name((gr_op)op));
 
+    gr_backend_free(be32);
     gr_backend_free(be[1]);
     gr_backend_free(be[0]);
     return gr_test_report();
