@@ -339,16 +339,11 @@ SETS=(--set data.train.path="$SYN" --set data.train.group=/train --set data.val.
       --set checkpoint.every_steps=0 --set checkpoint.every_minutes=0
       --set log.every_steps=1 --set log.tensorboard=false)
 if [ $BUILT = 1 ]; then
-    # validate reads the data: a small file of the benchmark's shape stands in for it (the real one
-    # is made below, only where the benchmark runs)
-    PRE=$TMPD/preflight-$BATCH-3x224x224-1000.h5
-    mkdir -p "$TMPD"
-    [ -f "$PRE" ] || "${GR_ENV[@]}" "$GPURUN" data synthetic "$PRE" --n "$BATCH" --test 4 --shape 3,224,224 \
-        --classes 1000 --force >"$OUT/preflight_data.log" 2>&1
-    PRE_SETS=("${SETS[@]//"$SYN"/"$PRE"}")
-    phase preflight 30 "${GR_ENV[@]}" "$GPURUN" validate configs/resnet50.yaml "${PRE_SETS[@]}" || FAILED=1
+    # --no-data: the benchmark's data is made below, only where the benchmark runs
+    phase preflight 30 "${GR_ENV[@]}" "$GPURUN" validate configs/resnet50.yaml --no-data "${SETS[@]}" || FAILED=1
     # cuDNN autotuning as on the PyTorch side, where this gpurun has the key
-    if "${GR_ENV[@]}" "$GPURUN" validate configs/resnet50.yaml "${PRE_SETS[@]}" --set cudnn_benchmark=true >/dev/null 2>&1; then
+    if "${GR_ENV[@]}" "$GPURUN" validate configs/resnet50.yaml --no-data "${SETS[@]}" --set cudnn_benchmark=true \
+        >/dev/null 2>&1; then
         SETS+=(--set cudnn_benchmark=true)
         say "   gpurun: cudnn_benchmark=true"
     fi
