@@ -126,6 +126,12 @@ static gr_status tmpfile_create(gr_tmpfile *t, const char *path, uint64_t seed, 
     if (e == EEXIST)
         return gr_error_set(err, code, "%s: cannot create a temporary file next to it: %d names tried, all taken",
                             path, GR_TMPFILE_TRIES);
+    if (e == ENOENT) { /* the usual mistake: a folder that is not there yet */
+        const char *slash = strrchr(path, '/');
+        const int n = !slash ? 1 : slash == path ? 1 : (int)(slash - path);
+        return gr_error_set(err, code, "%s: cannot create a temporary file next to it: %s (the directory %.*s "
+                            "does not exist: create it first)", path, strerror(e), n, !slash ? "." : path);
+    }
     return gr_error_set(err, code, "%s: cannot create a temporary file next to it: %s", path, strerror(e));
 }
 

@@ -239,6 +239,7 @@ static void test_failures(void) {
     snprintf(out, sizeof out, "%s/nodir/out", d);
     CHECK(gr_tmpfile_create(&t, out, GR_ERR_DATA, &err) == GR_ERR_DATA);
     CHECK_STR_CONTAINS(err.msg, "nodir/out: cannot create a temporary file next to it: No such file or directory");
+    CHECK_STR_CONTAINS(err.msg, "/nodir does not exist: create it first)");
     CHECK(t.tmp == NULL && entries(d) == 0);
     /* abort: the temporary goes */
     snprintf(out, sizeof out, "%s/out", d);
