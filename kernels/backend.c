@@ -64,14 +64,14 @@ void gr_backend_host_free(gr_backend *be, void *p) {
     else gr_aligned_free(p);
 }
 
-void gr_backend_sgd(gr_backend *be, float *w, const float *g, float *buf, int64_t n,
-                    const gr_sgd_hparams *h, double *sumsq) {
-    be->vt->sgd(be, w, g, buf, n, h, sumsq);
+void gr_backend_sgd(gr_backend *be, float *w, float *g, float *buf, int64_t n,
+                    const gr_sgd_hparams *h, double *sumsq, bool *cleared) {
+    be->vt->sgd(be, w, g, buf, n, h, sumsq, cleared);
 }
 
-void gr_backend_adamw(gr_backend *be, float *w, const float *g, float *m, float *v, int64_t n,
-                      const gr_adamw_hparams *h, double *sumsq) {
-    be->vt->adamw(be, w, g, m, v, n, h, sumsq);
+void gr_backend_adamw(gr_backend *be, float *w, float *g, float *m, float *v, int64_t n,
+                      const gr_adamw_hparams *h, double *sumsq, bool *cleared) {
+    be->vt->adamw(be, w, g, m, v, n, h, sumsq, cleared);
 }
 
 double gr_backend_sumsq(gr_backend *be, const float *g, int64_t n) { return be->vt->sumsq(be, g, n); }

@@ -237,11 +237,14 @@ _Noreturn void gr_backend_fault(const char *what);
 
 /* Optimizer updates and gradient norm over flat device arrays. An update's
  * sumsq, when not NULL, gets gr_backend_sumsq(be, g, n) (the same bits), taken
- * in the update's pass where the backend can (the CPU). */
-void gr_backend_sgd(gr_backend *be, float *w, const float *g, float *buf, int64_t n,
-                    const gr_sgd_hparams *h, double *sumsq);
-void gr_backend_adamw(gr_backend *be, float *w, const float *g, float *m, float *v, int64_t n,
-                      const gr_adamw_hparams *h, double *sumsq);
+ * in the update's pass where the backend can (the CPU). cleared, when not
+ * NULL, lets the backend leave g zero as it reads it (the CPU, where its
+ * values are finite: kernels/cpu/optim.h); *cleared says whether all of g
+ * now is, so that the next step need not clear it. */
+void gr_backend_sgd(gr_backend *be, float *w, float *g, float *buf, int64_t n,
+                    const gr_sgd_hparams *h, double *sumsq, bool *cleared);
+void gr_backend_adamw(gr_backend *be, float *w, float *g, float *m, float *v, int64_t n,
+                      const gr_adamw_hparams *h, double *sumsq, bool *cleared);
 double gr_backend_sumsq(gr_backend *be, const float *g, int64_t n);
 
 /* ---- for backend implementations (kernels/<device>/) ---- */
@@ -256,10 +259,10 @@ typedef struct gr_backend_vtable {
     void (*sync)(gr_backend *be);
     void *(*host_alloc)(gr_backend *be, size_t bytes); /* NULL: gr_aligned_alloc */
     void (*host_free)(gr_backend *be, void *p);
-    void (*sgd)(gr_backend *be, float *w, const float *g, float *buf, int64_t n, const gr_sgd_hparams *h,
-                double *sumsq);
-    void (*adamw)(gr_backend *be, float *w, const float *g, float *m, float *v, int64_t n,
-                  const gr_adamw_hparams *h, double *sumsq);
+    void (*sgd)(gr_backend *be, float *w, float *g, float *buf, int64_t n, const gr_sgd_hparams *h,
+                double *sumsq, bool *cleared);
+    void (*adamw)(gr_backend *be, float *w, float *g, float *m, float *v, int64_t n,
+                  const gr_adamw_hparams *h, double *sumsq, bool *cleared);
     double (*sumsq)(gr_backend *be, const float *g, int64_t n);
     /* optional (NULL: the defaults described above) */
     void (*upload_batch)(gr_backend *be, void *dst, const void *src, size_t bytes);

@@ -196,7 +196,7 @@ gr_status gr_pipe_apply(gr_job *j, double lr, int64_t step, double scale, bool *
     double sumsq = gr_train_grad_sumsq(pj->mo, &pj->og_norm); /* a tied weight's counted by its owner */
     gr_status st = gr_pp_sum(&pj->pp, &sumsq, 1, "the gradients' norm over the pipeline stages", err);
     if (st || (st = gr_tp_sum_norm(j, &sumsq, err))) return st; /* and over a tensor group's parts */
-    *finite = gr_train_apply_sumsq(pj->mo, j->spec, &pj->og, lr, step, scale, GR_CHECK_SKIP, &sumsq);
+    *finite = gr_train_apply_sumsq(pj->mo, j->spec, &pj->og, lr, step, scale, GR_CHECK_SKIP, &sumsq, NULL);
     return GR_OK;
 }
 

@@ -92,7 +92,7 @@ void gr_train_micro_step_hooked(gr_plan *p, const gr_batch *b, const gr_exec_ctx
 }
 
 void gr_train_apply(gr_model *m, const gr_job_spec *s, double lr, int64_t step) {
-    (void)gr_train_apply_scaled(m, s, NULL, lr, step, 1.0, GR_CHECK_NONE);
+    (void)gr_train_apply_scaled(m, s, NULL, lr, step, 1.0, GR_CHECK_NONE, NULL);
 }
 
 /* The squared norm of the gradients clipping measures: all of them, or
@@ -106,15 +106,16 @@ static double gr_train_sumsq(gr_model *m, const gr_opt_groups *og) {
 }
 
 bool gr_train_apply_scaled(gr_model *m, const gr_job_spec *s, const gr_opt_groups *og, double lr, int64_t step,
-                           double loss_scale, gr_grad_check check) {
-    return gr_train_apply_sumsq(m, s, og, lr, step, loss_scale, check, NULL);
+                           double loss_scale, gr_grad_check check, bool *cleared) {
+    return gr_train_apply_sumsq(m, s, og, lr, step, loss_scale, check, NULL, cleared);
 }
 
 double gr_train_grad_sumsq(gr_model *m, const gr_opt_groups *og) { return gr_train_sumsq(m, og); }
 
 bool gr_train_apply_sumsq(gr_model *m, const gr_job_spec *s, const gr_opt_groups *og, double lr, int64_t step,
-                          double loss_scale, gr_grad_check check, const double *given) {
+                          double loss_scale, gr_grad_check check, const double *given, bool *cleared) {
     const gr_optim_spec *o = &s->train.optimizer;
+    if (cleared) *cleared = false;
     const int64_t nt = m->g->n_trainable;
     const bool clip = s->train.grad_clip > 0.0;
     /* a check that ends the run need not come before the update: the update's pass takes the sum */
@@ -126,6 +127,9 @@ bool gr_train_apply_sumsq(gr_model *m, const gr_job_spec *s, const gr_opt_groups
         if (clip) mult = gr_clip_factor(sqrt(sumsq) / loss_scale, s->train.grad_clip);
     }
     double total = 0.0, part = 0.0;
+    const bool clear = cleared && (!og || !og->any_frozen); /* a frozen range's gradients would stay */
+    bool all = clear, done = false;
+    int64_t covered = 0;
     if (loss_scale != 1.0) mult = (float)((double)mult / loss_scale);
     const gr_opt_range whole = {0, nt, 1.0, o->weight_decay, false};
     const int nr = og ? og->n : 1;
@@ -136,15 +140,18 @@ bool gr_train_apply_sumsq(gr_model *m, const gr_job_spec *s, const gr_opt_groups
         if (o->type == GR_OPTIM_SGD) {
             gr_sgd_hparams h = {(float)rlr, (float)o->momentum, (float)r->weight_decay, mult, o->nesterov};
             gr_backend_sgd(m->be, m->params + r->off, m->grads + r->off, m->optim + r->off, r->n, &h,
-                           in_pass ? &part : NULL);
+                           in_pass ? &part : NULL, clear ? &done : NULL);
         } else {
             gr_adamw_hparams h = {(float)rlr, (float)o->betas[0], (float)o->betas[1], (float)o->eps,
                                   (float)r->weight_decay, mult, step + 1};
             gr_backend_adamw(m->be, m->params + r->off, m->grads + r->off, m->optim + r->off,
-                             m->optim + nt + r->off, r->n, &h, in_pass ? &part : NULL);
+                             m->optim + nt + r->off, r->n, &h, in_pass ? &part : NULL, clear ? &done : NULL);
         }
         total += part;
+        all = all && done;
+        covered += r->n;
     }
+    if (cleared) *cleared = all && covered == nt;
     return !in_pass || isfinite(total);
 }
 

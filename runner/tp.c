@@ -203,7 +203,7 @@ gr_status gr_tp_apply(gr_job *j, double lr, int64_t step, double scale, bool *fi
     double sumsq = gr_train_grad_sumsq(&tp->m, &tp->og_norm);
     gr_status st = gr_tp_sum_norm(j, &sumsq, err);
     if (st) return st;
-    *finite = gr_train_apply_sumsq(&tp->m, j->spec, &tp->og, lr, step, scale, GR_CHECK_SKIP, &sumsq);
+    *finite = gr_train_apply_sumsq(&tp->m, j->spec, &tp->og, lr, step, scale, GR_CHECK_SKIP, &sumsq, NULL);
     return GR_OK;
 }
 

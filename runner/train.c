@@ -3,7 +3,8 @@
  * One optimizer step = accum = batch_size / (micro_batch x world) micro-batches
  * on each of the world's processes (parallel.h; world 1 without a launcher),
  * each a forward + backward pass of the train plan that adds into the grads
- * arena (zeroed once per step); the loss gradient is scaled by 1/batch_size
+ * arena (zero at the step's start: cleared by the CPU's last update as it
+ * read each block, else by a pass here); the loss gradient is scaled by 1/batch_size
  * so the sum over micro-batches (and processes) is the gradient of the whole
  * batch's mean loss.
  * An epoch is floor(N / batch_size) steps; the micro-batches left over at
@@ -43,6 +44,7 @@ typedef struct gr_loop {
     const char *status;        /* summary.json's: finished, stopped, diverged, checkpoint_failed, profiled */
     int64_t prof_end;          /* --profile: the run stops after this step (its warm-up and profiled steps); 0 */
     int stop_signal;           /* the signal that stopped the run (0: none) */
+    bool grads_clear;          /* the last update left the grads arena zero: the next step adds into it as it is */
     double last_ckpt;          /* when the last periodic checkpoint started (gr_now) */
     /* the non-trainable state (batchnorm running stats) as it was when the
      * step began: a signal in the middle of a step puts it back, since the
@@ -140,7 +142,8 @@ static gr_status gr_loop_accumulate(gr_job *j, gr_loop *L, double *loss, gr_erro
     gr_hooks_step_begin(j->hooks, step);
     if (L->state0) gr_backend_download(j->be, L->state0, j->m.params + nt, L->state_bytes);
     if (step > 0 && step % L->spe == 0 && (st = gr_loader_seek(j->train_ld, epoch, 0, err))) return st;
-    gr_backend_zero(j->be, m->grads, (size_t)ntp * sizeof(float));
+    if (!L->grads_clear) gr_backend_zero(j->be, m->grads, (size_t)ntp * sizeof(float));
+    L->grads_clear = false;
     gr_pass_stats ps;
     memset(&ps, 0, sizeof ps);
     for (int64_t k = 0; k < L->accum; k++) {
@@ -191,7 +194,7 @@ static gr_status gr_loop_update(gr_job *j, gr_loop *L, double loss, gr_error *er
     if (j->pp) st = gr_pipe_apply(j, L->lr, step - j->sc.skipped, scale, &finite, err);
     else if (j->tp) st = gr_tp_apply(j, L->lr, step - j->sc.skipped, scale, &finite, err);
     else finite = gr_train_apply_scaled(&j->m, s, &j->og, L->lr, step - j->sc.skipped, scale,
-                                        j->sc.dynamic ? GR_CHECK_SKIP : GR_CHECK_STOP);
+                                        j->sc.dynamic ? GR_CHECK_SKIP : GR_CHECK_STOP, &L->grads_clear);
     gr_hooks_end(j->hooks, GR_SPAN_OPTIM);
     if (st) return st;
     if (!gr_scaler_update(&j->sc, finite)) {

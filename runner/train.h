@@ -94,12 +94,15 @@ typedef enum gr_grad_check {
  * (optgroups.h), each range updated with its settings; NULL: the whole
  * arena with the optimizer's (gr_train_apply). */
 bool gr_train_apply_scaled(gr_model *m, const gr_job_spec *s, const gr_opt_groups *og, double lr, int64_t step,
-                           double loss_scale, gr_grad_check check);
+                           double loss_scale, gr_grad_check check, bool *cleared);
 /* The same with the gradients' squared norm given (NULL: measured here, over
  * the ranges og does not freeze): a pipeline stage's is the sum of every
- * stage's (runner/pipe.c). */
+ * stage's (runner/pipe.c). cleared (NULL: the gradients are kept): the update
+ * may leave the gradients zero as it reads them (gr_backend_sgd); *cleared
+ * says whether the whole arena now is (never with a frozen range, whose
+ * gradients nothing reads), so the next step need not clear it. */
 bool gr_train_apply_sumsq(gr_model *m, const gr_job_spec *s, const gr_opt_groups *og, double lr, int64_t step,
-                          double loss_scale, gr_grad_check check, const double *sumsq);
+                          double loss_scale, gr_grad_check check, const double *sumsq, bool *cleared);
 /* The squared norm of the gradients over the ranges og does not freeze. */
 double gr_train_grad_sumsq(gr_model *m, const gr_opt_groups *og);
 

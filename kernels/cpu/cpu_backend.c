@@ -110,16 +110,18 @@ static void gr_cpu_copy(gr_backend *be, void *dst, const void *src, size_t bytes
 }
 static void gr_cpu_sync(gr_backend *be) { (void)be; }
 
-static void gr_cpu_sgd(gr_backend *be, float *w, const float *g, float *buf, int64_t n,
-                       const gr_sgd_hparams *h, double *sumsq) {
+static void gr_cpu_sgd(gr_backend *be, float *w, float *g, float *buf, int64_t n, const gr_sgd_hparams *h,
+                       double *sumsq, bool *cleared) {
     (void)be;
-    gr_cpu_sgd_update(w, g, buf, n, h, sumsq);
+    if (cleared) *cleared = gr_cpu_sgd_update_clear(w, g, buf, n, h, sumsq);
+    else gr_cpu_sgd_update(w, g, buf, n, h, sumsq);
 }
 
-static void gr_cpu_adamw(gr_backend *be, float *w, const float *g, float *m, float *v, int64_t n,
-                         const gr_adamw_hparams *h, double *sumsq) {
+static void gr_cpu_adamw(gr_backend *be, float *w, float *g, float *m, float *v, int64_t n,
+                         const gr_adamw_hparams *h, double *sumsq, bool *cleared) {
     (void)be;
-    gr_cpu_adamw_update(w, g, m, v, n, h, sumsq);
+    if (cleared) *cleared = gr_cpu_adamw_update_clear(w, g, m, v, n, h, sumsq);
+    else gr_cpu_adamw_update(w, g, m, v, n, h, sumsq);
 }
 
 static double gr_cpu_sumsq_be(gr_backend *be, const float *g, int64_t n) {

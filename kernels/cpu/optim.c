@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../../common/gr_common.h"
 
@@ -90,19 +91,40 @@ static double gr_sumsq_parts(const double *part, int64_t nb) {
 
 static int64_t gr_nblocks(int64_t n) { return (n + GR_SUMSQ_BLOCK - 1) / GR_SUMSQ_BLOCK; }
 
-void gr_cpu_sgd_update(float *w, const float *g, float *buf, int64_t n, const gr_sgd_hparams *h, double *sumsq) {
+/* A block of gradients after its update: zeroed (g not NULL) when its sum of squares is finite; 1 when kept. */
+static int gr_clear_block(float *g, int64_t len, double sq) {
+    if (!g) return 0;
+    if (!isfinite(sq)) return 1;
+    memset(g, 0, (size_t)len * sizeof *g);
+    return 0;
+}
+
+/* The SGD update; clear: g itself, to be cleared block by block, or NULL. True when every block was. */
+static bool gr_sgd_run(float *w, const float *g, float *buf, int64_t n, const gr_sgd_hparams *h, double *sumsq,
+                       float *clear) {
     GR_ASSERT(w && g && h && n >= 0);
     GR_ASSERT(h->momentum == 0.0f || buf != NULL);
     const int64_t nb = gr_nblocks(n);
-    double *part = sumsq ? gr_xmalloc((size_t)(nb > 0 ? nb : 1) * sizeof *part) : NULL;
-    #pragma omp parallel for schedule(static) if (n >= GR_OMP_MIN)
+    double *part = sumsq || clear ? gr_xmalloc((size_t)(nb > 0 ? nb : 1) * sizeof *part) : NULL;
+    int kept = 0;
+    #pragma omp parallel for schedule(static) reduction(+ : kept) if (n >= GR_OMP_MIN)
     for (int64_t b = 0; b < nb; b++) {
         const int64_t i = b * GR_SUMSQ_BLOCK, len = GR_MIN(GR_SUMSQ_BLOCK, n - i);
         if (part) part[b] = gr_sumsq_block(g + i, len);
         gr_sgd_block(w + i, g + i, buf ? buf + i : NULL, len, h);
+        kept += gr_clear_block(clear ? clear + i : NULL, len, part ? part[b] : 0.0);
     }
     if (sumsq) *sumsq = gr_sumsq_parts(part, nb);
     free(part);
+    return clear && kept == 0;
+}
+
+void gr_cpu_sgd_update(float *w, const float *g, float *buf, int64_t n, const gr_sgd_hparams *h, double *sumsq) {
+    (void)gr_sgd_run(w, g, buf, n, h, sumsq, NULL);
+}
+
+bool gr_cpu_sgd_update_clear(float *w, float *g, float *buf, int64_t n, const gr_sgd_hparams *h, double *sumsq) {
+    return gr_sgd_run(w, g, buf, n, h, sumsq, g);
 }
 
 /* w = w*decay - step_size * m / (sqrt(v)/bc2_sqrt + eps), after the moment updates.
@@ -126,8 +148,9 @@ GR_ISA_CLONES static void adamw_loop(float *restrict w, const float *restrict g,
     }
 }
 
-void gr_cpu_adamw_update(float *w, const float *g, float *m, float *v, int64_t n, const gr_adamw_hparams *h,
-                         double *sumsq) {
+/* The AdamW update; clear: g itself, to be cleared block by block, or NULL. True when every block was. */
+static bool gr_adamw_run(float *w, const float *g, float *m, float *v, int64_t n, const gr_adamw_hparams *h,
+                         double *sumsq, float *clear) {
     GR_ASSERT(w && g && m && v && h && n >= 0 && h->t >= 1);
     /* Per-call scalars in double, as PyTorch computes them in Python:
      * step_size = lr / (1 - b1^t), bc2_sqrt = sqrt(1 - b2^t). */
@@ -139,16 +162,29 @@ void gr_cpu_adamw_update(float *w, const float *g, float *m, float *v, int64_t n
     const float bc2_sqrt = (float)sqrt(bc2);
 
     const int64_t nb = gr_nblocks(n);
-    double *part = sumsq ? gr_xmalloc((size_t)(nb > 0 ? nb : 1) * sizeof *part) : NULL;
-    #pragma omp parallel for schedule(static) if (n >= GR_OMP_MIN)
+    double *part = sumsq || clear ? gr_xmalloc((size_t)(nb > 0 ? nb : 1) * sizeof *part) : NULL;
+    int kept = 0;
+    #pragma omp parallel for schedule(static) reduction(+ : kept) if (n >= GR_OMP_MIN)
     for (int64_t b = 0; b < nb; b++) {
         const int64_t i = b * GR_SUMSQ_BLOCK, len = GR_MIN(GR_SUMSQ_BLOCK, n - i);
         if (part) part[b] = gr_sumsq_block(g + i, len);
         adamw_loop(w + i, g + i, m + i, v + i, len, h->beta1, h->beta2, h->eps, h->grad_mult, decay, step_size,
                    bc2_sqrt);
+        kept += gr_clear_block(clear ? clear + i : NULL, len, part ? part[b] : 0.0);
     }
     if (sumsq) *sumsq = gr_sumsq_parts(part, nb);
     free(part);
+    return clear && kept == 0;
+}
+
+void gr_cpu_adamw_update(float *w, const float *g, float *m, float *v, int64_t n, const gr_adamw_hparams *h,
+                         double *sumsq) {
+    (void)gr_adamw_run(w, g, m, v, n, h, sumsq, NULL);
+}
+
+bool gr_cpu_adamw_update_clear(float *w, float *g, float *m, float *v, int64_t n, const gr_adamw_hparams *h,
+                               double *sumsq) {
+    return gr_adamw_run(w, g, m, v, n, h, sumsq, g);
 }
 
 /* Blocks of GR_SUMSQ_BLOCK over the threads, their sums added in block

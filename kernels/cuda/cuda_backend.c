@@ -148,16 +148,18 @@ static double gr_cuda_sumsq(gr_backend *be, const float *g, int64_t n) {
 }
 
 /* An update asked for the gradients' sum of squares takes it first, in its
- * own kernel (the update does not change g). */
-static void gr_cuda_sgd(gr_backend *be, float *w, const float *g, float *buf, int64_t n,
-                        const gr_sgd_hparams *h, double *sumsq) {
+ * own kernel (the update does not change g: nothing is cleared here). */
+static void gr_cuda_sgd(gr_backend *be, float *w, float *g, float *buf, int64_t n, const gr_sgd_hparams *h,
+                        double *sumsq, bool *cleared) {
     if (sumsq) *sumsq = gr_cuda_sumsq(be, g, n);
+    if (cleared) *cleared = false;
     gr_cu_sgd(gr_cu(be)->stream, w, g, buf, n, h);
 }
 
-static void gr_cuda_adamw(gr_backend *be, float *w, const float *g, float *m, float *v, int64_t n,
-                          const gr_adamw_hparams *h, double *sumsq) {
+static void gr_cuda_adamw(gr_backend *be, float *w, float *g, float *m, float *v, int64_t n,
+                          const gr_adamw_hparams *h, double *sumsq, bool *cleared) {
     if (sumsq) *sumsq = gr_cuda_sumsq(be, g, n);
+    if (cleared) *cleared = false;
     gr_cu_adamw(gr_cu(be)->stream, w, g, m, v, n, h);
 }
 

@@ -193,6 +193,62 @@ static void test_update_sumsq(void) {
     for (int k = 0; k < 2; k++) free(w[k]), free(b[k]), free(m[k]), free(v[k]);
 }
 
+/* The clearing updates (gr_cpu_*_update_clear): the parameters and state of
+ * the plain updates bit for bit, the same sum of squares, and every block of
+ * g zero after; a block holding inf or NaN is left as it was (the others
+ * cleared) and the call says not all were. */
+static bool all_zero(const float *g, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        if (g[i] != 0.0f || signbit(g[i])) return false;
+    return true;
+}
+
+static void test_update_clear(void) {
+    enum { B = 1 << 14, N = 3 * B + 1037 };
+    float *g0 = malloc(N * sizeof *g0), *g = malloc(N * sizeof *g), *w[2], *b[2], *m[2], *v[2];
+    for (int k = 0; k < 2; k++) {
+        w[k] = malloc(N * sizeof *w[k]), b[k] = malloc(N * sizeof *b[k]);
+        m[k] = malloc(N * sizeof *m[k]), v[k] = malloc(N * sizeof *v[k]);
+    }
+    for (int i = 0; i < N; i++) {
+        g0[i] = (float)(0.003 * (i % 29) - 0.04) * (1.0f + 1e-3f * (float)(i % 89));
+        for (int k = 0; k < 2; k++) {
+            w[k][i] = (float)(0.01 * (i % 97) - 0.4), b[k][i] = (float)(0.002 * (i % 13));
+            m[k][i] = (float)(0.001 * (i % 7)), v[k][i] = (float)(0.0001 * (i % 11));
+        }
+    }
+    const double ref = gr_cpu_sumsq(g0, N);
+    double ss = -1.0, sa = -1.0;
+    gr_sgd_hparams h = sgd_h(0.05f, 0.9f, 1e-3f, false);
+    memcpy(g, g0, N * sizeof *g);
+    gr_cpu_sgd_update(w[0], g0, b[0], N, &h, NULL);
+    CHECK(gr_cpu_sgd_update_clear(w[1], g, b[1], N, &h, &ss));
+    CHECK_MSG(ss == ref, "sgd's sum of squares %.17g, gr_cpu_sumsq %.17g", ss, ref);
+    CHECK(memcmp(w[0], w[1], N * sizeof *g) == 0 && memcmp(b[0], b[1], N * sizeof *g) == 0);
+    CHECK_MSG(all_zero(g, N), "sgd left gradients that are not +0");
+    gr_adamw_hparams ah = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 1.0f, 2};
+    memcpy(g, g0, N * sizeof *g);
+    gr_cpu_adamw_update(w[0], g0, m[0], v[0], N, &ah, NULL);
+    CHECK(gr_cpu_adamw_update_clear(w[1], g, m[1], v[1], N, &ah, NULL)); /* no sum asked: cleared all the same */
+    CHECK(memcmp(w[0], w[1], N * sizeof *g) == 0 && memcmp(m[0], m[1], N * sizeof *g) == 0 &&
+          memcmp(v[0], v[1], N * sizeof *g) == 0);
+    CHECK_MSG(all_zero(g, N), "adamw left gradients that are not +0");
+    /* a NaN in the second block: it stays as it was, the first, third and the tail are cleared */
+    memcpy(g, g0, N * sizeof *g);
+    g[B + 7] = NAN;
+    CHECK(!gr_cpu_sgd_update_clear(w[1], g, b[1], N, &h, &ss) && !isfinite(ss));
+    CHECK(all_zero(g, B) && all_zero(g + 2 * B, N - 2 * B));
+    CHECK(isnan(g[B + 7]) && memcmp(g + B, g0 + B, 7 * sizeof *g) == 0 &&
+          memcmp(g + B + 8, g0 + B + 8, (B - 8) * sizeof *g) == 0);
+    memcpy(g, g0, N * sizeof *g);
+    g[N - 1] = -INFINITY;
+    CHECK(!gr_cpu_adamw_update_clear(w[1], g, m[1], v[1], N, &ah, &sa) && !isfinite(sa));
+    CHECK(all_zero(g, 3 * B) && g[N - 1] == -INFINITY && memcmp(g + 3 * B, g0 + 3 * B, 1036 * sizeof *g) == 0);
+    free(g0);
+    free(g);
+    for (int k = 0; k < 2; k++) free(w[k]), free(b[k]), free(m[k]), free(v[k]);
+}
+
 /* ---------------- AdamW, hand-computed ---------------- */
 
 static void test_adamw_hand(void) {
@@ -451,6 +507,7 @@ int main(void) {
     test_sgd_grad_mult();
     test_sgd_long_array();
     test_update_sumsq();
+    test_update_clear();
     test_adamw_hand();
     test_adamw_grad_mult();
     test_sgd_torch();

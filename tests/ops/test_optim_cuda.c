@@ -37,8 +37,8 @@ int main(void) {
     gr_backend_zero(cuda, db, bytes);
     gr_sgd_hparams sh = {.lr = 0.1f, .momentum = 0.9f, .weight_decay = 1e-4f, .grad_mult = 0.5f, .nesterov = true};
     for (int s = 0; s < 3; s++) {
-        gr_backend_sgd(cpu, w_ref, g, b_ref, N, &sh, NULL);
-        gr_backend_sgd(cuda, dw, dg, db, N, &sh, NULL);
+        gr_backend_sgd(cpu, w_ref, g, b_ref, N, &sh, NULL, NULL);
+        gr_backend_sgd(cuda, dw, dg, db, N, &sh, NULL, NULL);
     }
     gr_backend_download(cuda, back, dw, bytes);
     int bad = 0;
@@ -53,8 +53,8 @@ int main(void) {
     for (int s = 0; s < 3; s++) {
         gr_adamw_hparams ah = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.01f,
                                .grad_mult = 1.0f, .t = s + 1};
-        gr_backend_adamw(cpu, w_ref, g, m_ref, v_ref, N, &ah, NULL);
-        gr_backend_adamw(cuda, dw, dg, dm, dv, N, &ah, NULL);
+        gr_backend_adamw(cpu, w_ref, g, m_ref, v_ref, N, &ah, NULL, NULL);
+        gr_backend_adamw(cuda, dw, dg, dm, dv, N, &ah, NULL, NULL);
     }
     gr_backend_download(cuda, back, dw, bytes);
     bad = 0;
