@@ -157,23 +157,40 @@ static void test_sgd_long_array(void) {
     free(w), free(g), free(buf), free(ew), free(eb);
 }
 
+/* Two copies of an optimizer's state over n values (weights, momentum
+ * buffers, Adam moments), the same in both, and a gradient g of a slope. */
+typedef struct opt_state {
+    float *w[2], *b[2], *m[2], *v[2];
+} opt_state;
+
+static opt_state opt_state_new(int64_t n, float *g, int g_mod) {
+    opt_state o;
+    for (int k = 0; k < 2; k++) {
+        o.w[k] = malloc((size_t)n * sizeof *o.w[k]), o.b[k] = malloc((size_t)n * sizeof *o.b[k]);
+        o.m[k] = malloc((size_t)n * sizeof *o.m[k]), o.v[k] = malloc((size_t)n * sizeof *o.v[k]);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        g[i] = (float)(0.003 * (double)(i % g_mod) - 0.05) * (1.0f + 1e-3f * (float)(i % 101));
+        for (int k = 0; k < 2; k++) {
+            o.w[k][i] = (float)(0.01 * (double)(i % 97) - 0.4), o.b[k][i] = (float)(0.002 * (double)(i % 13));
+            o.m[k][i] = (float)(0.001 * (double)(i % 7)), o.v[k][i] = (float)(0.0001 * (double)(i % 11));
+        }
+    }
+    return o;
+}
+
+static void opt_state_free(opt_state *o) {
+    for (int k = 0; k < 2; k++) free(o->w[k]), free(o->b[k]), free(o->m[k]), free(o->v[k]);
+}
+
 /* An update asked for the gradients' sum of squares takes it in its own pass:
  * the same bits as gr_cpu_sumsq, and the same update as without it, over
  * several blocks (threads) and a tail; a non-finite gradient shows in it. */
 static void test_update_sumsq(void) {
     enum { N = 3 * (1 << 14) + 1037 };
-    float *g = malloc(N * sizeof *g), *w[2], *b[2], *m[2], *v[2];
-    for (int k = 0; k < 2; k++) {
-        w[k] = malloc(N * sizeof *w[k]), b[k] = malloc(N * sizeof *b[k]);
-        m[k] = malloc(N * sizeof *m[k]), v[k] = malloc(N * sizeof *v[k]);
-    }
-    for (int i = 0; i < N; i++) {
-        g[i] = (float)(0.003 * (i % 31) - 0.05) * (1.0f + 1e-3f * (float)(i % 101));
-        for (int k = 0; k < 2; k++) {
-            w[k][i] = (float)(0.01 * (i % 97) - 0.4), b[k][i] = (float)(0.002 * (i % 13));
-            m[k][i] = (float)(0.001 * (i % 7)), v[k][i] = (float)(0.0001 * (i % 11));
-        }
-    }
+    float *g = malloc(N * sizeof *g);
+    opt_state o = opt_state_new(N, g, 31);
+    float **w = o.w, **b = o.b, **m = o.m, **v = o.v;
     const double ref = gr_cpu_sumsq(g, N);
     double ss = -1.0, sa = -1.0;
     gr_sgd_hparams h = sgd_h(0.05f, 0.9f, 1e-3f, false);
@@ -190,7 +207,7 @@ static void test_update_sumsq(void) {
     gr_cpu_sgd_update(w[1], g, b[1], N, &h, &ss);
     CHECK(!isfinite(ss));
     free(g);
-    for (int k = 0; k < 2; k++) free(w[k]), free(b[k]), free(m[k]), free(v[k]);
+    opt_state_free(&o);
 }
 
 /* The clearing updates (gr_cpu_*_update_clear): the parameters and state of
@@ -205,18 +222,9 @@ static bool all_zero(const float *g, int64_t n) {
 
 static void test_update_clear(void) {
     enum { B = 1 << 14, N = 3 * B + 1037 };
-    float *g0 = malloc(N * sizeof *g0), *g = malloc(N * sizeof *g), *w[2], *b[2], *m[2], *v[2];
-    for (int k = 0; k < 2; k++) {
-        w[k] = malloc(N * sizeof *w[k]), b[k] = malloc(N * sizeof *b[k]);
-        m[k] = malloc(N * sizeof *m[k]), v[k] = malloc(N * sizeof *v[k]);
-    }
-    for (int i = 0; i < N; i++) {
-        g0[i] = (float)(0.003 * (i % 29) - 0.04) * (1.0f + 1e-3f * (float)(i % 89));
-        for (int k = 0; k < 2; k++) {
-            w[k][i] = (float)(0.01 * (i % 97) - 0.4), b[k][i] = (float)(0.002 * (i % 13));
-            m[k][i] = (float)(0.001 * (i % 7)), v[k][i] = (float)(0.0001 * (i % 11));
-        }
-    }
+    float *g0 = malloc(N * sizeof *g0), *g = malloc(N * sizeof *g);
+    opt_state o = opt_state_new(N, g0, 29);
+    float **w = o.w, **b = o.b, **m = o.m, **v = o.v;
     const double ref = gr_cpu_sumsq(g0, N);
     double ss = -1.0, sa = -1.0;
     gr_sgd_hparams h = sgd_h(0.05f, 0.9f, 1e-3f, false);
@@ -246,7 +254,7 @@ static void test_update_clear(void) {
     CHECK(all_zero(g, 3 * B) && g[N - 1] == -INFINITY && memcmp(g + 3 * B, g0 + 3 * B, 1036 * sizeof *g) == 0);
     free(g0);
     free(g);
-    for (int k = 0; k < 2; k++) free(w[k]), free(b[k]), free(m[k]), free(v[k]);
+    opt_state_free(&o);
 }
 
 /* ---------------- AdamW, hand-computed ---------------- */
