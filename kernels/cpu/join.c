@@ -56,6 +56,23 @@ static void gr_cpu_add_bf16(const gr_kargs *a, int64_t total) {
     }
 }
 
+/* y = x0 + x1 (relu: relu of the sum) on a chunk of fp32: built for AVX-512 and AVX2 too.
+ * y may be x0 or x1 (an add in place): each element is read before it is written.
+ * The residual add's fp32 loop was the general one below, which GCC left scalar
+ * (an input pointer reloaded each element): ResNet-50's adds ran at 14 GB/s, 6% of its step. */
+GR_ISA_CLONES static void gr_add2_f32(const float *x0, const float *x1, float *y, int64_t n, bool relu) {
+    if (relu) {
+        #pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float v = x0[i] + x1[i];
+            y[i] = v <= 0.0f ? 0.0f : v;
+        }
+        return;
+    }
+    #pragma omp simd
+    for (int64_t i = 0; i < n; i++) y[i] = x0[i] + x1[i];
+}
+
 /* y = x0 + x1 + ... (nin >= 1; one input is a copy) */
 void gr_cpu_add(const gr_kargs *a) {
     if (gr_shape_is_bcast(a)) { /* inputs of other shapes: their storage type is the output's (ops.def) */
@@ -71,6 +88,12 @@ void gr_cpu_add(const gr_kargs *a) {
     const int nin = a->node->nin;
     const bool relu = a->node->attrs.relu; /* fused after it (graph/fuse.c) */
     const float *x0 = a->in[0], *x1 = nin > 1 ? a->in[1] : NULL;
+    if (nin == 2) { /* the residual add, and autodiff's sum of two partial gradients */
+        #pragma omp parallel for if (total >= GR_OMP_MIN)
+        for (int64_t i = 0; i < total; i += GR_HIO_CHUNK)
+            gr_add2_f32(x0 + i, x1 + i, y + i, GR_MIN(GR_HIO_CHUNK, total - i), relu);
+        return;
+    }
     #pragma omp parallel for if (total >= GR_OMP_MIN)
     for (int64_t i = 0; i < total; i++) {
         float v = x0[i];

@@ -62,13 +62,16 @@ static void test_gradchecks(void) {
 
 /* ---- add ---- */
 
-static void test_add(int nin, int64_t nb, int64_t n, int64_t f) {
+/* relu: the fused add + relu (attrs.relu: relu of the sum, -0 and below to +0, NaN kept);
+ * in_place: the output is the first input's array */
+static void test_add_mode(int nin, int64_t nb, int64_t n, int64_t f, bool relu, bool in_place) {
     int64_t shape[] = {nb, f};
     const int64_t cnt = n * f;
     float *x[GR_MAX_IN];
     float *y_cpu = rand_floats(cnt, 0, 1), *y_body = rand_floats(cnt, 0, 1);
     kt k;
     kt_init(&k, GR_OP_ADD, nin, 1, n);
+    k.node.attrs.relu = relu;
     gr_add_in in;
     in.nin = nin;
     in.e = GR_BODY_F32;
@@ -78,15 +81,32 @@ static void test_add(int nin, int64_t nb, int64_t n, int64_t f) {
         kt_tensor(&k.tin[i], GR_F32, 2, shape);
         k.a.in[i] = x[i];
     }
+    if (relu) { /* the relu's edge cases where the sum is exactly what they need */
+        x[0][0] = -0.0f;
+        x[0][1] = NAN;
+        for (int i = 1; i < nin; i++) x[i][0] = -0.0f; /* a sum of -0: relu writes +0 */
+        if (nin == 2) x[1][2] = -x[0][2];
+    }
     kt_tensor(&k.tout[0], GR_F32, 2, shape);
+    for (int64_t i = 0; i < cnt; i++) {
+        gr_body_add(&in, y_body, i);
+        if (relu) y_body[i] = y_body[i] <= 0.0f ? 0.0f : y_body[i];
+    }
+    if (in_place) {
+        free(y_cpu);
+        y_cpu = x[0];
+    }
     k.a.out[0] = y_cpu;
     gr_cpu_add(&k.a);
-    for (int64_t i = 0; i < cnt; i++) gr_body_add(&in, y_body, i);
-    CHECK_MSG(memcmp(y_body, y_cpu, (size_t)cnt * sizeof *y_cpu) == 0, "add of %d inputs, %lld elements: sums differ",
-              nin, (long long)cnt);
+    CHECK_MSG(memcmp(y_body, y_cpu, (size_t)cnt * sizeof *y_cpu) == 0,
+              "add of %d inputs, %lld elements%s%s: sums differ", nin, (long long)cnt, relu ? ", relu fused" : "",
+              in_place ? ", in place" : "");
+    if (in_place) y_cpu = NULL;
     for (int i = 0; i < nin; i++) free(x[i]);
     free(y_cpu); free(y_body);
 }
+
+static void test_add(int nin, int64_t nb, int64_t n, int64_t f) { test_add_mode(nin, nb, n, f, false, false); }
 
 /* ---- concat and concat_bwd ---- */
 
@@ -398,7 +418,13 @@ int main(int argc, char **argv) {
     for (int nin = 1; nin <= GR_MAX_IN; nin++) {
         test_add(nin, 3, 3, 1001);
         test_add(nin, 9, 5, 7);
+        test_add_mode(nin, 3, 3, 1001, true, false);
     }
+    /* two inputs, the residual add's fp32 chunks: more than one chunk and a tail, also in place */
+    test_add_mode(2, 2, 2, 20011, false, false);
+    test_add_mode(2, 2, 2, 20011, true, false);
+    test_add_mode(2, 2, 2, 20011, true, true);
+    test_add_mode(2, 40, 40, 1001, false, true);
 
     /* concat: 1..5 inputs, channels of [n, C, H, W] (H*W odd) and features of [n, F] */
     const int64_t ch[] = {3, 1, 6, 2, 5};
