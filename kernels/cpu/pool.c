@@ -321,76 +321,219 @@ static inline void gr_avgpool_spread(float *restrict dx, const float *restrict g
     for (int64_t j = 0; j < count; j++) dx[j * sw] += g[j];
 }
 
-/* y = the window's sum / (kh*kw, or its in-bounds count without count_include_pad). */
-void gr_cpu_avgpool(const gr_kargs *a) {
-    const float *x = a->in[0];
-    float *y = a->out[0];
-    gr_pool_dims d = gr_pool_dims_of(a, a->tin[0], a->tout[0]);
-    bool inc = a->node->attrs.count_include_pad;
-    #pragma omp parallel for if (d.planes * d.h * d.w >= GR_OMP_MIN)
-    for (int64_t p = 0; p < d.planes; p++) {
-        const float *xp = x + p * d.h * d.w;
-        for (int64_t oh = 0; oh < d.ho; oh++) {
-            float *restrict yr = y + (p * d.ho + oh) * d.wo;
-            int64_t ih0, ih1;
-            int64_t rows = gr_avgpool_rows(&d, oh, inc, &ih0, &ih1);
-            for (int64_t ow = 0; ow < d.wo; ow++) yr[ow] = 0.0f;
-            for (int64_t ih = ih0; ih < ih1; ih++) {
-                const float *restrict xr = xp + ih * d.w;
-                for (int64_t kw = 0; kw < d.kw; kw++) {
-                    int64_t lo, hi;
-                    gr_pool_cols(&d, kw, &lo, &hi);
-                    if (lo >= hi) continue;
-                    int64_t iw = lo * d.sw + kw - d.pw;
-                    if (d.sw == 1) gr_avgpool_sum(yr + lo, xr + iw, hi - lo, 1);
-                    else if (d.sw == 2) gr_avgpool_sum(yr + lo, xr + iw, hi - lo, 2);
-                    else gr_avgpool_sum(yr + lo, xr + iw, hi - lo, d.sw);
-                }
-            }
-            for (int64_t ow = 0; ow < d.wo; ow++) yr[ow] *= gr_avgpool_inv(&d, rows, ow, inc);
+/* One plane of avgpool: y = the window's sum (window rows, then columns, from 0) / (kh*kw, or its
+ * in-bounds count without count_include_pad). Built for AVX-512 and AVX2 too: each output its own
+ * adds in that order, so the bits do not depend on the ISA. */
+GR_ISA_CLONES static void gr_avgpool_plane(const gr_pool_dims *d, const float *restrict inv, const float *restrict xp,
+                                           float *restrict yp) {
+    if (d->kh == 2 && d->kw == 2 && d->sh == 2 && d->sw == 2 && d->ph == 0 && d->pw == 0) {
+        /* the 2x2 tiling window: its four values in the loops' order below, from +0 (the same bits) */
+        for (int64_t oh = 0; oh < d->ho; oh++) {
+            const float *restrict r0 = xp + 2 * oh * d->w, *restrict r1 = r0 + d->w;
+            float *restrict yr = yp + oh * d->wo;
+            const float *restrict ir = inv + oh * d->wo;
+            for (int64_t ow = 0; ow < d->wo; ow++)
+                yr[ow] = ((((0.0f + r0[2 * ow]) + r0[2 * ow + 1]) + r1[2 * ow]) + r1[2 * ow + 1]) * ir[ow];
         }
+        return;
+    }
+    for (int64_t oh = 0; oh < d->ho; oh++) {
+        float *restrict yr = yp + oh * d->wo;
+        const float *restrict ir = inv + oh * d->wo;
+        int64_t ih0, ih1;
+        (void)gr_avgpool_rows(d, oh, true, &ih0, &ih1);
+        for (int64_t ow = 0; ow < d->wo; ow++) yr[ow] = 0.0f;
+        for (int64_t ih = ih0; ih < ih1; ih++) {
+            const float *restrict xr = xp + ih * d->w;
+            for (int64_t kw = 0; kw < d->kw; kw++) {
+                int64_t lo, hi;
+                gr_pool_cols(d, kw, &lo, &hi);
+                if (lo >= hi) continue;
+                int64_t iw = lo * d->sw + kw - d->pw;
+                if (d->sw == 1) gr_avgpool_sum(yr + lo, xr + iw, hi - lo, 1);
+                else if (d->sw == 2) gr_avgpool_sum(yr + lo, xr + iw, hi - lo, 2);
+                else gr_avgpool_sum(yr + lo, xr + iw, hi - lo, d->sw);
+            }
+        }
+        for (int64_t ow = 0; ow < d->wo; ow++) yr[ow] *= ir[ow];
     }
 }
 
 /* Outputs of a row scaled by their divisors, a chunk at a time (no allocation). */
 #define GR_AVGPOOL_CHUNK 256
 
-/* dx = 0, then every output spreads dy / divisor over its window. */
-void gr_cpu_avgpool_bwd(const gr_kargs *a) {
-    const float *dy = a->in[0];
-    float *dx = a->out[0];
-    gr_pool_dims d = gr_pool_dims_of(a, a->tout[0], a->tin[0]);
-    bool inc = a->node->attrs.count_include_pad;
-    #pragma omp parallel for if (d.planes * d.h * d.w >= GR_OMP_MIN)
-    for (int64_t p = 0; p < d.planes; p++) {
-        float *dxp = dx + p * d.h * d.w;
-        memset(dxp, 0, (size_t)(d.h * d.w) * sizeof *dxp);
-        for (int64_t oh = 0; oh < d.ho; oh++) {
-            const float *dyr = dy + (p * d.ho + oh) * d.wo;
-            int64_t ih0, ih1;
-            int64_t rows = gr_avgpool_rows(&d, oh, inc, &ih0, &ih1);
-            for (int64_t c0 = 0; c0 < d.wo; c0 += GR_AVGPOOL_CHUNK) {
-                int64_t c1 = c0 + GR_AVGPOOL_CHUNK < d.wo ? c0 + GR_AVGPOOL_CHUNK : d.wo;
-                float g[GR_AVGPOOL_CHUNK];
-                for (int64_t ow = c0; ow < c1; ow++) g[ow - c0] = dyr[ow] * gr_avgpool_inv(&d, rows, ow, inc);
-                for (int64_t ih = ih0; ih < ih1; ih++) {
-                    float *restrict dxr = dxp + ih * d.w;
-                    for (int64_t kw = 0; kw < d.kw; kw++) {
-                        int64_t lo, hi;
-                        gr_pool_cols(&d, kw, &lo, &hi);
-                        if (lo < c0) lo = c0;
-                        if (hi > c1) hi = c1;
-                        if (lo >= hi) continue;
-                        int64_t iw = lo * d.sw + kw - d.pw;
-                        const float *gl = g + (lo - c0);
-                        if (d.sw == 1) gr_avgpool_spread(dxr + iw, gl, hi - lo, 1);
-                        else if (d.sw == 2) gr_avgpool_spread(dxr + iw, gl, hi - lo, 2);
-                        else gr_avgpool_spread(dxr + iw, gl, hi - lo, d.sw);
-                    }
+/* One plane of avgpool's backward: dx = 0, then every output spreads dy / divisor over its window,
+ * for each chunk of a row's outputs by window rows, then columns. */
+GR_ISA_CLONES static void gr_avgpool_bwd_plane_of(const gr_pool_dims *d, const float *restrict inv,
+                                                  const float *restrict dyp, float *restrict dxp) {
+    if (d->kh == 2 && d->kw == 2 && d->sh == 2 && d->sw == 2 && d->ph == 0 && d->pw == 0) {
+        /* the 2x2 tiling window: each dx is in at most one window, so written once, 0 + its
+         * rounded share (the adds below onto the cleared plane: the same bits), else 0 */
+        for (int64_t ih = 0; ih < d->h; ih++) {
+            float *restrict row = dxp + ih * d->w;
+            const int64_t oh = ih / 2, cols = oh < d->ho ? 2 * d->wo : 0;
+            const float *restrict dyr = dyp + oh * d->wo, *restrict ir = inv + oh * d->wo;
+            for (int64_t ow = 0; 2 * ow < cols; ow++) {
+                const float g = dyr[ow] * ir[ow];
+                row[2 * ow] = row[2 * ow + 1] = 0.0f + g;
+            }
+            for (int64_t iw = cols; iw < d->w; iw++) row[iw] = 0.0f;
+        }
+        return;
+    }
+    memset(dxp, 0, (size_t)(d->h * d->w) * sizeof *dxp);
+    for (int64_t oh = 0; oh < d->ho; oh++) {
+        const float *dyr = dyp + oh * d->wo, *ir = inv + oh * d->wo;
+        int64_t ih0, ih1;
+        (void)gr_avgpool_rows(d, oh, true, &ih0, &ih1);
+        for (int64_t c0 = 0; c0 < d->wo; c0 += GR_AVGPOOL_CHUNK) {
+            int64_t c1 = c0 + GR_AVGPOOL_CHUNK < d->wo ? c0 + GR_AVGPOOL_CHUNK : d->wo;
+            float g[GR_AVGPOOL_CHUNK];
+            for (int64_t ow = c0; ow < c1; ow++) g[ow - c0] = dyr[ow] * ir[ow];
+            for (int64_t ih = ih0; ih < ih1; ih++) {
+                float *restrict dxr = dxp + ih * d->w;
+                for (int64_t kw = 0; kw < d->kw; kw++) {
+                    int64_t lo, hi;
+                    gr_pool_cols(d, kw, &lo, &hi);
+                    if (lo < c0) lo = c0;
+                    if (hi > c1) hi = c1;
+                    if (lo >= hi) continue;
+                    int64_t iw = lo * d->sw + kw - d->pw;
+                    const float *gl = g + (lo - c0);
+                    if (d->sw == 1) gr_avgpool_spread(dxr + iw, gl, hi - lo, 1);
+                    else if (d->sw == 2) gr_avgpool_spread(dxr + iw, gl, hi - lo, 2);
+                    else gr_avgpool_spread(dxr + iw, gl, hi - lo, d->sw);
                 }
             }
         }
     }
+}
+
+/* One sample of avgpool on channels-last rows: y [Ho][Wo][C] from x [H][W][C], every channel
+ * summed as gr_avgpool_plane sums its plane (window rows, then columns, from 0) and scaled by the
+ * same divisor: that kernel's results, transposed, bit for bit; the channel loops contiguous. */
+GR_ISA_CLONES static void gr_avgpool_sample_nhwc(const gr_pool_dims *d, int64_t c, const float *restrict inv,
+                                                 const float *restrict x, float *restrict y) {
+    for (int64_t oh = 0; oh < d->ho; oh++) {
+        float *restrict yr = y + oh * d->wo * c;
+        int64_t ih0, ih1;
+        (void)gr_avgpool_rows(d, oh, true, &ih0, &ih1);
+        for (int64_t i = 0; i < d->wo * c; i++) yr[i] = 0.0f;
+        for (int64_t ih = ih0; ih < ih1; ih++)
+            for (int64_t kw = 0; kw < d->kw; kw++) {
+                int64_t lo, hi;
+                gr_pool_cols(d, kw, &lo, &hi);
+                for (int64_t ow = lo; ow < hi; ow++) {
+                    const float *restrict xr = x + (ih * d->w + ow * d->sw + kw - d->pw) * c;
+                    float *restrict o = yr + ow * c;
+                    for (int64_t j = 0; j < c; j++) o[j] += xr[j];
+                }
+            }
+        for (int64_t ow = 0; ow < d->wo; ow++) {
+            const float v = inv[oh * d->wo + ow];
+            float *restrict o = yr + ow * c;
+            for (int64_t j = 0; j < c; j++) o[j] *= v;
+        }
+    }
+}
+
+/* Its backward: dx = 0, then each output's dy * (1 / divisor), rounded as gr_avgpool_bwd_plane_of
+ * rounds it, added over its window in that kernel's order (per chunk of a row's outputs, window
+ * rows, then columns): its results, transposed, bit for bit. */
+GR_ISA_CLONES static void gr_avgpool_bwd_sample_nhwc(const gr_pool_dims *d, int64_t c, const float *restrict inv,
+                                                     const float *restrict dy, float *restrict dx) {
+    memset(dx, 0, (size_t)(d->h * d->w * c) * sizeof *dx);
+    for (int64_t oh = 0; oh < d->ho; oh++) {
+        int64_t ih0, ih1;
+        (void)gr_avgpool_rows(d, oh, true, &ih0, &ih1);
+        for (int64_t c0 = 0; c0 < d->wo; c0 += GR_AVGPOOL_CHUNK) {
+            int64_t c1 = c0 + GR_AVGPOOL_CHUNK < d->wo ? c0 + GR_AVGPOOL_CHUNK : d->wo;
+            for (int64_t ih = ih0; ih < ih1; ih++)
+                for (int64_t kw = 0; kw < d->kw; kw++) {
+                    int64_t lo, hi;
+                    gr_pool_cols(d, kw, &lo, &hi);
+                    if (lo < c0) lo = c0;
+                    if (hi > c1) hi = c1;
+                    for (int64_t ow = lo; ow < hi; ow++) {
+                        const float v = inv[oh * d->wo + ow];
+                        const float *restrict g = dy + (oh * d->wo + ow) * c;
+                        float *restrict o = dx + (ih * d->w + ow * d->sw + kw - d->pw) * c;
+                        for (int64_t j = 0; j < c; j++) o[j] += g[j] * v;
+                    }
+                }
+        }
+    }
+}
+
+/* A call's geometry, channels (channels-last) and the inverse divisor of each output position
+ * [Ho][Wo] (gr_avgpool_inv's, worked out once for all planes, not a division an output). */
+typedef struct gr_avgpool_ctx {
+    gr_pool_dims d;
+    int64_t c;
+    float *inv;
+} gr_avgpool_ctx;
+
+static gr_avgpool_ctx gr_avgpool_ctx_of(const gr_kargs *a, const gr_tensor *x, const gr_tensor *y) {
+    gr_avgpool_ctx q = {gr_pool_dims_of(a, x, y), x->shape[1], NULL};
+    const bool inc = a->node->attrs.count_include_pad;
+    q.inv = gr_xmalloc((size_t)(q.d.ho * q.d.wo) * sizeof *q.inv);
+    for (int64_t oh = 0; oh < q.d.ho; oh++) {
+        int64_t ih0, ih1;
+        const int64_t rows = gr_avgpool_rows(&q.d, oh, inc, &ih0, &ih1);
+        for (int64_t ow = 0; ow < q.d.wo; ow++) q.inv[oh * q.d.wo + ow] = gr_avgpool_inv(&q.d, rows, ow, inc);
+    }
+    return q;
+}
+
+static void gr_avgpool_fwd_plane(const gr_kargs *a, const void *ctx, int64_t p, const float *x, float *y) {
+    (void)a, (void)p;
+    const gr_avgpool_ctx *q = ctx;
+    gr_avgpool_plane(&q->d, q->inv, x, y);
+}
+
+static void gr_avgpool_bwd_plane(const gr_kargs *a, const void *ctx, int64_t p, const float *dy, float *dx) {
+    (void)a, (void)p;
+    const gr_avgpool_ctx *q = ctx;
+    gr_avgpool_bwd_plane_of(&q->d, q->inv, dy, dx);
+}
+
+static void gr_avgpool_fwd_sample(const gr_kargs *a, const void *ctx, int64_t i, const float *x, float *y) {
+    (void)a, (void)i;
+    const gr_avgpool_ctx *q = ctx;
+    gr_avgpool_sample_nhwc(&q->d, q->c, q->inv, x, y);
+}
+
+static void gr_avgpool_bwd_sample(const gr_kargs *a, const void *ctx, int64_t i, const float *dy, float *dx) {
+    (void)a, (void)i;
+    const gr_avgpool_ctx *q = ctx;
+    gr_avgpool_bwd_sample_nhwc(&q->d, q->c, q->inv, dy, dx);
+}
+
+/* x and y in fp32 or both in bf16 (gr_cpu_pool_units decodes a plane or sample into fp32 and
+ * encodes its results once), NCHW or both channels-last. */
+void gr_cpu_avgpool(const gr_kargs *a) {
+    gr_avgpool_ctx q = gr_avgpool_ctx_of(a, a->tin[0], a->tout[0]);
+    const gr_pool_dims *d = &q.d;
+    if (a->tin[0]->layout == GR_NHWC) {
+        GR_ASSERT(a->tout[0]->layout == GR_NHWC);
+        gr_cpu_pool_units(a, a->n, d->h * d->w * q.c, d->ho * d->wo * q.c, gr_avgpool_fwd_sample, &q);
+    } else {
+        gr_cpu_pool_units(a, d->planes, d->h * d->w, d->ho * d->wo, gr_avgpool_fwd_plane, &q);
+    }
+    free(q.inv);
+}
+
+/* dx = 0, then every output spreads dy / divisor over its window; types and layouts as avgpool's. */
+void gr_cpu_avgpool_bwd(const gr_kargs *a) {
+    gr_avgpool_ctx q = gr_avgpool_ctx_of(a, a->tout[0], a->tin[0]);
+    const gr_pool_dims *d = &q.d;
+    if (a->tin[0]->layout == GR_NHWC) {
+        GR_ASSERT(a->tout[0]->layout == GR_NHWC);
+        gr_cpu_pool_units(a, a->n, d->ho * d->wo * q.c, d->h * d->w * q.c, gr_avgpool_bwd_sample, &q);
+    } else {
+        gr_cpu_pool_units(a, d->planes, d->ho * d->wo, d->h * d->w, gr_avgpool_bwd_plane, &q);
+    }
+    free(q.inv);
 }
 
 /* y[n, C, 1, 1] = the mean of each plane (x NCHW) or of each sample's rows

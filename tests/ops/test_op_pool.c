@@ -308,6 +308,83 @@ static void test_avgpool(const t_pool *q, bool include_pad) {
     free(x); free(y); free(y2); free(dy); free(dx); free(dx2);
 }
 
+/* avgpool forward (x -> y) and backward (dy -> dx) with every tensor stored as e in layout l */
+static void run_avgpool(const t_pool *q, bool include_pad, gr_elem e, gr_layout l, const void *x, void *y,
+                        const void *dy, void *dx) {
+    gr_pool_geo g = t_pool_geo(q, include_pad);
+    int64_t xs[4] = {q->n, q->c, q->h, q->w}, ys[4] = {q->n, q->c, g.ho, g.wo};
+    t_args t;
+    for (int bwd = 0; bwd < 2; bwd++) {
+        t_args_init(&t, bwd ? GR_OP_AVGPOOL_BWD : GR_OP_AVGPOOL, 1, 1, q->n, true);
+        t_pool_attrs(&t, q, include_pad);
+        t_tensor(&t.tin[0], e, true, 4, bwd ? ys : xs);
+        t_tensor(&t.tout[0], e, true, 4, bwd ? xs : ys);
+        t.tin[0].layout = t.tout[0].layout = l;
+        t.a.ein[0] = t.a.eout[0] = e;
+        t.a.in[0] = (void *)(bwd ? dy : x);
+        t.a.out[0] = bwd ? dx : y;
+        if (bwd) gr_cpu_avgpool_bwd(&t.a);
+        else gr_cpu_avgpool(&t.a);
+    }
+}
+
+/* [n, c, s] -> [n, s, c] of 4-byte values */
+static void t_to_rows(const float *x, float *y, int64_t n, int64_t c, int64_t s) {
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < c; j++)
+            for (int64_t p = 0; p < s; p++) y[(i * s + p) * c + j] = x[(i * c + j) * s + p];
+}
+
+/* avgpool and its backward on channels-last (fp32) and on bf16 storage (both layouts) against the
+ * NCHW fp32 kernel, bit for bit: the channels-last results are its results transposed; the bf16
+ * ones are its results on the decoded inputs, encoded (the staged path's bits) */
+static void test_avgpool_layouts(const t_pool *q, bool include_pad) {
+    gr_pool_geo g = t_pool_geo(q, include_pad);
+    const int64_t nin = g.planes * g.h * g.w, nout = g.planes * g.ho * g.wo, s_in = g.h * g.w, s_out = g.ho * g.wo;
+    float *x = t_rand(nin, -3.0f, 3.0f), *dy = t_rand(nout, -3.0f, 3.0f), *y = t_alloc(nout), *dx = t_alloc(nin);
+    float *xt = t_alloc(nin), *dyt = t_alloc(nout), *yt = t_alloc(nout), *dxt = t_alloc(nin);
+    float *y2 = t_alloc(nout), *dx2 = t_alloc(nin);
+    uint16_t *xh = gr_xcalloc((size_t)nin, 2), *dyh = gr_xcalloc((size_t)nout, 2), *yh = gr_xcalloc((size_t)nout, 2),
+             *dxh = gr_xcalloc((size_t)nin, 2);
+    char what[200];
+    snprintf(what, sizeof what, "avgpool n%lld c%lld %lldx%lld k%lldx%lld s%lldx%lld p%lldx%lld include_pad %d",
+             (long long)q->n, (long long)q->c, (long long)q->h, (long long)q->w, (long long)q->kh, (long long)q->kw,
+             (long long)q->sh, (long long)q->sw, (long long)q->ph, (long long)q->pw, (int)include_pad);
+    int bad[3] = {0, 0, 0};
+    for (int h = 0; h < 2; h++) {
+        if (h) { /* the inputs rounded to bf16, the reference on their decoded values */
+            for (int64_t i = 0; i < nin; i++) xh[i] = gr_bf16_encode_hd(x[i]), x[i] = gr_bf16_decode_hd(xh[i]);
+            for (int64_t i = 0; i < nout; i++) dyh[i] = gr_bf16_encode_hd(dy[i]), dy[i] = gr_bf16_decode_hd(dyh[i]);
+        }
+        run_avgpool(q, include_pad, GR_F32, GR_NCHW, x, y, dy, dx);
+        for (int l = 0; l < 2; l++) {
+            const float *rx = x, *rdy = dy;
+            if (l) { /* channels-last: the inputs and the reference transposed */
+                t_to_rows(x, xt, q->n, q->c, s_in), t_to_rows(dy, dyt, q->n, q->c, s_out);
+                t_to_rows(y, yt, q->n, q->c, s_out), t_to_rows(dx, dxt, q->n, q->c, s_in);
+                rx = xt, rdy = dyt;
+            }
+            const float *ry = l ? yt : y, *rdx = l ? dxt : dx;
+            if (!h) {
+                if (!l) continue; /* the reference itself */
+                run_avgpool(q, include_pad, GR_F32, GR_NHWC, rx, y2, rdy, dx2);
+                bad[0] += memcmp(y2, ry, (size_t)nout * 4) != 0 || memcmp(dx2, rdx, (size_t)nin * 4) != 0;
+                continue;
+            }
+            for (int64_t i = 0; i < nin; i++) xh[i] = gr_bf16_encode_hd(rx[i]);
+            for (int64_t i = 0; i < nout; i++) dyh[i] = gr_bf16_encode_hd(rdy[i]);
+            run_avgpool(q, include_pad, GR_BF16, l ? GR_NHWC : GR_NCHW, xh, yh, dyh, dxh);
+            for (int64_t i = 0; i < nout; i++) bad[1 + l] += yh[i] != gr_bf16_encode_hd(ry[i]);
+            for (int64_t i = 0; i < nin; i++) bad[1 + l] += dxh[i] != gr_bf16_encode_hd(rdx[i]);
+        }
+    }
+    CHECK_MSG(bad[0] == 0, "%s: channels-last fp32 differs from NCHW", what);
+    CHECK_MSG(bad[1] == 0 && bad[2] == 0, "%s: bf16 NCHW %d and channels-last %d values differ from the encoded fp32",
+              what, bad[1], bad[2]);
+    free(x); free(dy); free(y); free(dx); free(xt); free(dyt); free(yt); free(dxt); free(y2); free(dx2);
+    free(xh); free(dyh); free(yh); free(dxh);
+}
+
 static void test_global_avgpool(int64_t n, int64_t c, int64_t h, int64_t w) {
     int64_t planes = n * c, hw = h * w, xs[4] = {n, c, h, w}, ys[4] = {n, c, 1, 1};
     char what[120], w2[160];
@@ -372,6 +449,8 @@ int main(int argc, char **argv) {
         for (int mode = 0; mode < 3; mode++) test_maxpool(&pools[i], mode);
         test_avgpool(&pools[i], true);
         test_avgpool(&pools[i], false);
+        test_avgpool_layouts(&pools[i], true);
+        test_avgpool_layouts(&pools[i], false);
     }
 
     test_global_avgpool(2, 5, 7, 7);
