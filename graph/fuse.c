@@ -21,6 +21,13 @@
  * them and wrote a tensor of its own. The relu's backward stays (the
  * dense's backward reads its dy through GEMMs, which cannot mask it).
  *
+ * relu backward into the dense backward before it. A relu's backward RB
+ * whose dy is a dense backward's dx D alone reads (the relu's output was
+ * that dense's input: an MLP's dense, relu, dense) folds into D: D masks
+ * the dx it wrote by the relu's output (its in[2], attrs.relu) while the
+ * rows are in cache, and RB's dx becomes a view of D's; one pass over
+ * memory and one tensor fewer. Any relu qualifies (fused forward or not).
+ *
  * The rewrite keeps every value the unfused pair computes (the kernels
  * round relu(y) as the relu kernel does), so the results are bit for bit
  * the same. A pair is left alone where another node (or the runner: the
@@ -119,6 +126,22 @@ static void gr_fuse_bn_relu_bwd(gr_graph *g, const gr_fuse_ix *ix, int k) {
     g->nodes[k].folded = true;
 }
 
+/* relu_bwd node k whose dy only a dense_bwd_data writes and nothing else reads: folded into it */
+static void gr_fuse_dense_relu_bwd(gr_graph *g, const gr_fuse_ix *ix, int k) {
+    const gr_node *rb = &g->nodes[k];
+    const int dy = rb->in[0], d = ix->producer[dy];
+    if (d < 0 || ix->readers[dy] != 1 || dy == g->logits) return;
+    gr_node *bd = &g->nodes[d];
+    if (bd->op != GR_OP_DENSE_BWD_DATA || bd->attrs.relu || bd->nin != 2 || bd->out[0] != dy ||
+        g->tensors[rb->in[1]].elem != g->tensors[dy].elem || !gr_fuse_viewable(g, dy, rb->out[0]))
+        return;
+    g->tensors[rb->out[0]].alias_of = dy;
+    bd->in[2] = rb->in[1];
+    bd->nin = 3;
+    bd->attrs.relu = true;
+    g->nodes[k].folded = true;
+}
+
 int gr_graph_fuse(gr_graph *g, unsigned what) {
     if (!what) return 0;
     gr_fuse_ix ix;
@@ -127,6 +150,8 @@ int gr_graph_fuse(gr_graph *g, unsigned what) {
     for (int i = 0; i < g->n_nodes; i++) n += gr_fuse_relu_fwd(g, &ix, i, what);
     for (int i = 0; i < g->n_nodes && (what & GR_FUSE_BN_RELU); i++)
         if (g->nodes[i].op == GR_OP_RELU_BWD && !g->nodes[i].folded) gr_fuse_bn_relu_bwd(g, &ix, i);
+    for (int i = 0; i < g->n_nodes && (what & GR_FUSE_DENSE_RELU_BWD); i++)
+        if (g->nodes[i].op == GR_OP_RELU_BWD && !g->nodes[i].folded) gr_fuse_dense_relu_bwd(g, &ix, i);
     gr_fuse_ix_free(&ix);
     return n;
 }

@@ -398,9 +398,18 @@ void gr_graph_set_layout(gr_graph *g, const gr_layout_cap caps[GR_OP_COUNT]);
  * add of equal shapes (the residual's); the relu's backward stays (the
  * add's is a view). GR_FUSE_DENSE_RELU: the same forward fusion after a
  * dense (its bias added in its GEMM, the relu in the pass that writes or
- * ends it); the relu's backward stays. Results are the unfused pair's, bit
- * for bit. Returns how many pairs it fused (forward). */
-enum { GR_FUSE_BN_RELU = 1u << 0, GR_FUSE_ADD_RELU = 1u << 1, GR_FUSE_DENSE_RELU = 1u << 2 };
+ * ends it); the relu's backward stays. GR_FUSE_DENSE_RELU_BWD: a relu's
+ * backward whose gradient in is a dense backward's dx alone (the relu's
+ * output was that dense's input) folds into it: the dense's backward masks
+ * its dx by the relu's output (attrs.relu, the output its in[2]) while the
+ * rows are in cache. Results are the unfused pair's, bit for bit. Returns
+ * how many pairs it fused (forward). */
+enum {
+    GR_FUSE_BN_RELU = 1u << 0,
+    GR_FUSE_ADD_RELU = 1u << 1,
+    GR_FUSE_DENSE_RELU = 1u << 2,
+    GR_FUSE_DENSE_RELU_BWD = 1u << 3,
+};
 int gr_graph_fuse(gr_graph *g, unsigned what);
 
 /* Builder helpers for op implementations and tests. Each may move g->tensors,

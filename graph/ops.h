@@ -40,7 +40,8 @@ enum {
      * compiled and stages the step where it declines (attention on cuDNN's fused attention) */
     GR_CAP_HALF_LIB = 1u << 5,
     GR_CAP_RELU_AFTER = 1u << 6, /* a relu fused after it (attrs.relu, graph/fuse.c): batchnorm and its backward,
-                                    add of equal shapes, dense */
+                                    add of equal shapes, dense; on dense_bwd_data, the backward of a relu
+                                    whose output the dense read (its dx masked) */
 };
 
 /* attention (graph/op_attn.c): the most columns a head may have; its

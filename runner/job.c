@@ -441,7 +441,7 @@ void gr_job_layout(gr_job *j) {
     unsigned what = gr_backend_fusions(j->be);
     j->fuse_left = NULL;
     if (j->spec && j->spec->parallel.tensor > 1 && (what & GR_FUSE_DENSE_RELU)) {
-        what &= ~(unsigned)GR_FUSE_DENSE_RELU;
+        what &= ~(unsigned)(GR_FUSE_DENSE_RELU | GR_FUSE_DENSE_RELU_BWD);
         j->fuse_left = "dense + relu left apart in tensor groups (a row layer's output is summed after its kernel)";
     }
     j->fuse_off = j->spec && j->spec->parallel.pipeline > 1 ? "off on pipeline stages (a cut may split a pair)"

@@ -6,9 +6,11 @@
 #     (channels-first) and bf16 (channels-last where the CPU has native bf16, else staged), and
 #     with recomputed blocks (the copies' pairs fuse), and a ResNet-style block (a relu read by a
 #     conv and a residual add; a relu after the add, fused forward only); dense + relu: an MLP
-#     (the dense relus its output in place; fused forward only), fp32 and bf16;
+#     (the dense relus its output in place; the relu's backward folded into the next dense's
+#     backward, which masks its dx), fp32 and bf16;
 #  2. what it says: `gpurun plan` names the fused pairs, or why none is (GPURUN_FUSE=0, pipeline
-#     stages; dense + relu in a tensor group); --profile has no relu steps of a fused pair (they run inside the batchnorm's);
+#     stages; dense + relu in a tensor group); --profile has no relu steps of a fused pair (they run inside the batchnorm's),
+#     nor an MLP's relu backward steps (inside the dense backward's);
 #  3. the memory plan: a fused pair's relu output is the batchnorm's bytes (one tensor fewer; the
 #     peak, which holds the relu's output for the backward anyway, is no higher).
 #
@@ -103,6 +105,12 @@ check "--profile: a fused pair's relu has no step of its own (the batchnorm's st
     ! grep -qE '^relu[0-2] ' '$T/prof-f/profile.txt' && grep -qE '^batchnorm0 +batchnorm_bwd ' '$T/prof-f/profile.txt'"
 check "--profile under GPURUN_FUSE=0: the relus' forward and backward steps" bash -c "
     grep -qE '^relu0 +relu +forward' '$T/prof-u/profile.txt' && grep -qE '^relu0 +relu_bwd +backward' '$T/prof-u/profile.txt'"
+expect 0 -- "$G" "$T/mlp.yaml" --run-dir "$T/prof-mf" "${ONE[@]}" --profile 3
+expect 0 -- env GPURUN_FUSE=0 "$G" "$T/mlp.yaml" --run-dir "$T/prof-mu" "${ONE[@]}" --profile 3
+check "--profile on the MLP: no relu_bwd step (each dense's dense_bwd_data masks its dx)" bash -c "
+    ! grep -qE ' relu_bwd ' '$T/prof-mf/profile.txt' && grep -qE '^dense1 +dense_bwd_data ' '$T/prof-mf/profile.txt'"
+check "--profile on the MLP under GPURUN_FUSE=0: both relu_bwd steps" bash -c "
+    test \$(grep -cE '^relu[01] +relu_bwd ' '$T/prof-mu/profile.txt') = 2"
 
 # ---------------------------------------------------------------- 3. memory
 # "A B": the planned training activations with reuse, and without

@@ -32,6 +32,37 @@ static void gr_dense_relu_after(const gr_kargs *a) {
     }
 }
 
+/* A relu's backward folded into dense_bwd_data (attrs.relu, graph/fuse.c): dx masked in place by the
+ * relu's output y (in[2]) by rows over the threads while the GEMM's output is in cache: relu_bwd's
+ * rule on each stored value (act.c, half_io.c: 0 where y <= 0, dy elsewhere, NaN included), so the
+ * same bits. */
+GR_ISA_CLONES static void gr_dense_mask_rows_f32(float *restrict dx, const float *restrict y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        const float g = dx[i];
+        dx[i] = y[i] <= 0.0f ? 0.0f : g;
+    }
+}
+
+GR_ISA_CLONES static void gr_dense_mask_rows_bf16(uint16_t *restrict dx, const uint16_t *restrict y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        const float g = gr_bf16_decode_hd(dx[i]);
+        dx[i] = gr_bf16_encode_hd(gr_bf16_decode_hd(y[i]) <= 0.0f ? 0.0f : g);
+    }
+}
+
+static void gr_dense_mask_after(const gr_kargs *a) {
+    if (!a->node->attrs.relu) return;
+    const int64_t n = gr_kargs_numel(a, a->tout[0]);
+    const bool h = a->eout[0] == GR_BF16;
+    GR_ASSERT(a->node->nin == 3 && a->ein[2] == a->eout[0]);
+    #pragma omp parallel for schedule(static) if (n >= GR_OMP_MIN)
+    for (int64_t i = 0; i < n; i += GR_HIO_CHUNK) {
+        const int64_t len = GR_MIN(GR_HIO_CHUNK, n - i);
+        if (h) gr_dense_mask_rows_bf16((uint16_t *)a->out[0] + i, (const uint16_t *)a->in[2] + i, len);
+        else gr_dense_mask_rows_f32((float *)a->out[0] + i, (const float *)a->in[2] + i, len);
+    }
+}
+
 static void gr_dense_gemm(const gr_kargs *a);
 
 /* y = x W^T + b, relu'd when a relu is fused after it */
@@ -63,8 +94,15 @@ static void gr_dense_gemm(const gr_kargs *a) {
     else gr_cpu_sgemm(gr_cpu_of(a), false, true, n, units, fin, 1.0f, x, fin, w, fin, beta, y, units);
 }
 
-/* dx = dy W  (weight_t: dy W^T) */
+static void gr_dense_bwd_data_gemm(const gr_kargs *a);
+
+/* dx = dy W  (weight_t: dy W^T), masked by a relu's output when its backward is folded in */
 void gr_cpu_dense_bwd_data(const gr_kargs *a) {
+    gr_dense_bwd_data_gemm(a);
+    gr_dense_mask_after(a);
+}
+
+static void gr_dense_bwd_data_gemm(const gr_kargs *a) {
     if (a->ein[0] == GR_BF16 || a->eout[0] == GR_BF16) {
         gr_cpu_dense_bf16_bwd_data(a);
         return;

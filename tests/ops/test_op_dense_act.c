@@ -39,7 +39,8 @@ static void test_gradchecks(void) {
         gr_gc_run(&c);
     }
     /* a relu fused after a dense (graph/fuse.c: the dense relus its output in place), forward and backward,
-     * on [n, F] and on the last axis of [n, 2, 5]; these cases' pre-activations lie away from the kink */
+     * on [n, F] and on the last axis of [n, 2, 5]; in the first the relu's backward is also folded into the
+     * second dense's backward (its dx masked); these cases' pre-activations lie away from the kink */
     static const gr_gc_case fused[] = {
         {"dense + relu fused", "[{dense: {units: 5}}, relu, {dense: {units: 3}}]", 1, {6}, 0.0, 0.0, NULL},
         {"dense + relu fused on [n, 2, 5]", "[{dense: {units: 4}}, relu, flatten, {dense: {units: 3}}]", 2, {2, 5},
