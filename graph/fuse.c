@@ -28,6 +28,13 @@
  * rows are in cache, and RB's dx becomes a view of D's; one pass over
  * memory and one tensor fewer. Any relu qualifies (fused forward or not).
  *
+ * relu backward into a sum of gradients. A relu's backward whose dy is
+ * autodiff's sum of partial gradients S alone reads (a residual block's
+ * output relu, read by the next block's conv and its skip add) folds into
+ * S: the add takes the relu's output as a last input that it does not add
+ * but masks the sum by (attrs.relu_mask), and RB's dx becomes a view of
+ * S's output. The sum is rounded as before, then masked: the same bits.
+ *
  * The rewrite keeps every value the unfused pair computes (the kernels
  * round relu(y) as the relu kernel does), so the results are bit for bit
  * the same. A pair is left alone where another node (or the runner: the
@@ -142,6 +149,27 @@ static void gr_fuse_dense_relu_bwd(gr_graph *g, const gr_fuse_ix *ix, int k) {
     g->nodes[k].folded = true;
 }
 
+/* relu_bwd node k whose dy only an add of equal shapes in the backward pass (a sum of gradients)
+ * writes and nothing else reads: folded into it */
+static void gr_fuse_sum_relu_bwd(gr_graph *g, const gr_fuse_ix *ix, int k) {
+    const gr_node *rb = &g->nodes[k];
+    const int dy = rb->in[0], s = ix->producer[dy], y = rb->in[1];
+    if (s < g->n_forward || ix->readers[dy] != 1 || dy == g->logits) return;
+    gr_node *sum = &g->nodes[s];
+    if (sum->op != GR_OP_ADD || sum->attrs.relu || sum->attrs.relu_mask || sum->nin < 2 || sum->nin >= GR_MAX_IN ||
+        sum->out[0] != dy || !gr_fuse_same_shapes(g, sum) || !gr_fuse_viewable(g, dy, rb->out[0]))
+        return;
+    for (int i = 0; i < sum->nin; i++)
+        if (g->tensors[sum->in[i]].elem != g->tensors[dy].elem) return;
+    const gr_tensor *yt = &g->tensors[y], *st = &g->tensors[dy];
+    if (yt->elem != st->elem || yt->ndim != st->ndim || memcmp(yt->shape, st->shape, (size_t)st->ndim * sizeof *st->shape))
+        return;
+    g->tensors[rb->out[0]].alias_of = dy;
+    sum->in[sum->nin++] = y;
+    sum->attrs.relu_mask = true;
+    g->nodes[k].folded = true;
+}
+
 int gr_graph_fuse(gr_graph *g, unsigned what) {
     if (!what) return 0;
     gr_fuse_ix ix;
@@ -152,6 +180,8 @@ int gr_graph_fuse(gr_graph *g, unsigned what) {
         if (g->nodes[i].op == GR_OP_RELU_BWD && !g->nodes[i].folded) gr_fuse_bn_relu_bwd(g, &ix, i);
     for (int i = 0; i < g->n_nodes && (what & GR_FUSE_DENSE_RELU_BWD); i++)
         if (g->nodes[i].op == GR_OP_RELU_BWD && !g->nodes[i].folded) gr_fuse_dense_relu_bwd(g, &ix, i);
+    for (int i = 0; i < g->n_nodes && (what & GR_FUSE_SUM_RELU_BWD); i++)
+        if (g->nodes[i].op == GR_OP_RELU_BWD && !g->nodes[i].folded) gr_fuse_sum_relu_bwd(g, &ix, i);
     gr_fuse_ix_free(&ix);
     return n;
 }

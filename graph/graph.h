@@ -136,7 +136,9 @@ typedef struct gr_attrs {
     double init_std;         /* embedding, pos_embedding: the weight ~ N(0, init_std^2) (1, as nn.Embedding) */
     bool relu;               /* batchnorm, add: a relu fused after it (graph/fuse.c), its output relu(y);
                                 batchnorm_bwd: dy masked by that output, its in[4] (y <= 0: 0, the relu
-                                backward's rule) */
+                                backward's rule); dense_bwd_data: dx masked by a relu's output, its in[2] */
+    bool relu_mask;          /* add (autodiff's sum of gradients): its last input is a relu's output, not a
+                                term: the sum masked by it (a relu's backward folded in, graph/fuse.c) */
 } gr_attrs;
 
 typedef struct gr_node {
@@ -402,13 +404,18 @@ void gr_graph_set_layout(gr_graph *g, const gr_layout_cap caps[GR_OP_COUNT]);
  * backward whose gradient in is a dense backward's dx alone (the relu's
  * output was that dense's input) folds into it: the dense's backward masks
  * its dx by the relu's output (attrs.relu, the output its in[2]) while the
- * rows are in cache. Results are the unfused pair's, bit for bit. Returns
- * how many pairs it fused (forward). */
+ * rows are in cache. GR_FUSE_SUM_RELU_BWD: a relu's backward whose gradient
+ * in is autodiff's sum of partial gradients alone (a residual block's
+ * output, read by the next block's conv and its add) folds into that add,
+ * which masks the sum by the relu's output (attrs.relu_mask, its last
+ * input). Results are the unfused pair's, bit for bit. Returns how many
+ * pairs it fused (forward). */
 enum {
     GR_FUSE_BN_RELU = 1u << 0,
     GR_FUSE_ADD_RELU = 1u << 1,
     GR_FUSE_DENSE_RELU = 1u << 2,
     GR_FUSE_DENSE_RELU_BWD = 1u << 3,
+    GR_FUSE_SUM_RELU_BWD = 1u << 4,
 };
 int gr_graph_fuse(gr_graph *g, unsigned what);
 

@@ -40,8 +40,11 @@ enum {
      * compiled and stages the step where it declines (attention on cuDNN's fused attention) */
     GR_CAP_HALF_LIB = 1u << 5,
     GR_CAP_RELU_AFTER = 1u << 6, /* a relu fused after it (attrs.relu, graph/fuse.c): batchnorm and its backward,
-                                    add of equal shapes, dense; on dense_bwd_data, the backward of a relu
-                                    whose output the dense read (its dx masked) */
+                                    add of equal shapes, dense */
+    /* a relu's backward folded in (graph/fuse.c): its output masked by the relu's output, its last input
+     * (dense_bwd_data: attrs.relu, the relu's output the dense's input; add as autodiff's sum of
+     * gradients: attrs.relu_mask) */
+    GR_CAP_RELU_MASK = 1u << 7,
 };
 
 /* attention (graph/op_attn.c): the most columns a head may have; its

@@ -134,7 +134,8 @@ unsigned gr_backend_fusions(gr_backend *be) {
     return (bn & GR_CAP_RELU_AFTER ? GR_FUSE_BN_RELU : 0u) |
            (be->vt->op_caps(be, GR_OP_ADD) & GR_CAP_RELU_AFTER ? GR_FUSE_ADD_RELU : 0u) |
            (be->vt->op_caps(be, GR_OP_DENSE) & GR_CAP_RELU_AFTER ? GR_FUSE_DENSE_RELU : 0u) |
-           (be->vt->op_caps(be, GR_OP_DENSE_BWD_DATA) & GR_CAP_RELU_AFTER ? GR_FUSE_DENSE_RELU_BWD : 0u);
+           (be->vt->op_caps(be, GR_OP_DENSE_BWD_DATA) & GR_CAP_RELU_MASK ? GR_FUSE_DENSE_RELU_BWD : 0u) |
+           (be->vt->op_caps(be, GR_OP_ADD) & GR_CAP_RELU_MASK ? GR_FUSE_SUM_RELU_BWD : 0u);
 }
 
 void gr_backend_cast(gr_backend *be, void *dst, gr_elem dt, const void *src, gr_elem st, int64_t n) {

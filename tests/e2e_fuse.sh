@@ -5,12 +5,14 @@
 #     same weights, losses and evaluation bit for bit fused and with GPURUN_FUSE=0, in fp32
 #     (channels-first) and bf16 (channels-last where the CPU has native bf16, else staged), and
 #     with recomputed blocks (the copies' pairs fuse), and a ResNet-style block (a relu read by a
-#     conv and a residual add; a relu after the add, fused forward only); dense + relu: an MLP
+#     conv and a residual add; a relu after the add, fused forward only), and ResNet's block (its
+#     input read by its first conv and its add: the previous block's output relu's backward folded
+#     into the sum of those two gradients); dense + relu: an MLP
 #     (the dense relus its output in place; the relu's backward folded into the next dense's
 #     backward, which masks its dx), fp32 and bf16;
 #  2. what it says: `gpurun plan` names the fused pairs, or why none is (GPURUN_FUSE=0, pipeline
 #     stages; dense + relu in a tensor group); --profile has no relu steps of a fused pair (they run inside the batchnorm's),
-#     nor an MLP's relu backward steps (inside the dense backward's);
+#     nor an MLP's relu backward steps (inside the dense backward's), nor the residual block's;
 #  3. the memory plan: a fused pair's relu output is the batchnorm's bytes (one tensor fewer; the
 #     peak, which holds the relu's output for the backward anyway, is no higher).
 #
@@ -62,6 +64,24 @@ job res 6 "  blocks:
     - global_avgpool
     - flatten
     - dense: {units: 10}"
+job resid 6 "  blocks:
+    blk:
+      layers:
+        - {conv: {filters: 8, kernel: 3, padding: 1, bias: false}}
+        - batchnorm
+        - relu
+        - {conv: {filters: 8, kernel: 3, padding: 1, bias: false}}
+        - batchnorm
+        - {add: {}, input: [input, batchnorm1]}
+        - relu
+  layers:
+    - {conv: {filters: 8, kernel: 3, padding: 1}}
+    - batchnorm
+    - relu
+    - {blk: {}, repeat: 2}
+    - global_avgpool
+    - flatten
+    - dense: {units: 10}"
 job mlp 8 "  layers: [flatten, {dense: {units: 48}}, relu, {dense: {units: 32}}, relu, {dense: {units: 10}}]"
 job mlpb 8 "  blocks:
     fc:
@@ -83,6 +103,8 @@ pair cnn32 "$T/cnn.yaml"
 pair cnn16 "$T/cnn.yaml" --set precision=bf16
 pair rc "$T/res.yaml" --set train.recompute=blocks --set precision=bf16
 pair res "$T/res.yaml"
+pair resid32 "$T/resid.yaml"
+pair resid16 "$T/resid.yaml" --set precision=bf16
 pair mlp32 "$T/mlp.yaml"
 pair mlp16 "$T/mlp.yaml" --set precision=bf16
 pair mlprc "$T/mlpb.yaml" --set train.recompute=blocks
@@ -111,6 +133,9 @@ check "--profile on the MLP: no relu_bwd step (each dense's dense_bwd_data masks
     ! grep -qE ' relu_bwd ' '$T/prof-mf/profile.txt' && grep -qE '^dense1 +dense_bwd_data ' '$T/prof-mf/profile.txt'"
 check "--profile on the MLP under GPURUN_FUSE=0: both relu_bwd steps" bash -c "
     test \$(grep -cE '^relu[01] +relu_bwd ' '$T/prof-mu/profile.txt') = 2"
+expect 0 -- "$G" "$T/resid.yaml" --run-dir "$T/prof-rf" "${ONE[@]}" --profile 3
+check "--profile on ResNet's block: the first block's output relu has no relu_bwd step (the sum of its gradients masks)" \
+    bash -c "! grep -qE '^blk0.relu1 +relu_bwd ' '$T/prof-rf/profile.txt' && grep -qE '^blk1.relu1 +relu_bwd ' '$T/prof-rf/profile.txt'"
 
 # ---------------------------------------------------------------- 3. memory
 # "A B": the planned training activations with reuse, and without

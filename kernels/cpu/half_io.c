@@ -87,6 +87,14 @@ GR_ISA_CLONES void gr_hio_add2_relu_bf16(const uint16_t *restrict x0, const uint
     }
 }
 
+GR_ISA_CLONES void gr_hio_add2_mask_bf16(const uint16_t *restrict x0, const uint16_t *restrict x1,
+                                         const uint16_t *restrict m, uint16_t *restrict y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        const float s = gr_bf16_decode_hd(gr_bf16_encode_hd(gr_bf16_decode_hd(x0[i]) + gr_bf16_decode_hd(x1[i])));
+        y[i] = gr_bf16_encode_hd(gr_bf16_decode_hd(m[i]) <= 0.0f ? 0.0f : s); /* the sum, then relu_bwd's bits */
+    }
+}
+
 GR_ISA_CLONES void gr_hio_add2_bf16(const uint16_t *restrict x0, const uint16_t *restrict x1, uint16_t *restrict y,
                                     int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = gr_bf16_encode_hd(gr_bf16_decode_hd(x0[i]) + gr_bf16_decode_hd(x1[i]));

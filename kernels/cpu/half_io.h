@@ -36,6 +36,10 @@ void gr_hio_relu_bwd_bf16(const uint16_t *restrict dy, const uint16_t *restrict 
 void gr_hio_add2_bf16(const uint16_t *restrict x0, const uint16_t *restrict x1, uint16_t *restrict y, int64_t n);
 /* y = relu(x0 + x1) in bf16 (a relu fused after the add: the unfused pair's bits, the rounding keeping the sign) */
 void gr_hio_add2_relu_bf16(const uint16_t *restrict x0, const uint16_t *restrict x1, uint16_t *restrict y, int64_t n);
+/* y = the bf16 sum x0 + x1 where m > 0 or NaN, else 0 (a relu's backward folded into a sum of gradients:
+ * the sum's rounding, then relu_bwd's bits) */
+void gr_hio_add2_mask_bf16(const uint16_t *restrict x0, const uint16_t *restrict x1, const uint16_t *restrict m,
+                           uint16_t *restrict y, int64_t n);
 
 /* p advanced by off elements of fp32 (bf16 false) or bf16 storage */
 static inline void *gr_hio_at(void *p, bool bf16, int64_t off) { return (char *)p + off * (bf16 ? 2 : 4); }

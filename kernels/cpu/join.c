@@ -31,18 +31,26 @@ static void gr_cpu_bcast(const gr_kargs *a, int mul, int e) {
                 }
 }
 
+/* The terms of an add: its inputs, less the last when that is a relu's output masking the sum
+ * (attrs.relu_mask: a relu's backward folded into autodiff's sum of gradients, graph/fuse.c). */
+static int gr_add_terms(const gr_kargs *a) { return a->node->nin - (a->node->attrs.relu_mask ? 1 : 0); }
+
 /* y = x0 + x1 + ... in bf16 storage, summed in fp32 left to right; with a relu fused after it
- * (attrs.relu, graph/fuse.c), relu of the rounded sum (the unfused pair's bits) */
+ * (attrs.relu, graph/fuse.c), relu of the rounded sum (the unfused pair's bits); with a relu's
+ * backward folded in (attrs.relu_mask), the rounded sum where the relu's output m > 0 (or NaN),
+ * else 0, decoded and encoded as relu_bwd does (its bits) */
 static void gr_cpu_add_bf16(const gr_kargs *a, int64_t total) {
     uint16_t *y = a->out[0];
-    const int nin = a->node->nin;
+    const int nin = gr_add_terms(a);
     const bool relu = a->node->attrs.relu;
     const uint16_t *x0 = a->in[0], *x1 = nin > 1 ? a->in[1] : NULL;
-    if (nin == 2) { /* the residual add */
+    const uint16_t *m = a->node->attrs.relu_mask ? a->in[nin] : NULL;
+    if (nin == 2) { /* the residual add, and a sum of two gradients */
         #pragma omp parallel for if (total >= GR_OMP_MIN)
         for (int64_t i = 0; i < total; i += GR_HIO_CHUNK) {
             const int64_t len = GR_MIN(GR_HIO_CHUNK, total - i);
-            if (relu) gr_hio_add2_relu_bf16(x0 + i, x1 + i, y + i, len);
+            if (m) gr_hio_add2_mask_bf16(x0 + i, x1 + i, m + i, y + i, len);
+            else if (relu) gr_hio_add2_relu_bf16(x0 + i, x1 + i, y + i, len);
             else gr_hio_add2_bf16(x0 + i, x1 + i, y + i, len);
         }
         return;
@@ -52,30 +60,41 @@ static void gr_cpu_add_bf16(const gr_kargs *a, int64_t total) {
         float v = gr_bf16_decode_hd(x0[i]);
         if (x1) v += gr_bf16_decode_hd(x1[i]);
         for (int k = 2; k < nin; k++) v += gr_bf16_decode_hd(((const uint16_t *)a->in[k])[i]);
-        y[i] = gr_bf16_encode_hd(relu && v <= 0.0f ? 0.0f : v); /* the rounding keeps the sign */
+        uint16_t o = gr_bf16_encode_hd(relu && v <= 0.0f ? 0.0f : v); /* the rounding keeps the sign */
+        if (m) o = gr_bf16_encode_hd(gr_bf16_decode_hd(m[i]) <= 0.0f ? 0.0f : gr_bf16_decode_hd(o));
+        y[i] = o;
     }
 }
 
-/* y = x0 + x1 (relu: relu of the sum) on a chunk of fp32: built for AVX-512 and AVX2 too.
- * y may be x0 or x1 (an add in place): each element is read before it is written.
- * The residual add's fp32 loop was the general one below, which GCC left scalar
- * (an input pointer reloaded each element): ResNet-50's adds ran at 14 GB/s, 6% of its step. */
-GR_ISA_CLONES static void gr_add2_f32(const float *x0, const float *x1, float *y, int64_t n, bool relu) {
-    if (relu) {
+/* y = x0 + x1 on a chunk of fp32 (relu: relu of the sum; m: the sum where m > 0 or NaN, else 0,
+ * relu_bwd's rule): built for AVX-512 and AVX2 too. y may be x0 or x1 (an add in place): each
+ * element is read before it is written. The residual add's fp32 loop was the general one below,
+ * which GCC left scalar (an input pointer reloaded each element): ResNet-50's adds ran at
+ * 14 GB/s, 6% of its step. */
+GR_ISA_CLONES static void gr_add2_f32(const float *x0, const float *x1, const float *m, float *y, int64_t n,
+                                      bool relu) {
+    if (m) {
+        #pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            const float v = x0[i] + x1[i];
+            y[i] = m[i] <= 0.0f ? 0.0f : v;
+        }
+    } else if (relu) {
         #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
             const float v = x0[i] + x1[i];
             y[i] = v <= 0.0f ? 0.0f : v;
         }
-        return;
+    } else {
+        #pragma omp simd
+        for (int64_t i = 0; i < n; i++) y[i] = x0[i] + x1[i];
     }
-    #pragma omp simd
-    for (int64_t i = 0; i < n; i++) y[i] = x0[i] + x1[i];
 }
 
 /* y = x0 + x1 + ... (nin >= 1; one input is a copy) */
 void gr_cpu_add(const gr_kargs *a) {
     if (gr_shape_is_bcast(a)) { /* inputs of other shapes: their storage type is the output's (ops.def) */
+        GR_ASSERT(!a->node->attrs.relu_mask);
         gr_cpu_bcast(a, 0, (int)a->eout[0]);
         return;
     }
@@ -85,13 +104,14 @@ void gr_cpu_add(const gr_kargs *a) {
         return;
     }
     float *y = a->out[0];
-    const int nin = a->node->nin;
+    const int nin = gr_add_terms(a);
     const bool relu = a->node->attrs.relu; /* fused after it (graph/fuse.c) */
     const float *x0 = a->in[0], *x1 = nin > 1 ? a->in[1] : NULL;
+    const float *m = a->node->attrs.relu_mask ? a->in[nin] : NULL;
     if (nin == 2) { /* the residual add, and autodiff's sum of two partial gradients */
         #pragma omp parallel for if (total >= GR_OMP_MIN)
         for (int64_t i = 0; i < total; i += GR_HIO_CHUNK)
-            gr_add2_f32(x0 + i, x1 + i, y + i, GR_MIN(GR_HIO_CHUNK, total - i), relu);
+            gr_add2_f32(x0 + i, x1 + i, m ? m + i : NULL, y + i, GR_MIN(GR_HIO_CHUNK, total - i), relu);
         return;
     }
     #pragma omp parallel for if (total >= GR_OMP_MIN)
@@ -99,7 +119,8 @@ void gr_cpu_add(const gr_kargs *a) {
         float v = x0[i];
         if (x1) v += x1[i];
         for (int k = 2; k < nin; k++) v += ((const float *)a->in[k])[i];
-        y[i] = relu && v <= 0.0f ? 0.0f : v;
+        v = relu && v <= 0.0f ? 0.0f : v;
+        y[i] = m && m[i] <= 0.0f ? 0.0f : v;
     }
 }
 

@@ -47,7 +47,8 @@ static void test_gradchecks(void) {
          "[batchnorm, {relu: {}, name: r}, {conv: {filters: 2, kernel: 1}}, {add: {}, input: [r, conv0]}, flatten, "
          "{dense: {units: 3}}]", 3, {2, 3, 3}, 0.0, 0.0, NULL},
         /* the add's inputs are a relu's output (of the input, kept off 0 by min_abs) twice: its relu's
-         * kink only where that is 0, flat around it */
+         * kink only where that is 0, flat around it; that first relu's backward folds into the sum of
+         * the add's two gradients for it (graph/fuse.c) */
         {"add + relu fused", "[{relu: {}, name: r}, {add: {}, input: [r, r]}, relu, flatten, {dense: {units: 3}}]", 3,
          {2, 3, 3}, 0.0, 0.05, NULL},
     };

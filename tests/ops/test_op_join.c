@@ -108,6 +108,53 @@ static void test_add_mode(int nin, int64_t nb, int64_t n, int64_t f, bool relu, 
 
 static void test_add(int nin, int64_t nb, int64_t n, int64_t f) { test_add_mode(nin, nb, n, f, false, false); }
 
+/* e stored as fp32 or bf16: v itself, or encoded */
+static void t_store(void *p, gr_elem e, int64_t i, float v) {
+    if (e == GR_BF16) ((uint16_t *)p)[i] = gr_bf16_encode_hd(v);
+    else ((float *)p)[i] = v;
+}
+
+/* A relu's backward folded into a sum of nin gradients (attrs.relu_mask: the add's last input is
+ * the relu's output m): the unfused pair's bits, an add then relu_bwd, in fp32 and bf16, also
+ * in place; m holds -0, +0, negatives and NaN */
+static void test_add_mask(gr_elem e, int nin, int64_t cnt, bool in_place) {
+    const size_t es = e == GR_BF16 ? 2 : 4;
+    const int64_t shape[] = {cnt, 1};
+    void *x[GR_MAX_IN], *s = gr_xmalloc((size_t)cnt * es), *want = gr_xmalloc((size_t)cnt * es);
+    void *got = gr_xmalloc((size_t)cnt * es);
+    for (int k = 0; k <= nin; k++) {
+        x[k] = gr_xmalloc((size_t)cnt * es);
+        float *r = rand_floats(cnt, -2.0f, 2.0f);
+        for (int64_t i = 0; i < cnt; i++) t_store(x[k], e, i, r[i]);
+        free(r);
+    }
+    void *m = x[nin];
+    t_store(m, e, 0, -0.0f), t_store(m, e, 1, 0.0f), t_store(m, e, 2, NAN), t_store(m, e, 3, -1.0f);
+    kt k;
+    /* the unfused pair: s = x0 + ... (add), want = relu_bwd(s, m) */
+    kt_init(&k, GR_OP_ADD, nin, 1, cnt);
+    for (int i = 0; i < nin; i++) kt_tensor(&k.tin[i], e, 2, shape), k.a.in[i] = x[i], k.a.ein[i] = e;
+    kt_tensor(&k.tout[0], e, 2, shape), k.a.out[0] = s, k.a.eout[0] = e;
+    gr_cpu_add(&k.a);
+    kt_init(&k, GR_OP_RELU_BWD, 2, 1, cnt);
+    kt_tensor(&k.tin[0], e, 2, shape), kt_tensor(&k.tin[1], e, 2, shape), kt_tensor(&k.tout[0], e, 2, shape);
+    k.a.in[0] = s, k.a.in[1] = m, k.a.out[0] = want;
+    k.a.ein[0] = k.a.ein[1] = k.a.eout[0] = e;
+    gr_cpu_relu_bwd(&k.a);
+    /* the folded one */
+    kt_init(&k, GR_OP_ADD, nin + 1, 1, cnt);
+    k.node.attrs.relu_mask = true;
+    for (int i = 0; i <= nin; i++) kt_tensor(&k.tin[i], e, 2, shape), k.a.in[i] = x[i], k.a.ein[i] = e;
+    kt_tensor(&k.tout[0], e, 2, shape), k.a.eout[0] = e;
+    k.a.out[0] = in_place ? x[0] : got;
+    gr_cpu_add(&k.a);
+    CHECK_MSG(memcmp(want, k.a.out[0], (size_t)cnt * es) == 0,
+              "add of %d gradients masked by a relu's output (%s, %lld values%s): not the unfused pair's bits", nin,
+              gr_elem_name(e), (long long)cnt, in_place ? ", in place" : "");
+    for (int i = 0; i <= nin; i++) free(x[i]);
+    free(s); free(want); free(got);
+}
+
 /* ---- concat and concat_bwd ---- */
 
 /* nin inputs of ch[i] channels; inner = H*W (ndim 4, H = hw, W = 1) or
@@ -425,6 +472,12 @@ int main(int argc, char **argv) {
     test_add_mode(2, 2, 2, 20011, true, false);
     test_add_mode(2, 2, 2, 20011, true, true);
     test_add_mode(2, 40, 40, 1001, false, true);
+    for (int e = 0; e < 2; e++) {
+        const gr_elem el = e ? GR_BF16 : GR_F32;
+        test_add_mask(el, 2, 20011, false); /* the two-term chunks: several and a tail */
+        test_add_mask(el, 2, 20011, true);
+        test_add_mask(el, 3, 1001, false);  /* the general loop */
+    }
 
     /* concat: 1..5 inputs, channels of [n, C, H, W] (H*W odd) and features of [n, F] */
     const int64_t ch[] = {3, 1, 6, 2, 5};
