@@ -509,32 +509,26 @@ static void gr_avgpool_bwd_sample(const gr_kargs *a, const void *ctx, int64_t i,
     gr_avgpool_bwd_sample_nhwc(&q->d, q->c, q->inv, dy, dx);
 }
 
-/* x and y in fp32 or both in bf16 (gr_cpu_pool_units decodes a plane or sample into fp32 and
- * encodes its results once), NCHW or both channels-last. */
-void gr_cpu_avgpool(const gr_kargs *a) {
-    gr_avgpool_ctx q = gr_avgpool_ctx_of(a, a->tin[0], a->tout[0]);
+/* avgpool (bwd false: x -> y) or its backward (dy -> dx) over planes (NCHW) or samples
+ * (channels-last, both tensors); x, y: the forward's input and output tensors. Each plane or sample
+ * in fp32, or decoded from bf16 into fp32 and its results encoded once (gr_cpu_pool_units). */
+static void gr_avgpool_run(const gr_kargs *a, const gr_tensor *x, const gr_tensor *y, bool bwd) {
+    gr_avgpool_ctx q = gr_avgpool_ctx_of(a, x, y);
     const gr_pool_dims *d = &q.d;
-    if (a->tin[0]->layout == GR_NHWC) {
-        GR_ASSERT(a->tout[0]->layout == GR_NHWC);
-        gr_cpu_pool_units(a, a->n, d->h * d->w * q.c, d->ho * d->wo * q.c, gr_avgpool_fwd_sample, &q);
-    } else {
-        gr_cpu_pool_units(a, d->planes, d->h * d->w, d->ho * d->wo, gr_avgpool_fwd_plane, &q);
-    }
+    const bool rows = x->layout == GR_NHWC;
+    GR_ASSERT(y->layout == x->layout);
+    const int64_t units = rows ? a->n : d->planes, c = rows ? q.c : 1;
+    const int64_t xl = d->h * d->w * c, yl = d->ho * d->wo * c;
+    const gr_pool_unit_fn fn = rows ? (bwd ? gr_avgpool_bwd_sample : gr_avgpool_fwd_sample)
+                                    : (bwd ? gr_avgpool_bwd_plane : gr_avgpool_fwd_plane);
+    gr_cpu_pool_units(a, units, bwd ? yl : xl, bwd ? xl : yl, fn, &q);
     free(q.inv);
 }
 
-/* dx = 0, then every output spreads dy / divisor over its window; types and layouts as avgpool's. */
-void gr_cpu_avgpool_bwd(const gr_kargs *a) {
-    gr_avgpool_ctx q = gr_avgpool_ctx_of(a, a->tout[0], a->tin[0]);
-    const gr_pool_dims *d = &q.d;
-    if (a->tin[0]->layout == GR_NHWC) {
-        GR_ASSERT(a->tout[0]->layout == GR_NHWC);
-        gr_cpu_pool_units(a, a->n, d->ho * d->wo * q.c, d->h * d->w * q.c, gr_avgpool_bwd_sample, &q);
-    } else {
-        gr_cpu_pool_units(a, d->planes, d->ho * d->wo, d->h * d->w, gr_avgpool_bwd_plane, &q);
-    }
-    free(q.inv);
-}
+void gr_cpu_avgpool(const gr_kargs *a) { gr_avgpool_run(a, a->tin[0], a->tout[0], false); }
+
+/* dx = 0, then every output spreads dy / divisor over its window */
+void gr_cpu_avgpool_bwd(const gr_kargs *a) { gr_avgpool_run(a, a->tout[0], a->tin[0], true); }
 
 /* y[n, C, 1, 1] = the mean of each plane (x NCHW) or of each sample's rows
  * of C (x NHWC); x and y in fp32 or bf16 (y [n, C, 1, 1] is the same in
