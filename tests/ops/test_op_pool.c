@@ -308,9 +308,10 @@ static void test_avgpool(const t_pool *q, bool include_pad) {
     free(x); free(y); free(y2); free(dy); free(dx); free(dx2);
 }
 
-/* avgpool forward (x -> y) and backward (dy -> dx) with every tensor stored as e in layout l */
-static void run_avgpool(const t_pool *q, bool include_pad, gr_elem e, gr_layout l, const void *x, void *y,
-                        const void *dy, void *dx) {
+/* avgpool forward (x -> y) and backward (dy -> dx) with every tensor stored as e, x and dx in layout
+ * lx, y and dy in ly */
+static void run_avgpool(const t_pool *q, bool include_pad, gr_elem e, gr_layout lx, gr_layout ly, const void *x,
+                        void *y, const void *dy, void *dx) {
     gr_pool_geo g = t_pool_geo(q, include_pad);
     int64_t xs[4] = {q->n, q->c, q->h, q->w}, ys[4] = {q->n, q->c, g.ho, g.wo};
     t_args t;
@@ -319,7 +320,8 @@ static void run_avgpool(const t_pool *q, bool include_pad, gr_elem e, gr_layout 
         t_pool_attrs(&t, q, include_pad);
         t_tensor(&t.tin[0], e, true, 4, bwd ? ys : xs);
         t_tensor(&t.tout[0], e, true, 4, bwd ? xs : ys);
-        t.tin[0].layout = t.tout[0].layout = l;
+        t.tin[0].layout = bwd ? ly : lx;
+        t.tout[0].layout = bwd ? lx : ly;
         t.a.ein[0] = t.a.eout[0] = e;
         t.a.in[0] = (void *)(bwd ? dy : x);
         t.a.out[0] = bwd ? dx : y;
@@ -335,9 +337,10 @@ static void t_to_rows(const float *x, float *y, int64_t n, int64_t c, int64_t s)
             for (int64_t p = 0; p < s; p++) y[(i * s + p) * c + j] = x[(i * c + j) * s + p];
 }
 
-/* avgpool and its backward on channels-last (fp32) and on bf16 storage (both layouts) against the
- * NCHW fp32 kernel, bit for bit: the channels-last results are its results transposed; the bf16
- * ones are its results on the decoded inputs, encoded (the staged path's bits) */
+/* avgpool and its backward on channels-last (fp32), in mixed layouts (channels-last in,
+ * channels-first out, and the reverse) and on bf16 storage (every layout) against the NCHW fp32
+ * kernel, bit for bit: a channels-last tensor holds its results transposed; the bf16 ones are its
+ * results on the decoded inputs, encoded (the staged path's bits) */
 static void test_avgpool_layouts(const t_pool *q, bool include_pad) {
     gr_pool_geo g = t_pool_geo(q, include_pad);
     const int64_t nin = g.planes * g.h * g.w, nout = g.planes * g.ho * g.wo, s_in = g.h * g.w, s_out = g.ho * g.wo;
@@ -356,31 +359,31 @@ static void test_avgpool_layouts(const t_pool *q, bool include_pad) {
             for (int64_t i = 0; i < nin; i++) xh[i] = gr_bf16_encode_hd(x[i]), x[i] = gr_bf16_decode_hd(xh[i]);
             for (int64_t i = 0; i < nout; i++) dyh[i] = gr_bf16_encode_hd(dy[i]), dy[i] = gr_bf16_decode_hd(dyh[i]);
         }
-        run_avgpool(q, include_pad, GR_F32, GR_NCHW, x, y, dy, dx);
-        for (int l = 0; l < 2; l++) {
-            const float *rx = x, *rdy = dy;
-            if (l) { /* channels-last: the inputs and the reference transposed */
-                t_to_rows(x, xt, q->n, q->c, s_in), t_to_rows(dy, dyt, q->n, q->c, s_out);
-                t_to_rows(y, yt, q->n, q->c, s_out), t_to_rows(dx, dxt, q->n, q->c, s_in);
-                rx = xt, rdy = dyt;
-            }
-            const float *ry = l ? yt : y, *rdx = l ? dxt : dx;
+        run_avgpool(q, include_pad, GR_F32, GR_NCHW, GR_NCHW, x, y, dy, dx);
+        t_to_rows(x, xt, q->n, q->c, s_in), t_to_rows(dy, dyt, q->n, q->c, s_out);
+        t_to_rows(y, yt, q->n, q->c, s_out), t_to_rows(dx, dxt, q->n, q->c, s_in);
+        /* l: x and dx channels-last (bit 0), y and dy channels-last (bit 1) */
+        for (int l = 0; l < 4; l++) {
+            const bool rx = l & 1, ry = l & 2;
+            const gr_layout lx = rx ? GR_NHWC : GR_NCHW, ly = ry ? GR_NHWC : GR_NCHW;
+            const float *ix = rx ? xt : x, *idy = ry ? dyt : dy, *wy = ry ? yt : y, *wdx = rx ? dxt : dx;
             if (!h) {
                 if (!l) continue; /* the reference itself */
-                run_avgpool(q, include_pad, GR_F32, GR_NHWC, rx, y2, rdy, dx2);
-                bad[0] += memcmp(y2, ry, (size_t)nout * 4) != 0 || memcmp(dx2, rdx, (size_t)nin * 4) != 0;
+                run_avgpool(q, include_pad, GR_F32, lx, ly, ix, y2, idy, dx2);
+                bad[0] += memcmp(y2, wy, (size_t)nout * 4) != 0 || memcmp(dx2, wdx, (size_t)nin * 4) != 0;
                 continue;
             }
-            for (int64_t i = 0; i < nin; i++) xh[i] = gr_bf16_encode_hd(rx[i]);
-            for (int64_t i = 0; i < nout; i++) dyh[i] = gr_bf16_encode_hd(rdy[i]);
-            run_avgpool(q, include_pad, GR_BF16, l ? GR_NHWC : GR_NCHW, xh, yh, dyh, dxh);
-            for (int64_t i = 0; i < nout; i++) bad[1 + l] += yh[i] != gr_bf16_encode_hd(ry[i]);
-            for (int64_t i = 0; i < nin; i++) bad[1 + l] += dxh[i] != gr_bf16_encode_hd(rdx[i]);
+            for (int64_t i = 0; i < nin; i++) xh[i] = gr_bf16_encode_hd(ix[i]);
+            for (int64_t i = 0; i < nout; i++) dyh[i] = gr_bf16_encode_hd(idy[i]);
+            run_avgpool(q, include_pad, GR_BF16, lx, ly, xh, yh, dyh, dxh);
+            int *b = &bad[l == 0 ? 1 : 2];
+            for (int64_t i = 0; i < nout; i++) *b += yh[i] != gr_bf16_encode_hd(wy[i]);
+            for (int64_t i = 0; i < nin; i++) *b += dxh[i] != gr_bf16_encode_hd(wdx[i]);
         }
     }
-    CHECK_MSG(bad[0] == 0, "%s: channels-last fp32 differs from NCHW", what);
-    CHECK_MSG(bad[1] == 0 && bad[2] == 0, "%s: bf16 NCHW %d and channels-last %d values differ from the encoded fp32",
-              what, bad[1], bad[2]);
+    CHECK_MSG(bad[0] == 0, "%s: channels-last or mixed layouts in fp32 differ from NCHW", what);
+    CHECK_MSG(bad[1] == 0 && bad[2] == 0,
+              "%s: bf16 NCHW %d and other layouts %d values differ from the encoded fp32", what, bad[1], bad[2]);
     free(x); free(dy); free(y); free(dx); free(xt); free(dyt); free(yt); free(dxt); free(y2); free(dx2);
     free(xh); free(dyh); free(yh); free(dxh);
 }
