@@ -17,7 +17,8 @@ typedef struct gr_prof_row {
     double total_s;
     int64_t calls;
     double flops, bytes; /* summed over the calls; 0: not known */
-    bool bf16;           /* an op whose kernel computed on bf16 storage (not staged): the bf16 GEMM peak is its roof */
+    bool bf16;           /* an op whose kernel computed on bf16 storage, read or written (not staged): the bf16 GEMM
+                            peak is its roof */
 } gr_prof_row;
 
 /* One trace event, written at the end. */
@@ -241,7 +242,8 @@ static void gr_prof_step_end(void *ctx) {
             r->total_s += dur;
             r->calls++;
             r->flops += (double)a->node->flops * (double)a->n;
-            r->bf16 = a->eout[0] == GR_BF16 && !a->staged;
+            /* a weight gradient's GEMM reads bf16 dy and writes fp32: its roof is bf16's too */
+            r->bf16 = (a->eout[0] == GR_BF16 || (a->node->nin > 0 && a->ein[0] == GR_BF16)) && !a->staged;
             r->bytes += gr_prof_op_bytes(a);
             gr_prof_event_add(p, i, NULL, t0, dur, k);
         }
