@@ -2,7 +2,9 @@
  * schema part must name rows of the table (schema.c), past a tree or list
  * row it may go on into the model section (by list index, or into a map);
  * the value is parsed as YAML at "--set:1:col" and grafted into the tree
- * before the schema walk, so it is checked exactly as the file's own. */
+ * before the schema walk, so it is checked exactly as the file's own. An
+ * index may also be written in brackets, as the errors name a list's item
+ * (model.layers[3].avgpool.kernel is model.layers.3.avgpool.kernel). */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
@@ -23,15 +25,37 @@ static void gr_cfg_put(gr_cfg *map, const char *key, gr_cfg *v) {
     }
 }
 
+/* key with each "[digits]" after a component as ".digits" (the path the errors print, as --set takes
+ * it); anything else is left as written, for the key's own error. Fits: the result is no longer. */
+static void gr_set_key_indices(const char *key, char *out) {
+    size_t o = 0;
+    for (size_t i = 0; key[i];) {
+        size_t d = i + 1;
+        while (key[i] == '[' && i > 0 && key[d] >= '0' && key[d] <= '9') d++;
+        if (key[i] == '[' && d > i + 1 && key[d] == ']' && key[i - 1] != '.' && (!key[d + 1] || key[d + 1] == '.' ||
+                                                                                   key[d + 1] == '[')) {
+            out[o++] = '.';
+            memcpy(out + o, key + i + 1, d - i - 1);
+            o += d - i - 1;
+            i = d + 1;
+            continue;
+        }
+        out[o++] = key[i++];
+    }
+    out[o] = 0;
+}
+
 gr_status gr_spec_apply_set(gr_cfg **root, const char *set, gr_error *err) {
     const char *eq = strchr(set, '=');
     if (!eq || eq == set)
         return gr_error_set(err, GR_ERR_USAGE, "--set %s: expected KEY=VALUE (e.g. train.optimizer.lr=0.1)", set);
     size_t klen = (size_t)(eq - set);
     if (klen >= GR_CFG_KEY_MAX) return gr_error_set(err, GR_ERR_USAGE, "--set %s: key too long", set);
-    char key[GR_CFG_KEY_MAX];
-    memcpy(key, set, klen);
-    key[klen] = 0;
+    char key[GR_CFG_KEY_MAX], written[GR_CFG_KEY_MAX];
+    memcpy(written, set, klen);
+    written[klen] = 0;
+    gr_set_key_indices(written, key);
+    klen = strlen(key);
 
     /* Split into components; the schema part must name a row. */
     char *comp[64];

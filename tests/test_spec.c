@@ -122,6 +122,8 @@ static const bad_case bad_cases[] = {
     {"valid_min.yaml", {"=3"}, "--set =3: expected KEY=VALUE"},
     {"valid_min.yaml", {"model.layers.9.dense.units=64"},
      "--set model.layers.9.dense.units=64: index 9 out of range (model.layers has 4 items)"},
+    {"valid_min.yaml", {"model.layers[9].dense.units=64"},
+     "--set model.layers[9].dense.units=64: index 9 out of range (model.layers has 4 items)"},
     {"valid_min.yaml", {"model.layers.x.dense.units=64"},
      "--set model.layers.x.dense.units=64: model.layers is a list; 'x' is not an index"},
     {"valid_min.yaml", {"model.layers.0.dense.units=64"},
@@ -353,7 +355,7 @@ static void test_sets(void) {
         "train.optimizer={type: adamw, lr: 0.001}", /* a whole map */
         "train.schedule.type=cosine",
         "model.layers.1.dense.units=64",         /* into a layer by index */
-        "model.layers.3.dense.bias=false",       /* new attr of a layer */
+        "model.layers[3].dense.bias=false",      /* new attr of a layer, its index as the errors write it */
         "parallel.data=auto",
         "data.val=",                             /* empty = unset */
         "name=sweep-1",
