@@ -26,6 +26,8 @@ void gr_cpu_maxpool_nhwc(const gr_kargs *a);
 void gr_cpu_maxpool_bwd_nhwc(const gr_kargs *a);
 /* maxpool or maxpool_bwd whose input, output and indices are not all in one layout (pool_nhwc.c) */
 void gr_cpu_maxpool_mixed(const gr_kargs *a);
+/* A sample's planes [c][s] as rows [s][c] (to_rows), or back; 4-byte values (fp32, int32) (pool_nhwc.c) */
+void gr_cpu_transpose_sample(const void *restrict src, void *restrict dst, int64_t c, int64_t s, bool to_rows);
 
 /* dense and its backward on bf16 activations, and the fp32 forward under
  * the oneDNN GEMM provider, on oneDNN matmul primitives (dense_onednn.c),

@@ -467,107 +467,63 @@ GR_ISA_CLONES static void gr_avgpool_bwd_sample_nhwc(const gr_pool_dims *d, int6
 
 /* A call's geometry, channels (channels-last) and the inverse divisor of each output position
  * [Ho][Wo] (gr_avgpool_inv's, worked out once for all planes, not a division an output). */
+/* How a call's units are pooled: NCHW planes, channels-last samples, or samples whose input and
+ * output layouts differ (ops.def's GR_CAP_NHWC_ANY: a pool before a flatten reads channels-last
+ * and writes channels-first), which go through the channels-last kernels with the channels-first
+ * side transposed in scratch, so their results are those kernels', the NCHW kernels' bits. */
+typedef enum gr_avgpool_units { GR_AVG_PLANES, GR_AVG_ROWS, GR_AVG_ROWS_IN, GR_AVG_ROWS_OUT } gr_avgpool_units;
+
+/* A call's geometry, direction, units, channels and the inverse divisor of each output position
+ * [Ho][Wo] (gr_avgpool_inv's, worked out once for all units, not a division an output). */
 typedef struct gr_avgpool_ctx {
     gr_pool_dims d;
+    bool bwd;
+    gr_avgpool_units units;
     int64_t c;
     float *inv;
-    bool in_rows, out_rows; /* mixed layouts: whether a unit's input, its output, is channels-last */
 } gr_avgpool_ctx;
 
-static gr_avgpool_ctx gr_avgpool_ctx_of(const gr_kargs *a, const gr_tensor *x, const gr_tensor *y) {
-    gr_avgpool_ctx q = {gr_pool_dims_of(a, x, y), x->shape[1], NULL, false, false};
-    const bool inc = a->node->attrs.count_include_pad;
-    q.inv = gr_xmalloc((size_t)(q.d.ho * q.d.wo) * sizeof *q.inv);
-    for (int64_t oh = 0; oh < q.d.ho; oh++) {
-        int64_t ih0, ih1;
-        const int64_t rows = gr_avgpool_rows(&q.d, oh, inc, &ih0, &ih1);
-        for (int64_t ow = 0; ow < q.d.wo; ow++) q.inv[oh * q.d.wo + ow] = gr_avgpool_inv(&q.d, rows, ow, inc);
-    }
-    return q;
-}
-
-static void gr_avgpool_fwd_plane(const gr_kargs *a, const void *ctx, int64_t p, const float *x, float *y) {
-    (void)a, (void)p;
+/* One unit: in (x or dy) to out (y or dx) */
+static void gr_avgpool_unit(const gr_kargs *a, const void *ctx, int64_t u, const float *in, float *out) {
+    (void)a, (void)u;
     const gr_avgpool_ctx *q = ctx;
-    gr_avgpool_plane(&q->d, q->inv, x, y);
-}
-
-static void gr_avgpool_bwd_plane(const gr_kargs *a, const void *ctx, int64_t p, const float *dy, float *dx) {
-    (void)a, (void)p;
-    const gr_avgpool_ctx *q = ctx;
-    gr_avgpool_bwd_plane_of(&q->d, q->inv, dy, dx);
-}
-
-static void gr_avgpool_fwd_sample(const gr_kargs *a, const void *ctx, int64_t i, const float *x, float *y) {
-    (void)a, (void)i;
-    const gr_avgpool_ctx *q = ctx;
-    gr_avgpool_sample_nhwc(&q->d, q->c, q->inv, x, y);
-}
-
-static void gr_avgpool_bwd_sample(const gr_kargs *a, const void *ctx, int64_t i, const float *dy, float *dx) {
-    (void)a, (void)i;
-    const gr_avgpool_ctx *q = ctx;
-    gr_avgpool_bwd_sample_nhwc(&q->d, q->c, q->inv, dy, dx);
-}
-
-/* A sample's c planes of s values as s rows of c (to_rows), or back */
-static void gr_avgpool_transpose(const float *restrict src, float *restrict dst, int64_t c, int64_t s, bool to_rows) {
-    for (int64_t j = 0; j < c; j++)
-        for (int64_t p = 0; p < s; p++) {
-            if (to_rows) dst[p * c + j] = src[j * s + p];
-            else dst[j * s + p] = src[p * c + j];
-        }
-}
-
-/* One sample whose input and output layouts differ (ops.def's GR_CAP_NHWC_ANY: a pool before a
- * flatten reads channels-last and writes channels-first): through the channels-last kernels, a
- * channels-first side transposed in scratch; their results, which are the NCHW kernels' bits. */
-static void gr_avgpool_mixed(const gr_avgpool_ctx *q, bool bwd, const float *in, float *out) {
     const gr_pool_dims *d = &q->d;
-    const int64_t xs = d->h * d->w, ys = d->ho * d->wo, si = bwd ? ys : xs, so = bwd ? xs : ys;
-    float *tin = q->in_rows ? NULL : gr_xmalloc((size_t)(si * q->c) * sizeof *tin);
-    float *tout = q->out_rows ? NULL : gr_xmalloc((size_t)(so * q->c) * sizeof *tout);
-    if (tin) gr_avgpool_transpose(in, tin, q->c, si, true);
+    if (q->units == GR_AVG_PLANES) {
+        if (q->bwd) gr_avgpool_bwd_plane_of(d, q->inv, in, out);
+        else gr_avgpool_plane(d, q->inv, in, out);
+        return;
+    }
+    const int64_t xs = d->h * d->w, ys = d->ho * d->wo, si = q->bwd ? ys : xs, so = q->bwd ? xs : ys;
+    float *tin = q->units == GR_AVG_ROWS_OUT ? gr_xmalloc((size_t)(si * q->c) * sizeof *tin) : NULL;
+    float *tout = q->units == GR_AVG_ROWS_IN ? gr_xmalloc((size_t)(so * q->c) * sizeof *tout) : NULL;
+    if (tin) gr_cpu_transpose_sample(in, tin, q->c, si, true);
     const float *ri = tin ? tin : in;
     float *ro = tout ? tout : out;
-    if (bwd) gr_avgpool_bwd_sample_nhwc(d, q->c, q->inv, ri, ro);
+    if (q->bwd) gr_avgpool_bwd_sample_nhwc(d, q->c, q->inv, ri, ro);
     else gr_avgpool_sample_nhwc(d, q->c, q->inv, ri, ro);
-    if (tout) gr_avgpool_transpose(tout, out, q->c, so, false);
+    if (tout) gr_cpu_transpose_sample(tout, out, q->c, so, false);
     free(tin);
     free(tout);
 }
 
-static void gr_avgpool_fwd_mixed(const gr_kargs *a, const void *ctx, int64_t i, const float *x, float *y) {
-    (void)a, (void)i;
-    gr_avgpool_mixed(ctx, false, x, y);
-}
-
-static void gr_avgpool_bwd_mixed(const gr_kargs *a, const void *ctx, int64_t i, const float *dy, float *dx) {
-    (void)a, (void)i;
-    gr_avgpool_mixed(ctx, true, dy, dx);
-}
-
-/* avgpool (bwd false: x -> y) or its backward (dy -> dx) over planes (NCHW), or samples
- * (channels-last, or a layout each); x, y: the forward's input and output tensors. Each plane or
- * sample in fp32, or decoded from bf16 into fp32 and its results encoded once (gr_cpu_pool_units). */
+/* avgpool (bwd false: x -> y) or its backward (dy -> dx); x, y: the forward's input and output
+ * tensors. Each unit in fp32, or decoded from bf16 into fp32 and its results encoded once
+ * (gr_cpu_pool_units). */
 static void gr_avgpool_run(const gr_kargs *a, const gr_tensor *x, const gr_tensor *y, bool bwd) {
-    gr_avgpool_ctx q = gr_avgpool_ctx_of(a, x, y);
+    gr_avgpool_ctx q = {gr_pool_dims_of(a, x, y), bwd, GR_AVG_PLANES, x->shape[1], NULL};
     const gr_pool_dims *d = &q.d;
-    const int64_t xl = d->h * d->w * q.c, yl = d->ho * d->wo * q.c;
-    if (x->layout != y->layout) {
-        q.in_rows = (bwd ? y : x)->layout == GR_NHWC;
-        q.out_rows = !q.in_rows;
-        gr_cpu_pool_units(a, a->n, bwd ? yl : xl, bwd ? xl : yl, bwd ? gr_avgpool_bwd_mixed : gr_avgpool_fwd_mixed,
-                          &q);
-        free(q.inv);
-        return;
+    const bool xr = x->layout == GR_NHWC, yr = y->layout == GR_NHWC, rin = bwd ? yr : xr, rout = bwd ? xr : yr;
+    q.units = rin && rout ? GR_AVG_ROWS : rin ? GR_AVG_ROWS_IN : rout ? GR_AVG_ROWS_OUT : GR_AVG_PLANES;
+    const bool inc = a->node->attrs.count_include_pad;
+    q.inv = gr_xmalloc((size_t)(d->ho * d->wo) * sizeof *q.inv);
+    for (int64_t oh = 0; oh < d->ho; oh++) {
+        int64_t ih0, ih1;
+        const int64_t rows = gr_avgpool_rows(d, oh, inc, &ih0, &ih1);
+        for (int64_t ow = 0; ow < d->wo; ow++) q.inv[oh * d->wo + ow] = gr_avgpool_inv(d, rows, ow, inc);
     }
-    const bool rows = x->layout == GR_NHWC;
-    const int64_t units = rows ? a->n : d->planes, c = rows ? q.c : 1;
-    const int64_t ul = d->h * d->w * c, vl = d->ho * d->wo * c;
-    const gr_pool_unit_fn fn = rows ? (bwd ? gr_avgpool_bwd_sample : gr_avgpool_fwd_sample)
-                                    : (bwd ? gr_avgpool_bwd_plane : gr_avgpool_fwd_plane);
-    gr_cpu_pool_units(a, units, bwd ? vl : ul, bwd ? ul : vl, fn, &q);
+    const int64_t c = q.units == GR_AVG_PLANES ? 1 : q.c, xl = d->h * d->w * c, yl = d->ho * d->wo * c;
+    gr_cpu_pool_units(a, q.units == GR_AVG_PLANES ? d->planes : a->n, bwd ? yl : xl, bwd ? xl : yl, gr_avgpool_unit,
+                      &q);
     free(q.inv);
 }
 

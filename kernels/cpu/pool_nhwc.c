@@ -284,8 +284,7 @@ void gr_cpu_maxpool_bwd_nhwc(const gr_kargs *a) {
     gr_cpu_pool_units(a, a->n, d.ho * d.wo * d.c, d.h * d.w * d.c, gr_mpn_bwd, &d);
 }
 
-/* A sample's planes [c][s] as rows [s][c] (to_rows), or back; 4-byte values (fp32, int32). */
-static void gr_mpn_transpose(const void *restrict src, void *restrict dst, int64_t c, int64_t s, bool to_rows) {
+void gr_cpu_transpose_sample(const void *restrict src, void *restrict dst, int64_t c, int64_t s, bool to_rows) {
     const uint32_t *restrict x = src;
     uint32_t *restrict y = dst;
     for (int64_t ch = 0; ch < c; ch++)
@@ -318,10 +317,10 @@ static void gr_mpm_fwd(const gr_kargs *a, const void *ctx, int64_t i, const floa
     float *buf = gr_xmalloc((size_t)(s_in + 2 * s_out) * (size_t)c * sizeof *buf), *yr = buf + s_in * c;
     int32_t *ir = (int32_t *)(yr + s_out * c);
     const float *xr = x;
-    if (!m->x_rows) gr_mpn_transpose(x, buf, c, s_in, true), xr = buf;
+    if (!m->x_rows) gr_cpu_transpose_sample(x, buf, c, s_in, true), xr = buf;
     gr_mpn_sample(d, xr, m->y_rows ? y : yr, m->i_rows ? idx : ir);
-    if (!m->y_rows) gr_mpn_transpose(yr, y, c, s_out, false);
-    if (!m->i_rows) gr_mpn_transpose(ir, idx, c, s_out, false);
+    if (!m->y_rows) gr_cpu_transpose_sample(yr, y, c, s_out, false);
+    if (!m->i_rows) gr_cpu_transpose_sample(ir, idx, c, s_out, false);
     free(buf);
 }
 
@@ -332,10 +331,10 @@ static void gr_mpm_bwd(const gr_kargs *a, const void *ctx, int64_t i, const floa
     const int32_t *idx = (const int32_t *)a->in[1] + i * s_out * c;
     float *buf = gr_xmalloc((size_t)(s_in + 2 * s_out) * (size_t)c * sizeof *buf), *dyr = buf + s_in * c;
     int32_t *ir = (int32_t *)(dyr + s_out * c);
-    if (!m->y_rows) gr_mpn_transpose(dy, dyr, c, s_out, true), dy = dyr;
-    if (!m->i_rows) gr_mpn_transpose(idx, ir, c, s_out, true), idx = ir;
+    if (!m->y_rows) gr_cpu_transpose_sample(dy, dyr, c, s_out, true), dy = dyr;
+    if (!m->i_rows) gr_cpu_transpose_sample(idx, ir, c, s_out, true), idx = ir;
     gr_mpn_scatter(d, dy, idx, m->x_rows ? dx : buf);
-    if (!m->x_rows) gr_mpn_transpose(buf, dx, c, s_in, false);
+    if (!m->x_rows) gr_cpu_transpose_sample(buf, dx, c, s_in, false);
     free(buf);
 }
 
@@ -367,7 +366,7 @@ static void gr_mpb_fwd(const gr_kargs *a, const gr_mpn_mixed *m, int64_t i, void
     uint16_t *yr = (uint16_t *)(mx + c);
     gr_mpn_sample_bf16(d, x, m->y_rows ? y : yr, m->i_rows ? idx : ir, mx);
     if (!m->y_rows) gr_mpn_transpose16(yr, y, c, s_out, false);
-    if (!m->i_rows) gr_mpn_transpose(ir, idx, c, s_out, false);
+    if (!m->i_rows) gr_cpu_transpose_sample(ir, idx, c, s_out, false);
 }
 
 /* scratch: the indices as rows (int32), then dy as rows (bf16) */
@@ -379,7 +378,7 @@ static void gr_mpb_bwd(const gr_kargs *a, const gr_mpn_mixed *m, int64_t i, void
     int32_t *ir = scratch;
     uint16_t *dyr = (uint16_t *)(ir + s_out * c);
     if (!m->y_rows) gr_mpn_transpose16(dy, dyr, c, s_out, true), dy = dyr;
-    if (!m->i_rows) gr_mpn_transpose(idx, ir, c, s_out, true), idx = ir;
+    if (!m->i_rows) gr_cpu_transpose_sample(idx, ir, c, s_out, true), idx = ir;
     gr_mpn_bwd_tiled_bf16(d, dy, idx, (uint16_t *)a->out[0] + i * s_in * c);
 }
 
