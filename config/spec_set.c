@@ -30,15 +30,17 @@ static void gr_cfg_put(gr_cfg *map, const char *key, gr_cfg *v) {
 static void gr_set_key_indices(const char *key, char *out) {
     size_t o = 0;
     for (size_t i = 0; key[i];) {
-        size_t d = i + 1;
-        while (key[i] == '[' && i > 0 && key[d] >= '0' && key[d] <= '9') d++;
-        if (key[i] == '[' && d > i + 1 && key[d] == ']' && key[i - 1] != '.' && (!key[d + 1] || key[d + 1] == '.' ||
-                                                                                   key[d + 1] == '[')) {
-            out[o++] = '.';
-            memcpy(out + o, key + i + 1, d - i - 1);
-            o += d - i - 1;
-            i = d + 1;
-            continue;
+        if (key[i] == '[' && i > 0 && key[i - 1] != '.') {
+            size_t d = i + 1;
+            while (key[d] >= '0' && key[d] <= '9') d++;
+            const char after = d > i + 1 && key[d] == ']' ? key[d + 1] : 'x';
+            if (after == 0 || after == '.' || after == '[') { /* "[digits]" ending the component */
+                out[o++] = '.';
+                memcpy(out + o, key + i + 1, d - i - 1);
+                o += d - i - 1;
+                i = d + 1;
+                continue;
+            }
         }
         out[o++] = key[i++];
     }
