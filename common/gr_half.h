@@ -11,8 +11,10 @@
  * The rounding is the hardware / PyTorch conversion float -> half -> float:
  * round to nearest, ties to even. It works on the bit pattern with integer
  * arithmetic only, so it does not depend on the FPU rounding mode, on
- * flush-to-zero settings, or on compiler support for half types. A NaN is
- * returned as it came (still a NaN; its payload is not narrowed). */
+ * flush-to-zero settings, or on compiler support for half types (the GPU's
+ * storage encode and decode are the hardware conversions, which round the
+ * same: below). A NaN is returned as it came (still a NaN; its payload is
+ * not narrowed). */
 #ifndef GR_HALF_H
 #define GR_HALF_H
 
@@ -20,6 +22,10 @@
 #include <string.h>
 
 #include "gr_hd.h"
+
+#ifdef __CUDACC__
+#include <cuda_fp16.h>
+#endif
 
 /* The storage format of activations; GR_HALF_NONE is plain fp32. */
 typedef enum gr_half_fmt { GR_HALF_NONE, GR_HALF_FP16, GR_HALF_BF16 } gr_half_fmt;
@@ -106,7 +112,15 @@ GR_HD uint16_t gr_bf16_encode_hd(float x) {
 
 GR_HD float gr_bf16_decode_hd(uint16_t h) { return gr_half_float_hd((uint32_t)h << 16); }
 
+/* On the GPU the conversions are the hardware's (one cvt instruction, the
+ * same round to nearest even, subnormals kept; a NaN becomes the canonical
+ * 0x7FFF): the integer code costs ~30 instructions an element, which made
+ * the memory-bound fp16 kernels (batchnorm, relu, add) of ResNet-50 on an
+ * H200 1.4x to 2x slower than their bf16 twins. */
 GR_HD uint16_t gr_fp16_encode_hd(float x) {
+#ifdef __CUDA_ARCH__
+    return __half_as_ushort(__float2half_rn(x));
+#else
     uint32_t u = gr_half_bits_hd(x);
     uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
     if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)(sign | 0x7E00u);
@@ -116,13 +130,18 @@ GR_HD uint16_t gr_fp16_encode_hd(float x) {
         return (uint16_t)(sign | (((a >> 23) - 112u) << 10) | ((a >> 13) & 0x3FFu));
     /* subnormal (or zero): a whole number of 2^-24 quanta below 1024 */
     return (uint16_t)(sign | (uint16_t)(gr_half_float_hd(a) * 0x1p24f));
+#endif
 }
 
 GR_HD float gr_fp16_decode_hd(uint16_t h) {
+#ifdef __CUDA_ARCH__
+    return __half2float(__ushort_as_half(h));
+#else
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
     if (e == 0x1Fu) return gr_half_float_hd(sign | 0x7F800000u | (m << 13));
     if (e) return gr_half_float_hd(sign | ((e + 112u) << 23) | (m << 13));
     return gr_half_float_hd(sign | gr_half_bits_hd((float)m * 0x1p-24f));
+#endif
 }
 
 /* Element i of an in-place rounding pass (kernels/cuda/round.cu). */
