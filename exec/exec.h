@@ -94,8 +94,10 @@ void gr_plan_run(gr_plan *p, int64_t n, const gr_exec_ctx *ctx);
  * (its options say cuda_graph false; GR_ASSERT). */
 void gr_plan_run_steps(gr_plan *p, int64_t n, const gr_exec_ctx *ctx, int from, int to);
 /* The ops of p's staged steps, "batchnorm, relu, ..." (each once, in run
- * order) into buf; "" when none. */
-const char *gr_plan_staged_ops(const gr_plan *p, char *buf, size_t n);
+ * order) into buf; "" when none. counts: an op with native steps too says
+ * how many of its steps are staged, "conv (1 of 53)" (the first conv of a
+ * GPU run reads the fp32 input batch). */
+const char *gr_plan_staged_ops(const gr_plan *p, bool counts, char *buf, size_t n);
 /* Device pointer of tensor t (activation arena or model arenas). */
 void *gr_plan_ptr(const gr_plan *p, int t);
 /* Whether t has a place in p (the model's arenas, or p's activation arena:

@@ -181,15 +181,22 @@ static gr_status gr_plan_stage(gr_plan *p, bool alloc, gr_error *err) {
     return GR_OK;
 }
 
-const char *gr_plan_staged_ops(const gr_plan *p, char *buf, size_t n) {
-    bool seen[GR_OP_COUNT] = {false};
+const char *gr_plan_staged_ops(const gr_plan *p, bool counts, char *buf, size_t n) {
+    int staged[GR_OP_COUNT] = {0}, all[GR_OP_COUNT] = {0};
+    for (int i = 0; i < p->steps.n; i++) {
+        const gr_kargs *a = &p->steps.step[i];
+        all[a->node->op]++;
+        staged[a->node->op] += a->staged;
+    }
     size_t len = 0;
     buf[0] = 0;
     for (int i = 0; i < p->steps.n; i++) {
-        const gr_kargs *a = &p->steps.step[i];
-        if (!a->staged || seen[a->node->op]) continue;
-        seen[a->node->op] = true;
-        int w = snprintf(buf + len, n - len, "%s%s", len ? ", " : "", gr_op_name(a->node->op));
+        const int op = p->steps.step[i].node->op;
+        if (!p->steps.step[i].staged || staged[op] < 0) continue;
+        char part[48] = "";
+        if (counts && staged[op] < all[op]) snprintf(part, sizeof part, " (%d of %d)", staged[op], all[op]);
+        staged[op] = -1; /* named */
+        int w = snprintf(buf + len, n - len, "%s%s%s", len ? ", " : "", gr_op_name(op), part);
         if (w < 0 || (size_t)w >= n - len) break;
         len += (size_t)w;
     }

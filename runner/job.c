@@ -483,14 +483,15 @@ gr_status gr_job_model(gr_job *j, gr_error *err) {
 }
 
 void gr_job_say_staged(const gr_job *j, bool quiet) {
-    char ops[256];
+    char ops[512];
     if (quiet) return;
     /* attention on cuda says its own kernel choice (cudnn_sdpa.c), at its first step */
     if (!j->train_plan.n_staged) return;
-    fprintf(stderr, "gpurun: precision %s: the %s backend has no native %s kernel for %s; they compute in fp32 "
-            "on converted copies of their %s tensors\n", gr_precision_name(j->spec->precision),
-            gr_backend_name(j->be), gr_precision_name(j->spec->precision),
-            gr_plan_staged_ops(&j->train_plan, ops, sizeof ops), gr_precision_name(j->spec->precision));
+    const char *p = gr_precision_name(j->spec->precision);
+    fprintf(stderr, "gpurun: precision %s: %d of %d steps compute in fp32 on converted copies of their %s tensors "
+            "(the %s backend has no native %s kernel for them, or they read an fp32 tensor): %s\n", p,
+            j->train_plan.n_staged, j->train_plan.steps.n, p, gr_backend_name(j->be), p,
+            gr_plan_staged_ops(&j->train_plan, true, ops, sizeof ops));
 }
 
 void gr_job_loader_config(const gr_job *j, gr_loader_config *lc) {

@@ -85,7 +85,7 @@ static const char *gr_plan_cmd_by_elem(const gr_memplan *mp, char *buf, size_t n
 /* Bytes per arena at the micro-batch (need: gr_memfit_of of the plans). */
 static void gr_plan_cmd_memory(const gr_job_spec *spec, const gr_graph *g, const gr_plan *tp, const gr_mem_need *need,
                                FILE *f) {
-    char a[64], b[64], c[256];
+    char a[64], b[64], c[512];
     fprintf(f, "memory at micro-batch %lld (bytes), precision %s:\n", (long long)g->micro_batch,
             gr_precision_name(spec->precision));
     gr_fmt_count((int64_t)need->params, a, sizeof a);
@@ -102,7 +102,7 @@ static void gr_plan_cmd_memory(const gr_job_spec *spec, const gr_graph *g, const
     fprintf(f, "  activations      %14s  (eval)\n", a);
     if (need->stage) {
         gr_fmt_count((int64_t)need->stage, a, sizeof a);
-        fprintf(f, "  fp32 staging     %14s  (half tensors of: %s)\n", a, gr_plan_staged_ops(tp, c, sizeof c));
+        fprintf(f, "  fp32 staging     %14s  (half tensors of: %s)\n", a, gr_plan_staged_ops(tp, true, c, sizeof c));
     }
     gr_fmt_count((int64_t)need->workspace, a, sizeof a);
     if (need->workspace_known)

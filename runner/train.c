@@ -74,7 +74,7 @@ static gr_status gr_loop_begin(gr_job *j, gr_loop *L, gr_error *err) {
     char detail[256], staged[256];
     gr_metrics_run r = {.name = s->name, .device = gr_backend_name(j->be),
                         .device_detail = gr_backend_describe(j->be, detail, sizeof detail),
-                        .staged_ops = gr_plan_staged_ops(&j->train_plan, staged, sizeof staged),
+                        .staged_ops = gr_plan_staged_ops(&j->train_plan, false, staged, sizeof staged),
                         .precision = gr_precision_name(s->precision), .run_dir = j->run_dir,
                         .params = j->g.n_weights, .flops = gr_graph_flops(&j->g, true), .batch = s->train.batch_size, .micro_batch = s->train.micro_batch,
                         .world = j->world.world, .stages = (int)s->parallel.pipeline,

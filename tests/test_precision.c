@@ -44,6 +44,33 @@ static gr_elem elem_of(const gr_graph *g, const char *name) { return g->tensors[
 
 /* ---- the policy ---- */
 
+/* gr_plan_staged_ops names each op once; with counts, an op whose steps
+ * are only partly staged says how many (as a GPU run's first conv, on the
+ * fp32 batch, alone is). */
+static void test_staged_names(void) {
+    int64_t in[3] = {3, 6, 6};
+    model t;
+    model_build(&t, "[{conv: {filters: 4, kernel: 3, padding: 1}}, {conv: {filters: 4, kernel: 3, padding: 1}}, "
+                "{conv: {filters: 4, kernel: 3, padding: 1}}, flatten, {dense: {units: 10}}]", in, 3, 4, GR_PREC_BF16);
+    gr_plan p;
+    gr_error err = {0};
+    CHECK(gr_plan_compile(&p, NULL, &t.g, GR_PLAN_TRAIN, false, &err) == GR_OK);
+    char ops[512];
+    CHECK_STR_CONTAINS(gr_plan_staged_ops(&p, true, ops, sizeof ops), "conv, dense, ");
+    int convs = 0;
+    for (int i = 0; i < p.steps.n; i++)
+        if (p.steps.step[i].node->op == GR_OP_CONV && convs++ > 0) p.steps.step[i].staged = false;
+    CHECK(convs == 3);
+    CHECK_STR_CONTAINS(gr_plan_staged_ops(&p, true, ops, sizeof ops), "conv (1 of 3), dense, ");
+    CHECK_STR_CONTAINS(gr_plan_staged_ops(&p, false, ops, sizeof ops), "conv, dense, ");
+    for (int i = 0; i < p.steps.n; i++)
+        if (p.steps.step[i].node->op == GR_OP_CONV) p.steps.step[i].staged = false;
+    CHECK(strstr(gr_plan_staged_ops(&p, true, ops, sizeof ops), "conv,") == NULL);
+    CHECK(strncmp(ops, "dense, ", 7) == 0);
+    gr_plan_free(&p);
+    model_free(&t);
+}
+
 static void test_policy(void) {
     const char *layers = "[{conv: {filters: 8, kernel: 3, padding: 1}}, batchnorm, relu, {maxpool: {kernel: 2}}, "
                          "{dropout: {rate: 0.1}}, flatten, {dense: {units: 10}}]";
@@ -107,7 +134,7 @@ static void test_policy(void) {
     }
     CHECK(half_steps > 0 && p.n_staged == half_steps && p.stage_bytes > 0);
     char ops[256];
-    CHECK_STR_CONTAINS(gr_plan_staged_ops(&p, ops, sizeof ops), "conv, batchnorm, relu");
+    CHECK_STR_CONTAINS(gr_plan_staged_ops(&p, true, ops, sizeof ops), "conv, batchnorm, relu");
     gr_plan_free(&p);
     CHECK(gr_plan_compile(&p, NULL, &f.g, GR_PLAN_TRAIN, false, &err) == GR_OK);
     CHECK(p.n_staged == 0 && p.stage_bytes == 0);
@@ -467,6 +494,7 @@ static void test_maxpool_2x2(void) {
 
 int main(void) {
     test_policy();
+    test_staged_names();
     test_spans();
     test_maxpool_2x2();
     if (have_native_bf16()) {
