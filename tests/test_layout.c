@@ -18,7 +18,8 @@
  *     backward writes dx once, a row and a column past the last window) with the
  *     input, output and indices in every mix of layouts (GR_CAP_NHWC_ANY);
  *   - the bf16 convolutions (and fp32 ones, whose reference-only nhwc shapes
- *     run blocked, counted and said) on NHWC against NCHW;
+ *     run blocked, counted and said) on NHWC against NCHW, 1x1 ones on few
+ *     pixels run as matmuls (a strided one too);
  *   - a training pass of the residual model in bf16 on the native backend
  *     with the NHWC plan against the NCHW plan: the same loss and gradients
  *     to bf16's precision (the convolutions and batchnorm sum in other
@@ -616,6 +617,15 @@ static void test_conv_nhwc(void) {
     };
     for (size_t i = 0; i < GR_ARRAY_LEN(shapes); i++) conv_nhwc_case(cpu, shapes[i], GR_BF16);
     int bf16_blocked = gr_cpu_conv_onednn_nhwc_fallbacks(cpu);
+    /* 1x1 on few pixels: matmuls (all three directions, the strided one on
+     * a copy of its pixels, dx scattered back), checked against NCHW's conv
+     * kernels above; over 4,096 pixels none is */
+    CHECK(gr_cpu_conv_onednn_matmul_calls(cpu) == 3);
+    conv_nhwc_case(cpu, (gr_conv_shape){3, 24, 6, 6, 40, 6, 6, 1, 1, 1, 1, 0, 0, 1}, GR_BF16);
+    CHECK(gr_cpu_conv_onednn_matmul_calls(cpu) == 6);
+    conv_nhwc_case(cpu, (gr_conv_shape){2, 8, 48, 48, 8, 48, 48, 1, 1, 1, 1, 0, 0, 1}, GR_BF16);
+    CHECK(gr_cpu_conv_onednn_matmul_calls(cpu) == 6);
+    bf16_blocked = gr_cpu_conv_onednn_nhwc_fallbacks(cpu);
     /* fp32 on nhwc (not planned by the CPU, but the kernel takes it): a 1x1 on a
      * large output keeps plain oihw weights, for which oneDNN 2.6 has only its
      * reference nhwc kernel: it runs blocked instead */

@@ -76,5 +76,7 @@ bool gr_cpu_conv_onednn_reserve(gr_cpu *cpu, size_t bytes);
 /* How many primitives ran blocked because oneDNN had only its reference
  * kernel for their nhwc shape. */
 int gr_cpu_conv_onednn_nhwc_fallbacks(const gr_cpu *cpu);
+/* Convolution calls run as a matmul (1x1 channels-last bf16 ones, conv_onednn.c). */
+int64_t gr_cpu_conv_onednn_matmul_calls(const gr_cpu *cpu);
 
 #endif

@@ -16,7 +16,16 @@
  * training thread uses the table and the pool (no locking).
  *
  * Backward weights overwrites its outputs in oneDNN, so it writes into the
- * front of the pool, which is then added to dW/db (the ADD contract). */
+ * front of the pool, which is then added to dW/db (the ADD contract).
+ *
+ * A 1x1 bf16 convolution on channels-last activations, without bias, over
+ * few pixels is a matrix product of its n*ho*wo pixel rows, and runs as one
+ * on oneDNN's matmul (dense_onednn.c): the conv primitives' 1x1 kernels
+ * reached 26-70% of the bf16 peak on ResNet-50's last stages at batch 8
+ * (backward weights also pays a reorder of dW out of a blocked layout and
+ * an add), the matmul 66-78% (gr_conv_mm says where). A strided one (a
+ * projection) does so for its backward weights, on a copy of the pixels
+ * it reads. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +76,7 @@ struct gr_cpu_dnn {
     char *pool;
     size_t pool_cap;
     int nhwc_fallbacks;                /* primitives made blocked for want of an nhwc kernel */
+    int64_t matmul_calls;              /* convolutions run as a matmul (gr_conv_mm) */
 };
 
 static size_t gr_conv_align(size_t n) { return (n + 63) & ~(size_t)63; }
@@ -308,8 +318,54 @@ static gr_conv_prim *gr_conv_prim_get(struct gr_cpu_dnn *d, gr_conv_dir dir, con
     return e;
 }
 
+/* ---- 1x1 channels-last convolutions as matrix products ---- */
+
+/* At most this many pixel rows (n*ho*wo), on 2 AVX-512 BF16 cores (ResNet-50
+ * at batch 8, --profile): backward weights gained at 7x7 and 14x14 (392 and
+ * 1,568 rows: 27-53% -> 66-75% of the bf16 peak), was even at 28x28 (6,272)
+ * and lost at 56x56 (25,088); forward and backward data gained at 7x7
+ * (53-70% -> 72-78%) but lost at 14x14, where the conv kernel ran at ~96%. */
+enum { GR_CONV_MM_ROWS_W = 4096, GR_CONV_MM_ROWS = 1024 };
+
+/* whether direction dir of the conv runs as a matmul */
+static bool gr_conv_mm(gr_conv_dir dir, const gr_conv_shape *s, bool bias, const gr_conv_store *t) {
+    if (s->kh != 1 || s->kw != 1 || s->ph || s->pw || s->groups != 1 || bias) return false;
+    if (t->x != GR_BF16 || t->y != GR_BF16 || t->lx != GR_NHWC || t->ly != GR_NHWC) return false;
+    return s->n * s->ho * s->wo <= (dir == GR_CONV_BWD_WEIGHTS ? GR_CONV_MM_ROWS_W : GR_CONV_MM_ROWS);
+}
+
+/* the pool bytes of a strided one's pixels (x's it reads, or dx's it writes) */
+static size_t gr_conv_mm_need(const gr_conv_shape *s) {
+    return s->sh == 1 && s->sw == 1 ? 0 : gr_conv_align((size_t)(s->n * s->ho * s->wo * s->c) * sizeof(uint16_t));
+}
+
+/* The pixels a strided 1x1 conv reads, between the full [n, h, w, c] and
+ * the part [n, ho, wo, c]: gathered from full into part, or (scatter, for
+ * dx) from part into full, whose other pixels are set to 0. */
+static void gr_conv_mm_pixels(const gr_conv_shape *s, const uint16_t *from, uint16_t *to, bool scatter) {
+    const int64_t c = s->c, rows = s->n * s->ho;
+    if (scatter) memset(to, 0, (size_t)(s->n * s->h * s->w * c) * sizeof *to);
+    #pragma omp parallel for if (rows * s->wo * c >= GR_OMP_MIN)
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t full = ((r / s->ho * s->h + r % s->ho * s->sh) * s->w) * c, part = r * s->wo * c;
+        for (int64_t j = 0; j < s->wo; j++) {
+            const int64_t f = full + j * s->sw * c, p = part + j * c;
+            memcpy(to + (scatter ? f : p), from + (scatter ? p : f), (size_t)c * sizeof *to);
+        }
+    }
+}
+
+/* The pool as the strided conv's pixel copy (NULL: not strided). */
+static uint16_t *gr_conv_mm_pool(gr_cpu *cpu, struct gr_cpu_dnn *d, const gr_conv_shape *s) {
+    const size_t need = gr_conv_mm_need(s);
+    if (!need) return NULL;
+    GR_ASSERT(gr_conv_pool_grow(cpu, d, need, false));
+    return (uint16_t *)d->pool;
+}
+
 size_t gr_cpu_conv_onednn_need(gr_cpu *cpu, gr_conv_dir dir, const gr_conv_shape *s, bool bias,
                                const gr_conv_store *t) {
+    if (gr_conv_mm(dir, s, bias, t)) return gr_conv_mm_need(s);
     return gr_conv_pool_need(gr_conv_prim_get(gr_conv_dnn(cpu), dir, s, bias, t));
 }
 
@@ -352,6 +408,13 @@ static void gr_conv_run(gr_cpu *cpu, struct gr_cpu_dnn *d, gr_conv_prim *e, cons
 void gr_cpu_conv_onednn_fwd_as(gr_cpu *cpu, const gr_conv_shape *s, const gr_conv_store *t, const void *x,
                             const float *w, const float *b, void *y) {
     struct gr_cpu_dnn *d = gr_conv_dnn(cpu);
+    if (gr_conv_mm(GR_CONV_FWD, s, b != NULL, t)) { /* y [p, f] = x [p, c] W^T */
+        d->matmul_calls++;
+        uint16_t *xs = gr_conv_mm_pool(cpu, d, s);
+        if (xs) gr_conv_mm_pixels(s, x, xs, false);
+        gr_cpu_mm_bf16_fwd(cpu, s->n * s->ho * s->wo, s->f, s->c, false, xs ? xs : x, GR_BF16, w, NULL, y, GR_BF16);
+        return;
+    }
     gr_conv_prim *e = gr_conv_prim_get(d, GR_CONV_FWD, s, b != NULL, t);
     const void *with_bias[4] = {x, w, b, y}, *without[3] = {x, w, y};
     gr_conv_run(cpu, d, e, b ? with_bias : without);
@@ -360,6 +423,13 @@ void gr_cpu_conv_onednn_fwd_as(gr_cpu *cpu, const gr_conv_shape *s, const gr_con
 void gr_cpu_conv_onednn_bwd_data_as(gr_cpu *cpu, const gr_conv_shape *s, const gr_conv_store *t, const void *dy,
                                  const float *w, void *dx) {
     struct gr_cpu_dnn *d = gr_conv_dnn(cpu);
+    if (gr_conv_mm(GR_CONV_BWD_DATA, s, false, t)) { /* dx [p, c] = dy [p, f] W */
+        d->matmul_calls++;
+        uint16_t *dxs = gr_conv_mm_pool(cpu, d, s);
+        gr_cpu_mm_bf16_bwd_data(cpu, s->n * s->ho * s->wo, s->f, s->c, false, dy, GR_BF16, w, dxs ? dxs : dx, GR_BF16);
+        if (dxs) gr_conv_mm_pixels(s, dxs, dx, true);
+        return;
+    }
     gr_conv_prim *e = gr_conv_prim_get(d, GR_CONV_BWD_DATA, s, false, t);
     const void *ptr[3] = {dy, w, dx};
     gr_conv_run(cpu, d, e, ptr);
@@ -368,6 +438,13 @@ void gr_cpu_conv_onednn_bwd_data_as(gr_cpu *cpu, const gr_conv_shape *s, const g
 void gr_cpu_conv_onednn_bwd_params_as(gr_cpu *cpu, const gr_conv_shape *s, const gr_conv_store *t, const void *dy,
                                    const void *x, float *dw, float *db) {
     struct gr_cpu_dnn *d = gr_conv_dnn(cpu);
+    if (gr_conv_mm(GR_CONV_BWD_WEIGHTS, s, db != NULL, t)) { /* dW [f, c] += dy^T [f, p] x [p, c] */
+        d->matmul_calls++;
+        uint16_t *xs = gr_conv_mm_pool(cpu, d, s);
+        if (xs) gr_conv_mm_pixels(s, x, xs, false);
+        gr_cpu_mm_bf16_bwd_w(cpu, s->n * s->ho * s->wo, s->f, s->c, false, dy, xs ? xs : x, GR_BF16, dw);
+        return;
+    }
     gr_conv_prim *e = gr_conv_prim_get(d, GR_CONV_BWD_WEIGHTS, s, db != NULL, t);
     int64_t nw = s->f * (s->c / s->groups) * s->kh * s->kw;
     float *tw = (float *)gr_conv_pool_for(cpu, d, e), *tb = tw + nw;
@@ -397,3 +474,5 @@ void gr_cpu_conv_onednn_bwd_params(gr_cpu *cpu, const gr_conv_shape *s, const fl
 }
 
 int gr_cpu_conv_onednn_nhwc_fallbacks(const gr_cpu *cpu) { return cpu->dnn ? cpu->dnn->nhwc_fallbacks : 0; }
+
+int64_t gr_cpu_conv_onednn_matmul_calls(const gr_cpu *cpu) { return cpu->dnn ? cpu->dnn->matmul_calls : 0; }

@@ -186,38 +186,51 @@ static void gr_mm_run(gr_cpu *cpu, gr_mm_prim *e, const void *src, const void *w
     GR_DNNL_CHECK(dnnl_stream_wait(stream));
 }
 
-void gr_cpu_dense_bf16(const gr_kargs *a) {
-    gr_cpu *cpu = gr_cpu_of(a);
-    const bool t = a->node->attrs.weight_t;
-    const int64_t n = gr_kargs_rows(a), f = a->tin[1]->shape[t ? 0 : 1], u = a->tin[1]->shape[t ? 1 : 0];
-    const float *b = a->node->nin > 2 ? a->in[2] : NULL;
-    gr_mm_prim *e = gr_mm_get(cpu, GR_MM_FWD, n, u, f, b != NULL, t, GR_BF16, a->eout[0]);
+void gr_cpu_mm_bf16_fwd(gr_cpu *cpu, int64_t n, int64_t u, int64_t f, bool wt, const void *x, gr_elem ex,
+                        const float *w, const float *b, void *y, gr_elem ey) {
+    gr_mm_prim *e = gr_mm_get(cpu, GR_MM_FWD, n, u, f, b != NULL, wt, GR_BF16, ey);
     const void *wb, *xb;
-    gr_mm_operands(cpu, a->in[1], u * f, a->in[0], a->ein[0], n * f, &wb, &xb);
-    gr_mm_run(cpu, e, xb, wb, b, a->out[0]);
+    gr_mm_operands(cpu, w, u * f, x, ex, n * f, &wb, &xb);
+    gr_mm_run(cpu, e, xb, wb, b, y);
+}
+
+void gr_cpu_mm_bf16_bwd_data(gr_cpu *cpu, int64_t n, int64_t u, int64_t f, bool wt, const void *dy, gr_elem edy,
+                             const float *w, void *dx, gr_elem edx) {
+    gr_mm_prim *e = gr_mm_get(cpu, GR_MM_BWD_DATA, n, u, f, false, wt, GR_BF16, edx);
+    const void *wb, *dyb;
+    gr_mm_operands(cpu, w, u * f, dy, edy, n * u, &wb, &dyb);
+    gr_mm_run(cpu, e, dyb, wb, NULL, dx);
+}
+
+void gr_cpu_mm_bf16_bwd_w(gr_cpu *cpu, int64_t n, int64_t u, int64_t f, bool wt, const uint16_t *dy, const void *x,
+                          gr_elem ex, float *dw) {
+    gr_mm_prim *e = gr_mm_get(cpu, GR_MM_BWD_W, n, u, f, false, wt, GR_BF16, GR_F32);
+    const void *none, *xb;
+    gr_mm_operands(cpu, NULL, 0, x, ex, n * f, &none, &xb);
+    if (wt) gr_mm_run(cpu, e, xb, dy, NULL, dw); /* x^T . dy */
+    else gr_mm_run(cpu, e, dy, xb, NULL, dw);
+}
+
+void gr_cpu_dense_bf16(const gr_kargs *a) {
+    const bool t = a->node->attrs.weight_t;
+    const int64_t f = a->tin[1]->shape[t ? 0 : 1], u = a->tin[1]->shape[t ? 1 : 0];
+    gr_cpu_mm_bf16_fwd(gr_cpu_of(a), gr_kargs_rows(a), u, f, t, a->in[0], a->ein[0], a->in[1],
+                       a->node->nin > 2 ? a->in[2] : NULL, a->out[0], a->eout[0]);
 }
 
 void gr_cpu_dense_bf16_bwd_data(const gr_kargs *a) {
-    gr_cpu *cpu = gr_cpu_of(a);
     const bool t = a->node->attrs.weight_t;
-    const int64_t n = gr_kargs_rows(a), f = a->tin[1]->shape[t ? 0 : 1], u = a->tin[1]->shape[t ? 1 : 0];
-    gr_mm_prim *e = gr_mm_get(cpu, GR_MM_BWD_DATA, n, u, f, false, t, GR_BF16, a->eout[0]);
-    const void *wb, *dyb;
-    gr_mm_operands(cpu, a->in[1], u * f, a->in[0], a->ein[0], n * u, &wb, &dyb);
-    gr_mm_run(cpu, e, dyb, wb, NULL, a->out[0]);
+    const int64_t f = a->tin[1]->shape[t ? 0 : 1], u = a->tin[1]->shape[t ? 1 : 0];
+    gr_cpu_mm_bf16_bwd_data(gr_cpu_of(a), gr_kargs_rows(a), u, f, t, a->in[0], a->ein[0], a->in[1], a->out[0],
+                            a->eout[0]);
 }
 
 void gr_cpu_dense_bf16_bwd_params(const gr_kargs *a) {
-    gr_cpu *cpu = gr_cpu_of(a);
     const bool t = a->node->attrs.weight_t;
     const int64_t n = gr_kargs_rows(a), f = a->tout[0]->shape[t ? 0 : 1], u = a->tout[0]->shape[t ? 1 : 0];
-    gr_mm_prim *e = gr_mm_get(cpu, GR_MM_BWD_W, n, u, f, false, t, GR_BF16, GR_F32);
     /* dy: bf16 (an fp32 dy is the loss's: not this path); x: bf16 or the fp32 batch */
     GR_ASSERT(a->ein[0] == GR_BF16);
-    const void *none, *xb;
-    gr_mm_operands(cpu, NULL, 0, a->in[1], a->ein[1], n * f, &none, &xb);
-    if (t) gr_mm_run(cpu, e, xb, a->in[0], NULL, a->out[0]); /* x^T . dy */
-    else gr_mm_run(cpu, e, a->in[0], xb, NULL, a->out[0]);
+    gr_cpu_mm_bf16_bwd_w(gr_cpu_of(a), n, u, f, t, a->in[0], a->in[1], a->ein[1], a->out[0]);
     float *db = a->node->nout > 1 ? a->out[1] : NULL;
     if (!db) return;
     const uint16_t *dy = a->in[0];
