@@ -18,8 +18,9 @@
  *     backward writes dx once, a row and a column past the last window) with the
  *     input, output and indices in every mix of layouts (GR_CAP_NHWC_ANY);
  *   - the bf16 convolutions (and fp32 ones, whose reference-only nhwc shapes
- *     run blocked, counted and said) on NHWC against NCHW, 1x1 ones on few
- *     pixels run as matmuls (a strided one too);
+ *     run blocked, counted and said) on NHWC against NCHW, some as matmuls
+ *     (1x1 ones on few pixels, a strided one too; larger kernels' backward
+ *     weights on im2col rows);
  *   - a training pass of the residual model in bf16 on the native backend
  *     with the NHWC plan against the NCHW plan: the same loss and gradients
  *     to bf16's precision (the convolutions and batchnorm sum in other
@@ -609,23 +610,24 @@ static void conv_nhwc_case(gr_cpu *cpu, gr_conv_shape s, gr_elem e) {
 static void test_conv_nhwc(void) {
     gr_backend *be = bf16_backend(true);
     gr_cpu *cpu = gr_cpu_backend_state(be);
-    /* n, c, h, w, f, ho, wo, kh, kw, sh, sw, ph, pw, groups */
-    static const gr_conv_shape shapes[] = {
-        {2, 16, 8, 8, 32, 8, 8, 3, 3, 1, 1, 1, 1, 1}, {2, 32, 9, 9, 16, 5, 5, 1, 1, 2, 2, 0, 0, 1},
-        {2, 6, 7, 7, 10, 7, 7, 3, 3, 1, 1, 1, 1, 2},  {2, 8, 6, 6, 8, 6, 6, 3, 3, 1, 1, 1, 1, 8},
-        {2, 3, 11, 11, 5, 3, 3, 5, 5, 3, 3, 0, 0, 1},
+    /* n, c, h, w, f, ho, wo, kh, kw, sh, sw, ph, pw, groups; and how many of
+     * the three directions run as matmuls: a 1x1 conv on few pixels all
+     * three (a strided one on a copy of its pixels, dx scattered back), a
+     * larger kernel its backward weights (on im2col rows), grouped ones and
+     * those over 4,096 pixels none */
+    static const struct { gr_conv_shape s; int matmuls; } cases[] = {
+        {{2, 16, 8, 8, 32, 8, 8, 3, 3, 1, 1, 1, 1, 1}, 1}, {{2, 32, 9, 9, 16, 5, 5, 1, 1, 2, 2, 0, 0, 1}, 3},
+        {{2, 6, 7, 7, 10, 7, 7, 3, 3, 1, 1, 1, 1, 2}, 0},  {{2, 8, 6, 6, 8, 6, 6, 3, 3, 1, 1, 1, 1, 8}, 0},
+        {{2, 3, 11, 11, 5, 3, 3, 5, 5, 3, 3, 0, 0, 1}, 1}, {{3, 24, 6, 6, 40, 6, 6, 1, 1, 1, 1, 0, 0, 1}, 3},
+        {{2, 5, 9, 7, 6, 5, 3, 3, 2, 2, 2, 1, 0, 1}, 1},   {{2, 8, 48, 48, 8, 48, 48, 1, 1, 1, 1, 0, 0, 1}, 0},
     };
-    for (size_t i = 0; i < GR_ARRAY_LEN(shapes); i++) conv_nhwc_case(cpu, shapes[i], GR_BF16);
+    for (size_t i = 0; i < GR_ARRAY_LEN(cases); i++) {
+        const int64_t before = gr_cpu_conv_onednn_matmul_calls(cpu);
+        conv_nhwc_case(cpu, cases[i].s, GR_BF16);
+        CHECK_MSG(gr_cpu_conv_onednn_matmul_calls(cpu) - before == cases[i].matmuls, "case %zu: %lld matmuls, not %d",
+                  i, (long long)(gr_cpu_conv_onednn_matmul_calls(cpu) - before), cases[i].matmuls);
+    }
     int bf16_blocked = gr_cpu_conv_onednn_nhwc_fallbacks(cpu);
-    /* 1x1 on few pixels: matmuls (all three directions, the strided one on
-     * a copy of its pixels, dx scattered back), checked against NCHW's conv
-     * kernels above; over 4,096 pixels none is */
-    CHECK(gr_cpu_conv_onednn_matmul_calls(cpu) == 3);
-    conv_nhwc_case(cpu, (gr_conv_shape){3, 24, 6, 6, 40, 6, 6, 1, 1, 1, 1, 0, 0, 1}, GR_BF16);
-    CHECK(gr_cpu_conv_onednn_matmul_calls(cpu) == 6);
-    conv_nhwc_case(cpu, (gr_conv_shape){2, 8, 48, 48, 8, 48, 48, 1, 1, 1, 1, 0, 0, 1}, GR_BF16);
-    CHECK(gr_cpu_conv_onednn_matmul_calls(cpu) == 6);
-    bf16_blocked = gr_cpu_conv_onednn_nhwc_fallbacks(cpu);
     /* fp32 on nhwc (not planned by the CPU, but the kernel takes it): a 1x1 on a
      * large output keeps plain oihw weights, for which oneDNN 2.6 has only its
      * reference nhwc kernel: it runs blocked instead */

@@ -318,54 +318,99 @@ static gr_conv_prim *gr_conv_prim_get(struct gr_cpu_dnn *d, gr_conv_dir dir, con
     return e;
 }
 
-/* ---- 1x1 channels-last convolutions as matrix products ---- */
+/* ---- channels-last convolutions as matrix products ---- */
 
 /* At most this many pixel rows (n*ho*wo), on 2 AVX-512 BF16 cores (ResNet-50
- * at batch 8, --profile): backward weights gained at 7x7 and 14x14 (392 and
- * 1,568 rows: 27-53% -> 66-75% of the bf16 peak), was even at 28x28 (6,272)
- * and lost at 56x56 (25,088); forward and backward data gained at 7x7
- * (53-70% -> 72-78%) but lost at 14x14, where the conv kernel ran at ~96%. */
-enum { GR_CONV_MM_ROWS_W = 4096, GR_CONV_MM_ROWS = 1024 };
+ * at batch 8, --profile): a 1x1 conv's backward weights gained at 7x7 and
+ * 14x14 (392 and 1,568 rows: 27-53% -> 66-75% of the bf16 peak), was even at
+ * 28x28 (6,272) and lost at 56x56 (25,088); its forward and backward data
+ * gained at 7x7 (53-70% -> 72-78%) but lost at 14x14, where the conv kernel
+ * ran at ~96%. A larger kernel's backward weights: GR_CONV_MM_ROWS_K. */
+enum { GR_CONV_MM_ROWS_W = 4096, GR_CONV_MM_ROWS = 1024, GR_CONV_MM_ROWS_K = 4096 };
 
-/* whether direction dir of the conv runs as a matmul */
+static bool gr_conv_1x1(const gr_conv_shape *s) { return s->kh == 1 && s->kw == 1 && !s->ph && !s->pw; }
+
+/* whether direction dir of the conv runs as a matmul: a 1x1 one in every
+ * direction, another one's backward weights on its im2col rows */
 static bool gr_conv_mm(gr_conv_dir dir, const gr_conv_shape *s, bool bias, const gr_conv_store *t) {
-    if (s->kh != 1 || s->kw != 1 || s->ph || s->pw || s->groups != 1 || bias) return false;
+    if (s->groups != 1 || bias) return false;
     if (t->x != GR_BF16 || t->y != GR_BF16 || t->lx != GR_NHWC || t->ly != GR_NHWC) return false;
-    return s->n * s->ho * s->wo <= (dir == GR_CONV_BWD_WEIGHTS ? GR_CONV_MM_ROWS_W : GR_CONV_MM_ROWS);
+    const int64_t rows = s->n * s->ho * s->wo;
+    if (dir == GR_CONV_BWD_WEIGHTS) return rows <= (gr_conv_1x1(s) ? GR_CONV_MM_ROWS_W : GR_CONV_MM_ROWS_K);
+    return gr_conv_1x1(s) && rows <= GR_CONV_MM_ROWS;
 }
 
-/* the pool bytes of a strided one's pixels (x's it reads, or dx's it writes) */
-static size_t gr_conv_mm_need(const gr_conv_shape *s) {
-    return s->sh == 1 && s->sw == 1 ? 0 : gr_conv_align((size_t)(s->n * s->ho * s->wo * s->c) * sizeof(uint16_t));
+/* The pool's parts: the rows the product reads (x's pixels, or dx's it
+ * writes; none for an unstrided 1x1 conv, which reads x itself), then, for a
+ * larger kernel's backward weights, dW with the kernel offset before the
+ * channel ([f, kh, kw, c], fp32). */
+static size_t gr_conv_mm_rows_bytes(const gr_conv_shape *s) {
+    if (gr_conv_1x1(s) && s->sh == 1 && s->sw == 1) return 0;
+    return gr_conv_align((size_t)(s->n * s->ho * s->wo * s->kh * s->kw * s->c) * sizeof(uint16_t));
+}
+static size_t gr_conv_mm_need(gr_conv_dir dir, const gr_conv_shape *s) {
+    const bool dwt = dir == GR_CONV_BWD_WEIGHTS && !gr_conv_1x1(s);
+    return gr_conv_mm_rows_bytes(s) + (dwt ? gr_conv_align((size_t)(s->f * s->kh * s->kw * s->c) * sizeof(float)) : 0);
 }
 
-/* The pixels a strided 1x1 conv reads, between the full [n, h, w, c] and
- * the part [n, ho, wo, c]: gathered from full into part, or (scatter, for
- * dx) from part into full, whose other pixels are set to 0. */
-static void gr_conv_mm_pixels(const gr_conv_shape *s, const uint16_t *from, uint16_t *to, bool scatter) {
-    const int64_t c = s->c, rows = s->n * s->ho;
-    if (scatter) memset(to, 0, (size_t)(s->n * s->h * s->w * c) * sizeof *to);
-    #pragma omp parallel for if (rows * s->wo * c >= GR_OMP_MIN)
-    for (int64_t r = 0; r < rows; r++) {
-        const int64_t full = ((r / s->ho * s->h + r % s->ho * s->sh) * s->w) * c, part = r * s->wo * c;
-        for (int64_t j = 0; j < s->wo; j++) {
-            const int64_t f = full + j * s->sw * c, p = part + j * c;
-            memcpy(to + (scatter ? f : p), from + (scatter ? p : f), (size_t)c * sizeof *to);
-        }
+/* x [n, h, w, c] as the product's rows [n, ho, wo][kh, kw, c]: the pixels
+ * each output reads, 0 where it reads padding (a 1x1 conv: the pixels it
+ * reads, every s-th) */
+static void gr_conv_mm_im2col(const gr_conv_shape *s, const uint16_t *x, uint16_t *rows) {
+    const int64_t c = s->c, n_rows = s->n * s->ho, kc = s->kw * c;
+    #pragma omp parallel for if (n_rows * s->wo * s->kh * kc >= GR_OMP_MIN)
+    for (int64_t r = 0; r < n_rows; r++) {
+        const int64_t n = r / s->ho, i = r % s->ho;
+        uint16_t *dst = rows + r * s->wo * s->kh * kc;
+        for (int64_t j = 0; j < s->wo; j++)
+            for (int64_t ki = 0; ki < s->kh; ki++, dst += kc) {
+                const int64_t hi = i * s->sh - s->ph + ki, w0 = j * s->sw - s->pw;
+                if (hi < 0 || hi >= s->h) {
+                    memset(dst, 0, (size_t)kc * sizeof *dst);
+                    continue;
+                }
+                const uint16_t *src = x + ((n * s->h + hi) * s->w) * c;
+                for (int64_t kj = 0; kj < s->kw; kj++) {
+                    const int64_t wi = w0 + kj;
+                    if (wi < 0 || wi >= s->w) memset(dst + kj * c, 0, (size_t)c * sizeof *dst);
+                    else memcpy(dst + kj * c, src + wi * c, (size_t)c * sizeof *dst);
+                }
+            }
     }
 }
 
-/* The pool as the strided conv's pixel copy (NULL: not strided). */
-static uint16_t *gr_conv_mm_pool(gr_cpu *cpu, struct gr_cpu_dnn *d, const gr_conv_shape *s) {
-    const size_t need = gr_conv_mm_need(s);
+/* A strided 1x1 conv's dx rows [n, ho, wo, c] into dx [n, h, w, c], every
+ * other pixel 0. */
+static void gr_conv_mm_scatter(const gr_conv_shape *s, const uint16_t *rows, uint16_t *dx) {
+    const int64_t c = s->c, n_rows = s->n * s->ho;
+    memset(dx, 0, (size_t)(s->n * s->h * s->w * c) * sizeof *dx);
+    #pragma omp parallel for if (n_rows * s->wo * c >= GR_OMP_MIN)
+    for (int64_t r = 0; r < n_rows; r++) {
+        uint16_t *full = dx + ((r / s->ho * s->h + r % s->ho * s->sh) * s->w) * c;
+        for (int64_t j = 0; j < s->wo; j++) memcpy(full + j * s->sw * c, rows + (r * s->wo + j) * c, (size_t)c * 2);
+    }
+}
+
+/* The pool sized for the product (its front: the rows; NULL when it needs none). */
+static char *gr_conv_mm_pool(gr_cpu *cpu, struct gr_cpu_dnn *d, gr_conv_dir dir, const gr_conv_shape *s) {
+    const size_t need = gr_conv_mm_need(dir, s);
     if (!need) return NULL;
     GR_ASSERT(gr_conv_pool_grow(cpu, d, need, false));
-    return (uint16_t *)d->pool;
+    return d->pool;
+}
+
+/* dW [f, c, kh, kw] += dwt [f, kh, kw, c] */
+static void gr_conv_mm_add_dw(const gr_conv_shape *s, const float *dwt, float *dw) {
+    const int64_t kk = s->kh * s->kw, c = s->c;
+    #pragma omp parallel for if (s->f * kk * c >= GR_OMP_MIN)
+    for (int64_t f = 0; f < s->f; f++)
+        for (int64_t ch = 0; ch < c; ch++)
+            for (int64_t k = 0; k < kk; k++) dw[(f * c + ch) * kk + k] += dwt[(f * kk + k) * c + ch];
 }
 
 size_t gr_cpu_conv_onednn_need(gr_cpu *cpu, gr_conv_dir dir, const gr_conv_shape *s, bool bias,
                                const gr_conv_store *t) {
-    if (gr_conv_mm(dir, s, bias, t)) return gr_conv_mm_need(s);
+    if (gr_conv_mm(dir, s, bias, t)) return gr_conv_mm_need(dir, s);
     return gr_conv_pool_need(gr_conv_prim_get(gr_conv_dnn(cpu), dir, s, bias, t));
 }
 
@@ -410,8 +455,8 @@ void gr_cpu_conv_onednn_fwd_as(gr_cpu *cpu, const gr_conv_shape *s, const gr_con
     struct gr_cpu_dnn *d = gr_conv_dnn(cpu);
     if (gr_conv_mm(GR_CONV_FWD, s, b != NULL, t)) { /* y [p, f] = x [p, c] W^T */
         d->matmul_calls++;
-        uint16_t *xs = gr_conv_mm_pool(cpu, d, s);
-        if (xs) gr_conv_mm_pixels(s, x, xs, false);
+        uint16_t *xs = (uint16_t *)gr_conv_mm_pool(cpu, d, GR_CONV_FWD, s);
+        if (xs) gr_conv_mm_im2col(s, x, xs);
         gr_cpu_mm_bf16_fwd(cpu, s->n * s->ho * s->wo, s->f, s->c, false, xs ? xs : x, GR_BF16, w, NULL, y, GR_BF16);
         return;
     }
@@ -425,9 +470,9 @@ void gr_cpu_conv_onednn_bwd_data_as(gr_cpu *cpu, const gr_conv_shape *s, const g
     struct gr_cpu_dnn *d = gr_conv_dnn(cpu);
     if (gr_conv_mm(GR_CONV_BWD_DATA, s, false, t)) { /* dx [p, c] = dy [p, f] W */
         d->matmul_calls++;
-        uint16_t *dxs = gr_conv_mm_pool(cpu, d, s);
+        uint16_t *dxs = (uint16_t *)gr_conv_mm_pool(cpu, d, GR_CONV_BWD_DATA, s);
         gr_cpu_mm_bf16_bwd_data(cpu, s->n * s->ho * s->wo, s->f, s->c, false, dy, GR_BF16, w, dxs ? dxs : dx, GR_BF16);
-        if (dxs) gr_conv_mm_pixels(s, dxs, dx, true);
+        if (dxs) gr_conv_mm_scatter(s, dxs, dx);
         return;
     }
     gr_conv_prim *e = gr_conv_prim_get(d, GR_CONV_BWD_DATA, s, false, t);
@@ -438,11 +483,19 @@ void gr_cpu_conv_onednn_bwd_data_as(gr_cpu *cpu, const gr_conv_shape *s, const g
 void gr_cpu_conv_onednn_bwd_params_as(gr_cpu *cpu, const gr_conv_shape *s, const gr_conv_store *t, const void *dy,
                                    const void *x, float *dw, float *db) {
     struct gr_cpu_dnn *d = gr_conv_dnn(cpu);
-    if (gr_conv_mm(GR_CONV_BWD_WEIGHTS, s, db != NULL, t)) { /* dW [f, c] += dy^T [f, p] x [p, c] */
+    if (gr_conv_mm(GR_CONV_BWD_WEIGHTS, s, db != NULL, t)) { /* dW [f, k c] += dy^T [f, p] rows [p, k c] */
         d->matmul_calls++;
-        uint16_t *xs = gr_conv_mm_pool(cpu, d, s);
-        if (xs) gr_conv_mm_pixels(s, x, xs, false);
-        gr_cpu_mm_bf16_bwd_w(cpu, s->n * s->ho * s->wo, s->f, s->c, false, dy, xs ? xs : x, GR_BF16, dw);
+        char *pool = gr_conv_mm_pool(cpu, d, GR_CONV_BWD_WEIGHTS, s);
+        uint16_t *rows = (uint16_t *)pool;
+        if (rows) gr_conv_mm_im2col(s, x, rows);
+        const int64_t p = s->n * s->ho * s->wo, kc = s->kh * s->kw * s->c;
+        if (gr_conv_1x1(s)) {
+            gr_cpu_mm_bf16_bwd_w(cpu, p, s->f, kc, false, dy, rows ? rows : x, GR_BF16, dw, true);
+            return;
+        }
+        float *dwt = (float *)(pool + gr_conv_mm_rows_bytes(s));
+        gr_cpu_mm_bf16_bwd_w(cpu, p, s->f, kc, false, dy, rows, GR_BF16, dwt, false);
+        gr_conv_mm_add_dw(s, dwt, dw);
         return;
     }
     gr_conv_prim *e = gr_conv_prim_get(d, GR_CONV_BWD_WEIGHTS, s, db != NULL, t);

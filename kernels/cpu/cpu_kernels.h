@@ -38,13 +38,13 @@ void gr_cpu_dense_bf16_bwd_params(const gr_kargs *a);
 void gr_cpu_dense_f32_onednn(const gr_kargs *a);
 void gr_cpu_dense_onednn_free(gr_cpu *cpu);
 /* Their bf16 products on explicit operands: x [n, f], W [u, f] fp32 (wt: [f, u]),
- * y [n, u]: y = x W^T + b, dx = dy W, dW += dy^T x (conv_onednn.c runs a 1x1
- * channels-last convolution on them) */
+ * y [n, u]: y = x W^T + b, dx = dy W, dW += dy^T x (acc; else dW =)
+ * (conv_onednn.c runs some channels-last convolutions on them) */
 void gr_cpu_mm_bf16_fwd(gr_cpu *cpu, int64_t n, int64_t u, int64_t f, bool wt, const void *x, gr_elem ex,
                         const float *w, const float *b, void *y, gr_elem ey);
 void gr_cpu_mm_bf16_bwd_data(gr_cpu *cpu, int64_t n, int64_t u, int64_t f, bool wt, const void *dy, gr_elem edy,
                              const float *w, void *dx, gr_elem edx);
 void gr_cpu_mm_bf16_bwd_w(gr_cpu *cpu, int64_t n, int64_t u, int64_t f, bool wt, const uint16_t *dy, const void *x,
-                          gr_elem ex, float *dw);
+                          gr_elem ex, float *dw, bool acc);
 
 #endif

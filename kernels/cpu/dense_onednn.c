@@ -34,6 +34,7 @@ typedef struct gr_mm_prim {
     int64_t n, u, f;
     bool bias;
     bool wt;                          /* W stored [F, U] (attrs.weight_t) */
+    bool acc;                         /* backward W: dW += (else dW =) */
     gr_elem in;                       /* the operands' type: bf16, or fp32 (the fp32 forward) */
     gr_elem out;                      /* y / dx storage (dW: fp32) */
     dnnl_primitive_t prim;
@@ -81,7 +82,7 @@ static void gr_mm_make(gr_cpu *cpu, gr_mm_prim *e) {
     GR_DNNL_CHECK(dnnl_matmul_desc_init(&md, &src, &wei, e->bias ? &bia : NULL, &dst));
     dnnl_primitive_attr_t attr;
     GR_DNNL_CHECK(dnnl_primitive_attr_create(&attr));
-    if (e->dir == GR_MM_BWD_W) { /* dW += : the grads arena accumulates over micro-batches */
+    if (e->dir == GR_MM_BWD_W && e->acc) { /* dW += : the grads arena accumulates over micro-batches */
         dnnl_post_ops_t ops;
         GR_DNNL_CHECK(dnnl_post_ops_create(&ops));
         GR_DNNL_CHECK(dnnl_post_ops_append_sum(ops, 1.0f));
@@ -116,14 +117,14 @@ void gr_cpu_dense_onednn_free(gr_cpu *cpu) {
     cpu->mm = NULL;
 }
 
-static gr_mm_prim *gr_mm_get(gr_cpu *cpu, gr_mm_dir dir, int64_t n, int64_t u, int64_t f, bool bias, bool wt,
-                             gr_elem in, gr_elem out) {
+static gr_mm_prim *gr_mm_get_acc(gr_cpu *cpu, gr_mm_dir dir, int64_t n, int64_t u, int64_t f, bool bias, bool wt,
+                                 gr_elem in, gr_elem out, bool acc) {
     if (!cpu->mm) cpu->mm = gr_xcalloc(1, sizeof *cpu->mm);
     struct gr_cpu_mm *m = cpu->mm;
     for (int i = 0; i < m->cached; i++) {
         gr_mm_prim *e = &m->cache[i];
         if (e->dir == dir && e->n == n && e->u == u && e->f == f && e->bias == bias && e->wt == wt && e->in == in &&
-            e->out == out)
+            e->out == out && e->acc == acc)
             return e;
     }
     if (m->cached == GR_MM_CACHE_MAX) { /* odd eval batches churn: drop the older half */
@@ -133,9 +134,15 @@ static gr_mm_prim *gr_mm_get(gr_cpu *cpu, gr_mm_dir dir, int64_t n, int64_t u, i
         m->cached = half;
     }
     gr_mm_prim *e = &m->cache[m->cached++];
-    *e = (gr_mm_prim){.dir = dir, .n = n, .u = u, .f = f, .bias = bias, .wt = wt, .in = in, .out = out};
+    *e = (gr_mm_prim){.dir = dir, .n = n, .u = u, .f = f, .bias = bias, .wt = wt, .in = in, .out = out, .acc = acc};
     gr_mm_make(cpu, e);
     return e;
+}
+
+/* the cached primitive; backward W adds into dW */
+static gr_mm_prim *gr_mm_get(gr_cpu *cpu, gr_mm_dir dir, int64_t n, int64_t u, int64_t f, bool bias, bool wt,
+                             gr_elem in, gr_elem out) {
+    return gr_mm_get_acc(cpu, dir, n, u, f, bias, wt, in, out, dir == GR_MM_BWD_W);
 }
 
 /* cpu's bf16 scratch with room for n values */
@@ -203,8 +210,8 @@ void gr_cpu_mm_bf16_bwd_data(gr_cpu *cpu, int64_t n, int64_t u, int64_t f, bool 
 }
 
 void gr_cpu_mm_bf16_bwd_w(gr_cpu *cpu, int64_t n, int64_t u, int64_t f, bool wt, const uint16_t *dy, const void *x,
-                          gr_elem ex, float *dw) {
-    gr_mm_prim *e = gr_mm_get(cpu, GR_MM_BWD_W, n, u, f, false, wt, GR_BF16, GR_F32);
+                          gr_elem ex, float *dw, bool acc) {
+    gr_mm_prim *e = gr_mm_get_acc(cpu, GR_MM_BWD_W, n, u, f, false, wt, GR_BF16, GR_F32, acc);
     const void *none, *xb;
     gr_mm_operands(cpu, NULL, 0, x, ex, n * f, &none, &xb);
     if (wt) gr_mm_run(cpu, e, xb, dy, NULL, dw); /* x^T . dy */
@@ -230,7 +237,7 @@ void gr_cpu_dense_bf16_bwd_params(const gr_kargs *a) {
     const int64_t n = gr_kargs_rows(a), f = a->tout[0]->shape[t ? 0 : 1], u = a->tout[0]->shape[t ? 1 : 0];
     /* dy: bf16 (an fp32 dy is the loss's: not this path); x: bf16 or the fp32 batch */
     GR_ASSERT(a->ein[0] == GR_BF16);
-    gr_cpu_mm_bf16_bwd_w(gr_cpu_of(a), n, u, f, t, a->in[0], a->in[1], a->ein[1], a->out[0]);
+    gr_cpu_mm_bf16_bwd_w(gr_cpu_of(a), n, u, f, t, a->in[0], a->in[1], a->ein[1], a->out[0], true);
     float *db = a->node->nout > 1 ? a->out[1] : NULL;
     if (!db) return;
     const uint16_t *dy = a->in[0];
