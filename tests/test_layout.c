@@ -613,13 +613,14 @@ static void test_conv_nhwc(void) {
     /* n, c, h, w, f, ho, wo, kh, kw, sh, sw, ph, pw, groups; and how many of
      * the three directions run as matmuls: a 1x1 conv on few pixels all
      * three (a strided one on a copy of its pixels, dx scattered back), a
-     * larger kernel its backward weights (on im2col rows), grouped ones and
-     * those over 4,096 pixels none */
+     * larger kernel its backward weights (on im2col rows) up to 1,024 pixels,
+     * 4,096 when strided; grouped ones and those over 4,096 pixels none */
     static const struct { gr_conv_shape s; int matmuls; } cases[] = {
         {{2, 16, 8, 8, 32, 8, 8, 3, 3, 1, 1, 1, 1, 1}, 1}, {{2, 32, 9, 9, 16, 5, 5, 1, 1, 2, 2, 0, 0, 1}, 3},
         {{2, 6, 7, 7, 10, 7, 7, 3, 3, 1, 1, 1, 1, 2}, 0},  {{2, 8, 6, 6, 8, 6, 6, 3, 3, 1, 1, 1, 1, 8}, 0},
         {{2, 3, 11, 11, 5, 3, 3, 5, 5, 3, 3, 0, 0, 1}, 1}, {{3, 24, 6, 6, 40, 6, 6, 1, 1, 1, 1, 0, 0, 1}, 3},
         {{2, 5, 9, 7, 6, 5, 3, 3, 2, 2, 2, 1, 0, 1}, 1},   {{2, 8, 48, 48, 8, 48, 48, 1, 1, 1, 1, 0, 0, 1}, 0},
+        {{2, 4, 24, 24, 4, 24, 24, 3, 3, 1, 1, 1, 1, 1}, 0}, {{2, 4, 48, 48, 4, 24, 24, 3, 3, 2, 2, 1, 1, 1}, 1},
     };
     for (size_t i = 0; i < GR_ARRAY_LEN(cases); i++) {
         const int64_t before = gr_cpu_conv_onednn_matmul_calls(cpu);

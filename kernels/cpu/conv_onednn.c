@@ -325,8 +325,11 @@ static gr_conv_prim *gr_conv_prim_get(struct gr_cpu_dnn *d, gr_conv_dir dir, con
  * 14x14 (392 and 1,568 rows: 27-53% -> 66-75% of the bf16 peak), was even at
  * 28x28 (6,272) and lost at 56x56 (25,088); its forward and backward data
  * gained at 7x7 (53-70% -> 72-78%) but lost at 14x14, where the conv kernel
- * ran at ~96%. A larger kernel's backward weights: GR_CONV_MM_ROWS_K. */
-enum { GR_CONV_MM_ROWS_W = 4096, GR_CONV_MM_ROWS = 1024, GR_CONV_MM_ROWS_K = 4096 };
+ * ran at ~96%. A 3x3 conv's backward weights as a matmul on im2col rows
+ * reached 55-67% wherever it ran: better than the conv kernel at 7x7 (392
+ * rows: 55% -> 64%) and strided at 14x14 (39-57% -> 55-65%), worse at 14x14
+ * unstrided (~80% -> 66%), so: up to 1,024 rows, or 4,096 when strided. */
+enum { GR_CONV_MM_ROWS_W = 4096, GR_CONV_MM_ROWS = 1024 };
 
 static bool gr_conv_1x1(const gr_conv_shape *s) { return s->kh == 1 && s->kw == 1 && !s->ph && !s->pw; }
 
@@ -336,7 +339,9 @@ static bool gr_conv_mm(gr_conv_dir dir, const gr_conv_shape *s, bool bias, const
     if (s->groups != 1 || bias) return false;
     if (t->x != GR_BF16 || t->y != GR_BF16 || t->lx != GR_NHWC || t->ly != GR_NHWC) return false;
     const int64_t rows = s->n * s->ho * s->wo;
-    if (dir == GR_CONV_BWD_WEIGHTS) return rows <= (gr_conv_1x1(s) ? GR_CONV_MM_ROWS_W : GR_CONV_MM_ROWS_K);
+    const bool strided = s->sh != 1 || s->sw != 1;
+    if (dir == GR_CONV_BWD_WEIGHTS)
+        return rows <= (gr_conv_1x1(s) || strided ? GR_CONV_MM_ROWS_W : GR_CONV_MM_ROWS);
     return gr_conv_1x1(s) && rows <= GR_CONV_MM_ROWS;
 }
 
