@@ -20,12 +20,11 @@
  *
  * A 1x1 bf16 convolution on channels-last activations, without bias, over
  * few pixels is a matrix product of its n*ho*wo pixel rows, and runs as one
- * on oneDNN's matmul (dense_onednn.c): the conv primitives' 1x1 kernels
- * reached 26-70% of the bf16 peak on ResNet-50's last stages at batch 8
- * (backward weights also pays a reorder of dW out of a blocked layout and
- * an add), the matmul 66-78% (gr_conv_mm says where). A strided one (a
- * projection) does so for its backward weights, on a copy of the pixels
- * it reads. */
+ * on oneDNN's matmul (dense_onednn.c) in every direction, a strided one on a
+ * copy of the pixels it reads; a larger kernel's backward weights does the
+ * same on im2col rows where the conv kernel was weak (gr_conv_mm says where,
+ * with what was measured). The conv primitives' backward weights also pays
+ * a reorder of dW out of a blocked layout and an add. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -392,7 +391,7 @@ static void gr_conv_mm_scatter(const gr_conv_shape *s, const uint16_t *rows, uin
     #pragma omp parallel for if (n_rows * s->wo * c >= GR_OMP_MIN)
     for (int64_t r = 0; r < n_rows; r++) {
         uint16_t *full = dx + ((r / s->ho * s->h + r % s->ho * s->sh) * s->w) * c;
-        for (int64_t j = 0; j < s->wo; j++) memcpy(full + j * s->sw * c, rows + (r * s->wo + j) * c, (size_t)c * 2);
+        for (int64_t j = 0; j < s->wo; j++) memcpy(full + j * s->sw * c, rows + (r * s->wo + j) * c, (size_t)c * sizeof *dx);
     }
 }
 
