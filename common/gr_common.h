@@ -94,7 +94,8 @@ int gr_host_cpus(void);
  * this process's own, in CPUs; -1 when /proc cannot be read. */
 double gr_host_busy_cpus(int ms);
 
-/* 64-byte aligned allocation (arenas, batch buffers); NULL on failure. */
+/* 64-byte aligned allocation (arenas, batch buffers); NULL on failure. From 2 MiB up:
+ * 2 MiB-aligned, whole 2 MiB pages, marked for transparent huge pages (common.c). */
 void *gr_aligned_alloc(size_t bytes);
 void gr_aligned_free(void *p);
 
