@@ -11,7 +11,9 @@
 # data_wait_pct: the share of training time the loop waited for a batch.
 # Then each side's achieved GFLOP/s (gpurun's count of a training pass's FLOPs, forward and
 # backward, for both) and its % of this machine's fp32 GEMM peak on THREADS threads, which
-# build/gpurun_peak_bench measures first (bench/peak_bench.c).
+# build/gpurun_peak_bench measures first (bench/peak_bench.c). Last, the ceiling the matrix
+# products alone set: the 8 products of a step at its shapes, cache-hot in a loop, on gpurun's
+# routes (bench/gemm_bench.c), as a % of the same peak: no step can beat it.
 #   THREADS=2 REPEAT=3 bench/mlp.sh
 # OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are left as the machine sets them, for
 # both sides alike (printed below).
@@ -32,7 +34,7 @@ echo "cpu $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) cores; f
     tr ' ' '\n' | grep -x -E 'avx2|avx512f|avx512_bf16|amx_tile|amx_bf16' | paste -sd' ' - || true)"
 echo "threads $THREADS, repeat $REPEAT, OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-unset}"
 # the roofline: this machine's fp32 GEMM peak on THREADS threads (bench/peak_bench.c)
-[ -x build/gpurun_peak_bench ] || scripts/dev.sh build >/dev/null
+[ -x build/gpurun_peak_bench ] && [ -x build/gpurun_gemm_bench ] || scripts/dev.sh build >/dev/null
 PEAK=$(build/gpurun_peak_bench "$THREADS")
 echo "${PEAK%%$'\n'*}"
 PEAK=${PEAK##*$'\n'}
@@ -49,8 +51,10 @@ for i in $(seq "$REPEAT"); do
     echo "run $i: gpurun $g   pytorch($THREADS threads) $t   pytorch(1 thread) $t1   (samples/s, test accuracy[, gpurun's data wait %])"
     g_runs+=("${g%% *}") t_runs+=("${t%% *}") t1_runs+=("${t1%% *}")
 done
+GEMMS=$(build/gpurun_gemm_bench "$THREADS" 128 784 512 256 10)
+echo "${GEMMS%$'\n'*}"
 flops=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["train_flops_per_sample"])' "$tmp/run1/summary.json")
-$PY - "${g_runs[*]}" "${t_runs[*]}" "${t1_runs[*]}" "$THREADS" "$flops" "$PEAK" <<'PYEOF'
+$PY - "${g_runs[*]}" "${t_runs[*]}" "${t1_runs[*]}" "$THREADS" "$flops" "$PEAK" "${GEMMS##*$'\n'}" <<'PYEOF'
 import json, statistics, sys
 g, t, t1 = (statistics.median(float(x) for x in a.split()) for a in sys.argv[1:4])
 flops, roof = float(sys.argv[5]), json.loads(sys.argv[6])["fp32_gflops"]
@@ -61,4 +65,9 @@ gf, tf = g * flops / 1e9, best * flops / 1e9
 print(f"     GFLOP/s (a training pass's {flops:,.0f} FLOPs a sample): gpurun {gf:.1f} = {100 * gf / roof:.0f}% of the "
       f"fp32 GEMM peak ({roof:.1f}; goal >= 80%: {'met' if gf >= 0.8 * roof else 'NOT met'}), the faster pytorch "
       f"{tf:.1f} = {100 * tf / roof:.0f}%")
+mm = json.loads(sys.argv[7])
+cg = mm["flops"] / mm["route_us"] / 1e3
+print(f"     ceiling: the step's matrix products alone, cache-hot (gpurun_gemm_bench), {mm['route_us']:.0f} us a step "
+      f"= {cg:.1f} GFLOP/s = {100 * cg / roof:.0f}% of the peak (the faster of sgemm and matmul for each: "
+      f"{mm['best_us']:.0f} us); gpurun's step reaches {100 * gf / cg:.0f}% of that")
 PYEOF
