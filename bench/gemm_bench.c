@@ -19,14 +19,7 @@
 #include <string.h>
 
 #include "common/gr_common.h"
-
-#define GB_CHECK(x)                                                                                                   \
-    do {                                                                                                              \
-        if ((x) != dnnl_success) {                                                                                    \
-            fprintf(stderr, "gpurun_gemm_bench: %s failed\n", #x);                                                    \
-            exit(1);                                                                                                  \
-        }                                                                                                             \
-    } while (0)
+#include "kernels/cpu/onednn.h"
 
 enum { GB_TIMINGS = 5, GB_MAX_LAYERS = 32 };
 
@@ -48,7 +41,7 @@ typedef struct gb_ctx {
 static dnnl_memory_desc_t gb_md(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
     dnnl_memory_desc_t md;
     dnnl_dims_t dims = {rows, cols}, strides = {rs, cs};
-    GB_CHECK(dnnl_memory_desc_init_by_strides(&md, 2, dims, dnnl_f32, strides));
+    GR_DNNL_CHECK(dnnl_memory_desc_init_by_strides(&md, 2, dims, dnnl_f32, strides));
     return md;
 }
 
@@ -57,25 +50,19 @@ static dnnl_primitive_t gb_matmul(gb_ctx *c, const gb_prod *p, dnnl_memory_t mem
     dnnl_memory_desc_t mb = p->tb ? gb_md(p->k, p->n, 1, p->k) : gb_md(p->k, p->n, p->n, 1);
     dnnl_memory_desc_t mc = gb_md(p->m, p->n, p->n, 1);
     dnnl_matmul_desc_t d;
-    GB_CHECK(dnnl_matmul_desc_init(&d, &ma, &mb, NULL, &mc));
+    GR_DNNL_CHECK(dnnl_matmul_desc_init(&d, &ma, &mb, NULL, &mc));
     dnnl_primitive_attr_t attr;
-    GB_CHECK(dnnl_primitive_attr_create(&attr));
-    if (p->beta != 0.0f) { /* dW += , as gpurun's bf16 backward weights adds */
-        dnnl_post_ops_t ops;
-        GB_CHECK(dnnl_post_ops_create(&ops));
-        GB_CHECK(dnnl_post_ops_append_sum(ops, 1.0f));
-        GB_CHECK(dnnl_primitive_attr_set_post_ops(attr, ops));
-        GB_CHECK(dnnl_post_ops_destroy(ops));
-    }
+    GR_DNNL_CHECK(dnnl_primitive_attr_create(&attr));
+    if (p->beta != 0.0f) gr_dnnl_attr_sum(attr); /* dW += , as gpurun's bf16 backward weights adds */
     dnnl_primitive_desc_t pd;
-    GB_CHECK(dnnl_primitive_desc_create(&pd, &d, attr, c->eng, NULL));
+    GR_DNNL_CHECK(dnnl_primitive_desc_create(&pd, &d, attr, c->eng, NULL));
     dnnl_primitive_t prim;
-    GB_CHECK(dnnl_primitive_create(&prim, pd));
-    GB_CHECK(dnnl_primitive_desc_destroy(pd));
-    GB_CHECK(dnnl_primitive_attr_destroy(attr));
-    GB_CHECK(dnnl_memory_create(&mem[0], &ma, c->eng, a));
-    GB_CHECK(dnnl_memory_create(&mem[1], &mb, c->eng, b));
-    GB_CHECK(dnnl_memory_create(&mem[2], &mc, c->eng, out));
+    GR_DNNL_CHECK(dnnl_primitive_create(&prim, pd));
+    GR_DNNL_CHECK(dnnl_primitive_desc_destroy(pd));
+    GR_DNNL_CHECK(dnnl_primitive_attr_destroy(attr));
+    GR_DNNL_CHECK(dnnl_memory_create(&mem[0], &ma, c->eng, a));
+    GR_DNNL_CHECK(dnnl_memory_create(&mem[1], &mb, c->eng, b));
+    GR_DNNL_CHECK(dnnl_memory_create(&mem[2], &mc, c->eng, out));
     return prim;
 }
 
@@ -97,10 +84,10 @@ static double gb_time(gb_ctx *c, const gb_prod *p, bool mm) {
         for (int r = 0; r < reps; r++) {
             if (mm) {
                 dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, mem[0]}, {DNNL_ARG_WEIGHTS, mem[1]}, {DNNL_ARG_DST, mem[2]}};
-                GB_CHECK(dnnl_primitive_execute(prim, c->stream, 3, args));
-                GB_CHECK(dnnl_stream_wait(c->stream));
+                GR_DNNL_CHECK(dnnl_primitive_execute(prim, c->stream, 3, args));
+                GR_DNNL_CHECK(dnnl_stream_wait(c->stream));
             } else {
-                GB_CHECK(dnnl_sgemm(p->ta ? 'T' : 'N', p->tb ? 'T' : 'N', p->m, p->n, p->k, 1.0f, a, p->ta ? p->m : p->k,
+                GR_DNNL_CHECK(dnnl_sgemm(p->ta ? 'T' : 'N', p->tb ? 'T' : 'N', p->m, p->n, p->k, 1.0f, a, p->ta ? p->m : p->k,
                                     b, p->tb ? p->k : p->n, p->beta, out, p->n));
             }
         }
@@ -108,8 +95,8 @@ static double gb_time(gb_ctx *c, const gb_prod *p, bool mm) {
         if (t > 0) best = GR_MIN(best, s);
     }
     if (mm) {
-        GB_CHECK(dnnl_primitive_destroy(prim));
-        for (int i = 0; i < 3; i++) GB_CHECK(dnnl_memory_destroy(mem[i]));
+        GR_DNNL_CHECK(dnnl_primitive_destroy(prim));
+        for (int i = 0; i < 3; i++) GR_DNNL_CHECK(dnnl_memory_destroy(mem[i]));
     }
     gr_aligned_free(a), gr_aligned_free(b), gr_aligned_free(out);
     return best;
@@ -141,8 +128,8 @@ int main(int argc, char **argv) {
     }
     omp_set_num_threads(threads);
     gb_ctx c;
-    GB_CHECK(dnnl_engine_create(&c.eng, dnnl_cpu, 0));
-    GB_CHECK(dnnl_stream_create(&c.stream, c.eng, dnnl_stream_default_flags));
+    GR_DNNL_CHECK(dnnl_engine_create(&c.eng, dnnl_cpu, 0));
+    GR_DNNL_CHECK(dnnl_stream_create(&c.stream, c.eng, dnnl_stream_default_flags));
     gb_prod p[3 * GB_MAX_LAYERS];
     const int np = gb_products(batch, width, layers, p);
     double flops = 0.0, route = 0.0, best = 0.0;

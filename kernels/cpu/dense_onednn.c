@@ -82,13 +82,7 @@ static void gr_mm_make(gr_cpu *cpu, gr_mm_prim *e) {
     GR_DNNL_CHECK(dnnl_matmul_desc_init(&md, &src, &wei, e->bias ? &bia : NULL, &dst));
     dnnl_primitive_attr_t attr;
     GR_DNNL_CHECK(dnnl_primitive_attr_create(&attr));
-    if (e->dir == GR_MM_BWD_W && e->acc) { /* dW += : the grads arena accumulates over micro-batches */
-        dnnl_post_ops_t ops;
-        GR_DNNL_CHECK(dnnl_post_ops_create(&ops));
-        GR_DNNL_CHECK(dnnl_post_ops_append_sum(ops, 1.0f));
-        GR_DNNL_CHECK(dnnl_primitive_attr_set_post_ops(attr, ops));
-        GR_DNNL_CHECK(dnnl_post_ops_destroy(ops));
-    }
+    if (e->dir == GR_MM_BWD_W && e->acc) gr_dnnl_attr_sum(attr); /* dW += : the grads arena accumulates */
     dnnl_primitive_desc_t pd;
     GR_DNNL_CHECK(dnnl_primitive_desc_create(&pd, &md, attr, eng, NULL));
     GR_DNNL_CHECK(dnnl_primitive_create(&e->prim, pd));

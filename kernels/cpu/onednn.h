@@ -21,6 +21,15 @@
 
 typedef struct gr_cpu gr_cpu;
 
+/* attr gets a sum post-op: the primitive adds its result into dst (dst += ...) */
+static inline void gr_dnnl_attr_sum(dnnl_primitive_attr_t attr) {
+    dnnl_post_ops_t ops;
+    GR_DNNL_CHECK(dnnl_post_ops_create(&ops));
+    GR_DNNL_CHECK(dnnl_post_ops_append_sum(ops, 1.0f));
+    GR_DNNL_CHECK(dnnl_primitive_attr_set_post_ops(attr, ops));
+    GR_DNNL_CHECK(dnnl_post_ops_destroy(ops));
+}
+
 /* cpu's oneDNN engine and stream */
 void gr_cpu_onednn_handles(gr_cpu *cpu, dnnl_engine_t *engine, dnnl_stream_t *stream);
 
