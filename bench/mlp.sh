@@ -13,7 +13,8 @@
 # backward, for both) and its % of this machine's fp32 GEMM peak on THREADS threads, which
 # build/gpurun_peak_bench measures first (bench/peak_bench.c). Last, the ceiling the matrix
 # products alone set: the 8 products of a step at its shapes, cache-hot in a loop, on gpurun's
-# routes (bench/gemm_bench.c), as a % of the same peak: no step can beat it.
+# routes (bench/gemm_bench.c; once per repeat, after gpurun's run, the median), as a % of the
+# same peak: no step can beat it.
 #   THREADS=2 REPEAT=3 bench/mlp.sh
 # OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are left as the machine sets them, for
 # both sides alike (printed below).
@@ -38,12 +39,14 @@ echo "threads $THREADS, repeat $REPEAT, OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-u
 PEAK=$(build/gpurun_peak_bench "$THREADS")
 echo "${PEAK%%$'\n'*}"
 PEAK=${PEAK##*$'\n'}
-g_runs=() t_runs=() t1_runs=()
+g_runs=() t_runs=() t1_runs=() m_runs=()
 for i in $(seq "$REPEAT"); do
     build/gpurun configs/fashion-mnist-mlp.yaml --quiet --threads "$THREADS" --run-dir "$tmp/run$i" \
         --set train.epochs=1 --set train.schedule.type=constant --set log.every_steps=1000
     g=$($PY -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["train_samples_per_s"], s["last_val_accuracy"], s["data_wait_pct"])' \
         "$tmp/run$i/summary.json")
+    GEMMS=$(build/gpurun_gemm_bench "$THREADS" 128 784 512 256 10) # the same moment's ceiling
+    m_runs+=("${GEMMS##*$'\n'}")
     t=$($PY "$REF" mlp --epochs 1 --threads "$THREADS" |
         $PY -c 'import json,sys; r=json.loads(sys.stdin.read()); print(r["samples_per_s"], r["test_accuracy"])')
     t1=$($PY "$REF" mlp --epochs 1 --threads 1 |
@@ -51,10 +54,10 @@ for i in $(seq "$REPEAT"); do
     echo "run $i: gpurun $g   pytorch($THREADS threads) $t   pytorch(1 thread) $t1   (samples/s, test accuracy[, gpurun's data wait %])"
     g_runs+=("${g%% *}") t_runs+=("${t%% *}") t1_runs+=("${t1%% *}")
 done
-GEMMS=$(build/gpurun_gemm_bench "$THREADS" 128 784 512 256 10)
+echo "the matrix products alone, the last repeat's (gpurun_gemm_bench):"
 echo "${GEMMS%$'\n'*}"
 flops=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["train_flops_per_sample"])' "$tmp/run1/summary.json")
-$PY - "${g_runs[*]}" "${t_runs[*]}" "${t1_runs[*]}" "$THREADS" "$flops" "$PEAK" "${GEMMS##*$'\n'}" <<'PYEOF'
+$PY - "${g_runs[*]}" "${t_runs[*]}" "${t1_runs[*]}" "$THREADS" "$flops" "$PEAK" "$(printf '%s\n' "${m_runs[@]}")" <<'PYEOF'
 import json, statistics, sys
 g, t, t1 = (statistics.median(float(x) for x in a.split()) for a in sys.argv[1:4])
 flops, roof = float(sys.argv[5]), json.loads(sys.argv[6])["fp32_gflops"]
@@ -65,9 +68,10 @@ gf, tf = g * flops / 1e9, best * flops / 1e9
 print(f"     GFLOP/s (a training pass's {flops:,.0f} FLOPs a sample): gpurun {gf:.1f} = {100 * gf / roof:.0f}% of the "
       f"fp32 GEMM peak ({roof:.1f}; goal >= 80%: {'met' if gf >= 0.8 * roof else 'NOT met'}), the faster pytorch "
       f"{tf:.1f} = {100 * tf / roof:.0f}%")
-mm = json.loads(sys.argv[7])
-cg = mm["flops"] / mm["route_us"] / 1e3
-print(f"     ceiling: the step's matrix products alone, cache-hot (gpurun_gemm_bench), {mm['route_us']:.0f} us a step "
-      f"= {cg:.1f} GFLOP/s = {100 * cg / roof:.0f}% of the peak (the faster of sgemm and matmul for each: "
-      f"{mm['best_us']:.0f} us); gpurun's step reaches {100 * gf / cg:.0f}% of that")
+mm = [json.loads(l) for l in sys.argv[7].splitlines()]
+route, fast = (statistics.median(m[k] for m in mm) for k in ("route_us", "best_us"))
+cg = mm[0]["flops"] / route / 1e3
+print(f"     ceiling: the step's matrix products alone, cache-hot (gpurun_gemm_bench, the median of {len(mm)}), "
+      f"{route:.0f} us a step = {cg:.1f} GFLOP/s = {100 * cg / roof:.0f}% of the peak (the faster of sgemm and "
+      f"matmul for each: {fast:.0f} us); gpurun's step reaches {100 * gf / cg:.0f}% of that")
 PYEOF
