@@ -77,7 +77,8 @@ static double gb_time(gb_ctx *c, const gb_prod *p, bool mm) {
     memset(out, 0, (size_t)nc * 4);
     dnnl_memory_t mem[3];
     dnnl_primitive_t prim = mm ? gb_matmul(c, p, mem, a, b, out) : NULL;
-    const int reps = (int)GR_MAX(20, GR_MIN(2000, 4e8 / (2.0 * (double)(na / p->k) * (double)nb)));
+    const double flops = 2.0 * (double)p->m * (double)p->n * (double)p->k;
+    const int reps = (int)GR_MAX(20, GR_MIN(2000, 4e8 / flops)); /* ~0.4 GFLOP a timing */
     double best = 1e30;
     for (int t = 0; t < GB_TIMINGS + 1; t++) { /* the first: a warm-up */
         const double t0 = gr_now();
