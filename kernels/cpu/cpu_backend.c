@@ -75,11 +75,13 @@ static bool gr_cpu_workspace(gr_backend *be, const gr_steps *s, size_t *bytes) {
     return true;
 }
 
-/* The conv scratch reserved before the first step, under the memory limit
- * (s->workspace: what gr_cpu_workspace found when the plan was compiled). */
+/* The GEMM library's kernels made, and the conv scratch reserved, before the
+ * first step, under the memory limit (s->workspace: what gr_cpu_workspace
+ * found when the plan was compiled). */
 static gr_status gr_cpu_prepare(gr_backend *be, gr_steps *s, gr_error *err) {
     gr_cpu *cpu = be->impl;
     const size_t need = s->workspace;
+    if (cpu) gr_cpu_gemm_warm(cpu);
     if (!cpu || gr_cpu_conv_reserve(cpu, need)) return GR_OK;
     return gr_error_set(err, GR_ERR_OOM, "out of memory on cpu: the convolutions' scratch needs %zu bytes at "
                         "micro-batch %lld; %zu free of the %zu GPURUN_MEMORY_LIMIT allows (lower train.micro_batch)",

@@ -21,6 +21,11 @@ typedef enum gr_gemm_provider { GR_GEMM_ONEDNN, GR_GEMM_OPENBLAS } gr_gemm_provi
  * the thread count of the libraries; returns false for an unknown name. */
 bool gr_cpu_gemm_init(gr_cpu *cpu, const char *provider, int threads);
 
+/* Makes the provider's kernels now rather than in the first product (oneDNN
+ * generates its sgemm code on its first call): a plan's preparation calls it,
+ * so the first training step costs what the others do. */
+void gr_cpu_gemm_warm(const gr_cpu *cpu);
+
 void gr_cpu_sgemm(const gr_cpu *cpu, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                   const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 
