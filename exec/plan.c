@@ -244,3 +244,43 @@ void gr_plan_free(gr_plan *p) {
     gr_memplan_free(&p->mem);
     memset(p, 0, sizeof *p);
 }
+
+static int gr_grad_range_cmp(const void *x, const void *y) {
+    const gr_grad_range *a = x, *b = y;
+    return a->off < b->off ? -1 : a->off > b->off;
+}
+
+/* The tensor whose storage t is (a view's own). */
+static int gr_plan_root(const gr_graph *g, int t) {
+    while (g->tensors[t].alias_of >= 0) t = g->tensors[t].alias_of;
+    return t;
+}
+
+gr_grad_range *gr_plan_grad_ranges(const gr_plan *p, bool reads, int *n) {
+    const gr_graph *g = p->g;
+    gr_grad_range *r = gr_xcalloc((size_t)(g->n_tensors + 1), sizeof *r);
+    int *slot = gr_xmalloc((size_t)(g->n_tensors + 1) * sizeof *slot);
+    for (int t = 0; t < g->n_tensors; t++) slot[t] = -1;
+    *n = 0;
+    for (int i = 0; i < p->steps.n; i++) {
+        const gr_node *nd = p->steps.step[i].node;
+        for (int k = 0; k < nd->nout + (reads ? nd->nin : 0); k++) {
+            int t = gr_plan_root(g, k < nd->nout ? nd->out[k] : nd->in[k - nd->nout]);
+            if (k >= nd->nout) { /* an input: a trainable parameter stands for its gradient */
+                if (g->tensors[t].kind != GR_TK_PARAM || g->tensors[t].grad < 0) continue;
+                t = gr_plan_root(g, g->tensors[t].grad);
+            }
+            if (g->tensors[t].kind != GR_TK_GRAD) continue;
+            if (slot[t] < 0) {
+                slot[t] = (*n)++;
+                r[slot[t]].off = g->tensors[t].param_offset;
+                r[slot[t]].n = gr_tensor_numel(&g->tensors[t]);
+            }
+            r[slot[t]].last = i;
+        }
+    }
+    free(slot);
+    qsort(r, (size_t)*n, sizeof *r, gr_grad_range_cmp);
+    return r;
+}
+
