@@ -183,8 +183,10 @@ static void gr_mm_run(gr_cpu *cpu, gr_mm_prim *e, const void *src, const void *w
         GR_DNNL_CHECK(dnnl_memory_set_data_handle(e->bia, (void *)bias));
         args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, e->bia};
     }
+    const int saved = gr_cpu_gemm_threads_begin(2.0 * (double)e->n * (double)e->u * (double)e->f);
     GR_DNNL_CHECK(dnnl_primitive_execute(e->prim, stream, nargs, args));
     GR_DNNL_CHECK(dnnl_stream_wait(stream));
+    gr_cpu_gemm_threads_end(saved);
 }
 
 void gr_cpu_mm_bf16_fwd(gr_cpu *cpu, int64_t n, int64_t u, int64_t f, bool wt, const void *x, gr_elem ex,

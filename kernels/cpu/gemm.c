@@ -35,11 +35,24 @@ void gr_cpu_gemm_warm(const gr_cpu *cpu) {
     if (cpu->gemm == GR_GEMM_ONEDNN) pthread_once(&once, gr_cpu_gemm_jit);
 }
 
+int gr_cpu_gemm_threads_begin(double flops) {
+    if (flops > GR_GEMM_ONE_THREAD_FLOPS) return 0;
+    const int saved = omp_get_max_threads();
+    if (saved > 1) omp_set_num_threads(1);
+    return saved;
+}
+
+void gr_cpu_gemm_threads_end(int saved) {
+    if (saved > 1) omp_set_num_threads(saved);
+}
+
 void gr_cpu_sgemm(const gr_cpu *cpu, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                   const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
     if (cpu->gemm == GR_GEMM_ONEDNN) {
+        const int saved = gr_cpu_gemm_threads_begin(2.0 * (double)m * (double)n * (double)k);
         dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
                                       beta, c, ldc);
+        gr_cpu_gemm_threads_end(saved);
         GR_ASSERT(st == dnnl_success);
         return;
     }

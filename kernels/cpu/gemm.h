@@ -26,6 +26,18 @@ bool gr_cpu_gemm_init(gr_cpu *cpu, const char *provider, int threads);
  * so the first training step costs what the others do. */
 void gr_cpu_gemm_warm(const gr_cpu *cpu);
 
+/* A product of this many FLOPs or fewer runs on one thread: the Fashion-MNIST
+ * MLP's last layer (128 x 10 x 256, 0.65 MFLOP) took 7-12 us on 2 threads
+ * of an AMD EPYC and 3.6-7 us on one, its threads' start and join costing
+ * more than their share of the work saved. */
+#define GR_GEMM_ONE_THREAD_FLOPS (1 << 21)
+
+/* Before a product of `flops` FLOPs: the thread count the libraries' next
+ * call takes (one under GR_GEMM_ONE_THREAD_FLOPS); returns what to give
+ * gr_cpu_gemm_threads_end after it. */
+int gr_cpu_gemm_threads_begin(double flops);
+void gr_cpu_gemm_threads_end(int saved);
+
 void gr_cpu_sgemm(const gr_cpu *cpu, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                   const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 
