@@ -2,7 +2,8 @@
  * products alone: each dense layer's three products (forward y = x W^T,
  * backward data dx = dy W but for the first layer's, backward weights
  * dW += dy^T x) at the step's shapes, timed hot in a loop on THREADS
- * threads through oneDNN's sgemm (gpurun's route for the backward products,
+ * threads (one for a product of GR_GEMM_ONE_THREAD_FLOPS or fewer, as gpurun
+ * runs it: kernels/cpu/gemm.h) through oneDNN's sgemm (gpurun's route for the backward products,
  * kernels/cpu/dense.c) and its matmul primitive (gpurun's route for the
  * forward, dense_onednn.c), the fastest of 5 timings of each. It says what
  * the step could reach if nothing but these products ran, cache-hot: the
@@ -19,6 +20,7 @@
 #include <string.h>
 
 #include "common/gr_common.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/onednn.h"
 
 enum { GB_TIMINGS = 5, GB_MAX_LAYERS = 32 };
@@ -80,6 +82,7 @@ static double gb_time(gb_ctx *c, const gb_prod *p, bool mm) {
     const double flops = 2.0 * (double)p->m * (double)p->n * (double)p->k;
     const int reps = (int)GR_MAX(20, GR_MIN(2000, 4e8 / flops)); /* ~0.4 GFLOP a timing */
     double best = 1e30;
+    const int saved = gr_cpu_gemm_threads_begin(flops); /* gpurun's rule: a small product on one thread */
     for (int t = 0; t < GB_TIMINGS + 1; t++) { /* the first: a warm-up */
         const double t0 = gr_now();
         for (int r = 0; r < reps; r++) {
@@ -95,6 +98,7 @@ static double gb_time(gb_ctx *c, const gb_prod *p, bool mm) {
         const double s = (gr_now() - t0) / reps;
         if (t > 0) best = GR_MIN(best, s);
     }
+    gr_cpu_gemm_threads_end(saved);
     if (mm) {
         GR_DNNL_CHECK(dnnl_primitive_destroy(prim));
         for (int i = 0; i < 3; i++) GR_DNNL_CHECK(dnnl_memory_destroy(mem[i]));
