@@ -2,7 +2,6 @@
  * data and its shape and normalization, the graph, the backend, the model
  * and its plans, the loaders, and the run directory's paths and files. */
 #include "job.h"
-#include "eager.h"
 #include "parallel.h"
 #include "pipe.h"
 #include "tp.h"
@@ -37,7 +36,6 @@ void gr_job_init(gr_job *j, const gr_job_spec *spec, bool quiet) {
 
 void gr_job_free(gr_job *j) {
     gr_prof_free(j->prof);
-    gr_eager_free(j->eager);
     gr_pipe_free(j); /* its plans before the model, its communicators before the world's end */
     gr_tp_free(j);
     gr_parallel_unsplit(j);

@@ -78,7 +78,6 @@ typedef struct gr_job {
     struct gr_tp_job *tp;   /* tensor parallelism (tp.h); NULL: parallel.tensor 1 */
     struct gr_prof *prof; /* --profile (profile.h); NULL: not profiling */
     const gr_loop_hooks *hooks; /* who watches the loop (loophooks.h: the profiler); NULL: nobody */
-    struct gr_eager *eager;     /* the update applied as the pass goes (eager.h); NULL: after the pass */
     int prof_steps;       /* --profile's steps (0: off), known before the backend is configured */
     int64_t ck_step;   /* step of the last save started (-1: none); ck_failed: it was reported failed */
     bool ck_failed;

@@ -311,7 +311,6 @@ static gr_status gr_metrics_summary_write(gr_metrics *mx, const char *status, in
     gr_json_int(&js, "world_size", r->world > 1 ? r->world : 1);
     gr_json_num(&js, "comm_s", mx->comm_s);
     gr_json_int(&js, "grad_buckets", mx->grad_buckets);
-    gr_json_str(&js, "optimizer_update", mx->eager_update ? "eager" : "after_backward");
     if (mx->pipe.stages > 1) {
         gr_json_int(&js, "pipeline_stages", mx->pipe.stages);
         gr_json_int(&js, "pipeline_microbatches", mx->pipe.microbatches);

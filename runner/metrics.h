@@ -72,7 +72,6 @@ typedef struct gr_metrics {
     double eval_s;                 /* time spent evaluating */
     double comm_s;                 /* time spent in collectives (data parallelism), this process */
     int grad_buckets;              /* buckets of the gradient all-reduce (0: one after backward, or none) */
-    bool eager_update;             /* the optimizer updated each parameter as the pass went (eager.h) */
     struct {                       /* pipeline parallelism (stages 0: none): rank 0's stage, the first */
         int stages, microbatches, in_flight;
         const char *schedule;

@@ -16,7 +16,6 @@
  * (the passes), scaler.c (loss scaling), metrics.c (every line and file the
  * run reports), resume.c (checkpoints and --resume). */
 #include "train.h"
-#include "eager.h"
 
 #include <math.h>
 #include <signal.h>
@@ -145,10 +144,6 @@ static gr_status gr_loop_accumulate(gr_job *j, gr_loop *L, double *loss, gr_erro
     if (step > 0 && step % L->spe == 0 && (st = gr_loader_seek(j->train_ld, epoch, 0, err))) return st;
     if (!L->grads_clear) gr_backend_zero(j->be, m->grads, (size_t)ntp * sizeof(float));
     L->grads_clear = false;
-    if (j->eager) { /* the last micro-batch's pass updates the parameters (eager.h) */
-        L->lr = gr_schedule_lr(&j->spec->train.schedule, j->spec->train.optimizer.lr, step, L->total, L->spe);
-        gr_saver_wait_copied(j->saver); /* a checkpoint's snapshot may still be reading the weights */
-    }
     gr_pass_stats ps;
     memset(&ps, 0, sizeof ps);
     for (int64_t k = 0; k < L->accum; k++) {
@@ -156,13 +151,10 @@ static gr_status gr_loop_accumulate(gr_job *j, gr_loop *L, double *loss, gr_erro
         gr_exec_ctx ctx;
         if ((st = gr_train_next_batch(j, plan, step, L->accum, k, &b, &ctx, err))) return st;
         GR_ASSERT(b->epoch == epoch);
-        const bool last = k == L->accum - 1;
-        gr_dp_arm(&j->dp, last);
-        if (j->eager && last) gr_eager_arm(j->eager, L->lr, step - j->sc.skipped, gr_eager_mult(j->sc.scale));
+        gr_dp_arm(&j->dp, k == L->accum - 1);
         gr_train_micro_step_hooked(plan, b, &ctx, &ps, false, j->hooks);
         gr_loader_release(j->train_ld, b);
         if ((st = gr_tp_pass_status(j, err))) return st;
-        if (j->eager && last) break; /* updated: the step is done (the loop looks for a stop after it) */
         if ((st = gr_parallel_stop(j, &L->stop_signal, err))) return st;
         if (L->stop_signal) break; /* the step is redone after the resume */
     }
@@ -201,7 +193,6 @@ static gr_status gr_loop_update(gr_job *j, gr_loop *L, double loss, gr_error *er
     gr_status st = GR_OK;
     if (j->pp) st = gr_pipe_apply(j, L->lr, step - j->sc.skipped, scale, &finite, err);
     else if (j->tp) st = gr_tp_apply(j, L->lr, step - j->sc.skipped, scale, &finite, err);
-    else if (j->eager) finite = gr_eager_finish(j->eager, &L->grads_clear);
     else finite = gr_train_apply_scaled(&j->m, s, &j->og, L->lr, step - j->sc.skipped, scale,
                                         j->sc.dynamic ? GR_CHECK_SKIP : GR_CHECK_STOP, &L->grads_clear);
     gr_hooks_end(j->hooks, GR_SPAN_OPTIM);
@@ -390,8 +381,6 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
     if ((st = gr_job_backend(&j, s, opt->device ? opt->device : s->device, opt->threads, opt->quiet, err))) goto done;
     if ((st = gr_memfit_micro_batch(&j, &rs, err))) goto done; /* the one place it is decided */
     if ((st = gr_memfit_job_model(&j, err)) || (st = gr_parallel_attach(&j, err))) goto done;
-    j.eager = gr_eager_new(&j); /* the update as the pass goes, where it applies */
-    j.mx.eager_update = j.eager != NULL;
     gr_job_say_staged(&j, opt->quiet);
     if ((st = gr_job_open_loaders(&j, err))) goto done;
     gr_loop_init(&L, &j);
