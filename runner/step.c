@@ -112,38 +112,9 @@ bool gr_train_apply_scaled(gr_model *m, const gr_job_spec *s, const gr_opt_group
 
 double gr_train_grad_sumsq(gr_model *m, const gr_opt_groups *og) { return gr_train_sumsq(m, og); }
 
-void gr_train_update_part(gr_model *m, const gr_job_spec *s, const gr_opt_groups *og, double lr, int64_t step,
-                          float mult, int64_t lo, int64_t hi, gr_update_tally *tally) {
-    const gr_optim_spec *o = &s->train.optimizer;
-    const int64_t nt = m->g->n_trainable;
-    GR_ASSERT(lo >= 0 && lo <= hi && hi <= nt);
-    const gr_opt_range whole = {0, nt, 1.0, o->weight_decay, false};
-    const int nr = og ? og->n : 1;
-    for (int k = 0; k < nr; k++) {
-        const gr_opt_range *r = og ? &og->r[k] : &whole;
-        const int64_t a = GR_MAX(lo, r->off), b = GR_MIN(hi, r->off + r->n);
-        if (r->frozen || a >= b) continue;
-        const double rlr = r->lr_mult == 1.0 ? lr : lr * r->lr_mult;
-        double part = 0.0;
-        bool done = false;
-        if (o->type == GR_OPTIM_SGD) {
-            gr_sgd_hparams h = {(float)rlr, (float)o->momentum, (float)r->weight_decay, mult, o->nesterov};
-            gr_backend_sgd(m->be, m->params + a, m->grads + a, m->optim + a, b - a, &h,
-                           tally->sumsq ? &part : NULL, tally->clear ? &done : NULL);
-        } else {
-            gr_adamw_hparams h = {(float)rlr, (float)o->betas[0], (float)o->betas[1], (float)o->eps,
-                                  (float)r->weight_decay, mult, step + 1};
-            gr_backend_adamw(m->be, m->params + a, m->grads + a, m->optim + a, m->optim + nt + a, b - a, &h,
-                             tally->sumsq ? &part : NULL, tally->clear ? &done : NULL);
-        }
-        tally->total += part;
-        tally->all_cleared = tally->all_cleared && done;
-        tally->covered += b - a;
-    }
-}
-
 bool gr_train_apply_sumsq(gr_model *m, const gr_job_spec *s, const gr_opt_groups *og, double lr, int64_t step,
                           double loss_scale, gr_grad_check check, const double *given, bool *cleared) {
+    const gr_optim_spec *o = &s->train.optimizer;
     if (cleared) *cleared = false;
     const int64_t nt = m->g->n_trainable;
     const bool clip = s->train.grad_clip > 0.0;
@@ -155,12 +126,33 @@ bool gr_train_apply_sumsq(gr_model *m, const gr_job_spec *s, const gr_opt_groups
         if (check != GR_CHECK_NONE && !isfinite(sumsq)) return false;
         if (clip) mult = gr_clip_factor(sqrt(sumsq) / loss_scale, s->train.grad_clip);
     }
+    double total = 0.0, part = 0.0;
+    const bool clear = cleared && (!og || !og->any_frozen); /* a frozen range's gradients would stay */
+    bool all = clear, done = false;
+    int64_t covered = 0;
     if (loss_scale != 1.0) mult = (float)((double)mult / loss_scale);
-    gr_update_tally t = gr_update_tally_start(in_pass, cleared && (!og || !og->any_frozen)); /* a frozen range's
-                                                                                   gradients would stay */
-    gr_train_update_part(m, s, og, lr, step, mult, 0, nt, &t);
-    if (cleared) *cleared = gr_update_tally_cleared(&t, nt);
-    return !in_pass || isfinite(t.total);
+    const gr_opt_range whole = {0, nt, 1.0, o->weight_decay, false};
+    const int nr = og ? og->n : 1;
+    for (int k = 0; k < nr; k++) {
+        const gr_opt_range *r = og ? &og->r[k] : &whole;
+        if (r->frozen || r->n == 0) continue;
+        const double rlr = r->lr_mult == 1.0 ? lr : lr * r->lr_mult;
+        if (o->type == GR_OPTIM_SGD) {
+            gr_sgd_hparams h = {(float)rlr, (float)o->momentum, (float)r->weight_decay, mult, o->nesterov};
+            gr_backend_sgd(m->be, m->params + r->off, m->grads + r->off, m->optim + r->off, r->n, &h,
+                           in_pass ? &part : NULL, clear ? &done : NULL);
+        } else {
+            gr_adamw_hparams h = {(float)rlr, (float)o->betas[0], (float)o->betas[1], (float)o->eps,
+                                  (float)r->weight_decay, mult, step + 1};
+            gr_backend_adamw(m->be, m->params + r->off, m->grads + r->off, m->optim + r->off,
+                             m->optim + nt + r->off, r->n, &h, in_pass ? &part : NULL, clear ? &done : NULL);
+        }
+        total += part;
+        all = all && done;
+        covered += r->n;
+    }
+    if (cleared) *cleared = all && covered == nt;
+    return !in_pass || isfinite(total);
 }
 
 gr_status gr_job_evaluate(gr_job *j, gr_eval *e, gr_error *err) {

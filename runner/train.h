@@ -103,30 +103,6 @@ bool gr_train_apply_scaled(gr_model *m, const gr_job_spec *s, const gr_opt_group
  * gradients nothing reads), so the next step need not clear it. */
 bool gr_train_apply_sumsq(gr_model *m, const gr_job_spec *s, const gr_opt_groups *og, double lr, int64_t step,
                           double loss_scale, gr_grad_check check, const double *sumsq, bool *cleared);
-/* What the updates of a step's parts found: the gradients' sum of squares
- * (when asked for: sumsq), whether each part left its gradients zero (when
- * asked to: clear), and how many floats they updated. */
-typedef struct gr_update_tally {
-    bool sumsq, clear;
-    double total;
-    bool all_cleared;
-    int64_t covered;
-} gr_update_tally;
-static inline gr_update_tally gr_update_tally_start(bool sumsq, bool clear) {
-    return (gr_update_tally){.sumsq = sumsq, .clear = clear, .all_cleared = clear};
-}
-/* Whether the whole arena of nt floats was left zero. */
-static inline bool gr_update_tally_cleared(const gr_update_tally *t, int64_t nt) {
-    return t->clear && t->all_cleared && t->covered == nt;
-}
-/* The update of the floats [lo, hi) of the arenas, each part with the
- * settings of the range of og it falls in (NULL: the optimizer's own; a
- * frozen range is left alone), the gradients multiplied by mult (loss
- * scale, clipping), its findings added to *tally. gr_train_apply_sumsq is
- * this over [0, n_trainable); the eager update (eager.h) over each
- * parameter's range as its gradient is final. */
-void gr_train_update_part(gr_model *m, const gr_job_spec *s, const gr_opt_groups *og, double lr, int64_t step,
-                          float mult, int64_t lo, int64_t hi, gr_update_tally *tally);
 /* The squared norm of the gradients over the ranges og does not freeze. */
 double gr_train_grad_sumsq(gr_model *m, const gr_opt_groups *og);
 
