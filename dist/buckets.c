@@ -21,6 +21,42 @@ struct gr_buckets {
     gr_error err;
 };
 
+/* One parameter's gradient range and the last step that writes it. */
+typedef struct gr_grange {
+    int64_t off, n;
+    int last;
+} gr_grange;
+
+static int gr_grange_cmp(const void *x, const void *y) {
+    const gr_grange *a = x, *b = y;
+    return a->off < b->off ? -1 : a->off > b->off;
+}
+
+/* Every gradient range the plan's steps write, sorted by offset. */
+static gr_grange *gr_granges(const gr_plan *p, int *n) {
+    const gr_graph *g = p->g;
+    gr_grange *r = gr_xcalloc((size_t)(g->n_tensors + 1), sizeof *r);
+    int *slot = gr_xmalloc((size_t)(g->n_tensors + 1) * sizeof *slot);
+    for (int t = 0; t < g->n_tensors; t++) slot[t] = -1;
+    *n = 0;
+    for (int i = 0; i < p->steps.n; i++) {
+        const gr_node *nd = p->steps.step[i].node;
+        for (int k = 0; k < nd->nout; k++) {
+            const int t = nd->out[k];
+            if (g->tensors[t].kind != GR_TK_GRAD) continue;
+            if (slot[t] < 0) {
+                slot[t] = (*n)++;
+                r[slot[t]].off = g->tensors[t].param_offset;
+                r[slot[t]].n = gr_tensor_numel(&g->tensors[t]);
+            }
+            r[slot[t]].last = i;
+        }
+    }
+    free(slot);
+    qsort(r, (size_t)*n, sizeof *r, gr_grange_cmp);
+    return r;
+}
+
 static void gr_buckets_after(void *user, int step, const gr_kargs *a);
 
 gr_buckets *gr_buckets_new(gr_plan *p, gr_comm *c, double bucket_mb, const gr_loop_hooks *const *hooks) {
@@ -32,7 +68,7 @@ gr_buckets *gr_buckets_new(gr_plan *p, gr_comm *c, double bucket_mb, const gr_lo
     int64_t cap = (int64_t)(bucket_mb * 1048576.0 / sizeof(float));
     if (cap < nt / (GR_COMM_MAX_PENDING / 2) + 1) cap = nt / (GR_COMM_MAX_PENDING / 2) + 1; /* bounded count */
     int n;
-    gr_grad_range *r = gr_plan_grad_ranges(p, false, &n);
+    gr_grange *r = gr_granges(p, &n);
     b->b = gr_xcalloc((size_t)(n + 1), sizeof *b->b);
     /* from the end of the arena down: a bucket takes ranges until it holds cap floats */
     int64_t hi = nt;

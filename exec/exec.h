@@ -98,19 +98,6 @@ void gr_plan_run_steps(gr_plan *p, int64_t n, const gr_exec_ctx *ctx, int from, 
  * how many of its steps are staged, "conv (1 of 53)" (the first conv of a
  * GPU run reads the fp32 input batch). */
 const char *gr_plan_staged_ops(const gr_plan *p, bool counts, char *buf, size_t n);
-/* A parameter's gradient: its range of the grads arena (the parameter's
- * own in the params arena) and the last of p's steps that writes it (reads:
- * or that reads the parameter itself). After that step the range is final
- * for the pass (buckets.h sums it over the processes then; with reads, an
- * update there changes nothing a later step computes: the eager update,
- * runner/eager.h). */
-typedef struct gr_grad_range {
-    int64_t off, n;
-    int last;
-} gr_grad_range;
-/* Every gradient p's steps write (and with reads, those of the parameters
- * they read), sorted by offset; *n of them; the caller frees the array. */
-gr_grad_range *gr_plan_grad_ranges(const gr_plan *p, bool reads, int *n);
 /* Device pointer of tensor t (activation arena or model arenas). */
 void *gr_plan_ptr(const gr_plan *p, int t);
 /* Whether t has a place in p (the model's arenas, or p's activation arena:

@@ -212,76 +212,7 @@ static void test_set_batch(void) {
     gr_cfg_free(l2);
 }
 
-/* The step of p that writes tensor t (-1: none). */
-static int writer_of(const gr_plan *p, int t) {
-    for (int i = 0; i < p->steps.n; i++)
-        for (int k = 0; k < p->steps.step[i].node->nout; k++)
-            if (p->steps.step[i].node->out[k] == t) return i;
-    return -1;
-}
-
-/* The range of gr_plan_grad_ranges at offset off (NULL: none). */
-static const gr_grad_range *range_at(const gr_grad_range *r, int n, int64_t off) {
-    for (int i = 0; i < n; i++)
-        if (r[i].off == off) return &r[i];
-    return NULL;
-}
-
-/* gr_plan_grad_ranges: each parameter's gradient range and the last step
- * that writes it; with reads, a later step that reads the parameter itself
- * moves it there (the eager update must come after every use, runner/eager.h). */
-static void test_grad_ranges(void) {
-    gr_cfg *layers = layers_of("[flatten, {dense: {units: 32}}, relu, {dense: {units: 16}}, relu, "
-                               "{dense: {units: 10}}]");
-    gr_graph g;
-    build(&g, layers, 8);
-    gr_plan p;
-    gr_error err = {0};
-    CHECK(gr_plan_compile(&p, NULL, &g, GR_PLAN_TRAIN, false, &err) == GR_OK);
-    int w = -1;
-    for (int t = 0; t < g.n_tensors; t++)
-        if (g.tensors[t].kind == GR_TK_PARAM && strcmp(g.tensors[t].name, "dense1.weight") == 0) w = t;
-    CHECK(w >= 0 && g.tensors[w].grad >= 0);
-    const int gw = g.tensors[w].grad, wstep = writer_of(&p, gw);
-    /* the step computing dense1's dx reads its weight: dense_bwd_data, the backward step reading w that
-     * does not write its gradient */
-    int rstep = -1;
-    for (int i = p.n_fwd_steps; i < p.steps.n; i++) {
-        const gr_node *nd = p.steps.step[i].node;
-        for (int k = 0; k < nd->nin && i != wstep; k++)
-            if (nd->in[k] == w) rstep = i;
-    }
-    CHECK(wstep >= 0 && rstep >= 0);
-    int n;
-    gr_grad_range *r = gr_plan_grad_ranges(&p, false, &n);
-    CHECK(n == 6); /* three weights, three biases */
-    for (int i = 1; i < n; i++) CHECK(r[i].off >= r[i - 1].off + r[i - 1].n);
-    const gr_grad_range *x = range_at(r, n, g.tensors[gw].param_offset);
-    CHECK(x && x->n == gr_tensor_numel(&g.tensors[w]) && x->last == wstep);
-    free(r);
-    /* the reading step after the writing one (swapped when it came first): with reads, the range is
-     * final only after it */
-    const int lo = wstep < rstep ? wstep : rstep, hi = wstep < rstep ? rstep : wstep;
-    if (rstep < wstep) {
-        gr_kargs tmp = p.steps.step[lo];
-        p.steps.step[lo] = p.steps.step[hi];
-        p.steps.step[hi] = tmp;
-    }
-    r = gr_plan_grad_ranges(&p, false, &n);
-    x = range_at(r, n, g.tensors[gw].param_offset);
-    CHECK(x && x->last == lo);
-    free(r);
-    r = gr_plan_grad_ranges(&p, true, &n);
-    x = range_at(r, n, g.tensors[gw].param_offset);
-    CHECK(n == 6 && x && x->last == hi);
-    free(r);
-    gr_plan_free(&p);
-    gr_graph_free(&g);
-    gr_cfg_free(layers);
-}
-
 int main(void) {
-    test_grad_ranges();
     test_set_batch();
     test_no_overlap();
     test_missing_kernel();
