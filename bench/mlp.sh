@@ -14,7 +14,10 @@
 # build/gpurun_peak_bench measures first (bench/peak_bench.c). Last, the ceiling the matrix
 # products alone set: the 8 products of a step at its shapes, cache-hot in a loop, on gpurun's
 # routes (bench/gemm_bench.c; once per repeat, after gpurun's run, the median), as a % of the
-# same peak: no step can beat it.
+# same peak: no step can beat it. With it, the floor the optimizer's memory traffic sets (SGD with
+# momentum reads and writes each weight and its momentum once a step: 16 bytes a parameter at the
+# measured copy bandwidth), and the % of the peak a step of the products at their hot speed plus
+# that floor would reach.
 #   THREADS=2 REPEAT=3 bench/mlp.sh
 # OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are left as the machine sets them, for
 # both sides alike (printed below).
@@ -57,7 +60,8 @@ done
 echo "the matrix products alone, the last repeat's (gpurun_gemm_bench):"
 echo "${GEMMS%$'\n'*}"
 flops=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["train_flops_per_sample"])' "$tmp/run1/summary.json")
-$PY - "${g_runs[*]}" "${t_runs[*]}" "${t1_runs[*]}" "$THREADS" "$flops" "$PEAK" "$(printf '%s\n' "${m_runs[@]}")" <<'PYEOF'
+params=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["params"])' "$tmp/run1/summary.json")
+$PY - "${g_runs[*]}" "${t_runs[*]}" "${t1_runs[*]}" "$THREADS" "$flops" "$PEAK" "$(printf '%s\n' "${m_runs[@]}")" "$params" <<'PYEOF'
 import json, statistics, sys
 g, t, t1 = (statistics.median(float(x) for x in a.split()) for a in sys.argv[1:4])
 flops, roof = float(sys.argv[5]), json.loads(sys.argv[6])["fp32_gflops"]
@@ -74,4 +78,10 @@ cg = mm[0]["flops"] / route / 1e3
 print(f"     ceiling: the step's matrix products alone, cache-hot (gpurun_gemm_bench, the median of {len(mm)}), "
       f"{route:.0f} us a step = {cg:.1f} GFLOP/s = {100 * cg / roof:.0f}% of the peak (the faster of sgemm and "
       f"matmul for each: {fast:.0f} us); gpurun's step reaches {100 * gf / cg:.0f}% of that")
+bw = json.loads(sys.argv[6])["mem_gbs"]
+opt_us = 16 * int(sys.argv[8]) / (bw * 1e3)
+best = mm[0]["flops"] / (route + opt_us) / 1e3
+print(f"     with the optimizer's floor (its weights and momentum read and written once a step, 16 bytes a "
+      f"parameter at {bw:.1f} GB/s: {opt_us:.0f} us), a step of the products at their hot speed plus that floor "
+      f"reaches {best:.1f} GFLOP/s = {100 * best / roof:.0f}% of the peak")
 PYEOF
