@@ -75,13 +75,22 @@ static bool gr_cpu_workspace(gr_backend *be, const gr_steps *s, size_t *bytes) {
     return true;
 }
 
-/* The GEMM library's kernels made, and the conv scratch reserved, before the
- * first step, under the memory limit (s->workspace: what gr_cpu_workspace
- * found when the plan was compiled). */
+/* Whether s has a backward step: under oneDNN only the backward passes call
+ * sgemm (dense's products; its forward runs on the matmul primitive). */
+static bool gr_cpu_steps_backward(const gr_steps *s) {
+    for (int i = 0; i < s->n; i++)
+        if (s->step[i].node->fwd >= 0) return true;
+    return false;
+}
+
+/* The GEMM library's kernels made for a plan that trains (an evaluation's
+ * does not call sgemm), and the conv scratch reserved, before the first
+ * step, under the memory limit (s->workspace: what gr_cpu_workspace found
+ * when the plan was compiled). */
 static gr_status gr_cpu_prepare(gr_backend *be, gr_steps *s, gr_error *err) {
     gr_cpu *cpu = be->impl;
     const size_t need = s->workspace;
-    if (cpu) gr_cpu_gemm_warm(cpu);
+    if (cpu && gr_cpu_steps_backward(s)) gr_cpu_gemm_warm(cpu);
     if (!cpu || gr_cpu_conv_reserve(cpu, need)) return GR_OK;
     return gr_error_set(err, GR_ERR_OOM, "out of memory on cpu: the convolutions' scratch needs %zu bytes at "
                         "micro-batch %lld; %zu free of the %zu GPURUN_MEMORY_LIMIT allows (lower train.micro_batch)",
