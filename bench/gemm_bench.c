@@ -2,10 +2,10 @@
  * products alone: each dense layer's three products (forward y = x W^T,
  * backward data dx = dy W but for the first layer's, backward weights
  * dW += dy^T x) at the step's shapes, timed hot in a loop on THREADS
- * threads (one for a product of GR_GEMM_ONE_THREAD_FLOPS or fewer, as gpurun
- * runs it: kernels/cpu/gemm.h) through oneDNN's sgemm (gpurun's route for the backward products,
- * kernels/cpu/dense.c) and its matmul primitive (gpurun's route for the
- * forward, dense_onednn.c), the fastest of 5 timings of each. It says what
+ * threads (one for a product of GR_GEMM_ONE_THREAD_FLOPS or fewer, as
+ * gpurun runs it: kernels/cpu/gemm.h) through oneDNN's sgemm (gpurun's route
+ * for the backward products, kernels/cpu/dense.c) and its matmul primitive
+ * (gpurun's route for the forward, dense_onednn.c), the fastest of 5 timings of each. It says what
  * the step could reach if nothing but these products ran, cache-hot: the
  * sum on gpurun's routes and on the faster of the two for each product.
  * bench/mlp.sh prints it as a % of the fp32 GEMM peak. Built with gpurun

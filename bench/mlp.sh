@@ -80,8 +80,8 @@ print(f"     ceiling: the step's matrix products alone, cache-hot (gpurun_gemm_b
       f"matmul for each: {fast:.0f} us); gpurun's step reaches {100 * gf / cg:.0f}% of that")
 bw = json.loads(sys.argv[6])["mem_gbs"]
 opt_us = 16 * int(sys.argv[8]) / (bw * 1e3)
-best = mm[0]["flops"] / (route + opt_us) / 1e3
+reach = mm[0]["flops"] / (route + opt_us) / 1e3
 print(f"     with the optimizer's floor (its weights and momentum read and written once a step, 16 bytes a "
       f"parameter at {bw:.1f} GB/s: {opt_us:.0f} us), a step of the products at their hot speed plus that floor "
-      f"reaches {best:.1f} GFLOP/s = {100 * best / roof:.0f}% of the peak")
+      f"reaches {reach:.1f} GFLOP/s = {100 * reach / roof:.0f}% of the peak")
 PYEOF
