@@ -71,7 +71,7 @@ const gr_spec_row gr_spec_rows[] = {
     STR("data.val.group", 0, "/", gr_spec_check_group, data.val.group),
     BOOL("data.shuffle", "true", NULL, data.shuffle),
     INT("data.prefetch", 0, 1, 64, "4", data.prefetch),
-    INT("data.workers", 0, 0, 256, "2", data.workers),
+    INT("data.workers", GR_SF_AUTO_NEG, 0, 256, "auto", data.workers),
     SECTION("data.augment", 0),
     SECTION("data.augment.crop", 0),
     INT("data.augment.crop.size", GR_SF_REQ, 1, 65536, NULL, data.crop_size),

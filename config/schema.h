@@ -36,7 +36,8 @@ enum {
     GR_SF_SEQ = 1 << 5,   /* tree: non-empty list */
     GR_SF_MAP = 1 << 6,   /* tree: map */
     GR_SF_FIXED = 1 << 7, /* list: exactly `size` items, no count field */
-    GR_SF_LIST = 1 << 8   /* tree: a list, which may be empty */
+    GR_SF_LIST = 1 << 8,  /* tree: a list, which may be empty */
+    GR_SF_AUTO_NEG = 1 << 9 /* int: "auto" means -1 (where 0 is a value of its own) */
 };
 
 typedef const char *(*gr_spec_check_fn)(const char *value);

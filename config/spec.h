@@ -99,7 +99,7 @@ typedef struct gr_job_spec {
         gr_split_spec train, val; /* val.path "" = no eval */
         bool shuffle;             /* true */
         int64_t prefetch;         /* 4, in [1, 64] */
-        int64_t workers;          /* 2, in [0, 256] */
+        int64_t workers;          /* in [0, 256]; -1: auto (gr_job_data_workers) */
         int64_t crop_size;        /* augment.crop.size, 0 = off */
         int64_t crop_padding;     /* augment.crop.padding, 0 (type random only) */
         int crop_type;            /* augment.crop.type: 0 random (crop of the padded image),

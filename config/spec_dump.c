@@ -68,7 +68,7 @@ static void gr_spec_dump_section(const gr_job_spec *spec, const char *prefix, FI
             } else {
                 int64_t v;
                 memcpy(&v, p, sizeof v);
-                if ((r->flags & GR_SF_AUTO) && v == 0) fputs(" auto", f);
+                if (((r->flags & GR_SF_AUTO) && v == 0) || ((r->flags & GR_SF_AUTO_NEG) && v == -1)) fputs(" auto", f);
                 else fprintf(f, " %" PRId64, v);
             }
             break;

@@ -45,9 +45,10 @@ static gr_status gr_spec_set(const gr_spec_row *r, const gr_cfg *n, const char *
     case GR_ST_INT: {
         int64_t v = 0;
         bool plain = n->kind == GR_CFG_SCALAR && !n->quoted;
-        if ((r->flags & GR_SF_AUTO) && plain && !strcmp(n->scalar, "auto")) {
-            v = 0;
-        } else if ((r->flags & GR_SF_AUTO) &&
+        const bool autos = r->flags & (GR_SF_AUTO | GR_SF_AUTO_NEG);
+        if (autos && plain && !strcmp(n->scalar, "auto")) {
+            v = (r->flags & GR_SF_AUTO_NEG) ? -1 : 0;
+        } else if (autos &&
                    !(plain && gr_cfg_is_digits(n->scalar + (n->scalar[0] == '+' || n->scalar[0] == '-')))) {
             return gr_cfg_error(err, n, key, "expected auto or an integer, got %s", gr_cfg_got(n, got, sizeof got));
         } else if ((st = gr_cfg_int_ex(n, key, r->ilo, r->ihi, &v, err))) {

@@ -43,10 +43,10 @@ gr_status gr_job_decode_setup(gr_job *j, bool quiet, gr_error *err) {
     if (!strcmp(want, "cpu") || !cuda || gr_backend_decoder_open(j->be, desc, sizeof desc, &e) != GR_OK) {
         if (e.msg[0] && say) /* a fall-back: said even with --quiet */
             fprintf(stderr, "gpurun: data.decode %s: decoding JPEGs on the host (%lld loader workers) instead of "
-                    "the GPU: %s\n", want, (long long)s->data.workers, e.msg);
+                    "the GPU: %s\n", want, (long long)gr_job_data_workers(j, NULL), e.msg);
         else if (!quiet && say)
             fprintf(stderr, "gpurun: data: decoding JPEGs on the host (%lld loader workers)%s\n",
-                    (long long)s->data.workers, strcmp(want, "cpu") ? "" : " (data.decode cpu)");
+                    (long long)gr_job_data_workers(j, NULL), strcmp(want, "cpu") ? "" : " (data.decode cpu)");
         return GR_OK;
     }
     j->decode_gpu = true;

@@ -494,6 +494,21 @@ void gr_job_say_staged(const gr_job *j, bool quiet) {
             gr_plan_staged_ops(&j->train_plan, true, ops, sizeof ops));
 }
 
+int gr_job_data_workers(const gr_job *j, const char **why) {
+    const int64_t w = j->spec->data.workers;
+    const char *r = "data.workers";
+    int n = (int)w;
+    if (w < 0) {
+        const bool cpu = j->be && !strcmp(gr_backend_name(j->be), "cpu");
+        const bool pixels = !(j->train_ds && gr_dataset_encoded(j->train_ds));
+        n = cpu && pixels ? 0 : GR_DATA_WORKERS_AUTO;
+        r = n == 0 ? "data.workers auto: on the cpu the training thread makes each batch of stored pixels"
+                   : "data.workers auto";
+    }
+    if (why) *why = r;
+    return n;
+}
+
 void gr_job_loader_config(const gr_job *j, gr_loader_config *lc) {
     const gr_job_spec *s = j->spec;
     memset(lc, 0, sizeof *lc);
@@ -505,7 +520,7 @@ void gr_job_loader_config(const gr_job *j, gr_loader_config *lc) {
     memcpy(lc->mean, j->mean, sizeof lc->mean);
     memcpy(lc->std, j->std, sizeof lc->std);
     lc->prefetch = (int)s->data.prefetch;
-    lc->workers = (int)s->data.workers;
+    lc->workers = gr_job_data_workers(j, NULL);
     lc->skip_damaged = s->data.on_error == 1;
     lc->encoded_payload = j->decode_gpu; /* gr_job_decode_setup */
 }

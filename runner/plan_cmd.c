@@ -138,6 +138,9 @@ static void gr_plan_cmd_host(const gr_job *j, const gr_mem_need *need, FILE *f) 
     }
     gr_fmt_count((int64_t)h.total, a, sizeof a);
     fprintf(f, "  total            %14s  (the peak resident set: summary.json's planned_host_bytes)\n", a);
+    const char *why;
+    const int workers = gr_job_data_workers(j, &why);
+    fprintf(f, "data: %d loader thread%s (%s)\n", workers, workers == 1 ? "" : "s", why);
 }
 
 /* The backend the run would take (auto: GPU 0, else the cpu), configured

@@ -107,7 +107,7 @@ static void gr_loop_data_warning(gr_job *j, bool quiet) {
         return;
     j->data_warned = true;
     const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    const long long workers = j->spec->data.workers;
+    const long long workers = gr_job_data_workers(j, NULL);
     const bool gpu = strncmp(mx->run.device, "cuda", 4) == 0, jpeg = gr_loader_encoded(j->train_ld);
     const char *advice = workers < cores ? "raise data.workers"
                          : gpu ? "more cores would feed it"

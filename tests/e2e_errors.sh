@@ -373,9 +373,15 @@ for c in memory none; do
     check "data.cache $c: the same losses as auto" cmp <(grep -o '"loss":[^,]*' "$T/rd_crop_ok/metrics.jsonl") \
         <(grep -o '"loss":[^,]*' "$T/rd_cache_$c/metrics.jsonl")
 done
-for w in 0 1 3; do
+# data.workers auto: on the cpu the training thread makes a batch of stored pixels; a number is taken as it is
+expect_ok "data: 0 loader threads (data.workers auto: on the cpu the training thread makes each batch" -- \
+    "$G" plan "$T/crop_ok.yaml" --set device=cpu
+expect_ok "data: 3 loader threads (data.workers)" -- "$G" plan "$T/crop_ok.yaml" --set device=cpu --set data.workers=3
+expect_fail 2 "data.workers" "expected auto or an integer, got 'some'" -- "$G" validate "$T/ok.yaml" --set data.workers=some
+expect_fail 2 "data.workers" "must be <= 256, got 300" -- "$G" validate "$T/ok.yaml" --set data.workers=300
+for w in 0 1 2 3; do
     expect_ok -- "$G" "$T/crop_ok.yaml" "${THREADS[@]}" --run-dir "$T/rd_workers_$w" --quiet --set data.workers=$w --set data.prefetch=2
-    check "data.workers $w: the same losses as 2 workers" cmp <(grep -o '"loss":[^,]*' "$T/rd_crop_ok/metrics.jsonl") \
+    check "data.workers $w: the same losses as auto" cmp <(grep -o '"loss":[^,]*' "$T/rd_crop_ok/metrics.jsonl") \
         <(grep -o '"loss":[^,]*' "$T/rd_workers_$w/metrics.jsonl")
 done
 

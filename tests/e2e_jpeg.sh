@@ -100,6 +100,8 @@ expect_fail 2 "data.decode" "gpu needs a CUDA device, and device is cpu" -- \
     "$G" "$T/w2.yaml" --run-dir "$T/rg" --set data.decode=gpu --set device=cpu
 expect 0 "decoding JPEGs on the host (2 loader workers) (data.decode cpu)" -- \
     "$G" "$T/w2.yaml" --run-dir "$T/rc" --set data.decode=cpu --set device=cpu --set train.steps=2
+# data.workers auto: a JPEG split keeps its 2 loader threads on the cpu (a split of pixels gets none: e2e_errors)
+expect_ok "data: 2 loader threads (data.workers auto)" -- "$G" plan "$T/w2.yaml" --set device=cpu --set data.workers=auto
 
 job "$T/nocrop.yaml" 2 "{flip: true}"
 expect_fail 2 "data.augment.crop.size" "required" "is an encoded image split" -- "$G" plan "$T/nocrop.yaml"

@@ -188,7 +188,7 @@ static void test_minimal_and_defaults(void) {
     CHECK(s.precision == GR_PREC_FP32);
     CHECK(!s.loss_scale_dynamic && s.loss_scale == 1.0);
     CHECK(!s.deterministic);
-    CHECK(s.data.shuffle && s.data.prefetch == 4 && s.data.workers == 2);
+    CHECK(s.data.shuffle && s.data.prefetch == 4 && s.data.workers == -1); /* auto (gr_job_data_workers) */
     CHECK(s.data.crop_size == 0 && s.data.crop_padding == 0 && !s.data.flip);
     CHECK(s.data.n_mean == 0 && s.data.n_std == 0);
     CHECK(!strcmp(s.data.cache, "auto"));
@@ -333,9 +333,20 @@ static void test_full_and_round_trip(void) {
         CHECK_MSG(st == GR_OK, "%s", e.msg);
         if (st == GR_OK) {
             CHECK(!strcmp(t.name, "fmnist") && t.train.micro_batch == 128 && t.train.epochs == 5);
-            CHECK(t.train.optimizer.momentum == 0.9 && t.data.workers == 2 && t.checkpoint.keep == 3);
+            CHECK(t.train.optimizer.momentum == 0.9 && t.data.workers == -1 && t.checkpoint.keep == 3);
             CHECK(!strcmp(t.data.val.path, s.data.val.path) && t.loss_scale == 1 && !t.loss_scale_dynamic);
             CHECK(same_tree(s.model.layers, t.model.layers));
+            gr_spec_free(&t);
+        }
+        /* data.workers 0 (the training thread) is a value of its own: written as 0, not auto */
+        s.data.workers = 0;
+        f = fopen(out, "w");
+        gr_spec_dump(&s, f);
+        fclose(f);
+        st = load(out, NULL, 0, &t, &e);
+        CHECK_MSG(st == GR_OK, "%s", e.msg);
+        if (st == GR_OK) {
+            CHECK(t.data.workers == 0);
             gr_spec_free(&t);
         }
         gr_spec_free(&s);
