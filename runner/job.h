@@ -152,7 +152,7 @@ void gr_job_say_staged(const gr_job *j, bool quiet);
  * decode is a copy and a normalize, and decode threads waking among the
  * step's, which take the cores, preempted them and cost more than the decode
  * did: DESIGN 2.3, Threads), else GR_DATA_WORKERS_AUTO (a GPU's step leaves the cores
- * to them; JPEGs cost more than a step's share of one thread). *why, when
+ * to them; a JPEG split keeps them, as before). *why, when
  * not NULL: the reason, for the lines that name the count. */
 enum { GR_DATA_WORKERS_AUTO = 2 };
 int gr_job_data_workers(const gr_job *j, const char **why);
