@@ -51,6 +51,11 @@ static gr_status gr_spec_set(const gr_spec_row *r, const gr_cfg *n, const char *
         } else if (autos &&
                    !(plain && gr_cfg_is_digits(n->scalar + (n->scalar[0] == '+' || n->scalar[0] == '-')))) {
             return gr_cfg_error(err, n, key, "expected auto or an integer, got %s", gr_cfg_got(n, got, sizeof got));
+        } else if (autos) { /* a number out of range is told that auto is there too */
+            if ((st = gr_cfg_int_ex(n, key, INT64_MIN, INT64_MAX, &v, err))) return st;
+            if (v < r->ilo || v > r->ihi)
+                return gr_cfg_error(err, n, key, "expected auto or an integer %s %" PRId64 ", got %s",
+                                    v < r->ilo ? ">=" : "<=", v < r->ilo ? r->ilo : r->ihi, n->scalar);
         } else if ((st = gr_cfg_int_ex(n, key, r->ilo, r->ihi, &v, err))) {
             return st;
         }

@@ -378,7 +378,8 @@ expect_ok "data: 0 loader threads (data.workers auto: on the cpu the training th
     "$G" plan "$T/crop_ok.yaml" --set device=cpu
 expect_ok "data: 3 loader threads (data.workers)" -- "$G" plan "$T/crop_ok.yaml" --set device=cpu --set data.workers=3
 expect_fail 2 "data.workers" "expected auto or an integer, got 'some'" -- "$G" validate "$T/ok.yaml" --set data.workers=some
-expect_fail 2 "data.workers" "must be <= 256, got 300" -- "$G" validate "$T/ok.yaml" --set data.workers=300
+expect_fail 2 "data.workers" "expected auto or an integer <= 256, got 300" -- "$G" validate "$T/ok.yaml" --set data.workers=300
+expect_fail 2 "data.workers" "expected auto or an integer >= 0, got -1" -- "$G" validate "$T/ok.yaml" --set data.workers=-1
 for w in 0 1 2 3; do
     expect_ok -- "$G" "$T/crop_ok.yaml" "${THREADS[@]}" --run-dir "$T/rd_workers_$w" --quiet --set data.workers=$w --set data.prefetch=2
     check "data.workers $w: the same losses as auto" cmp <(grep -o '"loss":[^,]*' "$T/rd_crop_ok/metrics.jsonl") \

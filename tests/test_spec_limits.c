@@ -184,7 +184,7 @@ static void test_counts(void) {
         {"seed=9223372036854775808", "--set:1:1: seed: integer out of range, got 9223372036854775808"},
         {"seed=18446744073709551616", "--set:1:1: seed: integer out of range, got 18446744073709551616"},
         {"train.steps=99999999999999999999", "--set:1:1: train.steps: integer out of range, got 99999999999999999999"},
-        {"data.workers=4294967298", "--set:1:1: data.workers: must be <= 256, got 4294967298"},
+        {"data.workers=4294967298", "--set:1:1: data.workers: expected auto or an integer <= 256, got 4294967298"},
         {"parallel.bucket_mb=1048576", NULL},
         {"parallel.bucket_mb=1048577", "--set:1:1: parallel.bucket_mb: must be in [0, 1048576], got 1048577"},
         {"parallel.bucket_mb=1e300", "--set:1:1: parallel.bucket_mb: must be in [0, 1048576], got 1e300"},
