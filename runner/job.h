@@ -148,12 +148,12 @@ gr_status gr_job_load_weights(gr_job *j, const char *checkpoint, int64_t *step, 
 void gr_job_say_staged(const gr_job *j, bool quiet);
 /* The loader threads a loader of this job gets: data.workers, or for auto
  * (-1) 0 where the job runs on the cpu and the train split stores its pixels
- * or is read as a table (the training thread makes each batch: such a
- * decode is a copy and a normalize, and decode threads waking among the
- * step's, which take the cores, preempted them and cost more than the decode
- * did: DESIGN 2.3, Threads), else GR_DATA_WORKERS_AUTO (a GPU's step leaves the cores
- * to them; a JPEG split keeps them, as before). *why, when
- * not NULL: the reason, for the lines that name the count. */
+ * or is read as a table (the training thread makes each batch: such a decode
+ * is a copy and a normalize, and decode threads waking among the step's,
+ * which take the cores, preempted them and cost more than the decode did:
+ * DESIGN 2.3, Threads), else GR_DATA_WORKERS_AUTO (a GPU's step leaves the
+ * cores to them; a JPEG split keeps them, as before). *why, when not NULL:
+ * the reason, for the lines that name the count. */
 enum { GR_DATA_WORKERS_AUTO = 2 };
 int gr_job_data_workers(const gr_job *j, const char **why);
 /* The base of both loaders' configuration: micro-batch, seed, normalization,
