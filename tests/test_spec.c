@@ -19,6 +19,15 @@ static gr_status load(const char *file, const char *const *sets, int nsets, gr_j
     return gr_spec_load(file, sets, nsets, s, e);
 }
 
+/* s written out to the file out (gr_spec_dump) and loaded back into t */
+static gr_status dump_load(const gr_job_spec *s, const char *out, gr_job_spec *t, gr_error *e) {
+    FILE *f = fopen(out, "w");
+    if (!f) return gr_error_set(e, GR_ERR_INTERNAL, "%s: cannot write", out);
+    gr_spec_dump(s, f);
+    fclose(f);
+    return load(out, NULL, 0, t, e);
+}
+
 /* ---- error table: file, --set overrides, expected message (a suffix of the
  * spec directory path + this, or the whole message when the file is not under
  * specs/) ---- */
@@ -297,15 +306,7 @@ static void test_full_and_round_trip(void) {
     check_full(&s);
 
     const char *out = GR_TEST_TMP "/spec_roundtrip.yaml";
-    FILE *f = fopen(out, "w");
-    CHECK(f != NULL);
-    if (!f) {
-        gr_spec_free(&s);
-        return;
-    }
-    gr_spec_dump(&s, f);
-    fclose(f);
-    st = load(out, NULL, 0, &t, &e);
+    st = dump_load(&s, out, &t, &e);
     CHECK_MSG(st == GR_OK, "reloading the dump: %s", e.msg);
     if (st == GR_OK) {
         check_full(&t);
@@ -315,7 +316,7 @@ static void test_full_and_round_trip(void) {
         char first[1 << 16];
         snprintf(first, sizeof first, "%s", slurp(out));
         const char *out2 = GR_TEST_TMP "/spec_roundtrip2.yaml";
-        f = fopen(out2, "w");
+        FILE *f = fopen(out2, "w");
         gr_spec_dump(&t, f);
         fclose(f);
         CHECK(!strcmp(first, slurp(out2)));
@@ -326,10 +327,7 @@ static void test_full_and_round_trip(void) {
     /* the minimal spec round-trips too (defaults written out) */
     st = load(SPEC("valid_min.yaml"), NULL, 0, &s, &e);
     if (st == GR_OK) {
-        f = fopen(out, "w");
-        gr_spec_dump(&s, f);
-        fclose(f);
-        st = load(out, NULL, 0, &t, &e);
+        st = dump_load(&s, out, &t, &e);
         CHECK_MSG(st == GR_OK, "%s", e.msg);
         if (st == GR_OK) {
             CHECK(!strcmp(t.name, "fmnist") && t.train.micro_batch == 128 && t.train.epochs == 5);
@@ -340,10 +338,7 @@ static void test_full_and_round_trip(void) {
         }
         /* data.workers 0 (the training thread) is a value of its own: written as 0, not auto */
         s.data.workers = 0;
-        f = fopen(out, "w");
-        gr_spec_dump(&s, f);
-        fclose(f);
-        st = load(out, NULL, 0, &t, &e);
+        st = dump_load(&s, out, &t, &e);
         CHECK_MSG(st == GR_OK, "%s", e.msg);
         if (st == GR_OK) {
             CHECK(t.data.workers == 0);
