@@ -138,6 +138,10 @@ static void gr_plan_cmd_host(const gr_job *j, const gr_mem_need *need, FILE *f) 
     }
     gr_fmt_count((int64_t)h.total, a, sizeof a);
     fprintf(f, "  total            %14s  (the peak resident set: summary.json's planned_host_bytes)\n", a);
+}
+
+/* The loader threads the run gets (data.workers, auto resolved) and why. */
+static void gr_plan_cmd_loader(const gr_job *j, FILE *f) {
     const char *why;
     const int workers = gr_job_data_workers(j, &why);
     fprintf(f, "data: %d loader thread%s (%s)\n", workers, workers == 1 ? "" : "s", why);
@@ -453,6 +457,7 @@ gr_status gr_train_plan_report(const gr_job_spec *spec, const char *memory, FILE
     gr_memfit_of(&j.g, gr_optim_slots(&spec->train.optimizer), &tp, &ep, &need);
     gr_plan_cmd_memory(spec, &j.g, &tp, &need, f);
     gr_plan_cmd_host(&j, &need, f);
+    gr_plan_cmd_loader(&j, f);
     gr_plan_cmd_fit(j.be, dev, need.total, f);
     gr_plan_free(&tp);
     gr_plan_free(&ep);
