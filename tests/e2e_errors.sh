@@ -242,17 +242,17 @@ spec nofile nothere
 expect_fail 3 "$T/nothere.h5" -- "$G" "$T/nofile.yaml" --run-dir "$T/rd_nofile"
 check "a data error leaves no run directory" test ! -e "$T/rd_nofile"
 expect_fail 3 "$T/nothere.h5" -- "$G" plan "$T/nofile.yaml"
-# out of memory (exit 4): under a 2 GB address-space limit (the process itself takes 1 to
-# 1.2 GB of it, libraries and the thread pools' reservations, more with more threads), a model
-# of 1.5M hidden units (0.5 GB of weights, gradients and their host copy; 0.4 GB per activation,
-# so each arena needs about 1 GB): the message gives the bytes needed, free and total; nothing
-# is written.
+# out of memory (exit 4): under a 2 GB address-space limit (the process itself takes about
+# 0.5 GB of it, libraries and the thread pools' reservations, more with more threads), a model
+# of 2.5M hidden units (0.8 GB of weights and gradients; 0.64 GB per activation, so the
+# training arena alone needs 1.28 GB): the message gives the bytes needed, free and total;
+# nothing is written. (1.5M units did it while cuBLAS, linked, took 0.6 GB of the space.)
 # `plan` warns beforehand. (Not in sanitizer builds: ASan cannot start under ulimit -v.)
 if { bash -c "ulimit -v 2000000 && exec '$G' --version" >/dev/null 2>&1; } 2>/dev/null; then
     expect_fail 4 "out of memory on cpu: the " "bytes free of" -- bash -c "ulimit -v 2000000 && exec '$G' '$T/ok.yaml' \
-        --quiet --device cpu --run-dir '$T/rd_oom' --set model.layers.1.dense.units=1500000 --set train.batch_size=64"
+        --quiet --device cpu --run-dir '$T/rd_oom' --set model.layers.1.dense.units=2500000 --set train.batch_size=64"
     check "out of memory: no run directory left" test ! -e "$T/rd_oom"
-    bash -c "ulimit -v 2000000 && exec '$G' plan '$T/ok.yaml' --set device=cpu --set model.layers.1.dense.units=1500000 \
+    bash -c "ulimit -v 2000000 && exec '$G' plan '$T/ok.yaml' --set device=cpu --set model.layers.1.dense.units=2500000 \
         --set train.batch_size=64" >"$T/oom.plan" 2>&1
     check "plan under the same limit: warns the job will not fit on the cpu" \
         grep -qE "^warning: this job needs [0-9,]+ bytes on cpu .*it will not fit" "$T/oom.plan"

@@ -6,7 +6,9 @@
  * its file:line and the library's message through gr_backend_fault, whose
  * handler (runner/main.c) prints it and exits 7 (DESIGN 1.2). Calls
  * whose failure is an expected condition (cudaMalloc, device discovery)
- * are checked by hand where they are made and reported as a gr_status. */
+ * are checked by hand where they are made and reported as a gr_status.
+ * cuBLAS calls go through the table its loader fills (gr_cublas,
+ * cublas_dl.h), which a C file using GR_CUBLAS includes. */
 #ifndef GR_CU_CHECK_H
 #define GR_CU_CHECK_H
 
@@ -32,7 +34,7 @@ __attribute__((noreturn)) void gr_cuda_die(const char *file, int line, const cha
 
 #define GR_CUBLAS(call) do { \
     cublasStatus_t gr_s_ = (call); \
-    if (gr_s_ != CUBLAS_STATUS_SUCCESS) gr_cuda_die(__FILE__, __LINE__, #call, cublasGetStatusString(gr_s_)); \
+    if (gr_s_ != CUBLAS_STATUS_SUCCESS) gr_cuda_die(__FILE__, __LINE__, #call, gr_cublas.GetStatusString(gr_s_)); \
 } while (0)
 
 #define GR_CUDNN(call) do { \

@@ -251,7 +251,7 @@ static void gr_cuda_configure(gr_backend *be, const gr_backend_opts *o) {
     const char *h = gr_env_str(GR_ENV_HALF);
     cu->half_native = !(h && strcmp(h, "staged") == 0);
     /* fp32 is strict: no TF32 tensor cores unless the job asks for them */
-    GR_CUBLAS(cublasSetMathMode(cu->blas, o->precision == GR_PREC_FP32 ? CUBLAS_DEFAULT_MATH
+    GR_CUBLAS(gr_cublas.SetMathMode(cu->blas, o->precision == GR_PREC_FP32 ? CUBLAS_DEFAULT_MATH
                                                                        : CUBLAS_TF32_TENSOR_OP_MATH));
 }
 
@@ -444,7 +444,7 @@ static void gr_cuda_destroy(gr_backend *be) {
     gr_cuda_conv_free_all(cu);
     gr_cuda_sdpa_free_all(cu);
     GR_CUDNN(cudnnDestroy(cu->dnn));
-    GR_CUBLAS(cublasDestroy(cu->blas)); /* before its workspace goes */
+    GR_CUBLAS(gr_cublas.Destroy(cu->blas)); /* before its workspace goes */
     gr_cuda_free_raw(cu, cu->ws);
     gr_cuda_free_raw(cu, cu->wh);
     gr_cuda_free_raw(cu, cu->blas_ws);
@@ -523,6 +523,8 @@ gr_status gr_cuda_backend_create(int device, gr_backend **out, gr_error *err) {
     if (prop.major < 8)
         return gr_error_set(err, GR_ERR_DEVICE, "device cuda:%d (%s) is compute capability %d.%d; this build "
                             "needs 8.0 or newer (sm_80/sm_90 code)", device, prop.name, prop.major, prop.minor);
+    gr_status st = gr_cublas_load(err); /* the first CUDA backend of the process loads it */
+    if (st != GR_OK) return st;
 
     gr_cuda_impl *im = gr_xcalloc(1, sizeof *im);
     gr_cuda *cu = &im->cu;
@@ -534,8 +536,8 @@ gr_status gr_cuda_backend_create(int device, gr_backend **out, gr_error *err) {
     GR_CU(cudaStreamCreateWithFlags(&cu->copy, cudaStreamNonBlocking));
     GR_CU(cudaEventCreateWithFlags(&cu->uploaded, cudaEventDisableTiming));
     GR_CU(cudaEventCreateWithFlags(&cu->computed, cudaEventDisableTiming));
-    GR_CUBLAS(cublasCreate(&cu->blas));
-    GR_CUBLAS(cublasSetStream(cu->blas, cu->stream));
+    GR_CUBLAS(gr_cublas.Create(&cu->blas));
+    GR_CUBLAS(gr_cublas.SetStream(cu->blas, cu->stream));
     GR_CUDNN(cudnnCreate(&cu->dnn));
     GR_CUDNN(cudnnSetStream(cu->dnn, cu->stream));
     cu->blas_ws_bytes = 32u << 20; /* NVIDIA's recommendation for Hopper */
@@ -554,11 +556,11 @@ gr_status gr_cuda_backend_create(int device, gr_backend **out, gr_error *err) {
                             "the run context and reduction scratch; %zu free of %zu", device,
                             (size_t)(32u << 20) + sizeof(gr_dev_ctx) + GR_SUMSQ_SCRATCH * sizeof(double), fr, tot);
     }
-    GR_CUBLAS(cublasSetWorkspace(cu->blas, cu->blas_ws, cu->blas_ws_bytes));
+    GR_CUBLAS(gr_cublas.SetWorkspace(cu->blas, cu->blas_ws, cu->blas_ws_bytes));
     cu->opts.precision = GR_PREC_FP32;
     cu->sync_each = gr_env_bool(GR_ENV_CUDA_SYNC, false);
     cu->half_native = true;
-    GR_CUBLAS(cublasSetMathMode(cu->blas, CUBLAS_DEFAULT_MATH));
+    GR_CUBLAS(gr_cublas.SetMathMode(cu->blas, CUBLAS_DEFAULT_MATH));
     *out = be;
     return GR_OK;
 }

@@ -16,6 +16,7 @@
 #include "../backend.h"
 #include "../body.h"
 #include "cu_check.h"
+#include "cublas_dl.h"
 
 typedef struct gr_cuda {
     int device;
