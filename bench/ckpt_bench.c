@@ -199,7 +199,8 @@ int main(int argc, char **argv) {
     gr_backend_upload(be, dev_params, params, n_params * sizeof(float));
     gr_backend_upload(be, dev_optim, optim, n_optim * sizeof(float));
     gr_backend_sync(be);
-    gr_saver *sv = gr_saver_new(dir, 1, &g, slots);
+    gr_saver *sv = NULL;
+    if (gr_saver_new(dir, 1, &g, slots, &sv, &err)) ckb_die(&err);
     double stall_s[CKB_MAX_REPEAT + 1], write_s[CKB_MAX_REPEAT + 1], copy_s[CKB_MAX_REPEAT + 1];
     for (long r = 0; r <= repeat; r++) {
         if (gr_saver_wait(sv, &err)) ckb_die(&err);

@@ -138,6 +138,15 @@ static void gr_plan_cmd_host(const gr_job *j, const gr_mem_need *need, FILE *f) 
     }
     gr_fmt_count((int64_t)h.total, a, sizeof a);
     fprintf(f, "  total            %14s  (the peak resident set: summary.json's planned_host_bytes)\n", a);
+    /* what is free is what this process may still take: its own pages are counted there already */
+    size_t av = 0, tot = 0;
+    if (gr_host_mem_info(&av, &tot) && h.total > h.process && h.total - h.process > av) {
+        char b[64];
+        gr_fmt_count((int64_t)(h.total - h.process), a, sizeof a);
+        gr_fmt_count((int64_t)av, b, sizeof b);
+        fprintf(f, "warning: a run of this job needs %s more bytes of host memory, more than the %s free: it will "
+                "not fit\n", a, b);
+    }
 }
 
 /* The loader threads the run gets (data.workers, auto resolved) and why. */

@@ -129,14 +129,20 @@ gr_status gr_job_pick_checkpoint(gr_job *j, const gr_run_options *opt, int64_t s
     return st ? st : gr_ckptdir_check(j, opt, err); /* another run's checkpoints are not written over */
 }
 
+gr_status gr_job_saver(gr_job *j, gr_error *err) {
+    if (!gr_job_writer(j)) return GR_OK; /* rank 0 alone saves */
+    const gr_job_spec *s = j->spec;
+    return gr_saver_new(j->ckpt_dir, (int)s->checkpoint.keep, &j->g, gr_optim_slots(&s->train.optimizer), &j->saver,
+                        err);
+}
+
 gr_status gr_job_resume(gr_job *j, const gr_run_options *opt, int64_t spe, int64_t *start, gr_error *err) {
     const gr_job_spec *s = j->spec;
     *start = 0;
-    gr_status st; /* j->ckpt_dir: set and made by gr_job_open_run_dir */
+    gr_status st; /* j->ckpt_dir: made by gr_job_open_run_dir */
     gr_job_spec_text(j);
     const int slots = gr_optim_slots(&s->train.optimizer);
     const bool w = gr_job_writer(j); /* rank 0 alone saves and trims */
-    if (w) j->saver = gr_saver_new(j->ckpt_dir, (int)s->checkpoint.keep, &j->g, slots);
     if (!opt->resume) return GR_OK;
     if (!j->pre_found) {
         if (!opt->quiet) fprintf(stderr, "gpurun: --resume auto: no checkpoint in %s; starting fresh\n", j->ckpt_dir);

@@ -29,7 +29,12 @@ void gr_job_peek_threads(gr_job *j, const gr_run_options *opt);
  * the run directory is touched. */
 gr_status gr_job_pick_checkpoint(gr_job *j, const gr_run_options *opt, int64_t spe, int64_t total, gr_error *err);
 
-/* Sets up the saver; with --resume, restores the checkpoint
+/* Rank 0's saver (saver.h), made before the run directory is touched: a
+ * host without room for its copy of the model is an error (exit 4) that
+ * leaves nothing on disk. */
+gr_status gr_job_saver(gr_job *j, gr_error *err);
+
+/* With --resume, restores the checkpoint
  * gr_job_pick_checkpoint chose (model, loss scaler, metrics record), trims
  * the metrics past it, puts the train loader at its position and returns
  * the step to continue from (*start; 0: fresh). */

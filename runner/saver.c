@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -28,21 +29,34 @@ struct gr_saver {
     pthread_cond_t copied;
 };
 
-gr_saver *gr_saver_new(const char *dir, int keep, const gr_graph *g, int optim_slots) {
+gr_status gr_saver_new(const char *dir, int keep, const gr_graph *g, int optim_slots, gr_saver **out,
+                       gr_error *err) {
+    const size_t pb = (size_t)(g->n_params ? g->n_params : 1) * sizeof(float);
+    const size_t ob = (size_t)(optim_slots * g->n_trainable + 1) * sizeof(float);
+    float *params = malloc(pb), *optim = malloc(ob);
+    if (!params || !optim) {
+        free(params);
+        free(optim);
+        size_t av = 0, tot = 0;
+        char fr[96] = "";
+        if (gr_host_mem_info(&av, &tot)) snprintf(fr, sizeof fr, "; %zu bytes free of %zu", av, tot);
+        return gr_error_set(err, GR_ERR_OOM, "out of memory on the host: the checkpoints' copy of the parameters "
+                            "and optimizer state needs %zu bytes%s (gpurun plan's host table counts it)", pb + ob,
+                            fr);
+    }
     gr_saver *sv = gr_xcalloc(1, sizeof *sv);
     sv->dir = gr_xstrdup(dir);
     sv->keep = keep;
     sv->state.g = g;
     sv->slots = optim_slots;
-    const size_t pb = (size_t)(g->n_params ? g->n_params : 1) * sizeof(float);
-    const size_t ob = (size_t)(optim_slots * g->n_trainable + 1) * sizeof(float);
-    sv->state.params = gr_xmalloc(pb);
-    sv->state.optim = gr_xmalloc(ob);
+    sv->state.params = params;
+    sv->state.optim = optim;
     memset(sv->state.params, 0, pb); /* first-touch faults now, not in the first save's stall */
     memset(sv->state.optim, 0, ob);
     pthread_mutex_init(&sv->mu, NULL);
     pthread_cond_init(&sv->copied, NULL);
-    return sv;
+    *out = sv;
+    return GR_OK;
 }
 
 double gr_saver_last_s(const gr_saver *sv) { return sv->last_s; }

@@ -12,8 +12,11 @@
 
 typedef struct gr_saver gr_saver;
 
-/* dir: the checkpoint directory (must exist); keep: checkpoints kept. */
-gr_saver *gr_saver_new(const char *dir, int keep, const gr_graph *g, int optim_slots);
+/* dir: the checkpoint directory (made before the first save); keep:
+ * checkpoints kept. Its copy of the parameters and optimizer state is
+ * allocated here: GR_ERR_OOM, saying so, when the host has no room. */
+gr_status gr_saver_new(const char *dir, int keep, const gr_graph *g, int optim_slots, gr_saver **out,
+                       gr_error *err);
 void gr_saver_free(gr_saver *sv);
 /* Waits for the save in flight, if any; returns its status (once). */
 gr_status gr_saver_wait(gr_saver *sv, gr_error *err);

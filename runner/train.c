@@ -385,7 +385,7 @@ gr_status gr_train_run(const gr_job_spec *spec, const gr_run_options *opt0, gr_e
     if ((st = gr_job_open_loaders(&j, err))) goto done;
     gr_loop_init(&L, &j);
     /* a checkpoint that does not verify or fit changes nothing on disk */
-    if ((st = gr_job_pick_checkpoint(&j, opt, L.spe, L.total, err))) goto done;
+    if ((st = gr_job_pick_checkpoint(&j, opt, L.spe, L.total, err)) || (st = gr_job_saver(&j, err))) goto done;
     gr_signals_arm(); /* the run directory is written from here: a signal now ends in a checkpoint */
     if ((st = gr_job_open_run_dir(&j, opt, err))) goto done;
     if ((st = gr_job_resume(&j, opt, L.spe, &L.start, err))) goto done;

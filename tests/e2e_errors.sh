@@ -256,6 +256,18 @@ if { bash -c "ulimit -v 2000000 && exec '$G' --version" >/dev/null 2>&1; } 2>/de
         --set train.batch_size=64" >"$T/oom.plan" 2>&1
     check "plan under the same limit: warns the job will not fit on the cpu" \
         grep -qE "^warning: this job needs [0-9,]+ bytes on cpu .*it will not fit" "$T/oom.plan"
+    # arenas that fit (1.03 GB: two 8000-unit layers under AdamW) but not the checkpoints' host
+    # copy of the model after them (0.77 GB: the parameters and both moments): exit 4 naming that
+    # copy, before the run directory is made; plan's host table warns
+    sed -e 's/- dense: {units: 8}/- dense: {units: 8000}\n    - relu\n    - dense: {units: 8000}/' \
+        -e 's/type: sgd, lr: 0.1/type: adamw, lr: 0.001/' "$T/ok.yaml" >"$T/wide.yaml"
+    expect_fail 4 "out of memory on the host: the checkpoints' copy of the parameters and optimizer state needs" \
+        "bytes free of" -- bash -c "ulimit -v 2000000 && exec '$G' '$T/wide.yaml' --quiet --device cpu --run-dir '$T/rd_oom2'"
+    check "out of memory in the saver's copy: no run directory left" test ! -e "$T/rd_oom2"
+    bash -c "ulimit -v 2000000 && exec '$G' plan '$T/wide.yaml' --set device=cpu" >"$T/oom2.plan" 2>&1
+    check "plan under the same limit: warns the host memory will not suffice" \
+        grep -qE "^warning: a run of this job needs [0-9,]+ more bytes of host memory, more than the [0-9,]+ free" \
+        "$T/oom2.plan"
 else
     echo "note: $G does not start under ulimit -v (a sanitizer build?): the out-of-memory checks are skipped"
 fi
