@@ -17,7 +17,7 @@
 #     uninterrupted run;
 #  C. 3 SIGTERMs as a start begins (GPURUN_START_DELAY_MS holds it before the spec is read):
 #     each exits 75 with the set-up line and writes nothing (it was the default action, 143);
-#     C2: 5 SIGTERMs as soon as gpurun is exec'd, most before main (the libraries' constructors):
+#     C2: 5 SIGTERMs as soon as gpurun is exec'd, most before main (in a preloaded library's slow constructor):
 #     each exits 75 the same way.
 #
 #   bash tests/e2e_spot.sh GPURUN_BINARY SOURCE_DIR TMPDIR
@@ -260,15 +260,22 @@ was written; nothing changed: rerun with --resume auto to continue" "$T/c.err" |
 done
 [ -z "$why" ] && ok || bad "C: $why"
 
-# C2: the same before main: the shared libraries' constructors (CUDA's: ~0.5-0.8 s of a CUDA
-# build's start here) ran before main, and a SIGTERM then was the default action (143). The stop
-# signals are held from before them (main.c's .preinit_array entry), so each start below is
-# signalled as soon as /proc/PID/status shows SIGTERM held (SigBlk), whether or not main has
-# begun: exit 75 with the set-up line every time. A signal that landed before main is one sent
-# while SIGTERM was not yet caught (SigCgt). When none of the tries landed there (a build without
-# the CUDA libraries reaches main ~15 ms after), the pre-main part is reported skipped. (The
-# dynamic loader's mapping of the libraries, before any of gpurun's code runs, ~0.1 s, stays
-# uncovered: nothing of the program can act there.)
+# C2: the same before main: the shared libraries' constructors run before main, and a SIGTERM
+# then was the default action (143). The stop signals are held from before them (main.c's
+# .preinit_array entry), so each start below is signalled as soon as /proc/PID/status shows
+# SIGTERM held (SigBlk), whether or not main has begun: exit 75 with the set-up line every time.
+# gpurun's own libraries reach main within milliseconds now (cuBLAS's 0.3 s of constructors are
+# no longer linked), too short a window to aim at, so each start preloads a library whose
+# constructor takes 0.5 s, a stand-in for a slow one; GPURUN_START_DELAY_MS holds the set-up
+# after main, so a late poll still signals before the run directory. A signal that landed before
+# main is one sent while SIGTERM was not yet caught (SigCgt); when none did (no C compiler for
+# the stand-in, or every poll late), that part is reported skipped. (The dynamic loader's
+# mapping of the libraries, before any of gpurun's code runs, stays uncovered: nothing of the
+# program can act there.)
+slow_ctor=""
+printf '#include <time.h>\n__attribute__((constructor)) static void slow(void) {\n    %s\n}\n' \
+    'struct timespec t = {0, 500000000}; nanosleep(&t, 0);' >"$T/slow_ctor.c"
+cc -shared -fPIC -o "$T/slow_ctor.so" "$T/slow_ctor.c" 2>/dev/null && slow_ctor=$T/slow_ctor.so
 held_term() {
     local m
     m=$(sed -n 's/^SigBlk:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null)
@@ -276,7 +283,8 @@ held_term() {
 }
 why="" early=0 gbin=$(realpath "$G")  # (bash blocks no signal of its children: SigBlk is gpurun's)
 for k in 1 2 3 4 5; do
-    "$G" "$T/b.yaml" "${THREADS[@]}" --resume auto --run-dir "$T/c2.spot" >"$T/c.out" 2>"$T/c.err" &
+    LD_PRELOAD=$slow_ctor GPURUN_START_DELAY_MS=2000 "$G" "$T/b.yaml" "${THREADS[@]}" --resume auto \
+        --run-dir "$T/c2.spot" >"$T/c.out" 2>"$T/c.err" &
     pid=$!
     t_end=$(( $(now_ms) + 5000 ))
     until held_term $pid || ! kill -0 $pid 2>/dev/null || [ "$(now_ms)" -ge $t_end ]; do :; done
