@@ -41,8 +41,8 @@ gr_status gr_saver_new(const char *dir, int keep, const gr_graph *g, int optim_s
         char fr[96] = "";
         if (gr_host_mem_info(&av, &tot)) snprintf(fr, sizeof fr, "; %zu bytes free of %zu", av, tot);
         return gr_error_set(err, GR_ERR_OOM, "out of memory on the host: the checkpoints' copy of the parameters "
-                            "and optimizer state needs %zu bytes%s (gpurun plan's host table counts it)", pb + ob,
-                            fr);
+                            "and optimizer state needs %zu bytes%s (`gpurun plan` lists the host memory a run "
+                            "needs)", pb + ob, fr);
     }
     gr_saver *sv = gr_xcalloc(1, sizeof *sv);
     sv->dir = gr_xstrdup(dir);

@@ -252,7 +252,7 @@ static void gr_cuda_configure(gr_backend *be, const gr_backend_opts *o) {
     cu->half_native = !(h && strcmp(h, "staged") == 0);
     /* fp32 is strict: no TF32 tensor cores unless the job asks for them */
     GR_CUBLAS(gr_cublas.SetMathMode(cu->blas, o->precision == GR_PREC_FP32 ? CUBLAS_DEFAULT_MATH
-                                                                       : CUBLAS_TF32_TENSOR_OP_MATH));
+                                                                           : CUBLAS_TF32_TENSOR_OP_MATH));
 }
 
 /* ---- plans: conv preparation, then runs captured into a CUDA Graph ---- */

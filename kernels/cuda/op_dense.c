@@ -30,8 +30,8 @@ static void gr_cuda_gemm(gr_cuda *cu, cublasOperation_t ta, cublasOperation_t tb
      * TF32 keeps; native half operands go to the tensor cores as they are */
     cublasComputeType_t ct = cu->opts.precision == GR_PREC_FP32 || ab != GR_F32 ? CUBLAS_COMPUTE_32F
                                                                                 : CUBLAS_COMPUTE_32F_FAST_TF32;
-    GR_CUBLAS(gr_cublas.GemmEx(cu->blas, ta, tb, m, n, k, &alpha, a, gr_cuda_dtype(ab), lda, b, gr_cuda_dtype(ab), ldb,
-                           &beta, c, gr_cuda_dtype(ce), ldc, ct, CUBLAS_GEMM_DEFAULT));
+    GR_CUBLAS(gr_cublas.GemmEx(cu->blas, ta, tb, m, n, k, &alpha, a, gr_cuda_dtype(ab), lda, b, gr_cuda_dtype(ab),
+                               ldb, &beta, c, gr_cuda_dtype(ce), ldc, ct, CUBLAS_GEMM_DEFAULT));
 }
 
 /* y = x W^T + b:  column-major y^T [U, n] = op_T(W as [F, U]) * (x as [F, n]) */
