@@ -408,14 +408,17 @@ check "--resume auto refused over damaged checkpoints: the run directory and che
 echo "corrupt files: $((SECONDS - T0)) s"
 
 # ---------------------------------------------------------------- 3. a second SIGINT
-# The wide model's 2 MB stop checkpoint takes a while to write: the second SIGINT, 5 ms after the
-# first, lands during it (not sooner: two signals pending at once are delivered as one). Tried up
-# to 5 times in case the first SIGINT's commit (and summary) wins the race on a fast, idle disk.
+# The stop checkpoint is held 300 ms before it is written (GPURUN_SAVE_DELAY_MS: a large model's
+# save): the second SIGINT, 5 ms after the first, lands during it (not sooner: two signals pending
+# at once are delivered as one). The wide model's 2 MB alone was written within those 5 ms in
+# about half the runs on an idle 2-core machine. Tried up to 5 times in case the first SIGINT's
+# commit (and summary) still wins the race.
 expect 0 -- "$G" "$T/wide.yaml" --set checkpoint.every_steps=10 "${THREADS[@]}" --run-dir "$T/wide.straight" --quiet
 for try in 1 2 3 4 5; do
     rm -rf "$T/int2"
     CMD="$G $T/wide.yaml --set checkpoint.every_steps=10 --run-dir $T/int2   (kill -INT twice at step >= 35)"
-    env --default-signal=INT "$G" "$T/wide.yaml" --set checkpoint.every_steps=10 "${THREADS[@]}" --run-dir "$T/int2" >"$OUT" 2>"$ERR" &
+    env --default-signal=INT GPURUN_SAVE_DELAY_MS=300 "$G" "$T/wide.yaml" --set checkpoint.every_steps=10 "${THREADS[@]}" \
+        --run-dir "$T/int2" >"$OUT" 2>"$ERR" &
     pid=$!
     signal_when $pid INT step_ge "$T/int2/metrics.jsonl" 35
     sleep 0.005; kill -INT $pid 2>/dev/null
