@@ -29,7 +29,7 @@ static bool gr_spec_present(const gr_job_spec *spec, const gr_spec_row *r) {
         if (r->flags & GR_SF_U64) return true;
         int64_t v;
         memcpy(&v, p, sizeof v);
-        return v >= r->ilo && v <= r->ihi;
+        return (v >= r->ilo && v <= r->ihi) || ((r->flags & GR_SF_AUTO_NEG) && v == -1); /* -1: auto */
     }
     case GR_ST_STR: return p[0] != 0;
     case GR_ST_FLOATS:

@@ -332,6 +332,7 @@ static void test_full_and_round_trip(void) {
         if (st == GR_OK) {
             CHECK(!strcmp(t.name, "fmnist") && t.train.micro_batch == 128 && t.train.epochs == 5);
             CHECK(t.train.optimizer.momentum == 0.9 && t.data.workers == -1 && t.checkpoint.keep == 3);
+            CHECK_STR_CONTAINS(slurp(out), "\n  workers: auto\n"); /* written, not left out as a sentinel */
             CHECK(!strcmp(t.data.val.path, s.data.val.path) && t.loss_scale == 1 && !t.loss_scale_dynamic);
             CHECK(same_tree(s.model.layers, t.model.layers));
             gr_spec_free(&t);
@@ -342,6 +343,7 @@ static void test_full_and_round_trip(void) {
         CHECK_MSG(st == GR_OK, "%s", e.msg);
         if (st == GR_OK) {
             CHECK(t.data.workers == 0);
+            CHECK_STR_CONTAINS(slurp(out), "\n  workers: 0\n");
             gr_spec_free(&t);
         }
         gr_spec_free(&s);
